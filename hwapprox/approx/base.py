@@ -1,0 +1,229 @@
+"""The spec/model contract every approximation follows.
+
+A spec is a frozen dataclass (method constants, formats, table sizes). From
+it, and only from it, come:
+
+* :meth:`ApproxSpec.model` -- raw integer codes of ``in_fmt`` to raw codes of
+  ``out_fmt``, pure integer numpy (the truth HLS and RTL must match);
+* :meth:`ApproxSpec.tables` -- every look-up table as exact integers;
+* :meth:`ApproxSpec.params` -- every other integer constant/width the hardware
+  needs (written into HLS config headers and SV parameters);
+* :meth:`ApproxSpec.reference` -- the float64 function approximated;
+* :meth:`ApproxSpec.cost` -- a pre-synthesis cost summary.
+
+Formats are :class:`~hwapprox.fixed.FixedFormat`; fields annotated with it
+accept the HLS spelling (``"ap_fixed<16,6>"``) and are parsed on construction.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import enum
+from dataclasses import dataclass
+from typing import Any, ClassVar, Self
+
+import numpy as np
+import numpy.typing as npt
+
+from hwapprox.fixed import FixedFormat, FixedPointError
+
+__all__ = [
+    "ApproxSpec",
+    "Cost",
+    "ElementwiseSpec",
+    "Operator",
+    "RowwiseSpec",
+    "SpecError",
+]
+
+RawArray = npt.NDArray[np.int64]
+
+
+class SpecError(ValueError):
+    """A spec whose parameters are invalid or cannot hold its intermediates."""
+
+
+class Operator(enum.StrEnum):
+    SOFTMAX = "softmax"
+    GELU = "gelu"
+    LAYERNORM = "layernorm"
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    """Pre-synthesis cost of one lane of a unit.
+
+    ``table_bits`` sums entries × entry width over all tables; multipliers and
+    adders count distinct operators per element (``mult_bits`` lists the
+    operand widths ``(a, b)`` of each multiplier); ``widest_bits`` is the widest
+    intermediate; ``dividers`` counts true dividers (per row or per element, see
+    ``notes``).
+    """
+
+    table_bits: int = 0
+    tables: int = 0
+    multipliers: int = 0
+    mult_bits: tuple[tuple[int, int], ...] = ()
+    adders: int = 0
+    dividers: int = 0
+    widest_bits: int = 0
+    notes: str = ""
+
+    def score(self) -> float:
+        """One scalar for ranking specs: LUT-equivalent area, rough.
+
+        A table bit counts 1/64 of a LUT6 (distributed ROM), a multiplier
+        ``a·b/16`` LUTs (no DSP), an adder its widest width, a divider
+        ``widest²/8``. Only for ordering candidates; measure real designs with
+        ``hwapprox rtl synth``.
+        """
+        mults = sum(a * b for a, b in self.mult_bits) / 16.0
+        if not self.mult_bits:
+            mults = self.multipliers * (self.widest_bits**2) / 16.0
+        return (
+            self.table_bits / 64.0
+            + mults
+            + self.adders * self.widest_bits
+            + self.dividers * self.widest_bits**2 / 8.0
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["mult_bits"] = [list(p) for p in self.mult_bits]
+        d["score"] = round(self.score(), 2)
+        return d
+
+
+@dataclass(frozen=True)
+class ApproxSpec(abc.ABC):
+    """Base of every method spec. Subclasses are ``@dataclass(frozen=True)``.
+
+    Class attributes each subclass sets: ``operator``, ``method`` (registry
+    name), ``source`` (paper/repository it follows).
+    """
+
+    operator: ClassVar[Operator]
+    method: ClassVar[str]
+    source: ClassVar[str] = ""
+
+    in_fmt: FixedFormat
+    out_fmt: FixedFormat
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.type in ("FixedFormat", FixedFormat) or isinstance(value, FixedFormat):
+                try:
+                    object.__setattr__(self, f.name, FixedFormat.parse(value))
+                except FixedPointError as exc:
+                    raise SpecError(f"{type(self).__name__}.{f.name}: {exc}") from None
+        self.validate()
+
+    # -- to be provided by each method ---------------------------------------
+    def validate(self) -> None:  # noqa: B027 - optional hook
+        """Raise :class:`SpecError` naming the field, value and limit."""
+
+    @abc.abstractmethod
+    def model(self, raw: npt.ArrayLike, **kw: Any) -> RawArray:
+        """Raw ``in_fmt`` codes -> raw ``out_fmt`` codes (pure integer numpy)."""
+
+    @abc.abstractmethod
+    def reference(self, x: npt.ArrayLike, **kw: Any) -> npt.NDArray[np.float64]:
+        """The float64 function this method approximates."""
+
+    def tables(self) -> dict[str, RawArray]:
+        """Every look-up table, name -> exact integer entries (the ROM contents)."""
+        return {}
+
+    def params(self) -> dict[str, int]:
+        """Integer constants and widths the HLS/RTL units need, name -> value."""
+        return {}
+
+    @abc.abstractmethod
+    def cost(self) -> Cost:
+        """Pre-synthesis cost summary."""
+
+    # -- shared behaviour ----------------------------------------------------
+    def check_input(self, raw: npt.ArrayLike) -> RawArray:
+        """Raw codes as int64, refusing floats and codes outside ``in_fmt``."""
+        try:
+            return self.in_fmt.check(raw, f"{self.operator}/{self.method} input")
+        except FixedPointError as exc:
+            raise SpecError(str(exc)) from None
+
+    def evaluate(self, x: npt.ArrayLike, **kw: Any) -> npt.NDArray[np.float64]:
+        """Quantise reals to ``in_fmt``, run :meth:`model`, return reals."""
+        arr = np.asarray(x, dtype=np.float64)
+        raw = self.quantize_input(arr)
+        return self.out_fmt.to_float(self.model(raw, **kw))
+
+    def quantize_input(self, x: npt.ArrayLike) -> RawArray:
+        """Reals -> raw ``in_fmt`` codes (with the format's own modes)."""
+        return self.in_fmt.quantize(x)
+
+    def to_config(self) -> dict[str, Any]:
+        """Plain-data form (formats in HLS spelling); inverse of :func:`from_config`."""
+        out: dict[str, Any] = {"operator": str(self.operator), "method": self.method}
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, FixedFormat):
+                v = str(v)
+            elif isinstance(v, enum.Enum):
+                v = v.value
+            elif isinstance(v, tuple):
+                v = list(v)
+            out[f.name] = v
+        return out
+
+    def replace(self, **changes: Any) -> Self:
+        """A copy with some fields changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    def describe(self) -> str:
+        """One line: method, formats and non-default fields."""
+        parts = [f"{self.operator}/{self.method}", f"in={self.in_fmt}", f"out={self.out_fmt}"]
+        for f in dataclasses.fields(self):
+            if f.name in ("in_fmt", "out_fmt"):
+                continue
+            parts.append(f"{f.name}={getattr(self, f.name)}")
+        return " ".join(parts)
+
+
+class RowwiseSpec(ApproxSpec):
+    """Softmax/LayerNorm: the model works on rows along ``axis``.
+
+    Subclasses implement :meth:`_model_rows` on a C-contiguous ``(R, N)``
+    int64 array (N >= 1) and may take extra keyword arguments.
+    """
+
+    @abc.abstractmethod
+    def _model_rows(self, x: RawArray, **kw: Any) -> RawArray: ...
+
+    def model(self, raw: npt.ArrayLike, axis: int = -1, **kw: Any) -> RawArray:
+        x = self.check_input(raw)
+        if x.ndim == 0:
+            raise SpecError(f"{self.operator}/{self.method} needs at least one axis, got a scalar")
+        try:
+            x = np.moveaxis(x, axis, -1)
+        except np.exceptions.AxisError:
+            raise SpecError(
+                f"axis={axis} is out of range for an input of shape {x.shape}"
+            ) from None
+        n = x.shape[-1]
+        if n == 0:
+            raise SpecError(f"{self.operator}/{self.method}: rows of length 0 (shape {x.shape})")
+        lead = x.shape[:-1]
+        y = self._model_rows(np.ascontiguousarray(x.reshape(-1, n)), **kw)
+        return np.moveaxis(y.reshape(*lead, n), -1, axis)
+
+
+class ElementwiseSpec(ApproxSpec):
+    """GELU-like elementwise units: subclasses implement :meth:`_model_flat`."""
+
+    @abc.abstractmethod
+    def _model_flat(self, x: RawArray) -> RawArray: ...
+
+    def model(self, raw: npt.ArrayLike, **kw: Any) -> RawArray:
+        x = self.check_input(raw)
+        return self._model_flat(x.ravel()).reshape(x.shape)

@@ -1,0 +1,96 @@
+"""Explicit registry of approximation methods, per operator.
+
+The table below is the single list of methods; classes are imported on first
+use (no import side effects). Unknown names get an error listing what exists.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from typing import Any
+
+from hwapprox.approx.base import ApproxSpec, Operator, SpecError
+
+__all__ = ["METHODS", "get_method", "list_methods", "make_spec", "spec_from_config"]
+
+#: operator -> method name -> "module:Class"
+METHODS: dict[Operator, dict[str, str]] = {
+    Operator.SOFTMAX: {
+        "hls4ml_stable": "hwapprox.approx.softmax:Hls4mlStableSoftmax",
+        "hls4ml_latency": "hwapprox.approx.softmax:Hls4mlLatencySoftmax",
+        "ibert": "hwapprox.approx.softmax:IBertSoftmax",
+        "shiftmax": "hwapprox.approx.softmax:ShiftmaxSoftmax",
+        "online": "hwapprox.approx.softmax:OnlineSoftmax",
+        "softermax": "hwapprox.approx.softmax:SoftermaxSoftmax",
+    },
+    Operator.GELU: {
+        "ibert": "hwapprox.approx.gelu:IBertGelu",
+        "shiftgelu": "hwapprox.approx.gelu:ShiftGelu",
+        "edgemoe": "hwapprox.approx.gelu:EdgeMoeGelu",
+        "pwl": "hwapprox.approx.gelu:PwlGelu",
+        "lut": "hwapprox.approx.gelu:LutGelu",
+    },
+    Operator.LAYERNORM: {
+        "ibert": "hwapprox.approx.layernorm:IBertLayerNorm",
+        "ivit": "hwapprox.approx.layernorm:IVitLayerNorm",
+        "hls4ml_lut": "hwapprox.approx.layernorm:Hls4mlLayerNorm",
+        "rsqrt_lut": "hwapprox.approx.layernorm:RsqrtLutLayerNorm",
+        "rmsnorm": "hwapprox.approx.layernorm:RmsNorm",
+    },
+}
+
+
+def _operator(op: str | Operator) -> Operator:
+    try:
+        return Operator(op)
+    except ValueError:
+        names = ", ".join(o.value for o in Operator)
+        raise SpecError(f"unknown operator {op!r}; expected one of: {names}") from None
+
+
+def get_method(op: str | Operator, method: str) -> type[ApproxSpec]:
+    """The spec class of ``op``/``method``."""
+    operator = _operator(op)
+    table = METHODS[operator]
+    if method not in table:
+        raise SpecError(
+            f"unknown {operator} method {method!r}; available: {', '.join(sorted(table))}"
+        )
+    module_name, _, cls_name = table[method].partition(":")
+    cls = getattr(importlib.import_module(module_name), cls_name)
+    return cls  # type: ignore[no-any-return]
+
+
+def list_methods(op: str | Operator | None = None) -> dict[Operator, list[str]]:
+    """Method names per operator (all operators when ``op`` is None)."""
+    ops = list(Operator) if op is None else [_operator(op)]
+    return {o: sorted(METHODS[o]) for o in ops}
+
+
+def make_spec(op: str | Operator, method: str, **fields: Any) -> ApproxSpec:
+    """Build a spec; formats may be given in HLS spelling. Unknown fields are an error."""
+    cls = get_method(op, method)
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(fields) - known)
+    if unknown:
+        raise SpecError(
+            f"{op}/{method} has no field(s) {', '.join(unknown)}; "
+            f"fields: {', '.join(sorted(known))}"
+        )
+    return cls(**fields)
+
+
+def spec_from_config(config: dict[str, Any]) -> ApproxSpec:
+    """Inverse of :meth:`ApproxSpec.to_config`."""
+    cfg = dict(config)
+    try:
+        op = cfg.pop("operator")
+        method = cfg.pop("method")
+    except KeyError as exc:
+        raise SpecError(f"spec config needs 'operator' and 'method', missing {exc}") from None
+    cls = get_method(op, method)
+    for f in dataclasses.fields(cls):
+        if f.name in cfg and isinstance(cfg[f.name], list):
+            cfg[f.name] = tuple(cfg[f.name])
+    return make_spec(op, method, **cfg)

@@ -1,0 +1,1 @@
+"""cocotb testbenches for the hwapprox RTL units (importable by users)."""
