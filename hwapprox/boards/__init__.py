@@ -1,6 +1,31 @@
 """FPGA board and part data (part number, clock, LUT/FF/DSP/BRAM budget).
 
-Will hold the board files, their loader and the fit report that compares an
-estimated resource use with a part's budget. Imports nothing else of
-hwapprox.
+Board files live in ``boards.yaml`` (package data); :func:`get_board` loads one,
+:func:`fit_report` compares an estimated resource use with its budget.
+Imports nothing else of hwapprox.
+
+>>> get_board("pynq-z2").part
+'xc7z020clg400-1'
+>>> fit_report({"LUT": 5320, "DSP": 22}, "pynq-z2").fits
+True
 """
+
+from hwapprox.boards.catalog import (
+    RESOURCE_KINDS,
+    Board,
+    BoardError,
+    FitReport,
+    fit_report,
+    get_board,
+    list_boards,
+)
+
+__all__ = [
+    "RESOURCE_KINDS",
+    "Board",
+    "BoardError",
+    "FitReport",
+    "fit_report",
+    "get_board",
+    "list_boards",
+]

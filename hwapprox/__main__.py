@@ -1,0 +1,5 @@
+"""``python -m hwapprox`` runs the command line."""
+
+from hwapprox.cli import main
+
+main()

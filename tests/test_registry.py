@@ -1,0 +1,45 @@
+"""The explicit method registry and the spec base contract."""
+
+from __future__ import annotations
+
+import pytest
+
+from hwapprox.approx.base import Cost, Operator, SpecError
+from hwapprox.approx.registry import METHODS, get_method, list_methods, make_spec
+
+
+def test_list_methods_covers_every_operator() -> None:
+    listed = list_methods()
+    assert set(listed) == set(Operator)
+    assert "online" in listed[Operator.SOFTMAX]
+    assert list_methods("gelu") == {Operator.GELU: sorted(METHODS[Operator.GELU])}
+
+
+def test_unknown_names_list_what_exists() -> None:
+    with pytest.raises(
+        SpecError, match=r"^unknown operator 'tanh'; expected one of: softmax, gelu"
+    ):
+        get_method("tanh", "x")
+    with pytest.raises(SpecError, match=r"^unknown gelu method 'nope'; available: edgemoe, ibert"):
+        get_method("gelu", "nope")
+
+
+def test_cost_score_orders_by_size() -> None:
+    small = Cost(table_bits=64 * 8, tables=1, adders=1, widest_bits=8)
+    big = Cost(table_bits=1024 * 18, tables=1, multipliers=1, mult_bits=((18, 18),), widest_bits=18)
+    assert small.score() < big.score()
+    assert big.as_dict()["mult_bits"] == [[18, 18]]
+
+
+@pytest.mark.parametrize(("op", "method"), [(o, m) for o in METHODS for m in METHODS[o]])
+def test_every_registered_method_builds_with_defaults(op: Operator, method: str) -> None:
+    try:
+        cls = get_method(op, method)
+    except (ModuleNotFoundError, AttributeError):
+        pytest.skip(f"{op}/{method} not implemented yet")
+    spec = cls()
+    assert spec.operator == op
+    assert spec.method == method
+    assert spec.source, f"{op}/{method} must cite its source"
+    with pytest.raises(SpecError, match=r"has no field\(s\) bogus_field"):
+        make_spec(op, method, bogus_field=1)
