@@ -1,0 +1,161 @@
+"""Float-reference "approximations": the exact function, quantised once at each end.
+
+These specs follow the :class:`~hwapprox.approx.base.ApproxSpec` call
+contracts (softmax ``model(raw, axis)``, GELU ``model(raw)``, LayerNorm
+``model(raw, axis, gamma, beta)`` with raw gamma/beta codes) but compute in
+float64: ``model(raw) = out_fmt.quantize(f(in_fmt.to_float(raw)))``. They are
+*not* hardware models; they isolate quantisation error (what a perfect unit
+with these formats would do) and, with wide formats (the defaults below, 40+
+fraction bits), reproduce the float model to float32 rounding -- which is how
+the emulation path is checked against onnxruntime.
+
+They are not in the method registry (:mod:`hwapprox.approx.registry`); pass
+them to the emulator directly, or register them in tests.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from hwapprox.approx.base import Cost, Operator, RowwiseSpec, SpecError
+from hwapprox.fixed import FixedFormat
+
+__all__ = [
+    "FloatRefGelu",
+    "FloatRefLayerNorm",
+    "FloatRefSoftmax",
+    "erf",
+    "gelu_erf",
+    "gelu_tanh",
+    "layernorm_ref",
+    "softmax_ref",
+]
+
+_WIDE_IN = "ap_fixed<56,16,AP_RND_CONV,AP_SAT>"
+_WIDE_OUT = "ap_fixed<56,16,AP_RND_CONV,AP_SAT>"
+_erf_u = np.frompyfunc(math.erf, 1, 1)
+
+
+def erf(x: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """Error function in float64 (``math.erf`` elementwise; correctly rounded to ~1 ulp)."""
+    a = np.asarray(x, dtype=np.float64)
+    return np.asarray(_erf_u(a), dtype=np.float64).reshape(a.shape)
+
+
+def gelu_erf(x: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """``x/2 · (1 + erf(x/√2))`` in float64."""
+    a = np.asarray(x, dtype=np.float64)
+    return 0.5 * a * (1.0 + erf(a / math.sqrt(2.0)))
+
+
+def gelu_tanh(x: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """``x/2 · (1 + tanh(√(2/π)·(x + 0.044715·x³)))`` in float64."""
+    a = np.asarray(x, dtype=np.float64)
+    return 0.5 * a * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (a + 0.044715 * a**3)))
+
+
+def softmax_ref(x: npt.ArrayLike, axis: int = -1) -> npt.NDArray[np.float64]:
+    """``exp(x - max) / Σ exp(x - max)`` along ``axis`` in float64."""
+    a = np.asarray(x, dtype=np.float64)
+    e = np.exp(a - a.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def layernorm_ref(
+    x: npt.ArrayLike,
+    axis: int = -1,
+    gamma: npt.ArrayLike | None = None,
+    beta: npt.ArrayLike | None = None,
+    eps: float = 1e-5,
+) -> npt.NDArray[np.float64]:
+    """``(x - mean) / sqrt(var + eps) · gamma + beta`` along ``axis`` (biased var)."""
+    a = np.moveaxis(np.asarray(x, dtype=np.float64), axis, -1)
+    mu = a.mean(axis=-1, keepdims=True)
+    var = ((a - mu) ** 2).mean(axis=-1, keepdims=True)
+    y = (a - mu) / np.sqrt(var + eps)
+    if gamma is not None:
+        y = y * np.asarray(gamma, dtype=np.float64)
+    if beta is not None:
+        y = y + np.asarray(beta, dtype=np.float64)
+    return np.moveaxis(y, -1, axis)
+
+
+def _float_cost(spec: Any) -> Cost:
+    return Cost(widest_bits=max(spec.in_fmt.width, spec.out_fmt.width), notes="float reference")
+
+
+@dataclass(frozen=True)
+class FloatRefSoftmax(RowwiseSpec):
+    """Softmax in float64 between quantised input and output."""
+
+    operator: ClassVar[Operator] = Operator.SOFTMAX
+    method: ClassVar[str] = "float_ref"
+    source: ClassVar[str] = "float64 reference (not a hardware method)"
+
+    in_fmt: FixedFormat = _WIDE_IN  # type: ignore[assignment]
+    out_fmt: FixedFormat = _WIDE_OUT  # type: ignore[assignment]
+
+    def _model_rows(self, x: npt.NDArray[np.int64], **kw: Any) -> npt.NDArray[np.int64]:
+        return self.out_fmt.quantize(softmax_ref(self.in_fmt.to_float(x), axis=-1))
+
+    def reference(self, x: npt.ArrayLike, axis: int = -1, **kw: Any) -> npt.NDArray[np.float64]:
+        return softmax_ref(x, axis=axis)
+
+    def cost(self) -> Cost:
+        return _float_cost(self)
+
+
+@dataclass(frozen=True)
+class FloatRefGelu(FloatRefSoftmax):
+    """GELU (erf or tanh form) in float64 between quantised input and output."""
+
+    operator: ClassVar[Operator] = Operator.GELU
+    approximate: str = "none"
+
+    def validate(self) -> None:
+        if self.approximate not in ("none", "tanh"):
+            raise SpecError(f"approximate must be 'none' or 'tanh', got {self.approximate!r}")
+
+    def model(self, raw: npt.ArrayLike, **kw: Any) -> npt.NDArray[np.int64]:
+        x = self.check_input(raw)
+        return self.out_fmt.quantize(self.reference(self.in_fmt.to_float(x)))
+
+    def reference(self, x: npt.ArrayLike, **kw: Any) -> npt.NDArray[np.float64]:
+        return gelu_tanh(x) if self.approximate == "tanh" else gelu_erf(x)
+
+
+@dataclass(frozen=True)
+class FloatRefLayerNorm(FloatRefSoftmax):
+    """LayerNorm in float64 between quantised input/gamma/beta and output."""
+
+    operator: ClassVar[Operator] = Operator.LAYERNORM
+    gamma_fmt: FixedFormat = _WIDE_IN  # type: ignore[assignment]
+    beta_fmt: FixedFormat = _WIDE_IN  # type: ignore[assignment]
+    eps: float = 1e-5
+
+    def _model_rows(
+        self,
+        x: npt.NDArray[np.int64],
+        gamma: npt.ArrayLike | None = None,
+        beta: npt.ArrayLike | None = None,
+        **kw: Any,
+    ) -> npt.NDArray[np.int64]:
+        g = None if gamma is None else self.gamma_fmt.to_float(self.gamma_fmt.check(gamma, "gamma"))
+        b = None if beta is None else self.beta_fmt.to_float(self.beta_fmt.check(beta, "beta"))
+        y = layernorm_ref(self.in_fmt.to_float(x), -1, g, b, self.eps)
+        return self.out_fmt.quantize(y)
+
+    def reference(
+        self,
+        x: npt.ArrayLike,
+        axis: int = -1,
+        gamma: npt.ArrayLike | None = None,
+        beta: npt.ArrayLike | None = None,
+        **kw: Any,
+    ) -> npt.NDArray[np.float64]:
+        return layernorm_ref(x, axis, gamma, beta, self.eps)
