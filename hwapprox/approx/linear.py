@@ -1,0 +1,155 @@
+"""Exact fixed-point models of the linear layers of a transformer block.
+
+These are not approximations: they state exactly what the HLS C++ in
+``hwapprox/hls/include/hwapprox/linear.h`` computes, so that a whole encoder
+block can be modelled bit for bit in Python.
+
+* :class:`MatMulSpec` -- ``Y = A·B (+ bias)``: dense layers (MatMul/Gemm with
+  constant weights) and activation×activation products (``Q·Kᵀ``, ``P·V``).
+  Each product ``a·b`` is exact (``ap_fixed<Wa+Wb, Ia+Ib>``); the accumulator
+  starts at ``bias`` cast to ``accum_fmt`` (or 0) and after every term is
+  ``acc = accum_fmt(acc + a·b)`` -- the exact sum rounded with
+  ``accum_fmt.rounding`` and overflowed with ``accum_fmt.overflow``, in
+  ascending ``k``; the output is ``out_fmt(acc)``. With a saturating or
+  rounding accumulator the order matters; it is fixed (``k = 0, 1, ...``).
+* :class:`AddSpec` -- residual add ``y = out_fmt(a + b)`` (exact sum, one cast).
+
+Examples
+--------
+>>> mm = MatMulSpec("ap_fixed<8,3>", "ap_fixed<8,2>", "ap_fixed<20,8>",
+...                 "ap_fixed<10,4,AP_RND,AP_SAT>")
+>>> a = mm.a_fmt.quantize([[1.0, 0.25]])
+>>> b = mm.b_fmt.quantize([[0.5], [1.0]])
+>>> mm.out_fmt.to_float(mm.model(a, b)).tolist()
+[[0.75]]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from hwapprox.approx.base import SpecError
+from hwapprox.fixed import FixedFormat, FixedPointError, add, cast, mul
+
+__all__ = ["AddSpec", "MatMulSpec"]
+
+RawArray = npt.NDArray[np.int64]
+
+
+def _parse(name: str, value: FixedFormat | str) -> FixedFormat:
+    try:
+        return FixedFormat.parse(value)
+    except FixedPointError as exc:
+        raise SpecError(f"{name}: {exc}") from None
+
+
+def _check(fmt: FixedFormat, raw: npt.ArrayLike, name: str) -> RawArray:
+    try:
+        return fmt.check(raw, name)
+    except FixedPointError as exc:
+        raise SpecError(str(exc)) from None
+
+
+@dataclass(frozen=True)
+class MatMulSpec:
+    """``Y[.., i, j] = out_fmt(acc_K)``, ``acc_{k+1} = accum_fmt(acc_k + A[.., i, k]·B[.., k, j])``.
+
+    Formats may be given in HLS spelling (``"ap_fixed<16,6>"``); they are
+    parsed on construction.
+
+    ``acc_0 = accum_fmt(bias[j])`` when a bias is given (raw codes of
+    ``bias_fmt``), else 0. ``transpose_b`` takes ``B`` as ``[..., N, K]``
+    (``Q·Kᵀ`` with K stored row-major per key). Leading axes broadcast (heads).
+    """
+
+    a_fmt: FixedFormat
+    b_fmt: FixedFormat
+    accum_fmt: FixedFormat
+    out_fmt: FixedFormat
+    bias_fmt: FixedFormat | None = None
+    transpose_b: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("a_fmt", "b_fmt", "accum_fmt", "out_fmt"):
+            object.__setattr__(self, name, _parse(f"MatMulSpec.{name}", getattr(self, name)))
+        if self.bias_fmt is not None:
+            object.__setattr__(self, "bias_fmt", _parse("MatMulSpec.bias_fmt", self.bias_fmt))
+        # a·b and acc + a·b must be exact on the int64 raw path.
+        try:
+            add(0, self.accum_fmt, 0, self.product_fmt)
+        except FixedPointError as exc:
+            raise SpecError(
+                f"MatMulSpec: accumulator too wide for the exact model: {exc}"
+            ) from None
+
+    @property
+    def product_fmt(self) -> FixedFormat:
+        """Exact format of one product ``a·b``."""
+        a, b = self.a_fmt, self.b_fmt
+        return mul(0, a, 0, b)[1]
+
+    def model(
+        self, a: npt.ArrayLike, b: npt.ArrayLike, bias: npt.ArrayLike | None = None
+    ) -> RawArray:
+        """Raw ``A`` ``[..., M, K]`` × raw ``B`` ``[..., K, N]`` -> raw ``Y`` ``[..., M, N]``."""
+        af, bf, accf, outf = self.a_fmt, self.b_fmt, self.accum_fmt, self.out_fmt
+        ra = _check(af, a, "MatMul input A")
+        rb = _check(bf, b, "MatMul input B")
+        if ra.ndim < 2 or rb.ndim < 2:
+            raise SpecError(
+                f"MatMul needs A [..., M, K] and B [..., K, N]; got shapes {ra.shape}, {rb.shape}"
+            )
+        if self.transpose_b:
+            rb = np.swapaxes(rb, -1, -2)
+        if ra.shape[-1] != rb.shape[-2]:
+            raise SpecError(
+                f"MatMul inner sizes differ: A {ra.shape} has K={ra.shape[-1]}, "
+                f"B {'(transposed) ' if self.transpose_b else ''}{rb.shape} has K={rb.shape[-2]}"
+            )
+        n_k = ra.shape[-1]
+        lead = np.broadcast_shapes(ra.shape[:-2], rb.shape[:-2])
+        out_shape = (*lead, ra.shape[-2], rb.shape[-1])
+        if bias is None:
+            acc = np.zeros(out_shape, dtype=np.int64)
+        else:
+            if self.bias_fmt is None:
+                raise SpecError("MatMul bias given but bias_fmt is None; set bias_fmt")
+            bfmt = self.bias_fmt
+            rbias = _check(bfmt, bias, "MatMul bias")
+            if rbias.shape != (rb.shape[-1],):
+                raise SpecError(f"MatMul bias must have shape ({rb.shape[-1]},), got {rbias.shape}")
+            acc = np.broadcast_to(cast(rbias, bfmt, accf), out_shape).copy()
+        for k in range(n_k):
+            p, pf = mul(ra[..., :, k : k + 1], af, rb[..., k : k + 1, :], bf)
+            s, sf = add(acc, accf, p, pf)
+            acc = cast(s, sf, accf)
+        return cast(acc, accf, outf)
+
+
+@dataclass(frozen=True)
+class AddSpec:
+    """Residual add: ``y = out_fmt(a + b)``, the exact sum cast once."""
+
+    a_fmt: FixedFormat
+    b_fmt: FixedFormat
+    out_fmt: FixedFormat
+
+    def __post_init__(self) -> None:
+        for name in ("a_fmt", "b_fmt", "out_fmt"):
+            object.__setattr__(self, name, _parse(f"AddSpec.{name}", getattr(self, name)))
+
+    def model(self, a: npt.ArrayLike, b: npt.ArrayLike) -> RawArray:
+        """Raw ``a`` + raw ``b`` (same shape) -> raw ``out_fmt`` codes."""
+        af, bf, outf = self.a_fmt, self.b_fmt, self.out_fmt
+        ra = _check(af, a, "Add input a")
+        rb = _check(bf, b, "Add input b")
+        if ra.shape != rb.shape:
+            raise SpecError(f"Add inputs differ in shape: {ra.shape} vs {rb.shape}")
+        try:
+            s, sf = add(ra, af, rb, bf)
+        except FixedPointError as exc:
+            raise SpecError(str(exc)) from None
+        return cast(s, sf, outf)

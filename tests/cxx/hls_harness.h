@@ -1,0 +1,46 @@
+// Shared I/O for the HLS C-simulation harnesses (tests/cxx/hls_*_harness.cpp).
+//
+// Protocol: stdin holds records "<instance id> <raw> <raw> ..."; each harness
+// knows from the instance's config how many raw codes a record carries. Raw
+// codes are the two's-complement integers of the ap_fixed bit patterns; they
+// are loaded with range() (no rounding) and written back as the unsigned bit
+// pattern of the output type (Python sign-extends with the output format).
+#ifndef HWAPPROX_TESTS_HLS_HARNESS_H
+#define HWAPPROX_TESTS_HLS_HARNESS_H
+
+#include <iostream>
+
+#include "ap_fixed.h"
+#include "ap_int.h"
+
+namespace harness {
+
+template <class T>
+T from_raw(long long r) {
+    T x;
+    x.range(T::width - 1, 0) = r;
+    return x;
+}
+
+template <class T>
+unsigned long long to_raw(const T& x) {
+    return x.range(T::width - 1, 0).to_uint64();
+}
+
+template <class T>
+void read_array(std::istream& in, T* x, int n) {
+    for (int i = 0; i < n; i++) {
+        long long r = 0;
+        in >> r;
+        x[i] = from_raw<T>(r);
+    }
+}
+
+template <class T>
+void write_array(std::ostream& out, const T* x, int n) {
+    for (int i = 0; i < n; i++) out << to_raw<T>(x[i]) << (i + 1 < n ? ' ' : '\n');
+}
+
+}  // namespace harness
+
+#endif  // HWAPPROX_TESTS_HLS_HARNESS_H
