@@ -1,0 +1,72 @@
+// hwa_gelu_lut -- GELU by a direct table: one entry per input code.
+//
+// Computes (hwapprox.approx.gelu.LutGelu): y = T[x - x_min], where T is the
+// spec's table (loaded with $readmemh from LUT_FILE, 2^IN_W entries of OUT_W
+// bits, written from spec.tables()). Any output rounding/saturation is
+// already inside T, so the unit is bit-exact by construction of the data.
+// Stream: s_axis -> m_axis, one element per cycle, tlast passed through.
+// Latency: 2 cycles (registered ROM read, output register). No buffering
+// beyond the pipeline; backpressure stalls the whole pipeline.
+module hwa_gelu_lut #(
+    parameter int IN_W = 8,
+    parameter bit IN_SIGNED = 1'b1,
+    parameter int OUT_W = 8,
+    parameter string LUT_FILE = ""
+) (
+    input  logic             clk,
+    input  logic             rst,
+    input  logic [IN_W-1:0]  s_axis_tdata,
+    input  logic             s_axis_tvalid,
+    output logic             s_axis_tready,
+    input  logic             s_axis_tlast,
+    output logic [OUT_W-1:0] m_axis_tdata,
+    output logic             m_axis_tvalid,
+    input  logic             m_axis_tready,
+    output logic             m_axis_tlast
+);
+
+  if (IN_W < 1 || IN_W > 20 || OUT_W < 1 || OUT_W > 62) begin : g_bad
+    initial $error("hwa_gelu_lut: invalid IN_W=%0d (1..20) OUT_W=%0d (1..62)", IN_W, OUT_W);
+  end
+
+  logic ce;
+  logic [1:0] vld_reg, lst_reg;
+  logic [IN_W-1:0] addr;
+  logic [OUT_W-1:0] rom_q;
+
+  // stall the pipeline only when its output is held by backpressure
+  assign ce = ~m_axis_tvalid | m_axis_tready;
+  assign s_axis_tready = ce;
+  // table index: the code minus the smallest code (flip the sign bit)
+  assign addr = IN_SIGNED ? (s_axis_tdata ^ (IN_W'(1) << (IN_W - 1))) : s_axis_tdata;
+
+  hwa_rom #(
+      .W(OUT_W),
+      .DEPTH(1 << IN_W),
+      .AW(IN_W),
+      .FILE(LUT_FILE)
+  ) u_rom (
+      .clk (clk),
+      .en  (ce),
+      .addr(addr),
+      .q   (rom_q)
+  );
+
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      vld_reg <= '0;
+      lst_reg <= '0;
+    end else if (ce) begin
+      vld_reg <= {vld_reg[0], s_axis_tvalid};
+      lst_reg <= {lst_reg[0], s_axis_tlast};
+    end
+  end
+
+  always_ff @(posedge clk) begin
+    if (ce) m_axis_tdata <= rom_q;
+  end
+
+  assign m_axis_tvalid = vld_reg[1];
+  assign m_axis_tlast = lst_reg[1];
+
+endmodule

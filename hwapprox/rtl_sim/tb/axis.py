@@ -1,0 +1,166 @@
+"""Small AXI-Stream source and sink for cocotb 2.x (``valid``/``ready``/``last``).
+
+Handshake sampling: after each rising edge the driver updates what it drives,
+then waits for ``ReadOnly`` and samples ``valid && ready`` (all combinational
+paths settled). A transfer sampled there happens at the next rising edge,
+which is when it is recorded, with its cycle number.
+
+Pause generators (``idle`` on the source, backpressure on the sink) are plain
+iterators of booleans; :func:`random_pauses` gives a seeded Bernoulli stream.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import cocotb
+from cocotb.simtime import get_sim_time
+from cocotb.triggers import ReadOnly, RisingEdge
+
+__all__ = ["AxisSink", "AxisSource", "Beat", "CycleCounter", "no_pauses", "random_pauses"]
+
+
+def random_pauses(probability: float, seed: int) -> Iterator[bool]:
+    """True (pause this cycle) with the given probability, seeded."""
+    if not 0.0 <= probability < 1.0:
+        raise ValueError(f"pause probability must be in [0, 1), got {probability}")
+    rng = random.Random(seed)
+    while True:
+        yield rng.random() < probability
+
+
+def no_pauses() -> Iterator[bool]:
+    """Never pause."""
+    return itertools.repeat(False)
+
+
+class CycleCounter:
+    """Clock cycle number from simulation time (``period`` in simulator steps).
+
+    Derived from time rather than counted by a coroutine, so every reader at
+    the same edge sees the same number whatever order coroutines resume in.
+    """
+
+    def __init__(self, period_steps: int) -> None:
+        self.period = period_steps
+
+    @property
+    def cycle(self) -> int:
+        return get_sim_time("step") // self.period
+
+
+@dataclass(frozen=True, slots=True)
+class Beat:
+    """One transfer: data (a signed or unsigned int), last flag, edge number."""
+
+    data: int
+    last: bool
+    cycle: int
+
+
+class AxisSource:
+    """Drives ``<prefix>_tdata/_tvalid/_tlast`` and watches ``<prefix>_tready``."""
+
+    def __init__(
+        self,
+        dut: Any,
+        prefix: str,
+        clk: Any,
+        counter: CycleCounter,
+        pauses: Iterator[bool] | None = None,
+    ) -> None:
+        self.data = getattr(dut, f"{prefix}_tdata")
+        self.valid = getattr(dut, f"{prefix}_tvalid")
+        self.ready = getattr(dut, f"{prefix}_tready")
+        self.last = getattr(dut, f"{prefix}_tlast")
+        self.clk = clk
+        self.counter = counter
+        self.pauses = pauses if pauses is not None else no_pauses()
+        self.width = len(self.data)
+        self.queue: collections.deque[tuple[int, bool]] = collections.deque()
+        self.sent: list[Beat] = []
+        self.valid.value = 0
+        self.last.value = 0
+        self.data.value = 0
+        self._task = cocotb.start_soon(self._run())
+
+    def send(self, values: list[int], last_at_end: bool = True) -> None:
+        """Queue one packet (a row); ``last`` is set on its final beat."""
+        n = len(values)
+        for i, v in enumerate(values):
+            self.queue.append((int(v), last_at_end and i == n - 1))
+
+    @property
+    def idle(self) -> bool:
+        return not self.queue and not int(self.valid.value)
+
+    def _encode(self, v: int) -> int:
+        return v & ((1 << self.width) - 1)
+
+    async def _run(self) -> None:
+        fired = False
+        current: tuple[int, bool] | None = None
+        while True:
+            await RisingEdge(self.clk)
+            if fired and current is not None:
+                self.sent.append(Beat(current[0], current[1], self.counter.cycle))
+                current = None
+            if current is None and self.queue and not next(self.pauses):
+                current = self.queue.popleft()
+                self.data.value = self._encode(current[0])
+                self.last.value = int(current[1])
+                self.valid.value = 1
+            elif current is None:
+                self.valid.value = 0
+                self.last.value = 0
+            await ReadOnly()
+            fired = bool(int(self.valid.value)) and bool(int(self.ready.value))
+
+
+class AxisSink:
+    """Drives ``<prefix>_tready`` (with backpressure) and records every beat."""
+
+    def __init__(
+        self,
+        dut: Any,
+        prefix: str,
+        clk: Any,
+        counter: CycleCounter,
+        pauses: Iterator[bool] | None = None,
+        signed: bool = True,
+        on_beat: Any = None,
+    ) -> None:
+        self.data = getattr(dut, f"{prefix}_tdata")
+        self.valid = getattr(dut, f"{prefix}_tvalid")
+        self.ready = getattr(dut, f"{prefix}_tready")
+        self.last = getattr(dut, f"{prefix}_tlast")
+        self.clk = clk
+        self.counter = counter
+        self.pauses = pauses if pauses is not None else no_pauses()
+        self.signed = signed
+        self.on_beat = on_beat
+        self.beats: list[Beat] = []
+        self.ready.value = 0
+        self._task = cocotb.start_soon(self._run())
+
+    async def _run(self) -> None:
+        sample: tuple[int, bool] | None = None
+        while True:
+            await RisingEdge(self.clk)
+            if sample is not None:
+                beat = Beat(sample[0], sample[1], self.counter.cycle)
+                self.beats.append(beat)
+                if self.on_beat is not None:
+                    self.on_beat(beat)
+                sample = None
+            self.ready.value = 0 if next(self.pauses) else 1
+            await ReadOnly()
+            if int(self.valid.value) and int(self.ready.value):
+                raw = self.data.value
+                value = raw.to_signed() if self.signed else raw.to_unsigned()
+                sample = (value, bool(int(self.last.value)))

@@ -1,0 +1,206 @@
+"""The testbench class shared by every unit: clock, reset, stream ends, scoreboard.
+
+Every hwapprox unit has ``clk``, synchronous active-high ``rst``, an input
+stream ``s_axis_*`` and an output stream ``m_axis_*`` (``tdata``, ``tvalid``,
+``tready``, ``tlast``). LayerNorm units also have a gamma/beta memory write
+port (``cfg_we``, ``cfg_addr``, ``cfg_gamma``, ``cfg_beta``).
+
+Use from your own cocotb test::
+
+    tb = UnitTB(dut, spec, idle=0.2, backpressure=0.3, seed=1)
+    await tb.reset()
+    tb.send_rows(rows)                     # expected values come from spec.model
+    stats = await tb.wait_done()           # raises ScoreboardError on mismatch
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from cocotb.clock import Clock
+from cocotb.triggers import ClockCycles, RisingEdge
+
+from hwapprox.approx.base import ApproxSpec, Operator
+from hwapprox.rtl_sim.tb.axis import AxisSink, AxisSource, Beat, CycleCounter, random_pauses
+from hwapprox.rtl_sim.tb.scoreboard import Scoreboard
+
+__all__ = ["CLOCK_PERIOD_NS", "UnitTB", "expected_rows", "row_latencies"]
+
+CLOCK_PERIOD_NS = 10
+
+
+def expected_rows(
+    spec: ApproxSpec,
+    rows: list[npt.NDArray[np.int64]],
+    gamma: npt.ArrayLike | None = None,
+    beta: npt.ArrayLike | None = None,
+) -> list[npt.NDArray[np.int64]]:
+    """The model's raw output for each row (rows of equal length batched)."""
+    out: list[Any] = [None] * len(rows)
+    if spec.operator is Operator.GELU:
+        flat = np.concatenate(rows) if rows else np.zeros(0, np.int64)
+        y = spec.model(flat)
+        pos = 0
+        for i, r in enumerate(rows):
+            out[i] = y[pos : pos + r.size]
+            pos += r.size
+        return out
+    by_len: dict[int, list[int]] = {}
+    for i, r in enumerate(rows):
+        by_len.setdefault(r.size, []).append(i)
+    for n, idx in by_len.items():
+        x = np.stack([rows[i] for i in idx])
+        kw: dict[str, Any] = {}
+        if spec.operator is Operator.LAYERNORM:
+            kw["gamma"] = None if gamma is None else np.asarray(gamma, np.int64)[:n]
+            kw["beta"] = None if beta is None else np.asarray(beta, np.int64)[:n]
+        y = spec.model(x, axis=-1, **kw)
+        for j, i in enumerate(idx):
+            out[i] = y[j]
+    return out
+
+
+def row_latencies(sent: list[Beat], received: list[Beat]) -> tuple[list[int], list[int]]:
+    """Per row: cycles from first input to first output, last input to last output."""
+
+    def starts_ends(beats: list[Beat]) -> list[tuple[int, int]]:
+        spans, first = [], None
+        for b in beats:
+            if first is None:
+                first = b.cycle
+            if b.last:
+                spans.append((first, b.cycle))
+                first = None
+        return spans
+
+    s_in, s_out = starts_ends(sent), starts_ends(received)
+    n = min(len(s_in), len(s_out))
+    first = [s_out[i][0] - s_in[i][0] for i in range(n)]
+    last = [s_out[i][1] - s_in[i][1] for i in range(n)]
+    return first, last
+
+
+class UnitTB:
+    """Clock, reset, source, sink and scoreboard around one hwapprox unit."""
+
+    def __init__(
+        self,
+        dut: Any,
+        spec: ApproxSpec,
+        *,
+        idle: float = 0.0,
+        backpressure: float = 0.0,
+        seed: int = 0,
+    ) -> None:
+        self.dut = dut
+        self.spec = spec
+        period_ps = CLOCK_PERIOD_NS * 1000
+        self.clock = Clock(dut.clk, CLOCK_PERIOD_NS, unit="ns")
+        self.clock.start()
+        from cocotb.simtime import convert
+
+        self.counter = CycleCounter(int(convert(period_ps, "ps", to="step")))
+        self.scoreboard = Scoreboard(f"{spec.operator}/{spec.method}")
+        self.source = AxisSource(
+            dut, "s_axis", dut.clk, self.counter, random_pauses(idle, seed * 2 + 1)
+        )
+        self.sink = AxisSink(
+            dut,
+            "m_axis",
+            dut.clk,
+            self.counter,
+            random_pauses(backpressure, seed * 2 + 2),
+            signed=spec.out_fmt.signed,
+            on_beat=self.scoreboard.check,
+        )
+        self.n_expected = 0
+        self.gamma: npt.NDArray[np.int64] | None = None
+        self.beta: npt.NDArray[np.int64] | None = None
+        dut.rst.value = 1
+
+    async def reset(self, cycles: int = 4) -> None:
+        """Synchronous reset held for ``cycles`` rising edges."""
+        self.dut.rst.value = 1
+        await ClockCycles(self.dut.clk, cycles)
+        self.dut.rst.value = 0
+        await RisingEdge(self.dut.clk)
+
+    async def load_affine(self, gamma: npt.ArrayLike, beta: npt.ArrayLike) -> None:
+        """Write gamma/beta raw codes into a LayerNorm unit's memory (one word per cycle)."""
+        g = np.asarray(gamma, np.int64)
+        b = np.asarray(beta, np.int64)
+        gw, bw = len(self.dut.cfg_gamma), len(self.dut.cfg_beta)
+        for i in range(g.size):
+            self.dut.cfg_we.value = 1
+            self.dut.cfg_addr.value = i
+            self.dut.cfg_gamma.value = int(g[i]) & ((1 << gw) - 1)
+            self.dut.cfg_beta.value = int(b[i]) & ((1 << bw) - 1)
+            await RisingEdge(self.dut.clk)
+        self.dut.cfg_we.value = 0
+        await RisingEdge(self.dut.clk)
+        self.gamma, self.beta = g, b
+
+    def send_rows(self, rows: list[npt.NDArray[np.int64]], corrupt: int | None = None) -> None:
+        """Queue rows on the source and their model outputs on the scoreboard.
+
+        ``corrupt`` flips the LSB of that expected output (to prove the
+        scoreboard fails).
+        """
+        exp = expected_rows(self.spec, rows, self.gamma, self.beta)
+        pos = 0
+        for r, e in zip(rows, exp, strict=True):
+            e = np.array(e, dtype=np.int64)
+            if corrupt is not None and pos <= corrupt < pos + e.size:
+                e[corrupt - pos] ^= 1
+            pos += e.size
+            self.scoreboard.add_row(e)
+            self.source.send(r.tolist())
+        self.n_expected += pos
+
+    async def wait_done(self, timeout_cycles: int | None = None) -> dict[str, Any]:
+        """Run until every expected output arrived (or the timeout); return measurements."""
+        limit = timeout_cycles if timeout_cycles is not None else 50 * self.n_expected + 2000
+        t0 = time.perf_counter()
+        c0 = self.counter.cycle
+        while len(self.sink.beats) < self.n_expected and self.counter.cycle - c0 < limit:
+            await ClockCycles(self.dut.clk, 16)
+        await ClockCycles(self.dut.clk, 32)  # anything extra would show up here
+        wall = time.perf_counter() - t0
+        cycles = self.counter.cycle - c0
+        return self.measure(wall, cycles)
+
+    def measure(self, wall: float, cycles: int) -> dict[str, Any]:
+        sent, got = self.source.sent, self.sink.beats
+        first, last = row_latencies(sent, got)
+        stats: dict[str, Any] = {
+            "n_in": len(sent),
+            "n_out": len(got),
+            "n_expected": self.n_expected,
+            "matched": self.scoreboard.matched,
+            "mismatches": len(self.scoreboard.mismatches),
+            "first_mismatches": [str(m) for m in self.scoreboard.mismatches[:10]],
+            "unexpected": len(self.scoreboard.unexpected),
+            "missing": len(self.scoreboard.expected),
+            "latency_first": _span(first),
+            "latency_last": _span(last),
+            "sim_cycles": cycles,
+            "wall_seconds": wall,
+            "cycles_per_second": cycles / wall if wall > 0 else 0.0,
+        }
+        if sent and got:
+            stats["throughput_in"] = len(sent) / (sent[-1].cycle - sent[0].cycle + 1)
+            stats["throughput_out"] = len(got) / (got[-1].cycle - got[0].cycle + 1)
+            stats["throughput"] = len(got) / (got[-1].cycle - sent[0].cycle + 1)
+        stats["passed"] = self.scoreboard.ok
+        stats["summary"] = self.scoreboard.summary()
+        return stats
+
+
+def _span(v: list[int]) -> dict[str, float]:
+    if not v:
+        return {}
+    a = np.asarray(v)
+    return {"min": int(a.min()), "max": int(a.max()), "mean": float(a.mean())}

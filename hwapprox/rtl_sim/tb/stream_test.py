@@ -1,0 +1,56 @@
+"""cocotb test run by :func:`hwapprox.rtl_sim.runner.run_job` on every unit.
+
+The job file named by ``$HWAPPROX_RTL_JOB`` (JSON) holds:
+
+* ``spec``: ``spec.to_config()`` (rebuilt with ``spec_from_config``);
+* ``rows``: list of rows of raw input codes (each row ends with ``tlast``);
+* ``gamma``/``beta``: raw codes for LayerNorm units (optional);
+* ``idle``/``backpressure``: per-cycle pause probabilities; ``seed``;
+* ``corrupt``: index of one expected output to falsify (negative test);
+* ``stats_file``: where the measurements are written (JSON).
+
+The scoreboard compares every output with ``spec.model`` bit for bit and the
+test fails unless all outputs matched and none is missing or extra.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import cocotb
+import numpy as np
+
+from hwapprox.approx.registry import spec_from_config
+from hwapprox.rtl_sim.tb.bench import UnitTB
+
+
+def load_job() -> dict[str, Any]:
+    path = os.environ.get("HWAPPROX_RTL_JOB")
+    if not path:
+        raise RuntimeError("HWAPPROX_RTL_JOB is not set; run through hwapprox.rtl_sim.runner")
+    return json.loads(Path(path).read_text())
+
+
+@cocotb.test()
+async def stream_matches_model(dut: Any) -> None:
+    """Stream the job's rows through the unit; every output equals the model's."""
+    job = load_job()
+    spec = spec_from_config(job["spec"])
+    tb = UnitTB(
+        dut,
+        spec,
+        idle=float(job.get("idle", 0.0)),
+        backpressure=float(job.get("backpressure", 0.0)),
+        seed=int(job.get("seed", 0)),
+    )
+    await tb.reset()
+    if job.get("gamma") is not None:
+        await tb.load_affine(job["gamma"], job["beta"])
+    rows = [np.asarray(r, dtype=np.int64) for r in job["rows"]]
+    tb.send_rows(rows, corrupt=job.get("corrupt"))
+    stats = await tb.wait_done()
+    Path(job["stats_file"]).write_text(json.dumps(stats))
+    tb.scoreboard.finish()
