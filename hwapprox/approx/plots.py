@@ -1,0 +1,136 @@
+"""Sweep plots (matplotlib, Agg canvas, PNG and SVG).
+
+* :func:`plot_error_vs_width` -- per operator, one line per method: for each
+  output bit-width the *best* spec of that method (smallest error over the
+  other swept fields), where a spec's error is its *worst* over the input
+  sets. Log y axis.
+* :func:`plot_pareto` -- per operator, every spec as a point (cost
+  ``spec.cost().score()`` vs worst error over the input sets), coloured by
+  method, with the Pareto front (no spec both cheaper and more accurate) drawn
+  as a step line.
+
+Both read sweep records (``results.jsonl``) and return the files written.
+Figures are built with :class:`matplotlib.figure.Figure` directly (no pyplot
+state, no display needed).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from hwapprox.approx.sweep import aggregate_by_spec, pareto_front
+
+__all__ = ["plot_error_vs_width", "plot_pareto", "plot_sweep"]
+
+_LABELS = {
+    "max_abs": "max |error|",
+    "mean_abs": "mean |error|",
+    "rms": "RMS error",
+    "max_lsb": "max error (output LSBs)",
+    "kl": "KL divergence (nats)",
+}
+
+
+def _figure() -> Any:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.4, 4.2), layout="constrained")
+    return fig, fig.add_subplot()
+
+
+def _save(fig: Any, out_dir: Path, stem: str) -> list[Path]:
+    paths = []
+    for ext in ("png", "svg"):
+        p = out_dir / f"{stem}.{ext}"
+        fig.savefig(p, dpi=120)
+        paths.append(p)
+    return paths
+
+
+def _positive(v: float) -> float:
+    # log axes: an exact zero error is drawn at a tiny floor
+    return v if v > 0 else 1e-12
+
+
+def plot_error_vs_width(
+    records: Iterable[dict[str, Any]], out_dir: str | Path, metric: str = "max_abs"
+) -> list[Path]:
+    """``error_vs_width_<operator>.{png,svg}`` (see the module docstring)."""
+    out = Path(out_dir)
+    specs = aggregate_by_spec(records, metric)
+    by_op: dict[str, dict[str, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
+    for s in specs:
+        w = s["out_width"]
+        if w is None:
+            continue
+        cur = by_op[s["operator"]][s["method"]]
+        cur[int(w)] = min(cur.get(int(w), float("inf")), s["error"])
+    written: list[Path] = []
+    for op, methods in sorted(by_op.items()):
+        fig, ax = _figure()
+        for method, pts in sorted(methods.items()):
+            ws = sorted(pts)
+            ax.plot(ws, [_positive(pts[w]) for w in ws], marker="o", label=method)
+        ax.set_yscale("log")
+        ax.set_xlabel("output bit-width W")
+        ax.set_ylabel(_LABELS.get(metric, metric) + " (worst input set)")
+        ax.set_title(f"{op}: error vs output width (best spec per width)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize="small")
+        written += _save(fig, out, f"error_vs_width_{op}")
+    return written
+
+
+def plot_pareto(
+    records: Iterable[dict[str, Any]], out_dir: str | Path, metric: str = "max_abs"
+) -> list[Path]:
+    """``pareto_<operator>.{png,svg}`` (see the module docstring)."""
+    out = Path(out_dir)
+    specs = aggregate_by_spec(records, metric)
+    by_op: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for s in specs:
+        by_op[s["operator"]].append(s)
+    written: list[Path] = []
+    for op, items in sorted(by_op.items()):
+        fig, ax = _figure()
+        by_method: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for s in items:
+            by_method[s["method"]].append(s)
+        for method, ss in sorted(by_method.items()):
+            ax.scatter(
+                [s["cost_score"] for s in ss],
+                [_positive(s["error"]) for s in ss],
+                label=method,
+                s=18,
+                alpha=0.8,
+            )
+        front = pareto_front((s["cost_score"], s["error"], s) for s in items)
+        if front:
+            ax.step(
+                [f[0] for f in front],
+                [_positive(f[1]) for f in front],
+                where="post",
+                color="black",
+                linewidth=1.0,
+                label="Pareto front",
+            )
+        ax.set_xscale("log" if min(s["cost_score"] for s in items) > 0 else "symlog")
+        ax.set_yscale("log")
+        ax.set_xlabel("cost score (LUT-equivalent, spec.cost().score())")
+        ax.set_ylabel(_LABELS.get(metric, metric) + " (worst input set)")
+        ax.set_title(f"{op}: error vs cost")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize="small")
+        written += _save(fig, out, f"pareto_{op}")
+    return written
+
+
+def plot_sweep(
+    records: Iterable[dict[str, Any]], out_dir: str | Path, metric: str = "max_abs"
+) -> list[Path]:
+    """Both plots; returns every file written."""
+    recs = list(records)
+    return plot_error_vs_width(recs, out_dir, metric) + plot_pareto(recs, out_dir, metric)
