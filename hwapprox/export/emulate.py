@@ -1,0 +1,330 @@
+"""Run an ONNX model with chosen sites replaced by bit-accurate approximations.
+
+Design: the graph is cut at the selected sites. Every other node gets a
+*level* -- the number of selected sites on its longest path from the inputs --
+and the nodes of one level form one onnxruntime session (in graph order).
+Running level ``k``'s session, then every site whose input has level ``k``,
+then level ``k + 1``, ... evaluates the whole model: float everywhere except
+at the sites, with one session run per level instead of one per node.
+
+At a site with a spec, the float input ``x`` (what the previous session
+produced) is quantised with ``spec.quantize_input``, passed through
+``spec.model`` and converted back with ``spec.out_fmt.to_float``, then cast
+to the tensor's ONNX element type (float32 usually) for the next session.
+A site whose spec is ``None`` runs its own original nodes in a small
+onnxruntime session, so it is exactly the float model.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import ModelProto, NodeProto, TensorProto, helper, numpy_helper
+
+from hwapprox.approx.base import ApproxSpec, Operator
+from hwapprox.export.errors import ExportError
+from hwapprox.export.graph import GraphIndex
+from hwapprox.export.patterns import Site
+
+__all__ = ["Emulator", "apply_spec", "make_session", "rows_view"]
+
+
+def make_session(model: ModelProto, threads: int = 0) -> ort.InferenceSession:
+    """A CPU onnxruntime session (``threads=0``: onnxruntime's default)."""
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 3
+    if threads:
+        opts.intra_op_num_threads = threads
+        opts.inter_op_num_threads = 1
+    try:
+        return ort.InferenceSession(
+            model.SerializeToString(), opts, providers=["CPUExecutionProvider"]
+        )
+    except Exception as exc:
+        raise ExportError(f"onnxruntime cannot load the model: {exc}") from None
+
+
+def rows_view(site: Site, x: np.ndarray) -> tuple[np.ndarray, int]:
+    """``x`` arranged so the site's rows lie along the returned axis.
+
+    ``trailing`` sites (LayerNorm, opset < 13 Softmax) are reshaped to
+    ``(prod(shape[:axis]), prod(shape[axis:]))`` with axis -1; single-axis
+    sites keep their shape and axis.
+    """
+    if site.axis is None:
+        return x, -1
+    ax = site.axis + x.ndim if site.axis < 0 else site.axis
+    if not 0 <= ax < max(x.ndim, 1):
+        raise ExportError(
+            f"site {site.name}: axis {site.axis} is out of range for input shape {x.shape}"
+        )
+    if site.trailing:
+        lead = int(np.prod(x.shape[:ax], dtype=np.int64))
+        return x.reshape(lead, -1), -1
+    return x, ax
+
+
+def _row_param(v: np.ndarray | None, n: int, fmt: Any, what: str, site: Site) -> Any:
+    if v is None:
+        return None
+    try:
+        flat = np.broadcast_to(np.asarray(v, dtype=np.float64).reshape(-1), (n,))
+    except ValueError:
+        raise ExportError(
+            f"site {site.name}: {what} of shape {np.shape(v)} does not match rows of {n}"
+        ) from None
+    return fmt.quantize(flat)
+
+
+def apply_spec(site: Site, spec: ApproxSpec, x: np.ndarray) -> np.ndarray:
+    """The approximation of ``site`` on float input ``x`` (float64 out, same shape).
+
+    ``in_fmt.quantize -> spec.model -> out_fmt.to_float``; LayerNorm gamma/beta
+    are quantised to ``spec.gamma_fmt``/``spec.beta_fmt``.
+    """
+    if spec.operator is not site.operator:
+        raise ExportError(
+            f"site {site.name} is a {site.operator} but the spec is for {spec.operator} "
+            f"({spec.describe()})"
+        )
+    xv, axis = rows_view(site, np.asarray(x, dtype=np.float64))
+    raw = spec.quantize_input(xv)
+    if site.operator is Operator.GELU:
+        out = spec.model(raw)
+    elif site.operator is Operator.SOFTMAX:
+        out = spec.model(raw, axis=axis)
+    else:
+        n = xv.shape[-1]
+        gamma = _row_param(site.gamma, n, getattr(spec, "gamma_fmt", None), "gamma", site)
+        beta = _row_param(site.beta, n, getattr(spec, "beta_fmt", None), "beta", site)
+        out = spec.model(raw, axis=-1, gamma=gamma, beta=beta)
+    return spec.out_fmt.to_float(out).reshape(np.shape(x))
+
+
+_NP_OF = {
+    TensorProto.FLOAT: np.float32,
+    TensorProto.DOUBLE: np.float64,
+    TensorProto.FLOAT16: np.float16,
+}
+
+
+def _node_inputs(node: NodeProto) -> list[str]:
+    """Explicit inputs plus outer-scope names used inside subgraphs."""
+    names = [i for i in node.input if i]
+    for attr in node.attribute:
+        graphs = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)
+        for g in graphs:
+            defined = {i.name for i in g.input} | {i.name for i in g.initializer}
+            for n in g.node:
+                for i in _node_inputs(n):
+                    if i not in defined:
+                        names.append(i)
+                defined.update(n.output)
+    return names
+
+
+@dataclass
+class _Segment:
+    level: int
+    nodes: list[NodeProto]
+    inputs: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+    session: ort.InferenceSession | None = None
+
+
+class Emulator:
+    """Evaluate ``model`` with ``sites`` cut out and replaced (see module docstring).
+
+    ``model`` must come from :func:`hwapprox.export.graph.load_model` (named
+    nodes, shape-inferred). Sessions are built once; :meth:`run` takes any
+    specs for the same sites.
+    """
+
+    def __init__(self, model: ModelProto, sites: list[Site], *, threads: int = 0) -> None:
+        self.model = model
+        self.sites = list(sites)
+        self.threads = threads
+        self.index = GraphIndex(model)
+        self._float_sessions: dict[str, ort.InferenceSession] = {}
+        self._build()
+        #: seconds spent in the approximations during the last :meth:`run`
+        self.approx_seconds = 0.0
+        self.session_seconds = 0.0
+
+    # -- plan --------------------------------------------------------------------
+    def _build(self) -> None:
+        g = self.model.graph
+        by_output = {s.output: s for s in self.sites}
+        site_nodes = {n for s in self.sites for n in s.nodes}
+        level: dict[str, int] = {}
+        self.site_level: dict[str, int] = {}
+        plain: list[tuple[int, NodeProto]] = []
+        for node in g.node:
+            if node.name in site_nodes:
+                for out in node.output:
+                    s = by_output.get(out)
+                    if s is not None:
+                        lv = level.get(s.input, 0)
+                        self.site_level[s.name] = lv
+                        level[out] = lv + 1
+                continue
+            lv = max((level.get(i, 0) for i in _node_inputs(node)), default=0)
+            plain.append((lv, node))
+            for out in node.output:
+                if out:
+                    level[out] = lv
+        missing = [s.name for s in self.sites if s.name not in self.site_level]
+        if missing:
+            raise ExportError(f"sites {missing} do not belong to this model's graph")
+        n_levels = max([0, *(lv + 1 for lv in self.site_level.values())])
+        self.segments = [
+            _Segment(k, [n for lv, n in plain if lv == k]) for k in range(n_levels + 1)
+        ]
+        # What every consumer needs, to decide segment inputs/outputs.
+        needed_later: dict[str, int] = {}  # tensor -> last level needing it
+
+        def need(t: str, lv: float) -> None:
+            needed_later[t] = max(needed_later.get(t, -1), int(lv))
+
+        for seg in self.segments:
+            for node in seg.nodes:
+                for i in _node_inputs(node):
+                    need(i, seg.level)
+        for s in self.sites:
+            need(s.input, self.site_level[s.name])
+        for o in g.output:
+            need(o.name, n_levels + 1)
+        init_names = {i.name for i in g.initializer}
+        graph_inputs = {i.name for i in g.input} - init_names
+        for seg in self.segments:
+            produced = {o for n in seg.nodes for o in n.output if o}
+            used = [i for n in seg.nodes for i in _node_inputs(n)]
+            seg.inputs = sorted({i for i in used if i not in produced and i not in init_names})
+            # Outputs: produced here and needed by a later segment, a site or the graph.
+            outs = []
+            for n in seg.nodes:
+                for o in n.output:
+                    if (
+                        o
+                        and o in needed_later
+                        and (
+                            needed_later[o] > seg.level
+                            or o in {s.input for s in self.sites}
+                            or o in {x.name for x in g.output}
+                        )
+                    ):
+                        outs.append(o)
+            seg.outputs = outs
+            if seg.nodes and seg.outputs:
+                seg.session = make_session(self._submodel(seg, init_names), self.threads)
+        self._graph_inputs = graph_inputs
+        self._sites_at = {
+            k: [s for s in self.sites if self.site_level[s.name] == k] for k in range(n_levels + 1)
+        }
+
+    def _vi(self, name: str) -> onnx.ValueInfoProto:
+        et = self.index.elem_type.get(name, TensorProto.FLOAT)
+        return helper.make_tensor_value_info(name, et, None)
+
+    def _submodel(self, seg: _Segment, init_names: set[str]) -> ModelProto:
+        used = {i for n in seg.nodes for i in _node_inputs(n)}
+        inits = [t for t in self.model.graph.initializer if t.name in used]
+        graph = helper.make_graph(
+            seg.nodes,
+            f"segment{seg.level}",
+            [self._vi(i) for i in seg.inputs],
+            [self._vi(o) for o in seg.outputs],
+            inits,
+        )
+        return self._wrap(graph)
+
+    def _wrap(self, graph: onnx.GraphProto) -> ModelProto:
+        m = helper.make_model(graph, opset_imports=list(self.model.opset_import))
+        m.ir_version = self.model.ir_version
+        for f in self.model.functions:
+            m.functions.append(f)
+        return m
+
+    def _float_site(self, site: Site) -> ort.InferenceSession:
+        sess = self._float_sessions.get(site.name)
+        if sess is None:
+            names = set(site.nodes)
+            nodes = [n for n in self.model.graph.node if n.name in names]
+            inits = []
+            for n in nodes:
+                for i in n.input:
+                    if i and i != site.input and i not in {o for m in nodes for o in m.output}:
+                        v = self.index.const(i)
+                        if v is None:
+                            raise ExportError(f"site {site.name}: input {i} is not a constant")
+                        inits.append(numpy_helper.from_array(np.asarray(v), i))
+            graph = helper.make_graph(
+                nodes, site.name, [self._vi(site.input)], [self._vi(site.output)], inits
+            )
+            sess = make_session(self._wrap(graph), self.threads)
+            self._float_sessions[site.name] = sess
+        return sess
+
+    @property
+    def n_sessions(self) -> int:
+        return sum(seg.session is not None for seg in self.segments)
+
+    # -- run ---------------------------------------------------------------------
+    def run(
+        self, feeds: Mapping[str, np.ndarray], specs: Mapping[str, ApproxSpec | None]
+    ) -> dict[str, np.ndarray]:
+        """Graph outputs with each site's spec applied (``None``: float nodes)."""
+        unknown = sorted(set(specs) - {s.name for s in self.sites})
+        if unknown:
+            raise ExportError(f"specs given for sites {unknown} that this emulator did not cut")
+        values: dict[str, np.ndarray] = dict(feeds)
+        self.approx_seconds = 0.0
+        self.session_seconds = 0.0
+        for seg in self.segments:
+            if seg.session is not None:
+                t0 = time.perf_counter()
+                res = seg.session.run(seg.outputs, {i: values[i] for i in seg.inputs})
+                self.session_seconds += time.perf_counter() - t0
+                values.update(zip(seg.outputs, res, strict=True))
+            for site in self._sites_at[seg.level]:
+                x = values[site.input]
+                spec = specs.get(site.name)
+                t0 = time.perf_counter()
+                if spec is None:
+                    y = self._float_site(site).run(None, {site.input: x})[0]
+                    self.session_seconds += time.perf_counter() - t0
+                else:
+                    dtype = _NP_OF.get(self.index.elem_type.get(site.output, 1), np.float32)
+                    y = apply_spec(site, spec, x).astype(dtype)
+                    self.approx_seconds += time.perf_counter() - t0
+                values[site.output] = y
+        out = {}
+        for o in self.model.graph.output:
+            if o.name in values:
+                out[o.name] = values[o.name]
+            else:
+                const = self.index.const(o.name)
+                if const is None:
+                    raise ExportError(f"graph output {o.name} was not computed")
+                out[o.name] = const
+        return out
+
+
+def trace_model(model: ModelProto, tensors: list[str], *, threads: int = 0) -> ort.InferenceSession:
+    """A session of the unmodified model that also outputs ``tensors`` (site inputs/outputs)."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    idx = GraphIndex(model)
+    existing = {o.name for o in m.graph.output}
+    for t in tensors:
+        if t not in existing:
+            et = idx.elem_type.get(t, TensorProto.FLOAT)
+            m.graph.output.append(helper.make_tensor_value_info(t, et, None))
+            existing.add(t)
+    return make_session(m, threads)

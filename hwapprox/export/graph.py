@@ -1,0 +1,165 @@
+"""ONNX loading and small graph helpers (producers, consumers, constants)."""
+
+from __future__ import annotations
+
+import copy
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import ModelProto, NodeProto, numpy_helper
+
+from hwapprox.export.errors import ExportError
+
+__all__ = ["GraphIndex", "load_model", "opset_version"]
+
+
+def load_model(source: str | Path | ModelProto, *, check: bool = True) -> ModelProto:
+    """Load an ONNX model (path or proto), check it, name every node, infer shapes.
+
+    Returns a copy; the caller's proto is never modified. Nodes without a name
+    get ``<op_type>_<index>``; duplicate names get a ``_<index>`` suffix, so
+    node names identify sites.
+    """
+    if isinstance(source, ModelProto):
+        model = copy.deepcopy(source)
+        label = f"model {source.graph.name or '(unnamed)'}"
+    else:
+        path = Path(source)
+        label = str(path)
+        if not path.exists():
+            raise ExportError(f"ONNX model {label!r} does not exist")
+        if not path.is_file():
+            raise ExportError(f"ONNX model {label!r} is not a file")
+        try:
+            model = onnx.load(str(path))
+        except Exception as exc:  # protobuf DecodeError and friends
+            raise ExportError(
+                f"{label!r} is not an ONNX model (protobuf parse failed: "
+                f"{type(exc).__name__}: {exc})"
+            ) from None
+        if not model.graph.node and not model.graph.output:
+            raise ExportError(f"{label!r} is not an ONNX model (it has an empty graph)")
+    if check:
+        try:
+            onnx.checker.check_model(model)
+        except onnx.checker.ValidationError as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+            raise ExportError(f"{label} fails the ONNX checker: {first}") from None
+    seen: dict[str, int] = {}
+    for i, node in enumerate(model.graph.node):
+        name = node.name or f"{node.op_type}_{i}"
+        if name in seen:
+            name = f"{name}_{i}"
+        seen[name] = i
+        node.name = name
+    try:
+        model = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    except Exception as exc:
+        raise ExportError(f"{label}: ONNX shape inference failed: {exc}") from None
+    return model
+
+
+def opset_version(model: ModelProto, domain: str = "") -> int:
+    """Opset of the default (``ai.onnx``) domain."""
+    for imp in model.opset_import:
+        if imp.domain in (domain, "ai.onnx" if domain == "" else domain):
+            return int(imp.version)
+    raise ExportError(f"model imports no opset for domain {domain or 'ai.onnx'!r}")
+
+
+@dataclass
+class GraphIndex:
+    """Producers, consumers, constants and types of one (main) graph."""
+
+    model: ModelProto
+    producer: dict[str, NodeProto] = field(default_factory=dict)
+    consumers: dict[str, list[NodeProto]] = field(default_factory=lambda: defaultdict(list))
+    constants: dict[str, np.ndarray] = field(default_factory=dict)
+    elem_type: dict[str, int] = field(default_factory=dict)
+    shape: dict[str, tuple[int | str | None, ...] | None] = field(default_factory=dict)
+    graph_outputs: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        g = self.model.graph
+        for init in g.initializer:
+            self.constants[init.name] = numpy_helper.to_array(init)
+            self.elem_type[init.name] = init.data_type
+            self.shape[init.name] = tuple(init.dims)
+        for node in g.node:
+            for out in node.output:
+                if out:
+                    self.producer[out] = node
+            for inp in node.input:
+                if inp:
+                    self.consumers[inp].append(node)
+            if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+                value = _constant_value(node)
+                if value is not None:
+                    self.constants[node.output[0]] = value
+        for vi in [*g.input, *g.value_info, *g.output]:
+            t = vi.type.tensor_type
+            if vi.type.HasField("tensor_type"):
+                self.elem_type.setdefault(vi.name, t.elem_type)
+                if t.HasField("shape"):
+                    dims: list[int | str | None] = []
+                    for d in t.shape.dim:
+                        if d.HasField("dim_value"):
+                            dims.append(int(d.dim_value))
+                        elif d.HasField("dim_param"):
+                            dims.append(d.dim_param)
+                        else:
+                            dims.append(None)
+                    self.shape.setdefault(vi.name, tuple(dims))
+                else:
+                    self.shape.setdefault(vi.name, None)
+        self.graph_outputs = {o.name for o in g.output}
+
+    def const(self, name: str) -> np.ndarray | None:
+        """The value of a constant tensor (initializer or ``Constant`` node), else None."""
+        return self.constants.get(name)
+
+    def scalar(self, name: str) -> float | None:
+        """A constant holding one value (any shape of size 1), as float."""
+        v = self.constants.get(name)
+        if v is None or v.size != 1:
+            return None
+        return float(np.asarray(v, dtype=np.float64).reshape(()))
+
+    def rank(self, name: str) -> int | None:
+        s = self.shape.get(name)
+        return None if s is None else len(s)
+
+    def only_consumer(self, name: str) -> NodeProto | None:
+        """The single consumer of an intermediate tensor (None if several or a graph output)."""
+        cons = self.consumers.get(name, [])
+        if len(cons) != 1 or name in self.graph_outputs:
+            return None
+        return cons[0]
+
+    def internal(self, tensors: Iterable[str], nodes: set[str]) -> bool:
+        """True when every tensor is consumed only by ``nodes`` and is no graph output."""
+        for t in tensors:
+            if t in self.graph_outputs:
+                return False
+            if any(c.name not in nodes for c in self.consumers.get(t, [])):
+                return False
+        return True
+
+
+def _constant_value(node: NodeProto) -> np.ndarray | None:
+    for attr in node.attribute:
+        if attr.name == "value":
+            return numpy_helper.to_array(attr.t)
+        if attr.name == "value_float":
+            return np.array(attr.f, dtype=np.float32)
+        if attr.name == "value_floats":
+            return np.array(list(attr.floats), dtype=np.float32)
+        if attr.name == "value_int":
+            return np.array(attr.i, dtype=np.int64)
+        if attr.name == "value_ints":
+            return np.array(list(attr.ints), dtype=np.int64)
+    return None
