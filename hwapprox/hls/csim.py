@@ -23,7 +23,14 @@ from hwapprox._cxx import cache_dir, compile_cxx, hls4ml_include_dirs
 from hwapprox.fixed import FixedFormat
 from hwapprox.hls.emit import INCLUDE_DIR, Instance, header_digest, render_header, write_header
 
-__all__ = ["CsimError", "build_harness", "library_digest", "run_harness", "sign_extend"]
+__all__ = [
+    "CsimError",
+    "build_harness",
+    "library_digest",
+    "run_harness",
+    "run_lines",
+    "sign_extend",
+]
 
 
 class CsimError(RuntimeError):
@@ -66,16 +73,10 @@ def sign_extend(raw: npt.ArrayLike, fmt: FixedFormat) -> npt.NDArray[np.int64]:
     return r.astype(np.int64)
 
 
-def run_harness(
-    exe: Path,
-    records: Sequence[Sequence[int]],
-    out_fmts: Sequence[FixedFormat],
-    *,
-    timeout: float = 120.0,
-) -> list[npt.NDArray[np.int64]]:
-    """Feed ``records`` (each ``[id, raw, ...]``) to ``exe``; one output row per record."""
-    if len(records) != len(out_fmts):
-        raise CsimError(f"{len(records)} records but {len(out_fmts)} output formats")
+def run_lines(
+    exe: Path, records: Sequence[Sequence[int]], *, timeout: float = 120.0
+) -> list[list[int]]:
+    """Feed ``records`` to ``exe`` (one per line); the integers it prints, one row per record."""
     text = "\n".join(" ".join(str(int(v)) for v in rec) for rec in records) + "\n"
     proc = subprocess.run(
         [str(exe)], input=text, capture_output=True, text=True, timeout=timeout, check=False
@@ -85,7 +86,24 @@ def run_harness(
     lines = proc.stdout.splitlines()
     if len(lines) != len(records):
         raise CsimError(f"{exe.name} printed {len(lines)} lines for {len(records)} records")
-    return [
-        sign_extend([int(t) for t in line.split()], fmt)
-        for line, fmt in zip(lines, out_fmts, strict=True)
-    ]
+    try:
+        return [[int(t) for t in line.split()] for line in lines]
+    except ValueError:
+        raise CsimError(f"{exe.name} printed non-integers: {proc.stdout[:200]!r}") from None
+
+
+def run_harness(
+    exe: Path,
+    records: Sequence[Sequence[int]],
+    out_fmts: Sequence[FixedFormat],
+    *,
+    timeout: float = 120.0,
+) -> list[npt.NDArray[np.int64]]:
+    """Feed ``records`` (each ``[id, raw, ...]``) to ``exe``; raw outputs per record.
+
+    The harness prints bit patterns; they are sign-extended with ``out_fmts``.
+    """
+    if len(records) != len(out_fmts):
+        raise CsimError(f"{len(records)} records but {len(out_fmts)} output formats")
+    rows = run_lines(exe, records, timeout=timeout)
+    return [sign_extend(row, fmt) for row, fmt in zip(rows, out_fmts, strict=True)]
