@@ -1,0 +1,786 @@
+"""GELU approximations: bit-accurate integer models and the float64 reference.
+
+Reference ``GELU(x) = x·Φ(x) = x/2·(1 + erf(x/√2))`` (ONNX ``Gelu``,
+``approximate="none"``), or with ``form="tanh"``
+``x/2·(1 + tanh(√(2/π)·(x + 0.044715·x³)))``. Every spec maps raw codes of
+``in_fmt`` to raw codes of ``out_fmt`` elementwise with pure int64 numpy; the
+final conversion to ``out_fmt`` always uses ``out_fmt``'s own rounding and
+overflow modes (``AP_RND``/``AP_SAT`` in the defaults).
+
+Methods (registry names in brackets):
+
+* :class:`IBertGelu` (``ibert``) -- I-BERT i-GELU (Kim et al. 2021), exact
+  integer arithmetic with I-BERT's constants.
+* :class:`ShiftGelu` (``shiftgelu``) -- I-ViT ShiftGELU (Li & Gu 2023),
+  ``x·σ(1.702x)`` with the shift-exp, per element.
+* :class:`EdgeMoeGelu` (``edgemoe``) -- Edge-MoE ``src/gelu.cpp``: ReLU minus
+  an interpolated correction table.
+* :class:`PwlGelu` (``pwl``) -- minimax piecewise-linear with fitted
+  breakpoints (:mod:`hwapprox.approx.pwl`).
+* :class:`LutGelu` (``lut``) -- one table entry per input code (or per bin of
+  the top ``index_bits`` bits).
+
+The float64 reference uses :func:`erf`/:func:`erfc` below, vectorised and
+within 1e-15 (absolute) of ``math.erf`` (see ``tests/test_gelu.py``).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from hwapprox.approx.base import Cost, ElementwiseSpec, Operator, SpecError
+from hwapprox.approx.intmath import shift_exp, shift_exp_x0
+from hwapprox.approx.pwl import PwlFit, fit_lines, fit_pwl, minimax_lines
+from hwapprox.fixed import MAX_RAW_BITS, FixedFormat, cast, round_shift
+
+__all__ = [
+    "EdgeMoeGelu",
+    "IBertGelu",
+    "LutGelu",
+    "PwlGelu",
+    "ShiftGelu",
+    "erf",
+    "erfc",
+    "gelu_reference",
+]
+
+RawArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+
+_SQRT_PI = math.sqrt(math.pi)
+_SERIES_LIMIT = 2.0  # |z| below: positive series for erf; above: continued fraction for erfc
+_SERIES_TERMS = 36
+_CF_TERMS = 50
+
+# default formats (module constants: frozen, shared)
+_FIX16_5 = FixedFormat.parse("ap_fixed<16,5,AP_RND,AP_SAT>")
+_FIX8_4 = FixedFormat.parse("ap_fixed<8,4,AP_RND,AP_SAT>")
+_UFIX22_0 = FixedFormat.parse("ap_ufixed<22,0>")
+_FIX18_2 = FixedFormat.parse("ap_fixed<18,2,AP_RND,AP_SAT>")
+_FIX10_4 = FixedFormat.parse("ap_fixed<10,4,AP_RND,AP_SAT>")
+
+
+# ---------------------------------------------------------------------------
+# float64 reference
+# ---------------------------------------------------------------------------
+def _exp_minus_sq(z: FloatArray) -> FloatArray:
+    """``exp(-z²)`` without the rounding error of ``z*z`` (split ``z = zh + zl``, zh² exact)."""
+    zh = np.round(z * 4096.0) / 4096.0
+    return np.exp(-zh * zh) * np.exp(-(z - zh) * (z + zh))
+
+
+def _erf_series(z: FloatArray) -> FloatArray:
+    """``erf(z) = 2/√π·e^(-z²)·Σ 2^n z^(2n+1)/(2n+1)!!`` (all terms positive), Horner form."""
+    w = 2.0 * z * z
+    h = np.ones_like(z)
+    for n in range(_SERIES_TERMS, 0, -1):
+        h = 1.0 + h * w / (2 * n + 1)
+    return (2.0 / _SQRT_PI) * z * h * _exp_minus_sq(z)
+
+
+def _erfc_cf(z: FloatArray) -> FloatArray:
+    """``erfc(z) = e^(-z²)/√π · 1/(z + (1/2)/(z + 1/(z + (3/2)/(z + ...))))`` for z >= 2."""
+    f = z.copy()
+    for k in range(_CF_TERMS, 0, -1):
+        f = z + (k / 2.0) / f
+    return _exp_minus_sq(z) / (_SQRT_PI * f)
+
+
+def _erf_erfc(x: npt.ArrayLike) -> tuple[FloatArray, FloatArray]:
+    a = np.asarray(x, dtype=np.float64)
+    if not np.isfinite(a).all():
+        # inf is well defined; NaN propagates.
+        a = np.where(np.isnan(a), a, np.clip(a, -30.0, 30.0))
+    z = np.abs(a)
+    e = np.empty_like(z)
+    c = np.empty_like(z)
+    small = z < _SERIES_LIMIT
+    if small.any():
+        es = _erf_series(z[small])
+        e[small], c[small] = es, 1.0 - es
+    big = ~small
+    if big.any():
+        cb = _erfc_cf(np.minimum(z[big], 30.0))  # erfc(30) < 1e-392: 0 in float64
+        c[big], e[big] = cb, 1.0 - cb
+    neg = a < 0
+    return np.where(neg, -e, e), np.where(neg, 2.0 - c, c)
+
+
+def erf(x: npt.ArrayLike) -> FloatArray:
+    """Error function, float64, vectorised (|error| < 1e-15 vs ``math.erf``)."""
+    return _erf_erfc(x)[0]
+
+
+def erfc(x: npt.ArrayLike) -> FloatArray:
+    """Complementary error function, float64, vectorised (relative error < 1e-13 for x > 0)."""
+    return _erf_erfc(x)[1]
+
+
+def gelu_reference(x: npt.ArrayLike, form: str = "erf") -> FloatArray:
+    """GELU in float64: ``x·Φ(x)`` (``form="erf"``) or the tanh form (``form="tanh"``).
+
+    The erf form uses ``Φ(x) = erfc(-x/√2)/2``, accurate in relative terms for
+    negative x too (``GELU(-8) ≈ -5.3e-15`` is not lost to cancellation).
+    """
+    a = np.asarray(x, dtype=np.float64)
+    if form == "erf":
+        return a * 0.5 * erfc(-a / math.sqrt(2.0))
+    if form == "tanh":
+        u = math.sqrt(2.0 / math.pi) * (a + 0.044715 * a**3)
+        # x/2·(1 + tanh(u)) = x / (1 + e^(-2u)), stable for both signs.
+        with np.errstate(over="ignore"):
+            return a / (1.0 + np.exp(-2.0 * u))
+    raise SpecError(f"form={form!r} is not a GELU reference form; expected 'erf' or 'tanh'")
+
+
+# ---------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------
+def _floor(q: Fraction) -> int:
+    return math.floor(q)
+
+
+def _round_half_up(q: Fraction) -> int:
+    return math.floor(q + Fraction(1, 2))
+
+
+def _acc_fmt(frac_bits: int) -> FixedFormat:
+    """A 62-bit signed carrier format with ``frac_bits`` fraction bits (for :func:`cast`)."""
+    return FixedFormat(MAX_RAW_BITS, MAX_RAW_BITS - frac_bits, True)
+
+
+def _bits(v: int) -> int:
+    """Signed two's-complement width that holds ``v`` and ``-v``."""
+    return abs(int(v)).bit_length() + 1
+
+
+def _dyadic(m: Fraction, bits: int) -> tuple[int, int]:
+    """``m > 0`` as ``mant·2^-shift`` with a ``bits``-bit mantissa (round half up)."""
+    e = m.numerator.bit_length() - m.denominator.bit_length()
+    if Fraction(2) ** e > m:
+        e -= 1
+    shift = bits - 1 - e
+    mant = _round_half_up(m * Fraction(2) ** shift)
+    return mant, shift
+
+
+@dataclass(frozen=True)
+class _GeluSpec(ElementwiseSpec):
+    """Fields and checks every GELU method shares."""
+
+    operator: ClassVar[Operator] = Operator.GELU
+
+    in_fmt: FixedFormat = _FIX16_5
+    out_fmt: FixedFormat = _FIX16_5
+    #: reference the error is measured against: "erf" (exact GELU) or "tanh"
+    form: str = "erf"
+
+    def _fail(self, field: str, value: Any, limit: str) -> SpecError:
+        return SpecError(f"{type(self).__name__}.{field}={value!r}: {limit}")
+
+    def validate(self) -> None:
+        if self.form not in ("erf", "tanh"):
+            raise self._fail("form", self.form, "expected 'erf' or 'tanh'")
+        if not self.in_fmt.signed:
+            raise self._fail("in_fmt", str(self.in_fmt), "must be signed (ap_fixed, not ap_ufixed)")
+        for name in ("in_fmt", "out_fmt"):
+            fmt = getattr(self, name)
+            if fmt.width > 40:
+                raise self._fail(name, str(fmt), "at most 40 bits wide for the int64 models")
+
+    def reference(self, x: npt.ArrayLike, **kw: Any) -> FloatArray:
+        """GELU in float64 (``form`` selects erf or tanh)."""
+        return gelu_reference(x, self.form)
+
+    def _to_out(self, raw: RawArray, frac_bits: int) -> RawArray:
+        """Exact value ``raw·2^-frac_bits`` into ``out_fmt`` (its rounding, its overflow)."""
+        return cast(raw, _acc_fmt(frac_bits), self.out_fmt)
+
+    def _common_params(self) -> dict[str, int]:
+        return {
+            "in_width": self.in_fmt.width,
+            "in_frac_bits": self.in_fmt.frac_bits,
+            "out_width": self.out_fmt.width,
+            "out_frac_bits": self.out_fmt.frac_bits,
+        }
+
+
+# ---------------------------------------------------------------------------
+# I-BERT
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class IBertGelu(_GeluSpec):
+    """I-BERT i-GELU: ``x/2·(1 + L(x/√2))`` with the second-order erf polynomial.
+
+    Datapath (S = LSB of ``in_fmt``, ``Se = S/k``; constants exact rationals
+    of I-BERT's decimals, floors exact)::
+
+        b_int = floor(b/Se)          c_int = floor((1/a)/Se²)       (k=1.4142, a=-0.2888, b=-1.769)
+        t     = min(|x|, -b_int)
+        erf   = sign(x)·((t + b_int)² + c_int) >> erf_shift         (floor; scale Se²·a·2^erf_shift)
+        one   = floor(1/(Se²·a·2^erf_shift))
+        p     = x·(erf + one)                                        (scale S·Se²·a·2^erf_shift/2)
+        y     = round((-p)·mult >> mult_shift) into out_fmt          (out_fmt rounding/overflow)
+
+    ``mult``/``mult_shift`` are the dyadic requantisation of the (negative)
+    output scale, ``-S·Se²·a·2^erf_shift/(2·LSB_out) = mult·2^-mult_shift`` with a
+    ``requant_bits``-bit ``mult`` -- the step I-BERT's next ``QuantAct`` does.
+
+    Deviations from ``quant_modules.py``: exact integers instead of fp32 tensors;
+    the input scale is the ``in_fmt`` LSB (I-BERT's is a learned float); the
+    output is requantised here. With ``erf_shift = 14`` (I-BERT's ``n``) the
+    erf term keeps about ``log2(3.46·2/(S²·0.2888·2^14))`` bits: use fine input
+    formats (I-BERT feeds int32 accumulators) or lower ``erf_shift``.
+    """
+
+    method: ClassVar[str] = "ibert"
+    source: ClassVar[str] = (
+        "Kim et al., I-BERT (ICML 2021); kssteven418/I-BERT "
+        "fairseq/quantization/utils/quant_modules.py IntGELU/int_erf"
+    )
+
+    #: I-BERT's ``n``: right shift of the erf polynomial
+    erf_shift: int = 14
+    #: mantissa bits of the output requantisation multiplier
+    requant_bits: int = 24
+
+    K: ClassVar[Fraction] = Fraction("1.4142")
+    A: ClassVar[Fraction] = Fraction("-0.2888")
+    B: ClassVar[Fraction] = Fraction("-1.769")
+
+    def validate(self) -> None:
+        super().validate()
+        if not 0 <= self.erf_shift <= 40:
+            raise self._fail("erf_shift", self.erf_shift, "must be in [0, 40]")
+        if not 2 <= self.requant_bits <= 32:
+            raise self._fail("requant_bits", self.requant_bits, "must be in [2, 32]")
+        c = self._consts
+        if c["erf_one"] == 0:
+            raise self._fail(
+                "erf_shift",
+                self.erf_shift,
+                f"leaves no erf resolution for in_fmt {self.in_fmt} (1/scale_erf < 1); "
+                "lower erf_shift or use more fraction bits",
+            )
+        if c["widest_bits"] > MAX_RAW_BITS:
+            raise self._fail(
+                "in_fmt",
+                str(self.in_fmt),
+                f"needs {c['widest_bits']}-bit intermediates (int64 path allows "
+                f"{MAX_RAW_BITS}); use fewer fraction bits or a smaller requant_bits",
+            )
+
+    @functools.cached_property
+    def _consts(self) -> dict[str, int]:
+        s = self.in_fmt.lsb
+        se = s / self.K
+        b_int = _floor(self.B / se)
+        c_int = _floor((1 / self.A) / se**2)
+        scale_erf = se**2 * self.A * 2**self.erf_shift  # negative
+        one = _floor(1 / scale_erf)
+        out_scale = -(s * scale_erf / 2) / self.out_fmt.lsb  # positive
+        mult, shift = _dyadic(out_scale, self.requant_bits)
+        x_max = 1 << (self.in_fmt.width - 1)
+        poly_max = b_int * b_int + abs(c_int)
+        erf_max = (poly_max >> self.erf_shift) + 1
+        p_max = x_max * (erf_max + abs(one))
+        widest = max(_bits(poly_max), _bits(p_max * mult))
+        return {
+            "b_int": b_int,
+            "c_int": c_int,
+            "erf_one": one,
+            "mult": mult,
+            "mult_shift": shift,
+            "poly_bits": _bits(poly_max),
+            "sum_bits": _bits(erf_max + abs(one)),
+            "prod_bits": _bits(p_max),
+            "widest_bits": widest,
+        }
+
+    def _model_flat(self, x: RawArray) -> RawArray:
+        c = self._consts
+        b_int, c_int = np.int64(c["b_int"]), np.int64(c["c_int"])
+        t = np.minimum(np.abs(x), -b_int)
+        poly = (t + b_int) ** 2 + c_int
+        erf_int = (np.sign(x) * poly) >> np.int64(self.erf_shift)
+        p = x * (erf_int + np.int64(c["erf_one"]))
+        q = (-p) * np.int64(c["mult"])
+        y = round_shift(q, c["mult_shift"], self.out_fmt.rounding)
+        return self.out_fmt.saturate(y)
+
+    def params(self) -> dict[str, int]:
+        c = self._consts
+        return {
+            **self._common_params(),
+            "b_int": c["b_int"],
+            "c_int": c["c_int"],
+            "erf_shift": self.erf_shift,
+            "erf_one": c["erf_one"],
+            "mult": c["mult"],
+            "mult_shift": c["mult_shift"],
+            "poly_bits": c["poly_bits"],
+            "sum_bits": c["sum_bits"],
+            "prod_bits": c["prod_bits"],
+        }
+
+    def cost(self) -> Cost:
+        c = self._consts
+        w = self.in_fmt.width
+        return Cost(
+            multipliers=3,
+            mult_bits=((w, w), (w, c["sum_bits"]), (c["prod_bits"], self.requant_bits)),
+            adders=3,
+            widest_bits=c["widest_bits"],
+            notes="square, x·(erf+1), requantise; abs/min/sign logic",
+        )
+
+
+# ---------------------------------------------------------------------------
+# I-ViT ShiftGELU
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ShiftGelu(_GeluSpec):
+    """I-ViT ShiftGELU: ``x·σ(1.702x)`` with the shift-exp (integer only).
+
+    Datapath (S = LSB of ``in_fmt``; shift-exp works at scale ``S' = 1.702·S``,
+    ``x0 = floor(-1/S')``, ``n`` as I-ViT, exact rationals)::
+
+        m      = max(x, 0)
+        e1     = shift_exp(x - m)        e2 = shift_exp(-m)      (both arguments <= 0)
+        factor = floor((2^31 - 1) / (e1 + e2))
+        sig    = floor(e1·factor / 2^(32 - sigmoid_bits))        (scale 2^-(sigmoid_bits-1))
+        y      = x·sig into out_fmt                              (exact scale S·2^-(sigmoid_bits-1))
+
+    Deviation from I-ViT: I-ViT subtracts the max over the feature row,
+    ``σ = e^(y-M)/(e^(y-M) + e^(-M))``. An elementwise unit has no row, so
+    ``M = max(x, 0)`` per element: the same formula with both exponents <= 0,
+    i.e. ``1/(1 + e^-y)`` for x >= 0 and ``e^y/(e^y + 1)`` for x < 0. (This is
+    also what I-ViT computes when the row max is 0, and it avoids I-ViT's
+    positive shift-exp argument ``-M`` when a whole row is negative.) I-ViT
+    clamps the sum at 2^31 - 1; here specs whose sum could reach that are
+    refused instead (``2·|x0|·2^n <= 2^31 - 1``), because a clamped sum gives a
+    wrong sigmoid.
+    """
+
+    method: ClassVar[str] = "shiftgelu"
+    source: ClassVar[str] = (
+        "Li & Gu, I-ViT (ICCV 2023); zkkli/I-ViT "
+        "models/quantization_utils/quant_modules.py IntGELU/int_exp_shift"
+    )
+
+    in_fmt: FixedFormat = _FIX8_4
+    out_fmt: FixedFormat = _FIX16_5
+    #: I-ViT's "sufficiently large integer" n of the shift-exp
+    n: int = 23
+    #: width of the sigmoid (I-ViT output_bit); scale 2^-(sigmoid_bits-1)
+    sigmoid_bits: int = 8
+
+    SIGMOID_SLOPE: ClassVar[Fraction] = Fraction("1.702")
+
+    def validate(self) -> None:
+        super().validate()
+        if not 1 <= self.n <= 30:
+            raise self._fail("n", self.n, "must be in [1, 30]")
+        if not 2 <= self.sigmoid_bits <= 31:
+            raise self._fail("sigmoid_bits", self.sigmoid_bits, "must be in [2, 31]")
+        x0 = self._x0
+        if x0 >= 0:
+            raise self._fail(
+                "in_fmt", str(self.in_fmt), "is too coarse for the shift-exp (1.702·LSB >= 1)"
+            )
+        if 2 * -x0 * 2**self.n > 2**31 - 1:
+            n_max = (31 - 1 - (-x0 - 1).bit_length()) if -x0 > 1 else 29
+            while 2 * -x0 * 2**n_max > 2**31 - 1:
+                n_max -= 1
+            raise self._fail(
+                "n",
+                self.n,
+                f"lets the exp sum reach 2·{-x0}·2^{self.n} > 2^31-1 with in_fmt "
+                f"{self.in_fmt} (x0={x0}); use n <= {n_max} or a coarser in_fmt",
+            )
+
+    @functools.cached_property
+    def _x0(self) -> int:
+        return shift_exp_x0(self.SIGMOID_SLOPE * self.in_fmt.lsb)
+
+    def _model_flat(self, x: RawArray) -> RawArray:
+        x0, n = self._x0, self.n
+        m = np.maximum(x, 0)
+        e1 = shift_exp(x - m, x0, n)
+        e2 = shift_exp(-m, x0, n)
+        factor = np.int64(2**31 - 1) // (e1 + e2)
+        sig = (e1 * factor) >> np.int64(32 - self.sigmoid_bits)
+        return self._to_out(x * sig, self.in_fmt.frac_bits + self.sigmoid_bits - 1)
+
+    def params(self) -> dict[str, int]:
+        return {
+            **self._common_params(),
+            "x0": self._x0,
+            "n": self.n,
+            "clip": self.n * self._x0,
+            "sigmoid_bits": self.sigmoid_bits,
+            "sigmoid_shift": 32 - self.sigmoid_bits,
+            "exp_bits": (2 * -self._x0 * 2**self.n).bit_length(),
+        }
+
+    def cost(self) -> Cost:
+        eb = (2 * -self._x0 * 2**self.n).bit_length()
+        return Cost(
+            multipliers=2,
+            mult_bits=((eb, 31), (self.in_fmt.width, self.sigmoid_bits)),
+            adders=7,
+            dividers=1,
+            widest_bits=max(32, eb),
+            notes="2 shift-exps (shifts/adds, one constant divide by x0 each), "
+            "one 31-bit integer divide per element, 2 multipliers",
+        )
+
+
+# ---------------------------------------------------------------------------
+# Edge-MoE
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class EdgeMoeGelu(_GeluSpec):
+    """Edge-MoE GELU: ``ReLU(x) - δ(|x|)``, ``δ(t) = t·Φ(-t)`` from a table.
+
+    Datapath (F = in_fmt fraction bits, ``step = 2^-k``, Fe = entry fraction bits)::
+
+        a      = |x|;  idx = floor(a/step);  t = frac(a/step) truncated to Fe bits
+        if idx >= table_size - 1:  y = ReLU(x)
+        else: δ = T[idx] + t·(T[idx+1] - T[idx])   cast to entry_fmt (its rounding, AP_TRN default)
+              y = ReLU(x) - δ
+        y into out_fmt
+
+    Table ``T[i] = round_half_up(δ(i·step)·2^Fe)`` (exact rounding of the
+    float64 reference; entry i = 176 is δ(5.5) ≈ 1e-7, 0 at 22 bits).
+    Deviations: Edge-MoE works in its ``fm_t`` (ap_fixed<32,10>) for input and
+    output; here in_fmt/out_fmt are free and the difference is exact before
+    the output cast. The correction uses the erf GELU whatever ``form`` is.
+    """
+
+    method: ClassVar[str] = "edgemoe"
+    source: ClassVar[str] = "Sarkar et al., Edge-MoE (ICCAD 2023); sharc-lab/Edge-MoE src/gelu.cpp"
+
+    table_size: int = 177
+    step: float = 0.03125
+    entry_fmt: FixedFormat = _UFIX22_0
+
+    def validate(self) -> None:
+        super().validate()
+        if not 2 <= self.table_size <= 1 << 16:
+            raise self._fail("table_size", self.table_size, "must be in [2, 65536]")
+        m, e = math.frexp(float(self.step))
+        if not (self.step > 0 and m == 0.5 and -30 <= e - 1 <= 4):
+            raise self._fail("step", self.step, "must be a power of two in [2^-30, 16]")
+        if self.entry_fmt.signed or self.entry_fmt.width > 32:
+            raise self._fail(
+                "entry_fmt", str(self.entry_fmt), "must be unsigned and at most 32 bits"
+            )
+        raw = self._table_float * 2.0**self.entry_fmt.frac_bits
+        if raw.max() + 0.5 > self.entry_fmt.max_raw + 1:
+            raise self._fail(
+                "entry_fmt",
+                str(self.entry_fmt),
+                f"cannot hold the largest correction {self._table_float.max():.6f}",
+            )
+
+    @property
+    def _k(self) -> int:
+        return 1 - math.frexp(float(self.step))[1]  # step = 2^-k
+
+    @functools.cached_property
+    def _table_float(self) -> FloatArray:
+        t = np.arange(self.table_size, dtype=np.float64) * float(self.step)
+        return t * 0.5 * erfc(t / math.sqrt(2.0))  # δ(t) = t·Φ(-t)
+
+    @functools.cached_property
+    def _table(self) -> RawArray:
+        # Exact round-half-up of the float64 values (scaling by 2^Fe is exact).
+        scaled = self._table_float * 2.0**self.entry_fmt.frac_bits
+        return np.floor(scaled + 0.5).astype(np.int64)
+
+    def tables(self) -> dict[str, RawArray]:
+        return {"delta": self._table.copy()}
+
+    @property
+    def _t_bits(self) -> int:
+        return max(0, min(self.in_fmt.frac_bits - self._k, self.entry_fmt.frac_bits))
+
+    def _model_flat(self, x: RawArray) -> RawArray:
+        f_in, k, fe = self.in_fmt.frac_bits, self._k, self.entry_fmt.frac_bits
+        a = np.abs(x)
+        if f_in >= k:
+            idx = a >> np.int64(f_in - k)
+            t = a & np.int64((1 << (f_in - k)) - 1)
+            ft = f_in - k
+            if ft > fe:
+                t = t >> np.int64(ft - fe)
+                ft = fe
+        else:
+            idx = a << np.int64(k - f_in)
+            t = np.zeros_like(a)
+            ft = 0
+        inside = idx < self.table_size - 1
+        i = np.where(inside, idx, 0)
+        lo, hi = self._table[i], self._table[i + 1]
+        exact = (lo << np.int64(ft)) + t * (hi - lo)  # frac fe + ft
+        delta = round_shift(exact, ft, self.entry_fmt.rounding)
+        delta = np.where(inside, delta, 0)
+        fa = max(f_in, fe)
+        relu = np.maximum(x, 0) << np.int64(fa - f_in)
+        return self._to_out(relu - (delta << np.int64(fa - fe)), fa)
+
+    def params(self) -> dict[str, int]:
+        return {
+            **self._common_params(),
+            "table_size": self.table_size,
+            "step_log2": -self._k,
+            "entry_width": self.entry_fmt.width,
+            "entry_frac_bits": self.entry_fmt.frac_bits,
+            "t_bits": self._t_bits,
+            "index_bits": max(1, (self.table_size - 1).bit_length()),
+        }
+
+    def cost(self) -> Cost:
+        w = self.entry_fmt.width
+        return Cost(
+            table_bits=self.table_size * w,
+            tables=1,
+            multipliers=1,
+            mult_bits=((max(self._t_bits, 1), w + 1),),
+            adders=3,
+            widest_bits=max(self.in_fmt.width, w + self._t_bits + 1),
+            notes="abs, 2 table reads (dual-port ROM), one interpolation multiply",
+        )
+
+
+# ---------------------------------------------------------------------------
+# piecewise linear
+# ---------------------------------------------------------------------------
+@functools.lru_cache(maxsize=64)
+def _pwl_breakpoints(form: str, lo: float, hi: float, segments: int) -> PwlFit:
+    return fit_pwl(lambda v: gelu_reference(v, form), lo, hi, segments)
+
+
+@dataclass(frozen=True)
+class PwlGelu(_GeluSpec):
+    """Piecewise-linear GELU with minimax-fitted breakpoints.
+
+    Fitting (offline, deterministic, cached per ``(form, lo, hi, segments)``):
+    :func:`~hwapprox.approx.pwl.fit_pwl` places ``segments`` breakpoint
+    intervals on ``[lo, hi]`` for the least L∞ error; breakpoints are rounded
+    to ``in_fmt`` codes ``B_0 < ... < B_N``; per segment the minimax slope is
+    rounded (``slope_fmt`` mode) and the best intercept for that slope refitted
+    and rounded (``intercept_fmt`` mode).
+
+    Datapath::
+
+        x <  B_0 : y = 0                     (GELU(lo) ≈ 0 for lo <= -4)
+        x >= B_N : y = x                     (GELU(x) ≈ x for hi >= 4)
+        else     : i = #{j in 1..N-1 : x >= B_j};  y = s_i·x + c_i (exact)
+        y into out_fmt
+    """
+
+    method: ClassVar[str] = "pwl"
+    source: ClassVar[str] = (
+        "piecewise-linear tables as in NN-LUT (DAC 2022) and GQA-LUT (DAC 2024); "
+        "minimax breakpoint fitter hwapprox.approx.pwl"
+    )
+
+    segments: int = 8
+    lo: float = -4.0
+    hi: float = 4.0
+    slope_fmt: FixedFormat = _FIX18_2
+    intercept_fmt: FixedFormat = _FIX18_2
+
+    MAX_SEGMENTS: ClassVar[int] = 1024
+
+    def validate(self) -> None:
+        super().validate()
+        if not 1 <= self.segments <= self.MAX_SEGMENTS:
+            raise self._fail("segments", self.segments, f"must be in [1, {self.MAX_SEGMENTS}]")
+        for name in ("lo", "hi"):
+            v = getattr(self, name)
+            if not isinstance(v, int | float) or not math.isfinite(v):
+                raise self._fail(name, v, "must be a finite number")
+        if not self.lo < self.hi:
+            raise self._fail("hi", self.hi, f"must be greater than lo={self.lo}")
+        fmin, fmax = float(self.in_fmt.min), float(self.in_fmt.max)
+        if self.lo < fmin or self.hi > fmax:
+            raise self._fail(
+                "lo" if self.lo < fmin else "hi",
+                self.lo if self.lo < fmin else self.hi,
+                f"outside in_fmt {self.in_fmt} range [{fmin}, {fmax}]",
+            )
+        for name in ("slope_fmt", "intercept_fmt"):
+            if not getattr(self, name).signed:
+                raise self._fail(name, str(getattr(self, name)), "must be signed")
+        if self.in_fmt.width + self.slope_fmt.width + 2 > MAX_RAW_BITS:
+            raise self._fail("slope_fmt", str(self.slope_fmt), "too wide for the int64 path")
+        self._fitted  # noqa: B018 - fits now: raises SpecError if the formats cannot hold it
+
+    @functools.cached_property
+    def _fitted(self) -> dict[str, RawArray]:
+        fit = _pwl_breakpoints(self.form, float(self.lo), float(self.hi), self.segments)
+        f_in = self.in_fmt.frac_bits
+        bp = np.array([_round_half_up(Fraction(b) * 2**f_in) for b in fit.breakpoints])
+        if np.any(np.diff(bp) <= 0):
+            raise self._fail(
+                "segments",
+                self.segments,
+                f"breakpoints collide after rounding to in_fmt {self.in_fmt}; "
+                "use fewer segments or more input fraction bits",
+            )
+        bpf = self.in_fmt.to_float(bp)
+        ref = functools.partial(gelu_reference, form=self.form)
+        m, _, _ = minimax_lines(ref, bpf[:-1], bpf[1:])
+        s_raw = self.slope_fmt.quantize(m)
+        _, c, _ = minimax_lines(ref, bpf[:-1], bpf[1:], slopes=self.slope_fmt.to_float(s_raw))
+        c_raw = self.intercept_fmt.quantize(c)
+        for name, fmt, vals, raw in (
+            ("slope_fmt", self.slope_fmt, m, s_raw),
+            ("intercept_fmt", self.intercept_fmt, c, c_raw),
+        ):
+            err = np.abs(fmt.to_float(raw) - vals)
+            if (err > float(fmt.lsb)).any():
+                i = int(np.argmax(err))
+                raise self._fail(name, str(fmt), f"cannot hold the fitted value {vals[i]:.6g}")
+        return {"breakpoints": bp.astype(np.int64), "slopes": s_raw, "intercepts": c_raw}
+
+    def fit(self) -> PwlFit:
+        """The float fit on the rounded breakpoints (before coefficient rounding)."""
+        bp = self.in_fmt.to_float(self._fitted["breakpoints"])
+        return fit_lines(functools.partial(gelu_reference, form=self.form), bp)
+
+    def tables(self) -> dict[str, RawArray]:
+        return {k: v.copy() for k, v in self._fitted.items()}
+
+    def _model_flat(self, x: RawArray) -> RawArray:
+        t = self._fitted
+        bp, s, c = t["breakpoints"], t["slopes"], t["intercepts"]
+        f_in, f_s = self.in_fmt.frac_bits, self.slope_fmt.frac_bits
+        f_c = self.intercept_fmt.frac_bits
+        fa = max(f_in + f_s, f_c, f_in)
+        seg = np.searchsorted(bp[1:-1], x, side="right")
+        y = x * s[seg] << np.int64(fa - f_in - f_s)
+        y = y + (c[seg] << np.int64(fa - f_c))
+        y = np.where(x < bp[0], 0, y)
+        y = np.where(x >= bp[-1], x << np.int64(fa - f_in), y)
+        return self._to_out(y, fa)
+
+    def params(self) -> dict[str, int]:
+        return {
+            **self._common_params(),
+            "segments": self.segments,
+            "slope_width": self.slope_fmt.width,
+            "slope_frac_bits": self.slope_fmt.frac_bits,
+            "intercept_width": self.intercept_fmt.width,
+            "intercept_frac_bits": self.intercept_fmt.frac_bits,
+            "acc_frac_bits": max(
+                self.in_fmt.frac_bits + self.slope_fmt.frac_bits, self.intercept_fmt.frac_bits
+            ),
+        }
+
+    def cost(self) -> Cost:
+        n = self.segments
+        tb = (n + 1) * self.in_fmt.width + n * (self.slope_fmt.width + self.intercept_fmt.width)
+        return Cost(
+            table_bits=tb,
+            tables=3,
+            multipliers=1,
+            mult_bits=((self.in_fmt.width, self.slope_fmt.width),),
+            adders=n + 2,
+            widest_bits=self.in_fmt.width + self.slope_fmt.width + 1,
+            notes=f"{n + 1} breakpoint comparators (counted as adders), one MAC",
+        )
+
+
+# ---------------------------------------------------------------------------
+# direct table
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LutGelu(_GeluSpec):
+    """Direct table: ``y = T[(x - min_code) >> (W - index_bits)]``.
+
+    ``index_bits = 0`` (default) means the full input width: one entry per
+    code, ``T[i] = out_fmt.quantize(GELU(x_i))`` (exact rounding of the float64
+    reference, out_fmt's modes), so the error is at most half an output LSB plus
+    the reference's own error (< 1e-15) unless out_fmt saturates. With fewer
+    index bits each entry covers ``2^(W - index_bits)`` consecutive codes and
+    holds the rounded midpoint of the reference's min and max over them (the
+    best constant in L∞). The table has at most ``2^MAX_INDEX_BITS`` entries.
+    """
+
+    method: ClassVar[str] = "lut"
+    source: ClassVar[str] = "direct look-up table of the float64 reference (baseline)"
+
+    in_fmt: FixedFormat = _FIX10_4
+    out_fmt: FixedFormat = _FIX10_4
+    index_bits: int = 0
+
+    MAX_INDEX_BITS: ClassVar[int] = 12
+
+    def validate(self) -> None:
+        super().validate()
+        w = self.in_fmt.width
+        if not 0 <= self.index_bits <= w:
+            raise self._fail(
+                "index_bits", self.index_bits, f"must be in [0, {w}] (0 = the full in_fmt width)"
+            )
+        if self._index_bits > self.MAX_INDEX_BITS:
+            if self.index_bits == 0:
+                raise self._fail(
+                    "in_fmt",
+                    str(self.in_fmt),
+                    f"has {w} bits; a direct LUT allows at most {self.MAX_INDEX_BITS} index "
+                    f"bits: set index_bits <= {self.MAX_INDEX_BITS} (index by the top bits) "
+                    "or use a narrower in_fmt",
+                )
+            raise self._fail("index_bits", self.index_bits, f"must be <= {self.MAX_INDEX_BITS}")
+        if w > 24:
+            raise self._fail("in_fmt", str(self.in_fmt), "at most 24 bits for a binned LUT")
+
+    @property
+    def _index_bits(self) -> int:
+        return self.index_bits or self.in_fmt.width
+
+    @property
+    def _shift(self) -> int:
+        return self.in_fmt.width - self._index_bits
+
+    @functools.cached_property
+    def _table(self) -> RawArray:
+        codes = self.in_fmt.all_codes().reshape(1 << self._index_bits, 1 << self._shift)
+        ref = self.reference(self.in_fmt.to_float(codes))
+        target = ref[:, 0] if self._shift == 0 else (ref.max(axis=1) + ref.min(axis=1)) / 2.0
+        return self.out_fmt.quantize(target)
+
+    def tables(self) -> dict[str, RawArray]:
+        return {"lut": self._table.copy()}
+
+    def _model_flat(self, x: RawArray) -> RawArray:
+        idx = (x - np.int64(self.in_fmt.min_raw)) >> np.int64(self._shift)
+        return self._table[idx]
+
+    def params(self) -> dict[str, int]:
+        return {
+            **self._common_params(),
+            "index_bits": self._index_bits,
+            "index_shift": self._shift,
+            "table_size": 1 << self._index_bits,
+        }
+
+    def cost(self) -> Cost:
+        return Cost(
+            table_bits=(1 << self._index_bits) * self.out_fmt.width,
+            tables=1,
+            widest_bits=self.out_fmt.width,
+            notes="one ROM read; index = input with its sign bit inverted (top bits)",
+        )
