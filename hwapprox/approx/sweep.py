@@ -491,6 +491,7 @@ def run_sweep(
     from tqdm.auto import tqdm
 
     out = prepare_out_dir(out_dir, grids)
+    _drop_partial_line(out / RESULTS_JSONL)
     previous = load_records(out)
     done = latest_by_key(previous)
     csv_path = out / RESULTS_CSV
@@ -540,6 +541,17 @@ def run_sweep(
         skipped_done=skipped_done,
         skipped_invalid=list(skipped),
     )
+
+
+def _drop_partial_line(path: Path) -> None:
+    """Cut a last line without its newline (a write killed half-way)."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    data = path.read_bytes()
+    if data.endswith(b"\n"):
+        return
+    with path.open("r+b") as fh:
+        fh.truncate(data.rfind(b"\n") + 1)
 
 
 def _csv_keys(path: Path) -> list[str]:
