@@ -1,0 +1,1101 @@
+"""Softmax approximations: bit-accurate integer models.
+
+Every class is a frozen spec (see :mod:`hwapprox.approx.base`); ``model(raw,
+axis=-1)`` maps raw ``in_fmt`` codes to raw ``out_fmt`` codes with exact
+int64 numpy, row by row along ``axis``; ``reference`` is the float64 stable
+softmax ``exp(x - max) / sum(exp(x - max))``.
+
+Methods (registry name -> class):
+
+* ``hls4ml_stable`` / ``hls4ml_latency`` -- :class:`Hls4mlStableSoftmax`,
+  :class:`Hls4mlLatencySoftmax`: hls4ml 1.3 ``nnet_activation.h``, bit-exact
+  (proven against the header compiled with g++ in ``tests/test_softmax.py``).
+* ``ibert`` -- :class:`IBertSoftmax` (Kim et al. 2021, ``IntSoftmax``).
+* ``shiftmax`` -- :class:`ShiftmaxSoftmax` (I-ViT, Li & Gu 2023).
+* ``online`` -- :class:`OnlineSoftmax`: single-pass running max/sum
+  (Milakov & Gimelshein 2018; Edge-MoE ``finalize_attn``), explicit
+  fixed-point datapath for RTL/HLS.
+* ``softermax`` -- :class:`SoftermaxSoftmax` (Stevens et al., DAC 2021).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from hwapprox.approx import intmath
+from hwapprox.approx.base import Cost, Operator, RawArray, RowwiseSpec, SpecError
+from hwapprox.fixed import MAX_RAW_BITS, FixedFormat, Rounding, cast, round_shift
+
+__all__ = [
+    "Hls4mlLatencySoftmax",
+    "Hls4mlStableSoftmax",
+    "IBertSoftmax",
+    "OnlineSoftmax",
+    "ShiftmaxSoftmax",
+    "SoftermaxSoftmax",
+    "SoftmaxSpec",
+    "stable_softmax",
+]
+
+_F = FixedFormat.parse
+_FIX16_6 = _F("ap_fixed<16,6>")
+_FIX18_8_RND_SAT = _F("ap_fixed<18,8,AP_RND,AP_SAT>")
+_UFIX12_1_RND = _F("ap_ufixed<12,1,AP_RND>")
+_UFIX16_0_RND_SAT = _F("ap_ufixed<16,0,AP_RND,AP_SAT>")
+_UFIX16_1_RND = _F("ap_ufixed<16,1,AP_RND>")
+_UFIX22_1_RND = _F("ap_ufixed<22,1,AP_RND>")
+_UFIX26_1_RND = _F("ap_ufixed<26,1,AP_RND>")
+_UFIX27_5_RND_SAT = _F("ap_ufixed<27,5,AP_RND,AP_SAT>")
+_UFIX28_12_TRN = _F("ap_ufixed<28,12,AP_TRN>")
+_UFIX36_12_RND = _F("ap_ufixed<36,12,AP_RND>")
+_UFIX8_0_RND_SAT = _F("ap_ufixed<8,0,AP_RND,AP_SAT>")
+_UFIX9_1_TRN_SAT = _F("ap_ufixed<9,1,AP_TRN,AP_SAT>")
+
+
+def stable_softmax(x: npt.ArrayLike, axis: int = -1) -> npt.NDArray[np.float64]:
+    """float64 ``exp(x - max) / sum(exp(x - max))`` along ``axis``."""
+    a = np.asarray(x, dtype=np.float64)
+    e = np.exp(a - a.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)  # type: ignore[no-any-return]
+
+
+class SoftmaxSpec(RowwiseSpec):
+    """Base of the softmax specs: the operator and the float64 reference."""
+
+    operator = Operator.SOFTMAX
+
+    def reference(self, x: npt.ArrayLike, axis: int = -1, **kw: Any) -> npt.NDArray[np.float64]:
+        """float64 stable softmax along ``axis``."""
+        return stable_softmax(x, axis=axis)
+
+    # -- validation helpers ---------------------------------------------------
+    def _name(self) -> str:
+        return type(self).__name__
+
+    def _need(self, ok: bool, field: str, value: Any, limit: str) -> None:
+        if not ok:
+            raise SpecError(f"{self._name()}.{field}={value}: {limit}")
+
+    def _pow2(self, field: str, lo: int = 2, hi: int = 1 << 24) -> int:
+        v = getattr(self, field)
+        self._need(
+            isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi and v & (v - 1) == 0,
+            field,
+            v,
+            f"must be a power of two in [{lo}, {hi}]",
+        )
+        return int(v).bit_length() - 1
+
+    def _int_in(self, field: str, lo: int, hi: int) -> int:
+        v = getattr(self, field)
+        self._need(
+            isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi,
+            field,
+            v,
+            f"must be an integer in [{lo}, {hi}]",
+        )
+        return int(v)
+
+    def _choice(self, field: str, choices: tuple[str, ...]) -> None:
+        v = getattr(self, field)
+        self._need(v in choices, field, repr(v), f"must be one of {', '.join(choices)}")
+
+    def _rounding_trn_rnd(self, field: str) -> None:
+        fmt: FixedFormat = getattr(self, field)
+        self._need(
+            fmt.rounding in (Rounding.TRN, Rounding.RND),
+            field,
+            fmt,
+            "internal formats support AP_TRN (floor) or AP_RND (half up) only",
+        )
+
+    def _row_limit(self, n: int, limit: int, what: str) -> None:
+        if n > limit:
+            raise SpecError(f"{self._name()}: rows of length {n} exceed {what} (at most {limit})")
+
+
+def _rnd_flag(fmt: FixedFormat) -> int:
+    return 1 if fmt.rounding is Rounding.RND else 0
+
+
+# ======================================================================================
+# hls4ml 1.3
+# ======================================================================================
+def _hls_real_from_idx(fmt: FixedFormat, nbits: int, i: npt.NDArray[np.int64]) -> np.ndarray:
+    """``softmax_real_val_from_idx``: ``fmt`` value whose top ``nbits`` bits are ``i`` (float32)."""
+    raw = i << np.int64(fmt.width - nbits)
+    raw = fmt.with_modes(overflow="AP_WRAP").saturate(raw)  # bit pattern read as signed/unsigned
+    return fmt.to_float(raw).astype(np.float32)  # exact: widths <= 24 bits (validated)
+
+
+def _hls_idx_from_raw(raw: RawArray, fmt: FixedFormat, nbits: int) -> RawArray:
+    """``softmax_idx_from_real_val``: the top ``nbits`` bits of the two's-complement pattern."""
+    return (raw >> np.int64(fmt.width - nbits)) & np.int64((1 << nbits) - 1)
+
+
+def _hls_reduce_add(cols: list[RawArray], fmt: FixedFormat) -> RawArray:
+    """``nnet::reduce<accum_t, N, Op_add<accum_t>>``: hls4ml's adder tree, each add cast to ``fmt``.
+
+    left = 2^floor(log2(N - 1)) elements, right = the rest; both sides share
+    ``fmt`` so a sum only needs the overflow mode (same fraction bits).
+    """
+    n = len(cols)
+    if n == 1:
+        return cols[0]
+    if n == 2:
+        return fmt.saturate(cols[0] + cols[1])
+    left = 1 << ((n - 1).bit_length() - 1)
+    return fmt.saturate(_hls_reduce_add(cols[:left], fmt) + _hls_reduce_add(cols[left:], fmt))
+
+
+@dataclass(frozen=True)
+class _Hls4mlSoftmax(SoftmaxSpec):
+    """Common fields and arithmetic of hls4ml 1.3 ``softmax_stable`` / ``softmax_latency``.
+
+    Types as hls4ml 1.3.0 generates them (verified by converting a one-node
+    ONNX Softmax with ``hls4ml.converters.convert_from_onnx_model``, Vivado
+    backend, model precision ``fixed<16,6>``, and reading ``firmware/defines.h``
+    and ``parameters.h``):
+
+    * with ``config_from_onnx_model(granularity="model")`` (the default) or a
+      model-level config dict: ``accum_t = model_default_t = ap_fixed<16,6>``
+      (AP_TRN, AP_WRAP) -- the layer's declared ``accum`` attribute
+      ``fixed<18,8,RND,SAT>`` is *not* used;
+    * with ``granularity="name"`` or ``"type"``: ``accum_t =
+      ap_fixed<18,8,AP_RND,AP_SAT>`` (set ``accum_fmt`` to that to model it);
+    * always: ``exp_table_t = inv_table_t = inv_inp_t =
+      ap_fixed<18,8,AP_RND,AP_SAT>``, ``result_t`` = the model precision
+      ``ap_fixed<16,6>``, ``exp_table_size = inv_table_size = 1024``,
+      ``exp_scale = 1.0``, and (stable) ``inp_norm_t = ap_ufixed<W-1, I-1>``
+      of the input type (``ap_ufixed<15,5>`` for ``ap_fixed<16,6>``).
+
+    Table contents follow ``init_exp_table``/``init_invert_table``: the
+    address is the top ``log2(size)`` bits of the addressing type, the entry
+    is the function at the bin's *lower edge* (the value with the low bits
+    zero), computed in ``float`` (``std::exp``, ``1/x``) and then converted to
+    the table type. float32 ``exp`` is evaluated as the correctly rounded
+    float32 of the float64 ``exp`` (the g++/glibc ``expf`` agrees on every
+    entry of the default tables; checked by the harness test).
+    """
+
+    in_fmt: FixedFormat = _FIX16_6
+    out_fmt: FixedFormat = _FIX16_6
+    exp_table_size: int = 1024
+    inv_table_size: int = 1024
+    exp_table_fmt: FixedFormat = _FIX18_8_RND_SAT
+    inv_table_fmt: FixedFormat = _FIX18_8_RND_SAT
+    inv_inp_fmt: FixedFormat = _FIX18_8_RND_SAT
+    accum_fmt: FixedFormat = _FIX16_6
+    exp_scale: float = 1.0
+
+    _stable: ClassVar[bool] = False  # set by the subclasses (not a field)
+
+    # -- derived ------------------------------------------------------------------
+    @property
+    def exp_addr_fmt(self) -> FixedFormat:
+        """Type whose top bits address the exp table (``inp_norm_t`` or ``data_T``)."""
+        raise NotImplementedError
+
+    def validate(self) -> None:
+        self._pow2("exp_table_size")
+        self._pow2("inv_table_size")
+        for f in (
+            "in_fmt",
+            "out_fmt",
+            "exp_table_fmt",
+            "inv_table_fmt",
+            "inv_inp_fmt",
+            "accum_fmt",
+        ):
+            fmt: FixedFormat = getattr(self, f)
+            self._need(fmt.width <= 24, f, fmt, "hls4ml baseline formats must be <= 24 bits wide")
+        self._need(
+            self.accum_fmt.width + self.inv_table_fmt.width <= MAX_RAW_BITS,
+            "accum_fmt",
+            self.accum_fmt,
+            f"accum x inv_table product must fit {MAX_RAW_BITS} bits",
+        )
+        self._need(
+            isinstance(self.exp_scale, float | int) and math.isfinite(self.exp_scale),
+            "exp_scale",
+            self.exp_scale,
+            "must be a finite number",
+        )
+        na = self.exp_table_size.bit_length() - 1
+        addr = self.exp_addr_fmt
+        self._need(
+            na <= addr.width,
+            "exp_table_size",
+            self.exp_table_size,
+            f"needs {na} address bits but the addressing type {addr} has {addr.width}",
+        )
+        ni = self.inv_table_size.bit_length() - 1
+        self._need(
+            ni <= self.inv_inp_fmt.width,
+            "inv_table_size",
+            self.inv_table_size,
+            f"needs {ni} address bits but inv_inp_fmt {self.inv_inp_fmt} has "
+            f"{self.inv_inp_fmt.width}",
+        )
+
+    def tables(self) -> dict[str, RawArray]:
+        """``exp_table`` and ``invert_table`` raw codes (exp_table_fmt / inv_table_fmt)."""
+        na = self.exp_table_size.bit_length() - 1
+        x = _hls_real_from_idx(self.exp_addr_fmt, na, np.arange(self.exp_table_size))
+        x = x * np.float32(self.exp_scale)
+        if self._stable:
+            x = -x
+        e = np.exp(x.astype(np.float64)).astype(np.float32)
+        ni = self.inv_table_size.bit_length() - 1
+        v = _hls_real_from_idx(self.inv_inp_fmt, ni, np.arange(self.inv_table_size))
+        with np.errstate(divide="ignore"):
+            inv = np.float32(1.0) / v
+        return {
+            "exp_table": _hls_quantize_float(e, self.exp_table_fmt),
+            "invert_table": _hls_quantize_float(inv, self.inv_table_fmt),
+        }
+
+    def params(self) -> dict[str, int]:
+        return {
+            "n_in_width": self.in_fmt.width,
+            "exp_table_size": self.exp_table_size,
+            "inv_table_size": self.inv_table_size,
+            "exp_addr_bits": self.exp_table_size.bit_length() - 1,
+            "inv_addr_bits": self.inv_table_size.bit_length() - 1,
+            "exp_addr_width": self.exp_addr_fmt.width,
+            "inv_inp_width": self.inv_inp_fmt.width,
+            "stable": int(self._stable),
+        }
+
+    def _model_rows(self, x: RawArray, **kw: Any) -> RawArray:
+        tabs = self.tables()
+        na = self.exp_table_size.bit_length() - 1
+        ni = self.inv_table_size.bit_length() - 1
+        if self._stable:
+            xmax = x.max(axis=1, keepdims=True)
+            # x_max - data[i]: exact (same format), assigned to inp_norm_t
+            d = cast(xmax - x, _diff_fmt(self.in_fmt), self.exp_addr_fmt)
+            idx = _hls_idx_from_raw(d, self.exp_addr_fmt, na)
+        else:
+            idx = _hls_idx_from_raw(x, self.in_fmt, na)
+        e = cast(tabs["exp_table"][idx], self.exp_table_fmt, self.accum_fmt)  # exp_res (accum_t)
+        s = _hls_reduce_add([e[:, j] for j in range(e.shape[1])], self.accum_fmt)
+        s = cast(s, self.accum_fmt, self.inv_inp_fmt)  # exp_sum (inv_inp_t)
+        inv = tabs["invert_table"][_hls_idx_from_raw(s, self.inv_inp_fmt, ni)]
+        prod_fmt = FixedFormat(
+            self.accum_fmt.width + self.inv_table_fmt.width,
+            self.accum_fmt.int_bits + self.inv_table_fmt.int_bits,
+        )
+        return cast(e * inv[:, None], prod_fmt, self.out_fmt)
+
+    def cost(self) -> Cost:
+        return Cost(
+            table_bits=self.exp_table_size * self.exp_table_fmt.width
+            + self.inv_table_size * self.inv_table_fmt.width,
+            tables=2,
+            multipliers=1,
+            mult_bits=((self.accum_fmt.width, self.inv_table_fmt.width),),
+            adders=2 if self._stable else 1,
+            widest_bits=self.accum_fmt.width + self.inv_table_fmt.width,
+            notes="per element: 1 exp lookup, 1 adder-tree input, 1 multiply; "
+            "per row: 1 inv lookup",
+        )
+
+
+def _diff_fmt(fmt: FixedFormat) -> FixedFormat:
+    """Exact format of ``a - b`` for two values of ``fmt`` (ap_fixed ``operator-``)."""
+    return FixedFormat(fmt.width + 1, fmt.int_bits + 1, True)
+
+
+def _hls_quantize_float(v: np.ndarray, fmt: FixedFormat) -> RawArray:
+    """``fmt(float)``: ap_fixed conversion of float32 values (inf overflows like a huge value)."""
+    v64 = v.astype(np.float64)
+    big = float(2 ** (fmt.int_bits + 1))
+    # ap_fixed converts +-inf as a huge value: clamp keeps sign and overflow.
+    v64 = np.where(np.isinf(v64), np.sign(v64) * big, v64)
+    return fmt.quantize(v64)
+
+
+@dataclass(frozen=True)
+class Hls4mlStableSoftmax(_Hls4mlSoftmax):
+    """hls4ml 1.3 ``softmax_stable`` (``implementation = stable``), bit-exact.
+
+    Per row: ``x_max`` by ``Op_max``; ``d_i = x_max - x_i`` assigned to
+    ``inp_norm_t = ap_ufixed<W-1, I-1>`` (AP_TRN, AP_WRAP: differences of
+    2^(I-1) or more *wrap*, an hls4ml defect reproduced here); ``exp_res_i =
+    exp_table[top log2(size) bits of d_i]`` (entry k = ``exp(-(lower edge of
+    bin k)·exp_scale)``) assigned to ``accum_t``; ``exp_sum`` by hls4ml's
+    adder tree in ``accum_t`` then assigned to ``inv_inp_t``;
+    ``inv = invert_table[top bits of exp_sum]`` (entry k = ``1/(lower edge)``,
+    signed addressing); ``y_i = exp_res_i · inv`` assigned to ``result_t``.
+    See :class:`_Hls4mlSoftmax` for the generated types.
+    """
+
+    method = "hls4ml_stable"
+    source = "hls4ml 1.3.0 templates/vivado/nnet_utils/nnet_activation.h softmax_stable"
+    _stable: ClassVar[bool] = True
+
+    @property
+    def exp_addr_fmt(self) -> FixedFormat:
+        return FixedFormat(self.in_fmt.width - 1, self.in_fmt.int_bits - 1, signed=False)
+
+
+@dataclass(frozen=True)
+class Hls4mlLatencySoftmax(_Hls4mlSoftmax):
+    """hls4ml 1.3 ``softmax_latency`` (``implementation = latency``), bit-exact.
+
+    No max subtraction: ``exp_res_i = exp_table[top bits of x_i]`` with the
+    table addressed by the input type itself (signed: the upper half of the
+    addresses holds exp of negative values), entry k = ``exp(lower edge ·
+    exp_scale)`` saturating in ``exp_table_t`` (``ap_fixed<18,8>`` saturates
+    above e^4.85); then as :class:`Hls4mlStableSoftmax`.
+    """
+
+    method = "hls4ml_latency"
+    source = "hls4ml 1.3.0 templates/vivado/nnet_utils/nnet_activation.h softmax_latency"
+    _stable: ClassVar[bool] = False
+
+    @property
+    def exp_addr_fmt(self) -> FixedFormat:
+        return self.in_fmt
+
+
+# ======================================================================================
+# I-BERT
+# ======================================================================================
+@dataclass(frozen=True)
+class IBertSoftmax(SoftmaxSpec):
+    """I-BERT ``IntSoftmax`` (Kim et al., ICML 2021) in exact integer arithmetic.
+
+    Input scale S = LSB of ``in_fmt``; output scale 2^-F with F =
+    ``out_fmt.frac_bits`` (I-BERT's ``output_bit``; 8 in the paper: 1.0 -> 256).
+
+    1. ``x = x - max(x)`` (row max; integer);
+    2. ``e = i_exp(x)`` (:func:`~hwapprox.approx.intmath.i_exp`: x0 =
+       floor(-0.6931/S), clip 30·x0, ``z = r(r + b_int) + c_int``,
+       ``e = z << (30 - q)``), scale a·S²/2^30;
+    3. requantise to ``exp_bits`` (16) signed bits: ``e16 = e >> s`` with
+       ``s = max(0, bit_length(c_int << 30) - (exp_bits - 1))`` so the largest
+       possible value fits ``exp_bits - 1`` magnitude bits;
+    4. ``factor = floor(2^32 / sum(e16))``;
+    5. ``y = floor(e16 · factor / 2^(32 - F))``, then ``out_fmt``'s overflow mode.
+
+    Deviations from the source (``kssteven418/I-BERT``
+    ``fairseq/quantization/utils/quant_modules.py``): exact integers instead
+    of fp32 ``floor`` (constants: exact rational floors of the float64
+    quotients ``b/a``, ``c/a``); the 16-bit requantisation (``QuantAct(16)``
+    with a calibrated running max and rounding) is a power-of-two right shift
+    fixed by the worst case ``e(0)``; the normalisation makes the exp scale
+    cancel, so only precision (at most one bit) differs.
+    """
+
+    method = "ibert"
+    source = "Kim et al. 2021, I-BERT; kssteven418/I-BERT quant_modules.py IntSoftmax"
+
+    in_fmt: FixedFormat = _FIX16_6
+    out_fmt: FixedFormat = _UFIX9_1_TRN_SAT
+    exp_bits: int = 16
+    factor_bits: int = 32
+
+    def _consts(self) -> intmath.IBertExpConstants:
+        return intmath.ibert_exp_constants(self.in_fmt.lsb)
+
+    def _exp_shift(self) -> int:
+        return max(0, self._consts().max_exp.bit_length() - (self.exp_bits - 1))
+
+    def validate(self) -> None:
+        self._int_in("exp_bits", 2, 31)
+        self._int_in("factor_bits", 8, 40)
+        try:
+            k = self._consts()
+        except ValueError as exc:
+            raise SpecError(f"{self._name()}.in_fmt={self.in_fmt}: {exc}") from None
+        self._need(
+            k.max_exp.bit_length() <= 62,
+            "in_fmt",
+            self.in_fmt,
+            f"i-exp needs {k.max_exp.bit_length()} bits at this scale (int64 allows 62); "
+            "use fewer fraction bits",
+        )
+        self._need(
+            0 <= self.out_fmt.frac_bits <= self.factor_bits,
+            "out_fmt",
+            self.out_fmt,
+            f"fraction bits must be in [0, factor_bits={self.factor_bits}]",
+        )
+        self._need(
+            self.exp_bits + self.factor_bits <= 62,
+            "factor_bits",
+            self.factor_bits,
+            f"exp_bits + factor_bits must be <= 62 (exp_bits={self.exp_bits})",
+        )
+
+    def params(self) -> dict[str, int]:
+        k = self._consts()
+        return {
+            "x0": k.x0,
+            "b_int": k.b_int,
+            "c_int": k.c_int,
+            "n": k.n,
+            "exp_shift": self._exp_shift(),
+            "exp_bits": self.exp_bits,
+            "factor_bits": self.factor_bits,
+            "out_shift": self.factor_bits - self.out_fmt.frac_bits,
+            "in_width": self.in_fmt.width,
+            "out_width": self.out_fmt.width,
+        }
+
+    def _model_rows(self, x: RawArray, **kw: Any) -> RawArray:
+        n = x.shape[1]
+        self._row_limit(n, (1 << (62 - self.exp_bits)), "the exp sum width")
+        k = self._consts()
+        e = intmath.i_exp(x - x.max(axis=1, keepdims=True), k)
+        e16 = e >> np.int64(self._exp_shift())
+        total = e16.sum(axis=1, keepdims=True)
+        factor = (np.int64(1) << np.int64(self.factor_bits)) // total
+        y = (e16 * factor) >> np.int64(self.factor_bits - self.out_fmt.frac_bits)
+        return self.out_fmt.saturate(y)
+
+    def cost(self) -> Cost:
+        wx = self.in_fmt.width + 1
+        return Cost(
+            multipliers=3,
+            mult_bits=((wx, wx), (self.exp_bits, self.factor_bits)),
+            adders=4,
+            dividers=1,
+            widest_bits=max(self._consts().max_exp.bit_length(), self.exp_bits + self.factor_bits),
+            notes="per element: i-exp (1 square, shifts), 1 multiply; per row: 1 divider 2^32/sum",
+        )
+
+
+# ======================================================================================
+# I-ViT Shiftmax
+# ======================================================================================
+@dataclass(frozen=True)
+class ShiftmaxSoftmax(SoftmaxSpec):
+    """I-ViT Shiftmax (Li & Gu, ICCV 2023), exact integers.
+
+    ``variant="pytorch"`` (default) follows ``zkkli/I-ViT``
+    ``models/quantization_utils/quant_modules.py`` ``IntSoftmax``:
+    ``x0 = floor(-1/S)``, ``exp = floor((r/2 - x0)·2^(n - q))`` with a real
+    ``r/2`` (exact here as ``((r - 2·x0) << (n - q)) >> 1``); ``variant="tvm"``
+    the TVM path as summarised in ALGORITHMS.md (``x0 = int(-1/S - 1)``,
+    ``r >> 1``; the TVM source uses ``n = 16``: set ``n``), not re-checked
+    against the TVM code.
+
+    1. ``x = x - max(x)``; ``e = shift_exp(x)`` (scale S/2^n);
+    2. ``sum = min(sum(e), 2^31 - 1)``; ``factor = floor((2^31 - 1) / sum)``;
+    3. ``y = floor(e · factor / 2^(31 - F))``, F = ``out_fmt.frac_bits``
+       (I-ViT's ``output_bit - 1``: 8-bit output has scale 2^-7), then
+       ``out_fmt``'s overflow mode.
+
+    Note: with 16-bit inputs (S = 2^-10) one ``e(0) = 2^25`` (n = 15), so
+    rows of 64 equal values already hit the 2^31 - 1 sum clamp, as in the
+    source; I-ViT targets 8-bit inputs.
+    """
+
+    method = "shiftmax"
+    source = "Li & Gu 2023, I-ViT; zkkli/I-ViT quant_modules.py IntSoftmax (Shiftmax)"
+
+    in_fmt: FixedFormat = _FIX16_6
+    out_fmt: FixedFormat = _UFIX9_1_TRN_SAT
+    n: int = 15
+    variant: str = "pytorch"
+
+    def _x0(self) -> int:
+        return intmath.shift_exp_x0(self.in_fmt.lsb, self.variant)
+
+    def validate(self) -> None:
+        self._choice("variant", ("pytorch", "tvm"))
+        self._int_in("n", 1, 30)
+        x0 = self._x0()
+        self._need(x0 < 0, "in_fmt", self.in_fmt, "scale too coarse: x0 = floor(-1/S) must be < 0")
+        self._need(
+            ((-x0) << self.n).bit_length() <= 31,
+            "n",
+            self.n,
+            f"exp(0) = -x0·2^n = {(-x0) << self.n} must fit 31 bits (x0 = {x0} from {self.in_fmt})",
+        )
+        self._need(
+            0 <= self.out_fmt.frac_bits <= 31,
+            "out_fmt",
+            self.out_fmt,
+            "fraction bits must be in [0, 31]",
+        )
+
+    def params(self) -> dict[str, int]:
+        return {
+            "x0": self._x0(),
+            "n": self.n,
+            "tvm": int(self.variant == "tvm"),
+            "sum_max": (1 << 31) - 1,
+            "out_shift": 31 - self.out_fmt.frac_bits,
+            "in_width": self.in_fmt.width,
+            "out_width": self.out_fmt.width,
+        }
+
+    def _model_rows(self, x: RawArray, **kw: Any) -> RawArray:
+        e = intmath.shift_exp(x - x.max(axis=1, keepdims=True), self._x0(), self.n, self.variant)
+        lim = np.int64((1 << 31) - 1)
+        total = np.minimum(e.sum(axis=1, keepdims=True), lim)
+        factor = lim // total
+        y = (e * factor) >> np.int64(31 - self.out_fmt.frac_bits)
+        return self.out_fmt.saturate(y)
+
+    def cost(self) -> Cost:
+        return Cost(
+            multipliers=1,
+            mult_bits=((31, 31),),
+            adders=5,
+            dividers=1,
+            widest_bits=62,
+            notes="per element: shift-exp (shifts/adds), 1 multiply; per row: 1 divider",
+        )
+
+
+# ======================================================================================
+# Online (single-pass) softmax
+# ======================================================================================
+@dataclass(frozen=True)
+class OnlineSoftmax(SoftmaxSpec):
+    """Single-pass softmax: running max and running sum (Milakov & Gimelshein 2018).
+
+    As Edge-MoE ``finalize_attn`` streams it: one element per step, one
+    reciprocal per row, outputs recomputed from the buffered row. Every step is
+    a named fixed-point operation; an RTL/HLS unit reproduces it bit for bit
+    from this code, :meth:`params` and :meth:`tables`.
+
+    Datapath (``F_in = in_fmt.frac_bits``, ``F_e = exp_fmt.frac_bits``, ...):
+
+    * **State** per row: ``m`` (raw ``in_fmt``), ``d`` (raw ``sum_fmt``).
+      Element 0: ``m = x_0``, ``d = ONE`` (1.0 in ``sum_fmt``).
+    * **Element j >= 1** (``schedule="online"``):
+      if ``x_j > m``: ``d = R_s(d · E(x_j - m)) + ONE``, ``m = x_j``;
+      else ``d = d + E(m - x_j)`` (exact: ``sum_fmt.frac_bits >= F_e``).
+      ``R_s`` = exact product (``sum_fmt`` × ``exp_fmt``) rounded to
+      ``sum_fmt`` with ``sum_fmt.rounding`` (AP_TRN or AP_RND).
+      ``schedule="two_pass"``: ``m = max`` first, then ``d = Σ E(m - x_j)``
+      (no rescaling; the same E and the same formats).
+    * **E(δ) = exp(-δ)** for raw ``δ >= 0`` (``F_in`` fraction bits), a raw
+      ``exp_fmt`` code:
+
+      - ``exp_unit="base2"``: ``t = R_t(δ · LOG2E)`` with ``LOG2E`` =
+        log2(e) quantised to ``log2e_fmt`` (its rounding), product exact,
+        ``R_t`` = cast to ``exp_arg_fmt`` (its rounding; AP_SAT clamps huge
+        δ, whose result is 0 anyway); then
+        :func:`~hwapprox.approx.intmath.exp2_neg`: integer part of ``t`` is a
+        right shift, the top ``exp_frac_bits`` fraction bits address the
+        table ``exp2_table`` (2^(-k/2^b), ``exp_table_frac_bits``), the
+        remaining bits interpolate linearly (``exp_interp="pwl"``) or are
+        dropped (``"none"``); one final rounding to ``F_e`` with
+        ``exp_fmt.rounding``.
+      - ``exp_unit="lut"``: if ``δ >= 2^exp_lut_int_bits`` then 0, else
+        ``exp_lut[δ >> s]`` with ``s = F_in + exp_lut_int_bits -
+        exp_lut_bits`` (the top ``exp_lut_bits`` bits of δ); entry k holds
+        exp(-centre of bin k) (exact value when ``s = 0``) rounded to
+        ``exp_fmt``.
+    * **Reciprocal** once per row, ``r = 1/d`` as raw ``recip_fmt``:
+      :func:`~hwapprox.approx.intmath.reciprocal` with leading-one
+      normalisation of ``d``, mantissa to ``recip_work_frac_bits`` bits,
+      ``recip_unit="lut"`` (PWL between ``2^recip_table_bits + 1`` end
+      points) or ``"newton"`` (bin-centre seed, ``newton_steps`` steps
+      ``R = R·(2 - U·R)``), all roundings ``recip_fmt.rounding``.
+    * **Output** per buffered element: ``y_i = cast_out(E(m - x_i) · r)``:
+      exact product (``F_e + F_r`` fraction bits) cast to ``out_fmt`` with its
+      rounding and overflow (default AP_RND, AP_SAT).
+    """
+
+    method = "online"
+    source = "Milakov & Gimelshein 2018 (online normaliser); Edge-MoE finalize_attn"
+
+    in_fmt: FixedFormat = _FIX16_6
+    out_fmt: FixedFormat = _UFIX16_0_RND_SAT
+    schedule: str = "online"
+    exp_unit: str = "base2"
+    exp_fmt: FixedFormat = _UFIX22_1_RND
+    # base2 exp unit
+    log2e_fmt: FixedFormat = _UFIX26_1_RND
+    exp_arg_fmt: FixedFormat = _UFIX27_5_RND_SAT
+    exp_frac_bits: int = 8
+    exp_interp: str = "pwl"
+    exp_table_frac_bits: int = 24
+    # lut exp unit
+    exp_lut_bits: int = 12
+    exp_lut_int_bits: int = 4
+    # sum and reciprocal
+    sum_fmt: FixedFormat = _UFIX36_12_RND
+    recip_unit: str = "newton"
+    recip_fmt: FixedFormat = _UFIX26_1_RND
+    recip_table_bits: int = 8
+    recip_work_frac_bits: int = 26
+    newton_steps: int = 2
+
+    # -- validation ------------------------------------------------------------------
+    def validate(self) -> None:
+        self._choice("schedule", ("online", "two_pass"))
+        self._choice("exp_unit", ("base2", "lut"))
+        self._choice("exp_interp", ("pwl", "none"))
+        self._choice("recip_unit", ("lut", "newton"))
+        for f in ("exp_fmt", "sum_fmt", "recip_fmt", "log2e_fmt", "exp_arg_fmt"):
+            fmt: FixedFormat = getattr(self, f)
+            self._need(not fmt.signed, f, fmt, "must be unsigned (ap_ufixed)")
+            self._rounding_trn_rnd(f)
+        self._need(self.in_fmt.width <= 32, "in_fmt", self.in_fmt, "at most 32 bits")
+        self._need(
+            self.exp_fmt.int_bits >= 1 and self.exp_fmt.frac_bits >= 1,
+            "exp_fmt",
+            self.exp_fmt,
+            "must hold 1.0 (int_bits >= 1) and fractions (frac_bits >= 1)",
+        )
+        self._need(
+            self.sum_fmt.int_bits >= 1,
+            "sum_fmt",
+            self.sum_fmt,
+            "int_bits must be >= 1 to hold the sum (>= 1.0)",
+        )
+        self._need(
+            self.sum_fmt.frac_bits >= self.exp_fmt.frac_bits,
+            "sum_fmt",
+            self.sum_fmt,
+            f"needs at least exp_fmt's {self.exp_fmt.frac_bits} fraction bits (exp adds exactly)",
+        )
+        self._need(
+            self.sum_fmt.width + self.exp_fmt.width <= MAX_RAW_BITS,
+            "sum_fmt",
+            self.sum_fmt,
+            f"sum x exp product must fit {MAX_RAW_BITS} bits (exp_fmt {self.exp_fmt})",
+        )
+        self._need(
+            self.recip_fmt.int_bits >= 1 and self.recip_fmt.frac_bits >= 1,
+            "recip_fmt",
+            self.recip_fmt,
+            "must hold 1/d in (0, 1] (int_bits >= 1, frac_bits >= 1)",
+        )
+        self._need(
+            self.exp_fmt.width + self.recip_fmt.width <= MAX_RAW_BITS,
+            "recip_fmt",
+            self.recip_fmt,
+            f"exp x recip product must fit {MAX_RAW_BITS} bits",
+        )
+        self._int_in("recip_work_frac_bits", 2, 29)
+        self._int_in("recip_table_bits", 1, min(16, self.recip_work_frac_bits))
+        self._int_in("newton_steps", 0, 4)
+        if self.exp_unit == "base2":
+            self._need(
+                self.log2e_fmt.int_bits >= 1,
+                "log2e_fmt",
+                self.log2e_fmt,
+                "int_bits must be >= 1 to hold log2(e) = 1.44",
+            )
+            self._need(
+                self.in_fmt.width + 1 + self.log2e_fmt.width <= MAX_RAW_BITS,
+                "log2e_fmt",
+                self.log2e_fmt,
+                f"δ x LOG2E product must fit {MAX_RAW_BITS} bits",
+            )
+            self._int_in("exp_frac_bits", 1, min(16, max(1, self.exp_arg_fmt.frac_bits)))
+            self._int_in("exp_table_frac_bits", self.exp_fmt.frac_bits, 40)
+            self._need(
+                self.exp_arg_fmt.overflow.value.startswith("AP_SAT")
+                and self.exp_arg_fmt.max >= self.exp_fmt.frac_bits + 2,
+                "exp_arg_fmt",
+                self.exp_arg_fmt,
+                f"must saturate (AP_SAT) and reach t >= exp_fmt.frac_bits + 2 = "
+                f"{self.exp_fmt.frac_bits + 2} so that clamped arguments give exp = 0",
+            )
+        else:
+            self._int_in("exp_lut_int_bits", 0, 8)
+            self._int_in("exp_lut_bits", 1, min(20, self.in_fmt.frac_bits + self.exp_lut_int_bits))
+
+    # -- constants and tables --------------------------------------------------------
+    @property
+    def log2e_raw(self) -> int:
+        """log2(e) as a raw ``log2e_fmt`` code."""
+        return int(self.log2e_fmt.quantize(math.log2(math.e)))
+
+    def _one_sum(self) -> int:
+        return 1 << self.sum_fmt.frac_bits
+
+    def tables(self) -> dict[str, RawArray]:
+        """``exp2_table`` (base2, ``exp_table_frac_bits``) or ``exp_lut`` (lut, raw ``exp_fmt``),
+        and ``recip_table`` (``recip_work_frac_bits`` fraction bits)."""
+        out: dict[str, RawArray] = {}
+        if self.exp_unit == "base2":
+            out["exp2_table"] = intmath.exp2_frac_table(
+                self.exp_frac_bits, self.exp_table_frac_bits, self.exp_fmt.rounding
+            )
+        else:
+            s = self.in_fmt.frac_bits + self.exp_lut_int_bits - self.exp_lut_bits
+            k = np.arange(1 << self.exp_lut_bits, dtype=np.float64)
+            centre = (k * 2.0**s + (2.0**s - 1) / 2) * 2.0**-self.in_fmt.frac_bits
+            out["exp_lut"] = self.exp_fmt.quantize(np.exp(-centre))
+        wf, tb, mode = self.recip_work_frac_bits, self.recip_table_bits, self.recip_fmt.rounding
+        if self.recip_unit == "lut":
+            out["recip_table"] = intmath.recip_pwl_table(tb, wf, mode)
+        else:
+            out["recip_table"] = intmath.recip_seed_table(tb, wf, mode)
+        return out
+
+    def params(self) -> dict[str, int]:
+        """Integer constants and widths (``*_RND`` = 1 for AP_RND, 0 for AP_TRN)."""
+        p = {
+            "IN_W": self.in_fmt.width,
+            "IN_F": self.in_fmt.frac_bits,
+            "TWO_PASS": int(self.schedule == "two_pass"),
+            "EXP_UNIT_BASE2": int(self.exp_unit == "base2"),
+            "EXP_W": self.exp_fmt.width,
+            "EXP_F": self.exp_fmt.frac_bits,
+            "EXP_RND": _rnd_flag(self.exp_fmt),
+            "SUM_W": self.sum_fmt.width,
+            "SUM_F": self.sum_fmt.frac_bits,
+            "SUM_RND": _rnd_flag(self.sum_fmt),
+            "SUM_ONE": self._one_sum(),
+            "RECIP_W": self.recip_fmt.width,
+            "RECIP_F": self.recip_fmt.frac_bits,
+            "RECIP_RND": _rnd_flag(self.recip_fmt),
+            "RECIP_NEWTON": int(self.recip_unit == "newton"),
+            "RECIP_TABLE_BITS": self.recip_table_bits,
+            "RECIP_WORK_F": self.recip_work_frac_bits,
+            "NEWTON_STEPS": self.newton_steps,
+            "OUT_W": self.out_fmt.width,
+            "OUT_F": self.out_fmt.frac_bits,
+        }
+        if self.exp_unit == "base2":
+            p |= {
+                "LOG2E": self.log2e_raw,
+                "LOG2E_W": self.log2e_fmt.width,
+                "LOG2E_F": self.log2e_fmt.frac_bits,
+                "T_W": self.exp_arg_fmt.width,
+                "T_F": self.exp_arg_fmt.frac_bits,
+                "T_RND": _rnd_flag(self.exp_arg_fmt),
+                "EXP2_ADDR_BITS": self.exp_frac_bits,
+                "EXP2_TABLE_F": self.exp_table_frac_bits,
+                "EXP2_INTERP": int(self.exp_interp == "pwl"),
+            }
+        else:
+            p |= {
+                "EXP_LUT_BITS": self.exp_lut_bits,
+                "EXP_LUT_INT_BITS": self.exp_lut_int_bits,
+                "EXP_LUT_SHIFT": self.in_fmt.frac_bits + self.exp_lut_int_bits - self.exp_lut_bits,
+            }
+        return p
+
+    # -- the datapath ------------------------------------------------------------------
+    def exp_unit_raw(
+        self, delta: npt.ArrayLike, tables: dict[str, RawArray] | None = None
+    ) -> RawArray:
+        """E(δ) = exp(-δ): raw non-negative δ (``in_fmt`` fraction bits) -> raw ``exp_fmt``."""
+        dl = np.asarray(delta, dtype=np.int64)
+        tabs = self.tables() if tables is None else tables
+        if self.exp_unit == "lut":
+            s = self.in_fmt.frac_bits + self.exp_lut_int_bits - self.exp_lut_bits
+            limit = np.int64(1) << np.int64(self.in_fmt.frac_bits + self.exp_lut_int_bits)
+            idx = np.minimum(dl, limit - 1) >> np.int64(s)
+            return np.where(dl >= limit, np.int64(0), tabs["exp_lut"][idx])
+        prod = dl * np.int64(self.log2e_raw)  # exact: F_in + LOG2E_F fraction bits
+        prod_fmt = FixedFormat(
+            self.in_fmt.width + 1 + self.log2e_fmt.width,
+            self.in_fmt.int_bits + 1 + self.log2e_fmt.int_bits,
+            signed=False,
+        )
+        t = cast(prod, prod_fmt, self.exp_arg_fmt)
+        return intmath.exp2_neg(
+            t,
+            self.exp_arg_fmt.frac_bits,
+            tabs["exp2_table"],
+            self.exp_frac_bits,
+            self.exp_fmt.frac_bits,
+            self.exp_table_frac_bits,
+            interp=self.exp_interp == "pwl",
+            rounding=self.exp_fmt.rounding,
+        )
+
+    def _rescale(self, d: RawArray, e: RawArray) -> RawArray:
+        """R_s(d · e): exact product rounded to ``sum_fmt`` (its rounding)."""
+        return round_shift(d * e, self.exp_fmt.frac_bits, self.sum_fmt.rounding)
+
+    def row_state(self, x: RawArray, schedule: str | None = None) -> tuple[RawArray, RawArray]:
+        """Per-row ``(m, d)`` after the whole row (raw ``in_fmt``, raw ``sum_fmt``).
+
+        ``schedule`` overrides the spec's (``"online"`` or ``"two_pass"``).
+        """
+        sched = self.schedule if schedule is None else schedule
+        tabs = self.tables()
+        one = np.int64(self._one_sum())
+        up = np.int64(1 << (self.sum_fmt.frac_bits - self.exp_fmt.frac_bits))
+        if sched == "two_pass":
+            m = x.max(axis=1)
+            e = self.exp_unit_raw(m[:, None] - x, tabs)
+            return m, (e * up).sum(axis=1)
+        m = x[:, 0].copy()
+        d = np.full(x.shape[0], one, dtype=np.int64)
+        for j in range(1, x.shape[1]):
+            xj = x[:, j]
+            new = xj > m
+            e = self.exp_unit_raw(np.abs(xj - m), tabs)
+            d = np.where(new, self._rescale(d, e) + one, d + e * up)
+            m = np.where(new, xj, m)
+        return m, d
+
+    def _model_rows(self, x: RawArray, **kw: Any) -> RawArray:
+        n = x.shape[1]
+        self._row_limit(n, int(self.sum_fmt.max), f"sum_fmt {self.sum_fmt}")
+        tabs = self.tables()
+        m, d = self.row_state(x)
+        r = intmath.reciprocal(
+            d,
+            self.sum_fmt.frac_bits,
+            self.recip_fmt.frac_bits,
+            unit=self.recip_unit,
+            table=tabs["recip_table"],
+            addr_bits=self.recip_table_bits,
+            table_frac_bits=self.recip_work_frac_bits,
+            work_frac_bits=self.recip_work_frac_bits,
+            newton_steps=self.newton_steps,
+            rounding=self.recip_fmt.rounding,
+        )
+        r = self.recip_fmt.saturate(r)
+        e = self.exp_unit_raw(m[:, None] - x, tabs)
+        prod_fmt = FixedFormat(
+            self.exp_fmt.width + self.recip_fmt.width,
+            self.exp_fmt.int_bits + self.recip_fmt.int_bits,
+            signed=False,
+        )
+        return cast(e * r[:, None], prod_fmt, self.out_fmt)
+
+    def cost(self) -> Cost:
+        t = self.tables()
+        tb = sum(len(v) * int(max(1, int(v.max()).bit_length())) for v in t.values())
+        mults: list[tuple[int, int]] = [
+            (self.sum_fmt.width, self.exp_fmt.width),
+            (self.exp_fmt.width, self.recip_fmt.width),
+        ]
+        if self.exp_unit == "base2":
+            mults.append((self.in_fmt.width + 1, self.log2e_fmt.width))
+            if self.exp_interp == "pwl":
+                mults.append(
+                    (self.exp_table_frac_bits, self.exp_arg_fmt.frac_bits - self.exp_frac_bits)
+                )
+        return Cost(
+            table_bits=tb,
+            tables=len(t),
+            multipliers=len(mults),
+            mult_bits=tuple(mults),
+            adders=3,
+            widest_bits=max(a + b for a, b in mults),
+            notes=(
+                "per element: 2 exp evaluations (stream + output), rescale multiply, "
+                "output multiply; per row: 1 reciprocal "
+                f"({self.recip_unit}, {self.newton_steps if self.recip_unit == 'newton' else 0} "
+                "Newton steps); row buffer of N inputs"
+            ),
+        )
+
+
+# ======================================================================================
+# Softermax
+# ======================================================================================
+@dataclass(frozen=True)
+class SoftermaxSoftmax(SoftmaxSpec):
+    """Softermax (Stevens et al., DAC 2021): base-2, integer running max, PWL units.
+
+    The network is not fine-tuned for base 2 here, so the input is pre-scaled:
+    ``t = R_t(x · LOG2E)`` (``log2e_fmt`` constant, cast to signed
+    ``t_fmt``); softmax_e(x) = softmax_2(t).
+
+    * **Pass 1** (streaming): integer running max ``M = max(M, floor(t_j))``
+      (``t >> F_t``); ``d = (d >> (M_new - M_old)) + P(t_j - M_new)`` in
+      ``sum_fmt`` (rescaling is a right shift, truncating);
+      ``P(a) = 2^a`` for ``a < 1``: ``2^a = 2^-(1 - a)·2`` by
+      :func:`~hwapprox.approx.intmath.exp2_neg` with a
+      ``2^pow2_segments_log2``-segment PWL table of ``2^-f`` (equivalently a
+      PWL of 2^f on [0, 1)), result rounded to ``pow2_fmt``.
+    * **Reciprocal**: ``1/d`` by leading-one normalisation and a
+      ``2^recip_segments_log2``-segment PWL of 1/u on [1, 2)
+      (``recip_fmt``, its rounding).
+    * **Pass 2**: ``y_i = cast_out(P(t_i - M) · (1/d))``.
+
+    Q-formats are not published; the defaults here are chosen to reach about
+    8-bit output accuracy at the paper's scale (16 segments each) and are
+    fields. Not exactly shift-invariant: ``x·LOG2E`` is rounded before the max.
+    """
+
+    method = "softermax"
+    source = "Stevens et al., DAC 2021, Softermax"
+
+    in_fmt: FixedFormat = _FIX16_6
+    out_fmt: FixedFormat = _UFIX8_0_RND_SAT
+    log2e_fmt: FixedFormat = _UFIX12_1_RND
+    t_fmt: FixedFormat = _FIX18_8_RND_SAT
+    pow2_fmt: FixedFormat = _UFIX16_1_RND
+    pow2_segments_log2: int = 4
+    pow2_table_frac_bits: int = 16
+    sum_fmt: FixedFormat = _UFIX28_12_TRN
+    recip_fmt: FixedFormat = _UFIX16_1_RND
+    recip_segments_log2: int = 4
+    recip_work_frac_bits: int = 16
+
+    def validate(self) -> None:
+        for f in ("log2e_fmt", "pow2_fmt", "sum_fmt", "recip_fmt"):
+            fmt: FixedFormat = getattr(self, f)
+            self._need(not fmt.signed, f, fmt, "must be unsigned (ap_ufixed)")
+        for f in ("log2e_fmt", "t_fmt", "pow2_fmt", "sum_fmt", "recip_fmt"):
+            self._rounding_trn_rnd(f)
+        self._need(self.t_fmt.signed, "t_fmt", self.t_fmt, "must be signed (ap_fixed)")
+        self._need(self.log2e_fmt.int_bits >= 1, "log2e_fmt", self.log2e_fmt, "int_bits >= 1")
+        self._need(
+            self.t_fmt.int_bits >= self.in_fmt.int_bits + 1,
+            "t_fmt",
+            self.t_fmt,
+            f"needs int_bits >= in_fmt.int_bits + 1 = {self.in_fmt.int_bits + 1} to hold x·log2(e)",
+        )
+        self._need(self.t_fmt.frac_bits >= 1, "t_fmt", self.t_fmt, "frac_bits >= 1")
+        self._need(
+            self.pow2_fmt.int_bits >= 1,
+            "pow2_fmt",
+            self.pow2_fmt,
+            "must hold 2^a < 2 (int_bits >= 1)",
+        )
+        self._need(
+            self.sum_fmt.frac_bits >= self.pow2_fmt.frac_bits and self.sum_fmt.int_bits >= 2,
+            "sum_fmt",
+            self.sum_fmt,
+            f"needs >= {self.pow2_fmt.frac_bits} fraction bits (pow2_fmt) and int_bits >= 2",
+        )
+        self._int_in("pow2_segments_log2", 0, min(12, self.t_fmt.frac_bits))
+        self._int_in("pow2_table_frac_bits", self.pow2_fmt.frac_bits + 1, 40)
+        self._int_in("recip_work_frac_bits", 2, 29)
+        self._int_in("recip_segments_log2", 0, min(12, self.recip_work_frac_bits))
+        self._need(
+            self.recip_fmt.int_bits >= 1,
+            "recip_fmt",
+            self.recip_fmt,
+            "must hold 1/d <= 1 (int_bits >= 1)",
+        )
+        self._need(
+            self.pow2_fmt.width + self.recip_fmt.width <= MAX_RAW_BITS
+            and self.in_fmt.width + self.log2e_fmt.width <= MAX_RAW_BITS,
+            "pow2_fmt",
+            self.pow2_fmt,
+            f"products must fit {MAX_RAW_BITS} bits",
+        )
+
+    @property
+    def log2e_raw(self) -> int:
+        return int(self.log2e_fmt.quantize(math.log2(math.e)))
+
+    def tables(self) -> dict[str, RawArray]:
+        """``pow2_table`` (2^(-k/S), ``pow2_table_frac_bits``) and ``recip_table``
+        (1/u end points, ``recip_work_frac_bits``)."""
+        return {
+            "pow2_table": intmath.exp2_frac_table(
+                self.pow2_segments_log2, self.pow2_table_frac_bits, self.pow2_fmt.rounding
+            ),
+            "recip_table": intmath.recip_pwl_table(
+                self.recip_segments_log2, self.recip_work_frac_bits, self.recip_fmt.rounding
+            ),
+        }
+
+    def params(self) -> dict[str, int]:
+        return {
+            "IN_W": self.in_fmt.width,
+            "IN_F": self.in_fmt.frac_bits,
+            "LOG2E": self.log2e_raw,
+            "LOG2E_F": self.log2e_fmt.frac_bits,
+            "T_W": self.t_fmt.width,
+            "T_F": self.t_fmt.frac_bits,
+            "T_RND": _rnd_flag(self.t_fmt),
+            "POW2_F": self.pow2_fmt.frac_bits,
+            "POW2_RND": _rnd_flag(self.pow2_fmt),
+            "POW2_ADDR_BITS": self.pow2_segments_log2,
+            "POW2_TABLE_F": self.pow2_table_frac_bits,
+            "SUM_W": self.sum_fmt.width,
+            "SUM_F": self.sum_fmt.frac_bits,
+            "RECIP_F": self.recip_fmt.frac_bits,
+            "RECIP_ADDR_BITS": self.recip_segments_log2,
+            "RECIP_WORK_F": self.recip_work_frac_bits,
+            "OUT_W": self.out_fmt.width,
+            "OUT_F": self.out_fmt.frac_bits,
+        }
+
+    def _t(self, x: RawArray) -> RawArray:
+        prod_fmt = FixedFormat(
+            self.in_fmt.width + self.log2e_fmt.width + 1,
+            self.in_fmt.int_bits + self.log2e_fmt.int_bits + 1,
+        )
+        return cast(x * np.int64(self.log2e_raw), prod_fmt, self.t_fmt)
+
+    def _pow2(self, a: RawArray, tab: RawArray) -> RawArray:
+        """2^a for raw ``a`` (``t_fmt`` fraction bits), ``a < 1``: raw ``pow2_fmt``."""
+        ft = self.t_fmt.frac_bits
+        arg = (np.int64(1) << np.int64(ft)) - a  # 1 - a > 0
+        return intmath.exp2_neg(
+            arg,
+            ft,
+            tab,
+            self.pow2_segments_log2,
+            self.pow2_fmt.frac_bits + 1,
+            self.pow2_table_frac_bits,
+            interp=True,
+            rounding=self.pow2_fmt.rounding,
+        )
+
+    def _model_rows(self, x: RawArray, **kw: Any) -> RawArray:
+        n = x.shape[1]
+        self._row_limit(n, int(self.sum_fmt.max) // 2, f"sum_fmt {self.sum_fmt} (sum < 2N)")
+        tabs = self.tables()
+        ft = self.t_fmt.frac_bits
+        t = self._t(x)
+        up = np.int64(1 << (self.sum_fmt.frac_bits - self.pow2_fmt.frac_bits))
+        big_m = t[:, 0] >> np.int64(ft)
+        d = self._pow2(t[:, 0] - (big_m << np.int64(ft)), tabs["pow2_table"]) * up
+        for j in range(1, n):
+            mj = np.maximum(big_m, t[:, j] >> np.int64(ft))
+            sh = np.minimum(mj - big_m, np.int64(62))
+            p = self._pow2(t[:, j] - (mj << np.int64(ft)), tabs["pow2_table"])
+            d = (d >> sh) + p * up
+            big_m = mj
+        r = intmath.reciprocal(
+            d,
+            self.sum_fmt.frac_bits,
+            self.recip_fmt.frac_bits,
+            unit="lut",
+            table=tabs["recip_table"],
+            addr_bits=self.recip_segments_log2,
+            table_frac_bits=self.recip_work_frac_bits,
+            work_frac_bits=self.recip_work_frac_bits,
+            newton_steps=0,
+            rounding=self.recip_fmt.rounding,
+        )
+        r = self.recip_fmt.saturate(r)
+        p = self._pow2(t - (big_m[:, None] << np.int64(ft)), tabs["pow2_table"])
+        prod_fmt = FixedFormat(
+            self.pow2_fmt.width + self.recip_fmt.width,
+            self.pow2_fmt.int_bits + self.recip_fmt.int_bits,
+            signed=False,
+        )
+        return cast(p * r[:, None], prod_fmt, self.out_fmt)
+
+    def cost(self) -> Cost:
+        tabs = self.tables()
+        tb = sum(len(v) * int(max(1, int(v.max()).bit_length())) for v in tabs.values())
+        mults = (
+            (self.in_fmt.width, self.log2e_fmt.width),
+            (self.pow2_table_frac_bits, self.t_fmt.frac_bits - self.pow2_segments_log2),
+            (self.pow2_fmt.width, self.recip_fmt.width),
+        )
+        return Cost(
+            table_bits=tb,
+            tables=2,
+            multipliers=len(mults),
+            mult_bits=mults,
+            adders=4,
+            widest_bits=max(a + b for a, b in mults),
+            notes="per element: log2e multiply, PWL 2^x (1 mult), shift-rescale, output multiply; "
+            "per row: PWL reciprocal",
+        )
