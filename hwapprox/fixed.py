@@ -238,38 +238,53 @@ class FixedFormat:
         """Convert real numbers to raw codes exactly as ``ap_fixed(double)``.
 
         One rounding of the exact binary value of each double (mode
-        ``rounding``), then the overflow mode. NaN/inf raise.
+        ``rounding``), then the overflow mode. NaN/inf raise; an empty array
+        gives an empty int64 array. ``-0.0`` and subnormals are ordinary
+        values (``ap_fixed`` treats a subnormal as a tiny nonzero number: it
+        truncates a negative one to ``-1`` LSB under ``AP_TRN``).
         """
         self._check_raw_width("quantize")
         arr = np.asarray(x)
         if arr.dtype.kind not in "fiub":
-            raise FixedPointError(f"quantize expects real numbers, got dtype {arr.dtype}")
+            raise FixedPointError(
+                f"quantize expects real numbers, got dtype {arr.dtype}; pass a float array"
+            )
         if (
-            arr.dtype.kind in "iub"
+            arr.dtype.kind in "iu"
             and arr.size
             and (np.abs(arr.astype(np.float64)) >= 2.0**53).any()
         ):
             raise FixedPointError(
                 "integer input with |x| >= 2**53 cannot be converted exactly; pass floats"
             )
-        arr = arr.astype(np.float64)
-        if not np.isfinite(arr).all():
+        arr = np.asarray(arr, dtype=np.float64)
+        if arr.size == 0:
+            return np.zeros(arr.shape, dtype=np.int64)
+        lo_f, hi_f = float(arr.min()), float(arr.max())  # NaN propagates into both
+        if not (np.isfinite(lo_f) and np.isfinite(hi_f)):
             bad = arr[~np.isfinite(arr)].flat[0]
             raise FixedPointError(f"cannot quantize non-finite value {bad!r} to {self}")
-        frac = self.frac_bits
-        ib = self.int_bits
-        if self.overflow is Overflow.WRAP:
+        frac, ib, width = self.frac_bits, self.int_bits, self.width
+        # x * 2**F is exact unless it overflows (handled by the clip/fmod below)
+        # or underflows: F >= -MAX_INT_BITS, so only |x| < 2**-510 can underflow,
+        # and those lie far below half an LSB (fixed after scaling).
+        if self.overflow is Overflow.WRAP and max(-lo_f, hi_f) >= 2.0**ib:
             # Rounding commutes with reduction modulo 2**I (a multiple of the
-            # LSB), and fmod by a power of two is exact in IEEE arithmetic.
-            arr = np.fmod(arr, np.ldexp(1.0, ib))
+            # LSB, sign kept by fmod), and fmod by a power of two is exact.
+            arr = np.fmod(arr, 2.0**ib)
+            scaled = arr * 2.0**frac
         else:
-            # Anything beyond ±2**I overflows every format with I integer bits;
-            # clamping there keeps the sign and the overflow, and bounds |x·2^F|.
-            bound = np.ldexp(1.0, ib)
-            arr = np.clip(arr, -bound, bound)
-        scaled = np.ldexp(arr, frac)  # exact: scaling by a power of two
-        raw = _round_float(scaled, self.rounding)
-        return self.saturate(raw)
+            with np.errstate(over="ignore"):  # ±inf is clipped to ±2**W below
+                scaled = arr * 2.0**frac
+            if self.overflow is not Overflow.WRAP:
+                # Beyond ±2**W every code overflows; the clip keeps the sign and
+                # the overflow and bounds the magnitude for the int conversion.
+                np.clip(scaled, -(2.0**width), 2.0**width, out=scaled)
+        if frac < 0:
+            lost = (scaled == 0.0) & (arr != 0.0)
+            if lost.any():  # underflowed to zero: any tiny value of that sign rounds alike
+                scaled[lost] = np.copysign(0.25, arr[lost])
+        return self.saturate(_round_float(scaled, self.rounding))
 
     def to_float(self, raw: npt.ArrayLike) -> npt.NDArray[np.float64]:
         """Real value of raw codes as float64 (exact for widths <= 53)."""
@@ -284,7 +299,7 @@ class FixedFormat:
 
         ``raw`` must already be on this format's grid (no rounding here).
         ``AP_SAT_SYM`` on a signed format maps the most negative code to
-        ``-max_raw`` as ``ap_fixed`` does.
+        ``-max_raw`` as ``ap_fixed`` does (except at width 1: see below).
         """
         r = np.asarray(raw, dtype=np.int64)
         lo, hi = self.min_raw, self.max_raw
@@ -298,8 +313,9 @@ class FixedFormat:
             return np.clip(r, lo, hi)
         if mode is Overflow.SAT_ZERO:
             return np.where((r < lo) | (r > hi), np.int64(0), r)
-        # SAT_SYM
-        return np.clip(r, -hi if self.signed else 0, hi)
+        # SAT_SYM; a 1-bit signed format has no symmetric range and saturates
+        # to its codes -1 and 0 like AP_SAT (as ap_fixed does).
+        return np.clip(r, -hi if self.signed and self.width > 1 else lo, hi)
 
     def cast(self, raw: npt.ArrayLike, src: FixedFormat) -> RawArray:
         """Convert raw codes of format ``src`` into this format (``dst = src``)."""
@@ -346,12 +362,34 @@ def _parse_mode(token: str, enum_cls: type[enum.StrEnum], text: str) -> Any:
         ) from None
 
 
-def _round_float(scaled: npt.NDArray[np.float64], mode: Rounding) -> RawArray:
-    """Round exact doubles to integers with an ``ap_fixed`` quantisation mode."""
-    fl = np.floor(scaled)
-    frac = scaled - fl  # exact: |scaled| < 2**63 and floor is within one ulp-range
-    up = _round_up(frac > 0.5, frac == 0.5, frac > 0.0, fl, scaled < 0, mode)
-    return fl.astype(np.int64) + up
+def _round_float(s: npt.NDArray[np.float64], mode: Rounding) -> RawArray:
+    """Round exact doubles (``|s| <= 2**62``) to int64 with an ``ap_fixed`` mode.
+
+    ``r = rint(s)`` rounds ties to even and ``d = s - r`` is exact (``|d| <= 1/2``),
+    so a tie is exactly ``|d| == 1/2``; the tie modes move ``r`` by one LSB
+    from there. (``s - floor(s)`` is not exact for ``s`` in ``(-1/2, 0)``.)
+    Overwrites ``s``.
+    """
+    if mode is Rounding.TRN:
+        return np.floor(s, out=s).astype(np.int64)
+    if mode is Rounding.TRN_ZERO:
+        return np.trunc(s, out=s).astype(np.int64)
+    r = np.rint(s)
+    if mode is Rounding.RND_CONV:
+        return r.astype(np.int64)
+    d = np.subtract(s, r, out=s)
+    out = r.astype(np.int64)
+    if mode is Rounding.RND:  # ties toward +inf
+        out += d == 0.5
+    elif mode is Rounding.RND_MIN_INF:  # ties toward -inf
+        out -= d == -0.5
+    elif mode is Rounding.RND_ZERO:  # ties toward zero
+        out += (d == 0.5) & (r < 0.0)
+        out -= (d == -0.5) & (r > 0.0)
+    else:  # RND_INF: ties away from zero
+        out += (d == 0.5) & (r >= 0.0)
+        out -= (d == -0.5) & (r <= 0.0)
+    return out
 
 
 def _round_up(
