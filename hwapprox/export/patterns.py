@@ -73,7 +73,9 @@ class Site:
     shape: tuple[int | str | None, ...] | None = None
 
     def fields_for_spec(self) -> dict[str, Any]:
-        """Model constants a spec may take (LayerNorm ``eps``)."""
+        """Model constants a spec may take: LayerNorm ``eps``, GELU ``form`` (erf/tanh)."""
+        if self.operator is Operator.GELU:
+            return {"form": "tanh" if self.approximate == "tanh" else "erf"}
         return {"eps": self.epsilon} if self.epsilon is not None else {}
 
     def as_dict(self) -> dict[str, Any]:

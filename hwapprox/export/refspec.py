@@ -115,18 +115,18 @@ class FloatRefGelu(FloatRefSoftmax):
     """GELU (erf or tanh form) in float64 between quantised input and output."""
 
     operator: ClassVar[Operator] = Operator.GELU
-    approximate: str = "none"
+    form: str = "erf"
 
     def validate(self) -> None:
-        if self.approximate not in ("none", "tanh"):
-            raise SpecError(f"approximate must be 'none' or 'tanh', got {self.approximate!r}")
+        if self.form not in ("erf", "tanh"):
+            raise SpecError(f"FloatRefGelu.form must be 'erf' or 'tanh', got {self.form!r}")
 
     def model(self, raw: npt.ArrayLike, **kw: Any) -> npt.NDArray[np.int64]:
         x = self.check_input(raw)
         return self.out_fmt.quantize(self.reference(self.in_fmt.to_float(x)))
 
     def reference(self, x: npt.ArrayLike, **kw: Any) -> npt.NDArray[np.float64]:
-        return gelu_tanh(x) if self.approximate == "tanh" else gelu_erf(x)
+        return gelu_tanh(x) if self.form == "tanh" else gelu_erf(x)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,118 @@
+"""``hwapprox validate``: approximations on an ONNX model vs onnxruntime."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from hwapprox.approx.base import SpecError
+from hwapprox.export.errors import ExportError
+from hwapprox.fixed import FixedPointError
+
+__all__ = ["validate_cmd"]
+
+
+def _methods(values: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for v in values:
+        op, sep, method = v.partition("=")
+        if not sep or not op.strip() or not method.strip():
+            raise click.BadParameter(
+                f"{v!r} is not OP=METHOD (e.g. softmax=ibert, gelu=float)", param_hint="--method"
+            )
+        out[op.strip()] = method.strip()
+    return out
+
+
+@click.command("validate")
+@click.argument("model", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--inputs",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Sample inputs: .npz with one array per model input (default: generated, seeded).",
+)
+@click.option(
+    "--config",
+    "config",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Per-site config YAML (defaults per operator, sites by name; hwapprox.approx.config).",
+)
+@click.option(
+    "--sites",
+    multiple=True,
+    help="Sites to approximate: all (default), an operator name or a site name; repeatable "
+    "or comma-separated. Other sites stay float.",
+)
+@click.option(
+    "--method",
+    "methods",
+    multiple=True,
+    help="OP=METHOD default for an operator (e.g. gelu=pwl, softmax=float); repeatable.",
+)
+@click.option(
+    "--budget",
+    help="End-to-end budget KEY=VALUE[,..] (max_abs, mean_abs, cosine, top1): tune each site "
+    "to the cheapest candidate spec meeting it.",
+)
+@click.option("--width", default=16, show_default=True, help="Calibrated input format width W.")
+@click.option(
+    "--headroom", default=1, show_default=True, help="Extra integer bits above calibration."
+)
+@click.option("--seed", default=0, show_default=True, help="Seed for generated inputs.")
+@click.option(
+    "-o",
+    "--output",
+    "outdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write report.txt, validate.json, config.yaml and validate.png here.",
+)
+@click.option("--force", is_flag=True, help="Overwrite report files in a non-empty output dir.")
+def validate_cmd(
+    model: Path | None,
+    inputs: Path | None,
+    config: Path | None,
+    sites: tuple[str, ...],
+    methods: tuple[str, ...],
+    budget: str | None,
+    width: int,
+    headroom: int,
+    seed: int,
+    outdir: Path | None,
+    force: bool,
+) -> None:
+    """Validate approximations on MODEL (default: the embedded example encoder).
+
+    Finds every softmax / GELU / LayerNorm site, calibrates input ranges with
+    onnxruntime, replaces the selected sites by the bit-accurate integer
+    models and compares per site and end to end with the float model.
+    """
+    from hwapprox.export import example
+    from hwapprox.export.report import format_report, prepare_outdir, write_report
+    from hwapprox.export.validate import validate
+
+    meths = _methods(methods)
+    if model is None:
+        model = example.model_path()
+        if inputs is None:
+            inputs = example.inputs_path()
+    try:
+        if outdir is not None:
+            prepare_outdir(outdir, force)  # fail before the work, not after
+        res = validate(
+            model,
+            inputs=inputs,
+            config=config,
+            methods=meths,
+            sites=sites or None,
+            width=width,
+            headroom=headroom,
+            budget=budget,
+            seed=seed,
+        )
+        click.echo(format_report(res))
+        if outdir is not None:
+            files = write_report(res, outdir, force=True)
+            click.echo(f"\nwrote {', '.join(str(p) for p in files.values())}")
+    except (ExportError, SpecError, FixedPointError) as exc:
+        raise click.ClickException(str(exc)) from None

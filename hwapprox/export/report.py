@@ -1,0 +1,189 @@
+"""Tables, JSON and a plot of a :class:`~hwapprox.export.validate.ValidationResult`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hwapprox.export.errors import ExportError
+from hwapprox.export.validate import ValidationResult
+
+__all__ = ["format_report", "prepare_outdir", "write_report"]
+
+
+def _g(v: float | None, digits: int = 3) -> str:
+    return "-" if v is None else f"{v:.{digits}g}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
+    line = "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))
+    out = [line, "  ".join("-" * w for w in widths)]
+    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    return "\n".join(out)
+
+
+def format_report(res: ValidationResult) -> str:
+    """Per-site table, end-to-end table and timing, as plain text."""
+    rows = []
+    for s in res.imported.sites:
+        spec = res.specs.get(s.name)
+        st = res.stats[s.name]
+        err = res.site_errors.get(s.name) or {}
+        rows.append(
+            [
+                s.name,
+                f"{s.operator}/{s.pattern}",
+                "float" if spec is None else spec.method,
+                "-" if spec is None else str(spec.in_fmt),
+                f"[{st.min:.3g}, {st.max:.3g}]",
+                _g(err.get("max_abs")),
+                _g(err.get("mean_abs")),
+                _g(err.get("max_lsb")),
+                "-" if spec is None else f"{spec.cost().score():.0f}",
+            ]
+        )
+    parts = [
+        f"model: {res.model_label or '(in memory)'}; {len(res.imported.sites)} sites, "
+        f"{len(res.selected)} selected; {res.n_samples} samples",
+        "",
+        "Per site (spec on the float model's site input vs its float site output):",
+        _table(
+            [
+                "site",
+                "operator",
+                "method",
+                "in_fmt",
+                "input range",
+                "max|err|",
+                "mean|err|",
+                "max LSB",
+                "cost",
+            ],
+            rows,
+        ),
+    ]
+    if res.imported.skipped:
+        parts += ["", "Skipped candidates:"]
+        parts += [f"  {k}: {v}" for k, v in res.imported.skipped.items()]
+    e = res.end_to_end
+    erows = [
+        [
+            name,
+            _g(m["max_abs"]),
+            _g(m["mean_abs"]),
+            _g(m["ref_absmax"]),
+            f"{m['cosine_mean']:.6f}",
+            f"{m['cosine_min']:.6f}",
+            _g(m["top1"], 4),
+        ]
+        for name, m in e["outputs"].items()
+    ]
+    parts += [
+        "",
+        "End to end (all selected sites approximated vs the float model):",
+        _table(
+            ["output", "max|err|", "mean|err|", "max|ref|", "cos mean", "cos min", "top-1"], erows
+        ),
+    ]
+    if res.budget is not None:
+        met = res.budget.meets(e)
+        parts += ["", f"Budget {res.budget.describe()}: {'met' if met else 'NOT met'}"]
+        for t in res.tuning:
+            parts.append(
+                f"  {t['site']}: {t['chosen'] or 'float (no candidate met the budget)'} "
+                f"({len(t['evaluated'])} evaluated)"
+            )
+    t = res.timing
+    parts += [
+        "",
+        f"Time: float onnxruntime {t['float_onnxruntime'] * 1e3:.1f} ms; emulation "
+        f"{t['emulation'] * 1e3:.1f} ms ({t['emulation_sessions'] * 1e3:.1f} ms in "
+        f"{int(t['sessions'])} sessions, {t['approx_models'] * 1e3:.1f} ms in approx models)",
+    ]
+    return "\n".join(parts)
+
+
+def prepare_outdir(path: str | Path, force: bool = False) -> Path:
+    """Create ``path``; refuse an existing non-empty directory unless ``force``."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise ExportError(f"output path {str(p)!r} exists and is not a directory")
+    if p.is_dir() and any(p.iterdir()) and not force:
+        raise ExportError(
+            f"output directory {str(p)!r} is not empty; choose another or pass --force to "
+            f"overwrite its report files"
+        )
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def _plot(res: ValidationResult, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    names = [s.name for s in res.selected if s.name in res.site_errors]
+    vals = [max(res.site_errors[n]["max_abs"], 1e-12) for n in names]
+    means = [max(res.site_errors[n]["mean_abs"], 1e-12) for n in names]
+    x = np.arange(len(names))
+    ax1.bar(x - 0.2, vals, 0.4, label="max |err|")
+    ax1.bar(x + 0.2, means, 0.4, label="mean |err|")
+    ax1.set_xticks(x, names, rotation=60, ha="right", fontsize=7)
+    ax1.set_yscale("log")
+    ax1.set_title("Per-site error (float site input)")
+    ax1.legend(fontsize=8)
+    diffs = np.concatenate(
+        [
+            np.abs(
+                np.asarray(res.emulated[k], dtype=np.float64) - np.asarray(r, dtype=np.float64)
+            ).ravel()
+            for k, r in res.trace.outputs.items()
+        ]
+    )
+    diffs = np.maximum(diffs, 1e-12)
+    bins = np.logspace(np.log10(diffs.min()), np.log10(diffs.max()) + 1e-9, 40)
+    ax2.hist(diffs, bins=bins)
+    ax2.set_xscale("log")
+    ax2.set_xlabel("|emulated - float| over all outputs")
+    ax2.set_ylabel("count")
+    ax2.set_title("End-to-end error distribution")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_report(res: ValidationResult, outdir: str | Path, force: bool = False) -> dict[str, Path]:
+    """Write ``report.txt``, ``validate.json``, ``config.yaml`` (resolved per-site
+    specs) and ``validate.png`` into ``outdir`` (see :func:`prepare_outdir`)."""
+    import yaml
+
+    out = prepare_outdir(outdir, force)
+    files = {
+        "text": out / "report.txt",
+        "json": out / "validate.json",
+        "config": out / "config.yaml",
+        "plot": out / "validate.png",
+    }
+    files["text"].write_text(format_report(res) + "\n")
+    files["json"].write_text(json.dumps(_jsonable(res.as_dict()), indent=2) + "\n")
+    files["config"].write_text(yaml.safe_dump(res.config().to_dict(), sort_keys=False))
+    _plot(res, files["plot"])
+    return files
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, float) and not np.isfinite(v):
+        return str(v)
+    return v
