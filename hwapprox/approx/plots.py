@@ -59,6 +59,8 @@ def plot_error_vs_width(
     records: Iterable[dict[str, Any]], out_dir: str | Path, metric: str = "max_abs"
 ) -> list[Path]:
     """``error_vs_width_<operator>.{png,svg}`` (see the module docstring)."""
+    from matplotlib.ticker import MaxNLocator
+
     out = Path(out_dir)
     specs = aggregate_by_spec(records, metric)
     by_op: dict[str, dict[str, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
@@ -75,6 +77,7 @@ def plot_error_vs_width(
             ws = sorted(pts)
             ax.plot(ws, [_positive(pts[w]) for w in ws], marker="o", label=method)
         ax.set_yscale("log")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("output bit-width W")
         ax.set_ylabel(_LABELS.get(metric, metric) + " (worst input set)")
         ax.set_title(f"{op}: error vs output width (best spec per width)")
