@@ -54,6 +54,7 @@ __all__ = [
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_QUALIFIED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
 class EmitError(ValueError):
@@ -95,9 +96,11 @@ class Instance:
     consts: Mapping[str, int] = field(default_factory=dict)
     tables: Mapping[str, npt.ArrayLike] = field(default_factory=dict)
     comment: str = ""
+    #: typedefs naming library types, e.g. ``{"op": "hwapprox::gelu_pwl_op"}``
+    aliases: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        names = [self.name, *self.types, *self.consts, *self.tables]
+        names = [self.name, *self.types, *self.consts, *self.tables, *self.aliases]
         for n in names:
             if not _IDENT.match(n):
                 raise EmitError(f"{n!r} is not a valid C++ identifier; use [A-Za-z_][A-Za-z0-9_]*")
@@ -106,7 +109,10 @@ class Instance:
                 continue
             if not isinstance(v, int | np.integer):
                 raise EmitError(f"constant {k}={v!r} of {self.name} is not an integer")
-        clash = set(self.types) & (set(self.consts) | set(self.tables))
+        for k, v in self.aliases.items():
+            if not _QUALIFIED.match(v):
+                raise EmitError(f"alias {k} = {v!r} of {self.name} is not a qualified C++ name")
+        clash = set(self.types) & (set(self.consts) | set(self.tables) | set(self.aliases))
         if clash:
             raise EmitError(f"{self.name}: names used twice: {sorted(clash)}")
 
@@ -161,6 +167,8 @@ def _render_instance(inst: Instance) -> list[str]:
     out.append(f"struct {inst.name} {{")
     for tname, fmt in inst.types.items():
         out.append(f"    typedef {cpp_type(fmt)} {tname};")
+    for aname, target in inst.aliases.items():
+        out.append(f"    typedef {target} {aname};")
     for cname, value in inst.consts.items():
         out.append(f"    static const long long {cname} = {_literal(int(value))};")
     for tname, values in inst.tables.items():

@@ -1,0 +1,58 @@
+"""Which HLS unit implements which spec, and its generated config.
+
+:data:`UNITS` is the explicit table ``(operator, method) -> op tag`` of the
+library (``include/hwapprox/*.h``); :func:`unit_instance` turns a spec into
+the :class:`~hwapprox.hls.emit.Instance` (types, ``params()``, tables, row
+length ``n_in`` and the ``op`` typedef) that the unit's function template reads.
+"""
+
+from __future__ import annotations
+
+import math
+
+from hwapprox.approx.base import ApproxSpec, SpecError
+from hwapprox.hls.emit import Instance, instance_from_spec
+
+__all__ = ["UNITS", "supported", "unit_instance"]
+
+#: (operator, method) -> op tag struct in namespace hwapprox
+UNITS: dict[tuple[str, str], str] = {
+    ("layernorm", "rsqrt_lut"): "hwapprox::layernorm_rsqrt_lut_op",
+    ("layernorm", "rmsnorm"): "hwapprox::layernorm_rsqrt_lut_op",
+    ("layernorm", "ibert"): "hwapprox::layernorm_ibert_op",
+}
+
+
+def supported() -> list[str]:
+    """``operator/method`` names that have an HLS unit."""
+    return sorted(f"{op}/{m}" for op, m in UNITS)
+
+
+def _extra_consts(spec: ApproxSpec, n_in: int) -> dict[str, int]:
+    key = (str(spec.operator), spec.method)
+    if key == ("layernorm", "ibert"):
+        # round(sqrt(N)·2^sqrtn_frac), half up, exact: the constant the model
+        # multiplies y_int by (its scale is sqrt(N)/2^30).
+        v = n_in << (2 * spec.params()["sqrtn_frac"])
+        return {"sqrtn": (math.isqrt(4 * v) + 1) // 2}
+    return {}
+
+
+def unit_instance(name: str, spec: ApproxSpec, n_in: int) -> Instance:
+    """Config of the HLS unit for ``spec`` on rows (or chunks) of ``n_in`` values."""
+    key = (str(spec.operator), spec.method)
+    if key not in UNITS:
+        raise SpecError(
+            f"no HLS unit for {key[0]}/{key[1]}; units exist for: {', '.join(supported())}"
+        )
+    if n_in < 1:
+        raise SpecError(f"n_in must be >= 1, got {n_in}")
+    inst = instance_from_spec(name, spec, extra_consts={"n_in": n_in, **_extra_consts(spec, n_in)})
+    return Instance(
+        inst.name,
+        inst.types,
+        inst.consts,
+        inst.tables,
+        comment=inst.comment,
+        aliases={"op": UNITS[key]},
+    )

@@ -1,0 +1,43 @@
+// C-simulation harness for hwapprox/layernorm.h (protocol: hls_harness.h).
+// Record: id, gamma (n_in), beta (n_in), then rows of n_in input codes until
+// the record's count: "id nrows gamma... beta... x..." -> one line of outputs.
+#include "hls_harness.h"
+#include "hwapprox/layernorm.h"
+#include "hwapprox_instances.h"
+
+template <typename C>
+void run_ln(std::istream& in, std::ostream& out) {
+    const int N = C::n_in;
+    int rows;
+    in >> rows;
+    typename C::gamma_t g[N];
+    typename C::beta_t b[N];
+    harness::read_array(in, g, N);
+    harness::read_array(in, b, N);
+    for (int r = 0; r < rows; r++) {
+        typename C::in_t x[N];
+        typename C::out_t y[N];
+        harness::read_array(in, x, N);
+        C::op::template run<typename C::in_t, typename C::out_t, C>(x, y, g, b);
+        for (int i = 0; i < N; i++) out << harness::to_raw(y[i]) << ' ';
+    }
+    out << '\n';
+}
+
+int main() {
+    int id;
+    while (std::cin >> id) {
+        switch (id) {
+#define X(ID, RUN, CFG)                \
+    case ID:                           \
+        RUN<CFG>(std::cin, std::cout); \
+        break;
+            HWAPPROX_INSTANCES(X)
+#undef X
+            default:
+                std::cerr << "unknown instance id " << id << "\n";
+                return 2;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,114 @@
+"""C simulation of hwapprox/layernorm.h, bit-exact with hwapprox.approx.layernorm."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hwapprox.approx.registry import make_spec
+from hwapprox.hls.csim import build_harness, run_harness
+from hwapprox.hls.units import unit_instance
+
+pytestmark = pytest.mark.hls
+
+HARNESS = Path(__file__).parent / "cxx" / "hls_layernorm_harness.cpp"
+
+# (method, fields, row length N)
+CASES = [
+    ("rsqrt_lut", {}, 8),
+    (
+        "rsqrt_lut",
+        {
+            "in_fmt": "ap_fixed<10,4,AP_RND,AP_SAT>",
+            "out_fmt": "ap_fixed<12,4,AP_RND_CONV,AP_SAT>",
+            "gamma_fmt": "ap_fixed<8,2>",
+            "beta_fmt": "ap_fixed<8,2>",
+            "max_n": 64,
+            "rsqrt_table_bits": 4,
+            "rsqrt_frac_bits": 14,
+            "newton_steps": 1,
+            "eps": 1e-3,
+            "norm_frac_bits": 12,
+        },
+        16,
+    ),
+    (
+        "rsqrt_lut",
+        {
+            "in_fmt": "ap_fixed<16,6>",
+            "max_n": 32,
+            "newton_steps": 0,
+            "eps_guard_bits": 8,
+            "out_fmt": "ap_fixed<16,5,AP_TRN,AP_WRAP>",
+        },
+        5,
+    ),
+    ("rmsnorm", {"in_fmt": "ap_fixed<12,5>", "max_n": 16}, 12),
+    ("ibert", {}, 8),
+    (
+        "ibert",
+        {
+            "in_fmt": "ap_fixed<12,4>",
+            "out_fmt": "ap_fixed<10,3,AP_RND_CONV,AP_SAT>",
+            "gamma_fmt": "ap_fixed<8,2>",
+            "beta_fmt": "ap_fixed<8,2>",
+            "shift": 2,
+            "norm_frac_bits": 14,
+        },
+        16,
+    ),
+    ("ibert", {"in_fmt": "ap_fixed<16,6>", "out_fmt": "ap_fixed<16,4,AP_TRN,AP_WRAP>"}, 3),
+]
+
+
+@pytest.fixture(scope="module")
+def setup():
+    specs = [make_spec("layernorm", m, **f) for m, f, _ in CASES]
+    insts = [
+        unit_instance(f"ln{i}", s, c[2]) for i, (s, c) in enumerate(zip(specs, CASES, strict=True))
+    ]
+    rows = [(str(i), "run_ln", f"ln{i}") for i in range(len(CASES))]
+    return specs, build_harness(HARNESS, insts, rows, name="hls_layernorm")
+
+
+def _rows(spec, n, rng):
+    fmt = spec.in_fmt
+    r = [
+        rng.integers(fmt.min_raw, fmt.max_raw + 1, size=(40, n)),
+        # realistic activations: small spread around an offset
+        np.clip(
+            rng.normal(0, 2 ** (fmt.frac_bits), (40, n)).astype(np.int64) + 3,
+            fmt.min_raw,
+            fmt.max_raw,
+        ),
+        np.full((1, n), fmt.max_raw),
+        np.full((1, n), fmt.min_raw),
+        np.zeros((1, n), np.int64),
+        np.tile([fmt.min_raw, fmt.max_raw], n)[:n][None, :],
+        np.arange(n)[None, :] - n // 2,
+    ]
+    return np.concatenate(r).astype(np.int64)
+
+
+@pytest.mark.parametrize("i", range(len(CASES)), ids=[f"{m}-{n}" for m, _, n in CASES])
+def test_layernorm_csim_bit_exact(setup, i):
+    specs, exe = setup
+    spec, (_, _, n) = specs[i], CASES[i]
+    rng = np.random.default_rng(100 + i)
+    x = _rows(spec, n, rng)
+    gf, bf = spec.gamma_fmt, spec.beta_fmt
+    params = [
+        (rng.integers(gf.min_raw, gf.max_raw + 1, n), rng.integers(bf.min_raw, bf.max_raw + 1, n)),
+    ]
+    if 1 << gf.frac_bits <= gf.max_raw:  # gamma = 1.0, beta = 0 when representable
+        params.append((np.full(n, 1 << gf.frac_bits), np.zeros(n, np.int64)))
+    records, fmts, expected = [], [], []
+    for g, b in params:
+        records.append([i, len(x), *g, *b, *x.ravel()])
+        fmts.append(spec.out_fmt)
+        expected.append(spec.model(x, gamma=g, beta=b).ravel())
+    got = run_harness(exe, records, fmts)
+    for gg, e in zip(got, expected, strict=True):
+        assert np.array_equal(gg, e), f"first mismatch at {np.flatnonzero(gg != e)[:5]}"
