@@ -55,9 +55,10 @@ RawArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
 _SQRT_PI = math.sqrt(math.pi)
-_SERIES_LIMIT = 2.0  # |z| below: positive series for erf; above: continued fraction for erfc
-_SERIES_TERMS = 36
-_CF_TERMS = 50
+_SERIES_LIMIT = 1.5  # |z| below: positive series for erf; above: continued fraction for erfc
+_SERIES_TERMS = 30
+#: (lower end of a z band, continued-fraction terms it needs for < 1e-16 truncation)
+_CF_BANDS = ((1.5, 80), (2.5, 40), (4.0, 22), (8.0, 12))
 
 # default formats (module constants: frozen, shared)
 _FIX16_5 = FixedFormat.parse("ap_fixed<16,5,AP_RND,AP_SAT>")
@@ -85,10 +86,10 @@ def _erf_series(z: FloatArray) -> FloatArray:
     return (2.0 / _SQRT_PI) * z * h * _exp_minus_sq(z)
 
 
-def _erfc_cf(z: FloatArray) -> FloatArray:
-    """``erfc(z) = e^(-z²)/√π · 1/(z + (1/2)/(z + 1/(z + (3/2)/(z + ...))))`` for z >= 2."""
+def _erfc_cf(z: FloatArray, terms: int) -> FloatArray:
+    """``erfc(z) = e^(-z²)/√π · 1/(z + (1/2)/(z + 1/(z + (3/2)/(z + ...))))`` (z >= 1.5)."""
     f = z.copy()
-    for k in range(_CF_TERMS, 0, -1):
+    for k in range(terms, 0, -1):
         f = z + (k / 2.0) / f
     return _exp_minus_sq(z) / (_SQRT_PI * f)
 
@@ -105,10 +106,13 @@ def _erf_erfc(x: npt.ArrayLike) -> tuple[FloatArray, FloatArray]:
     if small.any():
         es = _erf_series(z[small])
         e[small], c[small] = es, 1.0 - es
-    big = ~small
-    if big.any():
-        cb = _erfc_cf(np.minimum(z[big], 30.0))  # erfc(30) < 1e-392: 0 in float64
-        c[big], e[big] = cb, 1.0 - cb
+    zc = np.minimum(z, 30.0)  # erfc(30) < 1e-392: 0 in float64
+    uppers = [b[0] for b in _CF_BANDS[1:]] + [np.inf]
+    for (lower, terms), upper in zip(_CF_BANDS, uppers, strict=True):
+        band = (z >= lower) & (z < upper)
+        if band.any():
+            cb = _erfc_cf(zc[band], terms)
+            c[band], e[band] = cb, 1.0 - cb
     neg = a < 0
     return np.where(neg, -e, e), np.where(neg, 2.0 - c, c)
 
@@ -251,6 +255,9 @@ class IBertGelu(_GeluSpec):
     #: mantissa bits of the output requantisation multiplier
     requant_bits: int = 24
 
+    #: smallest |floor(1/scale_erf)| accepted (the erf term keeps >= 4 bits)
+    MIN_ERF_ONE: ClassVar[int] = 16
+
     K: ClassVar[Fraction] = Fraction("1.4142")
     A: ClassVar[Fraction] = Fraction("-0.2888")
     B: ClassVar[Fraction] = Fraction("-1.769")
@@ -262,12 +269,18 @@ class IBertGelu(_GeluSpec):
         if not 2 <= self.requant_bits <= 32:
             raise self._fail("requant_bits", self.requant_bits, "must be in [2, 32]")
         c = self._consts
-        if c["erf_one"] == 0:
+        if abs(c["erf_one"]) < self.MIN_ERF_ONE:
+            unit = (self.in_fmt.lsb / self.K) ** 2 * -self.A  # |scale_erf| / 2^erf_shift
+            best = self.erf_shift
+            while best >= 0 and _floor(1 / (unit * 2**best)) < self.MIN_ERF_ONE:
+                best -= 1
             raise self._fail(
                 "erf_shift",
                 self.erf_shift,
-                f"leaves no erf resolution for in_fmt {self.in_fmt} (1/scale_erf < 1); "
-                "lower erf_shift or use more fraction bits",
+                f"leaves the erf term of in_fmt {self.in_fmt} with |erf_one| = "
+                f"{abs(c['erf_one'])} < {self.MIN_ERF_ONE} (under 4 bits); "
+                + (f"use erf_shift <= {best} or " if best >= 0 else "use ")
+                + "more input fraction bits",
             )
         if c["widest_bits"] > MAX_RAW_BITS:
             raise self._fail(
@@ -390,11 +403,7 @@ class ShiftGelu(_GeluSpec):
             raise self._fail("n", self.n, "must be in [1, 30]")
         if not 2 <= self.sigmoid_bits <= 31:
             raise self._fail("sigmoid_bits", self.sigmoid_bits, "must be in [2, 31]")
-        x0 = self._x0
-        if x0 >= 0:
-            raise self._fail(
-                "in_fmt", str(self.in_fmt), "is too coarse for the shift-exp (1.702·LSB >= 1)"
-            )
+        x0 = self._x0  # <= -1 for every scale (a floor of a negative number)
         if 2 * -x0 * 2**self.n > 2**31 - 1:
             n_max = (31 - 1 - (-x0 - 1).bit_length()) if -x0 > 1 else 29
             while 2 * -x0 * 2**n_max > 2**31 - 1:
