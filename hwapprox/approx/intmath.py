@@ -48,6 +48,7 @@ __all__ = [
     "recip_pwl_table",
     "recip_seed_table",
     "reciprocal",
+    "round_shift_var",
     "shift_exp",
     "shift_exp_x0",
 ]
@@ -223,6 +224,31 @@ def i_exp(x: npt.ArrayLike, k: IBertExpConstants) -> RawArray:
     return np.maximum(z << (np.int64(k.n) - q), np.int64(0))
 
 
+def round_shift_var(v: npt.ArrayLike, shift: npt.ArrayLike, rounding: Rounding | str) -> RawArray:
+    """``v / 2^shift`` rounded with ``rounding``, per-element shifts (negative: exact left shift).
+
+    Vectorised for AP_TRN (floor) and AP_RND (``(v + 2^(s-1)) >> s``); other
+    modes fall back to :func:`hwapprox.fixed.round_shift` per distinct shift.
+    Shifts are clamped to 62 (every bit of a 62-bit value shifts out).
+    """
+    vv = _i64(v)
+    sh = np.broadcast_to(_i64(shift), vv.shape)
+    mode = Rounding(rounding)
+    if mode in (Rounding.TRN, Rounding.RND):
+        pos = np.clip(sh, 0, 62)
+        neg = np.clip(-sh, 0, 62)
+        out = vv >> pos
+        if mode is Rounding.RND:
+            half = (vv >> np.maximum(pos - 1, 0)) & np.int64(1)
+            out = out + np.where(pos > 0, half, np.int64(0))
+        return np.where(sh < 0, vv << neg, out)
+    out = np.empty(vv.shape, dtype=np.int64)
+    for s in np.unique(sh):
+        sel = sh == s
+        out[sel] = round_shift(vv[sel], int(s), mode)
+    return out
+
+
 # -- base-2 exponential ----------------------------------------------------------------
 def exp2_frac_table(addr_bits: int, out_frac_bits: int, rounding: Rounding | str) -> RawArray:
     """``2^(-k / 2^addr_bits)`` for k = 0 .. 2^addr_bits, as raw codes with ``out_frac_bits``.
@@ -293,12 +319,7 @@ def exp2_neg(
     shift = table_frac_bits + g - out_frac_bits
     # 2^-t < 2^-(k) and v < 2^(table_frac_bits + g + 1): for k beyond the width
     # every bit shifts out; clamp the shift to keep int64 shifts defined.
-    total = np.minimum(k + shift, np.int64(62))
-    out = np.empty(v.shape, dtype=np.int64)
-    for s in np.unique(total):
-        sel = total == s
-        out[sel] = round_shift(v[sel], int(s), rounding)
-    return out
+    return round_shift_var(v, np.minimum(k + shift, np.int64(62)), rounding)
 
 
 # -- reciprocal ------------------------------------------------------------------------
@@ -383,8 +404,4 @@ def reciprocal(
     else:
         raise ValueError(f"unit must be 'lut' or 'newton', got {unit!r}")
     total = np.int64(wf - d_frac_bits - out_frac_bits) + p
-    out = np.empty(v.shape, dtype=np.int64)
-    for s in np.unique(total):
-        sel = total == s
-        out[sel] = round_shift(r[sel], int(s), mode)
-    return out
+    return round_shift_var(r, total, mode)

@@ -21,6 +21,7 @@ Methods (registry name -> class):
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -716,7 +717,7 @@ class OnlineSoftmax(SoftmaxSpec):
     @property
     def log2e_raw(self) -> int:
         """log2(e) as a raw ``log2e_fmt`` code."""
-        return int(self.log2e_fmt.quantize(math.log2(math.e)))
+        return int(self.log2e_fmt.quantize(np.array([math.log2(math.e)]))[0])
 
     def _one_sum(self) -> int:
         return 1 << self.sum_fmt.frac_bits
@@ -819,25 +820,48 @@ class OnlineSoftmax(SoftmaxSpec):
         """R_s(d · e): exact product rounded to ``sum_fmt`` (its rounding)."""
         return round_shift(d * e, self.exp_fmt.frac_bits, self.sum_fmt.rounding)
 
-    def row_state(self, x: RawArray, schedule: str | None = None) -> tuple[RawArray, RawArray]:
+    def _exp_fn(self, tabs: dict[str, RawArray]) -> Callable[[RawArray], RawArray]:
+        """E as a function; for inputs of <= 20 bits a memo of E over every δ code.
+
+        Only a speed-up: the memo holds :meth:`exp_unit_raw` of each δ in
+        ``[0, 2^W_in)`` (every difference of two ``in_fmt`` codes).
+        """
+        if self.in_fmt.width <= 20:
+            memo = self.exp_unit_raw(np.arange(1 << self.in_fmt.width, dtype=np.int64), tabs)
+            return lambda dl: memo[dl]  # type: ignore[no-any-return]
+        return lambda dl: self.exp_unit_raw(dl, tabs)
+
+    def row_state(
+        self,
+        x: RawArray,
+        schedule: str | None = None,
+        exp: Callable[[RawArray], RawArray] | None = None,
+    ) -> tuple[RawArray, RawArray]:
         """Per-row ``(m, d)`` after the whole row (raw ``in_fmt``, raw ``sum_fmt``).
 
-        ``schedule`` overrides the spec's (``"online"`` or ``"two_pass"``).
+        ``x`` is ``(R, N)`` raw codes; ``schedule`` overrides the spec's
+        (``"online"`` or ``"two_pass"``).
         """
         sched = self.schedule if schedule is None else schedule
-        tabs = self.tables()
+        if sched not in ("online", "two_pass"):
+            raise SpecError(f"schedule must be 'online' or 'two_pass', got {sched!r}")
+        x = self.check_input(x)
+        if x.ndim != 2 or x.shape[1] == 0:
+            raise SpecError(f"row_state needs an (R, N >= 1) array, got shape {x.shape}")
+        if exp is None:
+            exp = self._exp_fn(self.tables())
         one = np.int64(self._one_sum())
         up = np.int64(1 << (self.sum_fmt.frac_bits - self.exp_fmt.frac_bits))
         if sched == "two_pass":
             m = x.max(axis=1)
-            e = self.exp_unit_raw(m[:, None] - x, tabs)
+            e = exp(m[:, None] - x)
             return m, (e * up).sum(axis=1)
         m = x[:, 0].copy()
         d = np.full(x.shape[0], one, dtype=np.int64)
         for j in range(1, x.shape[1]):
             xj = x[:, j]
             new = xj > m
-            e = self.exp_unit_raw(np.abs(xj - m), tabs)
+            e = exp(np.abs(xj - m))
             d = np.where(new, self._rescale(d, e) + one, d + e * up)
             m = np.where(new, xj, m)
         return m, d
@@ -846,7 +870,8 @@ class OnlineSoftmax(SoftmaxSpec):
         n = x.shape[1]
         self._row_limit(n, int(self.sum_fmt.max), f"sum_fmt {self.sum_fmt}")
         tabs = self.tables()
-        m, d = self.row_state(x)
+        exp = self._exp_fn(tabs)
+        m, d = self.row_state(x, exp=exp)
         r = intmath.reciprocal(
             d,
             self.sum_fmt.frac_bits,
@@ -860,7 +885,7 @@ class OnlineSoftmax(SoftmaxSpec):
             rounding=self.recip_fmt.rounding,
         )
         r = self.recip_fmt.saturate(r)
-        e = self.exp_unit_raw(m[:, None] - x, tabs)
+        e = exp(m[:, None] - x)
         prod_fmt = FixedFormat(
             self.exp_fmt.width + self.recip_fmt.width,
             self.exp_fmt.int_bits + self.recip_fmt.int_bits,
@@ -987,7 +1012,7 @@ class SoftermaxSoftmax(SoftmaxSpec):
 
     @property
     def log2e_raw(self) -> int:
-        return int(self.log2e_fmt.quantize(math.log2(math.e)))
+        return int(self.log2e_fmt.quantize(np.array([math.log2(math.e)]))[0])
 
     def tables(self) -> dict[str, RawArray]:
         """``pow2_table`` (2^(-k/S), ``pow2_table_frac_bits``) and ``recip_table``

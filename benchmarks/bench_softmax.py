@@ -1,0 +1,146 @@
+"""Softmax models: hls4ml baseline error, max error in output LSBs, online variants, speed.
+
+Prints Markdown tables (the numbers in ``benchmarks/results/softmax.md``):
+
+1. hls4ml 1.3 baselines with all hls4ml defaults (inputs and outputs
+   ``ap_fixed<16,6>``, tables 1024 x ``ap_fixed<18,8,AP_RND,AP_SAT>``) for
+   both ``accum_t`` choices hls4ml generates: max/mean |y - ref| and max
+   |row sum - 1|.
+2. Max |y - ref| in output LSBs per method, outputs
+   ``ap_ufixed<W,0,AP_RND,AP_SAT>`` (W = 8, 10, 12, 16; I-BERT and Shiftmax
+   floor by construction and use only the overflow mode), inputs
+   ``ap_fixed<16,6>`` Gaussian sigma = 2 and 4, rows of N = 64 and 256.
+3. ``online`` variants (exp unit x reciprocal unit x schedule) at W = 16 with
+   their cost score.
+4. Model time vs the float64 reference on a (1000, 256) array, best of 3.
+
+Every input set is seeded; the reference is float64 stable softmax of the
+quantised inputs. Usage: ``python benchmarks/bench_softmax.py [--rows 256]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from hwapprox.approx.registry import get_method
+from hwapprox.approx.softmax import OnlineSoftmax, SoftmaxSpec, stable_softmax
+
+METHODS = ("hls4ml_stable", "hls4ml_latency", "ibert", "shiftmax", "softermax", "online")
+WIDTHS = (8, 10, 12, 16)
+CASES = ((2.0, 64), (2.0, 256), (4.0, 64), (4.0, 256))
+
+
+def _inputs(spec: SoftmaxSpec, sigma: float, n: int, rows: int) -> np.ndarray:
+    rng = np.random.default_rng(int(sigma * 1000) + n)
+    x = rng.normal(0.0, sigma, (rows, n))
+    return spec.in_fmt.to_float(spec.quantize_input(x))
+
+
+def _errors(spec: SoftmaxSpec, sigma: float, n: int, rows: int) -> tuple[float, float, float]:
+    x = _inputs(spec, sigma, n, rows)
+    y = spec.evaluate(x)
+    err = np.abs(y - stable_softmax(x))
+    return float(err.max()), float(err.mean()), float(np.abs(y.sum(-1) - 1).max())
+
+
+def table_hls4ml(rows: int) -> None:
+    print("### hls4ml 1.3 baselines, all defaults (in/out ap_fixed<16,6>)\n")
+    print("| method | accum_t | sigma | N | max abs err | mean abs err | max abs(sum-1) |")
+    print("|---|---|---|---|---|---|---|")
+    for method in ("hls4ml_stable", "hls4ml_latency"):
+        for accum in ("ap_fixed<16,6>", "ap_fixed<18,8,AP_RND,AP_SAT>"):
+            spec = get_method("softmax", method)(accum_fmt=accum)
+            for sigma, n in CASES:
+                mx, mean, sd = _errors(spec, sigma, n, rows)
+                print(
+                    f"| {method} | {accum} | {sigma:g} | {n} | {mx:.4f} | {mean:.2e} | {sd:.4f} |"
+                )
+    print()
+
+
+def table_lsb(rows: int) -> None:
+    print("### Max error in output LSBs, out = ap_ufixed<W,0,AP_RND,AP_SAT>, in = ap_fixed<16,6>\n")
+    head = " | ".join(f"W={w} s={s:g} N={n}" for w in WIDTHS for s, n in CASES)
+    print(f"| method | {head} |")
+    print("|---|" + "---|" * (len(WIDTHS) * len(CASES)))
+    for method in METHODS:
+        cells = []
+        for w in WIDTHS:
+            spec = get_method("softmax", method)(out_fmt=f"ap_ufixed<{w},0,AP_RND,AP_SAT>")
+            for sigma, n in CASES:
+                mx, _, _ = _errors(spec, sigma, n, rows)
+                cells.append(f"{mx / float(spec.out_fmt.lsb):.3g}")
+        print(f"| {method} | " + " | ".join(cells) + " |")
+    print()
+
+
+def table_online(rows: int) -> None:
+    print("### online variants at W = 16 (max error in LSBs; cost score)\n")
+    print("| exp_unit | recip_unit | schedule | fields | s=2 N=64 | s=4 N=256 | cost score |")
+    print("|---|---|---|---|---|---|---|")
+    variants: list[dict[str, object]] = [
+        {},
+        {"schedule": "two_pass"},
+        {"newton_steps": 1},
+        {"recip_unit": "lut", "recip_table_bits": 8},
+        {"recip_unit": "lut", "recip_table_bits": 10},
+        {"exp_interp": "none"},
+        {"exp_frac_bits": 6},
+        {"exp_unit": "lut", "exp_lut_bits": 14},
+        {"exp_unit": "lut", "exp_lut_bits": 12},
+        {"exp_unit": "lut", "exp_lut_bits": 10},
+    ]
+    for fields in variants:
+        spec = OnlineSoftmax(**fields)  # type: ignore[arg-type]
+        a, _, _ = _errors(spec, 2.0, 64, rows)
+        b, _, _ = _errors(spec, 4.0, 256, rows)
+        lsb = float(spec.out_fmt.lsb)
+        desc = ", ".join(f"{k}={v}" for k, v in fields.items()) or "defaults"
+        print(
+            f"| {spec.exp_unit} | {spec.recip_unit} | {spec.schedule} | {desc} | "
+            f"{a / lsb:.3f} | {b / lsb:.3f} | {spec.cost().score():.0f} |"
+        )
+    print()
+
+
+def _best(fn: Callable[[], object], repeat: int = 3) -> float:
+    fn()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def table_speed() -> None:
+    print("### Model time on a (1000, 256) array vs float64 reference (best of 3)\n")
+    print("| method | model ms | reference ms | ratio |")
+    print("|---|---|---|---|")
+    for method in METHODS:
+        spec = get_method("softmax", method)()
+        rng = np.random.default_rng(0)
+        raw = spec.quantize_input(rng.normal(0.0, 2.0, (1000, 256)))
+        x = spec.in_fmt.to_float(raw)
+        tm = _best(lambda: spec.model(raw))  # noqa: B023
+        tr = _best(lambda: spec.reference(x))  # noqa: B023
+        print(f"| {method} | {tm * 1e3:.1f} | {tr * 1e3:.1f} | {tm / tr:.1f} |")
+    print()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=256, help="rows per input set (default 256)")
+    args = ap.parse_args()
+    table_hls4ml(args.rows)
+    table_lsb(args.rows)
+    table_online(args.rows)
+    table_speed()
+
+
+if __name__ == "__main__":
+    main()
