@@ -186,8 +186,8 @@ class FixedFormat:
         """The same bits with other quantisation/overflow modes."""
         return replace(
             self,
-            rounding=self.rounding if rounding is None else Rounding(rounding),
-            overflow=self.overflow if overflow is None else Overflow(overflow),
+            rounding=self.rounding if rounding is None else rounding,
+            overflow=self.overflow if overflow is None else overflow,
         )
 
     # -- exact properties ------------------------------------------------------
@@ -260,6 +260,10 @@ class FixedFormat:
         arr = np.asarray(arr, dtype=np.float64)
         if arr.size == 0:
             return np.zeros(arr.shape, dtype=np.int64)
+        return self._quantize_flat(arr.reshape(-1)).reshape(arr.shape)
+
+    def _quantize_flat(self, arr: npt.NDArray[np.float64]) -> RawArray:
+        """:meth:`quantize` of a non-empty 1-D float64 array."""
         lo_f, hi_f = float(arr.min()), float(arr.max())  # NaN propagates into both
         if not (np.isfinite(lo_f) and np.isfinite(hi_f)):
             bad = arr[~np.isfinite(arr)].flat[0]
@@ -274,21 +278,30 @@ class FixedFormat:
             arr = np.fmod(arr, 2.0**ib)
             scaled = arr * 2.0**frac
         else:
-            with np.errstate(over="ignore"):  # ±inf is clipped to ±2**W below
+            with np.errstate(over="ignore"):  # ±inf is clipped below
                 scaled = arr * 2.0**frac
-            if self.overflow is not Overflow.WRAP:
-                # Beyond ±2**W every code overflows; the clip keeps the sign and
-                # the overflow and bounds the magnitude for the int conversion.
-                np.clip(scaled, -(2.0**width), 2.0**width, out=scaled)
         if frac < 0:
             lost = (scaled == 0.0) & (arr != 0.0)
             if lost.any():  # underflowed to zero: any tiny value of that sign rounds alike
                 scaled[lost] = np.copysign(0.25, arr[lost])
-        return self.saturate(_round_float(scaled, self.rounding))
+        mode = self.overflow
+        if mode is Overflow.SAT or mode is Overflow.SAT_SYM:
+            # Rounding to integers is monotone, so saturating before rounding to
+            # the (integer) code bounds gives sat(round(s)); exact for W <= 53.
+            lo, hi = self._sat_bounds()
+            np.clip(scaled, float(lo), float(hi), out=scaled)
+            raw = _round_float(scaled, self.rounding)
+            return raw if width <= 53 else self._saturate_inplace(raw)
+        if mode is Overflow.SAT_ZERO:
+            # Beyond ±2**W every code overflows; the clip keeps the sign and
+            # the overflow and bounds the magnitude for the int conversion.
+            np.clip(scaled, -(2.0**width), 2.0**width, out=scaled)
+        return self._saturate_inplace(_round_float(scaled, self.rounding))
 
     def to_float(self, raw: npt.ArrayLike) -> npt.NDArray[np.float64]:
         """Real value of raw codes as float64 (exact for widths <= 53)."""
-        return np.ldexp(np.asarray(raw, dtype=np.int64).astype(np.float64), -self.frac_bits)
+        r = _as_raw(raw, f"to_float of {self}")
+        return np.ldexp(r.astype(np.float64), -self.frac_bits)
 
     def to_fractions(self, raw: npt.ArrayLike) -> list[Fraction]:
         """Exact real values of raw codes (slow; for tests and reports)."""
@@ -301,21 +314,35 @@ class FixedFormat:
         ``AP_SAT_SYM`` on a signed format maps the most negative code to
         ``-max_raw`` as ``ap_fixed`` does (except at width 1: see below).
         """
-        r = np.asarray(raw, dtype=np.int64)
-        lo, hi = self.min_raw, self.max_raw
+        self._check_raw_width("saturate")
+        return self._saturate_inplace(_as_raw(raw, "saturate").copy())
+
+    def _sat_bounds(self) -> tuple[int, int]:
+        """Clamp bounds of AP_SAT / AP_SAT_SYM.
+
+        ``AP_SAT_SYM`` clamps a signed format to ``±max_raw``, except that a
+        1-bit signed format has no symmetric range: ``ap_fixed`` then gives
+        its codes -1 and 0 exactly like ``AP_SAT``.
+        """
+        sym = self.overflow is Overflow.SAT_SYM and self.signed and self.width > 1
+        return (-self.max_raw if sym else self.min_raw), self.max_raw
+
+    def _saturate_inplace(self, r: RawArray) -> RawArray:
+        """:meth:`saturate` on a fresh int64 array that may be overwritten."""
         mode = self.overflow
         if mode is Overflow.WRAP:
-            mask = np.int64((1 << self.width) - 1)
-            if self.signed:
-                return ((r - lo) & mask) + lo
-            return r & mask
-        if mode is Overflow.SAT:
-            return np.clip(r, lo, hi)
+            if self.signed:  # keep the low W bits, sign-extend bit W-1
+                sh = np.int64(64 - self.width)
+                r <<= sh
+                r >>= sh
+            else:
+                r &= np.int64((1 << self.width) - 1)
+            return r
         if mode is Overflow.SAT_ZERO:
-            return np.where((r < lo) | (r > hi), np.int64(0), r)
-        # SAT_SYM; a 1-bit signed format has no symmetric range and saturates
-        # to its codes -1 and 0 like AP_SAT (as ap_fixed does).
-        return np.clip(r, -hi if self.signed and self.width > 1 else lo, hi)
+            r[(r < self.min_raw) | (r > self.max_raw)] = 0
+            return r
+        lo, hi = self._sat_bounds()
+        return np.clip(r, lo, hi, out=r)
 
     def cast(self, raw: npt.ArrayLike, src: FixedFormat) -> RawArray:
         """Convert raw codes of format ``src`` into this format (``dst = src``)."""
@@ -324,19 +351,13 @@ class FixedFormat:
     def contains(self, raw: npt.ArrayLike) -> bool:
         """True when every raw code is a valid code of this format."""
         r = np.asarray(raw)
-        return bool(((r >= self.min_raw) & (r <= self.max_raw)).all()) if r.size else True
+        return not r.size or bool(r.min() >= self.min_raw and r.max() <= self.max_raw)
 
     def check(self, raw: npt.ArrayLike, name: str = "input") -> RawArray:
         """Validate raw codes (integers inside the range) and return them as int64."""
         self._check_raw_width()
-        r = np.asarray(raw)
-        if r.dtype.kind not in "iub":
-            raise FixedPointError(
-                f"{name} must hold raw integer codes of {self}, got dtype {r.dtype}; "
-                f"convert reals with FixedFormat.quantize"
-            )
-        r = r.astype(np.int64)
-        if r.size and not self.contains(r):
+        r = _as_raw(raw, f"{name} (raw codes of {self})")
+        if not self.contains(r):
             bad = r[(r < self.min_raw) | (r > self.max_raw)].flat[0]
             raise FixedPointError(
                 f"{name} raw code {int(bad)} is outside {self} "
@@ -349,6 +370,19 @@ class FixedFormat:
         if self.width > 24:
             raise FixedPointError(f"{self} has 2**{self.width} codes; all_codes allows 2**24")
         return np.arange(self.min_raw, self.max_raw + 1, dtype=np.int64)
+
+
+def _as_raw(raw: npt.ArrayLike, what: str) -> RawArray:
+    """Raw integer codes as int64; floats, objects and uint64 beyond int64 are refused."""
+    r = np.asarray(raw)
+    if r.dtype.kind not in "iub":
+        raise FixedPointError(
+            f"{what} must be raw integer codes, got dtype {r.dtype}; "
+            f"convert reals with FixedFormat.quantize"
+        )
+    if r.dtype == np.uint64 and r.size and r.max() > np.iinfo(np.int64).max:
+        raise FixedPointError(f"{what}: raw code {int(r.max())} does not fit the int64 raw path")
+    return r.astype(np.int64, copy=False)
 
 
 def _parse_mode(token: str, enum_cls: type[enum.StrEnum], text: str) -> Any:
@@ -424,8 +458,15 @@ def round_shift(raw: npt.ArrayLike, shift: int, mode: Rounding | str = Rounding.
 
     ``shift <= 0`` multiplies exactly. Pure integer arithmetic.
     """
-    r = np.asarray(raw, dtype=np.int64)
-    mode = Rounding(mode)
+    r = _as_raw(raw, "round_shift input")
+    if isinstance(shift, bool) or not isinstance(shift, int | np.integer):
+        raise FixedPointError(f"shift must be an integer, got {shift!r}")
+    shift = int(shift)
+    try:
+        mode = Rounding(mode)
+    except ValueError:
+        names = ", ".join(m.value for m in Rounding)
+        raise FixedPointError(f"unknown rounding mode {mode!r}; expected one of {names}") from None
     if shift <= 0:
         return _checked_shl(r, -shift)
     if shift >= 63:
@@ -461,7 +502,7 @@ def cast(raw: npt.ArrayLike, src: FixedFormat, dst: FixedFormat) -> RawArray:
     """
     src._check_raw_width("cast")
     dst._check_raw_width("cast")
-    r = np.asarray(raw, dtype=np.int64)
+    r = src.check(raw, "cast input")
     d = dst.frac_bits - src.frac_bits
     if d >= 0:
         # Exact left shift; only the low bits matter for WRAP, and for the
@@ -473,15 +514,15 @@ def cast(raw: npt.ArrayLike, src: FixedFormat, dst: FixedFormat) -> RawArray:
             if keep <= 0:
                 return np.zeros(r.shape, dtype=np.int64)
             low = r & np.int64((1 << keep) - 1)
-            return dst.saturate(low << np.int64(d))
+            low <<= np.int64(d)
+            return dst._saturate_inplace(low)
         lo_in = -((-dst.min_raw) >> d) if dst.min_raw < 0 else 0  # ceil(min / 2**d)
         hi_in = dst.max_raw >> d  # floor(max / 2**d)
         inside = (r >= lo_in) & (r <= hi_in)
         shifted = np.where(inside, r, 0) << np.int64(min(d, MAX_RAW_BITS))
         flagged = np.where(r > hi_in, dst.max_raw + 1, np.where(r < lo_in, dst.min_raw - 1, 0))
-        return dst.saturate(np.where(inside, shifted, flagged))
-    q = round_shift(r, -d, dst.rounding)
-    return dst.saturate(q)
+        return dst._saturate_inplace(np.where(inside, shifted, flagged))
+    return dst._saturate_inplace(round_shift(r, -d, dst.rounding))
 
 
 def _add_format(a: FixedFormat, b: FixedFormat) -> FixedFormat:
@@ -506,8 +547,8 @@ def add(
     """Exact ``a + b`` with the result format of ``ap_fixed`` ``operator+``."""
     fr = _add_format(fa, fb)
     _binary_check(fr, "+", fa, fb)
-    ra = np.asarray(a, dtype=np.int64) << np.int64(fr.frac_bits - fa.frac_bits)
-    rb = np.asarray(b, dtype=np.int64) << np.int64(fr.frac_bits - fb.frac_bits)
+    ra = fa.check(a, "add operand a") << np.int64(fr.frac_bits - fa.frac_bits)
+    rb = fb.check(b, "add operand b") << np.int64(fr.frac_bits - fb.frac_bits)
     return ra + rb, fr
 
 
@@ -517,8 +558,8 @@ def sub(
     """Exact ``a - b`` with the result format of ``ap_fixed`` ``operator-`` (always signed)."""
     fr = replace(_add_format(fa, fb), signed=True)
     _binary_check(fr, "-", fa, fb)
-    ra = np.asarray(a, dtype=np.int64) << np.int64(fr.frac_bits - fa.frac_bits)
-    rb = np.asarray(b, dtype=np.int64) << np.int64(fr.frac_bits - fb.frac_bits)
+    ra = fa.check(a, "sub operand a") << np.int64(fr.frac_bits - fa.frac_bits)
+    rb = fb.check(b, "sub operand b") << np.int64(fr.frac_bits - fb.frac_bits)
     return ra - rb, fr
 
 
@@ -528,7 +569,7 @@ def mul(
     """Exact ``a * b``: ``ap_fixed<Wa+Wb, Ia+Ib>``, signed if either is."""
     fr = FixedFormat(fa.width + fb.width, fa.int_bits + fb.int_bits, fa.signed or fb.signed)
     _binary_check(fr, "*", fa, fb)
-    return np.asarray(a, dtype=np.int64) * np.asarray(b, dtype=np.int64), fr
+    return fa.check(a, "mul operand a") * fb.check(b, "mul operand b"), fr
 
 
 def shl(raw: npt.ArrayLike, fmt: FixedFormat, n: int) -> RawArray:
@@ -537,7 +578,7 @@ def shl(raw: npt.ArrayLike, fmt: FixedFormat, n: int) -> RawArray:
         raise FixedPointError(f"shift amount must be >= 0, got {n}")
     fmt._check_raw_width("shift")
     wrap = fmt.with_modes(overflow=Overflow.WRAP)
-    r = np.asarray(raw, dtype=np.int64)
+    r = fmt.check(raw, "shl input")
     if n >= fmt.width:
         return np.zeros(r.shape, dtype=np.int64)
     low = r & np.int64((1 << (fmt.width - n)) - 1)
@@ -549,7 +590,7 @@ def shr(raw: npt.ArrayLike, fmt: FixedFormat, n: int) -> RawArray:
     if n < 0:
         raise FixedPointError(f"shift amount must be >= 0, got {n}")
     fmt._check_raw_width("shift")
-    r = np.asarray(raw, dtype=np.int64)
+    r = fmt.check(raw, "shr input")
     return r >> np.int64(min(n, 63))
 
 
