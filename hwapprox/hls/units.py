@@ -20,6 +20,11 @@ UNITS: dict[tuple[str, str], str] = {
     ("layernorm", "rsqrt_lut"): "hwapprox::layernorm_rsqrt_lut_op",
     ("layernorm", "rmsnorm"): "hwapprox::layernorm_rsqrt_lut_op",
     ("layernorm", "ibert"): "hwapprox::layernorm_ibert_op",
+    ("gelu", "ibert"): "hwapprox::gelu_ibert_op",
+    ("gelu", "shiftgelu"): "hwapprox::gelu_shiftgelu_op",
+    ("gelu", "edgemoe"): "hwapprox::gelu_edgemoe_op",
+    ("gelu", "pwl"): "hwapprox::gelu_pwl_op",
+    ("gelu", "lut"): "hwapprox::gelu_lut_op",
 }
 
 

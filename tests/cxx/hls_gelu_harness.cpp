@@ -1,0 +1,41 @@
+// C-simulation harness for hwapprox/gelu.h (protocol: hls_harness.h).
+// Record: "id count x..." -> count outputs; the values are processed in calls
+// of n_in elements (the last call padded with zeros, padding not printed).
+#include "hls_harness.h"
+#include "hwapprox/gelu.h"
+#include "hwapprox_instances.h"
+
+template <typename C>
+void run_gelu(std::istream& in, std::ostream& out) {
+    const int N = C::n_in;
+    int count;
+    in >> count;
+    for (int done = 0; done < count; done += N) {
+        typename C::in_t x[N];
+        typename C::out_t y[N];
+        const int n = count - done < N ? count - done : N;
+        harness::read_array(in, x, n);
+        for (int i = n; i < N; i++) x[i] = 0;
+        hwapprox::gelu<typename C::in_t, typename C::out_t, C>(x, y);
+        for (int i = 0; i < n; i++) out << harness::to_raw(y[i]) << ' ';
+    }
+    out << '\n';
+}
+
+int main() {
+    int id;
+    while (std::cin >> id) {
+        switch (id) {
+#define X(ID, RUN, CFG)                \
+    case ID:                           \
+        RUN<CFG>(std::cin, std::cout); \
+        break;
+            HWAPPROX_INSTANCES(X)
+#undef X
+            default:
+                std::cerr << "unknown instance id " << id << "\n";
+                return 2;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,100 @@
+"""C simulation of hwapprox/gelu.h, bit-exact with hwapprox.approx.gelu."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hwapprox.approx.registry import make_spec
+from hwapprox.hls.csim import build_harness, run_harness
+from hwapprox.hls.units import unit_instance
+
+pytestmark = pytest.mark.hls
+
+HARNESS = Path(__file__).parent / "cxx" / "hls_gelu_harness.cpp"
+
+# (method, fields): defaults plus other formats/parameters per method.
+CASES = [
+    ("ibert", {}),
+    (
+        "ibert",
+        {
+            "in_fmt": "ap_fixed<12,4>",
+            "out_fmt": "ap_fixed<10,3,AP_RND_CONV,AP_SAT>",
+            "erf_shift": 6,
+            "requant_bits": 16,
+        },
+    ),
+    ("ibert", {"in_fmt": "ap_fixed<20,6>", "out_fmt": "ap_fixed<16,6,AP_TRN,AP_WRAP>"}),
+    ("shiftgelu", {}),
+    (
+        "shiftgelu",
+        {
+            "in_fmt": "ap_fixed<10,4>",
+            "out_fmt": "ap_fixed<12,4,AP_RND_CONV,AP_SAT>",
+            "n": 15,
+            "sigmoid_bits": 12,
+        },
+    ),
+    ("edgemoe", {}),
+    (
+        "edgemoe",
+        {
+            "in_fmt": "ap_fixed<10,4>",
+            "out_fmt": "ap_fixed<10,4,AP_RND_CONV,AP_SAT>",
+            "entry_fmt": "ap_ufixed<12,0,AP_RND>",
+            "step": 0.0625,
+            "table_size": 97,
+        },
+    ),
+    ("edgemoe", {"in_fmt": "ap_fixed<8,5>", "step": 0.125, "table_size": 49}),  # f_in < k
+    ("pwl", {}),
+    (
+        "pwl",
+        {
+            "in_fmt": "ap_fixed<12,4>",
+            "out_fmt": "ap_fixed<10,3,AP_RND_CONV,AP_SAT>",
+            "segments": 16,
+            "lo": -5.0,
+            "hi": 3.5,
+            "slope_fmt": "ap_fixed<12,2,AP_RND>",
+            "intercept_fmt": "ap_fixed<12,2,AP_RND>",
+        },
+    ),
+    ("lut", {}),
+    (
+        "lut",
+        {"in_fmt": "ap_fixed<14,5>", "out_fmt": "ap_fixed<12,5,AP_RND,AP_SAT>", "index_bits": 9},
+    ),
+]
+N_IN = 16
+
+
+@pytest.fixture(scope="module")
+def setup():
+    specs = [make_spec("gelu", m, **f) for m, f in CASES]
+    insts = [unit_instance(f"g{i}", s, N_IN) for i, s in enumerate(specs)]
+    rows = [(str(i), "run_gelu", f"g{i}") for i in range(len(CASES))]
+    return specs, build_harness(HARNESS, insts, rows, name="hls_gelu")
+
+
+def _inputs(fmt, rng):
+    if fmt.width <= 14:  # every code
+        return fmt.all_codes()
+    edges = [fmt.min_raw, fmt.min_raw + 1, -1, 0, 1, fmt.max_raw - 1, fmt.max_raw]
+    return np.concatenate([edges, rng.integers(fmt.min_raw, fmt.max_raw + 1, 4000)])
+
+
+@pytest.mark.parametrize("i", range(len(CASES)), ids=[f"{m}{i}" for i, (m, _) in enumerate(CASES)])
+def test_gelu_csim_bit_exact(setup, i):
+    specs, exe = setup
+    spec = specs[i]
+    x = _inputs(spec.in_fmt, np.random.default_rng(200 + i)).astype(np.int64)
+    (got,) = run_harness(exe, [[i, len(x), *x]], [spec.out_fmt])
+    want = spec.model(x)
+    bad = np.flatnonzero(got != want)
+    assert bad.size == 0, (
+        f"{bad.size} mismatches, e.g. x={x[bad[:3]]}: {got[bad[:3]]} != {want[bad[:3]]}"
+    )
