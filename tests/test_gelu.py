@@ -263,6 +263,12 @@ def test_edgemoe_table_matches_published_entries():
     # Values of GELU_DELTA_TABLE in sharc-lab/Edge-MoE src/gelu.cpp, times 2^22.
     published = {0: 0, 1: 63902, 2: 124540, 3: 181923, 24: 712908, 176: 0}
     assert {i: int(t[i]) for i in published} == published
+    # every entry: δ(i/32) = i/32·erfc(i/32/√2)/2 (math.erfc) rounded half up at 2^-22
+    want = [
+        _round_half_up(Fraction(i / 32 * 0.5 * math.erfc(i / 32 / math.sqrt(2))) * 2**22)
+        for i in range(177)
+    ]
+    assert t.tolist() == want
 
 
 def _edgemoe_naive(x_raw: int, spec: EdgeMoeGelu) -> int:
