@@ -140,6 +140,11 @@ class GraphIndex:
             return None
         return cons[0]
 
+    def sole_consumer(self, name: str) -> NodeProto | None:
+        """The consumer of a tensor read by exactly one node (graph outputs allowed)."""
+        cons = self.consumers.get(name, [])
+        return cons[0] if len(cons) == 1 else None
+
     def internal(self, tensors: Iterable[str], nodes: set[str]) -> bool:
         """True when every tensor is consumed only by ``nodes`` and is no graph output."""
         for t in tensors:

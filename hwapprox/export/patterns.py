@@ -142,7 +142,7 @@ class _Finder:
     def _half_x(self, a_out: str, x: str) -> tuple[list[NodeProto], str] | None:
         """Match ``0.5 · x · a`` built from ``a`` (two Mul, any association)."""
         g = self.g
-        m1 = g.only_consumer(a_out)
+        m1 = g.sole_consumer(a_out)
         if not self._is(m1, "Mul"):
             return None
         assert m1 is not None
@@ -150,7 +150,7 @@ class _Finder:
         if o is None:
             return None
         if o == x or _close(g.scalar(o), 0.5):
-            m2 = g.only_consumer(m1.output[0])
+            m2 = g.sole_consumer(m1.output[0])
             if m2 is None:
                 return None
             if o == x:  # (x·a) then ·0.5 or /2
@@ -168,7 +168,7 @@ class _Finder:
             return None
         # (x·0.5 or x/2) · a
         h = g.producer.get(o)
-        if h is None or h.output[0] in g.graph_outputs or len(g.consumers[o]) != 1:
+        if h is None or len(g.consumers[o]) != 1:
             return None
         if self._is(h, "Mul") and _other(h, x) is not None and _close(g.scalar(_other(h, x)), 0.5):
             return [h, m1], m1.output[0]
@@ -177,7 +177,7 @@ class _Finder:
         return None
 
     def _add_one(self, t: str) -> NodeProto | None:
-        a = self.g.only_consumer(t)
+        a = self.g.sole_consumer(t)
         if self._is(a, "Add") and _close(self.g.scalar(_other(a, t) or ""), 1.0):  # type: ignore[arg-type]
             return a
         return None
@@ -394,7 +394,7 @@ class _Finder:
                 axis = -len(axes)
             else:
                 continue
-            sub = g.only_consumer(r1.output[0])
+            sub = g.sole_consumer(r1.output[0])
             if not self._is(sub, "Sub") or sub is None or list(sub.input) != [x, r1.output[0]]:
                 continue
             d = sub.output[0]
@@ -409,7 +409,7 @@ class _Finder:
                 continue
             if sq.op_type == "Mul" and list(sq.input) != [d, d]:
                 continue
-            r2 = g.only_consumer(sq.output[0])
+            r2 = g.sole_consumer(sq.output[0])
             if not self._is(r2, "ReduceMean") or r2 is None:
                 continue
             axes2 = self._axes(r2)
@@ -417,16 +417,16 @@ class _Finder:
                 rank is not None and sorted(a + rank if a < 0 else a for a in axes2) != axes
             ):
                 continue
-            ae = g.only_consumer(r2.output[0])
+            ae = g.sole_consumer(r2.output[0])
             if not self._is(ae, "Add") or ae is None:
                 continue
             eps = g.scalar(_other(ae, r2.output[0]) or "")
             if eps is None:
                 continue
-            sq_node = g.only_consumer(ae.output[0])
+            sq_node = g.sole_consumer(ae.output[0])
             if not self._is(sq_node, "Sqrt") or sq_node is None:
                 continue
-            if g.only_consumer(sq_node.output[0]) is not div or div.input[1] != sq_node.output[0]:
+            if g.sole_consumer(sq_node.output[0]) is not div or div.input[1] != sq_node.output[0]:
                 continue
             covered = [r1, sub, sq, r2, ae, sq_node, div]
             out = div.output[0]
