@@ -19,9 +19,11 @@ from hwapprox.approx.intmath import (
     recip_pwl_table,
     recip_seed_table,
     reciprocal,
+    round_shift_var,
     shift_exp,
     shift_exp_x0,
 )
+from hwapprox.fixed import round_shift
 
 RNG = np.random.default_rng(20260302)
 
@@ -147,3 +149,20 @@ def test_reciprocal_error_bound(unit: str) -> None:
     assert rel.max() <= 2.0**-18 + 2 * 2.0**-24 + 2.0**-21
     if unit == "lut":
         assert r[0] == 1 << 30  # 1/1.0 exactly: the table's first end point is 1.0
+
+
+@pytest.mark.parametrize("mode", ["AP_TRN", "AP_RND", "AP_RND_CONV", "AP_TRN_ZERO"])
+def test_round_shift_var_matches_round_shift(mode: str) -> None:
+    v = np.concatenate([np.arange(-300, 300), RNG.integers(-(1 << 60), 1 << 60, 2000)])
+    shifts = RNG.integers(-3, 64, v.shape)
+    shifts = np.where(shifts < 0, np.minimum(shifts, 0), shifts)
+    small = np.abs(v) < (1 << 55)  # left shifts only on values that stay in range
+    shifts = np.where(small | (shifts >= 0), shifts, 0)
+    got = round_shift_var(v, shifts, mode)
+    want = np.array(
+        [
+            round_shift(np.array([a]), int(min(s, 62)), mode)[0]
+            for a, s in zip(v, shifts, strict=True)
+        ]
+    )
+    assert np.array_equal(got, want)

@@ -30,7 +30,7 @@ import numpy.typing as npt
 
 from hwapprox.approx import intmath
 from hwapprox.approx.base import Cost, Operator, RawArray, RowwiseSpec, SpecError
-from hwapprox.fixed import MAX_RAW_BITS, FixedFormat, Rounding, cast, round_shift
+from hwapprox.fixed import MAX_RAW_BITS, FixedFormat, Rounding, cast
 
 __all__ = [
     "Hls4mlLatencySoftmax",
@@ -146,6 +146,14 @@ def _hls_reduce_add(cols: list[RawArray], fmt: FixedFormat) -> RawArray:
     ``fmt`` so a sum only needs the overflow mode (same fraction bits).
     """
     n = len(cols)
+    if n > 2 and (
+        fmt.overflow.value == "AP_WRAP"
+        or (fmt.overflow.value == "AP_SAT" and all(int(c.min()) >= 0 for c in cols))
+    ):
+        # Same result as the tree, faster: wrapping sums are modular (any
+        # order), and saturating sums of non-negative addends equal
+        # min(total, max) in any order.
+        return fmt.saturate(np.sum(cols, axis=0))
     if n == 1:
         return cols[0]
     if n == 2:
@@ -817,8 +825,8 @@ class OnlineSoftmax(SoftmaxSpec):
         )
 
     def _rescale(self, d: RawArray, e: RawArray) -> RawArray:
-        """R_s(d · e): exact product rounded to ``sum_fmt`` (its rounding)."""
-        return round_shift(d * e, self.exp_fmt.frac_bits, self.sum_fmt.rounding)
+        """R_s(d · e): exact product rounded to ``sum_fmt`` (its rounding: AP_TRN or AP_RND)."""
+        return intmath.round_shift_var(d * e, self.exp_fmt.frac_bits, self.sum_fmt.rounding)
 
     def _exp_fn(self, tabs: dict[str, RawArray]) -> Callable[[RawArray], RawArray]:
         """E as a function; for inputs of <= 20 bits a memo of E over every δ code.
@@ -1070,19 +1078,36 @@ class SoftermaxSoftmax(SoftmaxSpec):
             rounding=self.pow2_fmt.rounding,
         )
 
+    def _pow2_fn(self, tab: RawArray) -> Callable[[RawArray], RawArray]:
+        """P as a function, through a memo over the arguments that can be non-zero.
+
+        Only a speed-up, exact: for ``a <= -(F_p + 2)`` (``F_p =
+        pow2_fmt.frac_bits``) the PWL value is below 2^-(F_p+2), a quarter LSB,
+        and both AP_TRN and AP_RND give 0; so ``a`` is clamped there and the
+        memo holds P of every code in ``[-(F_p + 2)·2^F_t, 2^F_t)``.
+        """
+        ft = self.t_fmt.frac_bits
+        hi = 1 << ft  # a < 1
+        lo = -(self.pow2_fmt.frac_bits + 2) << ft
+        memo = self._pow2(np.arange(lo, hi, dtype=np.int64), tab)
+        if memo[0] != 0:  # pragma: no cover - guaranteed by the bound above
+            return lambda a: self._pow2(a, tab)
+        return lambda a: memo[np.maximum(a, lo) - lo]  # type: ignore[no-any-return]
+
     def _model_rows(self, x: RawArray, **kw: Any) -> RawArray:
         n = x.shape[1]
         self._row_limit(n, int(self.sum_fmt.max) // 2, f"sum_fmt {self.sum_fmt} (sum < 2N)")
         tabs = self.tables()
+        pow2 = self._pow2_fn(tabs["pow2_table"])
         ft = self.t_fmt.frac_bits
         t = self._t(x)
         up = np.int64(1 << (self.sum_fmt.frac_bits - self.pow2_fmt.frac_bits))
         big_m = t[:, 0] >> np.int64(ft)
-        d = self._pow2(t[:, 0] - (big_m << np.int64(ft)), tabs["pow2_table"]) * up
+        d = pow2(t[:, 0] - (big_m << np.int64(ft))) * up
         for j in range(1, n):
             mj = np.maximum(big_m, t[:, j] >> np.int64(ft))
             sh = np.minimum(mj - big_m, np.int64(62))
-            p = self._pow2(t[:, j] - (mj << np.int64(ft)), tabs["pow2_table"])
+            p = pow2(t[:, j] - (mj << np.int64(ft)))
             d = (d >> sh) + p * up
             big_m = mj
         r = intmath.reciprocal(
@@ -1098,7 +1123,7 @@ class SoftermaxSoftmax(SoftmaxSpec):
             rounding=self.recip_fmt.rounding,
         )
         r = self.recip_fmt.saturate(r)
-        p = self._pow2(t - (big_m[:, None] << np.int64(ft)), tabs["pow2_table"])
+        p = pow2(t - (big_m[:, None] << np.int64(ft)))
         prod_fmt = FixedFormat(
             self.pow2_fmt.width + self.recip_fmt.width,
             self.pow2_fmt.int_bits + self.recip_fmt.int_bits,
