@@ -120,7 +120,7 @@ def test_eval_errors_name_the_value_and_the_fix(args: list[str], message: str) -
 def test_sweep_writes_resumes_and_refuses(tmp_path: Path) -> None:
     out = tmp_path / "sw"
     args = ["sweep", "softmax", "-m", "ideal", "--out-width", "6,8", "--sigma", "2,4", *SMALL]
-    res = run(*args, "-o", str(out), "-q", "-j", "1", "--max-points", "3")
+    res = run(*args, "-o", str(out), "-q", "-j", "1", "--max-points", "3", "--no-plots")
     assert res.exit_code == 0, res.output
     assert res.output.startswith("3 points run, 0 already done; 3 records")
     res = run(*args, "-o", str(out), "-q", "-j", "2")
@@ -164,7 +164,9 @@ def test_sweep_from_yaml(tmp_path: Path) -> None:
     }
     path = tmp_path / "grid.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    res = run("sweep", "--config", str(path), "-o", str(tmp_path / "o"), "-q", "-j", "1")
+    res = run(
+        "sweep", "--config", str(path), "-o", str(tmp_path / "o"), "-q", "-j", "1", "--no-plots"
+    )
     assert res.exit_code == 0, res.output
     assert res.output.startswith("3 points run")
     assert {r["operator"] for r in load_records(tmp_path / "o")} == {"softmax", "gelu"}

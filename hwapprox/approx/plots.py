@@ -37,7 +37,8 @@ _LABELS = {
 def _figure() -> Any:
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(6.4, 4.2), layout="constrained")
+    fig = Figure(figsize=(6.4, 4.2))
+    fig.subplots_adjust(left=0.13, right=0.97, bottom=0.12, top=0.92)
     return fig, fig.add_subplot()
 
 
@@ -91,6 +92,8 @@ def plot_pareto(
     records: Iterable[dict[str, Any]], out_dir: str | Path, metric: str = "max_abs"
 ) -> list[Path]:
     """``pareto_<operator>.{png,svg}`` (see the module docstring)."""
+    from matplotlib.ticker import FormatStrFormatter
+
     out = Path(out_dir)
     specs = aggregate_by_spec(records, metric)
     by_op: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -121,6 +124,8 @@ def plot_pareto(
                 label="Pareto front",
             )
         ax.set_xscale("log" if min(s["cost_score"] for s in items) > 0 else "symlog")
+        ax.xaxis.set_major_formatter(FormatStrFormatter("%g"))
+        ax.xaxis.set_minor_formatter(FormatStrFormatter("%g"))
         ax.set_yscale("log")
         ax.set_xlabel("cost score (LUT-equivalent, spec.cost().score())")
         ax.set_ylabel(_LABELS.get(metric, metric) + " (worst input set)")
