@@ -28,6 +28,7 @@ with its own quantisation and overflow modes.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
@@ -824,12 +825,7 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
 
     def rsqrt_rel_error(self) -> float:
         """Max |y·2^-P·sqrt(m·2^-P) - 1| over every mantissa m in [2^P, 2^(P+2)) (exhaustive)."""
-        p = self.rsqrt_frac_bits
-        m = np.arange(1 << p, 1 << (p + 2), dtype=np.int64)
-        y = rsqrt_norm(m, self.tables()["rsqrt_table"], self.rsqrt_table_bits, p, self.newton_steps)
-        return float(
-            np.max(np.abs(np.ldexp(y.astype(np.float64), -p) * np.sqrt(np.ldexp(m, -p)) - 1))
-        )
+        return _rsqrt_rel_error(self.rsqrt_table_bits, self.rsqrt_frac_bits, self.newton_steps)
 
     def cost(self) -> Cost:
         w = self.widths()
@@ -872,6 +868,15 @@ class RmsNorm(RsqrtLutLayerNorm):
     method: ClassVar[str] = "rmsnorm"
     source: ClassVar[str] = "Zhang & Sennrich, RMSNorm (2019), on the hwapprox rsqrt_lut unit"
     center: ClassVar[bool] = False
+
+
+@functools.lru_cache(maxsize=32)
+def _rsqrt_rel_error(index_bits: int, frac_bits: int, newton_steps: int) -> float:
+    p = frac_bits
+    m = np.arange(1 << p, 1 << (p + 2), dtype=np.int64)
+    y = rsqrt_norm(m, rsqrt_table(index_bits, p), index_bits, p, newton_steps)
+    rel = np.ldexp(y.astype(np.float64), -p) * np.sqrt(np.ldexp(m.astype(np.float64), -p))
+    return float(np.max(np.abs(rel - 1.0)))
 
 
 # -- small exact helpers -----------------------------------------------------------------
