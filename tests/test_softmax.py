@@ -11,7 +11,7 @@ import pytest
 
 from hwapprox._cxx import compile_cxx, hls4ml_include_dirs
 from hwapprox.approx.base import SpecError
-from hwapprox.approx.registry import make_spec
+from hwapprox.approx.registry import make_spec, spec_from_config
 from hwapprox.approx.softmax import (
     Hls4mlLatencySoftmax,
     Hls4mlStableSoftmax,
@@ -159,9 +159,11 @@ def test_online_reaches_one_lsb_at_16_bits(sigma: float) -> None:
         # measured 0.82 LSB at 8-bit outputs (16-segment PWL 2^x and 1/x,
         # ~2^-10 relative each): margin 1.5x
         (SoftermaxSoftmax(), 1.25),
+        # TVM path (x0 = -1025, r >> 1, n = 16): measured 11.9 LSB; margin 1.5x
+        (ShiftmaxSoftmax(variant="tvm", n=16), 18.0),
         (OnlineSoftmax(exp_unit="lut", exp_lut_bits=14, recip_unit="lut"), 1.0),
     ],
-    ids=["ibert", "shiftmax", "softermax", "online-lut"],
+    ids=["ibert", "shiftmax", "softermax", "shiftmax-tvm", "online-lut"],
 )
 def test_error_bounds(spec, bound_lsb: float) -> None:  # type: ignore[no-untyped-def]
     for sigma, n in [(2.0, 64), (4.0, 256)]:
@@ -188,6 +190,14 @@ def test_outputs_within_out_fmt_and_registry(cls) -> None:  # type: ignore[no-un
         assert tab.ndim == 1, name
         assert len(tab) >= 2, name
     assert spec.cost().score() > 0
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_config_round_trip(cls) -> None:  # type: ignore[no-untyped-def]
+    spec = cls()
+    again = spec_from_config(spec.to_config())
+    assert again == spec
+    assert hash(again) == hash(spec)
 
 
 @pytest.mark.parametrize("cls", ALL)
@@ -321,3 +331,94 @@ def test_bad_inputs() -> None:
 def test_invalid_specs(cls, fields: dict, pattern: str) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(SpecError, match=pattern):
         cls(**fields)
+
+
+# -- online: the documented datapath, transcribed from params() and tables() only ----------
+def _rshift(v: int, s: int, rnd: int) -> int:
+    """Scalar v / 2^s: floor, or + the last dropped bit (AP_RND); s <= 0 shifts left."""
+    if s <= 0:
+        return v << -s
+    return (v >> s) + (((v >> (s - 1)) & 1) if rnd else 0)
+
+
+def _scalar_online(
+    row: list[int], p: dict[str, int], t: dict[str, np.ndarray]
+) -> tuple[int, int, list[int]]:
+    """What an RTL engineer builds from the docstring, ``params()`` and ``tables()``.
+
+    Returns the row's final ``d``, the reciprocal ``r`` and the outputs.
+    """
+
+    def exp(delta: int) -> int:
+        if not p["EXP_UNIT_BASE2"]:
+            if delta >= 1 << (p["IN_F"] + p["EXP_LUT_INT_BITS"]):
+                return 0
+            return int(t["exp_lut"][delta >> p["EXP_LUT_SHIFT"]])
+        tt = _rshift(delta * p["LOG2E"], p["IN_F"] + p["LOG2E_F"] - p["T_F"], p["T_RND"])
+        tt = min(tt, (1 << p["T_W"]) - 1)  # AP_SAT
+        k, f = tt >> p["T_F"], tt & ((1 << p["T_F"]) - 1)
+        g = p["T_F"] - p["EXP2_ADDR_BITS"]
+        i, u = f >> g, f & ((1 << g) - 1)
+        tab = t["exp2_table"]
+        v = (int(tab[i]) << g) - ((int(tab[i]) - int(tab[i + 1])) * u if p["EXP2_INTERP"] else 0)
+        return _rshift(v, min(k + p["EXP2_TABLE_F"] + g - p["EXP_F"], 62), p["EXP_RND"])
+
+    m, d = row[0], p["SUM_ONE"]
+    if p["TWO_PASS"]:
+        m = max(row)
+        d = sum(exp(m - x) << (p["SUM_F"] - p["EXP_F"]) for x in row)
+    else:
+        for x in row[1:]:
+            if x > m:
+                d = _rshift(d * exp(x - m), p["EXP_F"], p["SUM_RND"]) + p["SUM_ONE"]
+                m = x
+            else:
+                d += exp(m - x) << (p["SUM_F"] - p["EXP_F"])
+    wf, rnd = p["RECIP_WORK_F"], p["RECIP_RND"]
+    lead = d.bit_length() - 1
+    u_n = d << (wf - lead) if wf >= lead else d >> (lead - wf)
+    g = wf - p["RECIP_TABLE_BITS"]
+    i, w = (u_n - (1 << wf)) >> g, (u_n - (1 << wf)) & ((1 << g) - 1)
+    rt = [int(v) for v in t["recip_table"]]
+    if p["RECIP_NEWTON"]:
+        r = rt[i]
+        for _ in range(p["NEWTON_STEPS"]):
+            e = _rshift((2 << (2 * wf)) - u_n * r, wf, rnd)
+            r = _rshift(r * e, wf, rnd)
+    else:
+        r = _rshift((rt[i] << g) - (rt[i] - rt[i + 1]) * w, g, rnd)
+    r = min(_rshift(r, wf + lead - p["SUM_F"] - p["RECIP_F"], rnd), (1 << p["RECIP_W"]) - 1)
+    out = []
+    top = (1 << (p["OUT_W"] - p["OUT_SIGNED"])) - 1
+    for x in row:
+        y = _rshift(exp(m - x) * r, p["EXP_F"] + p["RECIP_F"] - p["OUT_F"], p["OUT_RND"])
+        out.append(min(y, top) if p["OUT_SAT"] else y & top)
+    return d, r, out
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {},
+        {"schedule": "two_pass"},
+        {"recip_unit": "lut", "recip_table_bits": 6, "sum_fmt": "ap_ufixed<30,8,AP_TRN>"},
+        {
+            "exp_unit": "lut",
+            "exp_fmt": "ap_ufixed<14,1,AP_RND>",
+            "sum_fmt": "ap_ufixed<24,8,AP_RND>",
+        },
+        {"exp_interp": "none", "newton_steps": 1, "out_fmt": "ap_ufixed<8,0,AP_TRN,AP_SAT>"},
+    ],
+    ids=["default", "two_pass", "recip-lut-trn", "exp-lut", "no-interp"],
+)
+def test_online_model_equals_scalar_datapath(fields: dict) -> None:  # type: ignore[type-arg]
+    spec = OnlineSoftmax(**fields)
+    p, t = spec.params(), spec.tables()
+    rng = np.random.default_rng(31)
+    x = spec.quantize_input(rng.normal(0, 3, (24, 33)))
+    x = np.concatenate([x, _edge_rows(33, spec.in_fmt), np.sort(x[:4], axis=-1)])
+    rows = [_scalar_online(r, p, t) for r in x.tolist()]
+    _, d = spec.row_state(x)
+    assert np.array_equal(d, [r[0] for r in rows])
+    assert np.array_equal(spec.recip_raw(d), [r[1] for r in rows])
+    assert np.array_equal(spec.model(x), [r[2] for r in rows])

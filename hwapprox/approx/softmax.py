@@ -650,6 +650,13 @@ class OnlineSoftmax(SoftmaxSpec):
         self._choice("exp_unit", ("base2", "lut"))
         self._choice("exp_interp", ("pwl", "none"))
         self._choice("recip_unit", ("lut", "newton"))
+        self._rounding_trn_rnd("out_fmt")
+        self._need(
+            self.out_fmt.overflow.value in ("AP_SAT", "AP_WRAP"),
+            "out_fmt",
+            self.out_fmt,
+            "overflow must be AP_SAT or AP_WRAP",
+        )
         for f in ("exp_fmt", "sum_fmt", "recip_fmt", "log2e_fmt", "exp_arg_fmt"):
             fmt: FixedFormat = getattr(self, f)
             self._need(not fmt.signed, f, fmt, "must be unsigned (ap_ufixed)")
@@ -772,6 +779,9 @@ class OnlineSoftmax(SoftmaxSpec):
             "RECIP_WORK_F": self.recip_work_frac_bits,
             "NEWTON_STEPS": self.newton_steps,
             "OUT_W": self.out_fmt.width,
+            "OUT_RND": _rnd_flag(self.out_fmt),
+            "OUT_SAT": int(self.out_fmt.overflow.value == "AP_SAT"),
+            "OUT_SIGNED": int(self.out_fmt.signed),
             "OUT_F": self.out_fmt.frac_bits,
         }
         if self.exp_unit == "base2":
@@ -874,14 +884,11 @@ class OnlineSoftmax(SoftmaxSpec):
             m = np.where(new, xj, m)
         return m, d
 
-    def _model_rows(self, x: RawArray, **kw: Any) -> RawArray:
-        n = x.shape[1]
-        self._row_limit(n, int(self.sum_fmt.max), f"sum_fmt {self.sum_fmt}")
-        tabs = self.tables()
-        exp = self._exp_fn(tabs)
-        m, d = self.row_state(x, exp=exp)
+    def recip_raw(self, d: npt.ArrayLike, tables: dict[str, RawArray] | None = None) -> RawArray:
+        """``r = 1/d``: raw ``sum_fmt`` codes (>= ONE) -> raw ``recip_fmt`` codes (saturated)."""
+        tabs = self.tables() if tables is None else tables
         r = intmath.reciprocal(
-            d,
+            np.asarray(d, dtype=np.int64),
             self.sum_fmt.frac_bits,
             self.recip_fmt.frac_bits,
             unit=self.recip_unit,
@@ -892,7 +899,15 @@ class OnlineSoftmax(SoftmaxSpec):
             newton_steps=self.newton_steps,
             rounding=self.recip_fmt.rounding,
         )
-        r = self.recip_fmt.saturate(r)
+        return self.recip_fmt.saturate(r)
+
+    def _model_rows(self, x: RawArray, **kw: Any) -> RawArray:
+        n = x.shape[1]
+        self._row_limit(n, int(self.sum_fmt.max), f"sum_fmt {self.sum_fmt}")
+        tabs = self.tables()
+        exp = self._exp_fn(tabs)
+        m, d = self.row_state(x, exp=exp)
+        r = self.recip_raw(d, tabs)
         e = exp(m[:, None] - x)
         prod_fmt = FixedFormat(
             self.exp_fmt.width + self.recip_fmt.width,
