@@ -97,8 +97,6 @@ def test_every_code_of_a_small_format_lands_in_out_fmt(cls, out):
     kw = {"in_fmt": "ap_fixed<8,3,AP_RND,AP_SAT>", "out_fmt": out}
     if cls is IBertGelu:
         kw["erf_shift"] = 6  # 5 input fraction bits: see the erf_shift check
-    if cls is PwlGelu:
-        kw["hi"] = 3.75  # inside the input range [-4, 3.97]
     spec = cls(**kw)
     y = spec.model(spec.in_fmt.all_codes())
     assert spec.out_fmt.contains(y)
@@ -387,6 +385,21 @@ def test_pwl_error_bound_and_tables():
     assert err[out].max() <= 4 * 0.5 * math.erfc(4 / math.sqrt(2)) + 0.5 * float(spec.out_fmt.lsb)
 
 
+def test_pwl_range_clipped_to_a_narrow_input():
+    spec = PwlGelu(in_fmt="ap_fixed<10,2,AP_RND,AP_SAT>")  # [-2, 2): hi = 4 is clipped
+    assert spec.fit_range == (-2.0, 2.0 - 2.0**-8)
+    bp = spec.tables()["breakpoints"]
+    assert (bp[0], bp[-1]) == (spec.in_fmt.min_raw, spec.in_fmt.max_raw)
+    codes, x = _codes_and_values(spec)
+    err = np.abs(spec.out_fmt.to_float(spec.model(codes)) - _gelu_math(x))
+    top = x == x.max()  # the top code alone takes y = x: error x·Φ(-x)
+    xm = x.max()
+    assert err[top][0] == pytest.approx(xm * 0.5 * math.erfc(xm / math.sqrt(2)), abs=1e-12)
+    # fit + output rounding + coefficient rounding (2^-17·(1 + w/2)) + grid slack (< 1e-5)
+    coef = 2.0**-17 * (1 + 4 / 2) + 1e-5
+    assert err[~top].max() <= spec.fit().max_error + 0.5 * float(spec.out_fmt.lsb) + coef
+
+
 def test_pwl_fit_is_deterministic_and_cached():
     a, b = PwlGelu(segments=6), PwlGelu(segments=6)
     assert a.fit() == b.fit()
@@ -401,9 +414,11 @@ def test_pwl_bad_fields():
     with pytest.raises(SpecError, match=r"^PwlGelu\.hi=-5\.0: must be greater than lo=-4\.0$"):
         PwlGelu(hi=-5.0)
     with pytest.raises(
-        SpecError, match=r"^PwlGelu\.lo=-20\.0: outside in_fmt ap_fixed<16,5,AP_RND,AP_SAT> range"
+        SpecError,
+        match=r"^PwlGelu\.lo=20\.0: \[lo, hi\] = \[20\.0, 30\.0\] misses the in_fmt "
+        r"ap_fixed<16,5,AP_RND,AP_SAT> range \[-16\.0, 15\.99951171875\]$",
     ):
-        PwlGelu(lo=-20.0)
+        PwlGelu(lo=20.0, hi=30.0)
     with pytest.raises(
         SpecError, match=r"^PwlGelu\.slope_fmt='ap_fixed<8,0>': cannot hold the fitted value"
     ):

@@ -592,7 +592,10 @@ class PwlGelu(_GeluSpec):
 
     Fitting (offline, deterministic, cached per ``(form, lo, hi, segments)``):
     :func:`~hwapprox.approx.pwl.fit_pwl` places ``segments`` breakpoint
-    intervals on ``[lo, hi]`` for the least L∞ error; breakpoints are rounded
+    intervals on ``[lo, hi]`` for the least L∞ error (``[lo, hi]`` clipped to
+    the ``in_fmt`` range, :attr:`fit_range`, so a narrow calibrated input keeps
+    the default fields; then ``B_N`` is the top code, which alone takes the
+    ``y = x`` branch); breakpoints are rounded
     to ``in_fmt`` codes ``B_0 < ... < B_N``; per segment the minimax slope is
     rounded (``slope_fmt`` mode) and the best intercept for that slope refitted
     and rounded (``intercept_fmt`` mode).
@@ -619,6 +622,12 @@ class PwlGelu(_GeluSpec):
 
     MAX_SEGMENTS: ClassVar[int] = 1024
 
+    @property
+    def fit_range(self) -> tuple[float, float]:
+        """``[lo, hi]`` clipped to the ``in_fmt`` range (the interval actually fitted)."""
+        fmin, fmax = float(self.in_fmt.min), float(self.in_fmt.max)
+        return max(float(self.lo), fmin), min(float(self.hi), fmax)
+
     def validate(self) -> None:
         super().validate()
         if not 1 <= self.segments <= self.MAX_SEGMENTS:
@@ -629,12 +638,14 @@ class PwlGelu(_GeluSpec):
                 raise self._fail(name, v, "must be a finite number")
         if not self.lo < self.hi:
             raise self._fail("hi", self.hi, f"must be greater than lo={self.lo}")
-        fmin, fmax = float(self.in_fmt.min), float(self.in_fmt.max)
-        if self.lo < fmin or self.hi > fmax:
+        lo, hi = self.fit_range
+        if not lo < hi:
+            fmin, fmax = float(self.in_fmt.min), float(self.in_fmt.max)
             raise self._fail(
-                "lo" if self.lo < fmin else "hi",
-                self.lo if self.lo < fmin else self.hi,
-                f"outside in_fmt {self.in_fmt} range [{fmin}, {fmax}]",
+                "lo" if self.lo >= fmax else "hi",
+                self.lo if self.lo >= fmax else self.hi,
+                f"[lo, hi] = [{self.lo}, {self.hi}] misses the in_fmt {self.in_fmt} "
+                f"range [{fmin}, {fmax}]",
             )
         for name in ("slope_fmt", "intercept_fmt"):
             if not getattr(self, name).signed:
@@ -645,7 +656,7 @@ class PwlGelu(_GeluSpec):
 
     @functools.cached_property
     def _fitted(self) -> dict[str, RawArray]:
-        fit = _pwl_breakpoints(self.form, float(self.lo), float(self.hi), self.segments)
+        fit = _pwl_breakpoints(self.form, *self.fit_range, self.segments)
         f_in = self.in_fmt.frac_bits
         bp = np.array([_round_half_up(Fraction(b) * 2**f_in) for b in fit.breakpoints])
         if np.any(np.diff(bp) <= 0):
