@@ -11,7 +11,25 @@ the result formats of ``ap_fixed`` operators, and never rounds.
 Limits: raw arrays are int64, so operations refuse formats wider than
 :data:`MAX_RAW_BITS` bits (and add/mul whose exact result would be wider)
 with a :class:`FixedPointError`, never wrapping silently. ``AP_WRAP`` with
-saturation bits (``N > 0``) is not supported.
+saturation bits (``N > 0``) is not supported. Raw-code inputs must be
+integer arrays (floats are refused, never truncated) and, for
+:func:`cast`, :func:`add`, :func:`sub`, :func:`mul`, :func:`shl` and
+:func:`shr`, valid codes of their format. Empty arrays are fine everywhere:
+empty in, empty (int64) out, same shape.
+
+``ap_fixed`` details reproduced here (found with the oracle):
+
+* a double is rounded from its exact binary value, so the doubles adjacent
+  to a half-LSB tie are *not* ties (``-(0.5 - 2**-54)`` LSB is 0 under
+  ``AP_RND_INF``/``AP_RND_MIN_INF``, not -1);
+* subnormal and tiny inputs are ordinary nonzero values: under ``AP_TRN`` a
+  negative one becomes -1 LSB whatever the binary point, even where
+  ``x * 2**F`` underflows in float64;
+* ``AP_SAT_SYM`` on a 1-bit signed format cannot be symmetric and behaves
+  as ``AP_SAT`` (codes -1 and 0); on wider signed formats the most negative
+  code is never produced (an exact ``min`` becomes ``-max``);
+* ``AP_SAT_ZERO`` tests overflow after rounding (a value that rounds up past
+  ``max`` gives 0).
 
 Examples
 --------
@@ -267,7 +285,10 @@ class FixedFormat:
         lo_f, hi_f = float(arr.min()), float(arr.max())  # NaN propagates into both
         if not (np.isfinite(lo_f) and np.isfinite(hi_f)):
             bad = arr[~np.isfinite(arr)].flat[0]
-            raise FixedPointError(f"cannot quantize non-finite value {bad!r} to {self}")
+            raise FixedPointError(
+                f"cannot quantize non-finite value {float(bad)!r} to {self}; "
+                f"replace NaN/inf first (e.g. with np.nan_to_num)"
+            )
         frac, ib, width = self.frac_bits, self.int_bits, self.width
         # x * 2**F is exact unless it overflows (handled by the clip/fmod below)
         # or underflows: F >= -MAX_INT_BITS, so only |x| < 2**-510 can underflow,
