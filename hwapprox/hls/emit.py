@@ -10,9 +10,9 @@ per layer instance:
     struct gelu0_config {
         typedef ap_fixed<16,6> in_t;           // one typedef per FixedFormat field
         static const long long n_in = 16;      // one constant per params() entry
-        typedef ap_uint<22> delta_table_t;     // table entry type (exact width)
-        static const unsigned delta_table_size = 177;
-        static delta_table_t delta_table(unsigned i) { return gelu0_delta_table[i]; }
+        typedef ap_uint<22> delta_table_entry_t;  // table entry type (exact width)
+        static const unsigned delta_table_len = 177;
+        static delta_table_entry_t delta_table(unsigned i) { return gelu0_delta_table[i]; }
     };
 
 Table entries are the exact integers of :meth:`ApproxSpec.tables` in the
@@ -112,7 +112,10 @@ class Instance:
         for k, v in self.aliases.items():
             if not _QUALIFIED.match(v):
                 raise EmitError(f"alias {k} = {v!r} of {self.name} is not a qualified C++ name")
-        clash = set(self.types) & (set(self.consts) | set(self.tables) | set(self.aliases))
+        generated = [*self.types, *self.consts, *self.tables, *self.aliases]
+        for t in self.tables:
+            generated += [f"{t}_entry_t", f"{t}_len"]
+        clash = {n for n in generated if generated.count(n) > 1}
         if clash:
             raise EmitError(f"{self.name}: names used twice: {sorted(clash)}")
 
@@ -174,9 +177,11 @@ def _render_instance(inst: Instance) -> list[str]:
     for tname, values in inst.tables.items():
         arr = np.asarray(values, dtype=np.int64).ravel()
         spelling, _, _ = table_type(arr)
-        out.append(f"    typedef {spelling} {tname}_t;")
-        out.append(f"    static const unsigned {tname}_size = {arr.size};")
-        out.append(f"    static {tname}_t {tname}(unsigned i) {{ return {inst.name}_{tname}[i]; }}")
+        out.append(f"    typedef {spelling} {tname}_entry_t;")
+        out.append(f"    static const unsigned {tname}_len = {arr.size};")
+        out.append(
+            f"    static {tname}_entry_t {tname}(unsigned i) {{ return {inst.name}_{tname}[i]; }}"
+        )
     out.append("};")
     return out
 

@@ -13,7 +13,7 @@ import math
 from hwapprox.approx.base import ApproxSpec, SpecError
 from hwapprox.hls.emit import Instance, instance_from_spec
 
-__all__ = ["UNITS", "supported", "unit_instance"]
+__all__ = ["HEADERS", "UNITS", "supported", "unit_instance"]
 
 #: (operator, method) -> op tag struct in namespace hwapprox
 UNITS: dict[tuple[str, str], str] = {
@@ -25,6 +25,17 @@ UNITS: dict[tuple[str, str], str] = {
     ("gelu", "edgemoe"): "hwapprox::gelu_edgemoe_op",
     ("gelu", "pwl"): "hwapprox::gelu_pwl_op",
     ("gelu", "lut"): "hwapprox::gelu_lut_op",
+    ("softmax", "online"): "hwapprox::softmax_online_op",
+    ("softmax", "ibert"): "hwapprox::softmax_ibert_op",
+    ("softmax", "hls4ml_stable"): "hwapprox::softmax_hls4ml_op",
+    ("softmax", "hls4ml_latency"): "hwapprox::softmax_hls4ml_op",
+}
+
+#: header that defines each operator's units and entry function
+HEADERS: dict[str, tuple[str, str]] = {
+    "softmax": ("softmax.h", "hwapprox::softmax"),
+    "gelu": ("gelu.h", "hwapprox::gelu"),
+    "layernorm": ("layernorm.h", "hwapprox::layernorm"),
 }
 
 
@@ -52,7 +63,15 @@ def unit_instance(name: str, spec: ApproxSpec, n_in: int) -> Instance:
         )
     if n_in < 1:
         raise SpecError(f"n_in must be >= 1, got {n_in}")
-    inst = instance_from_spec(name, spec, extra_consts={"n_in": n_in, **_extra_consts(spec, n_in)})
+    extra_types = {}
+    if str(spec.operator) == "softmax" and spec.method.startswith("hls4ml"):
+        extra_types["exp_addr_t"] = spec.exp_addr_fmt  # type: ignore[attr-defined]
+    inst = instance_from_spec(
+        name,
+        spec,
+        extra_types=extra_types,
+        extra_consts={"n_in": n_in, **_extra_consts(spec, n_in)},
+    )
     return Instance(
         inst.name,
         inst.types,

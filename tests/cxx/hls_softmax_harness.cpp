@@ -1,0 +1,38 @@
+// C-simulation harness for hwapprox/softmax.h (protocol: hls_harness.h).
+// Record: "id rows x..." with rows*n_in input codes -> rows*n_in outputs.
+#include "hls_harness.h"
+#include "hwapprox/softmax.h"
+#include "hwapprox_instances.h"
+
+template <typename C>
+void run_softmax(std::istream& in, std::ostream& out) {
+    const int N = C::n_in;
+    int rows;
+    in >> rows;
+    for (int r = 0; r < rows; r++) {
+        typename C::in_t x[N];
+        typename C::out_t y[N];
+        harness::read_array(in, x, N);
+        hwapprox::softmax<typename C::in_t, typename C::out_t, C>(x, y);
+        for (int i = 0; i < N; i++) out << harness::to_raw(y[i]) << ' ';
+    }
+    out << '\n';
+}
+
+int main() {
+    int id;
+    while (std::cin >> id) {
+        switch (id) {
+#define X(ID, RUN, CFG)                \
+    case ID:                           \
+        RUN<CFG>(std::cin, std::cout); \
+        break;
+            HWAPPROX_INSTANCES(X)
+#undef X
+            default:
+                std::cerr << "unknown instance id " << id << "\n";
+                return 2;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,102 @@
+"""C simulation of hwapprox/softmax.h, bit-exact with hwapprox.approx.softmax."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hwapprox.approx.registry import make_spec
+from hwapprox.hls.csim import build_harness, run_harness
+from hwapprox.hls.units import unit_instance
+
+pytestmark = pytest.mark.hls
+
+HARNESS = Path(__file__).parent / "cxx" / "hls_softmax_harness.cpp"
+
+# (method, fields, row length N)
+CASES = [
+    ("online", {}, 8),
+    ("online", {"schedule": "two_pass", "recip_unit": "lut", "exp_interp": "none"}, 5),
+    (
+        "online",
+        {
+            "in_fmt": "ap_fixed<10,4,AP_RND,AP_SAT>",
+            "out_fmt": "ap_ufixed<8,0,AP_RND,AP_SAT>",
+            "exp_unit": "lut",
+            "exp_fmt": "ap_ufixed<12,1,AP_RND>",
+            "exp_lut_bits": 8,
+            "exp_lut_int_bits": 4,
+            "sum_fmt": "ap_ufixed<20,6,AP_TRN>",
+            "recip_fmt": "ap_ufixed<14,1,AP_TRN>",
+            "recip_table_bits": 4,
+            "recip_work_frac_bits": 14,
+            "newton_steps": 1,
+        },
+        16,
+    ),
+    (
+        "online",
+        {
+            "in_fmt": "ap_fixed<12,5>",
+            "exp_fmt": "ap_ufixed<16,1,AP_RND>",
+            "exp_arg_fmt": "ap_ufixed<20,5,AP_TRN,AP_SAT>",
+            "exp_frac_bits": 5,
+            "sum_fmt": "ap_ufixed<28,12,AP_TRN>",
+            "recip_unit": "lut",
+        },
+        4,
+    ),
+    ("ibert", {}, 8),
+    ("ibert", {"in_fmt": "ap_fixed<12,5>", "out_fmt": "ap_ufixed<12,1,AP_TRN,AP_SAT>"}, 16),
+    ("hls4ml_stable", {}, 8),
+    (
+        "hls4ml_stable",
+        {
+            "in_fmt": "ap_fixed<12,4>",
+            "accum_fmt": "ap_fixed<18,8,AP_RND,AP_SAT>",
+            "exp_table_size": 256,
+            "inv_table_size": 512,
+        },
+        5,
+    ),
+    ("hls4ml_latency", {}, 4),
+]
+
+
+@pytest.fixture(scope="module")
+def setup():
+    specs = [make_spec("softmax", m, **f) for m, f, _ in CASES]
+    insts = [
+        unit_instance(f"s{i}", s, c[2]) for i, (s, c) in enumerate(zip(specs, CASES, strict=True))
+    ]
+    rows = [(str(i), "run_softmax", f"s{i}") for i in range(len(CASES))]
+    return specs, build_harness(HARNESS, insts, rows, name="hls_softmax")
+
+
+def _rows(fmt, n, rng):
+    lo, hi = fmt.min_raw, fmt.max_raw
+    one = 1 << fmt.frac_bits
+    r = [
+        rng.integers(lo, hi + 1, size=(60, n)),  # full range (huge differences)
+        np.clip(rng.normal(0, 3 * one, (60, n)), lo, hi).astype(np.int64),  # attention-like
+        np.full((1, n), hi),
+        np.full((1, n), lo),
+        np.zeros((1, n), np.int64),
+        np.tile([lo, hi], n)[:n][None, :],
+        (np.arange(n) * (one // 4 or 1))[None, :] + lo // 2,  # increasing: rescale every step
+        (np.arange(n)[::-1] * (one // 4 or 1))[None, :],
+    ]
+    return np.concatenate(r).astype(np.int64)
+
+
+@pytest.mark.parametrize("i", range(len(CASES)), ids=[f"{m}-{n}" for m, _, n in CASES])
+def test_softmax_csim_bit_exact(setup, i):
+    specs, exe = setup
+    spec, n = specs[i], CASES[i][2]
+    x = _rows(spec.in_fmt, n, np.random.default_rng(300 + i))
+    (got,) = run_harness(exe, [[i, len(x), *x.ravel()]], [spec.out_fmt])
+    want = spec.model(x).ravel()
+    bad = np.flatnonzero(got != want)
+    assert bad.size == 0, f"{bad.size} mismatches, first rows {sorted(set(bad // n))[:3]}"
