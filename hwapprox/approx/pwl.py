@@ -77,7 +77,7 @@ def minimax_lines(
     right: npt.ArrayLike,
     *,
     grid: int = 257,
-    iterations: int = 64,
+    iterations: int = 40,
     slopes: npt.ArrayLike | None = None,
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Best L∞ line of ``f`` on each ``[left[i], right[i]]`` (vectorised over i).
@@ -158,8 +158,9 @@ def _balance(f: Func, bp: FloatArray, grid: int, steps: int) -> FloatArray:
         a, b = lo_b.copy(), hi_b.copy()
         for _ in range(steps):
             mid = (a + b) / 2.0
-            el = minimax_lines(f, lo_b, mid, grid=grid)[2]
-            er = minimax_lines(f, mid, hi_b, grid=grid)[2]
+            # left and right neighbours of every moved breakpoint in one batch
+            e = minimax_lines(f, np.r_[lo_b, mid], np.r_[mid, hi_b], grid=grid)[2]
+            el, er = e[: idx.size], e[idx.size :]
             move_left = el > er  # left segment too long: move breakpoint left
             b = np.where(move_left, mid, b)
             a = np.where(move_left, a, mid)
@@ -174,9 +175,9 @@ def fit_pwl(
     segments: int,
     *,
     grid: int = 257,
-    equi_iterations: int = 40,
+    equi_iterations: int = 20,
     sweeps: int = 12,
-    bisect_steps: int = 30,
+    bisect_steps: int = 24,
     rel_tol: float = 1e-4,
 ) -> PwlFit:
     """Free-breakpoint minimax piecewise-linear fit of ``f`` on ``[lo, hi]``.
@@ -199,6 +200,8 @@ def fit_pwl(
             err = _errors(f, bp, grid)
             if err.max() < best:
                 best_bp, best = bp, float(err.max())
+            if err.max() - err.min() <= rel_tol * err.max():
+                break
         bp = best_bp
         for _ in range(sweeps):
             bp = _balance(f, bp, grid, bisect_steps)
