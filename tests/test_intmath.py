@@ -16,6 +16,7 @@ from hwapprox.approx.intmath import (
     ibert_exp_constants,
     leading_one,
     log2e_shift,
+    mul_round_shift,
     recip_pwl_table,
     recip_seed_table,
     reciprocal,
@@ -166,3 +167,21 @@ def test_round_shift_var_matches_round_shift(mode: str) -> None:
         ]
     )
     assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("mode", ["AP_RND_CONV", "AP_RND"])
+def test_mul_round_shift_exact(mode: str) -> None:
+    a = np.concatenate([RNG.integers(0, 1 << 61, 3000), np.arange(0, 2000)])
+    for m, s in [((1 << 31) - 12345, 67), (1 << 31, 31), (3, 32), (1 << 30, 33)]:
+        # include exact ties: a·m = odd·2^(s-1)
+        got = mul_round_shift(a, m, s, mode)
+        want = []
+        for v in a.tolist():
+            q, r = divmod(v * m, 1 << s)
+            half = 1 << (s - 1)
+            tie_up = (q % 2 == 1) if mode == "AP_RND_CONV" else True
+            want.append(q + (r > half or (r == half and tie_up)))
+        assert got.tolist() == want
+    # ties do occur in this set and go both ways
+    assert mul_round_shift(np.array([1, 3]), 1 << 30, 31).tolist() == [0, 2]
+    assert mul_round_shift(np.array([1, 3]), 1 << 30, 31, "AP_RND").tolist() == [1, 2]

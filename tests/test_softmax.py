@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import subprocess
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -67,7 +68,7 @@ def _edge_rows(n: int, fmt: FixedFormat) -> np.ndarray:
         np.linspace(lo, hi, n).astype(np.int64),  # ramp
         np.where(np.arange(n) == n - 1, 31 << 10, -(2 << 10)),  # diff 33: wraps in inp_norm_t
     ]
-    return np.stack(rows).astype(np.int64)
+    return np.clip(np.stack(rows), lo, hi).astype(np.int64)  # fixed codes fit ap_fixed<16,6>
 
 
 @pytest.mark.parametrize("variant", ["stable", "latency"])
@@ -422,3 +423,59 @@ def test_online_model_equals_scalar_datapath(fields: dict) -> None:  # type: ign
     assert np.array_equal(d, [r[0] for r in rows])
     assert np.array_equal(spec.recip_raw(d), [r[1] for r in rows])
     assert np.array_equal(spec.model(x), [r[2] for r in rows])
+
+
+# -- I-BERT / Shiftmax: the sources' forward passes transcribed with exact rationals --------
+def _ibert_scalar(row: list[int], s: Fraction, out_bits: int) -> list[int]:
+    a, b, c = 0.35815147, 0.96963238, 1.0
+    x0 = math.floor(Fraction(-0.6931) / s)
+    b_int, c_int = math.floor(Fraction(b / a) / s), math.floor(Fraction(c / a) / s**2)
+    exps = []
+    for v in row:
+        v = max(v - max(row), 30 * x0)
+        q = math.floor(Fraction(v, x0))
+        r = v - x0 * q
+        exps.append(max(math.floor((r * (r + b_int) + c_int) * Fraction(2) ** (30 - q)), 0))
+    # QuantAct(16): scale = x_max / 32767 with x_max = e(0); fixedpoint_mul's frexp
+    new_scale = Fraction(32767, c_int << 30)
+    ex = 0
+    while new_scale / Fraction(2) ** ex < Fraction(1, 2):
+        ex -= 1
+    m_int = math.floor(new_scale / Fraction(2) ** ex * 2**31 + Fraction(1, 2))
+    e16 = [min(max(round(Fraction(e * m_int, 2 ** (31 - ex))), -32768), 32767) for e in exps]
+    factor = math.floor(Fraction(2**32, sum(e16)))
+    return [math.floor(Fraction(e * factor, 2 ** (32 - out_bits))) for e in e16]
+
+
+def _shiftmax_scalar(row: list[int], s: Fraction, n: int, out_bits: int) -> list[int]:
+    x0 = math.floor(-1 / s)
+    exps = []
+    for v in row:
+        v = v - max(row)
+        v = v + math.floor(Fraction(v, 2)) - math.floor(Fraction(v, 16))
+        v = max(v, n * x0)
+        q = math.floor(Fraction(v, x0))
+        r = v - x0 * q
+        exps.append(max(math.floor((Fraction(r, 2) - x0) * Fraction(2) ** (n - q)), 0))
+    total = min(sum(exps), 2**31 - 1)
+    factor = math.floor(Fraction(2**31 - 1, total))
+    return [math.floor(Fraction(e * factor, 2 ** (31 - out_bits + 1))) for e in exps]
+
+
+@pytest.mark.parametrize("in_fmt", ["ap_fixed<16,6>", "ap_fixed<8,3>"])
+def test_ibert_and_shiftmax_match_source_transcriptions(in_fmt: str) -> None:
+    ib = IBertSoftmax(in_fmt=in_fmt, out_fmt="ap_ufixed<9,1,AP_TRN,AP_SAT>")
+    sm = ShiftmaxSoftmax(in_fmt=in_fmt, out_fmt="ap_ufixed<8,1,AP_TRN,AP_SAT>", n=15)
+    fmt = ib.in_fmt
+    rng = np.random.default_rng(41)
+    x = np.concatenate(
+        [
+            ib.quantize_input(rng.normal(0, 2, (30, 12))),
+            rng.integers(fmt.min_raw, fmt.max_raw + 1, (10, 12)),
+            _edge_rows(12, fmt),
+        ]
+    )
+    s = fmt.lsb
+    assert np.array_equal(ib.model(x), [_ibert_scalar(r, s, 8) for r in x.tolist()])
+    want = [_shiftmax_scalar(r, s, 15, 8) for r in x.tolist()]  # output_bit 8 -> scale 2^-7
+    assert np.array_equal(sm.model(x), np.minimum(want, sm.out_fmt.max_raw))

@@ -45,6 +45,7 @@ __all__ = [
     "ibert_exp_constants",
     "leading_one",
     "log2e_shift",
+    "mul_round_shift",
     "recip_pwl_table",
     "recip_seed_table",
     "reciprocal",
@@ -247,6 +248,42 @@ def round_shift_var(v: npt.ArrayLike, shift: npt.ArrayLike, rounding: Rounding |
         sel = sh == s
         out[sel] = round_shift(vv[sel], int(s), mode)
     return out
+
+
+def mul_round_shift(
+    a: npt.ArrayLike, m: int, s: int, rounding: Rounding | str = Rounding.RND_CONV
+) -> RawArray:
+    """``a·m / 2^s`` rounded to nearest, exactly; ``0 <= a < 2^61``, ``0 < m <= 2^31``, ``s >= 31``.
+
+    The product may exceed int64, so it is formed in two halves (``a = ah·2^31 +
+    al``) and the rounding decision is taken on the exact remainder.
+    ``rounding``: ``AP_RND_CONV`` (ties to even, ``torch.round``) or ``AP_RND``
+    (ties up).
+    """
+    mode = Rounding(rounding)
+    if mode not in (Rounding.RND_CONV, Rounding.RND):
+        raise ValueError(f"rounding must be AP_RND_CONV or AP_RND, got {mode}")
+    if not (0 < m <= 1 << 31) or s < 31:
+        raise ValueError(f"need 0 < m <= 2^31 and s >= 31, got m={m}, s={s}")
+    v = _i64(a)
+    if v.size and (int(v.min()) < 0 or int(v.max()) >= 1 << 61):
+        raise ValueError("mul_round_shift needs 0 <= a < 2^61")
+    ah, al = v >> np.int64(31), v & np.int64((1 << 31) - 1)
+    p_lo = al * np.int64(m)
+    c = ah * np.int64(m) + (p_lo >> np.int64(31))  # a·m = c·2^31 + r1
+    r1 = p_lo & np.int64((1 << 31) - 1)
+    t = s - 31
+    if t == 0:
+        q, above, tie = c, r1 > (1 << 30), r1 == (1 << 30)
+    else:
+        q = c >> np.int64(t)
+        rem = c & np.int64((1 << t) - 1)
+        h = np.int64(1 << (t - 1))
+        above = (rem > h) | ((rem == h) & (r1 > 0))
+        tie = (rem == h) & (r1 == 0)
+    odd = (q & 1) == 1
+    up = (above | tie) if mode is Rounding.RND else (above | (tie & odd))
+    return q + up.astype(np.int64)
 
 
 # -- base-2 exponential ----------------------------------------------------------------

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, ClassVar
 
 import numpy as np
@@ -388,19 +389,26 @@ class IBertSoftmax(SoftmaxSpec):
     2. ``e = i_exp(x)`` (:func:`~hwapprox.approx.intmath.i_exp`: x0 =
        floor(-0.6931/S), clip 30·x0, ``z = r(r + b_int) + c_int``,
        ``e = z << (30 - q)``), scale a·S²/2^30;
-    3. requantise to ``exp_bits`` (16) signed bits: ``e16 = e >> s`` with
-       ``s = max(0, bit_length(c_int << 30) - (exp_bits - 1))`` so the largest
-       possible value fits ``exp_bits - 1`` magnitude bits;
+    3. requantise to ``exp_bits`` (16) signed bits as I-BERT's ``QuantAct(16)``
+       (``requant="calibrated"``, default): symmetric scale ``x_max / (2^15 - 1)``
+       with the calibrated ``x_max`` = the largest exp, ``e(0) = c_int·2^30``
+       (every row holds one, so the running max converges to it); the rescale
+       ``(2^15 - 1) / e(0)`` is ``fixedpoint_mul``'s ``m·2^-shift`` (frexp
+       mantissa rounded half-up to 31 bits): ``e16 = round_half_even(e·m /
+       2^shift)`` (``torch.round``), clamped to the signed range.
+       ``requant="shift"``: ``e16 = e >> s``, ``s = bit_length(e(0)) -
+       (exp_bits - 1)`` (a plain shift, for cheaper hardware);
     4. ``factor = floor(2^32 / sum(e16))``;
     5. ``y = floor(e16 · factor / 2^(32 - F))``, then ``out_fmt``'s overflow mode.
 
     Deviations from the source (``kssteven418/I-BERT``
-    ``fairseq/quantization/utils/quant_modules.py``): exact integers instead
-    of fp32 ``floor`` (constants: exact rational floors of the float64
-    quotients ``b/a``, ``c/a``); the 16-bit requantisation (``QuantAct(16)``
-    with a calibrated running max and rounding) is a power-of-two right shift
-    fixed by the worst case ``e(0)``; the normalisation makes the exp scale
-    cancel, so only precision (at most one bit) differs.
+    ``fairseq/quantization/utils/quant_modules.py``, ``quant_utils.py``):
+    exact integers instead of fp32 ``floor`` (constants: exact rational floors
+    of the float64 quotients ``b/a``, ``c/a``); the requantisation ratio is the
+    exact rational ``(2^15 - 1)/e(0)`` (the source forms it from fp32 scales
+    in double) and the product ``e·m`` is exact (the source rounds it to a
+    double first). The normalisation makes the exp scale cancel, so these
+    change at most the last bit of ``e16``.
     """
 
     method = "ibert"
@@ -410,6 +418,7 @@ class IBertSoftmax(SoftmaxSpec):
     out_fmt: FixedFormat = _UFIX9_1_TRN_SAT
     exp_bits: int = 16
     factor_bits: int = 32
+    requant: str = "calibrated"
 
     def _consts(self) -> intmath.IBertExpConstants:
         return intmath.ibert_exp_constants(self.in_fmt.lsb)
@@ -417,7 +426,20 @@ class IBertSoftmax(SoftmaxSpec):
     def _exp_shift(self) -> int:
         return max(0, self._consts().max_exp.bit_length() - (self.exp_bits - 1))
 
+    def _requant_mult(self) -> tuple[int, int]:
+        """``(m, shift)`` with ``m/2^shift`` ≈ ``(2^(exp_bits-1) - 1) / e(0)`` (frexp, 31 bits)."""
+        ratio = Fraction((1 << (self.exp_bits - 1)) - 1, self._consts().max_exp)
+        ex = ratio.numerator.bit_length() - ratio.denominator.bit_length()
+        while ratio >= Fraction(2) ** ex:
+            ex += 1
+        while ratio < Fraction(2) ** (ex - 1):
+            ex -= 1
+        mant = ratio / Fraction(2) ** ex  # in [0.5, 1)
+        m = math.floor(mant * (1 << 31) + Fraction(1, 2))  # Decimal ROUND_HALF_UP
+        return m, 31 - ex
+
     def validate(self) -> None:
+        self._choice("requant", ("calibrated", "shift"))
         self._int_in("exp_bits", 2, 31)
         self._int_in("factor_bits", 8, 40)
         try:
@@ -437,6 +459,13 @@ class IBertSoftmax(SoftmaxSpec):
             self.out_fmt,
             f"fraction bits must be in [0, factor_bits={self.factor_bits}]",
         )
+        if self.requant == "calibrated":
+            self._need(
+                k.max_exp.bit_length() <= 61 and self._requant_mult()[1] >= 31,
+                "in_fmt",
+                self.in_fmt,
+                "calibrated requantisation needs e(0) < 2^61 and > 2^(exp_bits-1)",
+            )
         self._need(
             self.exp_bits + self.factor_bits <= 62,
             "factor_bits",
@@ -451,6 +480,9 @@ class IBertSoftmax(SoftmaxSpec):
             "b_int": k.b_int,
             "c_int": k.c_int,
             "n": k.n,
+            "calibrated": int(self.requant == "calibrated"),
+            "requant_mult": self._requant_mult()[0],
+            "requant_shift": self._requant_mult()[1],
             "exp_shift": self._exp_shift(),
             "exp_bits": self.exp_bits,
             "factor_bits": self.factor_bits,
@@ -464,7 +496,12 @@ class IBertSoftmax(SoftmaxSpec):
         self._row_limit(n, (1 << (62 - self.exp_bits)), "the exp sum width")
         k = self._consts()
         e = intmath.i_exp(x - x.max(axis=1, keepdims=True), k)
-        e16 = e >> np.int64(self._exp_shift())
+        if self.requant == "calibrated":
+            m, sh = self._requant_mult()
+            e16 = intmath.mul_round_shift(e, m, sh, Rounding.RND_CONV)
+            e16 = np.minimum(e16, np.int64((1 << (self.exp_bits - 1)) - 1))
+        else:
+            e16 = e >> np.int64(self._exp_shift())
         total = e16.sum(axis=1, keepdims=True)
         factor = (np.int64(1) << np.int64(self.factor_bits)) // total
         y = (e16 * factor) >> np.int64(self.factor_bits - self.out_fmt.frac_bits)
