@@ -77,7 +77,7 @@ def minimax_lines(
     right: npt.ArrayLike,
     *,
     grid: int = 257,
-    iterations: int = 40,
+    iterations: int = 52,
     slopes: npt.ArrayLike | None = None,
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Best L∞ line of ``f`` on each ``[left[i], right[i]]`` (vectorised over i).
