@@ -239,9 +239,11 @@ class IBertGelu(_GeluSpec):
 
     Deviations from ``quant_modules.py``: exact integers instead of fp32 tensors;
     the input scale is the ``in_fmt`` LSB (I-BERT's is a learned float); the
-    output is requantised here. With ``erf_shift = 14`` (I-BERT's ``n``) the
-    erf term keeps about ``log2(3.46·2/(S²·0.2888·2^14))`` bits: use fine input
-    formats (I-BERT feeds int32 accumulators) or lower ``erf_shift``.
+    output is requantised here. The erf term resolves ``1/|one|``, with
+    ``|one| ≈ k²/(0.2888·S²·2^erf_shift)``: with I-BERT's ``erf_shift = 14`` that
+    is 1773 levels at S = 2^-11 but 7 at S = 2^-7 (I-BERT feeds int32
+    accumulators with tiny scales). Specs with ``|one| < MIN_ERF_ONE`` are
+    refused with the largest ``erf_shift`` that works.
     """
 
     method: ClassVar[str] = "ibert"
