@@ -479,3 +479,65 @@ def test_ibert_and_shiftmax_match_source_transcriptions(in_fmt: str) -> None:
     assert np.array_equal(ib.model(x), [_ibert_scalar(r, s, 8) for r in x.tolist()])
     want = [_shiftmax_scalar(r, s, 15, 8) for r in x.tolist()]  # output_bit 8 -> scale 2^-7
     assert np.array_equal(sm.model(x), np.minimum(want, sm.out_fmt.max_raw))
+
+
+def _scalar_softermax(row: list[int], p: dict[str, int], t: dict[str, np.ndarray]) -> list[int]:
+    """Softermax from its docstring, ``params()`` and ``tables()`` (scalar ints)."""
+    ft = p["T_F"]
+    tmax, tmin = (1 << (p["T_W"] - 1)) - 1, -(1 << (p["T_W"] - 1))
+    ts = [
+        min(max(_rshift(x * p["LOG2E"], p["IN_F"] + p["LOG2E_F"] - ft, p["T_RND"]), tmin), tmax)
+        for x in row
+    ]
+    pt = [int(v) for v in t["pow2_table"]]
+
+    def pow2(a: int) -> int:  # 2^a, a < 1, as 2 · 2^-(1 - a)
+        arg = (1 << ft) - a
+        k, f = arg >> ft, arg & ((1 << ft) - 1)
+        g = ft - p["POW2_ADDR_BITS"]
+        i, u = f >> g, f & ((1 << g) - 1)
+        v = (pt[i] << g) - (pt[i] - pt[i + 1]) * u
+        return _rshift(v, min(k + p["POW2_TABLE_F"] + g - (p["POW2_F"] + 1), 62), p["POW2_RND"])
+
+    up = p["SUM_F"] - p["POW2_F"]
+    m = ts[0] >> ft
+    d = pow2(ts[0] - (m << ft)) << up
+    for tj in ts[1:]:
+        mj = max(m, tj >> ft)
+        d = (d >> (mj - m)) + (pow2(tj - (mj << ft)) << up)
+        m = mj
+    wf, rnd = p["RECIP_WORK_F"], p["RECIP_RND"]
+    lead = d.bit_length() - 1
+    u_n = d << (wf - lead) if wf >= lead else d >> (lead - wf)
+    g = wf - p["RECIP_ADDR_BITS"]
+    i, w = (u_n - (1 << wf)) >> g, (u_n - (1 << wf)) & ((1 << g) - 1)
+    rt = [int(v) for v in t["recip_table"]]
+    r = _rshift((rt[i] << g) - (rt[i] - rt[i + 1]) * w, g, rnd)
+    r = min(_rshift(r, wf + lead - p["SUM_F"] - p["RECIP_F"], rnd), (1 << p["RECIP_W"]) - 1)
+    top = (1 << (p["OUT_W"] - p["OUT_SIGNED"])) - 1
+    out = []
+    for tj in ts:
+        y = _rshift(pow2(tj - (m << ft)) * r, p["POW2_F"] + p["RECIP_F"] - p["OUT_F"], p["OUT_RND"])
+        out.append(min(y, top) if p["OUT_SAT"] else y & top)
+    return out
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {},
+        {
+            "out_fmt": "ap_ufixed<12,0,AP_TRN,AP_SAT>",
+            "pow2_segments_log2": 3,
+            "t_fmt": "ap_fixed<20,8,AP_TRN,AP_SAT>",
+        },
+    ],
+    ids=["default", "trn"],
+)
+def test_softermax_model_equals_scalar_datapath(fields: dict) -> None:  # type: ignore[type-arg]
+    spec = SoftermaxSoftmax(**fields)
+    p, t = spec.params(), spec.tables()
+    rng = np.random.default_rng(51)
+    x = spec.quantize_input(rng.normal(0, 3, (24, 33)))
+    x = np.concatenate([x, _edge_rows(33, spec.in_fmt), np.sort(x[:4], axis=-1)])
+    assert np.array_equal(spec.model(x), [_scalar_softermax(r, p, t) for r in x.tolist()])

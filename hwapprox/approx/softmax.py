@@ -1029,8 +1029,20 @@ class SoftermaxSoftmax(SoftmaxSpec):
         for f in ("log2e_fmt", "pow2_fmt", "sum_fmt", "recip_fmt"):
             fmt: FixedFormat = getattr(self, f)
             self._need(not fmt.signed, f, fmt, "must be unsigned (ap_ufixed)")
-        for f in ("log2e_fmt", "t_fmt", "pow2_fmt", "sum_fmt", "recip_fmt"):
+        for f in ("log2e_fmt", "t_fmt", "pow2_fmt", "sum_fmt", "recip_fmt", "out_fmt"):
             self._rounding_trn_rnd(f)
+        self._need(
+            self.out_fmt.overflow.value in ("AP_SAT", "AP_WRAP"),
+            "out_fmt",
+            self.out_fmt,
+            "overflow must be AP_SAT or AP_WRAP",
+        )
+        self._need(
+            self.t_fmt.overflow.value == "AP_SAT",
+            "t_fmt",
+            self.t_fmt,
+            "overflow must be AP_SAT",
+        )
         self._need(self.t_fmt.signed, "t_fmt", self.t_fmt, "must be signed (ap_fixed)")
         self._need(self.log2e_fmt.int_bits >= 1, "log2e_fmt", self.log2e_fmt, "int_bits >= 1")
         self._need(
@@ -1101,11 +1113,16 @@ class SoftermaxSoftmax(SoftmaxSpec):
             "POW2_TABLE_F": self.pow2_table_frac_bits,
             "SUM_W": self.sum_fmt.width,
             "SUM_F": self.sum_fmt.frac_bits,
+            "RECIP_W": self.recip_fmt.width,
             "RECIP_F": self.recip_fmt.frac_bits,
+            "RECIP_RND": _rnd_flag(self.recip_fmt),
             "RECIP_ADDR_BITS": self.recip_segments_log2,
             "RECIP_WORK_F": self.recip_work_frac_bits,
             "OUT_W": self.out_fmt.width,
             "OUT_F": self.out_fmt.frac_bits,
+            "OUT_RND": _rnd_flag(self.out_fmt),
+            "OUT_SAT": int(self.out_fmt.overflow.value == "AP_SAT"),
+            "OUT_SIGNED": int(self.out_fmt.signed),
         }
 
     def _t(self, x: RawArray) -> RawArray:
