@@ -228,3 +228,26 @@ def test_grid_from_plain_data() -> None:
         Grid.from_dict({"operator": "softmax", "method": ["x"]})
     with pytest.raises(SweepError, match=r"^grid 'inputs': input set has no field\(s\) sd"):
         Grid.from_dict({"operator": "softmax", "inputs": [{"sd": 1}]})
+
+
+def test_dask_cluster_by_address(tmp_path: Path) -> None:
+    # An in-process LocalCluster: a real scheduler address, the same run_sweep path.
+    distributed = pytest.importorskip("distributed")
+    exp = expand(_grid(out_widths=[8], fields={}))
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+    ) as cluster:
+        res = run_sweep(exp.points, tmp_path / "d", dask=cluster.scheduler_address, progress=False)
+    assert res.ran == 2
+    inline = run_sweep(exp.points, tmp_path / "i", progress=False)
+    assert {r["key"]: r["max_abs"] for r in res.records} == {
+        r["key"]: r["max_abs"] for r in inline.records
+    }
+
+
+def test_bad_dask_address_is_named() -> None:
+    pytest.importorskip("distributed")
+    with pytest.raises(
+        SweepError, match=r"^cannot reach the Dask scheduler at 'foo' \(.*\); give its address as"
+    ):
+        make_executor(dask="foo")

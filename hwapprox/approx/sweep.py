@@ -329,9 +329,12 @@ def make_executor(jobs: int = 1, dask: str | None = None) -> tuple[cf.Executor, 
                 "install it with: pip install 'hwapprox[dask]'"
             ) from None
         try:
-            client = Client(dask, timeout=30)
-        except OSError as exc:
-            raise SweepError(f"cannot reach the Dask scheduler at {dask!r}: {exc}") from None
+            client = Client(dask, timeout=15)
+        except (OSError, ValueError, TypeError) as exc:
+            raise SweepError(
+                f"cannot reach the Dask scheduler at {dask!r} ({exc}); give its address as "
+                "tcp://host:port"
+            ) from None
         executor = client.get_executor(pure=False)
 
         def close() -> None:
