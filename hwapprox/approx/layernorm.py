@@ -45,6 +45,7 @@ from hwapprox.fixed import (
     FixedFormat,
     FixedPointError,
     Overflow,
+    Rounding,
     cast,
     round_shift,
 )
@@ -123,9 +124,9 @@ def isqrt_ivit(n: npt.ArrayLike, iterations: int = 10, k0: int = 1 << 16) -> Raw
 def affine_out(
     z: RawArray,
     z_frac: int,
-    gamma: RawArray,
+    gamma: RawArray | None,
     gamma_fmt: FixedFormat,
-    beta: RawArray,
+    beta: RawArray | None,
     beta_fmt: FixedFormat,
     out_fmt: FixedFormat,
 ) -> RawArray:
@@ -134,19 +135,44 @@ def affine_out(
     ``Z`` has ``z_frac`` fraction bits; the exact sum ``acc = Z·G + (B <<
     (z_frac + F_γ - F_β))`` has ``F_acc = z_frac + F_γ`` fraction bits (``F_β
     <= F_acc`` is validated by the specs); then ``round_shift(acc, F_acc -
-    F_out, out_fmt.rounding)`` and ``out_fmt``'s overflow mode.
+    F_out, out_fmt.rounding)`` and ``out_fmt``'s overflow mode. ``gamma=None``
+    is raw 1.0 (``G = 2^F_γ``) and ``beta=None`` raw 0; with both None the
+    result is computed as ``round_shift(Z, z_frac - F_out)``, which is the same
+    integer (the dropped bits of ``Z·2^F_γ`` are those of ``Z``, shifted).
+    ``z`` may be overwritten.
     """
     f_acc = z_frac + gamma_fmt.frac_bits
-    acc = z * gamma + (beta << np.int64(f_acc - beta_fmt.frac_bits))
-    return out_fmt.saturate(round_shift(acc, f_acc - out_fmt.frac_bits, out_fmt.rounding))
+    if gamma is None and beta is None:
+        return _requant(z, z_frac - out_fmt.frac_bits, out_fmt)
+    acc = z << np.int64(gamma_fmt.frac_bits) if gamma is None else z * gamma
+    if beta is not None:
+        acc += beta << np.int64(f_acc - beta_fmt.frac_bits)
+    return _requant(acc, f_acc - out_fmt.frac_bits, out_fmt)
+
+
+def _requant(x: RawArray, shift: int, fmt: FixedFormat) -> RawArray:
+    """``fmt.saturate(round_shift(x, shift, fmt.rounding))``; ``x`` may be overwritten.
+
+    In-place fast paths for ``AP_TRN`` (floor) and ``AP_RND`` (add half, floor);
+    other modes use :func:`hwapprox.fixed.round_shift`.
+    """
+    if shift > 0 and fmt.rounding in (Rounding.TRN, Rounding.RND):
+        if fmt.rounding is Rounding.RND:
+            x += np.int64(1 << (shift - 1))
+        x >>= np.int64(shift)
+        return fmt.saturate(x)
+    return fmt.saturate(round_shift(x, shift, fmt.rounding))
 
 
 def _round_half_up_shift(x: RawArray, sh: RawArray) -> RawArray:
     """``round(x / 2^sh)`` with ties toward +inf (``AP_RND``); ``sh <= 0`` shifts left exactly."""
     pos = np.maximum(sh, 0)
-    neg = np.maximum(-sh, 0)
     half = np.where(pos > 0, np.left_shift(np.int64(1), np.maximum(pos - 1, 0)), 0)
-    return np.where(pos > 0, (x + half) >> pos, x << neg)
+    if int(np.min(sh)) >= 0:  # the usual case: one add and one shift, in place
+        x += half
+        x >>= pos
+        return x
+    return np.where(pos > 0, (x + half) >> pos, x << np.maximum(-sh, 0))
 
 
 # -- base class --------------------------------------------------------------------------
@@ -180,23 +206,19 @@ class _LayerNormSpec(RowwiseSpec):
     # -- gamma / beta -------------------------------------------------------------
     def _affine_raw(
         self, n: int, gamma: npt.ArrayLike | None, beta: npt.ArrayLike | None
-    ) -> tuple[RawArray, RawArray]:
-        """Raw gamma/beta of length n (None -> raw 1.0 / 0.0), validated."""
-        one = 1 << self.gamma_fmt.frac_bits if self.gamma_fmt.frac_bits >= 0 else None
+    ) -> tuple[RawArray | None, RawArray | None]:
+        """Validated raw gamma/beta of length n; None stays None (= raw 1.0 / 0.0)."""
         if gamma is None:
+            one = 1 << self.gamma_fmt.frac_bits if self.gamma_fmt.frac_bits >= 0 else None
             if one is None or one > self.gamma_fmt.max_raw:
                 raise SpecError(
                     f"gamma=None means 1.0, which {self.gamma_fmt} (gamma_fmt) cannot hold; "
                     f"pass gamma codes explicitly or widen gamma_fmt"
                 )
-            g = np.full(n, one, dtype=np.int64)
+            g = None
         else:
             g = self._check_vec(gamma, n, self.gamma_fmt, "gamma")
-        b = (
-            np.zeros(n, dtype=np.int64)
-            if beta is None
-            else self._check_vec(beta, n, self.beta_fmt, "beta")
-        )
+        b = None if beta is None else self._check_vec(beta, n, self.beta_fmt, "beta")
         return g, b
 
     def _check_vec(self, v: npt.ArrayLike, n: int, fmt: FixedFormat, what: str) -> RawArray:
@@ -411,6 +433,7 @@ class IVitLayerNorm(IBertLayerNorm):
 
 
 # -- hls4ml 1.3 ---------------------------------------------------------------------------
+@functools.lru_cache(maxsize=64)
 def hls4ml_invsqrt_table(
     table_size: int, epsilon_power_of_10: int, table_range_power2: int, table_fmt: FixedFormat
 ) -> RawArray:
@@ -430,7 +453,9 @@ def hls4ml_invsqrt_table(
     ii = np.arange(table_size).astype(np.float32)
     in_val = (min_val + step * ii).astype(np.float32)
     root = np.sqrt(in_val).astype(np.float32)
-    return table_fmt.quantize(1.0 / root.astype(np.float64))
+    table = table_fmt.quantize(1.0 / root.astype(np.float64))
+    table.flags.writeable = False  # cached: shared by every caller
+    return table
 
 
 @dataclass(frozen=True)
@@ -513,11 +538,12 @@ class Hls4mlLayerNorm(_LayerNormSpec):
         return -round(math.log10(self.eps)) if self.eps > 0 else 0
 
     def tables(self) -> dict[str, RawArray]:
-        return {
-            "invert_sqr_table": hls4ml_invsqrt_table(
-                self.table_size, self.epsilon_power_of_10, self.table_range_power2, self.table_fmt
-            )
-        }
+        return {"invert_sqr_table": self._table().copy()}
+
+    def _table(self) -> RawArray:
+        return hls4ml_invsqrt_table(
+            self.table_size, self.epsilon_power_of_10, self.table_range_power2, self.table_fmt
+        )
 
     def params(self) -> dict[str, int]:
         return {
@@ -545,26 +571,32 @@ class Hls4mlLayerNorm(_LayerNormSpec):
     ) -> RawArray:
         n = x.shape[1]
         g, b = self._affine_raw(n, gamma, beta)
+        if g is None:
+            g = np.full(n, 1 << self.gamma_fmt.frac_bits, dtype=np.int64)
+        if b is None:
+            b = np.zeros(n, dtype=np.int64)
         acc = self.accum_fmt
         prod_fmt = FixedFormat(2 * acc.width, 2 * acc.int_bits)
         xa = cast(x, self.in_fmt, acc)
         k_inv = acc.quantize(1.0 / n)
         mean = cast(self._sum(xa) * k_inv, prod_fmt, acc)
         d = acc.saturate(xa - mean[:, None])
-        sq = cast(d * d, prod_fmt, acc)
+        sq = _requant(d * d, acc.frac_bits, acc)  # = cast(d*d, prod_fmt, acc)
         var = cast(self._sum(sq) * k_inv, prod_fmt, acc)
         index = (var * np.int64(self.table_size << self.table_range_power2)) >> acc.frac_bits
         index = np.where(index < 0, 0, np.minimum(index, self.table_size - 1))
-        r = self.tables()["invert_sqr_table"][index]
-        p = d * r[:, None] * g  # exact: accum·table·scale
+        r = self._table()[index]
+        p = d * r[:, None]
+        p *= g  # exact: accum·table·scale
         f_p = self.output_frac
         f_b = self.beta_fmt.frac_bits
         if f_b <= f_p:
-            total, f_t = p + (b << np.int64(f_p - f_b)), f_p
+            p += b << np.int64(f_p - f_b)
+            f_t = f_p
         else:
-            total, f_t = (p << np.int64(f_b - f_p)) + b, f_b
-        src = FixedFormat(MAX_RAW_BITS, MAX_RAW_BITS - f_t)
-        return cast(total, src, self.out_fmt)
+            p = (p << np.int64(f_b - f_p)) + b
+            f_t = f_b
+        return _requant(p, f_t - self.out_fmt.frac_bits, self.out_fmt)
 
     def cost(self) -> Cost:
         a, t = self.accum_fmt.width, self.table_fmt.width
@@ -580,6 +612,7 @@ class Hls4mlLayerNorm(_LayerNormSpec):
 
 
 # -- hwapprox single-pass unit -----------------------------------------------------------
+@functools.lru_cache(maxsize=64)
 def rsqrt_table(index_bits: int, frac_bits: int) -> RawArray:
     """1/sqrt(m) seed table for m in [1, 4), ``2^index_bits`` entries, ``frac_bits`` bits.
 
@@ -603,7 +636,9 @@ def rsqrt_table(index_bits: int, frac_bits: int) -> RawArray:
                 hi_d = Decimal(hi.numerator) / Decimal(hi.denominator)
                 c = Decimal(2 << frac_bits) / (lo_d.sqrt() + hi_d.sqrt())
                 out.append(int((c + Decimal("0.5")).to_integral_value(rounding="ROUND_FLOOR")))
-    return np.asarray(out, dtype=np.int64)
+    table = np.asarray(out, dtype=np.int64)
+    table.flags.writeable = False  # cached: shared by every caller
+    return table
 
 
 def rsqrt_norm(
@@ -771,7 +806,7 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
         }
 
     def tables(self) -> dict[str, RawArray]:
-        return {"rsqrt_table": rsqrt_table(self.rsqrt_table_bits, self.rsqrt_frac_bits)}
+        return {"rsqrt_table": rsqrt_table(self.rsqrt_table_bits, self.rsqrt_frac_bits).copy()}
 
     def params(self) -> dict[str, int]:
         p = {
@@ -808,19 +843,23 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
         p, gb = self.rsqrt_frac_bits, self.eps_guard_bits
         nn = np.int64(n)
         # pass 1: exact sums
-        s2 = (x * x).sum(axis=1)
-        s1 = x.sum(axis=1) if self.center else np.zeros(x.shape[0], dtype=np.int64)
+        s2 = np.einsum("ij,ij->i", x, x)  # Σ X², exact int64
+        s1 = x.sum(axis=1) if self.center else np.zeros(x.shape[0], dtype=np.int64)  # RMS: 0
         # per row: exact scaled variance, leading-one normalisation, 1/sqrt
         d = nn * s2 - s1 * s1
         de = (d << np.int64(gb)) + np.int64(n * n * self.eps_q)
         k = (bit_length(de) - 1) >> 1
         e = 2 * k - p
         m = np.where(e >= 0, de >> np.maximum(e, 0), de << np.maximum(-e, 0))
-        y = rsqrt_norm(m, self.tables()["rsqrt_table"], self.rsqrt_table_bits, p, self.newton_steps)
+        table = rsqrt_table(self.rsqrt_table_bits, p)
+        y = rsqrt_norm(m, table, self.rsqrt_table_bits, p, self.newton_steps)
         sh = p + k - gb // 2 - self.norm_frac_bits
         # pass 2: normalise and apply γ, β
-        a = nn * x - s1[:, None]
-        z = _round_half_up_shift(a * y[:, None], sh[:, None])
+        a = x * nn
+        if self.center:
+            a -= s1[:, None]
+        a *= y[:, None]
+        z = _round_half_up_shift(a, sh[:, None])
         return affine_out(z, self.norm_frac_bits, g, self.gamma_fmt, b, self.beta_fmt, self.out_fmt)
 
     def rsqrt_rel_error(self) -> float:
