@@ -316,6 +316,15 @@ def test_edgemoe_error_bound_on_every_code():
     assert err.max() <= 0.7 * float(spec.out_fmt.lsb)  # within 1 output LSB at 16 bits
 
 
+def test_edgemoe_odd_part_is_exact():
+    # GELU(x) - GELU(-x) = x; Edge-MoE keeps it exactly: ReLU(x) - ReLU(-x) = x and the
+    # same δ(|x|) on both sides, and x is on the output grid (F_out >= F_in here).
+    spec = EdgeMoeGelu(in_fmt="ap_fixed<14,5,AP_RND,AP_SAT>")
+    codes = np.arange(1, spec.in_fmt.max_raw + 1)
+    diff = spec.model(codes) - spec.model(-codes)
+    assert np.array_equal(diff, codes << (spec.out_fmt.frac_bits - spec.in_fmt.frac_bits))
+
+
 def test_edgemoe_bad_fields():
     with pytest.raises(SpecError, match=r"^EdgeMoeGelu\.step=0\.03: must be a power of two"):
         EdgeMoeGelu(step=0.03)
@@ -451,6 +460,15 @@ def test_lut_top_bits_index_for_a_wide_input():
     # plus output truncation (AP_TRN: < 1 LSB)
     bound = 15 * float(spec.in_fmt.lsb) * D1_MAX / 2 + float(spec.out_fmt.lsb)
     assert err.max() <= bound
+
+
+def test_lut_binned_is_monotone_where_gelu_is():
+    # bin value = rounded midpoint of the bin's min and max: monotone over bins on
+    # which GELU is monotone (bins entirely right of the minimum at -0.7518)
+    spec = LutGelu(in_fmt="ap_fixed<12,4,AP_RND,AP_SAT>", out_fmt="ap_fixed<12,4>", index_bits=8)
+    lut = spec.tables()["lut"]
+    lo_edge = spec.in_fmt.to_float(spec.in_fmt.all_codes()[:: 1 << spec.params()["index_shift"]])
+    assert np.all(np.diff(lut[lo_edge >= -0.75]) >= 0)
 
 
 def test_lut_refuses_wide_inputs():
