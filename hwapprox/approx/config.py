@@ -34,7 +34,7 @@ An optional ``operator`` key in a site entry (as written by
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -160,17 +160,20 @@ class ApproxConfig:
         *,
         in_fmts: Mapping[str, FixedFormat | str] | None = None,
         site_fields: Mapping[str, Mapping[str, Any]] | None = None,
+        known: Iterable[str] | None = None,
     ) -> dict[str, ApproxSpec | None]:
         """Spec per site (``None`` = float) for ``sites`` (name -> operator).
 
-        Site names in the config that are not in ``sites`` are an error listing
-        the known names (a typo must not silently leave a site unapproximated).
+        Site names in the config that are not in ``known`` (default: ``sites``;
+        pass every site of the model when resolving a subset) are an error
+        listing the known names (a typo must not silently leave a site float).
         """
-        unknown = sorted(set(self.sites) - set(sites))
+        names = list(sites) if known is None else list(known)
+        unknown = sorted(set(self.sites) - set(names))
         if unknown:
             raise SpecError(
                 f"config names unknown site(s) {', '.join(unknown)}; "
-                f"sites of this model: {', '.join(sites) or '(none)'}"
+                f"sites of this model: {', '.join(names) or '(none)'}"
             )
         in_fmts = in_fmts or {}
         site_fields = site_fields or {}

@@ -39,6 +39,10 @@ def make_session(model: ModelProto, threads: int = 0) -> ort.InferenceSession:
     """A CPU onnxruntime session (``threads=0``: onnxruntime's default)."""
     opts = ort.SessionOptions()
     opts.log_severity_level = 3
+    # Many sessions run one after another: idle workers must not spin and
+    # steal the cores from the next session.
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
     if threads:
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1

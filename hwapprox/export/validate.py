@@ -270,11 +270,13 @@ def _method_available(op: Operator, method: str) -> bool:
 def build_config(
     config: str | Path | Mapping[str, Any] | ApproxConfig | None,
     methods: Mapping[str, str] | None = None,
+    *,
+    defaults: bool = True,
 ) -> ApproxConfig:
     """Config file/dict, then ``--method op=method`` overrides, then defaults.
 
     An operator without a default in the config gets :data:`DEFAULT_METHODS`
-    only when no config was given at all.
+    only when no config was given at all (and ``defaults`` is true).
     """
     cfg = load_config(config)
     for op, method in (methods or {}).items():
@@ -285,7 +287,7 @@ def build_config(
                 f"expected one of {[o.value for o in Operator]}"
             )
         cfg = cfg.with_default(operator, "float" if method == "float" else {"method": method})
-    if config is None:
+    if config is None and defaults:
         for op, method in DEFAULT_METHODS.items():
             if op not in cfg.defaults:
                 cfg = cfg.with_default(op, {"method": method})
@@ -293,11 +295,15 @@ def build_config(
 
 
 def _resolve(
-    cfg: ApproxConfig, sites: Sequence[Site], in_fmts: Mapping[str, str]
+    cfg: ApproxConfig,
+    sites: Sequence[Site],
+    in_fmts: Mapping[str, str],
+    known: Iterable[str] | None = None,
 ) -> dict[str, ApproxSpec | None]:
     try:
         return cfg.resolve(
             {s.name: s.operator for s in sites},
+            known=known,
             in_fmts=in_fmts,
             site_fields={s.name: s.fields_for_spec() for s in sites},
         )
@@ -315,10 +321,15 @@ def candidates(
     at each input width with the calibrated integer bits, sorted by cost score."""
     from hwapprox.fixed import FixedFormat
 
-    base = cfg.defaults.get(site.operator)
+    base = cfg.sites.get(site.name, cfg.defaults.get(site.operator))
+    if base == "float":
+        return []
+    op_default = cfg.defaults.get(site.operator)
+    if isinstance(base, dict) and "method" not in base and isinstance(op_default, dict):
+        base = {**op_default, **base}
     methods = (
         [base["method"]]
-        if isinstance(base, dict)
+        if isinstance(base, dict) and "method" in base
         else [m for m in METHODS[site.operator] if _method_available(site.operator, m)]
     )
     fmt = FixedFormat.parse(in_fmt)
@@ -367,9 +378,13 @@ def validate(
     trace = calibrate(imported.model, imported.sites, feeds, threads=threads)
     in_fmts = {s.name: str(trace.stats[s.name].choose_format(width, headroom)) for s in selected}
     cfg = build_config(config, methods)
+    # Candidates for --budget: the operators the user configured keep their
+    # method; the others try every available method.
+    user_cfg = build_config(config, methods, defaults=False)
     given = dict(specs or {})
     to_resolve = [s for s in selected if s.name not in given]
-    resolved = _resolve(cfg, to_resolve, in_fmts) if to_resolve else {}
+    all_names = [s.name for s in imported.sites]
+    resolved = _resolve(cfg, to_resolve, in_fmts, all_names)
     chosen: dict[str, ApproxSpec | None] = {
         s.name: given[s.name] if s.name in given else resolved[s.name] for s in selected
     }
@@ -382,7 +397,7 @@ def validate(
         for s in selected:
             tried = []
             pick = None
-            for cand in candidates(s, in_fmts[s.name], cfg):
+            for cand in candidates(s, in_fmts[s.name], user_cfg):
                 trial = {**chosen, s.name: cand}
                 m = end_to_end_metrics(ref, emu.run(feeds, trial))
                 tried.append(
@@ -410,7 +425,6 @@ def validate(
     t0 = time.perf_counter()
     full.run(None, feeds)
     t_float = time.perf_counter() - t0
-    emu.run(feeds, chosen)
     t0 = time.perf_counter()
     emulated = emu.run(feeds, chosen)
     t_emu = time.perf_counter() - t0

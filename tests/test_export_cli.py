@@ -1,0 +1,233 @@
+"""``hwapprox validate``, the embedded example, the report and bad input."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import onnx
+import pytest
+from click.testing import CliRunner
+from onnx_models import checker_failing, float_ref_spec
+
+from hwapprox.cli import cli
+from hwapprox.export import example
+from hwapprox.export.builders import EncoderShape, bert_encoder
+from hwapprox.export.errors import ExportError
+from hwapprox.export.graph import load_model
+from hwapprox.export.report import write_report
+from hwapprox.export.validate import E2EBudget, import_model, validate
+
+SHAPE = EncoderShape(layers=1, width=16, heads=2, ffn=32, seq=4, batch=2, vocab=20)
+
+
+def _run(*args: str):
+    return CliRunner().invoke(cli, ["validate", *args], catch_exceptions=False)
+
+
+def test_embedded_example_is_small_and_reproducible() -> None:
+    assert example.model_path().stat().st_size < 500_000
+    import runpy
+    from pathlib import Path
+
+    script = Path(__file__).parents[1] / "scripts" / "make_example_model.py"
+    blob, feeds = runpy.run_path(str(script))["build"]()
+    assert blob == example.model_path().read_bytes()  # same seeds -> same bytes
+    with np.load(example.inputs_path()) as z:
+        assert sorted(z.files) == ["input_ids"]
+        assert np.array_equal(z["input_ids"], feeds["input_ids"])
+    imp = import_model(example.model_path())
+    patterns = sorted({(s.operator.value, s.pattern) for s in imp.sites})
+    assert patterns == [("gelu", "erf"), ("layernorm", "decomposed"), ("softmax", "op")]
+
+
+def test_cli_default_example_writes_report(tmp_path) -> None:
+    out = tmp_path / "rep"
+    r = _run("--method", "softmax=ibert", "--sites", "softmax,gelu", "-o", str(out))
+    assert r.exit_code == 0, r.output
+    assert "End to end" in r.output
+    assert "layer0.softmax_41" in r.output
+    assert {p.name for p in out.iterdir()} == {
+        "report.txt",
+        "validate.json",
+        "config.yaml",
+        "validate.png",
+    }
+    data = json.loads((out / "validate.json").read_text())
+    selected = [s for s in data["sites"] if s["selected"]]
+    assert {s["operator"] for s in selected} == {"softmax", "gelu"}
+    assert all(s["spec"] is None for s in data["sites"] if not s["selected"])
+    e2e = data["end_to_end"]["outputs"]["logits"]
+    assert 0 < e2e["max_abs"] < e2e["ref_absmax"]
+    assert (out / "validate.png").read_bytes()[:4] == b"\x89PNG"
+    # A non-empty output directory is refused unless --force.
+    r = _run("-o", str(out))
+    assert r.exit_code != 0
+    assert "is not empty; choose another or pass --force" in r.output
+    assert _run("--sites", "softmax", "-o", str(out), "--force").exit_code == 0
+
+
+def test_cli_config_and_budget(tmp_path) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(
+        "defaults:\n  softmax: {method: ibert}\n  gelu: {method: ibert}\nsites:\n  Erf_69: float\n"
+    )
+    r = _run("--config", str(cfg))
+    assert r.exit_code == 0, r.output
+    line = next(x for x in r.output.splitlines() if x.startswith("Erf_69"))
+    assert " float " in line
+    r = _run("--config", str(cfg), "--sites", "softmax", "--budget", "top1=1")
+    assert r.exit_code == 0, r.output
+    assert "Budget top1=1: met" in r.output
+
+
+def test_budget_tuning_meets_budget() -> None:
+    """Greedy tuning: the final end-to-end metrics meet the budget, and each chosen
+    spec is the cheapest evaluated candidate that met it at its turn."""
+    res = validate(
+        example.model_path(),
+        inputs=example.inputs_path(),
+        sites=["softmax"],
+        methods={"softmax": "ibert"},
+        budget="max_abs=0.02",
+        threads=1,
+    )
+    assert E2EBudget(max_abs=0.02).meets(res.end_to_end)
+    for t in res.tuning:
+        scores = [c["score"] for c in t["evaluated"]]
+        assert scores == sorted(scores)
+        if t["chosen"] is not None:
+            assert t["evaluated"][-1]["max_abs"] <= 0.02
+            assert all(c["max_abs"] > 0.02 for c in t["evaluated"][:-1])
+
+
+def test_float_reference_validation_reproduces_float() -> None:
+    """validate() with float-reference specs: per-site and end-to-end errors at
+    float32 rounding (float32 site outputs vs float64 formulas: a few ulps of
+    values up to ~5, so < 1e-5; 1e-3 would already be a wrong site)."""
+    imp = import_model(example.model_path())
+    res = validate(
+        imp,
+        inputs=example.inputs_path(),
+        specs={s.name: float_ref_spec(s) for s in imp.sites},
+        threads=1,
+    )
+    assert max(e["max_abs"] for e in res.site_errors.values()) < 1e-5
+    assert res.end_to_end["max_abs"] < 1e-5
+    assert res.end_to_end["top1"] == 1.0
+
+
+def test_write_report_refuses_file_path(tmp_path) -> None:
+    f = tmp_path / "afile"
+    f.write_text("x")
+    imp = import_model(example.model_path())
+    res = validate(
+        imp,
+        inputs=example.inputs_path(),
+        specs={s.name: float_ref_spec(s) for s in imp.sites[:1]},
+        sites=[imp.sites[0].name],
+        threads=1,
+    )
+    with pytest.raises(ExportError, match=r"^output path '.*afile' exists and is not a directory$"):
+        write_report(res, f)
+
+
+# -- bad input -----------------------------------------------------------------
+def test_missing_model_file(tmp_path) -> None:
+    with pytest.raises(ExportError, match=r"^ONNX model '.*nope.onnx' does not exist$"):
+        load_model(tmp_path / "nope.onnx")
+    r = _run(str(tmp_path / "nope.onnx"))
+    assert r.exit_code == 1
+    assert "Error: ONNX model" in r.output
+    assert "does not exist" in r.output
+
+
+def test_not_an_onnx_model(tmp_path) -> None:
+    p = tmp_path / "junk.onnx"
+    p.write_bytes(b"\x00\x01garbage that is not protobuf\xff" * 10)
+    with pytest.raises(ExportError, match=r"^'.*junk.onnx' is not an ONNX model"):
+        load_model(p)
+    p.write_text("hello")
+    with pytest.raises(ExportError, match=r"^'.*junk.onnx' is not an ONNX model"):
+        load_model(p)
+
+
+def test_model_failing_the_checker(tmp_path) -> None:
+    p = tmp_path / "broken.onnx"
+    onnx.save(checker_failing(), str(p))
+    with pytest.raises(ExportError, match=r"broken.onnx fails the ONNX checker: .*nowhere"):
+        load_model(p)
+
+
+def test_dynamic_dims_need_inputs() -> None:
+    model = bert_encoder(EncoderShape(layers=1, width=16, heads=2, ffn=32, seq=4, batch=None))
+    with pytest.raises(
+        ExportError,
+        match=r"^input 'input_ids' has dynamic dims \[batch, 4\]; sample inputs cannot be "
+        r"generated -- pass them as an .npz file",
+    ):
+        validate(model, methods={"softmax": "float", "gelu": "float", "layernorm": "float"})
+
+
+def test_generated_inputs_for_static_model() -> None:
+    imp = import_model(bert_encoder(SHAPE))
+    res = validate(imp, specs={s.name: float_ref_spec(s) for s in imp.sites}, threads=1)
+    assert res.n_samples == 2
+    # It ran, so the generated token ids were below the vocabulary size (Gather bound).
+    assert res.trace.outputs["logits"].shape == (2, SHAPE.classes)
+
+
+@pytest.mark.parametrize(
+    ("arrays", "match"),
+    [
+        (
+            {"ids": np.zeros((2, 4), np.int64)},
+            r"input names do not match the model \(missing \['input_ids'\]; unknown \['ids'\]\);"
+            r" the model's inputs are \['input_ids'\]",
+        ),
+        (
+            {"input_ids": np.zeros((2, 5), np.int64)},
+            r"input 'input_ids' has shape \[2, 5\] but the model expects \[2, 4\]",
+        ),
+        (
+            {"input_ids": np.zeros((2, 4), np.float32)},
+            r"input 'input_ids' holds floats \(float32\) but the model expects int64",
+        ),
+    ],
+)
+def test_bad_sample_inputs(tmp_path, arrays, match) -> None:
+    p = tmp_path / "x.npz"
+    np.savez(p, **arrays)
+    model = bert_encoder(SHAPE)
+    with pytest.raises(ExportError, match=match):
+        validate(model, inputs=p)
+    mp = tmp_path / "m.onnx"
+    onnx.save(model, str(mp))
+    r = _run(str(mp), "--inputs", str(p))
+    assert r.exit_code == 1
+    assert "Error:" in r.output
+
+
+def test_inputs_file_not_npz(tmp_path) -> None:
+    p = tmp_path / "x.npz"
+    p.write_text("not a zip")
+    with pytest.raises(ExportError, match=r"is not a numpy .npz archive"):
+        validate(bert_encoder(SHAPE), inputs=p)
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        (["--method", "softmax"], r"'softmax' is not OP=METHOD"),
+        (["--method", "relu=x"], r"--method relu=x: unknown operator 'relu'"),
+        (["--method", "softmax=nope"], r"unknown softmax method 'nope'; available: "),
+        (["--sites", "relu"], r"unknown site selector\(s\) \['relu'\]"),
+        (["--budget", "accuracy=1"], r"budget item 'accuracy=1' is not KEY=VALUE with KEY one of"),
+        (["--budget", "top1=high"], r"budget top1='high' is not a number"),
+    ],
+)
+def test_cli_bad_options(args: list[str], match: str) -> None:
+    r = _run(*args)
+    assert r.exit_code != 0
+    assert re.search(match, r.output), r.output
