@@ -39,6 +39,8 @@ def test_split_and_scalars() -> None:
     assert parse_scalar("1e-5") == 1e-5
     assert parse_scalar("true") is True
     assert parse_scalar("erf") == "erf"
+    assert split_list("[1, 2],[3]") == ["[1, 2]", "[3]"]
+    assert parse_scalar("[0.5, -1, ap_fixed<8,3>]") == (0.5, -1, "ap_fixed<8,3>")
 
 
 def test_list_shows_sources_and_missing_modules(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -33,14 +33,14 @@ _OPS = [o.value for o in Operator]
 
 # -- value parsing -------------------------------------------------------------------
 def split_list(text: str) -> list[str]:
-    """Split on commas outside ``<...>`` (so formats stay whole)."""
+    """Split on commas outside ``<...>`` and ``[...]`` (formats and lists stay whole)."""
     parts: list[str] = []
     depth = 0
     cur = ""
     for ch in text:
-        if ch == "<":
+        if ch in "<[":
             depth += 1
-        elif ch == ">":
+        elif ch in ">]":
             depth = max(0, depth - 1)
         if ch == "," and depth == 0:
             parts.append(cur.strip())
@@ -52,8 +52,11 @@ def split_list(text: str) -> list[str]:
 
 
 def parse_scalar(text: str) -> Any:
-    """``"1024"`` -> 1024, ``"1e-5"`` -> 1e-05, ``"true"`` -> True, else the string."""
+    """``"1024"`` -> 1024, ``"1e-5"`` -> 1e-05, ``"true"`` -> True, ``"[1, 2]"`` -> (1, 2),
+    else the string."""
     t = text.strip()
+    if t.startswith("[") and t.endswith("]"):
+        return tuple(parse_scalar(v) for v in split_list(t[1:-1]))
     low = t.lower()
     if low in ("true", "false"):
         return low == "true"
@@ -543,6 +546,10 @@ def sweep_cmd(
         f"{res.ran} points run, {res.skipped_done} already done; {len(res.records)} records "
         f"({n_bad} invalid, {n_err} errors) in {res.out_dir}"
     )
+    for r in [r for r in res.records if r.get("status") == "error"][:3]:
+        click.echo(
+            f"error in {r['method']} {r['out_fmt']} on {r['inputs']}: {r['message']}", err=True
+        )
     if not no_plots:
         from hwapprox.approx.plots import plot_sweep
 
