@@ -41,7 +41,7 @@ from hwapprox.fixed import FixedFormat
 from hwapprox.hls.emit import Instance, add_instance, matmul_instance
 from hwapprox.hls.units import unit_instance
 
-__all__ = ["BlockFormats", "EncoderBlock", "WEIGHT_NAMES"]
+__all__ = ["WEIGHT_NAMES", "BlockFormats", "EncoderBlock"]
 
 RawArray = npt.NDArray[np.int64]
 
