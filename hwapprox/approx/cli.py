@@ -493,7 +493,18 @@ def sweep_cmd(
     quiet: bool,
     **kw: Any,
 ) -> None:
-    """Run a grid of specs × input sets into OUT (CSV + JSONL + plots); resumes."""
+    """Run a grid of specs × input sets into OUT (CSV + JSONL + plots); resumes.
+
+    --set, --out-fmt, --out-width and the input options take comma lists; the
+    grid is their product. Points already in OUT are skipped, so an
+    interrupted sweep continues where it stopped. OUT must be new, empty or a
+    previous sweep's directory.
+
+    \b
+    Example:
+      hwapprox sweep softmax -m ibert -m softermax --out-width 8,10,12 \\
+        --sigma 2,4 --n 64,256 -o sweeps/softmax
+    """
     from hwapprox.approx.metrics import METRIC_NAMES
     from hwapprox.approx.sweep import SweepError, run_sweep
 
@@ -619,7 +630,13 @@ def tune_cmd(
 ) -> None:
     """Find the cheapest spec (by cost score) that meets an error budget.
 
-    Exits with status 1 when nothing in the search space meets it.
+    The search space is built as in 'hwapprox sweep'; candidates are measured
+    cheapest first on every input set (worst case counts). Exits with status 1
+    when nothing in the search space meets the budget.
+
+    \b
+    Example:
+      hwapprox tune softmax --budget-lsb 1 --out-width 8,10 --sigma 2,4
     """
     from hwapprox.approx.sweep import SweepError
     from hwapprox.approx.tune import Budget, tune
