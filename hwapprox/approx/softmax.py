@@ -326,7 +326,9 @@ def _hls_quantize_float(v: np.ndarray, fmt: FixedFormat) -> RawArray:
     """``fmt(float)``: ap_fixed conversion of float32 values (inf overflows like a huge value)."""
     v64 = v.astype(np.float64)
     big = float(2 ** (fmt.int_bits + 1))
-    # ap_fixed converts +-inf as a huge value: clamp keeps sign and overflow.
+    # 1/0 = inf in init_invert_table: ap_fixed saturates it to max for the
+    # AP_SAT table types hls4ml generates (checked against the header); other
+    # overflow modes are modelled as a huge finite value (not checked).
     v64 = np.where(np.isinf(v64), np.sign(v64) * big, v64)
     return fmt.quantize(v64)
 
@@ -1132,7 +1134,7 @@ class SoftermaxSoftmax(SoftmaxSpec):
         )
         return cast(x * np.int64(self.log2e_raw), prod_fmt, self.t_fmt)
 
-    def _pow2(self, a: RawArray, tab: RawArray) -> RawArray:
+    def _pow2_raw(self, a: RawArray, tab: RawArray) -> RawArray:
         """2^a for raw ``a`` (``t_fmt`` fraction bits), ``a < 1``: raw ``pow2_fmt``."""
         ft = self.t_fmt.frac_bits
         arg = (np.int64(1) << np.int64(ft)) - a  # 1 - a > 0
@@ -1158,9 +1160,9 @@ class SoftermaxSoftmax(SoftmaxSpec):
         ft = self.t_fmt.frac_bits
         hi = 1 << ft  # a < 1
         lo = -(self.pow2_fmt.frac_bits + 2) << ft
-        memo = self._pow2(np.arange(lo, hi, dtype=np.int64), tab)
+        memo = self._pow2_raw(np.arange(lo, hi, dtype=np.int64), tab)
         if memo[0] != 0:  # pragma: no cover - guaranteed by the bound above
-            return lambda a: self._pow2(a, tab)
+            return lambda a: self._pow2_raw(a, tab)
         return lambda a: memo[np.maximum(a, lo) - lo]  # type: ignore[no-any-return]
 
     def _model_rows(self, x: RawArray, **kw: Any) -> RawArray:
