@@ -116,6 +116,37 @@ def test_form_field_and_unsigned_input_refused(cls):
         cls(in_fmt="ap_ufixed<8,3>")
 
 
+@pytest.mark.parametrize(
+    ("make", "pattern"),
+    [
+        (
+            lambda: ShiftGelu(in_fmt="ap_fixed<40,30>", n=1, sigmoid_bits=31),
+            r"^ShiftGelu\.sigmoid_bits=31: x·sigmoid with in_fmt ap_fixed<40,30> needs 71 bits; "
+            r"int64 allows 62$",
+        ),
+        (
+            lambda: PwlGelu(in_fmt="ap_fixed<40,10>", slope_fmt="ap_fixed<30,2>"),
+            r"^PwlGelu\.slope_fmt='ap_fixed<30,2>': .* needs 72-bit sums; int64 allows 62$",
+        ),
+        (
+            lambda: EdgeMoeGelu(in_fmt="ap_fixed<40,38>", entry_fmt="ap_ufixed<32,0>"),
+            r"^EdgeMoeGelu\.entry_fmt='ap_ufixed<32,0>': .* needs 72-bit intermediates",
+        ),
+        (
+            lambda: IBertGelu(in_fmt="ap_fixed<40,4>"),
+            r"^IBertGelu\.in_fmt='ap_fixed<40,4>': needs \d+-bit intermediates",
+        ),
+        (
+            lambda: LutGelu(out_fmt="ap_fixed<41,4>"),
+            r"^LutGelu\.out_fmt='ap_fixed<41,4>': at most 40",
+        ),
+    ],
+)
+def test_int64_width_limits_are_refused(make, pattern):
+    with pytest.raises(SpecError, match=pattern):
+        make()
+
+
 def test_raw_input_checked():
     with pytest.raises(SpecError, match=r"outside ap_fixed<8,3"):
         LutGelu(in_fmt="ap_fixed<8,3>").model(np.array([200]))

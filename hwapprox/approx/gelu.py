@@ -422,6 +422,13 @@ class ShiftGelu(_GeluSpec):
                 f"lets the exp sum reach 2·{-x0}·2^{self.n} > 2^31-1 with in_fmt "
                 f"{self.in_fmt} (x0={x0}); use n <= {n_max} or a coarser in_fmt",
             )
+        if self.in_fmt.width + self.sigmoid_bits > MAX_RAW_BITS:
+            raise self._fail(
+                "sigmoid_bits",
+                self.sigmoid_bits,
+                f"x·sigmoid with in_fmt {self.in_fmt} needs "
+                f"{self.in_fmt.width + self.sigmoid_bits} bits; int64 allows {MAX_RAW_BITS}",
+            )
 
     @functools.cached_property
     def _x0(self) -> int:
@@ -501,12 +508,20 @@ class EdgeMoeGelu(_GeluSpec):
             raise self._fail(
                 "entry_fmt", str(self.entry_fmt), "must be unsigned and at most 32 bits"
             )
-        raw = self._table_float * 2.0**self.entry_fmt.frac_bits
-        if raw.max() + 0.5 > self.entry_fmt.max_raw + 1:
+        if self._table.max() > self.entry_fmt.max_raw:
             raise self._fail(
                 "entry_fmt",
                 str(self.entry_fmt),
                 f"cannot hold the largest correction {self._table_float.max():.6f}",
+            )
+        f_in, fe = self.in_fmt.frac_bits, self.entry_fmt.frac_bits
+        acc = max(self.in_fmt.width + max(fe - f_in, 0), self.entry_fmt.width + max(f_in - fe, 0))
+        if acc + 2 > MAX_RAW_BITS:
+            raise self._fail(
+                "entry_fmt",
+                str(self.entry_fmt),
+                f"with in_fmt {self.in_fmt} needs "
+                f"{acc + 2}-bit intermediates; the int64 path allows {MAX_RAW_BITS}",
             )
 
     @property
@@ -652,8 +667,19 @@ class PwlGelu(_GeluSpec):
         for name in ("slope_fmt", "intercept_fmt"):
             if not getattr(self, name).signed:
                 raise self._fail(name, str(getattr(self, name)), "must be signed")
-        if self.in_fmt.width + self.slope_fmt.width + 2 > MAX_RAW_BITS:
-            raise self._fail("slope_fmt", str(self.slope_fmt), "too wide for the int64 path")
+        fa, f_in = self._acc_frac_bits, self.in_fmt.frac_bits
+        acc = max(
+            self.in_fmt.width + self.slope_fmt.width + fa - f_in - self.slope_fmt.frac_bits,
+            self.intercept_fmt.width + fa - self.intercept_fmt.frac_bits,
+            self.in_fmt.width + fa - f_in,
+        )
+        if acc + 2 > MAX_RAW_BITS:
+            raise self._fail(
+                "slope_fmt",
+                str(self.slope_fmt),
+                f"with in_fmt {self.in_fmt} and intercept_fmt "
+                f"{self.intercept_fmt} needs {acc + 2}-bit sums; int64 allows {MAX_RAW_BITS}",
+            )
         self._fitted  # noqa: B018 - fits now: raises SpecError if the formats cannot hold it
 
     @functools.cached_property
