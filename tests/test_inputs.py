@@ -146,3 +146,13 @@ def test_user_file_errors(tmp_path: Path) -> None:
     for path, key, msg in cases:
         with pytest.raises(SpecError, match=msg):
             load_array(path, key)
+
+
+def test_numbers_are_canonical() -> None:
+    # 2 and 2.0 are the same set (sweep keys must not depend on the spelling)
+    assert InputSet(sigma=2, n=64.0) == InputSet(sigma=2.0, n=64)
+    assert InputSet(sigma=2).to_dict() == InputSet(sigma=2.0).to_dict()
+    with pytest.raises(SpecError, match=r"^n=6.5 must be an integer$"):
+        InputSet(n=6.5)
+    with pytest.raises(SpecError, match=r"^sigma='2' must be a number$"):
+        InputSet(sigma="2")  # type: ignore[arg-type]

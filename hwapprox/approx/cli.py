@@ -106,7 +106,9 @@ def _fmt_callback(ctx: click.Context, param: click.Parameter, value: Any) -> Any
 
 
 def _coerce_fields(op: str, method: str, fields: dict[str, Any]) -> dict[str, Any]:
-    """Ints given for float fields become floats; unknown fields fail clearly."""
+    """Unknown fields fail clearly; ints for float fields become floats."""
+    from hwapprox.approx.sweep import coerce_fields
+
     cls = _method_class(op, method)
     known = {f.name: f for f in dataclasses.fields(cls)}
     out = {}
@@ -117,10 +119,8 @@ def _coerce_fields(op: str, method: str, fields: dict[str, Any]) -> dict[str, An
                 f"{op}/{method} has no field {k!r}; fields: {', '.join(sorted(known))}",
                 param_hint="--set",
             )
-        if isinstance(f.default, float) and isinstance(v, int) and not isinstance(v, bool):
-            v = float(v)
         out[k] = v
-    return out
+    return coerce_fields(cls, out)
 
 
 def _method_class(op: str, method: str) -> Any:

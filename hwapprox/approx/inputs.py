@@ -90,6 +90,15 @@ class InputSet:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        # canonical types, so 2 and 2.0 give the same set (and the same sweep key)
+        for name in ("sigma", "mean", "low", "high", "df"):
+            v = getattr(self, name)
+            if v is not None:
+                object.__setattr__(self, name, _number(name, v, float))
+        for name in ("rows", "n", "spikes", "seed"):
+            v = getattr(self, name)
+            if v is not None:
+                object.__setattr__(self, name, _number(name, v, int))
         if self.dist not in DISTRIBUTIONS:
             raise SpecError(
                 f"unknown input distribution {self.dist!r}; expected one of "
@@ -202,6 +211,14 @@ class InputSet:
             model_kw = {"gamma": g_raw, "beta": b_raw}
             ref_kw = {"gamma": gfmt.to_float(g_raw), "beta": bfmt.to_float(b_raw)}
         return Batch(raw=raw, x=x, model_kw=model_kw, ref_kw=ref_kw)
+
+
+def _number(name: str, v: Any, kind: type) -> Any:
+    if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating):
+        raise SpecError(f"{name}={v!r} must be a number")
+    if kind is int and float(v) != int(v):
+        raise SpecError(f"{name}={v!r} must be an integer")
+    return kind(v)
 
 
 def _fmt_num(v: Any) -> str:

@@ -216,7 +216,7 @@ def expand(grid: Grid) -> Expansion:
         own = {k: v for k, v in grid.fields.items() if k in names[method]}
         keys = list(own)
         for combo in itertools.product(*(own[k] for k in keys)):
-            values = dict(zip(keys, combo, strict=True))
+            values = coerce_fields(cls, dict(zip(keys, combo, strict=True)))
             for vals in _with_widths(cls, values, grid.out_widths):
                 try:
                     spec = make_spec(grid.operator, method, **vals)
@@ -233,6 +233,21 @@ def expand(grid: Grid) -> Expansion:
         for i in grid.inputs
     ]
     return Expansion(points=points, specs=ordered, skipped=skipped)
+
+
+def coerce_fields(cls: type[ApproxSpec], values: dict[str, Any]) -> dict[str, Any]:
+    """Integers given for float-valued fields become floats (1 -> 1.0), lists
+    for tuple-valued fields tuples, so equal specs get equal keys."""
+    defaults = {f.name: f.default for f in dataclasses.fields(cls)}
+    out = {}
+    for k, v in values.items():
+        d = defaults.get(k)
+        if isinstance(d, float) and isinstance(v, int) and not isinstance(v, bool):
+            v = float(v)
+        elif isinstance(d, tuple) and isinstance(v, list):
+            v = tuple(v)
+        out[k] = v
+    return out
 
 
 def _with_widths(
