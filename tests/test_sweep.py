@@ -251,3 +251,35 @@ def test_bad_dask_address_is_named() -> None:
         SweepError, match=r"^cannot reach the Dask scheduler at 'foo' \(.*\); give its address as"
     ):
         make_executor(dask="foo")
+
+
+class _InterruptAfter(cf.Executor):
+    """Runs the first ``after`` calls, then answers Ctrl-C (KeyboardInterrupt)."""
+
+    def __init__(self, after: int) -> None:
+        self.after = after
+        self.calls = 0
+
+    def submit(self, fn, /, *args, **kwargs):  # type: ignore[no-untyped-def]
+        fut: cf.Future = cf.Future()
+        self.calls += 1
+        if self.calls > self.after:
+            fut.set_exception(KeyboardInterrupt())
+        else:
+            fut.set_result(fn(*args, **kwargs))
+        return fut
+
+
+def test_ctrl_c_keeps_finished_points_and_resumes(tmp_path: Path) -> None:
+    out = tmp_path / "sw"
+    exp = expand(_grid())
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(exp.points, out, progress=False, executor=_InterruptAfter(4))
+    kept = load_records(out)
+    assert len(kept) <= 4
+    assert all(r["status"] == "ok" for r in kept)
+    res = run_sweep(exp.points, out, progress=False)
+    assert res.ran == 8 - len(kept)
+    keys = [r["key"] for r in load_records(out)]
+    assert sorted(keys) == sorted(p.key for p in exp.points)
+    assert len(_csv_rows(out)) == 8
