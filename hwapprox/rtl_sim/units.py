@@ -77,21 +77,50 @@ def _signed_in(spec: ApproxSpec, unit: str) -> FixedFormat:
 
 
 # -- GELU ------------------------------------------------------------------------------
-def _gelu_lut(spec: Any, row_max: int) -> Config:
-    tables = spec.tables()
-    if len(tables) != 1:
-        raise SpecError(f"gelu/lut: expected one table, got {sorted(tables)}")
-    (values,) = tables.values()
-    if len(values) != 1 << spec.in_fmt.width:
-        raise SpecError(
-            f"gelu/lut: table has {len(values)} entries, expected 2^{spec.in_fmt.width}"
-        )
+def _gelu_lut_indexed(spec: Any, row_max: int) -> Config:
+    p = spec.params()
+    lut = spec.tables()["lut"]
+    if len(lut) != p["table_size"]:
+        raise SpecError(f"gelu/lut: {len(lut)} table entries, params say {p['table_size']}")
     params: dict[str, int | str] = {
-        "IN_W": spec.in_fmt.width,
+        "IN_W": p["in_width"],
         "IN_SIGNED": int(spec.in_fmt.signed),
-        "OUT_W": spec.out_fmt.width,
+        "OUT_W": p["out_width"],
+        "INDEX_BITS": p["index_bits"],
     }
-    return params, {"LUT_FILE": memh_text(values, spec.out_fmt.width)}
+    return params, {"LUT_FILE": memh_text(lut, spec.out_fmt.width)}
+
+
+def _gelu_pwl(spec: Any, row_max: int) -> Config:
+    p = spec.params()
+    t = spec.tables()
+    bp, sl, ic = t["breakpoints"], t["slopes"], t["intercepts"]
+    f_in, f_s, f_c = p["in_frac_bits"], p["slope_frac_bits"], p["intercept_frac_bits"]
+    fa = p["acc_frac_bits"]
+    w_in, w_s, w_c = p["in_width"], p["slope_width"], p["intercept_width"]
+    sh_xs, sh_c, sh_x = fa - f_in - f_s, fa - f_c, fa - f_in
+    acc_w = max(w_in + w_s + sh_xs, w_c + sh_c, w_in + sh_x) + 2
+    params: dict[str, int | str] = {
+        "IN_W": w_in,
+        "OUT_W": p["out_width"],
+        "OUT_SIGNED": int(spec.out_fmt.signed),
+        "OUT_RND": rounding_code(spec.out_fmt.rounding),
+        "OUT_OVF": overflow_code(spec.out_fmt.overflow),
+        "NSEG": p["segments"],
+        "S_W": w_s,
+        "C_W": w_c,
+        "SH_XS": sh_xs,
+        "SH_C": sh_c,
+        "SH_X": sh_x,
+        "OUT_SHIFT": fa - p["out_frac_bits"],
+        "ACC_W": acc_w,
+    }
+    mems = {
+        "BP_FILE": memh_text(bp, w_in),
+        "SLOPE_FILE": memh_text(sl, w_s),
+        "ICPT_FILE": memh_text(ic, w_c),
+    }
+    return params, mems
 
 
 # -- LayerNorm ---------------------------------------------------------------------------
@@ -138,6 +167,69 @@ def _layernorm_rsqrt(spec: Any, row_max: int) -> Config:
     return params, {"RSQRT_FILE": memh_text(table, p["rsqrt_frac_bits"])}
 
 
+# -- softmax ------------------------------------------------------------------------------
+def _softmax_online(spec: Any, row_max: int) -> Config:
+    _signed_in(spec, "softmax/online")
+    if spec.schedule != "online":
+        raise SpecError(
+            f"the RTL unit implements schedule='online', got schedule={spec.schedule!r}"
+        )
+    p = spec.params()
+    t = spec.tables()
+    if row_max > int(spec.sum_fmt.max):
+        raise SpecError(f"row_max={row_max} exceeds what sum_fmt {spec.sum_fmt} can count")
+    base2 = bool(p["EXP_UNIT_BASE2"])
+    params: dict[str, int | str] = {
+        "IN_W": p["IN_W"],
+        "OUT_W": p["OUT_W"],
+        "OUT_SIGNED": p["OUT_SIGNED"],
+        "OUT_RND": rounding_code(spec.out_fmt.rounding),
+        "OUT_OVF": overflow_code(spec.out_fmt.overflow),
+        "OUT_SHIFT": p["EXP_F"] + p["RECIP_F"] - p["OUT_F"],
+        "ROW_MAX": row_max,
+        "BUF_DEPTH": _pow2_at_least(2 * row_max),
+        "ROWQ": 4,
+        "N_BITS": row_max.bit_length() + 1,
+        "BASE2": int(base2),
+        "EXP_W": p["EXP_W"],
+        "EXP_F": p["EXP_F"],
+        "EXP_RND": rounding_code(spec.exp_fmt.rounding),
+        "SUM_W": p["SUM_W"],
+        "SUM_F": p["SUM_F"],
+        "SUM_RND": rounding_code(spec.sum_fmt.rounding),
+        "R_W": p["RECIP_W"],
+        "R_F": p["RECIP_F"],
+        "R_OVF": overflow_code(spec.recip_fmt.overflow),
+        "WF": p["RECIP_WORK_F"],
+        "TB": p["RECIP_TABLE_BITS"],
+        "NEWTON": p["RECIP_NEWTON"],
+        "STEPS": p["NEWTON_STEPS"],
+        "R_RND": rounding_code(spec.recip_fmt.rounding),
+    }
+    if base2:
+        params |= {
+            "LOG2E": f"64'd{p['LOG2E']}",
+            "LOG2E_W": p["LOG2E_W"],
+            "PROD_SHIFT": p["IN_F"] + p["LOG2E_F"] - p["T_F"],
+            "T_W": p["T_W"],
+            "T_F": p["T_F"],
+            "T_RND": rounding_code(spec.exp_arg_fmt.rounding),
+            "A": p["EXP2_ADDR_BITS"],
+            "TABLE_F": p["EXP2_TABLE_F"],
+            "INTERP": p["EXP2_INTERP"],
+        }
+        exp_mem = memh_text(t["exp2_table"], p["EXP2_TABLE_F"] + 1)
+    else:
+        params |= {
+            "LUT_BITS": p["EXP_LUT_BITS"],
+            "LIM_BITS": p["IN_F"] + p["EXP_LUT_INT_BITS"],
+            "LUT_SHIFT": p["EXP_LUT_SHIFT"],
+        }
+        exp_mem = memh_text(t["exp_lut"], p["EXP_W"])
+    recip_mem = memh_text(t["recip_table"], p["RECIP_WORK_F"] + 1)
+    return params, {"EXP_FILE": exp_mem, "RECIP_FILE": recip_mem}
+
+
 _COMMON = ("hwa_pkg.sv", "hwa_rom.sv", "hwa_round_shift.sv", "hwa_sat.sv")
 
 #: (operator, method) -> unit
@@ -147,9 +239,30 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         "lut",
         "hwa_gelu_lut",
         ("hwa_rom.sv", "hwa_gelu_lut.sv"),
-        _gelu_lut,
+        _gelu_lut_indexed,
         rowwise=False,
-        doc="direct table, one entry per input code; latency 2",
+        doc="direct table, one entry per input code (or per bin); latency 2",
+    ),
+    (Operator.GELU, "pwl"): RtlUnit(
+        Operator.GELU,
+        "pwl",
+        "hwa_gelu_pwl",
+        (*_COMMON, "hwa_gelu_pwl.sv"),
+        _gelu_pwl,
+        rowwise=False,
+        doc="parallel breakpoint compare, slope/intercept ROMs, one MAC; latency 4",
+    ),
+    (Operator.SOFTMAX, "online"): RtlUnit(
+        Operator.SOFTMAX,
+        "online",
+        "hwa_softmax_online",
+        (*_COMMON, "hwa_exp_unit.sv", "hwa_recip.sv", "hwa_softmax_online.sv"),
+        _softmax_online,
+        rowwise=True,
+        doc=(
+            "single pass: running max and sum, exp base2 (table + PWL) or LUT, "
+            "1/d per row (Newton or PWL), circular row buffer"
+        ),
     ),
     (Operator.LAYERNORM, "rsqrt_lut"): RtlUnit(
         Operator.LAYERNORM,

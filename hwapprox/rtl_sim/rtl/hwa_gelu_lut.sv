@@ -1,9 +1,9 @@
-// hwa_gelu_lut -- GELU by a direct table: one entry per input code.
+// hwa_gelu_lut -- GELU by a direct table (one entry per input code or per bin).
 //
-// Computes (hwapprox.approx.gelu.LutGelu): y = T[x - x_min], where T is the
-// spec's table (loaded with $readmemh from LUT_FILE, 2^IN_W entries of OUT_W
-// bits, written from spec.tables()). Any output rounding/saturation is
-// already inside T, so the unit is bit-exact by construction of the data.
+// Computes (hwapprox.approx.gelu.LutGelu): y = T[(x - x_min) >> (IN_W - INDEX_BITS)],
+// where T is the spec's table (loaded with $readmemh from LUT_FILE,
+// 2^INDEX_BITS entries of OUT_W bits, written from spec.tables()["lut"]).
+// Output rounding/saturation is inside T: the logic is the index only.
 // Stream: s_axis -> m_axis, one element per cycle, tlast passed through.
 // Latency: 2 cycles (registered ROM read, output register). No buffering
 // beyond the pipeline; backpressure stalls the whole pipeline.
@@ -11,6 +11,7 @@ module hwa_gelu_lut #(
     parameter int IN_W = 8,
     parameter bit IN_SIGNED = 1'b1,
     parameter int OUT_W = 8,
+    parameter int INDEX_BITS = IN_W,
     parameter string LUT_FILE = ""
 ) (
     input  logic             clk,
@@ -25,25 +26,31 @@ module hwa_gelu_lut #(
     output logic             m_axis_tlast
 );
 
-  if (IN_W < 1 || IN_W > 20 || OUT_W < 1 || OUT_W > 62) begin : g_bad
-    initial $error("hwa_gelu_lut: invalid IN_W=%0d (1..20) OUT_W=%0d (1..62)", IN_W, OUT_W);
+  if (IN_W < 1 || IN_W > 24 || OUT_W < 1 || OUT_W > 62 || INDEX_BITS < 1
+      || INDEX_BITS > IN_W || INDEX_BITS > 16) begin : g_bad
+    initial $error("hwa_gelu_lut: invalid IN_W=%0d (1..24) OUT_W=%0d (1..62) INDEX_BITS=%0d",
+                   IN_W, OUT_W, INDEX_BITS);
   end
 
   logic ce;
   logic [1:0] vld_reg, lst_reg;
-  logic [IN_W-1:0] addr;
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic [IN_W-1:0] code;  // low IN_W - INDEX_BITS bits select within a bin: unused
+  /* verilator lint_on UNUSEDSIGNAL */
+  logic [INDEX_BITS-1:0] addr;
   logic [OUT_W-1:0] rom_q;
 
   // stall the pipeline only when its output is held by backpressure
   assign ce = ~m_axis_tvalid | m_axis_tready;
   assign s_axis_tready = ce;
   // table index: the code minus the smallest code (flip the sign bit)
-  assign addr = IN_SIGNED ? (s_axis_tdata ^ (IN_W'(1) << (IN_W - 1))) : s_axis_tdata;
+  assign code = IN_SIGNED ? (s_axis_tdata ^ (IN_W'(1) << (IN_W - 1))) : s_axis_tdata;
+  assign addr = code[IN_W-1-:INDEX_BITS];
 
   hwa_rom #(
       .W(OUT_W),
-      .DEPTH(1 << IN_W),
-      .AW(IN_W),
+      .DEPTH(1 << INDEX_BITS),
+      .AW(INDEX_BITS),
       .FILE(LUT_FILE)
   ) u_rom (
       .clk (clk),

@@ -1,0 +1,184 @@
+// hwa_gelu_pwl -- piecewise-linear GELU (hwapprox.approx.gelu.PwlGelu).
+//
+// Computes, for a raw input code x (in_fmt, F_in fraction bits), with the
+// spec's tables B (NSEG+1 breakpoints, in_fmt codes), S (NSEG slopes,
+// slope_fmt) and C (NSEG intercepts, intercept_fmt), loaded by $readmemh:
+//   x <  B_0 : acc = 0
+//   x >= B_N : acc = x << SH_X
+//   else     : i = #{j in 1..NSEG-1 : x >= B_j};
+//              acc = (x*S_i << SH_XS) + (C_i << SH_C)      (exact, FA fraction bits)
+//   y = cast to out_fmt: round_shift(acc, OUT_SHIFT, OUT_RND) then the
+//       overflow mode OUT_OVF (OUT_SHIFT < 0: exact left shift then overflow).
+// Stream: one element per cycle, tlast passed through, stall-all pipeline.
+// Latency: 4 cycles (compare, coefficient ROM, multiply, round/saturate).
+module hwa_gelu_pwl #(
+    parameter int IN_W = 16,
+    parameter int OUT_W = 16,
+    parameter bit OUT_SIGNED = 1'b1,
+    parameter int OUT_RND = 0,
+    parameter int OUT_OVF = 0,
+    parameter int NSEG = 8,
+    parameter int S_W = 18,
+    parameter int C_W = 18,
+    parameter int SH_XS = 0,
+    parameter int SH_C = 0,
+    parameter int SH_X = 16,
+    parameter int OUT_SHIFT = 16,
+    parameter int ACC_W = 40,
+    parameter string BP_FILE = "",
+    parameter string SLOPE_FILE = "",
+    parameter string ICPT_FILE = ""
+) (
+    input  logic             clk,
+    input  logic             rst,
+    input  logic [IN_W-1:0]  s_axis_tdata,
+    input  logic             s_axis_tvalid,
+    output logic             s_axis_tready,
+    input  logic             s_axis_tlast,
+    output logic [OUT_W-1:0] m_axis_tdata,
+    output logic             m_axis_tvalid,
+    input  logic             m_axis_tready,
+    output logic             m_axis_tlast
+);
+
+  localparam int SEGW = (NSEG > 1) ? $clog2(NSEG) : 1;
+  localparam int SHW = 8;
+
+  if (IN_W < 2 || IN_W > 40 || OUT_W < 1 || OUT_W > 62 || NSEG < 1 || NSEG > 256
+      || SH_XS < 0 || SH_C < 0 || SH_X < 0 || ACC_W > 120 || OUT_SHIFT < -60
+      || OUT_SHIFT > 100) begin : g_bad
+    initial $error({"hwa_gelu_pwl: invalid IN_W=%0d OUT_W=%0d NSEG=%0d (1..256) SH_XS=%0d ",
+                    "SH_C=%0d SH_X=%0d OUT_SHIFT=%0d ACC_W=%0d"},
+                   IN_W, OUT_W, NSEG, SH_XS, SH_C, SH_X, OUT_SHIFT, ACC_W);
+  end
+
+  // breakpoints: constants compared in parallel
+  logic [IN_W-1:0] bp_mem[NSEG+1];
+  initial begin
+    if (BP_FILE != "") $readmemh(BP_FILE, bp_mem);
+  end
+
+  logic ce;
+  assign ce = ~m_axis_tvalid | m_axis_tready;
+  assign s_axis_tready = ce;
+
+  // p1: segment index and range flags
+  logic signed [IN_W-1:0] x_in;
+  logic [SEGW:0] seg_c;
+  assign x_in = s_axis_tdata;
+  always_comb begin
+    seg_c = '0;
+    for (int j = 1; j < NSEG; j++) begin
+      if (x_in >= $signed(bp_mem[j])) seg_c = seg_c + 1'b1;
+    end
+  end
+  logic p1_v, p1_l, p1_lo, p1_hi;
+  logic signed [IN_W-1:0] p1_x;
+  logic [SEGW-1:0] p1_seg;
+  always_ff @(posedge clk) begin
+    if (rst) p1_v <= 1'b0;
+    else if (ce) p1_v <= s_axis_tvalid;
+    if (ce) begin
+      p1_l <= s_axis_tlast;
+      p1_x <= x_in;
+      p1_seg <= SEGW'(seg_c);
+      p1_lo <= x_in < $signed(bp_mem[0]);
+      p1_hi <= x_in >= $signed(bp_mem[NSEG]);
+    end
+  end
+
+  // p2: coefficient ROMs (registered read)
+  logic [S_W-1:0] slope_q;
+  logic [C_W-1:0] icpt_q;
+  hwa_rom #(
+      .W(S_W),
+      .DEPTH(NSEG),
+      .AW(SEGW),
+      .FILE(SLOPE_FILE)
+  ) u_slope (
+      .clk (clk),
+      .en  (ce),
+      .addr(p1_seg),
+      .q   (slope_q)
+  );
+  hwa_rom #(
+      .W(C_W),
+      .DEPTH(NSEG),
+      .AW(SEGW),
+      .FILE(ICPT_FILE)
+  ) u_icpt (
+      .clk (clk),
+      .en  (ce),
+      .addr(p1_seg),
+      .q   (icpt_q)
+  );
+  logic p2_v, p2_l, p2_lo, p2_hi;
+  logic signed [IN_W-1:0] p2_x;
+  always_ff @(posedge clk) begin
+    if (rst) p2_v <= 1'b0;
+    else if (ce) p2_v <= p1_v;
+    if (ce) begin
+      p2_l <= p1_l;
+      p2_x <= p1_x;
+      p2_lo <= p1_lo;
+      p2_hi <= p1_hi;
+    end
+  end
+
+  // p3: multiply, align, select
+  logic p3_v, p3_l;
+  logic signed [ACC_W-1:0] p3_acc, acc_c;
+  always_comb begin
+    if (p2_lo) acc_c = '0;
+    else if (p2_hi) acc_c = ACC_W'(p2_x) <<< SH_X;
+    else acc_c = ((ACC_W'(p2_x) * ACC_W'($signed(slope_q))) <<< SH_XS)
+        + (ACC_W'($signed(icpt_q)) <<< SH_C);
+  end
+  always_ff @(posedge clk) begin
+    if (rst) p3_v <= 1'b0;
+    else if (ce) p3_v <= p2_v;
+    if (ce) begin
+      p3_l <= p2_l;
+      p3_acc <= acc_c;
+    end
+  end
+
+  // p4: cast into out_fmt (one rounding, then the overflow mode)
+  localparam int RW = ACC_W + ((OUT_SHIFT < 0) ? -OUT_SHIFT : 0) + 1;
+  logic signed [RW-1:0] rnd_c;
+  logic [OUT_W-1:0] out_c;
+  if (OUT_SHIFT > 0) begin : g_rshift
+    hwa_round_shift #(
+        .IN_W (ACC_W),
+        .SH_W (SHW),
+        .OUT_W(RW),
+        .MODE (OUT_RND)
+    ) u_round (
+        .x (p3_acc),
+        .sh(SHW'(OUT_SHIFT)),
+        .y (rnd_c)
+    );
+  end else begin : g_lshift
+    assign rnd_c = RW'(p3_acc) <<< (-OUT_SHIFT);
+  end
+  hwa_sat #(
+      .IN_W      (RW),
+      .OUT_W     (OUT_W),
+      .OUT_SIGNED(OUT_SIGNED),
+      .OVF       (OUT_OVF)
+  ) u_sat (
+      .x(rnd_c),
+      .y(out_c)
+  );
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      m_axis_tvalid <= 1'b0;
+      m_axis_tlast <= 1'b0;
+    end else if (ce) begin
+      m_axis_tvalid <= p3_v;
+      m_axis_tlast <= p3_l;
+    end
+    if (ce) m_axis_tdata <= out_c;
+  end
+
+endmodule

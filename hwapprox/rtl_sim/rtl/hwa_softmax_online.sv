@@ -1,0 +1,416 @@
+// hwa_softmax_online -- single-pass softmax (hwapprox.approx.softmax.OnlineSoftmax,
+// schedule "online"; exp_unit "base2" or "lut"; recip_unit "newton" or "lut").
+//
+// Per row of n <= ROW_MAX raw in_fmt codes x (s_axis, tlast on the last one):
+//   ingest (one element per cycle, no second read of the input):
+//     element 0: m = x_0, d = ONE;
+//     element j: if x_j > m: d = R_s(d * E(x_j - m)) + ONE, m = x_j
+//                else        d = d + (E(m - x_j) << (SUM_F - EXP_F))
+//     with E = hwa_exp_unit and R_s = round_shift(., EXP_F, SUM_RND);
+//   per row: r = 1/d (hwa_recip, one per row);
+//   output (row re-read from the buffer): y_i = cast_out(E(m - x_i) * r):
+//     round_shift by EXP_F + R_F - OUT_F (OUT_RND; negative: exact left
+//     shift), then the out_fmt overflow (OUT_OVF), OUT_W bits.
+// The running max is resolved one stage ahead of the sum, so E is pipelined
+// and only d = f(d, e) is a one-cycle loop.
+//
+// Buffering: circular buffer of BUF_DEPTH input words (a row streams out
+// while the next streams in); up to ROWQ rows wait for output.
+// Latency: last input -> first output of its row = 9 + RECIP_LAT cycles
+// (RECIP_LAT = 3 + Newton steps) when the output is free; then one element
+// per cycle. Throughput 1 element/cycle for rows longer than that latency.
+// Precondition: 1 <= n <= ROW_MAX (longer rows deadlock).
+module hwa_softmax_online #(
+    parameter int IN_W = 16,
+    parameter int OUT_W = 16,
+    parameter bit OUT_SIGNED = 1'b0,
+    parameter int OUT_RND = 2,
+    parameter int OUT_OVF = 1,
+    parameter int OUT_SHIFT = 30,
+    parameter int ROW_MAX = 64,
+    parameter int BUF_DEPTH = 128,
+    parameter int ROWQ = 4,
+    parameter int N_BITS = 8,
+    // exp unit (see hwa_exp_unit)
+    parameter bit BASE2 = 1'b1,
+    parameter int EXP_W = 22,
+    parameter int EXP_F = 21,
+    parameter int EXP_RND = 2,
+    parameter longint LOG2E = 64'd48408813,
+    parameter int LOG2E_W = 26,
+    parameter int PROD_SHIFT = 13,
+    parameter int T_W = 27,
+    parameter int T_F = 22,
+    parameter int T_RND = 2,
+    parameter int A = 8,
+    parameter int TABLE_F = 24,
+    parameter bit INTERP = 1'b1,
+    parameter int LUT_BITS = 12,
+    parameter int LIM_BITS = 14,
+    parameter int LUT_SHIFT = 2,
+    // running sum
+    parameter int SUM_W = 36,
+    parameter int SUM_F = 24,
+    parameter int SUM_RND = 2,
+    // reciprocal (see hwa_recip)
+    parameter int R_W = 26,
+    parameter int R_F = 25,
+    parameter int R_OVF = 0,
+    parameter int WF = 26,
+    parameter int TB = 8,
+    parameter bit NEWTON = 1'b1,
+    parameter int STEPS = 2,
+    parameter int R_RND = 2,
+    parameter string EXP_FILE = "",
+    parameter string RECIP_FILE = ""
+) (
+    input  logic             clk,
+    input  logic             rst,
+    input  logic [IN_W-1:0]  s_axis_tdata,
+    input  logic             s_axis_tvalid,
+    output logic             s_axis_tready,
+    input  logic             s_axis_tlast,
+    output logic [OUT_W-1:0] m_axis_tdata,
+    output logic             m_axis_tvalid,
+    input  logic             m_axis_tready,
+    output logic             m_axis_tlast
+);
+
+  localparam int AW = $clog2(BUF_DEPTH);
+  localparam int QW = $clog2(ROWQ);
+  localparam int DW = IN_W;  // |x_j - m| < 2^IN_W
+  localparam int PW = SUM_W + EXP_W + 2;
+  localparam int SW = 8;
+
+  if (IN_W < 2 || IN_W > 32 || OUT_W < 1 || OUT_W > 40 || ROW_MAX < 1
+      || (1 << N_BITS) <= ROW_MAX || SUM_F < EXP_F || SUM_W > 62) begin : g_bad_w
+    initial $error({"hwa_softmax_online: invalid IN_W=%0d OUT_W=%0d ROW_MAX=%0d N_BITS=%0d ",
+                    "SUM_W=%0d SUM_F=%0d EXP_F=%0d"},
+                   IN_W, OUT_W, ROW_MAX, N_BITS, SUM_W, SUM_F, EXP_F);
+  end
+  if (BUF_DEPTH < ROW_MAX || (1 << AW) != BUF_DEPTH || ROWQ < 2 || (1 << QW) != ROWQ)
+  begin : g_bad_buf
+    initial $error("hwa_softmax_online: BUF_DEPTH=%0d (power of 2 >= ROW_MAX=%0d), ROWQ=%0d",
+                   BUF_DEPTH, ROW_MAX, ROWQ);
+  end
+
+  // ---- input: buffer and max stage ---------------------------------------------------
+  logic in_fire, rd_issue, rd_last;
+  logic [AW:0] occ_reg;
+  logic [QW:0] rows_reg;
+  logic [AW-1:0] wp_reg, rp_reg;
+  logic first_reg;  // next accepted element starts a row
+
+  assign s_axis_tready = (occ_reg < (AW + 1)'(BUF_DEPTH)) && (rows_reg < (QW + 1)'(ROWQ));
+  assign in_fire = s_axis_tvalid & s_axis_tready;
+
+  logic [IN_W-1:0] buf_mem[BUF_DEPTH];
+  always_ff @(posedge clk) begin
+    if (in_fire) buf_mem[wp_reg] <= s_axis_tdata;
+  end
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      wp_reg <= '0;
+      first_reg <= 1'b1;
+      occ_reg <= '0;
+      rows_reg <= '0;
+    end else begin
+      if (in_fire) begin
+        wp_reg <= wp_reg + 1'b1;
+        first_reg <= s_axis_tlast;
+      end
+      occ_reg <= occ_reg + (AW + 1)'(in_fire) - (AW + 1)'(rd_issue);
+      rows_reg <= rows_reg + (QW + 1)'(in_fire & s_axis_tlast) - (QW + 1)'(rd_issue & rd_last);
+    end
+  end
+
+  // stage A: running max; the exp argument against the previous max
+  logic signed [IN_W-1:0] x_in, m_reg;
+  logic signed [IN_W:0] diff;
+  logic a_v, a_first, a_last, a_new;
+  logic [DW-1:0] a_delta;
+  logic signed [IN_W-1:0] a_m;
+  assign x_in = s_axis_tdata;
+  assign diff = (IN_W + 1)'(x_in) - (IN_W + 1)'(m_reg);
+  always_ff @(posedge clk) begin
+    if (rst) a_v <= 1'b0;
+    else a_v <= in_fire;
+    if (in_fire) begin
+      a_first <= first_reg;
+      a_last <= s_axis_tlast;
+      a_new <= ~first_reg && (diff > 0);
+      a_delta <= first_reg ? '0 : DW'((diff > 0) ? diff : -diff);
+      if (first_reg || diff > 0) m_reg <= x_in;
+      a_m <= (first_reg || diff > 0) ? x_in : m_reg;
+    end
+  end
+
+  // stages B, C: E(delta)
+  logic [EXP_W-1:0] e_in;
+  hwa_exp_unit #(
+      .D_W(DW),
+      .BASE2(BASE2),
+      .EXP_W(EXP_W),
+      .EXP_F(EXP_F),
+      .EXP_RND(EXP_RND),
+      .LOG2E(LOG2E),
+      .LOG2E_W(LOG2E_W),
+      .PROD_SHIFT(PROD_SHIFT),
+      .T_W(T_W),
+      .T_F(T_F),
+      .T_RND(T_RND),
+      .A(A),
+      .TABLE_F(TABLE_F),
+      .INTERP(INTERP),
+      .LUT_BITS(LUT_BITS),
+      .LIM_BITS(LIM_BITS),
+      .LUT_SHIFT(LUT_SHIFT),
+      .TABLE_FILE(EXP_FILE)
+  ) u_exp_in (
+      .clk(clk),
+      .en (1'b1),
+      .d  (a_delta),
+      .e  (e_in)
+  );
+  logic b_v, b_first, b_last, b_new, c_v, c_first, c_last, c_new;
+  logic signed [IN_W-1:0] b_m, c_m;
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      b_v <= 1'b0;
+      c_v <= 1'b0;
+    end else begin
+      b_v <= a_v;
+      c_v <= b_v;
+    end
+    b_first <= a_first;
+    b_last <= a_last;
+    b_new <= a_new;
+    b_m <= a_m;
+    c_first <= b_first;
+    c_last <= b_last;
+    c_new <= b_new;
+    c_m <= b_m;
+  end
+
+  // stage D: the running sum (the only one-cycle loop)
+  localparam logic [SUM_W-1:0] ONE = SUM_W'(1) << SUM_F;
+  logic [SUM_W-1:0] d_reg, d_nxt;
+  logic signed [PW-1:0] de;
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic signed [PW-1:0] de_r;  // d*e/2^EXP_F <= d: fits SUM_W bits
+  /* verilator lint_on UNUSEDSIGNAL */
+  assign de = PW'(d_reg) * PW'(e_in);
+  hwa_round_shift #(
+      .IN_W (PW),
+      .SH_W (SW),
+      .OUT_W(PW),
+      .MODE (SUM_RND)
+  ) u_rescale (
+      .x (de),
+      .sh(SW'(EXP_F)),
+      .y (de_r)
+  );
+  always_comb begin
+    if (c_first) d_nxt = ONE;
+    else if (c_new) d_nxt = SUM_W'(de_r) + ONE;
+    else d_nxt = d_reg + (SUM_W'(e_in) << (SUM_F - EXP_F));
+  end
+  logic row_v;
+  logic signed [IN_W-1:0] row_m;
+  always_ff @(posedge clk) begin
+    if (rst) d_reg <= '0;
+    else if (c_v) d_reg <= d_nxt;
+    if (rst) row_v <= 1'b0;
+    else row_v <= c_v & c_last;
+    if (c_v & c_last) row_m <= c_m;
+  end
+
+  // per row: r = 1/d, m and n travel alongside
+  localparam int RLAT = 3 + (NEWTON ? STEPS : 0);
+  logic r_v;
+  logic [R_W-1:0] r_val;
+  hwa_recip #(
+      .D_W(SUM_W),
+      .D_F(SUM_F),
+      .R_W(R_W),
+      .R_F(R_F),
+      .R_OVF(R_OVF),
+      .WF(WF),
+      .TB(TB),
+      .NEWTON(NEWTON),
+      .STEPS(STEPS),
+      .RND(R_RND),
+      .TABLE_FILE(RECIP_FILE)
+  ) u_recip (
+      .clk(clk),
+      .rst(rst),
+      .in_valid(row_v),
+      .d(d_reg),
+      .out_valid(r_v),
+      .r(r_val)
+  );
+  // the row's max and length, delayed to meet r
+  logic signed [IN_W-1:0] mq_pipe[RLAT];
+  logic [N_BITS-1:0] n_cnt, n_row, nq_pipe[RLAT];
+  always_ff @(posedge clk) begin
+    if (rst) n_cnt <= '0;
+    else if (in_fire) n_cnt <= s_axis_tlast ? '0 : n_cnt + 1'b1;
+  end
+  // element count per row, carried down the ingest pipeline with tlast
+  logic [N_BITS-1:0] a_n, b_n, c_n;
+  always_ff @(posedge clk) begin
+    if (in_fire) a_n <= n_cnt + 1'b1;
+    b_n <= a_n;
+    c_n <= b_n;
+    if (c_v & c_last) n_row <= c_n;
+  end
+  always_ff @(posedge clk) begin
+    mq_pipe[0] <= row_m;
+    nq_pipe[0] <= n_row;
+    for (int s = 1; s < RLAT; s++) begin
+      mq_pipe[s] <= mq_pipe[s-1];
+      nq_pipe[s] <= nq_pipe[s-1];
+    end
+  end
+
+  // row queue
+  logic signed [IN_W-1:0] q_m[ROWQ];
+  logic [R_W-1:0] q_r[ROWQ];
+  logic [N_BITS-1:0] q_n[ROWQ];
+  logic [QW:0] q_cnt;
+  logic [QW-1:0] q_wr, q_rd;
+  logic q_pop;
+  always_ff @(posedge clk) begin
+    if (r_v) begin
+      q_m[q_wr] <= mq_pipe[RLAT-1];
+      q_r[q_wr] <= r_val;
+      q_n[q_wr] <= nq_pipe[RLAT-1];
+    end
+    if (rst) begin
+      q_cnt <= '0;
+      q_wr <= '0;
+      q_rd <= '0;
+    end else begin
+      if (r_v) q_wr <= q_wr + 1'b1;
+      if (q_pop) q_rd <= q_rd + 1'b1;
+      q_cnt <= q_cnt + (QW + 1)'(r_v) - (QW + 1)'(q_pop);
+    end
+  end
+
+  // ---- output: stall-all pipeline ---------------------------------------------------
+  logic ce;
+  logic [N_BITS-1:0] idx_reg;
+  assign ce = ~m_axis_tvalid | m_axis_tready;
+  assign rd_issue = ce && (q_cnt != 0);
+  assign rd_last = (idx_reg + 1'b1) == q_n[q_rd];
+  assign q_pop = rd_issue & rd_last;
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      rp_reg <= '0;
+      idx_reg <= '0;
+    end else if (rd_issue) begin
+      rp_reg <= rp_reg + 1'b1;
+      idx_reg <= rd_last ? '0 : idx_reg + 1'b1;
+    end
+  end
+  // o1: buffered x and the row context
+  logic o1_v, o1_l;
+  logic signed [IN_W-1:0] o1_x, o1_m;
+  logic [R_W-1:0] o1_r;
+  always_ff @(posedge clk) begin
+    if (rst) o1_v <= 1'b0;
+    else if (ce) o1_v <= rd_issue;
+    if (ce) begin
+      o1_x <= buf_mem[rp_reg];
+      o1_l <= rd_last;
+      o1_m <= q_m[q_rd];
+      o1_r <= q_r[q_rd];
+    end
+  end
+  // o2, o3: E(m - x)
+  logic [EXP_W-1:0] e_out;
+  logic [DW-1:0] o_delta;
+  assign o_delta = DW'((IN_W + 1)'(o1_m) - (IN_W + 1)'(o1_x));
+  hwa_exp_unit #(
+      .D_W(DW),
+      .BASE2(BASE2),
+      .EXP_W(EXP_W),
+      .EXP_F(EXP_F),
+      .EXP_RND(EXP_RND),
+      .LOG2E(LOG2E),
+      .LOG2E_W(LOG2E_W),
+      .PROD_SHIFT(PROD_SHIFT),
+      .T_W(T_W),
+      .T_F(T_F),
+      .T_RND(T_RND),
+      .A(A),
+      .TABLE_F(TABLE_F),
+      .INTERP(INTERP),
+      .LUT_BITS(LUT_BITS),
+      .LIM_BITS(LIM_BITS),
+      .LUT_SHIFT(LUT_SHIFT),
+      .TABLE_FILE(EXP_FILE)
+  ) u_exp_out (
+      .clk(clk),
+      .en (ce),
+      .d  (o_delta),
+      .e  (e_out)
+  );
+  logic o2_v, o2_l, o3_v, o3_l;
+  logic [R_W-1:0] o2_r, o3_r;
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      o2_v <= 1'b0;
+      o3_v <= 1'b0;
+    end else if (ce) begin
+      o2_v <= o1_v;
+      o3_v <= o2_v;
+    end
+    if (ce) begin
+      o2_l <= o1_l;
+      o2_r <= o1_r;
+      o3_l <= o2_l;
+      o3_r <= o2_r;
+    end
+  end
+  // o4: y = cast_out(e * r), output register
+  localparam int YW = EXP_W + R_W + ((OUT_SHIFT < 0) ? -OUT_SHIFT : 0) + 2;
+  logic signed [YW-1:0] er, er_r, er_l;
+  logic [OUT_W-1:0] y_c;
+  assign er = YW'(e_out) * YW'(o3_r);
+  if (OUT_SHIFT > 0) begin : g_rs
+    hwa_round_shift #(
+        .IN_W (YW),
+        .SH_W (SW),
+        .OUT_W(YW),
+        .MODE (OUT_RND)
+    ) u_out (
+        .x (er),
+        .sh(SW'(OUT_SHIFT)),
+        .y (er_r)
+    );
+    assign er_l = er_r;
+  end else begin : g_ls
+    assign er_l = er <<< (-OUT_SHIFT);
+  end
+  hwa_sat #(
+      .IN_W      (YW),
+      .OUT_W     (OUT_W),
+      .OUT_SIGNED(OUT_SIGNED),
+      .OVF       (OUT_OVF)
+  ) u_sat (
+      .x(er_l),
+      .y(y_c)
+  );
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      m_axis_tvalid <= 1'b0;
+      m_axis_tlast <= 1'b0;
+    end else if (ce) begin
+      m_axis_tvalid <= o3_v;
+      m_axis_tlast <= o3_l;
+    end
+    if (ce) m_axis_tdata <= y_c;
+  end
+
+endmodule
