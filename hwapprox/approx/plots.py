@@ -1,5 +1,8 @@
 """Sweep plots (matplotlib, Agg canvas, PNG and SVG).
 
+Methods get distinct markers and line styles (hollow markers), so methods
+with identical errors remain distinguishable.
+
 * :func:`plot_error_vs_width` -- per operator, one line per method: for each
   output bit-width the *best* spec of that method (smallest error over the
   other swept fields), where a spec's error is its *worst* over the input
@@ -32,6 +35,11 @@ _LABELS = {
     "max_lsb": "max error (output LSBs)",
     "kl": "KL divergence (nats)",
 }
+
+
+#: markers and line styles cycled per method, so series that coincide stay visible
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+_LINES = ("-", "--", "-.", ":")
 
 
 def _figure() -> Any:
@@ -74,9 +82,16 @@ def plot_error_vs_width(
     written: list[Path] = []
     for op, methods in sorted(by_op.items()):
         fig, ax = _figure()
-        for method, pts in sorted(methods.items()):
+        for i, (method, pts) in enumerate(sorted(methods.items())):
             ws = sorted(pts)
-            ax.plot(ws, [_positive(pts[w]) for w in ws], marker="o", label=method)
+            ax.plot(
+                ws,
+                [_positive(pts[w]) for w in ws],
+                marker=_MARKERS[i % len(_MARKERS)],
+                linestyle=_LINES[i % len(_LINES)],
+                markerfacecolor="none",
+                label=method,
+            )
         ax.set_yscale("log")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("output bit-width W")
@@ -92,7 +107,7 @@ def plot_pareto(
     records: Iterable[dict[str, Any]], out_dir: str | Path, metric: str = "max_abs"
 ) -> list[Path]:
     """``pareto_<operator>.{png,svg}`` (see the module docstring)."""
-    from matplotlib.ticker import FormatStrFormatter
+    from matplotlib.ticker import FormatStrFormatter, NullFormatter
 
     out = Path(out_dir)
     specs = aggregate_by_spec(records, metric)
@@ -105,10 +120,11 @@ def plot_pareto(
         by_method: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for s in items:
             by_method[s["method"]].append(s)
-        for method, ss in sorted(by_method.items()):
+        for i, (method, ss) in enumerate(sorted(by_method.items())):
             ax.scatter(
                 [s["cost_score"] for s in ss],
                 [_positive(s["error"]) for s in ss],
+                marker=_MARKERS[i % len(_MARKERS)],
                 label=method,
                 s=18,
                 alpha=0.8,
@@ -124,8 +140,12 @@ def plot_pareto(
                 label="Pareto front",
             )
         ax.set_xscale("log" if min(s["cost_score"] for s in items) > 0 else "symlog")
+        costs = [s["cost_score"] for s in items]
         ax.xaxis.set_major_formatter(FormatStrFormatter("%g"))
-        ax.xaxis.set_minor_formatter(FormatStrFormatter("%g"))
+        if min(costs) > 0 and max(costs) < 10 * min(costs):
+            ax.xaxis.set_minor_formatter(FormatStrFormatter("%g"))  # < 1 decade: label minors
+        else:
+            ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_yscale("log")
         ax.set_xlabel("cost score (LUT-equivalent, spec.cost().score())")
         ax.set_ylabel(_LABELS.get(metric, metric) + " (worst input set)")
