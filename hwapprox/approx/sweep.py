@@ -21,6 +21,19 @@ directory, so an interrupted sweep resumes: points whose key already has an
 ``ok``/``invalid`` record are skipped; ``error`` records are retried (the last
 record of a key wins when reading). The directory holds a ``sweep.json``
 manifest; a non-empty directory without it is refused.
+
+A grid as YAML (``hwapprox sweep --config grid.yaml -o out/``; a top-level
+``grids:`` list runs several)::
+
+    operator: softmax
+    methods: [ibert, softermax, hls4ml_stable]
+    fields:
+      in_fmt: ["ap_fixed<16,6>"]
+      out_fmt: ["ap_ufixed<8,0,AP_RND,AP_SAT>", "ap_ufixed<12,0,AP_RND,AP_SAT>"]
+      exp_table_size: [256, 1024]      # only methods with this field vary it
+    inputs:
+      - {dist: gaussian, sigma: 2, n: 64}
+      - {dist: heavy, sigma: 2, n: 256, rows: 128}
 """
 
 from __future__ import annotations
