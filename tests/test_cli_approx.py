@@ -107,6 +107,7 @@ def test_eval_user_inputs(tmp_path: Path) -> None:
         (["--dist", "cauchy"], "Invalid value for --dist: unknown input distribution 'cauchy'"),
         (["--inputs", "/no/such.npy"], "input file '/no/such.npy' does not exist"),
         (["--key", "a"], "Invalid value for --key: --key applies only with --inputs FILE.npz"),
+        (["--low", "-8"], "Invalid value for --low: --low applies to --dist uniform only"),
     ],
 )
 def test_eval_errors_name_the_value_and_the_fix(args: list[str], message: str) -> None:

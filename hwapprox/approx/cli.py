@@ -226,13 +226,23 @@ def _input_sets(kw: dict[str, Any], many: bool) -> list[InputSet]:
                 raise click.BadParameter(f"{it!r} is not {kind}{extra}", param_hint=f"--{k}")
             vals.append(float(v) if k not in _INT_KEYS else v)
         lists[k] = vals
-    if lists.get("dist") and "file" in lists["dist"]:
+    dists = lists.get("dist", [])
+    if "file" in dists:
         raise click.BadParameter("use --inputs FILE for user arrays", param_hint="--dist")
+    for opt, dist in (("low", "uniform"), ("high", "uniform"), ("spikes", "heavy")):
+        if opt in lists and dist not in dists:
+            raise click.BadParameter(
+                f"--{opt} applies to --dist {dist} only (got --dist {','.join(dists)})",
+                param_hint=f"--{opt}",
+            )
     keys = list(lists)
     sets = []
     for combo in itertools.product(*(lists[k] for k in keys)):
         d = dict(zip(keys, combo, strict=True))
-        if d.get("dist") != "uniform":
+        if d.get("dist") == "uniform":
+            d.pop("sigma", None)
+            d.pop("mean", None)
+        else:
             d.pop("low", None)
             d.pop("high", None)
         if d.get("dist") != "heavy":
