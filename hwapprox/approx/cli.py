@@ -640,9 +640,11 @@ def tune_cmd(
 ) -> None:
     """Find the cheapest spec (by cost score) that meets an error budget.
 
-    The search space is built as in 'hwapprox sweep'; candidates are measured
-    cheapest first on every input set (worst case counts). Exits with status 1
-    when nothing in the search space meets the budget.
+    The search space is built as in 'hwapprox sweep' (by default: the default
+    spec of every method; widen it with --out-width, --out-fmt and --set
+    lists); candidates are measured cheapest first on every input set (worst
+    case counts). Exits with status 1 when nothing in the space meets the
+    budget.
 
     \b
     Example:
