@@ -287,8 +287,9 @@ HLS4ML_SPECS = [
 
 @pytest.fixture(scope="module")
 def hls4ml_exe():
-    from hwapprox.hls.csim import build_harness
-    from hwapprox.hls.emit import instance_from_spec
+    """The harness compiled once (cached by content: harness, hls_harness.h, instances)."""
+    from hwapprox._cxx import cache_dir, compile_cxx, hls4ml_include_dirs
+    from hwapprox.hls.emit import header_digest, instance_from_spec, render_header, write_header
 
     insts, rows = [], []
     for i, (spec, ns) in enumerate(HLS4ML_SPECS):
@@ -297,7 +298,16 @@ def hls4ml_exe():
             insts.append(instance_from_spec(name, spec, extra_consts={"n_in": n}))
             rows.append((str(100 * i + j), "run_ln", name))
         rows.append((str(100 * i + 99), "dump_table", f"ln{i}_0"))
-    return build_harness(HARNESS, insts, rows, name="hls4ml_layernorm")
+    header = render_header("HWAPPROX_INSTANCES_H", insts, xmacro=rows)
+    gen_dir = cache_dir() / "hls_gen" / header_digest(header)
+    write_header(gen_dir / "hwapprox_instances.h", header)
+    io_header = (HARNESS.parent / "hls_harness.h").read_text()
+    source = (
+        f"// instances {header_digest(header)} io {header_digest(io_header)}\n"
+        + HARNESS.read_text()
+    )
+    incs = [HARNESS.parent, gen_dir, *hls4ml_include_dirs()]
+    return compile_cxx(source, name="hls4ml_layernorm", include_dirs=incs)
 
 
 def _edge_rows(fmt, n):
