@@ -8,7 +8,8 @@ across sessions by :func:`hwapprox._cxx.compile_cxx`) and run once per
 session on one binary job file.
 
 Coverage: every rounding x overflow mode pair, signed and unsigned, widths 1..32
-(rotated over the mode pairs) plus one of 33..62 per pair, integer bits
+(1 and 2 for every pair, the rest rotated over the mode pairs) plus one of
+33..62 per pair, integer bits
 negative / zero / inside / equal to / beyond the width; >= 100,000 doubles per
 mode pair including every exact half-LSB tie near zero, the range ends and at
 random codes, the doubles adjacent to those ties, ±2**I, huge, tiny,
@@ -36,7 +37,7 @@ ORACLE_SRC = Path(__file__).parent / "cxx" / "fixed_oracle.cpp"
 ORACLE_FLAGS = ("-O1", "-std=c++17", "-DNDEBUG")
 
 MODE_PAIRS = [(q, o) for q in Rounding for o in Overflow]
-VALUES_PER_QUANT_FORMAT = 10_240  # 10 formats per mode pair -> 102,400 values
+VALUES_PER_QUANT_FORMAT = 8_500  # 12 formats per mode pair -> 102,000 values
 VALUES_PER_CAST = 34_000  # 3 casts per destination mode pair -> >= 100,000 codes
 VALUES_PER_BINOP = 20_000
 WIDE_WIDTHS = (33, 40, 48, 53, 62)
@@ -96,12 +97,17 @@ def _fmt(shape: Shape, q: Rounding = Rounding.TRN, o: Overflow = Overflow.WRAP) 
 
 
 def quant_formats(m: int) -> list[FixedFormat]:
-    """Formats tested for mode pair number ``m``: 5 signed + 5 unsigned."""
+    """Formats tested for mode pair number ``m``: 6 signed + 6 unsigned.
+
+    Widths 1, 2, three of 3..33 rotating with ``m`` (so every width 2..32 meets
+    several mode pairs) and one of 33..62; integer bits cycle through
+    negative, zero, inside, equal to and beyond the width.
+    """
     q, o = MODE_PAIRS[m]
     out = []
     for s, signed in enumerate((True, False)):
         slot = 2 * m + s
-        widths = [1, *(2 + (3 * slot + k) % 31 for k in range(3)), WIDE_WIDTHS[slot % 5]]
+        widths = [1, 2, *(3 + (3 * slot + k) % 31 for k in range(3)), WIDE_WIDTHS[slot % 5]]
         for k, w in enumerate(widths):
             cat = (k + slot) % 5
             if cat == 0:  # negative: the binary point left of the word
@@ -351,7 +357,7 @@ def test_oracle_matches_hand_computed_values(oracle: OracleRun) -> None:
         hits = want[x == value]
         assert hits.size > 0, (fmt, value)
         assert (hits == code).all(), (fmt, value, hits)
-    assert len(oracle.quant[m]) == 10
+    assert len(oracle.quant[m]) == 12
     assert sum(t[1].size for t in oracle.quant[m]) >= 100_000
 
 
