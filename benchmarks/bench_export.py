@@ -15,7 +15,13 @@ warm runs, CPU onnxruntime, default threads):
 Target: emulation <= 5 x float + approximation-model time, i.e.
 ``(emulation - approx) / float <= 5``.
 
-Usage: ``.venv/bin/python benchmarks/bench_export.py [--repeats 5] [--threads 0]``
+With ``--example``: accuracy on the embedded example (``hwapprox validate``
+without a model: 16 sequences) for each registered method, one operator
+approximated at a time (calibrated ``ap_fixed<16, I>`` inputs, headroom 1,
+the method's default other fields), then all operators with the defaults,
+then a ``--budget`` run.
+
+Usage: ``.venv/bin/python benchmarks/bench_export.py [--repeats 5] [--threads 0] [--example]``
 """
 
 from __future__ import annotations
@@ -50,7 +56,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--example", action="store_true", help="accuracy table on the example")
     args = ap.parse_args()
+    if args.example:
+        example_table()
+        return
 
     t0 = time.perf_counter()
     imp = import_model(bert_encoder(SHAPE, gelu="erf", layernorm="op", seed=0))
@@ -99,6 +109,38 @@ def main() -> None:
     print(f"(emulation - approx) / faster float = {ratio:.2f}  (target <= 5)")
     print(f"cut-only / faster float = {t_cut / best:.2f}")
     print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+
+
+def example_table() -> None:
+    from hwapprox.approx.registry import METHODS
+    from hwapprox.export import example
+    from hwapprox.export.validate import validate
+
+    imp = import_model(example.model_path())
+    print(
+        "| sites approximated | method | worst per-site max abs err | e2e max abs | "
+        "e2e mean abs | cosine min | top-1 |"
+    )
+    print("|---|---|---|---|---|---|---|")
+
+    def row(label: str, method: str, **kw: object) -> None:
+        try:
+            r = validate(imp, inputs=example.inputs_path(), threads=1, **kw)  # type: ignore[arg-type]
+        except Exception as exc:
+            print(f"| {label} | {method} | error: {exc} | | | | |")
+            return
+        e = r.end_to_end
+        worst = max((v["max_abs"] for v in r.site_errors.values()), default=0.0)
+        print(
+            f"| {label} | {method} | {worst:.3g} | {e['max_abs']:.3g} | {e['mean_abs']:.3g} | "
+            f"{e['cosine_min']:.6f} | {e['top1']:.4f} |"
+        )
+
+    for op in Operator:
+        for m in sorted(METHODS[op]):
+            row(f"all {op}", m, sites=[op.value], methods={op.value: m})
+    row("all", "ibert (defaults)")
+    row("all, --budget top1=1,cosine=0.9999", "tuned", budget="top1=1,cosine=0.9999")
 
 
 if __name__ == "__main__":
