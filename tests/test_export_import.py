@@ -119,3 +119,14 @@ def test_select_sites() -> None:
     ]
     with pytest.raises(Exception, match=r"^unknown site selector\(s\) \['relu'\]; use 'all'"):
         select_sites(imp.sites, ["relu"])
+
+
+@pytest.mark.parametrize("gelu", ["erf", "erf_mul", "tanh_hf"])
+def test_constants_from_initializers(gelu: str) -> None:
+    """The same patterns with scalar constants as initializers, not Constant nodes."""
+    imp = import_model(bert_encoder(SHAPE, gelu=gelu, layernorm="decomposed", scalars="init"))
+    assert not any(n.op_type == "Constant" for n in imp.model.graph.node)
+    assert [s.pattern for s in imp.sites if s.operator is Operator.GELU] == [
+        "tanh" if "tanh" in gelu else "erf"
+    ] * SHAPE.layers
+    assert len([s for s in imp.sites if s.pattern == "decomposed"]) == 1 + 2 * SHAPE.layers

@@ -1,0 +1,46 @@
+"""Calibration statistics and the input-format rule."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hwapprox.export.calibrate import SiteStats
+from hwapprox.export.errors import ExportError
+
+
+def test_stats_of_known_data() -> None:
+    s = SiteStats.of("s", np.arange(-500, 501, dtype=np.float32))  # 1001 values
+    assert (s.count, s.min, s.max, s.mean, s.absmax) == (1001, -500.0, 500.0, 0.0, 500.0)
+    assert s.std == pytest.approx(np.sqrt(1001**2 - 1) / np.sqrt(12))  # discrete uniform
+    assert dict(s.percentiles)[50.0] == 0.0
+    assert dict(s.percentiles)[1.0] == -490.0  # linear interpolation: index 10 of 1000
+
+
+@pytest.mark.parametrize(
+    ("absmax", "headroom", "int_bits"),
+    # smallest I with absmax < 2^(I-1), plus headroom, worked by hand
+    [(4.0, 1, 5), (3.9, 1, 4), (3.9, 0, 3), (0.3, 0, 0), (0.5, 0, 1), (0.0, 1, 2), (100.0, 2, 10)],
+)
+def test_int_bits_rule(absmax: float, headroom: int, int_bits: int) -> None:
+    s = SiteStats.of("s", np.array([-absmax / 2, absmax]))
+    assert s.int_bits(headroom) == int_bits
+    fmt = s.choose_format(16, headroom)
+    assert (fmt.width, fmt.int_bits, str(fmt.rounding), str(fmt.overflow)) == (
+        16,
+        int_bits,
+        "AP_RND",
+        "AP_SAT",
+    )
+    if headroom == 0 and absmax > 0:  # tight: absmax fits, twice it saturates
+        assert float(fmt.max) >= absmax
+        assert float(fmt.max) < 2 * absmax
+
+
+def test_format_errors() -> None:
+    with pytest.raises(ExportError, match=r"^site s: max\|x\| = 1e\+05 needs 19 integer bits"):
+        SiteStats.of("s", np.array([1e5])).choose_format(16, 1)
+    s = SiteStats.of("s", np.array([0.0, -np.inf, 1.0]))
+    assert s.nonfinite == 1
+    with pytest.raises(ExportError, match=r"^site s: its input holds 1 non-finite values"):
+        s.choose_format()
