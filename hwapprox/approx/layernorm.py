@@ -108,8 +108,9 @@ def isqrt_ivit(n: npt.ArrayLike, iterations: int = 10, k0: int = 1 << 16) -> Raw
     """I-ViT's integer square root: ``iterations`` Newton steps from ``k0``, no stop test.
 
     ``k = floor((k + floor(n / k)) / 2)`` repeated exactly ``iterations`` times.
-    Within ±1 of ``isqrt(n)`` only for large n (n >= 26244 with the defaults);
-    ``n = 0`` and ``n = 1`` give 64. Reproduced on purpose (see I-ViT).
+    With the defaults it is within ±1 of ``isqrt(n)`` only for 34596 <= n <
+    ~2^44 (measured: exhaustive to 2^22, sampled above); ``n = 0`` and ``n = 1``
+    give 64. Reproduced on purpose (see I-ViT).
     """
     v = np.asarray(n, dtype=np.int64)
     if v.size and int(v.min()) < 0:
@@ -408,8 +409,9 @@ class IVitLayerNorm(IBertLayerNorm):
     Source: ``zkkli/I-ViT`` ``models/quantization_utils/quant_modules.py``
     ``IntLayerNorm.forward``. Same as :class:`IBertLayerNorm` except:
     ``var = Σ y²`` (no shift), ``std`` from :func:`isqrt_ivit` (exactly 10
-    Newton steps from ``k = 2^16``: only within ±1 of isqrt for var >= 26244,
-    ``var = 0`` or ``1`` gives 64, reproduced on purpose), and
+    Newton steps from ``k = 2^16``, reproduced on purpose: ``var = 0`` or ``1``
+    gives 64; within ±1 of isqrt only for 34596 <= var < ~2^44 -- measured,
+    ALGORITHMS.md's 26244 is too low, e.g. 34595 gives 187, isqrt 185), and
     ``factor = floor((2^31 - 1) / std)``. The ``shift`` field is ignored
     (kept for a uniform field set; must stay 0).
     """
@@ -489,6 +491,14 @@ class Hls4mlLayerNorm(_LayerNormSpec):
     ``var = accum(sum2·k_inv)``; ``index = int(var·table_size·2^range_pow2)``
     clamped to ``[0, table_size-1]``; ``r = table[index]``;
     ``out_i = out_t(d_i·r·γ_i + β_i)`` (exact products and sum, one cast).
+    The C++ ``int`` conversion of the index truncates; negative values (a
+    wrapped variance) clamp to 0 either way.
+
+    Known defects (reproduced, measured in ``benchmarks/results/layernorm.md``):
+    ``Σd²`` wraps once a row's ``N·var >= 32`` with the default accumulator;
+    the table clamps at var >= 1 (rsqrt taken as 1); ``ap_ufixed<8,5>``
+    entries have 0.125 resolution; ``k_inv`` truncated to 2^-10 makes mean and
+    variance 25 % low at N = 768.
     """
 
     method: ClassVar[str] = "hls4ml_lut"
@@ -834,7 +844,9 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
             "rsqrt_table_bits": self.rsqrt_table_bits,
             "rsqrt_entries": 1 << self.rsqrt_table_bits,
             "rsqrt_frac_bits": self.rsqrt_frac_bits,
+            "rsqrt_entry_bits": self.rsqrt_frac_bits,  # unsigned entries < 2^P
             "newton_steps": self.newton_steps,
+            "newton_three": 3 << self.rsqrt_frac_bits,
             "norm_frac_bits": self.norm_frac_bits,
             "acc_frac_bits": self.norm_frac_bits + self.gamma_fmt.frac_bits,
             "out_shift": self.norm_frac_bits + self.gamma_fmt.frac_bits - self.out_fmt.frac_bits,
