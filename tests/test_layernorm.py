@@ -464,3 +464,136 @@ def test_bad_specs():
         IBertLayerNorm(norm_frac_bits=40)
     with pytest.raises(SpecError, match=r"in_fmt=.*64 bits wide"):
         RsqrtLutLayerNorm(in_fmt="ap_fixed<64,8>")
+
+
+# -- the documented datapath, re-implemented with Python ints, row by row ----------------------
+def _round_shift_py(v: int, sh: int, mode: str) -> int:
+    """v / 2^sh rounded: 'RND' (half up) or 'TRN' (floor); sh <= 0 shifts left."""
+    if sh <= 0:
+        return v << -sh
+    if mode == "RND":
+        return (v + (1 << (sh - 1))) >> sh
+    return v >> sh
+
+
+def _rsqrt_lut_scalar(spec, row, gamma, beta):
+    """RsqrtLutLayerNorm/RmsNorm from its docstring steps (independent of the numpy code)."""
+    p, b, g_bits, fz = (
+        spec.rsqrt_frac_bits,
+        spec.rsqrt_table_bits,
+        spec.eps_guard_bits,
+        spec.norm_frac_bits,
+    )
+    table = [int(t) for t in spec.tables()["rsqrt_table"]]
+    n = len(row)
+    s1 = sum(row) if spec.center else 0
+    s2 = sum(v * v for v in row)
+    d = n * s2 - s1 * s1
+    de = (d << g_bits) + n * n * spec.eps_q
+    k = (de.bit_length() - 1) >> 1
+    m = de >> (2 * k - p) if 2 * k >= p else de << (p - 2 * k)
+    assert (1 << p) <= m < (1 << (p + 2))
+    h = m >> (p + 1)
+    j = (m >> (p + h - (b - 1))) & ((1 << (b - 1)) - 1)
+    y = table[(h << (b - 1)) + j]
+    for _ in range(spec.newton_steps):
+        sq = (y * y) >> p
+        t = (m * sq) >> p
+        y = (y * ((3 << p) - t)) >> (p + 1)
+    sh = p + k - g_bits // 2 - fz
+    out_frac = spec.out_fmt.frac_bits
+    f_acc = fz + spec.gamma_fmt.frac_bits
+    res = []
+    for xi, gi, bi in zip(row, gamma, beta, strict=True):
+        z = _round_shift_py((n * xi - s1) * y, sh, "RND")
+        acc = z * gi + (bi << (f_acc - spec.beta_fmt.frac_bits))
+        q = _round_shift_py(acc, f_acc - out_frac, spec.out_fmt.rounding.value[3:])
+        res.append(min(max(q, spec.out_fmt.min_raw), spec.out_fmt.max_raw))
+    return res
+
+
+RSQRT_VARIANTS = [
+    RsqrtLutLayerNorm(),
+    RmsNorm(),
+    # sh = P + k - G/2 - Fz is negative for small rows here: Z = A·y << -sh
+    RsqrtLutLayerNorm(
+        rsqrt_frac_bits=8, rsqrt_table_bits=3, newton_steps=1, norm_frac_bits=24, max_n=64
+    ),
+    RsqrtLutLayerNorm(
+        in_fmt="ap_fixed<8,3>",
+        out_fmt="ap_fixed<8,3,AP_TRN,AP_SAT>",
+        gamma_fmt="ap_fixed<8,2>",
+        beta_fmt="ap_fixed<6,3>",
+        eps_guard_bits=8,
+        eps=1e-3,
+        max_n=100,
+    ),
+]
+
+
+@pytest.mark.parametrize("spec", RSQRT_VARIANTS, ids=lambda s: s.describe()[:60])
+def test_rsqrt_lut_equals_documented_datapath(spec):
+    rng = np.random.default_rng(31)
+    fmt = spec.in_fmt
+    cases = []
+    for n in (1, 2, 3, 17, 64):
+        if n > spec.max_n:
+            continue
+        rows = [fmt.quantize(rng.normal(0, s, n)) for s in (0.05, 0.5, 4.0)]
+        rows += [np.asarray(r, dtype=np.int64) for r in _edge_rows(fmt, n)]
+        for k, x in enumerate(rows):
+            g, b = _affine(spec, n, seed=10 * n + k)
+            if k % 2:
+                g[0], b[0] = spec.gamma_fmt.min_raw, spec.beta_fmt.min_raw
+            cases.append((x, g, b))
+    for x, g, b in cases:
+        want = _rsqrt_lut_scalar(
+            spec, [int(v) for v in x], [int(v) for v in g], [int(v) for v in b]
+        )
+        got = spec.model(x[None, :], gamma=g, beta=b)[0]
+        assert np.array_equal(got, np.array(want)), f"row {x.tolist()}"
+
+
+def _ibert_scalar(spec, row, gamma, beta):
+    """I-BERT / I-ViT IntLayerNorm on Python ints, from the published code's steps."""
+    n = len(row)
+    q, r = divmod(sum(row), n)
+    mean = q + (2 * r > n or (2 * r == n and q % 2 == 1))  # torch.round: ties to even
+    y = [v - mean for v in row]
+    if isinstance(spec, IVitLayerNorm):
+        var = sum(v * v for v in y)
+        k = 1 << 16
+        for _ in range(10):
+            k = (k + var // k) // 2
+        factor = ((1 << 31) - 1) // k
+    else:
+        s = spec.shift
+        while sum((v >> s) ** 2 for v in y) >= 1 << 32:
+            s += 1
+        std = math.isqrt(sum((v >> s) ** 2 for v in y)) << s
+        factor = (1 << 31) // std if std else 0
+    sqrtn = round(math.sqrt(n) * 2**16)  # exact enough for n < 2^20: not near a tie
+    fz = spec.norm_frac_bits
+    f_acc = fz + spec.gamma_fmt.frac_bits
+    res = []
+    for yi, gi, bi in zip(y, gamma, beta, strict=True):
+        y_int = (yi * factor) // 2
+        z = _round_shift_py(y_int * sqrtn, 46 - fz, "RND")
+        acc = z * gi + (bi << (f_acc - spec.beta_fmt.frac_bits))
+        out = _round_shift_py(acc, f_acc - spec.out_fmt.frac_bits, "RND")
+        res.append(min(max(out, spec.out_fmt.min_raw), spec.out_fmt.max_raw))
+    return res
+
+
+@pytest.mark.parametrize("cls", [IBertLayerNorm, IVitLayerNorm])
+def test_ibert_ivit_equal_scalar_rendition(cls):
+    spec = cls()
+    rng = np.random.default_rng(77)
+    for n in (1, 2, 5, 64, 300):
+        rows = [spec.in_fmt.quantize(rng.normal(0.3, s, n)) for s in (0.01, 0.5, 12.0)]
+        rows += [np.asarray(r, dtype=np.int64) for r in _edge_rows(spec.in_fmt, n)]
+        for k, x in enumerate(rows):
+            g, b = _affine(spec, n, seed=n + k)
+            want = _ibert_scalar(spec, x.tolist(), g.tolist(), b.tolist())
+            got = spec.model(x[None, :], gamma=g, beta=b)[0]
+            assert np.array_equal(got, np.array(want)), f"N={n} row {k}"
