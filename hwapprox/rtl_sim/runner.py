@@ -223,10 +223,54 @@ def build(
             path = bdir / f"{name.lower()}.mem"
             path.write_text(text)
             params[name] = f'"{path}"'
-        _run_cocotb_build(toplevel, srcs, params, bdir, simulator, waves)
+        seed = _runtime_objects(simulator, waves)
+        _run_cocotb_build(toplevel, srcs, params, bdir, simulator, waves, seed)
+        if not seed:
+            _save_runtime_objects(bdir, simulator, waves)
         seconds = time.perf_counter() - t0
         stamp.write_text(json.dumps({"seconds": seconds, "parameters": parameters}))
     return BuildInfo(bdir, toplevel, simulator, seconds, False, waves)
+
+
+def _runtime_obj_dir(simulator: str, waves: bool) -> Path:
+    cxx = os.environ.get("CXX", "g++")
+    flags = os.environ.get("CXXFLAGS", "") + os.environ.get("CPPFLAGS", "")
+    key = hashlib.sha256(
+        "\0".join([_tool_version(simulator), str(waves), cxx, flags]).encode()
+    ).hexdigest()[:12]
+    return rtl_cache_dir() / "runtime-objs" / f"{simulator}-{key}"
+
+
+def _runtime_objects(simulator: str, waves: bool) -> list[Path]:
+    """Cached design-independent Verilator runtime objects (``verilated*.o``).
+
+    They depend only on the Verilator version, the compiler and the flags, so
+    a new build copies them in after verilation (newer than ``Vtop.mk``) and
+    make skips compiling them again.
+    """
+    if simulator != "verilator":
+        return []
+    src = _runtime_obj_dir(simulator, waves)
+    return sorted(src.glob("verilated*.o")) if src.is_dir() else []
+
+
+def _save_runtime_objects(bdir: Path, simulator: str, waves: bool) -> None:
+    if simulator != "verilator":
+        return
+    dst = _runtime_obj_dir(simulator, waves)
+    if dst.is_dir():
+        return
+    objs = sorted(bdir.glob("verilated*.o"))
+    if not objs:
+        return
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="objs-", dir=dst.parent))
+    for o in objs:
+        shutil.copy2(o, tmp / o.name)
+    try:
+        tmp.rename(dst)
+    except OSError:  # another worker saved them first
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _run_cocotb_build(
@@ -236,10 +280,24 @@ def _run_cocotb_build(
     bdir: Path,
     simulator: str,
     waves: bool,
+    seed_objects: list[Path],
 ) -> None:
-    from cocotb_tools.runner import get_runner
+    from cocotb_tools.runner import Verilator, get_runner
 
-    runner = get_runner(simulator)
+    if simulator == "verilator" and seed_objects:
+
+        class _SeededVerilator(Verilator):
+            def _build_command(self) -> list[list[str]]:
+                cmds = super()._build_command()
+                names = [str(bdir / o.name) for o in seed_objects]
+                # after verilating (which writes Vtop.mk), before make
+                return [cmds[0], ["cp", *map(str, seed_objects), str(bdir)], ["touch", *names]] + [
+                    list(c) for c in cmds[1:]
+                ]
+
+        runner = _SeededVerilator()
+    else:
+        runner = get_runner(simulator)
     build_args: list[str] = []
     if simulator == "verilator":
         build_args = ["-Wall", "-Wno-fatal", "--x-assign", "unique", "--x-initial", "unique", "-O3"]
