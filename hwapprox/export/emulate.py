@@ -281,33 +281,33 @@ class Emulator:
 
     # -- run ---------------------------------------------------------------------
     def run(
-        self, feeds: Mapping[str, np.ndarray], specs: Mapping[str, ApproxSpec | None]
+        self,
+        feeds: Mapping[str, np.ndarray],
+        specs: Mapping[str, ApproxSpec | None],
+        *,
+        resume: tuple[int, Mapping[str, np.ndarray]] | None = None,
     ) -> dict[str, np.ndarray]:
-        """Graph outputs with each site's spec applied (``None``: float nodes)."""
+        """Graph outputs with each site's spec applied (``None``: float nodes).
+
+        ``resume=(level, values)`` (from :meth:`prefix`) skips the sessions up
+        to and including ``level`` and starts at that level's sites: what the
+        budget tuner uses when only sites from ``level`` on change.
+        """
         unknown = sorted(set(specs) - {s.name for s in self.sites})
         if unknown:
             raise ExportError(f"specs given for sites {unknown} that this emulator did not cut")
-        values: dict[str, np.ndarray] = dict(feeds)
         self.approx_seconds = 0.0
         self.session_seconds = 0.0
-        for seg in self.segments:
-            if seg.session is not None:
-                t0 = time.perf_counter()
-                res = seg.session.run(seg.outputs, {i: values[i] for i in seg.inputs})
-                self.session_seconds += time.perf_counter() - t0
-                values.update(zip(seg.outputs, res, strict=True))
-            for site in self._sites_at[seg.level]:
-                x = values[site.input]
-                spec = specs.get(site.name)
-                t0 = time.perf_counter()
-                if spec is None:
-                    y = self._float_site(site).run(None, {site.input: x})[0]
-                    self.session_seconds += time.perf_counter() - t0
-                else:
-                    dtype = _NP_OF.get(self.index.elem_type.get(site.output, 1), np.float32)
-                    y = apply_spec(site, spec, x).astype(dtype)
-                    self.approx_seconds += time.perf_counter() - t0
-                values[site.output] = y
+        if resume is None:
+            values: dict[str, np.ndarray] = dict(feeds)
+            first = 0
+        else:
+            first, saved = resume
+            values = dict(saved)
+        for seg in self.segments[first:]:
+            if seg.session is not None and (resume is None or seg.level > first):
+                self._run_segment(seg, values)
+            self._run_sites(seg.level, values, specs)
         out = {}
         for o in self.model.graph.output:
             if o.name in values:
@@ -318,6 +318,42 @@ class Emulator:
                     raise ExportError(f"graph output {o.name} was not computed")
                 out[o.name] = const
         return out
+
+    def prefix(
+        self, feeds: Mapping[str, np.ndarray], specs: Mapping[str, ApproxSpec | None], level: int
+    ) -> tuple[int, dict[str, np.ndarray]]:
+        """Values after the sessions of levels ``0..level`` and the sites of
+        levels ``< level`` (with ``specs``): the ``resume`` state of :meth:`run`."""
+        values: dict[str, np.ndarray] = dict(feeds)
+        for seg in self.segments[: level + 1]:
+            if seg.session is not None:
+                self._run_segment(seg, values)
+            if seg.level < level:
+                self._run_sites(seg.level, values, specs)
+        return level, values
+
+    def _run_segment(self, seg: _Segment, values: dict[str, np.ndarray]) -> None:
+        assert seg.session is not None
+        t0 = time.perf_counter()
+        res = seg.session.run(seg.outputs, {i: values[i] for i in seg.inputs})
+        self.session_seconds += time.perf_counter() - t0
+        values.update(zip(seg.outputs, res, strict=True))
+
+    def _run_sites(
+        self, level: int, values: dict[str, np.ndarray], specs: Mapping[str, ApproxSpec | None]
+    ) -> None:
+        for site in self._sites_at[level]:
+            x = values[site.input]
+            spec = specs.get(site.name)
+            t0 = time.perf_counter()
+            if spec is None:
+                y = self._float_site(site).run(None, {site.input: x})[0]
+                self.session_seconds += time.perf_counter() - t0
+            else:
+                dtype = _NP_OF.get(self.index.elem_type.get(site.output, 1), np.float32)
+                y = apply_spec(site, spec, x).astype(dtype)
+                self.approx_seconds += time.perf_counter() - t0
+            values[site.output] = y
 
 
 def trace_model(model: ModelProto, tensors: list[str], *, threads: int = 0) -> ort.InferenceSession:

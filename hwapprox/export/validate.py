@@ -397,9 +397,11 @@ def validate(
         for s in selected:
             tried = []
             pick = None
+            # Everything before this site's level is fixed while it is tuned.
+            state = emu.prefix(feeds, chosen, emu.site_level[s.name])
             for cand in candidates(s, in_fmts[s.name], user_cfg):
                 trial = {**chosen, s.name: cand}
-                m = end_to_end_metrics(ref, emu.run(feeds, trial))
+                m = end_to_end_metrics(ref, emu.run(feeds, trial, resume=state))
                 tried.append(
                     {"spec": cand.describe(), "score": cand.cost().score(), "max_abs": m["max_abs"]}
                 )
