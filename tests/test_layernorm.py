@@ -462,6 +462,10 @@ def test_bad_specs():
         IVitLayerNorm(shift=2)
     with pytest.raises(SpecError, match="norm_frac_bits=40 must be in"):
         IBertLayerNorm(norm_frac_bits=40)
+    with pytest.raises(SpecError, match="norm_frac_bits=0 \\+ gamma fraction bits < out_fmt"):
+        RsqrtLutLayerNorm(norm_frac_bits=0, gamma_fmt="ap_fixed<8,8>", beta_fmt="ap_fixed<8,8>")
+    with pytest.raises(SpecError, match="beta_fmt=ap_fixed<30,-2> has 32 fraction bits"):
+        IBertLayerNorm(beta_fmt="ap_fixed<30,-2>", norm_frac_bits=12)
     with pytest.raises(SpecError, match=r"in_fmt=.*64 bits wide"):
         RsqrtLutLayerNorm(in_fmt="ap_fixed<64,8>")
 
