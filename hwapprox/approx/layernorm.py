@@ -797,8 +797,8 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
 
     def widths(self) -> dict[str, int]:
         """Bit widths of every accumulator/intermediate for rows up to ``max_n``."""
-        w, n = self.in_fmt.width, self.max_n
-        xmax = 1 << (w - 1)  # |X| <= 2^(W-1)
+        n = self.max_n
+        xmax = max(-self.in_fmt.min_raw, self.in_fmt.max_raw)  # largest |X|
         s1 = n * xmax
         s2 = n * xmax * xmax
         d = n * s2  # N·S2 - S1² <= N·S2
