@@ -293,9 +293,10 @@ class FixedFormat:
         # x * 2**F is exact unless it overflows (handled by the clip/fmod below)
         # or underflows: F >= -MAX_INT_BITS, so only |x| < 2**-510 can underflow,
         # and those lie far below half an LSB (fixed after scaling).
-        if self.overflow is Overflow.WRAP and max(-lo_f, hi_f) >= 2.0**ib:
-            # Rounding commutes with reduction modulo 2**I (a multiple of the
-            # LSB, sign kept by fmod), and fmod by a power of two is exact.
+        if self.overflow is Overflow.WRAP and max(-lo_f, hi_f) >= 2.0 ** (MAX_RAW_BITS - frac):
+            # Too big for the int64 wrap below: reduce modulo 2**I first.
+            # Rounding commutes with that reduction (2**I is a multiple of the
+            # LSB, fmod keeps the sign), and fmod by a power of two is exact.
             arr = np.fmod(arr, 2.0**ib)
             scaled = arr * 2.0**frac
         else:
@@ -423,26 +424,30 @@ def _round_float(s: npt.NDArray[np.float64], mode: Rounding) -> RawArray:
     ``r = rint(s)`` rounds ties to even and ``d = s - r`` is exact (``|d| <= 1/2``),
     so a tie is exactly ``|d| == 1/2``; the tie modes move ``r`` by one LSB
     from there. (``s - floor(s)`` is not exact for ``s`` in ``(-1/2, 0)``.)
-    Overwrites ``s``.
+    The last float operation writes straight into the int64 result (integer
+    valued doubles convert exactly). Overwrites ``s``.
     """
+    out = np.empty(s.shape, dtype=np.int64)
     if mode is Rounding.TRN:
-        return np.floor(s, out=s).astype(np.int64)
+        np.floor(s, out=out, casting="unsafe")
+        return out
     if mode is Rounding.TRN_ZERO:
-        return np.trunc(s, out=s).astype(np.int64)
-    r = np.rint(s)
+        np.trunc(s, out=out, casting="unsafe")
+        return out
     if mode is Rounding.RND_CONV:
-        return r.astype(np.int64)
+        np.rint(s, out=out, casting="unsafe")
+        return out
+    r = np.rint(s)
     d = np.subtract(s, r, out=s)
-    out = r.astype(np.int64)
     if mode is Rounding.RND:  # ties toward +inf
-        out += d == 0.5
+        np.add(r, d == 0.5, out=out, casting="unsafe")
     elif mode is Rounding.RND_MIN_INF:  # ties toward -inf
-        out -= d == -0.5
+        np.subtract(r, d == -0.5, out=out, casting="unsafe")
     elif mode is Rounding.RND_ZERO:  # ties toward zero
-        out += (d == 0.5) & (r < 0.0)
+        np.add(r, (d == 0.5) & (r < 0.0), out=out, casting="unsafe")
         out -= (d == -0.5) & (r > 0.0)
     else:  # RND_INF: ties away from zero
-        out += (d == 0.5) & (r >= 0.0)
+        np.add(r, (d == 0.5) & (r >= 0.0), out=out, casting="unsafe")
         out -= (d == -0.5) & (r <= 0.0)
     return out
 
