@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from hwapprox.approx.base import Cost, Operator, SpecError
-from hwapprox.approx.registry import METHODS, get_method, list_methods, make_spec
+from hwapprox.approx.registry import (
+    METHODS,
+    get_method,
+    list_methods,
+    make_spec,
+    spec_from_config,
+)
 
 
 def test_list_methods_covers_every_operator() -> None:
@@ -36,6 +42,7 @@ def test_every_registered_method_builds_with_defaults(op: Operator, method: str)
     spec = get_method(op, method)()
     assert spec.operator == op
     assert spec.to_config()["method"] == method
+    assert spec_from_config(spec.to_config()) == spec
     assert spec.method == method
     assert spec.source, f"{op}/{method} must cite its source"
     with pytest.raises(SpecError, match=r"has no field\(s\) bogus_field"):
