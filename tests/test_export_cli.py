@@ -9,7 +9,7 @@ import numpy as np
 import onnx
 import pytest
 from click.testing import CliRunner
-from onnx_models import checker_failing, float_ref_spec
+from onnx_models import checker_failing, float_ref_spec, single_node
 
 from hwapprox.cli import cli
 from hwapprox.export import example
@@ -231,3 +231,8 @@ def test_cli_bad_options(args: list[str], match: str) -> None:
     r = _run(*args)
     assert r.exit_code != 0
     assert re.search(match, r.output), r.output
+
+
+def test_top1_budget_needs_a_class_axis() -> None:
+    with pytest.raises(ExportError, match=r"^budget top1=1 needs an output with a class axis"):
+        validate(single_node("Gelu", [6], 20), budget="top1=1", methods={"gelu": "ibert"})

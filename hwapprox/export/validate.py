@@ -369,7 +369,8 @@ def validate(
     """Run the whole validation (see the module docstring).
 
     ``specs`` (site name -> spec or None) bypasses the config for those sites
-    (e.g. float-reference specs in tests).
+    (e.g. float-reference specs in tests); with a ``budget`` they stay fixed
+    and only the other selected sites are tuned.
     """
     imported = model if isinstance(model, ImportedModel) else import_model(model)
     label = str(model) if isinstance(model, str | Path) else imported.model.graph.name
@@ -393,8 +394,16 @@ def validate(
     b = E2EBudget.parse(budget) if isinstance(budget, str) else budget
     tuning: list[dict[str, Any]] = []
     if b is not None:
-        chosen = {s.name: None for s in selected}
+        if b.top1 is not None and end_to_end_metrics(ref, ref)["top1"] is None:
+            raise ExportError(
+                f"budget top1={b.top1:g} needs an output with a class axis (rank >= 2, last "
+                f"dim >= 2); outputs: {[(k, list(v.shape)) for k, v in ref.items()]}"
+            )
+        # Sites with an explicitly given spec keep it; the others start float.
+        chosen = {s.name: given.get(s.name) for s in selected}
         for s in selected:
+            if s.name in given:
+                continue
             tried = []
             pick = None
             # Everything before this site's level is fixed while it is tuned.
@@ -421,7 +430,8 @@ def validate(
         for s in selected
         if (spec := chosen[s.name]) is not None
     }
-    # Timing: float model on onnxruntime vs the emulation (warm runs).
+    # Timing: the float model on onnxruntime (second, warm run) vs one emulation
+    # run (its sessions were built and, with a budget, already run).
     full = make_session(imported.model, threads)
     full.run(None, feeds)
     t0 = time.perf_counter()
