@@ -31,7 +31,7 @@ import numpy as np
 import pytest
 
 from hwapprox._cxx import cache_dir, compile_cxx, hls4ml_include_dirs
-from hwapprox.fixed import FixedFormat, Overflow, Rounding, add, mul, sub
+from hwapprox.fixed import FixedFormat, Overflow, Rounding, add, mul, shl, shr, sub
 
 ORACLE_SRC = Path(__file__).parent / "cxx" / "fixed_oracle.cpp"
 ORACLE_FLAGS = ("-O1", "-std=c++17", "-DNDEBUG")
@@ -90,6 +90,17 @@ BINOP_SHAPES: list[tuple[Shape, Shape]] = [
     ((3, -5, False), (13, 20, True)),
 ]
 OPS = {2: ("+", add), 3: ("-", sub), 4: ("*", mul)}
+# x << n and x >> n keep the type; its modes do not apply (no __SC_COMPATIBLE__).
+SHIFT_FORMATS = [
+    FixedFormat(8, 3, True),
+    FixedFormat(8, 3, True, Rounding.RND, Overflow.SAT),
+    FixedFormat(12, 0, False, Rounding.RND_CONV, Overflow.SAT_SYM),
+    FixedFormat(1, 1, True, Rounding.TRN, Overflow.SAT),
+    FixedFormat(5, -2, True, Rounding.RND_INF, Overflow.SAT_ZERO),
+    FixedFormat(40, 10, True),
+    FixedFormat(62, 30, False, Rounding.RND, Overflow.SAT),
+]
+SHIFT_OPS = {5: ("<<", shl), 6: (">>", shr)}
 
 
 def _fmt(shape: Shape, q: Rounding = Rounding.TRN, o: Overflow = Overflow.WRAP) -> FixedFormat:
@@ -243,6 +254,11 @@ def formats_include() -> str:
         lines.append(
             f"FX_BINOP({sa[0]}, {sa[1]}, {_cxx_bool(sa[2])}, {sb[0]}, {sb[1]}, {_cxx_bool(sb[2])})"
         )
+    for f in SHIFT_FORMATS:
+        lines.append(
+            f"FX_SHIFT({f.width}, {f.int_bits}, {_cxx_bool(f.signed)}, "
+            f"{f.rounding.value}, {f.overflow.value})"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -275,6 +291,7 @@ class OracleRun:
     quant: dict[int, list[tuple[FixedFormat, np.ndarray, np.ndarray]]]
     cast: dict[int, list[tuple[FixedFormat, FixedFormat, np.ndarray, np.ndarray]]]
     binop: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, tuple[int, int, bool], np.ndarray]]
+    shift: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 
 def run_oracle(exe: Path, workdir: Path) -> OracleRun:
@@ -299,6 +316,13 @@ def run_oracle(exe: Path, workdir: Path) -> OracleRun:
         for op in OPS:
             jobs += [_head(op, bi, a.size), a.astype("<i8").tobytes(), b.astype("<i8").tobytes()]
             plan.append(("binop", (bi, op, a, b), a.size))
+    for si, f in enumerate(SHIFT_FORMATS):
+        codes = random_codes(f, 2_000, "shift")
+        amounts = np.arange(min(f.width + 4, 63) + 1)  # every amount, past the width
+        x, n = (g.ravel() for g in np.meshgrid(codes, amounts))
+        for op in SHIFT_OPS:
+            jobs += [_head(op, si, x.size), x.astype("<i8").tobytes(), n.astype("<i8").tobytes()]
+            plan.append(("shift", (si, op, x, n), x.size))
     job_file, out_file = workdir / "jobs.bin", workdir / "out.bin"
     job_file.write_bytes(b"".join(jobs))
     proc = subprocess.run(
@@ -307,7 +331,7 @@ def run_oracle(exe: Path, workdir: Path) -> OracleRun:
     if proc.returncode != 0:
         raise AssertionError(f"fixed_oracle failed ({proc.returncode}): {proc.stderr}")
     buf = out_file.read_bytes()
-    run = OracleRun({}, {}, {})
+    run = OracleRun({}, {}, {}, {})
     pos = 0
     for kind, item, n in plan:
         rtype = None
@@ -323,9 +347,12 @@ def run_oracle(exe: Path, workdir: Path) -> OracleRun:
         elif kind == "cast":
             m, s, d, codes = item
             run.cast.setdefault(m, []).append((s, d, codes, res))
-        else:
+        elif kind == "binop":
             bi, op, a, b = item
             run.binop[(bi, op)] = (a, b, rtype, res)
+        else:
+            si, op, x, sh = item
+            run.shift[(si, op)] = (x, sh, res)
     if pos != len(buf):
         raise AssertionError(f"oracle output has {len(buf)} bytes, expected {pos}")
     return run
@@ -399,4 +426,18 @@ def test_binop_matches_ap_fixed(oracle: OracleRun, bi: int, op: int) -> None:
     assert (fr.width, fr.int_bits, fr.signed) == (width, iwidth, signed)
     assert np.array_equal(got, want), _mismatch_report(
         f"{fa} {OPS[op][0]} {fb}", np.stack([a, b], axis=1), want, got
+    )
+
+
+@pytest.mark.parametrize("op", list(SHIFT_OPS), ids=[SHIFT_OPS[k][0] for k in SHIFT_OPS])
+@pytest.mark.parametrize("si", range(len(SHIFT_FORMATS)), ids=[str(f) for f in SHIFT_FORMATS])
+def test_shift_matches_ap_fixed(oracle: OracleRun, si: int, op: int) -> None:
+    fmt = SHIFT_FORMATS[si]
+    x, n, want = oracle.shift[(si, op)]
+    got = np.empty_like(want)
+    for amount in np.unique(n):
+        sel = n == amount
+        got[sel] = SHIFT_OPS[op][1](x[sel], fmt, int(amount))
+    assert np.array_equal(got, want), _mismatch_report(
+        f"{fmt} {SHIFT_OPS[op][0]} n", np.stack([x, n], axis=1), want, got
     )

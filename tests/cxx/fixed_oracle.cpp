@@ -6,13 +6,15 @@
 //   FX_QUANT(W, I, S, Q, O)                  double -> ap_[u]fixed<W,I,Q,O>
 //   FX_CAST(W1, I1, S1, W2, I2, S2, Q2, O2)  ap_[u]fixed<W1,I1> -> <W2,I2,Q2,O2>
 //   FX_BINOP(W1, I1, S1, W2, I2, S2)         a + b, a - b, a * b
+//   FX_SHIFT(W, I, S, Q, O)                  x << n, x >> n (int n, same type)
 // Each kind gets a table of function instances indexed by line order.
 //
 // Usage: fixed_oracle JOBS OUT. JOBS holds records (little-endian)
 //   int32 op, int32 index, int64 n, payload
 // with op 0 = quantize (payload: n float64), 1 = cast (n int64 raw codes of
 // the source format), 2/3/4 = add/sub/mul (n int64 raw codes of a, then n of
-// b). OUT receives per record, for ops 2..4 first the result type
+// b), 5/6 = shift left/right (n int64 raw codes, then n int64 shift amounts).
+// OUT receives per record, for ops 2..4 first the result type
 // (int32 width, int32 iwidth, int32 signed, int32 0), then n int64 raw codes
 // (the result's bit pattern, sign-extended when the type is signed).
 // Exit status 0 on success, 2 on a malformed job file.
@@ -100,44 +102,76 @@ ResultType binop(int op, const std::vector<int64_t>& a, const std::vector<int64_
   return result_type<decltype(A() * B())>();
 }
 
+template <int W, int I, bool S, ap_q_mode Q, ap_o_mode O>
+void shift(int op, const std::vector<int64_t>& x, const std::vector<int64_t>& sh,
+           std::vector<int64_t>& out) {
+  using T = fx_t<W, I, S, Q, O>;
+  for (size_t k = 0; k < x.size(); ++k) {
+    const T v = from_raw<T>(x[k]);
+    const int n = static_cast<int>(sh[k]);
+    out[k] = op == 5 ? raw_of(v << n) : raw_of(v >> n);
+  }
+}
+
 using QuantFn = void (*)(const std::vector<double>&, std::vector<int64_t>&);
 using CastFn = void (*)(const std::vector<int64_t>&, std::vector<int64_t>&);
 using BinFn = ResultType (*)(int, const std::vector<int64_t>&, const std::vector<int64_t>&,
                              std::vector<int64_t>&);
+using ShiftFn = void (*)(int, const std::vector<int64_t>&, const std::vector<int64_t>&,
+                         std::vector<int64_t>&);
 
 #define FX_QUANT(W, I, S, Q, O) &quantize<W, I, S, Q, O>,
 #define FX_CAST(W1, I1, S1, W2, I2, S2, Q2, O2)
 #define FX_BINOP(W1, I1, S1, W2, I2, S2)
+#define FX_SHIFT(W, I, S, Q, O)
 const QuantFn kQuant[] = {
 #include "fixed_oracle_formats.inc"
     nullptr};
 #undef FX_QUANT
 #undef FX_CAST
 #undef FX_BINOP
+#undef FX_SHIFT
 
 #define FX_QUANT(W, I, S, Q, O)
 #define FX_CAST(W1, I1, S1, W2, I2, S2, Q2, O2) &cast<W1, I1, S1, W2, I2, S2, Q2, O2>,
 #define FX_BINOP(W1, I1, S1, W2, I2, S2)
+#define FX_SHIFT(W, I, S, Q, O)
 const CastFn kCast[] = {
 #include "fixed_oracle_formats.inc"
     nullptr};
 #undef FX_QUANT
 #undef FX_CAST
 #undef FX_BINOP
+#undef FX_SHIFT
 
 #define FX_QUANT(W, I, S, Q, O)
 #define FX_CAST(W1, I1, S1, W2, I2, S2, Q2, O2)
 #define FX_BINOP(W1, I1, S1, W2, I2, S2) &binop<W1, I1, S1, W2, I2, S2>,
+#define FX_SHIFT(W, I, S, Q, O)
 const BinFn kBinop[] = {
 #include "fixed_oracle_formats.inc"
     nullptr};
 #undef FX_QUANT
 #undef FX_CAST
 #undef FX_BINOP
+#undef FX_SHIFT
+
+#define FX_QUANT(W, I, S, Q, O)
+#define FX_CAST(W1, I1, S1, W2, I2, S2, Q2, O2)
+#define FX_BINOP(W1, I1, S1, W2, I2, S2)
+#define FX_SHIFT(W, I, S, Q, O) &shift<W, I, S, Q, O>,
+const ShiftFn kShift[] = {
+#include "fixed_oracle_formats.inc"
+    nullptr};
+#undef FX_QUANT
+#undef FX_CAST
+#undef FX_BINOP
+#undef FX_SHIFT
 
 constexpr size_t kNumQuant = sizeof(kQuant) / sizeof(kQuant[0]) - 1;
 constexpr size_t kNumCast = sizeof(kCast) / sizeof(kCast[0]) - 1;
 constexpr size_t kNumBinop = sizeof(kBinop) / sizeof(kBinop[0]) - 1;
+constexpr size_t kNumShift = sizeof(kShift) / sizeof(kShift[0]) - 1;
 
 [[noreturn]] void fail(const char* what) {
   std::fprintf(stderr, "fixed_oracle: %s\n", what);
@@ -189,6 +223,12 @@ int main(int argc, char** argv) {
       read_exact(in, b.data(), b.size());
       const ResultType t = kBinop[idx](op, a, b, res);
       write_all(out, &t, 1);
+    } else if (op == 5 || op == 6) {
+      if (idx >= kNumShift) fail("shift index out of range");
+      std::vector<int64_t> x(static_cast<size_t>(n)), sh(static_cast<size_t>(n));
+      read_exact(in, x.data(), x.size());
+      read_exact(in, sh.data(), sh.size());
+      kShift[idx](op, x, sh, res);
     } else {
       fail("unknown op");
     }
