@@ -50,6 +50,7 @@ CASES = [
     ),
     ("ibert", {}, 8),
     ("ibert", {"in_fmt": "ap_fixed<12,5>", "out_fmt": "ap_ufixed<12,1,AP_TRN,AP_SAT>"}, 16),
+    ("ibert", {"requant": "shift"}, 6),
     ("hls4ml_stable", {}, 8),
     (
         "hls4ml_stable",

@@ -6,7 +6,8 @@
 //                                              row), base-2 or LUT exp, one reciprocal
 //                                              per row (PWL LUT or seed + Newton)
 //   softmax_ibert_op      IBertSoftmax         I-BERT IntSoftmax: i-exp polynomial,
-//                                              16-bit requantisation, 2^32 / sum
+//                                              16-bit requantisation (calibrated
+//                                              multiply or shift), 2^32 / sum
 //   softmax_hls4ml_op     Hls4mlStableSoftmax  hls4ml 1.3 softmax_stable / _latency
 //                         Hls4mlLatencySoftmax (exp and 1/x tables, adder tree), as a
 //                                              baseline written from the model
@@ -146,7 +147,17 @@ struct softmax_ibert_op {
     exps:
         for (int i = 0; i < C::n_in; i++) {
             #pragma HLS UNROLL
-            e[i] = i_exp<64>(sm_w_t(x[i] - m), C::x0, C::b_int, C::c_int, C::n) >> C::exp_shift;
+            sm_w_t ex = i_exp<64>(sm_w_t(x[i] - m), C::x0, C::b_int, C::c_int, C::n);
+            if (C::calibrated) {
+                // QuantAct(16): e·m / 2^shift, ties to even (93-bit exact product),
+                // clamped to the signed exp_bits range
+                ap_int<96> prod = ap_int<96>(ex) * ap_int<96>(C::requant_mult);
+                ap_int<96> r = round_shift<AP_RND_CONV, 96>(prod, C::requant_shift);
+                const sm_w_t cap = (sm_w_t(1) << (C::exp_bits - 1)) - 1;
+                e[i] = r > cap ? cap : sm_w_t(r);
+            } else {
+                e[i] = ex >> C::exp_shift;
+            }
             total += e[i];
         }
         const sm_w_t factor = (sm_w_t(1) << C::factor_bits) / total;  // one divider per row
