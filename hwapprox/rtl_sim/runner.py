@@ -300,7 +300,16 @@ def _run_cocotb_build(
         runner = get_runner(simulator)
     build_args: list[str] = []
     if simulator == "verilator":
-        build_args = ["-Wall", "-Wno-fatal", "--x-assign", "unique", "--x-initial", "unique", "-O3"]
+        build_args = [
+            "-Wall",
+            "-Wno-fatal",
+            "-Werror-USERERROR",
+            "--x-assign",
+            "unique",
+            "--x-initial",
+            "unique",
+            "-O3",
+        ]
         if waves:
             build_args += ["--trace-fst", "--trace-structs"]
     else:

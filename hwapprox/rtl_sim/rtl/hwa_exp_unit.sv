@@ -41,7 +41,7 @@ module hwa_exp_unit #(
 
   if (D_W < 1 || D_W > 40 || EXP_W < 1 || EXP_W > 40 || T_W > 48 || A < 1 || A > T_F
       || LUT_BITS < 1 || LUT_BITS > 20 || LUT_SHIFT < 0 || TABLE_F > 40) begin : g_bad
-    initial $error({"hwa_exp_unit: invalid D_W=%0d EXP_W=%0d T_W=%0d T_F=%0d A=%0d ",
+    $error({"hwa_exp_unit: invalid D_W=%0d EXP_W=%0d T_W=%0d T_F=%0d A=%0d ",
                     "LUT_BITS=%0d LUT_SHIFT=%0d TABLE_F=%0d"},
                    D_W, EXP_W, T_W, T_F, A, LUT_BITS, LUT_SHIFT, TABLE_F);
   end
@@ -74,8 +74,12 @@ module hwa_exp_unit #(
     end else begin : g_l
       assign tr = prod <<< (-PROD_SHIFT);
     end
+    // saturate to the unsigned T_W-bit exp_arg_fmt (tr >= 0)
+    localparam int CW2 = (PW > T_W ? PW : T_W) + 2;
+    logic signed [CW2-1:0] trx;
+    assign trx = CW2'(tr);
     always_ff @(posedge clk) begin
-      if (en) t_reg <= (tr > PW'((PW'(1) <<< T_W) - 1)) ? '1 : T_W'(tr);
+      if (en) t_reg <= (trx > ((CW2'(1) <<< T_W) - CW2'(1))) ? '1 : T_W'(trx);
     end
     // stage 2: 2^-t from the table (+ interpolation), one rounding
     logic [KW-1:0] k;

@@ -28,7 +28,7 @@ module hwa_gelu_lut #(
 
   if (IN_W < 1 || IN_W > 24 || OUT_W < 1 || OUT_W > 62 || INDEX_BITS < 1
       || INDEX_BITS > IN_W || INDEX_BITS > 16) begin : g_bad
-    initial $error("hwa_gelu_lut: invalid IN_W=%0d (1..24) OUT_W=%0d (1..62) INDEX_BITS=%0d",
+    $error("hwa_gelu_lut: invalid IN_W=%0d (1..24) OUT_W=%0d (1..62) INDEX_BITS=%0d",
                    IN_W, OUT_W, INDEX_BITS);
   end
 

@@ -47,7 +47,7 @@ module hwa_gelu_pwl #(
   if (IN_W < 2 || IN_W > 40 || OUT_W < 1 || OUT_W > 62 || NSEG < 1 || NSEG > 256
       || SH_XS < 0 || SH_C < 0 || SH_X < 0 || ACC_W > 120 || OUT_SHIFT < -60
       || OUT_SHIFT > 100) begin : g_bad
-    initial $error({"hwa_gelu_pwl: invalid IN_W=%0d OUT_W=%0d NSEG=%0d (1..256) SH_XS=%0d ",
+    $error({"hwa_gelu_pwl: invalid IN_W=%0d OUT_W=%0d NSEG=%0d (1..256) SH_XS=%0d ",
                     "SH_C=%0d SH_X=%0d OUT_SHIFT=%0d ACC_W=%0d"},
                    IN_W, OUT_W, NSEG, SH_XS, SH_C, SH_X, OUT_SHIFT, ACC_W);
   end

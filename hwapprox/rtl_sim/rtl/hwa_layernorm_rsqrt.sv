@@ -79,17 +79,17 @@ module hwa_layernorm_rsqrt #(
   // ---- parameter checks ---------------------------------------------------
   if (IN_W < 2 || IN_W > 32 || OUT_W < 1 || OUT_W > 32 || GAMMA_W < 1 || BETA_W < 1
       || ROW_MAX < 1 || (1 << N_BITS) <= ROW_MAX) begin : g_bad_w
-    initial $error("hwa_layernorm_rsqrt: invalid IN_W=%0d OUT_W=%0d ROW_MAX=%0d N_BITS=%0d",
+    $error("hwa_layernorm_rsqrt: invalid IN_W=%0d OUT_W=%0d ROW_MAX=%0d N_BITS=%0d",
                    IN_W, OUT_W, ROW_MAX, N_BITS);
   end
   if (BUF_DEPTH < ROW_MAX || (1 << AW) != BUF_DEPTH) begin : g_bad_buf
-    initial $error("hwa_layernorm_rsqrt: BUF_DEPTH=%0d must be a power of two >= ROW_MAX=%0d",
+    $error("hwa_layernorm_rsqrt: BUF_DEPTH=%0d must be a power of two >= ROW_MAX=%0d",
                    BUF_DEPTH, ROW_MAX);
   end
   if (NEWTON < 0 || NEWTON > 2 || TB < 2 || TB - 1 > P || P > 28 || ROWQ < 2
       || (1 << QW) != ROWQ
       || DE_W > 120) begin : g_bad_r
-    initial $error("hwa_layernorm_rsqrt: invalid NEWTON=%0d TB=%0d P=%0d ROWQ=%0d (power of 2) DE_W=%0d",
+    $error("hwa_layernorm_rsqrt: invalid NEWTON=%0d TB=%0d P=%0d ROWQ=%0d (power of 2) DE_W=%0d",
                    NEWTON, TB, P, ROWQ, DE_W);
   end
 

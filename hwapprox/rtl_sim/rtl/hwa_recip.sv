@@ -41,7 +41,7 @@ module hwa_recip #(
 
   if (D_W < 1 || D_W > 62 || WF < 2 || WF > 29 || TB < 1 || TB > WF || STEPS < 0 || STEPS > 4
       || R_W < 2 || R_W > 40) begin : g_bad
-    initial $error("hwa_recip: invalid D_W=%0d WF=%0d TB=%0d STEPS=%0d R_W=%0d",
+    $error("hwa_recip: invalid D_W=%0d WF=%0d TB=%0d STEPS=%0d R_W=%0d",
                    D_W, WF, TB, STEPS, R_W);
   end
 

@@ -19,7 +19,7 @@ module hwa_rom #(
   logic [W-1:0] mem[DEPTH];
 
   if (W < 1 || DEPTH < 1 || (1 << AW) < DEPTH) begin : g_bad
-    initial $error("hwa_rom: invalid W=%0d DEPTH=%0d AW=%0d", W, DEPTH, AW);
+    $error("hwa_rom: invalid W=%0d DEPTH=%0d AW=%0d", W, DEPTH, AW);
   end
 
   initial begin

@@ -20,7 +20,7 @@ module hwa_round_shift #(
   localparam int CW = $clog2(XW + 1);
 
   if (IN_W < 1 || SH_W < 1 || OUT_W < 1 || MODE < 0 || MODE > 6) begin : g_bad
-    initial $error("hwa_round_shift: invalid IN_W=%0d SH_W=%0d OUT_W=%0d MODE=%0d",
+    $error("hwa_round_shift: invalid IN_W=%0d SH_W=%0d OUT_W=%0d MODE=%0d",
                    IN_W, SH_W, OUT_W, MODE);
   end
 

@@ -18,7 +18,7 @@ module hwa_sat #(
   localparam int XW = (IN_W > OUT_W + 1 ? IN_W : OUT_W + 1) + 1;
 
   if (IN_W < 1 || OUT_W < 1 || OVF < 0 || OVF > 3 || OUT_W > 62) begin : g_bad
-    initial $error("hwa_sat: invalid IN_W=%0d OUT_W=%0d OVF=%0d", IN_W, OUT_W, OVF);
+    $error("hwa_sat: invalid IN_W=%0d OUT_W=%0d OVF=%0d", IN_W, OUT_W, OVF);
   end
 
   localparam logic signed [XW-1:0] MAXV = OUT_SIGNED ? ((XW'(1) <<< (OUT_W - 1)) - XW'(1))

@@ -84,13 +84,13 @@ module hwa_softmax_online #(
 
   if (IN_W < 2 || IN_W > 32 || OUT_W < 1 || OUT_W > 40 || ROW_MAX < 1
       || (1 << N_BITS) <= ROW_MAX || SUM_F < EXP_F || SUM_W > 62) begin : g_bad_w
-    initial $error({"hwa_softmax_online: invalid IN_W=%0d OUT_W=%0d ROW_MAX=%0d N_BITS=%0d ",
+    $error({"hwa_softmax_online: invalid IN_W=%0d OUT_W=%0d ROW_MAX=%0d N_BITS=%0d ",
                     "SUM_W=%0d SUM_F=%0d EXP_F=%0d"},
                    IN_W, OUT_W, ROW_MAX, N_BITS, SUM_W, SUM_F, EXP_F);
   end
   if (BUF_DEPTH < ROW_MAX || (1 << AW) != BUF_DEPTH || ROWQ < 2 || (1 << QW) != ROWQ)
   begin : g_bad_buf
-    initial $error("hwa_softmax_online: BUF_DEPTH=%0d (power of 2 >= ROW_MAX=%0d), ROWQ=%0d",
+    $error("hwa_softmax_online: BUF_DEPTH=%0d (power of 2 >= ROW_MAX=%0d), ROWQ=%0d",
                    BUF_DEPTH, ROW_MAX, ROWQ);
   end
 
