@@ -267,6 +267,11 @@ class FixedFormat:
             raise FixedPointError(
                 f"quantize expects real numbers, got dtype {arr.dtype}; pass a float array"
             )
+        if arr.dtype.kind == "f" and arr.dtype.itemsize > 8:
+            raise FixedPointError(
+                f"quantize works on float64; {arr.dtype} input would be rounded to float64 "
+                f"first (a second rounding). Convert it explicitly if that is intended"
+            )
         if (
             arr.dtype.kind in "iu"
             and arr.size
@@ -327,7 +332,7 @@ class FixedFormat:
 
     def to_fractions(self, raw: npt.ArrayLike) -> list[Fraction]:
         """Exact real values of raw codes (slow; for tests and reports)."""
-        return [int(r) * self.lsb for r in np.asarray(raw).ravel()]
+        return [int(r) * self.lsb for r in _as_raw(raw, f"to_fractions of {self}").ravel()]
 
     def saturate(self, raw: npt.ArrayLike) -> RawArray:
         """Apply this format's overflow mode to exact integer codes.

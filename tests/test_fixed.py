@@ -398,6 +398,13 @@ def test_quantize_refuses_non_numbers_and_huge_ints() -> None:
         match=r"^integer input with \|x\| >= 2\*\*53 cannot be converted exactly; pass floats$",
     ):
         F8.quantize(np.array([2**53], dtype=np.int64))
+    if np.dtype(np.longdouble).itemsize > 8:  # x86-64: 80-bit long double
+        msg = (
+            f"quantize works on float64; {np.dtype(np.longdouble)} input would be rounded to "
+            "float64 first (a second rounding). Convert it explicitly if that is intended"
+        )
+        with pytest.raises(FixedPointError, match=f"^{re.escape(msg)}$"):
+            F8.quantize(np.array([0.3], dtype=np.longdouble))
 
 
 @pytest.mark.parametrize(("w", "i"), [(0, 0), (-3, 2)])
