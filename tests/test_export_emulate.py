@@ -14,7 +14,8 @@ from hwapprox.approx.base import Operator
 from hwapprox.approx.registry import make_spec
 from hwapprox.export.builders import GELU_STYLES, EncoderShape, bert_encoder, sample_inputs
 from hwapprox.export.emulate import Emulator, apply_spec, make_session
-from hwapprox.export.validate import import_model
+from hwapprox.export.refspec import FloatRefSoftmax
+from hwapprox.export.validate import import_model, site_metrics
 
 SHAPE = EncoderShape(layers=2, width=32, heads=4, ffn=64, seq=8, batch=None, vocab=50)
 EPS32 = float(np.finfo(np.float32).eps)
@@ -200,3 +201,16 @@ def test_resume_from_prefix_is_the_full_run() -> None:
         assert np.array_equal(emu.run(feeds, specs, resume=state)["logits"], full)
     stale = emu.prefix(feeds, {}, 3)  # sites of levels 0..2 in float
     assert not np.array_equal(emu.run(feeds, specs, resume=stale)["logits"], full)
+
+
+def test_softmax_row_sum_metric() -> None:
+    """Uniform rows of 3: floor to 8 fraction bits gives 85/256 per element, so
+    each row loses exactly 1/256 of its mass (worked by hand)."""
+    imp = import_model(single_node("Softmax", [4, 3], 13))
+    (site,) = imp.sites
+    x = np.zeros((4, 3), np.float32)
+    y = make_session(imp.model, 1).run(None, {"x": x})[0]
+    m = site_metrics(site, FloatRefSoftmax(out_fmt="ap_ufixed<8,0>"), x, y)
+    assert m["row_sum_err"] == pytest.approx(1 / 256, abs=1e-6)
+    assert m["max_abs"] == pytest.approx(1 / 3 - 85 / 256, abs=1e-6)
+    assert site_metrics(site, FloatRefSoftmax(), x, y)["row_sum_err"] < 1e-6

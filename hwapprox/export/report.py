@@ -43,6 +43,8 @@ def format_report(res: ValidationResult) -> str:
                 _g(err.get("max_abs")),
                 _g(err.get("mean_abs")),
                 _g(err.get("max_lsb")),
+                _g(err.get("rel_rms")),
+                _g(err.get("row_sum_err")),
                 "-" if spec is None else f"{spec.cost().score():.0f}",
             ]
         )
@@ -61,6 +63,8 @@ def format_report(res: ValidationResult) -> str:
                 "max|err|",
                 "mean|err|",
                 "max LSB",
+                "rel rms",
+                "row Σ err",
                 "cost",
             ],
             rows,

@@ -38,7 +38,7 @@ from hwapprox.approx.base import ApproxSpec, Operator, SpecError
 from hwapprox.approx.config import ApproxConfig, load_config
 from hwapprox.approx.registry import METHODS, get_method
 from hwapprox.export.calibrate import SiteStats, Trace, calibrate, prepare_inputs
-from hwapprox.export.emulate import Emulator, apply_spec, make_session
+from hwapprox.export.emulate import Emulator, apply_spec, make_session, rows_view
 from hwapprox.export.errors import ExportError
 from hwapprox.export.graph import load_model
 from hwapprox.export.patterns import Site, find_sites
@@ -183,16 +183,29 @@ def end_to_end_metrics(
 
 
 def site_metrics(site: Site, spec: ApproxSpec, x: np.ndarray, y_float: np.ndarray) -> dict:
-    """Per-site error of ``spec`` on the float input against the float output."""
+    """Per-site error of ``spec`` on the float input against the float output.
+
+    ``rel_rms`` = rms(error) / rms(float output); softmax sites also get
+    ``row_sum_err`` = max over rows of |Σ approx - Σ float| (the probability
+    mass a row gains or loses: a bias no absolute per-element error shows).
+    """
     y = apply_spec(site, spec, x)
-    d = np.abs(y - np.asarray(y_float, dtype=np.float64))
-    return {
+    yf = np.asarray(y_float, dtype=np.float64)
+    d = np.abs(y - yf)
+    rms_ref = float(np.sqrt((yf**2).mean()))
+    out = {
         "max_abs": float(d.max()),
         "mean_abs": float(d.mean()),
         "rms": float(np.sqrt((d**2).mean())),
+        "rel_rms": float(np.sqrt((d**2).mean()) / rms_ref) if rms_ref > 0 else 0.0,
         "out_lsb": float(spec.out_fmt.lsb),
         "max_lsb": float(d.max() / spec.out_fmt.lsb),
     }
+    if site.operator is Operator.SOFTMAX:
+        rows_y, ax = rows_view(site, y)
+        rows_f, _ = rows_view(site, yf)
+        out["row_sum_err"] = float(np.abs(rows_y.sum(axis=ax) - rows_f.sum(axis=ax)).max())
+    return out
 
 
 @dataclass
