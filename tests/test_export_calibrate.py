@@ -38,9 +38,21 @@ def test_int_bits_rule(absmax: float, headroom: int, int_bits: int) -> None:
 
 
 def test_format_errors() -> None:
-    with pytest.raises(ExportError, match=r"^site s: max\|x\| = 1e\+05 needs 19 integer bits"):
+    with pytest.raises(ExportError, match=r"^site s: max \|x\| = 1e\+05 needs 19 integer bits"):
         SiteStats.of("s", np.array([1e5])).choose_format(16, 1)
     s = SiteStats.of("s", np.array([0.0, -np.inf, 1.0]))
     assert s.nonfinite == 1
     with pytest.raises(ExportError, match=r"^site s: its input holds 1 non-finite values"):
         s.choose_format()
+
+
+def test_percentile_range() -> None:
+    """1000 values in [-1, 1] plus one outlier 1000: max needs I = 11 (+1), p99.9
+    ignores the outlier (|p0.1|, |p99.9| < 1 -> I = 1 + 1)."""
+    x = np.concatenate([np.linspace(-0.99, 0.99, 1000), [1000.0]])
+    s = SiteStats.of("s", x)
+    assert s.int_bits(1, "max") == 12
+    assert s.int_bits(1, "p99.9") == 2
+    assert s.int_bits(1, "p99") == 2
+    with pytest.raises(ExportError, match=r"^range statistic 'p50' is not one of"):
+        s.int_bits(1, "p50")

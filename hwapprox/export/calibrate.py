@@ -28,10 +28,12 @@ from hwapprox.export.graph import GraphIndex
 from hwapprox.export.patterns import Site
 from hwapprox.fixed import FixedFormat, Overflow, Rounding
 
-__all__ = ["PERCENTILES", "SiteStats", "calibrate", "graph_inputs", "prepare_inputs"]
+__all__ = ["PERCENTILES", "RANGE_STATS", "SiteStats", "calibrate", "graph_inputs", "prepare_inputs"]
 
 #: Percentiles recorded per site.
 PERCENTILES = (0.1, 1.0, 50.0, 99.0, 99.9)
+#: Range statistics :meth:`SiteStats.choose_format` accepts.
+RANGE_STATS = ("max", "p99.9", "p99")
 
 
 def graph_inputs(model: ModelProto) -> list[tuple[str, int, tuple[int | str | None, ...]]]:
@@ -198,9 +200,23 @@ class SiteStats:
             int(a.size - fin.size),
         )
 
-    def int_bits(self, headroom: int = 1) -> int:
-        """``floor(log2(max|x|)) + 2 + headroom`` (``1 + headroom`` when all zero)."""
-        m = self.absmax
+    def range_value(self, stat: str = "max") -> float:
+        """The magnitude the format must hold: ``"max"`` = max|x|; ``"p99.9"`` /
+        ``"p99"`` = the larger of |p0.1|, |p99.9| (|p1|, |p99|) -- outliers beyond
+        it saturate (the formats use ``AP_SAT``)."""
+        pct = dict(self.percentiles)
+        if stat == "max":
+            return self.absmax
+        if stat == "p99.9":
+            return max(abs(pct[0.1]), abs(pct[99.9]))
+        if stat == "p99":
+            return max(abs(pct[1.0]), abs(pct[99.0]))
+        raise ExportError(f"range statistic {stat!r} is not one of {list(RANGE_STATS)}")
+
+    def int_bits(self, headroom: int = 1, stat: str = "max") -> int:
+        """``floor(log2(m)) + 2 + headroom`` with ``m = range_value(stat)`` -- the
+        smallest ``I`` with ``m < 2^(I-1)``, plus headroom (``1 + headroom`` if m = 0)."""
+        m = self.range_value(stat)
         base = 1 if m == 0 else math.floor(math.log2(m)) + 2
         return base + headroom
 
@@ -210,18 +226,20 @@ class SiteStats:
         headroom: int = 1,
         rounding: Rounding | str = Rounding.RND,
         overflow: Overflow | str = Overflow.SAT,
+        stat: str = "max",
     ) -> FixedFormat:
-        """``ap_fixed<width, int_bits(headroom), rounding, overflow>``."""
+        """``ap_fixed<width, int_bits(headroom, stat), rounding, overflow>``."""
         if self.nonfinite:
             raise ExportError(
                 f"site {self.name}: its input holds {self.nonfinite} non-finite values (e.g. -inf "
                 f"attention masks), which no fixed-point format represents; keep the site float"
             )
-        ib = self.int_bits(headroom)
+        ib = self.int_bits(headroom, stat)
         if ib >= width:
             raise ExportError(
-                f"site {self.name}: max|x| = {self.absmax:.4g} needs {ib} integer bits "
-                f"(headroom {headroom}), not less than the width {width}; use a wider --width"
+                f"site {self.name}: {stat} |x| = {self.range_value(stat):.4g} needs {ib} integer "
+                f"bits (headroom {headroom}), not less than the width {width}; use a wider "
+                f"--width or a percentile --range"
             )
         return FixedFormat(width, ib, True, Rounding(rounding), Overflow(overflow))
 

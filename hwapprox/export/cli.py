@@ -59,6 +59,14 @@ def _methods(values: tuple[str, ...]) -> dict[str, str]:
 @click.option(
     "--headroom", default=1, show_default=True, help="Extra integer bits above calibration."
 )
+@click.option(
+    "--range",
+    "range_stat",
+    type=click.Choice(["max", "p99.9", "p99"]),
+    default="max",
+    show_default=True,
+    help="Calibrated magnitude the input format holds (percentiles saturate outliers).",
+)
 @click.option("--seed", default=0, show_default=True, help="Seed for generated inputs.")
 @click.option(
     "-o",
@@ -77,6 +85,7 @@ def validate_cmd(
     budget: str | None,
     width: int,
     headroom: int,
+    range_stat: str,
     seed: int,
     outdir: Path | None,
     force: bool,
@@ -107,6 +116,7 @@ def validate_cmd(
             sites=sites or None,
             width=width,
             headroom=headroom,
+            range_stat=range_stat,
             budget=budget,
             seed=seed,
         )

@@ -375,6 +375,7 @@ def validate(
     specs: Mapping[str, ApproxSpec | None] | None = None,
     width: int = 16,
     headroom: int = 1,
+    range_stat: str = "max",
     budget: E2EBudget | str | None = None,
     threads: int = 0,
     seed: int = 0,
@@ -390,7 +391,10 @@ def validate(
     selected = select_sites(imported.sites, sites)
     feeds = prepare_inputs(imported.model, inputs, seed=seed)
     trace = calibrate(imported.model, imported.sites, feeds, threads=threads)
-    in_fmts = {s.name: str(trace.stats[s.name].choose_format(width, headroom)) for s in selected}
+    in_fmts = {
+        s.name: str(trace.stats[s.name].choose_format(width, headroom, stat=range_stat))
+        for s in selected
+    }
     cfg = build_config(config, methods)
     # Candidates for --budget: the operators the user configured keep their
     # method; the others try every available method.
