@@ -1,0 +1,69 @@
+"""``hwapprox hls`` commands: project writing and error messages (no compilation here)."""
+
+from __future__ import annotations
+
+import onnx
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from hwapprox.cli import cli
+from hwapprox.hls.onnx_block import encoder_block_onnx
+
+pytestmark = pytest.mark.hls
+
+CONFIG = {
+    "defaults": {
+        "softmax": {"method": "online"},
+        "gelu": {"method": "pwl"},
+        "layernorm": {"method": "rsqrt_lut", "max_n": 64, "eps": 1e-5},
+    },
+    "hls": {"accum_fmt": "ap_fixed<32,12,AP_TRN,AP_SAT>"},
+}
+
+
+@pytest.fixture
+def files(tmp_path):
+    model = tmp_path / "block.onnx"
+    onnx.save(encoder_block_onnx(4, 8, 2, 16), model)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump(CONFIG))
+    return model, cfg, tmp_path
+
+
+def test_project_writes_hls4ml_project(files):
+    model, cfg, tmp = files
+    out = tmp / "prj"
+    res = CliRunner().invoke(
+        cli, ["hls", "project", str(model), "-c", str(cfg), "-o", str(out), "--backend", "Vitis"]
+    )
+    assert res.exit_code == 0, res.output
+    assert "softmax layer0.softmax_27=online" in res.output
+    assert (out / "firmware" / "myproject.cpp").is_file()
+    assert (
+        "typedef ap_fixed<32,12,AP_TRN,AP_SAT> accum_t;"
+        in (out / "firmware" / "parameters.h").read_text()
+    )
+    # an existing non-empty directory is not overwritten without --force
+    res2 = CliRunner().invoke(cli, ["hls", "project", str(model), "-c", str(cfg), "-o", str(out)])
+    assert res2.exit_code != 0
+    assert "exists and is not empty; pass --force" in res2.output
+
+
+def test_bad_config_is_a_clear_error(files):
+    model, _, tmp = files
+    bad = tmp / "bad.yaml"
+    bad.write_text(yaml.safe_dump({**CONFIG, "hls": {"acum_fmt": "ap_fixed<32,12>"}}))
+    res = CliRunner().invoke(
+        cli, ["hls", "project", str(model), "-c", str(bad), "-o", str(tmp / "p")]
+    )
+    assert res.exit_code != 0
+    assert "unknown block format(s) acum_fmt; known:" in res.output
+    assert "Traceback" not in res.output
+
+
+def test_units_lists_methods():
+    res = CliRunner().invoke(cli, ["hls", "units"])
+    assert res.exit_code == 0
+    for m in ("softmax/online", "softmax/ibert", "gelu/edgemoe", "layernorm/rsqrt_lut"):
+        assert m in res.output.split()
