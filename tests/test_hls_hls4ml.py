@@ -119,6 +119,21 @@ def test_fold_replaces_the_block_by_one_node():
     assert [d.dim_value for d in folded.graph.input[0].type.tensor_type.shape.dim] == [1, S, D]
 
 
+@pytest.mark.parametrize(
+    ("gelu", "ln"),
+    [("erf_mul", "decomposed"), ("tanh", "op"), ("op_tanh", "op"), ("erf_hf", "decomposed")],
+)
+def test_fold_exporter_styles(gelu, ln):
+    folded, (m,) = fold_blocks(encoder_block_onnx(S, D, H, F, gelu=gelu, layernorm=ln))
+    assert [n.op_type for n in folded.graph.node] == [OP_TYPE]
+    node = folded.graph.node[0]
+    attrs = {a.name: a for a in node.attribute}
+    assert attrs["gelu_form"].s.decode() == ("tanh" if "tanh" in gelu else "erf")
+    assert attrs["eps1"].f == pytest.approx(1e-12)
+    assert m.weights["w1"].shape == (D, F)
+    assert m.ln2.gamma is not None
+
+
 def test_float_site_is_refused():
     cfg = {"defaults": {"softmax": {"method": "online"}, "gelu": {"method": "pwl"}}}
     with pytest.raises(Exception, match=r"resolve to float; an HLS block needs an approximation"):
