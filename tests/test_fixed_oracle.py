@@ -7,15 +7,15 @@ here into the build cache; the binary is built once per content (cached
 across sessions by :func:`hwapprox._cxx.compile_cxx`) and run once per
 session on one binary job file.
 
-Coverage: every rounding x overflow mode pair, signed and unsigned, widths 1..32
-(1 and 2 for every pair, the rest rotated over the mode pairs) plus one of
-33..62 per pair, integer bits
-negative / zero / inside / equal to / beyond the width; >= 100,000 doubles per
-mode pair including every exact half-LSB tie near zero, the range ends and at
-random codes, the doubles adjacent to those ties, ±2**I, huge, tiny,
-subnormal and signed-zero inputs. Casts between formats (narrowing,
-widening, signed <-> unsigned, all destination modes) and add/sub/mul
-(raw codes and result type) are compared the same way.
+Coverage: every rounding x overflow mode pair, signed and unsigned, widths
+1..32 (1 and 2 for every pair, the rest rotated over the mode pairs) plus one
+of 33..62 per pair, integer bits negative / zero / inside / equal to / beyond
+the width; >= 100,000 doubles per mode pair including every exact half-LSB
+tie of formats up to 10 bits (near zero, near the range ends and at 300
+random codes for wider ones), the doubles adjacent to those ties, ±2**I,
+huge, tiny, subnormal and signed-zero inputs. Casts between formats
+(narrowing, widening, signed <-> unsigned, all destination modes),
+add/sub/mul (raw codes and result type) and shifts are compared the same way.
 """
 
 from __future__ import annotations
@@ -156,14 +156,17 @@ def quant_inputs(fmt: FixedFormat, n: int) -> np.ndarray:
     rng = _rng("quant", str(fmt))
     f, i = fmt.frac_bits, fmt.int_bits
     lo, hi = fmt.min_raw, fmt.max_raw
-    ks = np.concatenate(
-        [
-            np.arange(-6, 7),
-            lo + np.arange(-3, 4),
-            hi + np.arange(-3, 4),
-            rng.integers(lo - 4, hi + 5, size=300, endpoint=False),
-        ]
-    ).astype(np.float64)
+    if fmt.width <= 10:  # every code and every tie of the format, and a few beyond
+        ks = np.arange(lo - 3, hi + 4).astype(np.float64)
+    else:  # near zero, near both ends, 300 random codes
+        ks = np.concatenate(
+            [
+                np.arange(-6, 7),
+                lo + np.arange(-3, 4),
+                hi + np.arange(-3, 4),
+                rng.integers(lo - 4, hi + 5, size=300, endpoint=False),
+            ]
+        ).astype(np.float64)
     grid = np.ldexp(ks, -f)
     ties = np.ldexp(2.0 * ks + 1.0, -f - 1)  # exact (k + 1/2) LSB where representable
     bounds = np.array([2.0**i, 2.0 ** (i - 1), 2.0 ** (i - 2)])
