@@ -448,8 +448,13 @@ def test_bad_specs():
         RsqrtLutLayerNorm(eps_guard_bits=3)
     with pytest.raises(SpecError, match="accumulator; the int64 model holds 62"):
         RsqrtLutLayerNorm(in_fmt="ap_fixed<24,8>", max_n=4096)
-    with pytest.raises(SpecError, match="eps=1e-12 rounds to 0"):
-        RsqrtLutLayerNorm(eps=1e-12, eps_guard_bits=0)
+    with pytest.raises(SpecError, match=r"eps=0 leaves an all-equal row undefined"):
+        RsqrtLutLayerNorm(eps=0.0)
+    # BERT's eps=1e-12 is below the variance grid 2^-20: it counts as one step.
+    assert RsqrtLutLayerNorm(eps=1e-12, eps_guard_bits=0).eps_q == 1
+    assert RsqrtLutLayerNorm(eps=1e-12).model(np.zeros((1, 8), dtype=np.int64)).tolist() == [
+        [0] * 8
+    ]
     with pytest.raises(SpecError, match="N=2048 exceeds 1024"):
         RsqrtLutLayerNorm().model(np.zeros((1, 2048), dtype=np.int64))
     with pytest.raises(SpecError, match="C\\+\\+ int index holds 31"):

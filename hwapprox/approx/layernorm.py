@@ -769,11 +769,11 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
                 f"{self.rsqrt_table_bits - 1}"
             )
         _check_norm_bits(self, name)
-        if self.eps_q < 1:
+        if self.eps == 0:
             raise SpecError(
-                f"{name}.eps={self.eps!r} rounds to 0 at 2^-(2·F_in + eps_guard_bits) = "
-                f"2^-{2 * self.in_fmt.frac_bits + self.eps_guard_bits}; raise eps or "
-                f"eps_guard_bits (a zero variance would divide by zero)"
+                f"{name}.eps=0 leaves an all-equal row undefined (1/sqrt(0)); use eps > 0 "
+                f"(values below 2^-{2 * self.in_fmt.frac_bits + self.eps_guard_bits} count as "
+                f"that one step)"
             )
         w = self.widths()
         for key, limit in (("de_bits", MAX_RAW_BITS), ("ay_bits", MAX_RAW_BITS)):
@@ -791,9 +791,15 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
 
     @property
     def eps_q(self) -> int:
-        """``round(eps·2^(2F+G))`` (half up, exact from the double eps)."""
+        """``max(1, round(eps·2^(2F+G)))`` (half up, exact from the double eps).
+
+        Deviation: an eps below half a step of the variance grid (BERT's 1e-12
+        at 16-bit inputs, say) is raised to one step, 2^-(2F+G), so that an
+        all-equal row still has a finite 1/sqrt. The difference from the float
+        eps is below that step, far under one LSB of any input's variance.
+        """
         v = Fraction(self.eps) * (Fraction(2) ** (2 * self.in_fmt.frac_bits + self.eps_guard_bits))
-        return math.floor(v + Fraction(1, 2))
+        return max(1, math.floor(v + Fraction(1, 2)))
 
     def widths(self) -> dict[str, int]:
         """Bit widths of every accumulator/intermediate for rows up to ``max_n``."""
