@@ -1,8 +1,31 @@
 """HLS C++ implementations of the approx methods and the hls4ml extension.
 
-Will hold the header-only ``ap_fixed`` library under ``include/hwapprox/``,
-the emitter that writes each spec's tables and constants as data-only
-headers, and the explicitly registered hls4ml layers, ONNX handlers and
-templates that turn an ONNX transformer block into an HLS project whose
-C simulation is bit-exact with :mod:`hwapprox.approx`.
+Layout
+------
+``include/hwapprox/*.h``
+    Header-only ``ap_fixed`` library (real C++ files, shipped as package data):
+    ``intmath.h`` (integer primitives mirroring :mod:`hwapprox.approx.intmath`),
+    ``common.h`` (raw-code access), ``linear.h`` (MatMul/Gemm, Q·Kᵀ, P·V,
+    residual add: :mod:`hwapprox.approx.linear`), ``softmax.h`` (online, ibert,
+    hls4ml stable/latency), ``gelu.h`` (ibert, shiftgelu, edgemoe, pwl, lut),
+    ``layernorm.h`` (ibert, rsqrt_lut, rmsnorm) and ``encoder.h`` (a post-LN
+    encoder block). Each unit is bit-exact with its spec's ``model`` (tests
+    ``tests/test_hls_*.py``, g++ C simulation on the same raw codes).
+:mod:`hwapprox.hls.emit`
+    Writes *data only*: one config struct per configured unit (typedefs of
+    every format, ``params()`` constants, ``tables()`` as ROM arrays with
+    accessors). :mod:`hwapprox.hls.units` maps ``(operator, method)`` to the
+    unit's op tag.
+:mod:`hwapprox.hls.csim`
+    Builds a harness (``tests/cxx/hls_*_harness.cpp``) against a generated
+    instances header, once per content (:func:`hwapprox._cxx.compile_cxx`).
+:mod:`hwapprox.hls.block`
+    :class:`~hwapprox.hls.block.EncoderBlock`: the block's exact model
+    (linear stages + nonlinear specs composed) and its config.
+:mod:`hwapprox.hls.onnx_block`, :mod:`hwapprox.hls.hls4ml_ext`, :mod:`hwapprox.hls.project`
+    ONNX encoder blocks folded into one ``HwApproxEncoderBlock`` node each;
+    the hls4ml layer, ONNX handler and Vivado/Vitis templates, registered by
+    one explicit call (:func:`hwapprox.hls.hls4ml_ext.register`); project
+    writing and the ``compile()``/``predict()`` bit-exactness check behind
+    ``hwapprox hls project`` and ``hwapprox hls csim``.
 """
