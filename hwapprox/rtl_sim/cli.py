@@ -1,0 +1,207 @@
+"""``hwapprox rtl``: simulate, synthesise and lint the SystemVerilog units.
+
+Examples::
+
+    hwapprox rtl units
+    hwapprox rtl sim softmax --method online --rows 50 --stall 0.2
+    hwapprox rtl sim gelu --method pwl --set segments=16 --waves
+    hwapprox rtl synth layernorm --method rsqrt_lut --set max_n=64 --family ultrascale+
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import click
+
+from hwapprox.approx.base import ApproxSpec, Operator, SpecError
+
+_OPS = [o.value for o in Operator]
+
+
+def _parse_sets(values: tuple[str, ...]) -> dict[str, Any]:
+    from hwapprox.approx.cli import parse_scalar
+
+    out: dict[str, Any] = {}
+    for item in values:
+        name, eq, raw = item.partition("=")
+        name = name.strip()
+        if not eq or not re.fullmatch(r"[A-Za-z_]\w*", name) or not raw.strip():
+            raise click.BadParameter(
+                f"{item!r} is not field=value (e.g. --set segments=16)", param_hint="--set"
+            )
+        out[name] = parse_scalar(raw)
+    return out
+
+
+def _spec(op: str, method: str, spec_file: Path | None, sets: tuple[str, ...]) -> ApproxSpec:
+    import yaml
+
+    from hwapprox.approx.registry import make_spec, spec_from_config
+
+    try:
+        if spec_file is not None:
+            cfg = yaml.safe_load(spec_file.read_text()) or {}
+            if not isinstance(cfg, dict):
+                raise click.BadParameter(
+                    f"{spec_file} must hold a mapping of spec fields", param_hint="--spec"
+                )
+            cfg = {"operator": op, "method": method, **cfg, **_parse_sets(sets)}
+            if (cfg["operator"], cfg["method"]) != (op, method):
+                raise click.BadParameter(
+                    f"{spec_file} describes {cfg['operator']}/{cfg['method']}, not {op}/{method}",
+                    param_hint="--spec",
+                )
+            return spec_from_config(cfg)
+        return make_spec(op, method, **_parse_sets(sets))
+    except SpecError as exc:
+        raise click.BadParameter(str(exc), param_hint="--set/--spec") from None
+
+
+def _spec_options(fn: Any) -> Any:
+    fn = click.option("--set", "sets", multiple=True, metavar="FIELD=VALUE", help="Spec field.")(fn)
+    fn = click.option(
+        "--spec",
+        "spec_file",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        help="YAML file of spec fields (as spec.to_config()).",
+    )(fn)
+    fn = click.option("--method", "-m", required=True, help="Method name (hwapprox rtl units).")(fn)
+    return click.argument("operator", type=click.Choice(_OPS))(fn)
+
+
+@click.group("rtl")
+def rtl_group() -> None:
+    """SystemVerilog units: cycle-accurate simulation (cocotb + Verilator), synthesis."""
+
+
+@rtl_group.command("units")
+def units_cmd() -> None:
+    """List the RTL units and the spec methods they implement."""
+    from hwapprox.rtl_sim.units import UNITS
+
+    for (op, method), unit in UNITS.items():
+        click.echo(f"{op}/{method:<10} {unit.toplevel:<22} {unit.doc}")
+
+
+@rtl_group.command("sim")
+@_spec_options
+@click.option("--rows", default=20, show_default=True, help="Random rows (after edge rows).")
+@click.option("--n", "length", default=32, show_default=True, help="Row length (max).")
+@click.option("--row-max", type=int, default=None, help="Row buffer size (default: --n).")
+@click.option("--stall", default=0.0, show_default=True, help="Idle and backpressure probability.")
+@click.option("--seed", default=0, show_default=True)
+@click.option("--waves", is_flag=True, help="Record dump.fst (needs zlib headers).")
+@click.option("--keep", type=click.Path(file_okay=False, path_type=Path), help="Run directory.")
+def sim_cmd(
+    operator: str,
+    method: str,
+    spec_file: Path | None,
+    sets: tuple[str, ...],
+    rows: int,
+    length: int,
+    row_max: int | None,
+    stall: float,
+    seed: int,
+    waves: bool,
+    keep: Path | None,
+) -> None:
+    """Build OPERATOR's unit, stream rows through it, check every output bit for bit."""
+    from hwapprox.rtl_sim.runner import RtlToolError
+    from hwapprox.rtl_sim.sim import simulate
+
+    if not 0.0 <= stall < 1.0:
+        raise click.BadParameter(f"--stall must be in [0, 1), got {stall}", param_hint="--stall")
+    if length < 1 or rows < 0:
+        raise click.BadParameter(f"need --n >= 1 and --rows >= 0, got {length}, {rows}")
+    spec = _spec(operator, method, spec_file, sets)
+    if keep is not None and keep.exists() and any(keep.iterdir()):
+        raise click.BadParameter(f"{keep} is not empty; give a new directory", param_hint="--keep")
+    click.echo(f"spec: {spec.describe()}")
+    try:
+        res = simulate(
+            spec,
+            n=length,
+            n_rows=rows,
+            row_max=row_max if row_max is not None else length,
+            idle=stall,
+            backpressure=stall,
+            seed=seed,
+            waves=waves,
+            keep_dir=keep,
+        )
+    except (SpecError, RtlToolError) as exc:
+        raise click.ClickException(str(exc)) from None
+    st = res.stats
+    b = res.build
+    click.echo(f"build: {b.build_dir} ({'reused' if b.reused else f'{b.seconds:.1f} s'})")
+    if not st:
+        click.echo(res.log_tail)
+        raise click.ClickException("the simulation did not finish (see the log above)")
+    click.echo(st["summary"])
+    lf, ll = st.get("latency_first", {}), st.get("latency_last", {})
+    click.echo(
+        f"latency first-in->first-out: {lf.get('min')}..{lf.get('max')} cycles; "
+        f"last-in->last-out: {ll.get('min')}..{ll.get('max')} cycles"
+    )
+    click.echo(
+        f"throughput: {st.get('throughput_out', 0):.3f} out/cycle, "
+        f"{st.get('throughput_in', 0):.3f} in/cycle; {st['sim_cycles']} cycles at "
+        f"{st['cycles_per_second']:.0f} cycles/s"
+    )
+    if res.waves_file is not None:
+        click.echo(f"waves: {res.waves_file}")
+    click.echo("BIT-EXACT" if res.passed else "MISMATCH")
+    if not res.passed:
+        raise SystemExit(1)
+
+
+@rtl_group.command("synth")
+@_spec_options
+@click.option(
+    "--family", type=click.Choice(["7series", "ultrascale+"]), default="7series", show_default=True
+)
+@click.option("--row-max", default=64, show_default=True, help="Row buffer size (row-wise units).")
+def synth_cmd(
+    operator: str,
+    method: str,
+    spec_file: Path | None,
+    sets: tuple[str, ...],
+    family: str,
+    row_max: int,
+) -> None:
+    """Synthesise OPERATOR's unit with yosys synth_xilinx; print LUT/FF/DSP/BRAM."""
+    from hwapprox.rtl_sim.runner import RtlToolError
+    from hwapprox.rtl_sim.synth import synthesize
+
+    spec = _spec(operator, method, spec_file, sets)
+    click.echo(f"spec: {spec.describe()}")
+    try:
+        r = synthesize(spec, row_max=row_max, family=family)
+    except (SpecError, RtlToolError) as exc:
+        raise click.ClickException(str(exc)) from None
+    took = "cached" if r["cached"] else f"{r['seconds']:.0f} s"
+    click.echo(
+        f"{r['top']} ({family}): LUT {r['LUT']}  FF {r['FF']}  DSP {r['DSP']}  "
+        f"BRAM {r['BRAM']}  LUTRAM {r['LUTRAM']}  CARRY {r['CARRY']}  [{took}]"
+    )
+
+
+@rtl_group.command("lint")
+def lint_cmd() -> None:
+    """verilator --lint-only -Wall on every unit at its default parameters."""
+    from hwapprox.rtl_sim.runner import RTL_DIR, RtlToolError, lint
+    from hwapprox.rtl_sim.units import UNITS
+
+    bad = 0
+    for unit in UNITS.values():
+        try:
+            lint(unit.toplevel, [RTL_DIR / s for s in unit.sources], {})
+            click.echo(f"{unit.toplevel}: clean")
+        except RtlToolError as exc:
+            bad += 1
+            click.echo(str(exc))
+    if bad:
+        raise SystemExit(1)

