@@ -1,0 +1,46 @@
+"""``hwapprox rtl`` command line: listing, errors, one cached simulation."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from hwapprox.cli import cli
+from hwapprox.rtl_sim.runner import simulator_available
+
+
+def test_units_lists_every_unit() -> None:
+    res = CliRunner().invoke(cli, ["rtl", "units"])
+    assert res.exit_code == 0, res.output
+    for name in ("gelu/lut", "gelu/pwl", "softmax/online", "layernorm/rsqrt_lut"):
+        assert name in res.output
+
+
+def test_unknown_field_is_a_clear_error() -> None:
+    res = CliRunner().invoke(cli, ["rtl", "sim", "gelu", "--method", "lut", "--set", "bogus=3"])
+    assert res.exit_code == 2
+    assert "gelu/lut has no field(s) bogus" in res.output
+
+
+def test_method_without_unit_is_a_clear_error() -> None:
+    res = CliRunner().invoke(cli, ["rtl", "sim", "softmax", "--method", "ibert"])
+    assert res.exit_code == 1
+    assert "no RTL unit for softmax/ibert" in res.output
+
+
+def test_bad_stall_probability() -> None:
+    res = CliRunner().invoke(cli, ["rtl", "sim", "gelu", "--method", "lut", "--stall", "1.5"])
+    assert res.exit_code == 2
+    assert "--stall must be in [0, 1), got 1.5" in res.output
+
+
+@pytest.mark.rtl
+@pytest.mark.skipif(simulator_available("verilator") is not None, reason="no Verilator")
+def test_sim_reports_bit_exactness_latency_throughput() -> None:
+    res = CliRunner().invoke(
+        cli, ["rtl", "sim", "gelu", "--method", "lut", "--rows", "4", "--n", "16", "--stall", "0.2"]
+    )
+    assert res.exit_code == 0, res.output
+    assert "BIT-EXACT" in res.output
+    assert "latency first-in->first-out" in res.output
+    assert "throughput:" in res.output
