@@ -94,6 +94,11 @@ def test_run_point_is_pure_and_reports_failures() -> None:
     bad = run_point({**p.config, "coarse": 99}, p.inputs.to_dict())
     assert bad["status"] == "invalid"
     assert bad["message"] == "coarse=99 must be in [0, 8)"
+    gone = run_point(p.config, {"dist": "file", "path": "/no/such.npy"})
+    assert gone["status"] == "error"
+    assert gone["message"] == (
+        "SpecError: input file '/no/such.npy' does not exist (give a .npy or .npz file)"
+    )
 
 
 def test_resume_after_interruption_has_no_duplicates(tmp_path: Path) -> None:

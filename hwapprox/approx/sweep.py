@@ -284,8 +284,9 @@ def _with_widths(
 def run_point(config: dict[str, Any], inputs: dict[str, Any]) -> dict[str, Any]:
     """Pure: build the spec, measure it on the input set, return one record.
 
-    Never raises for a bad point: failures become ``status="error"`` records
-    carrying the message (and the traceback for unexpected exceptions).
+    Never raises for a bad point: a spec the class refuses becomes an
+    ``"invalid"`` record (final), any failure while measuring an ``"error"``
+    record with message and traceback (retried when the sweep resumes).
     """
     t0 = time.perf_counter()
     iset = InputSet.from_dict(inputs)
@@ -308,6 +309,12 @@ def run_point(config: dict[str, Any], inputs: dict[str, Any]) -> dict[str, Any]:
     )
     try:
         spec = spec_from_config(config)
+    except SpecError as exc:  # the spec refuses this combination: final
+        rec["status"] = "invalid"
+        rec["message"] = str(exc)
+        rec["seconds"] = time.perf_counter() - t0
+        return rec
+    try:
         rec["out_width"] = spec.out_fmt.width
         cost = spec.cost()
         rec["cost"] = cost.as_dict()
@@ -318,10 +325,7 @@ def run_point(config: dict[str, Any], inputs: dict[str, Any]) -> dict[str, Any]:
         rec.update(m.as_dict())
         rec["status"] = "ok"
         rec["message"] = ""
-    except SpecError as exc:
-        rec["status"] = "invalid"
-        rec["message"] = str(exc)
-    except Exception as exc:  # a bug in one method must not stop the sweep
+    except Exception as exc:  # bad inputs or a model bug: retried on resume
         rec["status"] = "error"
         rec["message"] = f"{type(exc).__name__}: {exc}"
         rec["traceback"] = traceback.format_exc()
