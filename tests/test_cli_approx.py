@@ -207,7 +207,11 @@ def test_tune_finds_or_reports_none(tmp_path: Path) -> None:
     save = tmp_path / "best.yaml"
     res = run(*base, "--budget-lsb", "1", *SMALL, "--save", str(save), "--json")
     assert res.exit_code == 0, res.output
-    assert json.loads(res.output)["best"]["spec"]["out_fmt"] == "ap_ufixed<6,1>"
+    data = json.loads(res.output)
+    assert data["best"]["spec"]["out_fmt"] == "ap_ufixed<6,1>"
+    # cheapest first: scores 5 (6, coarse 1) then 6 (6, coarse 0), where it stops
+    assert [c["cost_score"] for c in data["candidates"]] == [5.0, 6.0]
+    assert data["candidates"][0]["ratio"] > 1.0
     assert yaml.safe_load(save.read_text())["coarse"] == 0
     res = run(*base, "--budget-lsb", "1", *SMALL, "--save", str(save))
     assert res.exit_code == 2

@@ -692,6 +692,7 @@ def tune_cmd(
                     "closest": cand(res.closest),
                     "evaluated": len(res.evaluated),
                     "space_size": res.space_size,
+                    "candidates": [{**cand(c), "error": c.error or None} for c in res.evaluated],
                 },
                 indent=2,
             )
