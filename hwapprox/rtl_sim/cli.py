@@ -93,7 +93,9 @@ def units_cmd() -> None:
 @click.option("--row-max", type=int, default=None, help="Row buffer size (default: --n).")
 @click.option("--stall", default=0.0, show_default=True, help="Idle and backpressure probability.")
 @click.option("--seed", default=0, show_default=True)
-@click.option("--waves", is_flag=True, help="Record dump.fst (needs zlib headers).")
+@click.option(
+    "--waves", is_flag=True, help="Record dump.fst (zlib/lz4 dev files) or else dump.vcd."
+)
 @click.option("--keep", type=click.Path(file_okay=False, path_type=Path), help="Run directory.")
 def sim_cmd(
     operator: str,
@@ -151,6 +153,8 @@ def sim_cmd(
         f"{st.get('throughput_in', 0):.3f} in/cycle; {st['sim_cycles']} cycles at "
         f"{st['cycles_per_second']:.0f} cycles/s"
     )
+    if b.wave_note:
+        click.echo(f"note: {b.wave_note}")
     if res.waves_file is not None:
         click.echo(f"waves: {res.waves_file}")
     click.echo("BIT-EXACT" if res.passed else "MISMATCH")

@@ -12,9 +12,11 @@
   :func:`hwapprox.approx.registry.spec_from_config` and writes its
   measurements back to a JSON file.
 
-Waveforms: ``waves=True`` builds with ``--trace-fst``; Verilator's FST writer
-needs zlib (``zlib.h`` and ``libz.so``, Debian package ``zlib1g-dev``). When
-zlib is missing a clear :class:`RtlToolError` says so (use ``waves=False``).
+Waveforms: ``waves=True`` records ``dump.fst`` when Verilator's FST writer
+can be built -- Verilator 5.48 needs the zlib and lz4 development files
+(``zlib.h``, ``lz4.h``, ``libz.so``, ``liblz4.so``; Debian packages
+``zlib1g-dev liblz4-dev``). Without them it says so (``BuildInfo.wave_note``)
+and records ``dump.vcd`` instead, which needs no library.
 Icarus Verilog (``iverilog``, ``vvp`` on ``PATH``) is an optional second
 simulator; :func:`simulator_available` tells whether it can be used.
 """
@@ -120,12 +122,23 @@ def simulator_available(simulator: str) -> str | None:
 
 
 def _fst_available() -> str | None:
-    """None when Verilator's FST writer can be compiled and linked (zlib)."""
-    inc = [Path("/usr/include/zlib.h"), Path("/usr/local/include/zlib.h")]
-    if not any(p.is_file() for p in inc):
+    """None when Verilator's FST writer can be compiled and linked (zlib and lz4)."""
+    missing = []
+    for header, lib, pkg in (
+        ("zlib.h", "libz.so", "zlib1g-dev"),
+        ("lz4.h", "liblz4.so", "liblz4-dev"),
+    ):
+        has_h = any((Path(d) / header).is_file() for d in ("/usr/include", "/usr/local/include"))
+        has_l = any(
+            (Path(d) / lib).exists()
+            for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib", "/usr/local/lib", "/usr/lib64")
+        )
+        if not (has_h and has_l):
+            missing.append(pkg)
+    if missing:
         return (
-            "FST waveforms need zlib headers (zlib.h; apt-get install zlib1g-dev); "
-            "run without --waves"
+            f"FST waveforms need {' and '.join(missing)} (apt-get install {' '.join(missing)}); "
+            "recording VCD (dump.vcd) instead"
         )
     return None
 
@@ -140,6 +153,8 @@ class BuildInfo:
     seconds: float
     reused: bool
     waves: bool
+    wave_format: str = ""
+    wave_note: str = ""
 
 
 def _source_paths(sources: list[str | Path]) -> list[Path]:
@@ -161,9 +176,11 @@ def _build_key(
     mem_files: dict[str, str],
     simulator: str,
     waves: bool,
+    wave_format: str,
 ) -> str:
     h = hashlib.sha256()
-    for part in (toplevel, simulator, str(waves), sys.version, _tool_version(simulator)):
+    parts = (toplevel, simulator, str(waves), wave_format, sys.version, _tool_version(simulator))
+    for part in parts:
         h.update(part.encode() + b"\0")
     for p in sources:
         h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
@@ -199,14 +216,18 @@ def build(
     reason = simulator_available(simulator)
     if reason is not None:
         raise RtlToolError(reason)
-    if waves and simulator == "verilator" and (why := _fst_available()) is not None:
-        raise RtlToolError(why)
+    wave_format, wave_note = "", ""
+    if waves:
+        wave_format = "vcd"
+        if simulator == "verilator":
+            wave_note = _fst_available() or ""
+            wave_format = "vcd" if wave_note else "fst"
     mem_files = dict(mem_files or {})
     srcs = _source_paths(sources)
-    key = _build_key(toplevel, srcs, parameters, mem_files, simulator, waves)
+    key = _build_key(toplevel, srcs, parameters, mem_files, simulator, waves, wave_format)
     bdir = rtl_cache_dir() / "build" / f"{toplevel}-{simulator}-{key}"
     stamp = bdir / ".built"
-    info = BuildInfo(bdir, toplevel, simulator, 0.0, True, waves)
+    info = BuildInfo(bdir, toplevel, simulator, 0.0, True, waves, wave_format, wave_note)
     if stamp.exists():
         return info
     bdir.parent.mkdir(parents=True, exist_ok=True)
@@ -223,16 +244,16 @@ def build(
             path = bdir / f"{name.lower()}.mem"
             path.write_text(text)
             params[name] = f'"{path}"'
-        seed = _runtime_objects(simulator, waves)
-        _run_cocotb_build(toplevel, srcs, params, bdir, simulator, waves, seed)
+        seed = _runtime_objects(simulator, wave_format)
+        _run_cocotb_build(toplevel, srcs, params, bdir, simulator, wave_format, seed)
         if not seed:
-            _save_runtime_objects(bdir, simulator, waves)
+            _save_runtime_objects(bdir, simulator, wave_format)
         seconds = time.perf_counter() - t0
         stamp.write_text(json.dumps({"seconds": seconds, "parameters": parameters}))
-    return BuildInfo(bdir, toplevel, simulator, seconds, False, waves)
+    return BuildInfo(bdir, toplevel, simulator, seconds, False, waves, wave_format, wave_note)
 
 
-def _runtime_obj_dir(simulator: str, waves: bool) -> Path:
+def _runtime_obj_dir(simulator: str, waves: str) -> Path:
     cxx = os.environ.get("CXX", "g++")
     flags = os.environ.get("CXXFLAGS", "") + os.environ.get("CPPFLAGS", "")
     key = hashlib.sha256(
@@ -241,7 +262,7 @@ def _runtime_obj_dir(simulator: str, waves: bool) -> Path:
     return rtl_cache_dir() / "runtime-objs" / f"{simulator}-{key}"
 
 
-def _runtime_objects(simulator: str, waves: bool) -> list[Path]:
+def _runtime_objects(simulator: str, waves: str) -> list[Path]:
     """Cached design-independent Verilator runtime objects (``verilated*.o``).
 
     They depend only on the Verilator version, the compiler and the flags, so
@@ -254,7 +275,7 @@ def _runtime_objects(simulator: str, waves: bool) -> list[Path]:
     return sorted(src.glob("verilated*.o")) if src.is_dir() else []
 
 
-def _save_runtime_objects(bdir: Path, simulator: str, waves: bool) -> None:
+def _save_runtime_objects(bdir: Path, simulator: str, waves: str) -> None:
     if simulator != "verilator":
         return
     dst = _runtime_obj_dir(simulator, waves)
@@ -279,7 +300,7 @@ def _run_cocotb_build(
     params: dict[str, object],
     bdir: Path,
     simulator: str,
-    waves: bool,
+    waves: str,
     seed_objects: list[Path],
 ) -> None:
     from cocotb_tools.runner import Verilator, get_runner
@@ -310,7 +331,7 @@ def _run_cocotb_build(
             "unique",
             "-O3",
         ]
-        if waves:
+        if waves == "fst":
             build_args += ["--trace-fst", "--trace-structs"]
     else:
         build_args = ["-g2012"]
@@ -322,7 +343,7 @@ def _run_cocotb_build(
             parameters=params,
             build_args=build_args,
             build_dir=str(bdir),
-            waves=waves,
+            waves=bool(waves),
             timescale=("1ns", "1ps"),
             log_file=str(log),
             always=True,
@@ -427,7 +448,7 @@ def run_job(
     passed = n_tests > 0 and n_failed == 0 and exited in (None, 0) and bool(stats.get("passed"))
     waves_file = None
     if info.waves:
-        cand = tdir / ("dump.fst" if info.simulator == "verilator" else "dump.vcd")
+        cand = tdir / ("dump.fst" if info.wave_format == "fst" else "dump.vcd")
         waves_file = cand if cand.exists() else None
     result = SimResult(passed, stats, info, wall, tail, waves_file, tdir)
     if keep_dir is None and passed and not info.waves:
