@@ -138,3 +138,67 @@ def test_float_site_is_refused():
     cfg = {"defaults": {"softmax": {"method": "online"}, "gelu": {"method": "pwl"}}}
     with pytest.raises(Exception, match=r"resolve to float; an HLS block needs an approximation"):
         prepare_model(encoder_block_onnx(S, D, H, F), cfg)
+
+
+def _chain_onnx(seed: int = 0):
+    """x -> LayerNormalization -> Erf-pattern GELU -> Softmax(axis=-1), [1, S, D]."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+
+    def c(name, v):
+        return numpy_helper.from_array(np.asarray(v, np.float32), name)
+
+    nodes = [
+        helper.make_node(
+            "LayerNormalization", ["x", "g", "b"], ["ln"], name="ln", axis=-1, epsilon=1e-5
+        ),
+        helper.make_node("Div", ["ln", "sqrt2"], ["u"], name="div"),
+        helper.make_node("Erf", ["u"], ["e"], name="erf"),
+        helper.make_node("Add", ["e", "one"], ["a"], name="add"),
+        helper.make_node("Mul", ["ln", "a"], ["m"], name="mul"),
+        helper.make_node("Mul", ["m", "half"], ["gl"], name="mul2"),
+        helper.make_node("Softmax", ["gl"], ["y"], name="sm", axis=-1),
+    ]
+    inits = [c("g", 1 + rng.normal(0, 0.1, D)), c("b", rng.normal(0, 0.1, D)),
+             c("sqrt2", np.sqrt(2)), c("one", 1.0), c("half", 0.5)]  # fmt: skip
+    g = helper.make_graph(
+        nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, S, D])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, S, D])], inits,
+    )  # fmt: skip
+    m = helper.make_model(g, opset_imports=[helper.make_operatorsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+def test_standalone_sites_chain_bit_exact(tmp_path):
+    """Without a whole block: one hls4ml layer per site, formats cast between them."""
+    cfg = {
+        "defaults": {
+            "softmax": {"method": "hls4ml_stable"},
+            "gelu": {"method": "edgemoe"},
+            "layernorm": {"method": "ibert"},
+        }
+    }
+    prep = prepare_model(_chain_onnx(), cfg)
+    assert [s.spec.method for s in prep.steps] == ["ibert", "edgemoe", "hls4ml_stable"]
+    model = convert(prep, tmp_path / "prj", backend="Vivado")
+    x = prep.in_fmt.quantize(np.random.default_rng(5).normal(0, 1, (10, S, D)))
+    rep = csim_check(model, prep, x)
+    assert rep.bit_exact, rep
+    assert len(np.unique(prep.reference(x))) > 20
+
+
+def test_mixed_model_without_block_is_refused():
+    from onnx import TensorProto, helper, numpy_helper
+
+    m = _chain_onnx()
+    w = numpy_helper.from_array(np.eye(D, dtype=np.float32), "w")
+    m.graph.initializer.append(w)
+    m.graph.node.insert(0, helper.make_node("MatMul", ["x", "w"], ["xm"], name="mm"))
+    m.graph.node[1].input[0] = "xm"
+    m.graph.value_info.append(helper.make_tensor_value_info("xm", TensorProto.FLOAT, [1, S, D]))
+    cfg = {"defaults": {"softmax": {"method": "online"}, "gelu": {"method": "pwl"},
+                        "layernorm": {"method": "ibert"}}}  # fmt: skip
+    with pytest.raises(Exception, match=r"no whole encoder block.*holds MatMul"):
+        prepare_model(m, cfg)

@@ -75,7 +75,9 @@ def project_cmd(
     prep = _prepare(model, config)
     out = _outdir(output, force)
     convert(prep, out, backend=backend, part=part)
-    for i, (b, s) in enumerate(zip(prep.blocks, prep.site_names, strict=True)):
+    for st, s in zip(prep.steps, prep.site_names, strict=False):
+        click.echo(f"layer {s['site']}: {st.spec.describe()} over {st.n_rows} x {st.n_in}")
+    for i, (b, s) in enumerate(zip(prep.blocks, prep.site_names, strict=False)):
         click.echo(
             f"block {i}: S={b.seq} D={b.dim} H={b.heads} F={b.ffn}; "
             f"softmax {s['softmax']}={b.softmax.method}, gelu {s['gelu']}={b.gelu.method}, "
@@ -113,14 +115,13 @@ def csim_cmd(
     prep = _prepare(model, config)
     out = _outdir(output, force)
     hmodel = convert(prep, out, backend=backend)
-    b0 = prep.blocks[0]
-    fmt = b0.formats.in_fmt
+    fmt, shape = prep.in_fmt, prep.item_shape
     rng = np.random.default_rng(seed)
     x = np.concatenate(
         [
-            fmt.quantize(rng.normal(0, 1, (samples, b0.seq, b0.dim))),
-            np.zeros((1, b0.seq, b0.dim), np.int64),
-            np.full((1, b0.seq, b0.dim), fmt.max_raw),
+            fmt.quantize(rng.normal(0, 1, (samples, *shape))),
+            np.zeros((1, *shape), np.int64),
+            np.full((1, *shape), fmt.max_raw),
         ]
     )
     rep = csim_check(hmodel, prep, x)

@@ -20,23 +20,37 @@ type is ``ln2.out_fmt``. Only ``io_parallel`` is supported (checked).
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from hwapprox.approx.base import SpecError
+from hwapprox.approx.base import ApproxSpec, SpecError
 from hwapprox.approx.registry import spec_from_config
-from hwapprox.fixed import FixedFormat
+from hwapprox.fixed import FixedFormat, cast
 from hwapprox.hls.block import WEIGHT_NAMES, BlockFormats, EncoderBlock
-from hwapprox.hls.emit import INCLUDE_DIR, render_instances
-from hwapprox.hls.onnx_block import OP_TYPE
+from hwapprox.hls.emit import INCLUDE_DIR, Instance, render_instances
+from hwapprox.hls.onnx_block import OP_TYPE, SITE_OP_TYPE
+from hwapprox.hls.units import unit_instance
 
-__all__ = ["BACKENDS", "LAYER_CLASS", "block_from_attrs", "precision_of", "register"]
+__all__ = [
+    "BACKENDS",
+    "LAYER_CLASS",
+    "SITE_LAYER_CLASS",
+    "SiteStep",
+    "block_from_attrs",
+    "precision_of",
+    "register",
+    "site_from_attrs",
+]
 
 #: hls4ml backends the templates are registered for.
 BACKENDS = ("Vivado", "Vitis")
 #: the hls4ml layer class name (also the ONNX op type)
 LAYER_CLASS = OP_TYPE
+#: the standalone nonlinear layer (softmax/GELU/LayerNorm over rows)
+SITE_LAYER_CLASS = SITE_OP_TYPE
 
 _state: dict[str, Any] = {}
 
@@ -78,7 +92,82 @@ def block_from_attrs(attrs: dict[str, Any], seq: int) -> EncoderBlock:
     )
 
 
-def _parse_block(node: Any, input_names: Any, input_shapes: Any, graph: Any) -> dict[str, Any]:
+@dataclass(frozen=True, eq=False)
+class SiteStep:
+    """One standalone nonlinear layer: its spec over ``n_rows`` rows of ``n_in``.
+
+    The input is first cast to ``spec.in_fmt`` (from the previous layer's
+    type, with ``in_fmt``'s modes), exactly as the C++ wrapper assigns it.
+    """
+
+    spec: ApproxSpec
+    n_rows: int
+    n_in: int
+    gamma: npt.NDArray[np.int64] | None = None
+    beta: npt.NDArray[np.int64] | None = None
+
+    @property
+    def in_fmt(self) -> FixedFormat:
+        return self.spec.in_fmt
+
+    @property
+    def out_fmt(self) -> FixedFormat:
+        return self.spec.out_fmt
+
+    def run(self, raw: npt.ArrayLike, prev_fmt: FixedFormat) -> npt.NDArray[np.int64]:
+        """Raw codes of ``prev_fmt`` ``[..., n_in]`` -> raw ``out_fmt`` codes."""
+        x = cast(np.asarray(raw, dtype=np.int64), prev_fmt, self.spec.in_fmt)
+        if str(self.spec.operator) == "layernorm":
+            return self.spec.model(x, axis=-1, gamma=self.gamma, beta=self.beta)
+        if str(self.spec.operator) == "softmax":
+            return self.spec.model(x, axis=-1)
+        return self.spec.model(x)
+
+    def instances(self, name: str) -> list[Instance]:
+        inst = unit_instance(name, self.spec, self.n_in)
+        tables = dict(inst.tables)
+        if self.gamma is not None and self.beta is not None:
+            tables |= {"gamma": self.gamma, "beta": self.beta}
+        return [
+            Instance(
+                inst.name,
+                inst.types,
+                {**inst.consts, "n_rows": self.n_rows},
+                tables,
+                comment=inst.comment,
+                aliases=inst.aliases,
+            )
+        ]
+
+
+def site_from_attrs(attrs: dict[str, Any], shape: list[int]) -> SiteStep:
+    """The :class:`SiteStep` of a folded ``HwApproxNonlinear`` node (shape without batch)."""
+    try:
+        spec = spec_from_config(json.loads(attrs["hwapprox"])["spec"])
+    except KeyError:
+        raise SpecError(
+            f"{SITE_OP_TYPE} node has no 'hwapprox' attribute (its spec); build the model "
+            "with hwapprox.hls.project.prepare_model"
+        ) from None
+    n_in = int(shape[-1])
+    n_rows = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
+    gamma = beta = None
+    if str(spec.operator) == "layernorm":
+        gamma = spec.gamma_fmt.quantize(np.asarray(attrs["t_gamma"], dtype=np.float64))  # type: ignore[attr-defined]
+        beta = spec.beta_fmt.quantize(np.asarray(attrs["t_beta"], dtype=np.float64))  # type: ignore[attr-defined]
+    return SiteStep(spec, n_rows, n_in, gamma, beta)
+
+
+def _parse_site(node: Any, input_names: Any, input_shapes: Any, graph: Any) -> dict[str, Any]:
+    """ONNX handler of ``HwApproxNonlinear``: attributes and the input shape (batch dropped)."""
+    layer = _parse_block(node, input_names, input_shapes, graph, expect_rank=None)
+    layer["class_name"] = SITE_LAYER_CLASS
+    return layer
+
+
+def _parse_block(
+    node: Any, input_names: Any, input_shapes: Any, graph: Any, expect_rank: int | None = 3
+) -> dict[str, Any]:
     """ONNX handler: the node's attributes become the layer's; shapes from the input."""
     from onnx import helper, numpy_helper
 
@@ -91,10 +180,10 @@ def _parse_block(node: Any, input_names: Any, input_shapes: Any, graph: Any) -> 
             v = v.decode()
         attrs[a.name] = v
     shape = list(input_shapes[0])
-    if len(shape) != 3 or shape[0] != 1:
+    if (expect_rank is not None and len(shape) != expect_rank) or len(shape) < 2 or shape[0] != 1:
         raise SpecError(
-            f"{node.name}: input shape {shape} must be [1, seq, dim] (hls4ml takes dim 0 as "
-            "the batch)"
+            f"{node.name}: input shape {shape} must be [1, ...] with a batch dimension of 1 "
+            "(hls4ml takes dim 0 as the batch)" + (" and [1, seq, dim]" if expect_rank else "")
         )
     layer = {
         "class_name": LAYER_CLASS,
@@ -102,7 +191,8 @@ def _parse_block(node: Any, input_names: Any, input_shapes: Any, graph: Any) -> 
         "inputs": list(input_names),
         "outputs": list(node.output),
         "seq": int(shape[1]),
-        "dim": int(shape[2]),
+        "dim": int(shape[-1]),
+        "shape": [int(v) for v in shape[1:]],
         "onnx_attrs": attrs,
     }
     return layer
@@ -125,6 +215,23 @@ def _layer_class() -> type:
             self.add_output_variable(list(inp.shape), precision=precision_of(blk.ln2.out_fmt))
 
     return HwApproxEncoderBlock
+
+
+def _site_layer_class() -> type:
+    from hls4ml.model.layers import Layer
+
+    class HwApproxNonlinear(Layer):  # type: ignore[misc]
+        """Softmax/GELU/LayerNorm over rows; output type ``spec.out_fmt``."""
+
+        def initialize(self) -> None:
+            if self.model.config.get_config_value("IOType") != "io_parallel":
+                raise SpecError(f"{self.name}: {SITE_LAYER_CLASS} supports io_parallel only")
+            inp = self.get_input_variable()
+            step = site_from_attrs(self.get_attr("onnx_attrs"), list(inp.shape))
+            self.set_attr("hwapprox_step", step)
+            self.add_output_variable(list(inp.shape), precision=precision_of(step.out_fmt))
+
+    return HwApproxNonlinear
 
 
 def _templates(layer_cls: type) -> tuple[type, type]:
@@ -152,6 +259,32 @@ def _templates(layer_cls: type) -> tuple[type, type]:
     return BlockConfigTemplate, BlockFunctionTemplate
 
 
+def _site_templates(layer_cls: type) -> tuple[type, type]:
+    from hls4ml.backends.template import FunctionCallTemplate, LayerConfigTemplate
+
+    class SiteConfigTemplate(LayerConfigTemplate):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__(layer_cls)
+
+        def format(self, node: Any) -> str:
+            step: SiteStep = node.get_attr("hwapprox_step")
+            return render_instances(step.instances(f"config{node.index}"))
+
+    class SiteFunctionTemplate(FunctionCallTemplate):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__(layer_cls, include_header=["nnet_utils/rows.h"])
+
+        def format(self, node: Any) -> str:
+            p = self._default_function_params(node)
+            op = str(node.get_attr("hwapprox_step").spec.operator)
+            return (
+                f"hwapprox::{op}_rows<{p['input_t']}, {p['output_t']}, {p['config']}>"
+                f"({p['input']}, {p['output']});"
+            )
+
+    return SiteConfigTemplate, SiteFunctionTemplate
+
+
 def register() -> None:
     """Register the layer, ONNX handler, templates and sources (once per process)."""
     if _state.get("done"):
@@ -161,17 +294,22 @@ def register() -> None:
     from hls4ml.model.layers import layer_map, register_layer
 
     layer_cls = _state.get("layer") or _layer_class()
-    _state["layer"] = layer_cls
+    site_cls = _state.get("site_layer") or _site_layer_class()
+    _state["layer"], _state["site_layer"] = layer_cls, site_cls
     if LAYER_CLASS not in layer_map:
         register_layer(LAYER_CLASS, layer_cls)
+    if SITE_LAYER_CLASS not in layer_map:
+        register_layer(SITE_LAYER_CLASS, site_cls)
     if OP_TYPE not in layer_handlers:
         register_onnx_layer_handler(OP_TYPE, _parse_block)
-    cfg_t, fn_t = _templates(layer_cls)
+    if SITE_OP_TYPE not in layer_handlers:
+        register_onnx_layer_handler(SITE_OP_TYPE, _parse_site)
+    templates = [*_templates(layer_cls), *_site_templates(site_cls)]
     headers = sorted((INCLUDE_DIR / "hwapprox").glob("*.h"))
     for name in BACKENDS:
         backend = hls4ml.backends.get_backend(name)
-        backend.register_template(cfg_t)
-        backend.register_template(fn_t)
+        for t in templates:
+            backend.register_template(t)
         for h in headers:
             backend.register_source(h)
     _state["done"] = True

@@ -43,9 +43,11 @@ from hwapprox.export.patterns import Site, find_sites
 __all__ = [
     "DOMAIN",
     "OP_TYPE",
+    "SITE_OP_TYPE",
     "BlockMatch",
     "encoder_block_onnx",
     "fold_blocks",
+    "fold_sites",
     "match_blocks",
 ]
 
@@ -342,3 +344,72 @@ def encoder_block_onnx(
     cut.graph.input[0].name = "x"
     onnx.checker.check_model(cut)
     return cut
+
+
+#: op type of a standalone nonlinear site folded into one node
+SITE_OP_TYPE = "HwApproxNonlinear"
+
+
+def fold_sites(model: ModelProto) -> tuple[ModelProto, list[Site]]:
+    """Every softmax/GELU/LayerNorm site of ``model`` replaced by one ``HwApproxNonlinear``.
+
+    For models without a whole encoder block (or pieces of one): each site
+    (single op or exporter pattern, :func:`hwapprox.export.patterns.find_sites`)
+    becomes a node carrying ``operator``, ``site`` (its name), GELU ``form``,
+    LayerNorm ``eps`` and ``t_gamma``/``t_beta`` as tensor attributes. Rows
+    must be along the last axis. Constants left unused are dropped. The graph
+    input keeps its shape (hls4ml takes dim 0 as the batch: give it 1).
+    """
+    m = load_model(model)
+    sites, _ = find_sites(m)
+    if not sites:
+        raise ExportError("no softmax, GELU or LayerNorm site found")
+    gi = GraphIndex(m)
+    drop: set[str] = set()
+    new_for: dict[str, NodeProto] = {}
+    for s in sites:
+        rank = gi.rank(s.input)
+        if s.operator is not Operator.GELU and (
+            s.axis is None or rank is None or s.axis not in (-1, rank - 1)
+        ):
+            raise ExportError(f"site {s.name}: rows must be along the last axis (axis={s.axis})")
+        if s.operator is Operator.SOFTMAX and s.trailing and s.axis not in (-1, (rank or 0) - 1):
+            raise ExportError(f"site {s.name}: opset < 13 softmax over several axes")
+        attrs: dict[str, object] = {"operator": str(s.operator), "site": s.name}
+        if s.operator is Operator.GELU:
+            attrs["form"] = "tanh" if s.approximate == "tanh" else "erf"
+        if s.operator is Operator.LAYERNORM:
+            shape = gi.shape.get(s.input) or ()
+            n = shape[-1] if shape and isinstance(shape[-1], int) else None
+            if n is None:
+                raise ExportError(f"site {s.name}: the row length must be static")
+            g, b, eps = _ln_params(s, n)
+            attrs["eps"] = float(eps)
+            attrs["t_gamma"] = numpy_helper.from_array(g.astype(np.float32), "gamma")
+            attrs["t_beta"] = numpy_helper.from_array(b.astype(np.float32), "beta")
+        new_for[s.nodes[-1]] = helper.make_node(
+            SITE_OP_TYPE, [s.input], [s.output], name=f"hwa_{s.name}", domain=DOMAIN, **attrs
+        )
+        drop |= set(s.nodes)
+    nodes = []
+    for n in m.graph.node:
+        if n.name in new_for:
+            nodes.append(new_for[n.name])
+        elif n.name not in drop:
+            nodes.append(n)
+    # drop constants (nodes and initializers) nothing reads any more
+    used = {i for n in nodes for i in n.input} | {o.name for o in m.graph.output}
+    nodes = [n for n in nodes if not (n.op_type == "Constant" and n.output[0] not in used)]
+    used = {i for n in nodes for i in n.input} | {o.name for o in m.graph.output}
+    inits = [t for t in m.graph.initializer if t.name in used]
+    graph = helper.make_graph(
+        nodes, m.graph.name, list(m.graph.input), list(m.graph.output), inits,
+        value_info=list(m.graph.value_info),
+    )  # fmt: skip
+    opsets = [o for o in m.opset_import if o.domain != DOMAIN]
+    out = helper.make_model(
+        graph, opset_imports=[*opsets, helper.make_operatorsetid(DOMAIN, 1)],
+        producer_name="hwapprox.hls.onnx_block",
+    )  # fmt: skip
+    out.ir_version = m.ir_version
+    return out, sites

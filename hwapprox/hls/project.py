@@ -23,7 +23,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +33,11 @@ from onnx import ModelProto, helper
 
 from hwapprox.approx.base import SpecError
 from hwapprox.approx.config import load_config
+from hwapprox.export.errors import ExportError
+from hwapprox.fixed import FixedFormat
 from hwapprox.hls.block import BlockFormats, EncoderBlock
-from hwapprox.hls.hls4ml_ext import block_from_attrs, register
-from hwapprox.hls.onnx_block import fold_blocks
+from hwapprox.hls.hls4ml_ext import SiteStep, block_from_attrs, register, site_from_attrs
+from hwapprox.hls.onnx_block import fold_blocks, fold_sites
 
 __all__ = ["CsimReport", "Prepared", "convert", "csim_check", "prepare_model", "split_config"]
 
@@ -47,18 +49,37 @@ POISON_PRECISION = "ap_fixed<2,1>"
 
 @dataclass(frozen=True, eq=False)
 class Prepared:
-    """A folded model plus the block models that define its expected output."""
+    """A folded model plus the models that define its expected output.
+
+    ``blocks`` (encoder blocks) or ``steps`` (standalone nonlinear layers, in
+    graph order, when the model has no whole block) -- one of them is empty.
+    """
 
     model: ModelProto
     blocks: list[EncoderBlock]
     site_names: list[dict[str, str]]
+    steps: list[SiteStep] = field(default_factory=list)
 
     @property
     def input_name(self) -> str:
         return self.model.graph.input[0].name
 
+    @property
+    def in_fmt(self) -> FixedFormat:
+        return self.blocks[0].formats.in_fmt if self.blocks else self.steps[0].in_fmt
+
+    @property
+    def out_fmt(self) -> FixedFormat:
+        return self.blocks[-1].ln2.out_fmt if self.blocks else self.steps[-1].out_fmt
+
+    @property
+    def item_shape(self) -> tuple[int, ...]:
+        """Shape of one sample (without the batch dimension)."""
+        dims = self.model.graph.input[0].type.tensor_type.shape.dim
+        return tuple(int(d.dim_value) for d in dims[1:])
+
     def reference(self, x: npt.ArrayLike) -> npt.NDArray[np.int64]:
-        """Raw codes through every block model in turn (``[S, D]`` or ``[B, S, D]``)."""
+        """Raw ``in_fmt`` codes ``[B, *item_shape]`` through every block / layer model."""
         y = np.asarray(x)
         for i, b in enumerate(self.blocks):
             if i:
@@ -66,6 +87,10 @@ class Prepared:
                     y, f"block {i} input (previous block's output must be in_fmt codes)"
                 )
             y = b.model(y)
+        fmt = self.in_fmt
+        for st in self.steps:
+            y = st.run(y, fmt)
+            fmt = st.out_fmt
         return y
 
 
@@ -95,7 +120,12 @@ def prepare_model(source: str | Path | ModelProto, config: Any = None) -> Prepar
     approx, hls = split_config(config)
     cfg = load_config(approx)
     formats = BlockFormats.from_dict(hls)
-    folded, matches = fold_blocks(source)
+    try:
+        folded, matches = fold_blocks(source)
+    except ExportError as exc:
+        if not str(exc).startswith("no transformer encoder block"):
+            raise
+        return _prepare_sites(source, cfg)
     sites: dict[str, str] = {}
     fields: dict[str, dict[str, Any]] = {}
     for m in matches:
@@ -124,14 +154,7 @@ def prepare_model(source: str | Path | ModelProto, config: Any = None) -> Prepar
             "formats": formats.to_dict(),
         }
         node.attribute.append(helper.make_attribute("hwapprox", json.dumps(payload)))
-        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-        attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in attrs.items()}
-        from onnx import numpy_helper
-
-        for k in list(attrs):
-            if k.startswith("t_"):
-                attrs[k] = numpy_helper.to_array(attrs[k])
-        blocks.append(block_from_attrs(attrs, seq))
+        blocks.append(block_from_attrs(_node_attrs(node), seq))
     for a, b in itertools.pairwise(blocks):
         if a.ln2.out_fmt != b.formats.in_fmt:
             raise SpecError(
@@ -140,6 +163,52 @@ def prepare_model(source: str | Path | ModelProto, config: Any = None) -> Prepar
                 "to the same format"
             )
     return Prepared(folded, blocks, [m.sites for m in matches])
+
+
+def _node_attrs(node: Any) -> dict[str, Any]:
+    from onnx import numpy_helper
+
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    out = {}
+    for k, v in attrs.items():
+        if isinstance(v, bytes):
+            v = v.decode()
+        elif k.startswith("t_"):
+            v = numpy_helper.to_array(v)
+        out[k] = v
+    return out
+
+
+def _prepare_sites(source: str | Path | ModelProto, cfg: Any) -> Prepared:
+    """Models without a whole encoder block: one layer per nonlinear site (a chain)."""
+    from hwapprox.hls.onnx_block import SITE_OP_TYPE
+
+    folded, sites = fold_sites(source)
+    others = sorted({n.op_type for n in folded.graph.node if n.op_type != SITE_OP_TYPE})
+    if others:
+        raise SpecError(
+            f"the model has no whole encoder block, and besides its nonlinear sites it holds "
+            f"{', '.join(others)}: hls4ml 1.3's stock layers mishandle sequence-shaped tensors, "
+            "so only chains of softmax/GELU/LayerNorm sites (or whole blocks) are converted"
+        )
+    names = {s.name: str(s.operator) for s in sites}
+    fields = {s.name: s.fields_for_spec() for s in sites}
+    specs = cfg.resolve(names, site_fields=fields)
+    floats = sorted(n for n, s in specs.items() if s is None)
+    if floats:
+        raise SpecError(
+            f"site(s) {', '.join(floats)} resolve to float; every site of an HLS design "
+            "needs an approximation: set defaults for its operator in the config"
+        )
+    dims = folded.graph.input[0].type.tensor_type.shape.dim
+    shape = [int(d.dim_value) for d in dims[1:]]
+    steps = []
+    for node in folded.graph.node:
+        site = _node_attrs(node)["site"]
+        payload = {"spec": specs[site].to_config()}  # type: ignore[union-attr]
+        node.attribute.append(helper.make_attribute("hwapprox", json.dumps(payload)))
+        steps.append(site_from_attrs(_node_attrs(node), shape))
+    return Prepared(folded, [], [{"site": s.name} for s in sites], steps)
 
 
 def convert(
@@ -156,7 +225,7 @@ def convert(
     register()
     import hls4ml
 
-    in_fmt = prepared.blocks[0].formats.in_fmt
+    in_fmt = prepared.in_fmt
     hls_config = {
         "Model": {"Precision": POISON_PRECISION, "ReuseFactor": 1, "Strategy": "Latency"},
         "LayerName": {prepared.input_name: {"Precision": {"result": str(in_fmt)}}},
@@ -194,7 +263,7 @@ class CsimReport:
 def csim_check(
     model: Any, prepared: Prepared, x_raw: npt.ArrayLike, *, compile: bool = True
 ) -> CsimReport:
-    """``compile()`` + ``predict()`` on raw ``in_fmt`` codes ``[B, S, D]``; compare raw outputs.
+    """``compile()`` + ``predict()`` on raw ``in_fmt`` codes ``[B, ...]``; compare raw outputs.
 
     Inputs are passed as float64 values exactly on the ``in_fmt`` grid (so the
     bridge's conversion is exact); outputs are converted back with the output
@@ -202,12 +271,14 @@ def csim_check(
     ``compile=False`` reuses a library already built by ``model.compile()``.
     """
     xr = np.asarray(x_raw, dtype=np.int64)
-    b0 = prepared.blocks[0]
-    if xr.ndim != 3 or xr.shape[1:] != (b0.seq, b0.dim):
-        raise SpecError(f"csim input must be [B, {b0.seq}, {b0.dim}] raw codes, got {xr.shape}")
-    in_fmt = b0.formats.in_fmt
+    shape = prepared.item_shape
+    if xr.shape[1:] != shape:
+        raise SpecError(
+            f"csim input must be [B, {', '.join(map(str, shape))}] raw codes, got {xr.shape}"
+        )
+    in_fmt = prepared.in_fmt
     in_fmt.check(xr, "csim input")
-    out_fmt = prepared.blocks[-1].ln2.out_fmt
+    out_fmt = prepared.out_fmt
     if compile:
         model.compile()
     x = in_fmt.to_float(xr).reshape(xr.shape[0], -1)
