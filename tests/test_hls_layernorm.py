@@ -60,6 +60,8 @@ CASES = [
         16,
     ),
     ("ibert", {"in_fmt": "ap_fixed<16,6>", "out_fmt": "ap_fixed<16,4,AP_TRN,AP_WRAP>"}, 3),
+    ("rsqrt_lut", {}, 1),  # a row of one element: zero variance, output beta
+    ("ibert", {}, 1),
 ]
 
 

@@ -63,6 +63,8 @@ CASES = [
         5,
     ),
     ("hls4ml_latency", {}, 4),
+    ("online", {}, 1),  # a row of one element: output 1.0 (saturated)
+    ("hls4ml_stable", {}, 1),
 ]
 
 
