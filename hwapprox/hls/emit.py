@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import hashlib
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -247,7 +248,10 @@ def write_header(path: Path, text: str, *, overwrite: bool = False) -> Path:
         if not overwrite:
             raise FileExistsError(f"{path} exists and differs; pass overwrite=True to replace it")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    # atomic: concurrent writers (pytest workers) never expose a partial file
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
     return path
 
 
