@@ -6,18 +6,20 @@ per layer instance:
 
 .. code-block:: c++
 
-    static const ap_uint<22> gelu0_delta_table[177] = {...};   // ROM contents
-    struct gelu0_config {
-        typedef ap_fixed<16,6> in_t;           // one typedef per FixedFormat field
-        static const long long n_in = 16;      // one constant per params() entry
-        typedef ap_uint<22> delta_table_entry_t;  // table entry type (exact width)
-        static const unsigned delta_table_len = 177;
-        static delta_table_entry_t delta_table(unsigned i) { return gelu0_delta_table[i]; }
+    static const ap_uint<20> g0_delta[177] = {...};    // ROM contents (tables())
+    struct g0 {
+        typedef ap_fixed<16,5,AP_RND,AP_SAT> in_t;     // one typedef per FixedFormat field
+        static const long long table_size = 177;       // one constant per params() entry
+        typedef hwapprox::gelu_edgemoe_op op;          // aliases: the unit to use
+        typedef ap_uint<20> delta_entry_t;             // entry type (narrowest width)
+        static const unsigned delta_len = 177;
+        static delta_entry_t delta(unsigned i) { return g0_delta[i]; }
     };
 
 Table entries are the exact integers of :meth:`ApproxSpec.tables` in the
 narrowest ``ap_int``/``ap_uint`` that holds them; each algorithm header states
-how it interprets them. There is one rendering path (:func:`render_header`).
+how it interprets them. There is one rendering path (:func:`render_instances`,
+wrapped by :func:`render_header` for standalone headers).
 """
 
 from __future__ import annotations
