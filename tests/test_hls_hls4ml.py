@@ -7,6 +7,7 @@ nonlinear specs composed in hwapprox.hls.block), never the C++ itself.
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 import pytest
@@ -20,12 +21,13 @@ pytestmark = [pytest.mark.hls, pytest.mark.slow]
 
 S, D, H, F = 4, 8, 2, 16
 CONFIGS = {
-    "Vivado": {
+    "Vivado": {  # two chained blocks: block input format = LayerNorm output format
         "defaults": {
             "softmax": {"method": "online"},
             "gelu": {"method": "pwl"},
             "layernorm": {"method": "rsqrt_lut", "max_n": 64, "eps": 1e-5},
         },
+        "hls": {"in_fmt": "ap_fixed<16,4,AP_RND,AP_SAT>"},
     },
     "Vitis": {
         "defaults": {
@@ -59,7 +61,11 @@ def _inputs(prep: Prepared, seed: int) -> np.ndarray:
 @pytest.fixture(scope="module", params=sorted(CONFIGS))
 def built(request, tmp_path_factory):
     backend = request.param
-    prep = prepare_model(encoder_block_onnx(S, D, H, F, gelu="erf"), CONFIGS[backend])
+    layers = 2 if backend == "Vivado" else 1
+    prep = prepare_model(
+        encoder_block_onnx(S, D, H, F, layers=layers, gelu="erf"), CONFIGS[backend]
+    )
+    assert len(prep.blocks) == layers
     out = tmp_path_factory.mktemp(f"prj_{backend}")
     model = convert(prep, out, backend=backend)
     model.compile()
@@ -88,7 +94,9 @@ def test_other_spec_is_detected(built):
         out_fmt=prep.blocks[0].gelu.out_fmt,
         **extra,
     )
-    wrong = Prepared(prep.model, [dataclasses.replace(prep.blocks[0], gelu=g)], prep.site_names)
+    wrong = Prepared(
+        prep.model, [dataclasses.replace(b, gelu=g) for b in prep.blocks], prep.site_names
+    )
     rep = csim_check(model, wrong, _inputs(prep, 1), compile=False)
     assert not rep.bit_exact
 
@@ -98,7 +106,8 @@ def test_generated_config_is_explicit(built):
     fw = out / "firmware"
     params = (fw / "parameters.h").read_text()
     call = (fw / "myproject.cpp").read_text()
-    assert "hwapprox::encoder_block<input_t, result_t, config" in call
+    assert re.search(r"hwapprox::encoder_block<input_t, \w+, config2>\(x, layer2_out\);", call)
+    assert call.count("hwapprox::encoder_block<") == len(prep.blocks)
     # the poisoned model default precision is used nowhere
     text = params + (fw / "defines.h").read_text() + call
     assert POISON_PRECISION not in text
