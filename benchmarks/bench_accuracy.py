@@ -40,7 +40,6 @@ from hwapprox.approx.base import SpecError
 from hwapprox.approx.inputs import InputSet
 from hwapprox.approx.registry import list_methods, make_spec
 from hwapprox.approx.sweep import measure
-from hwapprox.approx.tune import evaluate_spec
 
 WIDTHS = (8, 10, 12, 16)
 
@@ -173,8 +172,6 @@ def main(argv: Sequence[str] | None = None) -> None:
             print("\n".join(fn()))
     print(f"(measured in {time.perf_counter() - t0:.1f} s)")
 
-
-__all__ = ["evaluate_spec", "main"]
 
 if __name__ == "__main__":
     main()
