@@ -8,9 +8,10 @@ Layout
     ``common.h`` (raw-code access), ``linear.h`` (MatMul/Gemm, Q·Kᵀ, P·V,
     residual add: :mod:`hwapprox.approx.linear`), ``softmax.h`` (online, ibert,
     hls4ml stable/latency), ``gelu.h`` (ibert, shiftgelu, edgemoe, pwl, lut),
-    ``layernorm.h`` (ibert, rsqrt_lut, rmsnorm) and ``encoder.h`` (a post-LN
-    encoder block). Each unit is bit-exact with its spec's ``model`` (tests
-    ``tests/test_hls_*.py``, g++ C simulation on the same raw codes).
+    ``layernorm.h`` (ibert, rsqrt_lut, rmsnorm), ``encoder.h`` (a post-LN
+    encoder block) and ``rows.h`` (one unit over the rows of a tensor). Each
+    unit is bit-exact with its spec's ``model`` (tests ``tests/test_hls_*.py``,
+    g++ C simulation on the same raw codes).
 :mod:`hwapprox.hls.emit`
     Writes *data only*: one config struct per configured unit (typedefs of
     every format, ``params()`` constants, ``tables()`` as ROM arrays with
@@ -23,9 +24,11 @@ Layout
     :class:`~hwapprox.hls.block.EncoderBlock`: the block's exact model
     (linear stages + nonlinear specs composed) and its config.
 :mod:`hwapprox.hls.onnx_block`, :mod:`hwapprox.hls.hls4ml_ext`, :mod:`hwapprox.hls.project`
-    ONNX encoder blocks folded into one ``HwApproxEncoderBlock`` node each;
-    the hls4ml layer, ONNX handler and Vivado/Vitis templates, registered by
-    one explicit call (:func:`hwapprox.hls.hls4ml_ext.register`); project
-    writing and the ``compile()``/``predict()`` bit-exactness check behind
+    ONNX encoder blocks folded into one ``HwApproxEncoderBlock`` node each
+    (models without a whole block: one ``HwApproxNonlinear`` node per
+    softmax/GELU/LayerNorm site); the hls4ml layers, ONNX handlers and
+    Vivado/Vitis templates, registered by one explicit call
+    (:func:`hwapprox.hls.hls4ml_ext.register`); project writing and the
+    ``compile()``/``predict()`` bit-exactness check behind
     ``hwapprox hls project`` and ``hwapprox hls csim``.
 """
