@@ -41,9 +41,17 @@ def build_unit(
 def default_rows(
     spec: ApproxSpec, n: int, n_rows: int, seed: int, *, edges: bool = True
 ) -> list[npt.NDArray[np.int64]]:
-    """Edge rows plus ``n_rows`` seeded random rows of length ``n`` (see ``tb.stimulus``)."""
+    """Edge rows plus ``n_rows`` seeded random rows of length ``n`` (see ``tb.stimulus``).
+
+    Elementwise units with at most 12 input bits also get every input code
+    (in rows of ``n``), so they are checked exhaustively.
+    """
     vary = spec.operator is not Operator.GELU
-    return make_rows(spec.in_fmt, n, n_rows, seed, edges=edges, vary_length=vary)
+    rows = make_rows(spec.in_fmt, n, n_rows, seed, edges=edges, vary_length=vary)
+    if spec.operator is Operator.GELU and spec.in_fmt.width <= 12:
+        codes = spec.in_fmt.all_codes()
+        rows += [codes[i : i + n] for i in range(0, codes.size, n)]
+    return rows
 
 
 def simulate(
