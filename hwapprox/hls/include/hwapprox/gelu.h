@@ -10,9 +10,9 @@
 // Per element: one(x) takes the raw input code and returns the output value;
 // the final conversion uses res_T's own rounding and overflow modes, exactly
 // like the model's cast into out_fmt. Constants (params()) and tables come
-// from the generated config. Arithmetic is exact in ap_int<64> (the models'
-// int64); the params list the real widths (poly_bits, prod_bits, ...) for a
-// narrower datapath.
+// from the generated config. I-BERT uses the widths its params() state
+// (poly_bits, sum_bits, prod_bits); PWL is written in ap_fixed arithmetic
+// (exact growth); the other units compute in ap_int<64> (the models' int64).
 // Interface: gelu<data_T, res_T, CONFIG_T>(data[n_in], res[n_in]), dispatched
 // on CONFIG_T::op. Latency intent: io_parallel, fully unrolled over n_in,
 // PIPELINE II=1; each element is a short chain (ibert: square, multiply,
@@ -29,17 +29,23 @@ namespace hwapprox {
 typedef ap_int<64> gelu_w_t;
 
 struct gelu_ibert_op {
+    // Widths from params(): poly_bits, sum_bits, prod_bits; the requantising
+    // product (prod_bits + requant_bits) in 64 bits.
     template <class res_T, typename C>
     static res_T one(gelu_w_t x) {
         #pragma HLS INLINE
-        const gelu_w_t b_int = C::b_int;
-        gelu_w_t a = x < 0 ? gelu_w_t(-x) : x;
-        gelu_w_t t = a < -b_int ? a : gelu_w_t(-b_int);
-        gelu_w_t poly = (t + b_int) * (t + b_int) + gelu_w_t(C::c_int);
-        gelu_w_t sp = x > 0 ? poly : (x < 0 ? gelu_w_t(-poly) : gelu_w_t(0));
-        gelu_w_t erf_int = sp >> C::erf_shift;  // floor
-        gelu_w_t p = x * (erf_int + gelu_w_t(C::erf_one));
-        gelu_w_t q = (-p) * gelu_w_t(C::mult);
+        typedef ap_int<C::in_width + 1> x_t;
+        typedef ap_int<C::poly_bits> poly_t;
+        const x_t xi = x;
+        const x_t b_int = C::b_int;
+        x_t a = xi < 0 ? x_t(-xi) : xi;
+        x_t t = a < x_t(-b_int) ? a : x_t(-b_int);
+        poly_t poly = poly_t(t + b_int) * poly_t(t + b_int) + poly_t(C::c_int);
+        poly_t sp = xi > 0 ? poly : (xi < 0 ? poly_t(-poly) : poly_t(0));
+        poly_t erf_int = sp >> C::erf_shift;  // floor
+        ap_int<C::sum_bits> sum = erf_int + ap_int<C::sum_bits>(C::erf_one);
+        ap_int<C::prod_bits> p = xi * sum;
+        gelu_w_t q = gelu_w_t(-p) * gelu_w_t(C::mult);
         return cast_raw<C::mult_shift + C::out_frac_bits, res_T>(q);
     }
 };
@@ -97,23 +103,26 @@ struct gelu_edgemoe_op {
 };
 
 struct gelu_pwl_op {
+    // y = s_i·x + c_i in ap_fixed arithmetic: the product and the sum grow
+    // exactly (fraction bits max(F_in + F_s, F_c) = acc_frac_bits, as the
+    // model), then one cast to res_T. Segment select compares raw codes.
     template <class res_T, typename C>
     static res_T one(gelu_w_t x) {
         #pragma HLS INLINE
         const int n = C::segments;
-        const int fa = C::acc_frac_bits;
-        // segment = number of interior breakpoints B_1..B_{N-1} <= x
         unsigned seg = 0;
     compare:
         for (int j = 1; j < n; j++) {
             #pragma HLS UNROLL
             if (x >= gelu_w_t(C::breakpoints(j))) seg++;
         }
-        gelu_w_t y = (x * gelu_w_t(C::slopes(seg))) << (fa - C::in_frac_bits - C::slope_frac_bits);
-        y = y + (gelu_w_t(C::intercepts(seg)) << (fa - C::intercept_frac_bits));
-        if (x < gelu_w_t(C::breakpoints(0))) y = 0;
-        if (x >= gelu_w_t(C::breakpoints(n))) y = x << (fa - C::in_frac_bits);
-        return cast_raw<C::acc_frac_bits, res_T>(y);
+        const typename C::in_t xv = from_raw<typename C::in_t>(ap_int<64>(x));
+        if (x < gelu_w_t(C::breakpoints(0))) return res_T(0);
+        if (x >= gelu_w_t(C::breakpoints(n))) return res_T(xv);
+        const typename C::slope_t sl = from_raw<typename C::slope_t>(ap_int<64>(C::slopes(seg)));
+        const typename C::intercept_t ic =
+            from_raw<typename C::intercept_t>(ap_int<64>(C::intercepts(seg)));
+        return res_T(xv * sl + ic);
     }
 };
 
