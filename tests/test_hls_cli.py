@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import onnx
 import pytest
 import yaml
@@ -40,6 +42,9 @@ def test_project_writes_hls4ml_project(files):
     assert res.exit_code == 0, res.output
     assert "softmax layer0.softmax_27=online" in res.output
     assert (out / "firmware" / "myproject.cpp").is_file()
+    resolved = json.loads((out / "hwapprox_resolved.json").read_text())
+    assert resolved["layers"][0]["specs"]["softmax"]["method"] == "online"
+    assert resolved["layers"][0]["formats"]["accum_fmt"] == "ap_fixed<32,12,AP_TRN,AP_SAT>"
     assert (
         "typedef ap_fixed<32,12,AP_TRN,AP_SAT> accum_t;"
         in (out / "firmware" / "parameters.h").read_text()

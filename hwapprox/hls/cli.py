@@ -32,6 +32,30 @@ def _outdir(path: Path, force: bool) -> Path:
     return path
 
 
+def _write_resolved(prep, path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The resolved specs and formats of every layer, as plain data (traceability)."""
+    import json
+
+    layers = [
+        {
+            "sites": sites,
+            "specs": {
+                "softmax": b.softmax.to_config(),
+                "gelu": b.gelu.to_config(),
+                "ln1": b.ln1.to_config(),
+                "ln2": b.ln2.to_config(),
+            },
+            "formats": b.formats.to_dict(),
+        }
+        for b, sites in zip(prep.blocks, prep.site_names, strict=False)
+    ]
+    layers += [
+        {"sites": sites, "spec": st.spec.to_config()}
+        for st, sites in zip(prep.steps, prep.site_names, strict=False)
+    ]
+    path.write_text(json.dumps({"layers": layers}, indent=2) + "\n")
+
+
 @click.group("hls")
 def hls_group() -> None:
     """HLS C++ of the approximations and hls4ml projects of encoder blocks."""
@@ -75,6 +99,7 @@ def project_cmd(
     prep = _prepare(model, config)
     out = _outdir(output, force)
     convert(prep, out, backend=backend, part=part)
+    _write_resolved(prep, out / "hwapprox_resolved.json")
     for st, s in zip(prep.steps, prep.site_names, strict=False):
         click.echo(f"layer {s['site']}: {st.spec.describe()} over {st.n_rows} x {st.n_in}")
     for i, (b, s) in enumerate(zip(prep.blocks, prep.site_names, strict=False)):
