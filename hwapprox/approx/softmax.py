@@ -20,6 +20,7 @@ Methods (registry name -> class):
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ import numpy.typing as npt
 
 from hwapprox.approx import intmath
 from hwapprox.approx.base import Cost, Operator, RawArray, RowwiseSpec, SpecError
-from hwapprox.fixed import MAX_RAW_BITS, FixedFormat, Rounding, cast
+from hwapprox.fixed import MAX_RAW_BITS, FixedFormat, Overflow, Rounding, cast
 
 __all__ = [
     "Hls4mlLatencySoftmax",
@@ -125,6 +126,58 @@ def _rnd_flag(fmt: FixedFormat) -> int:
     return 1 if fmt.rounding is Rounding.RND else 0
 
 
+# -- speed helpers (no arithmetic of their own: exact re-expressions) ---------------------
+#: Inputs up to this width use memo tables over every input code / difference code.
+_MEMO_MAX_BITS = 20
+
+
+@functools.lru_cache(maxsize=16)
+def _cached(spec: SoftmaxSpec, name: str) -> Any:
+    """``getattr(spec, name)()`` computed once per (equal, frozen) spec; arrays read-only.
+
+    Only a speed-up: specs are frozen dataclasses whose tables and memos are
+    functions of the fields alone (equal specs give equal values).
+    """
+    val = getattr(spec, name)()
+    for a in val.values() if isinstance(val, dict) else (val,):
+        if isinstance(a, np.ndarray):
+            a.setflags(write=False)
+    return val
+
+
+def _cast_prod(r: RawArray, src: FixedFormat, dst: FixedFormat) -> RawArray:
+    """``cast(r, src, dst)`` for a fresh product array ``r`` that is in range of ``src``.
+
+    Same result as :func:`hwapprox.fixed.cast` (one rounding with
+    ``dst.rounding``, then ``dst.overflow``), computed in place for the modes
+    the models use on their outputs: AP_TRN (``r >> s``) and AP_RND (``(r +
+    2^(s-1)) >> s``, exact since ``|r| < 2^62``), AP_SAT (clip) and AP_WRAP
+    (keep the low W bits). Other modes go through :func:`~hwapprox.fixed.cast`.
+    """
+    s = src.frac_bits - dst.frac_bits
+    if not (0 < s < 63 and dst.rounding in (Rounding.TRN, Rounding.RND)):
+        return cast(r, src, dst)
+    if dst.rounding is Rounding.RND:
+        r += np.int64(1 << (s - 1))
+    r >>= np.int64(s)
+    return _saturate_fresh(r, dst)
+
+
+def _saturate_fresh(r: RawArray, dst: FixedFormat) -> RawArray:
+    """``dst.saturate(r)`` for an array the caller owns (in place for AP_SAT / AP_WRAP)."""
+    if dst.overflow is Overflow.SAT:
+        return np.clip(r, dst.min_raw, dst.max_raw, out=r)
+    if dst.overflow is Overflow.WRAP:
+        if dst.signed:
+            sh = np.int64(64 - dst.width)
+            r <<= sh
+            r >>= sh
+        else:
+            r &= np.int64((1 << dst.width) - 1)
+        return r
+    return dst.saturate(r)
+
+
 # ======================================================================================
 # hls4ml 1.3
 # ======================================================================================
@@ -140,27 +193,29 @@ def _hls_idx_from_raw(raw: RawArray, fmt: FixedFormat, nbits: int) -> RawArray:
     return (raw >> np.int64(fmt.width - nbits)) & np.int64((1 << nbits) - 1)
 
 
-def _hls_reduce_add(cols: list[RawArray], fmt: FixedFormat) -> RawArray:
-    """``nnet::reduce<accum_t, N, Op_add<accum_t>>``: hls4ml's adder tree, each add cast to ``fmt``.
+def _hls_reduce_add(e: RawArray, fmt: FixedFormat) -> RawArray:
+    """``nnet::reduce<accum_t, N, Op_add<accum_t>>`` over the columns of ``e`` (R, N) -> (R,).
 
-    left = 2^floor(log2(N - 1)) elements, right = the rest; both sides share
-    ``fmt`` so a sum only needs the overflow mode (same fraction bits).
+    hls4ml's adder tree, each add cast to ``fmt``: left = 2^floor(log2(N - 1))
+    columns, right = the rest; both sides share ``fmt`` so a sum only needs
+    the overflow mode (same fraction bits).
     """
-    n = len(cols)
+    n = e.shape[1]
     if n > 2 and (
-        fmt.overflow.value == "AP_WRAP"
-        or (fmt.overflow.value == "AP_SAT" and all(int(c.min()) >= 0 for c in cols))
+        fmt.overflow is Overflow.WRAP or (fmt.overflow is Overflow.SAT and int(e.min()) >= 0)
     ):
         # Same result as the tree, faster: wrapping sums are modular (any
         # order), and saturating sums of non-negative addends equal
         # min(total, max) in any order.
-        return fmt.saturate(np.sum(cols, axis=0))
+        return _saturate_fresh(e.sum(axis=1), fmt)
     if n == 1:
-        return cols[0]
+        return e[:, 0]
     if n == 2:
-        return fmt.saturate(cols[0] + cols[1])
+        return _saturate_fresh(e[:, 0] + e[:, 1], fmt)
     left = 1 << ((n - 1).bit_length() - 1)
-    return fmt.saturate(_hls_reduce_add(cols[:left], fmt) + _hls_reduce_add(cols[left:], fmt))
+    return _saturate_fresh(
+        _hls_reduce_add(e[:, :left], fmt) + _hls_reduce_add(e[:, left:], fmt), fmt
+    )
 
 
 @dataclass(frozen=True)
@@ -282,26 +337,44 @@ class _Hls4mlSoftmax(SoftmaxSpec):
             "stable": int(self._stable),
         }
 
-    def _model_rows(self, x: RawArray, **kw: Any) -> RawArray:
-        tabs = self.tables()
+    def _exp_res(self, v: RawArray, tabs: dict[str, RawArray]) -> RawArray:
+        """``exp_res`` (raw ``accum_fmt``) of ``v``: stable ``d = x_max - x_i`` (exact
+        difference codes, >= 0), latency the input codes ``x_i``."""
         na = self.exp_table_size.bit_length() - 1
-        ni = self.inv_table_size.bit_length() - 1
         if self._stable:
-            xmax = x.max(axis=1, keepdims=True)
             # x_max - data[i]: exact (same format), assigned to inp_norm_t
-            d = cast(xmax - x, _diff_fmt(self.in_fmt), self.exp_addr_fmt)
+            d = cast(v, _diff_fmt(self.in_fmt), self.exp_addr_fmt)
             idx = _hls_idx_from_raw(d, self.exp_addr_fmt, na)
         else:
-            idx = _hls_idx_from_raw(x, self.in_fmt, na)
-        e = cast(tabs["exp_table"][idx], self.exp_table_fmt, self.accum_fmt)  # exp_res (accum_t)
-        s = _hls_reduce_add([e[:, j] for j in range(e.shape[1])], self.accum_fmt)
+            idx = _hls_idx_from_raw(v, self.in_fmt, na)
+        return cast(tabs["exp_table"][idx], self.exp_table_fmt, self.accum_fmt)
+
+    def _exp_memo(self) -> RawArray:
+        """:meth:`_exp_res` of every argument code, index ``d`` (stable) or
+        ``x - in_fmt.min_raw`` (latency). Only a speed-up."""
+        tabs = _cached(self, "tables")
+        if self._stable:
+            return self._exp_res(np.arange(1 << self.in_fmt.width, dtype=np.int64), tabs)
+        return self._exp_res(self.in_fmt.all_codes(), tabs)
+
+    def _model_rows(self, x: RawArray, **kw: Any) -> RawArray:
+        tabs = _cached(self, "tables")
+        ni = self.inv_table_size.bit_length() - 1
+        memo = _cached(self, "_exp_memo") if self.in_fmt.width <= _MEMO_MAX_BITS else None
+        if self._stable:
+            v = x.max(axis=1, keepdims=True) - x
+        else:
+            v = x - np.int64(self.in_fmt.min_raw) if memo is not None else x
+        e = memo[v] if memo is not None else self._exp_res(v, tabs)  # exp_res (accum_t)
+        s = _hls_reduce_add(e, self.accum_fmt)
         s = cast(s, self.accum_fmt, self.inv_inp_fmt)  # exp_sum (inv_inp_t)
         inv = tabs["invert_table"][_hls_idx_from_raw(s, self.inv_inp_fmt, ni)]
         prod_fmt = FixedFormat(
             self.accum_fmt.width + self.inv_table_fmt.width,
             self.accum_fmt.int_bits + self.inv_table_fmt.int_bits,
         )
-        return cast(e * inv[:, None], prod_fmt, self.out_fmt)
+        e *= inv[:, None]
+        return _cast_prod(e, prod_fmt, self.out_fmt)
 
     def cost(self) -> Cost:
         return Cost(
@@ -493,21 +566,31 @@ class IBertSoftmax(SoftmaxSpec):
             "out_width": self.out_fmt.width,
         }
 
-    def _model_rows(self, x: RawArray, **kw: Any) -> RawArray:
-        n = x.shape[1]
-        self._row_limit(n, (1 << (62 - self.exp_bits)), "the exp sum width")
-        k = self._consts()
-        e = intmath.i_exp(x - x.max(axis=1, keepdims=True), k)
+    def _exp16(self, v: RawArray) -> RawArray:
+        """Steps 2-3: ``e16`` of ``v = x - max(x)`` (<= 0)."""
+        e = intmath.i_exp(v, self._consts())
         if self.requant == "calibrated":
             m, sh = self._requant_mult()
             e16 = intmath.mul_round_shift(e, m, sh, Rounding.RND_CONV)
-            e16 = np.minimum(e16, np.int64((1 << (self.exp_bits - 1)) - 1))
+            return np.minimum(e16, np.int64((1 << (self.exp_bits - 1)) - 1))
+        return e >> np.int64(self._exp_shift())
+
+    def _exp16_memo(self) -> RawArray:
+        """:meth:`_exp16` of ``-δ`` for every δ in ``[0, 2^W_in)``, index δ. Only a speed-up."""
+        return self._exp16(-np.arange(1 << self.in_fmt.width, dtype=np.int64))
+
+    def _model_rows(self, x: RawArray, **kw: Any) -> RawArray:
+        n = x.shape[1]
+        self._row_limit(n, (1 << (62 - self.exp_bits)), "the exp sum width")
+        if self.in_fmt.width <= _MEMO_MAX_BITS:
+            e16 = _cached(self, "_exp16_memo")[x.max(axis=1, keepdims=True) - x]
         else:
-            e16 = e >> np.int64(self._exp_shift())
+            e16 = self._exp16(x - x.max(axis=1, keepdims=True))
         total = e16.sum(axis=1, keepdims=True)
         factor = (np.int64(1) << np.int64(self.factor_bits)) // total
-        y = (e16 * factor) >> np.int64(self.factor_bits - self.out_fmt.frac_bits)
-        return self.out_fmt.saturate(y)
+        e16 *= factor
+        e16 >>= np.int64(self.factor_bits - self.out_fmt.frac_bits)
+        return _saturate_fresh(e16, self.out_fmt)
 
     def cost(self) -> Cost:
         wx = self.in_fmt.width + 1
@@ -587,13 +670,23 @@ class ShiftmaxSoftmax(SoftmaxSpec):
             "out_width": self.out_fmt.width,
         }
 
+    def _exp_memo(self) -> RawArray:
+        """``shift_exp(-δ)`` for every δ in ``[0, 2^W_in)``, index δ. Only a speed-up."""
+        d = -np.arange(1 << self.in_fmt.width, dtype=np.int64)
+        return intmath.shift_exp(d, self._x0(), self.n, self.variant)
+
     def _model_rows(self, x: RawArray, **kw: Any) -> RawArray:
-        e = intmath.shift_exp(x - x.max(axis=1, keepdims=True), self._x0(), self.n, self.variant)
+        if self.in_fmt.width <= _MEMO_MAX_BITS:
+            e = _cached(self, "_exp_memo")[x.max(axis=1, keepdims=True) - x]
+        else:
+            v = x - x.max(axis=1, keepdims=True)
+            e = intmath.shift_exp(v, self._x0(), self.n, self.variant)
         lim = np.int64((1 << 31) - 1)
         total = np.minimum(e.sum(axis=1, keepdims=True), lim)
         factor = lim // total
-        y = (e * factor) >> np.int64(31 - self.out_fmt.frac_bits)
-        return self.out_fmt.saturate(y)
+        e *= factor
+        e >>= np.int64(31 - self.out_fmt.frac_bits)
+        return _saturate_fresh(e, self.out_fmt)
 
     def cost(self) -> Cost:
         return Cost(
@@ -882,14 +975,15 @@ class OnlineSoftmax(SoftmaxSpec):
         """R_s(d · e): exact product rounded to ``sum_fmt`` (its rounding: AP_TRN or AP_RND)."""
         return intmath.round_shift_var(d * e, self.exp_fmt.frac_bits, self.sum_fmt.rounding)
 
-    def _exp_fn(self, tabs: dict[str, RawArray]) -> Callable[[RawArray], RawArray]:
-        """E as a function; for inputs of <= 20 bits a memo of E over every δ code.
+    def _exp_memo(self) -> RawArray:
+        """:meth:`exp_unit_raw` of every δ code in ``[0, 2^W_in)`` (every difference of
+        two ``in_fmt`` codes), index δ. Only a speed-up."""
+        return self.exp_unit_raw(np.arange(1 << self.in_fmt.width, dtype=np.int64))
 
-        Only a speed-up: the memo holds :meth:`exp_unit_raw` of each δ in
-        ``[0, 2^W_in)`` (every difference of two ``in_fmt`` codes).
-        """
-        if self.in_fmt.width <= 20:
-            memo = self.exp_unit_raw(np.arange(1 << self.in_fmt.width, dtype=np.int64), tabs)
+    def _exp_fn(self, tabs: dict[str, RawArray]) -> Callable[[RawArray], RawArray]:
+        """E as a function; for inputs of <= 20 bits a memo of E over every δ code."""
+        if self.in_fmt.width <= _MEMO_MAX_BITS:
+            memo = _cached(self, "_exp_memo")
             return lambda dl: memo[dl]  # type: ignore[no-any-return]
         return lambda dl: self.exp_unit_raw(dl, tabs)
 
@@ -911,22 +1005,54 @@ class OnlineSoftmax(SoftmaxSpec):
         if x.ndim != 2 or x.shape[1] == 0:
             raise SpecError(f"row_state needs an (R, N >= 1) array, got shape {x.shape}")
         if exp is None:
-            exp = self._exp_fn(self.tables())
+            exp = self._exp_fn(_cached(self, "tables"))
+        m, d, _ = self._row_state(x, sched, exp)
+        return m, d
+
+    def _row_state(
+        self, x: RawArray, sched: str, exp: Callable[[RawArray], RawArray]
+    ) -> tuple[RawArray, RawArray, RawArray | None]:
+        """:meth:`row_state` of checked ``(R, N >= 1)`` codes, plus ``E(m - x)`` (two_pass).
+
+        The online recurrence runs element by element in stream order; only
+        the parts that do not depend on ``d`` are computed for all elements at
+        once: the running max ``m_j`` (a cumulative max), the flags ``x_j >
+        m_(j-1)`` and ``E(|x_j - m_(j-1)|)``. The rescale ``R_s(d·e) + ONE``
+        is ``((d·e [+ 2^(F_e-1)]) >> F_e) + ONE`` (AP_TRN [AP_RND]), which is
+        :meth:`_rescale` plus ONE.
+        """
         one = np.int64(self._one_sum())
         up = np.int64(1 << (self.sum_fmt.frac_bits - self.exp_fmt.frac_bits))
         if sched == "two_pass":
             m = x.max(axis=1)
             e = exp(m[:, None] - x)
-            return m, (e * up).sum(axis=1)
-        m = x[:, 0].copy()
-        d = np.full(x.shape[0], one, dtype=np.int64)
-        for j in range(1, x.shape[1]):
-            xj = x[:, j]
-            new = xj > m
-            e = exp(np.abs(xj - m))
-            d = np.where(new, self._rescale(d, e) + one, d + e * up)
-            m = np.where(new, xj, m)
-        return m, d
+            return m, (e * up).sum(axis=1), e
+        rows, n = x.shape
+        d = np.full(rows, one, dtype=np.int64)
+        if n == 1:
+            return x[:, 0].copy(), d, None
+        x_t = np.ascontiguousarray(x.T)  # (N, R), stream-major
+        run_max = np.maximum.accumulate(x_t, axis=0)
+        prev = run_max[:-1]
+        xs = x_t[1:]
+        new_t = xs > prev
+        delta = xs - prev
+        np.abs(delta, out=delta)
+        e_t = exp(delta)
+        eup_t = e_t * up
+        fe = np.int64(self.exp_fmt.frac_bits)
+        half = np.int64(1 << (self.exp_fmt.frac_bits - 1))
+        rnd = self.sum_fmt.rounding is Rounding.RND
+        t = np.empty(rows, dtype=np.int64)
+        for j in range(n - 1):
+            np.multiply(d, e_t[j], out=t)
+            if rnd:
+                t += half
+            t >>= fe
+            t += one
+            d += eup_t[j]
+            np.copyto(d, t, where=new_t[j])
+        return run_max[-1].copy(), d, None
 
     def recip_raw(self, d: npt.ArrayLike, tables: dict[str, RawArray] | None = None) -> RawArray:
         """``r = 1/d``: raw ``sum_fmt`` codes (>= ONE) -> raw ``recip_fmt`` codes (saturated)."""
@@ -948,17 +1074,19 @@ class OnlineSoftmax(SoftmaxSpec):
     def _model_rows(self, x: RawArray, **kw: Any) -> RawArray:
         n = x.shape[1]
         self._row_limit(n, int(self.sum_fmt.max), f"sum_fmt {self.sum_fmt}")
-        tabs = self.tables()
+        tabs = _cached(self, "tables")
         exp = self._exp_fn(tabs)
-        m, d = self.row_state(x, exp=exp)
+        m, d, e = self._row_state(x, self.schedule, exp)
         r = self.recip_raw(d, tabs)
-        e = exp(m[:, None] - x)
+        if e is None:
+            e = exp(m[:, None] - x)
         prod_fmt = FixedFormat(
             self.exp_fmt.width + self.recip_fmt.width,
             self.exp_fmt.int_bits + self.recip_fmt.int_bits,
             signed=False,
         )
-        return cast(e * r[:, None], prod_fmt, self.out_fmt)
+        e *= r[:, None]  # e is a fresh array
+        return _cast_prod(e, prod_fmt, self.out_fmt)
 
     def cost(self) -> Cost:
         t = self.tables()
@@ -1154,6 +1282,12 @@ class SoftermaxSoftmax(SoftmaxSpec):
             rounding=self.pow2_fmt.rounding,
         )
 
+    def _pow2_memo(self) -> RawArray:
+        """P of every code in ``[-(F_p + 2)·2^F_t, 2^F_t)`` (see :meth:`_pow2_fn`)."""
+        ft = self.t_fmt.frac_bits
+        lo = -(self.pow2_fmt.frac_bits + 2) << ft
+        return self._pow2_raw(np.arange(lo, 1 << ft, dtype=np.int64), self.tables()["pow2_table"])
+
     def _pow2_fn(self, tab: RawArray) -> Callable[[RawArray], RawArray]:
         """P as a function, through a memo over the arguments that can be non-zero.
 
@@ -1161,31 +1295,52 @@ class SoftermaxSoftmax(SoftmaxSpec):
         pow2_fmt.frac_bits``) the PWL value is below 2^-(F_p+2), a quarter LSB,
         and both AP_TRN and AP_RND give 0; so ``a`` is clamped there and the
         memo holds P of every code in ``[-(F_p + 2)·2^F_t, 2^F_t)``.
+        ``tab`` must be this spec's ``pow2_table``.
         """
-        ft = self.t_fmt.frac_bits
-        hi = 1 << ft  # a < 1
-        lo = -(self.pow2_fmt.frac_bits + 2) << ft
-        memo = self._pow2_raw(np.arange(lo, hi, dtype=np.int64), tab)
+        lo = np.int64(-(self.pow2_fmt.frac_bits + 2) << self.t_fmt.frac_bits)
+        memo = _cached(self, "_pow2_memo")
         if memo[0] != 0:  # pragma: no cover - guaranteed by the bound above
             return lambda a: self._pow2_raw(a, tab)
-        return lambda a: memo[np.maximum(a, lo) - lo]  # type: ignore[no-any-return]
+
+        def pow2(a: RawArray) -> RawArray:
+            a = np.maximum(a, lo)
+            a -= lo
+            return memo[a]  # type: ignore[no-any-return]
+
+        return pow2
+
+    def _t_memo(self) -> RawArray:
+        """:meth:`_t` of every ``in_fmt`` code, index ``x - in_fmt.min_raw``. Only a speed-up."""
+        return self._t(self.in_fmt.all_codes())
 
     def _model_rows(self, x: RawArray, **kw: Any) -> RawArray:
+        """Pass 1 runs element by element in stream order; the parts that do not
+        depend on ``d`` (``t``, the running max ``M_j`` as a cumulative max, the
+        shifts ``M_j - M_(j-1)`` and ``P(t_j - M_j)``) are computed for all
+        elements at once."""
         n = x.shape[1]
         self._row_limit(n, int(self.sum_fmt.max) // 2, f"sum_fmt {self.sum_fmt} (sum < 2N)")
-        tabs = self.tables()
+        tabs = _cached(self, "tables")
         pow2 = self._pow2_fn(tabs["pow2_table"])
-        ft = self.t_fmt.frac_bits
-        t = self._t(x)
+        ft = np.int64(self.t_fmt.frac_bits)
+        if self.in_fmt.width <= _MEMO_MAX_BITS:
+            t = _cached(self, "_t_memo")[x - np.int64(self.in_fmt.min_raw)]
+        else:
+            t = self._t(x)
         up = np.int64(1 << (self.sum_fmt.frac_bits - self.pow2_fmt.frac_bits))
-        big_m = t[:, 0] >> np.int64(ft)
-        d = pow2(t[:, 0] - (big_m << np.int64(ft))) * up
-        for j in range(1, n):
-            mj = np.maximum(big_m, t[:, j] >> np.int64(ft))
-            sh = np.minimum(mj - big_m, np.int64(62))
-            p = pow2(t[:, j] - (mj << np.int64(ft)))
-            d = (d >> sh) + p * up
-            big_m = mj
+        t_t = np.ascontiguousarray(t.T)  # (N, R), stream-major
+        run_m = np.maximum.accumulate(t_t >> ft, axis=0)  # M after each element
+        p_t = t_t - (run_m << ft)
+        p_t = pow2(p_t)
+        p_t *= up
+        d = p_t[0].copy()
+        if n > 1:
+            sh_t = run_m[1:] - run_m[:-1]
+            np.minimum(sh_t, np.int64(62), out=sh_t)
+            for j in range(1, n):
+                d >>= sh_t[j - 1]
+                d += p_t[j]
+        big_m = run_m[-1]
         r = intmath.reciprocal(
             d,
             self.sum_fmt.frac_bits,
@@ -1199,13 +1354,14 @@ class SoftermaxSoftmax(SoftmaxSpec):
             rounding=self.recip_fmt.rounding,
         )
         r = self.recip_fmt.saturate(r)
-        p = pow2(t - (big_m[:, None] << np.int64(ft)))
+        p = pow2(t - (big_m[:, None] << ft))
         prod_fmt = FixedFormat(
             self.pow2_fmt.width + self.recip_fmt.width,
             self.pow2_fmt.int_bits + self.recip_fmt.int_bits,
             signed=False,
         )
-        return cast(p * r[:, None], prod_fmt, self.out_fmt)
+        p *= r[:, None]
+        return _cast_prod(p, prod_fmt, self.out_fmt)
 
     def cost(self) -> Cost:
         tabs = self.tables()
