@@ -18,7 +18,7 @@ CONFIG = {
     "defaults": {
         "softmax": {"method": "online"},
         "gelu": {"method": "pwl"},
-        "layernorm": {"method": "rsqrt_lut", "max_n": 64, "eps": 1e-5},
+        "layernorm": {"method": "rsqrt_lut", "max_n": 64},  # eps from the model (1e-12)
     },
     "hls": {"accum_fmt": "ap_fixed<32,12,AP_TRN,AP_SAT>"},
 }
@@ -45,6 +45,7 @@ def test_project_writes_hls4ml_project(files):
     resolved = json.loads((out / "hwapprox_resolved.json").read_text())
     assert resolved["layers"][0]["specs"]["softmax"]["method"] == "online"
     assert resolved["layers"][0]["formats"]["accum_fmt"] == "ap_fixed<32,12,AP_TRN,AP_SAT>"
+    assert resolved["layers"][0]["specs"]["ln1"]["eps"] == pytest.approx(1e-12)
     assert (
         "typedef ap_fixed<32,12,AP_TRN,AP_SAT> accum_t;"
         in (out / "firmware" / "parameters.h").read_text()
