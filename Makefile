@@ -27,7 +27,7 @@ lint: $(VENV)/.installed
 	$(BIN)/ruff format --check .
 
 bench: $(VENV)/.installed
-	$(BIN)/python benchmarks/run_all.py
+	for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache
