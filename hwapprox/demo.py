@@ -446,7 +446,9 @@ def stage_resources(
             if row[k] is not None:
                 used[k] += row[k] * len(names)
         rows.append(row)
-    fit = fit_report(used, b)
+    # only the kinds something was counted for (the estimate has LUTs only)
+    measured = {k for r in rows for k in RES_KINDS if r[k] is not None}
+    fit = fit_report({k: v for k, v in used.items() if k in measured}, b)
     basis = (
         "Sum over the nonlinear units, one instance per site (the linear layers are not included). "
     )
@@ -480,7 +482,7 @@ def stage_resources(
     }
     src = "yosys" if why_not is None else "estimate only"
     note = (
-        f"{src}: " + ", ".join(f"{k} {used[k]:.0f}" for k in RES_KINDS) + f"; {b.name}: "
+        f"{src}: " + ", ".join(f"{k} {v:.0f}" for k, v in fit.used.items()) + f"; {b.name}: "
         f"{'fits' if fit.fits else 'does NOT fit'}"
     )
     if why_not is not None:
