@@ -544,6 +544,7 @@ def run_demo(
             _echo(f"[resources] {len(synth_jobs)} yosys run(s) started in the background")
     if skip_hls:
         stages["hls"] = StageResult("skipped", note="--skip-hls given (drop it to run g++ C-sim)")
+        _echo(f"[hls] skipped -- {stages['hls'].note}")
     elif res is None:
         stages["hls"] = no_res
     else:
@@ -554,6 +555,7 @@ def run_demo(
         )
     if skip_rtl:
         stages["rtl"] = StageResult("skipped", note="--skip-rtl given (drop it to simulate RTL)")
+        _echo(f"[rtl] skipped -- {stages['rtl'].note}")
     elif res is None:
         stages["rtl"] = no_res
     else:
@@ -571,9 +573,6 @@ def run_demo(
             lambda: stage_resources(res, b.name, synth_jobs, why_not),
         )
     pool.shutdown(wait=True, cancel_futures=True)
-    for name in ("hls", "rtl"):
-        if stages[name].status == "skipped" and stages[name].seconds == 0.0:
-            _echo(f"[{name}] skipped -- {stages[name].note}")
     passed = all(s.status in ("passed", "skipped") for s in stages.values())
     v = {k: x for k, x in stages["validate"].data.items() if not k.startswith("_")}
     summary: dict[str, Any] = {
