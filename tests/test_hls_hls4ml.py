@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from hwapprox.approx.registry import make_spec
+from hwapprox.fixed import FixedFormat
 from hwapprox.hls.emit import cpp_type
 from hwapprox.hls.onnx_block import OP_TYPE, encoder_block_onnx, fold_blocks
 from hwapprox.hls.project import POISON_PRECISION, Prepared, convert, csim_check, prepare_model
@@ -58,7 +59,12 @@ def _inputs(prep: Prepared, seed: int) -> np.ndarray:
     )
 
 
-@pytest.fixture(scope="module", params=sorted(CONFIGS))
+@pytest.fixture(
+    scope="module",
+    # one xdist group per backend: every test of a backend runs on the worker that
+    # compiled its project (otherwise both workers may build the same project)
+    params=[pytest.param(b, marks=pytest.mark.xdist_group(f"hls4ml_{b}")) for b in sorted(CONFIGS)],
+)
 def built(request, tmp_path_factory):
     backend = request.param
     layers = 2 if backend == "Vivado" else 1
@@ -106,8 +112,21 @@ def test_generated_config_is_explicit(built):
     fw = out / "firmware"
     params = (fw / "parameters.h").read_text()
     call = (fw / "myproject.cpp").read_text()
-    assert re.search(r"hwapprox::encoder_block<input_t, \w+, config2>\(x, layer2_out\);", call)
-    assert call.count("hwapprox::encoder_block<") == len(prep.blocks)
+    # block i is layer i + 2 (layer 1 is the input); each call names its exact types
+    # and config, and chains the previous block's output array into the next block
+    n = len(prep.blocks)
+    defines = (fw / "defines.h").read_text()
+    for i, blk in enumerate(prep.blocks):
+        lay = i + 2
+        src_t, src = ("input_t", "x") if i == 0 else (f"layer{lay - 1}_t", f"layer{lay - 1}_out")
+        dst_t = "result_t" if i == n - 1 else f"layer{lay}_t"
+        want = f"hwapprox::encoder_block<{src_t}, {dst_t}, config{lay}>({src}, layer{lay}_out);"
+        assert want in call, (want, call)
+        # the block's output type is its ln2.out_fmt (hls4ml appends ",0" saturation bits)
+        m = re.search(rf"typedef (ap_u?fixed<[^>]*>) {dst_t};", defines)
+        assert m is not None, dst_t
+        assert FixedFormat.parse(m.group(1)) == blk.ln2.out_fmt, (dst_t, m.group(1))
+    assert call.count("hwapprox::encoder_block<") == n
     # the poisoned model default precision is used nowhere
     text = params + (fw / "defines.h").read_text() + call
     assert POISON_PRECISION not in text
