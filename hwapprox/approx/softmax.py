@@ -132,13 +132,18 @@ _MEMO_MAX_BITS = 20
 
 
 @functools.lru_cache(maxsize=16)
-def _cached(spec: SoftmaxSpec, name: str) -> Any:
+def _cached(spec: SoftmaxSpec, name: str, narrow: bool = False) -> Any:
     """``getattr(spec, name)()`` computed once per (equal, frozen) spec; arrays read-only.
 
     Only a speed-up: specs are frozen dataclasses whose tables and memos are
-    functions of the fields alone (equal specs give equal values).
+    functions of the fields alone (equal specs give equal values). ``narrow``
+    returns an int64 memo as int32 (checked to be exact).
     """
     val = getattr(spec, name)()
+    if narrow:
+        if val.size and not (int(val.min()) >= -(1 << 31) and int(val.max()) < 1 << 31):
+            raise AssertionError(f"{name} of {spec} does not fit int32")  # pragma: no cover
+        val = val.astype(np.int32)
     for a in val.values() if isinstance(val, dict) else (val,):
         if isinstance(a, np.ndarray):
             a.setflags(write=False)
@@ -1004,13 +1009,26 @@ class OnlineSoftmax(SoftmaxSpec):
         x = self.check_input(x)
         if x.ndim != 2 or x.shape[1] == 0:
             raise SpecError(f"row_state needs an (R, N >= 1) array, got shape {x.shape}")
+        narrow = exp is None and self._narrow()
         if exp is None:
             exp = self._exp_fn(_cached(self, "tables"))
-        m, d, _ = self._row_state(x, sched, exp)
+        m, d, _ = self._row_state(x, sched, exp, narrow)
         return m, d
 
+    def _narrow(self) -> bool:
+        """True when the stream precompute can use int32 exactly: memo inputs below 2^30
+        (``|x_j - m|`` too) and ``E·up < 2^(exp_fmt.width + sum_f - exp_f) <= 2^30``."""
+        return (
+            self.in_fmt.width <= min(_MEMO_MAX_BITS, 29)
+            and self.exp_fmt.width + self.sum_fmt.frac_bits - self.exp_fmt.frac_bits <= 30
+        )
+
     def _row_state(
-        self, x: RawArray, sched: str, exp: Callable[[RawArray], RawArray]
+        self,
+        x: RawArray,
+        sched: str,
+        exp: Callable[[RawArray], RawArray],
+        narrow: bool = False,
     ) -> tuple[RawArray, RawArray, RawArray | None]:
         """:meth:`row_state` of checked ``(R, N >= 1)`` codes, plus ``E(m - x)`` (two_pass).
 
@@ -1019,7 +1037,8 @@ class OnlineSoftmax(SoftmaxSpec):
         once: the running max ``m_j`` (a cumulative max), the flags ``x_j >
         m_(j-1)`` and ``E(|x_j - m_(j-1)|)``. The rescale ``R_s(d·e) + ONE``
         is ``((d·e [+ 2^(F_e-1)]) >> F_e) + ONE`` (AP_TRN [AP_RND]), which is
-        :meth:`_rescale` plus ONE.
+        :meth:`_rescale` plus ONE. ``narrow`` (:meth:`_narrow`, ``exp`` = the
+        memo): the precompute in int32 (exact, less memory).
         """
         one = np.int64(self._one_sum())
         up = np.int64(1 << (self.sum_fmt.frac_bits - self.exp_fmt.frac_bits))
@@ -1031,15 +1050,15 @@ class OnlineSoftmax(SoftmaxSpec):
         d = np.full(rows, one, dtype=np.int64)
         if n == 1:
             return x[:, 0].copy(), d, None
-        x_t = np.ascontiguousarray(x.T)  # (N, R), stream-major
+        x_t = x.T.astype(np.int32 if narrow else np.int64, order="C")  # (N, R), stream-major
         run_max = np.maximum.accumulate(x_t, axis=0)
         prev = run_max[:-1]
         xs = x_t[1:]
         new_t = xs > prev
         delta = xs - prev
         np.abs(delta, out=delta)
-        e_t = exp(delta)
-        eup_t = e_t * up
+        e_t = _cached(self, "_exp_memo", True)[delta] if narrow else exp(delta)
+        eup_t = e_t * int(up)
         fe = np.int64(self.exp_fmt.frac_bits)
         half = np.int64(1 << (self.exp_fmt.frac_bits - 1))
         rnd = self.sum_fmt.rounding is Rounding.RND
@@ -1052,7 +1071,7 @@ class OnlineSoftmax(SoftmaxSpec):
             t += one
             d += eup_t[j]
             np.copyto(d, t, where=new_t[j])
-        return run_max[-1].copy(), d, None
+        return run_max[-1].astype(np.int64), d, None
 
     def recip_raw(self, d: npt.ArrayLike, tables: dict[str, RawArray] | None = None) -> RawArray:
         """``r = 1/d``: raw ``sum_fmt`` codes (>= ONE) -> raw ``recip_fmt`` codes (saturated)."""
@@ -1076,7 +1095,7 @@ class OnlineSoftmax(SoftmaxSpec):
         self._row_limit(n, int(self.sum_fmt.max), f"sum_fmt {self.sum_fmt}")
         tabs = _cached(self, "tables")
         exp = self._exp_fn(tabs)
-        m, d, e = self._row_state(x, self.schedule, exp)
+        m, d, e = self._row_state(x, self.schedule, exp, self._narrow())
         r = self.recip_raw(d, tabs)
         if e is None:
             e = exp(m[:, None] - x)
@@ -1288,17 +1307,18 @@ class SoftermaxSoftmax(SoftmaxSpec):
         lo = -(self.pow2_fmt.frac_bits + 2) << ft
         return self._pow2_raw(np.arange(lo, 1 << ft, dtype=np.int64), self.tables()["pow2_table"])
 
-    def _pow2_fn(self, tab: RawArray) -> Callable[[RawArray], RawArray]:
+    def _pow2_fn(self, tab: RawArray, narrow: bool = False) -> Callable[[RawArray], RawArray]:
         """P as a function, through a memo over the arguments that can be non-zero.
 
         Only a speed-up, exact: for ``a <= -(F_p + 2)`` (``F_p =
         pow2_fmt.frac_bits``) the PWL value is below 2^-(F_p+2), a quarter LSB,
         and both AP_TRN and AP_RND give 0; so ``a`` is clamped there and the
         memo holds P of every code in ``[-(F_p + 2)·2^F_t, 2^F_t)``.
-        ``tab`` must be this spec's ``pow2_table``.
+        ``tab`` must be this spec's ``pow2_table``; ``narrow``: int32 memo
+        (for int32 arguments, see :meth:`_narrow`).
         """
-        lo = np.int64(-(self.pow2_fmt.frac_bits + 2) << self.t_fmt.frac_bits)
-        memo = _cached(self, "_pow2_memo")
+        lo = -(self.pow2_fmt.frac_bits + 2) << self.t_fmt.frac_bits
+        memo = _cached(self, "_pow2_memo", narrow)
         if memo[0] != 0:  # pragma: no cover - guaranteed by the bound above
             return lambda a: self._pow2_raw(a, tab)
 
@@ -1313,30 +1333,45 @@ class SoftermaxSoftmax(SoftmaxSpec):
         """:meth:`_t` of every ``in_fmt`` code, index ``x - in_fmt.min_raw``. Only a speed-up."""
         return self._t(self.in_fmt.all_codes())
 
+    def _narrow(self) -> bool:
+        """True when pass 1 can run on int32 exactly: memo inputs, ``|t|``, ``M·2^F_t`` and
+        ``t - M·2^F_t`` and the memo offset ``(F_p + 2)·2^F_t`` below 2^30,
+        ``P·up < 2^(sum_fmt.frac_bits + 2) <= 2^30``."""
+        return (
+            self.in_fmt.width <= _MEMO_MAX_BITS
+            and self.t_fmt.width <= 29
+            and (self.pow2_fmt.frac_bits + 2) << self.t_fmt.frac_bits < 1 << 30
+            and self.sum_fmt.frac_bits <= 28
+        )
+
     def _model_rows(self, x: RawArray, **kw: Any) -> RawArray:
         """Pass 1 runs element by element in stream order; the parts that do not
         depend on ``d`` (``t``, the running max ``M_j`` as a cumulative max, the
         shifts ``M_j - M_(j-1)`` and ``P(t_j - M_j)``) are computed for all
-        elements at once."""
+        elements at once (in int32 when :meth:`_narrow`: exact, less memory)."""
         n = x.shape[1]
         self._row_limit(n, int(self.sum_fmt.max) // 2, f"sum_fmt {self.sum_fmt} (sum < 2N)")
         tabs = _cached(self, "tables")
-        pow2 = self._pow2_fn(tabs["pow2_table"])
-        ft = np.int64(self.t_fmt.frac_bits)
+        narrow = self._narrow()
+        pow2 = self._pow2_fn(tabs["pow2_table"], narrow)
+        ft = self.t_fmt.frac_bits  # Python ints keep int32 arrays int32
         if self.in_fmt.width <= _MEMO_MAX_BITS:
-            t = _cached(self, "_t_memo")[x - np.int64(self.in_fmt.min_raw)]
+            t_memo = _cached(self, "_t_memo", narrow)
+            t = t_memo[x - np.int64(self.in_fmt.min_raw)]
         else:
             t = self._t(x)
-        up = np.int64(1 << (self.sum_fmt.frac_bits - self.pow2_fmt.frac_bits))
+        up = 1 << (self.sum_fmt.frac_bits - self.pow2_fmt.frac_bits)
         t_t = np.ascontiguousarray(t.T)  # (N, R), stream-major
-        run_m = np.maximum.accumulate(t_t >> ft, axis=0)  # M after each element
-        p_t = t_t - (run_m << ft)
+        run_m = t_t >> ft
+        np.maximum.accumulate(run_m, axis=0, out=run_m)  # M after each element
+        p_t = run_m << ft
+        np.subtract(t_t, p_t, out=p_t)
         p_t = pow2(p_t)
         p_t *= up
-        d = p_t[0].copy()
+        d = p_t[0].astype(np.int64)
         if n > 1:
             sh_t = run_m[1:] - run_m[:-1]
-            np.minimum(sh_t, np.int64(62), out=sh_t)
+            np.minimum(sh_t, 62, out=sh_t)
             for j in range(1, n):
                 d >>= sh_t[j - 1]
                 d += p_t[j]
@@ -1360,7 +1395,7 @@ class SoftermaxSoftmax(SoftmaxSpec):
             self.pow2_fmt.int_bits + self.recip_fmt.int_bits,
             signed=False,
         )
-        p *= r[:, None]
+        p = np.multiply(p, r[:, None], dtype=np.int64)
         return _cast_prod(p, prod_fmt, self.out_fmt)
 
     def cost(self) -> Cost:
