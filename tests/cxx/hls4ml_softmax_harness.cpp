@@ -18,7 +18,8 @@
 //                                                stdout: R*N raw output codes
 //   harness tables <stable|latency>              stdout: 1024 exp entries,
 //                                                then 1024 invert entries (raw)
-// Supported N: 1 2 3 4 5 7 8 16 17 64 100 256.
+// Supported N: 1 2 3 5 8 17 64 256 (tests/test_softmax.py HARNESS_N; every N is
+// 4 more template instantiations, which dominate the compile time).
 
 #include <cstdio>
 #include <cstdlib>
@@ -98,14 +99,10 @@ template <class ACCUM_T, nnet::softmax_implementation IMPL> int dispatch_n(unsig
     case 1: return run_rows<1, ACCUM_T, IMPL>();
     case 2: return run_rows<2, ACCUM_T, IMPL>();
     case 3: return run_rows<3, ACCUM_T, IMPL>();
-    case 4: return run_rows<4, ACCUM_T, IMPL>();
     case 5: return run_rows<5, ACCUM_T, IMPL>();
-    case 7: return run_rows<7, ACCUM_T, IMPL>();
     case 8: return run_rows<8, ACCUM_T, IMPL>();
-    case 16: return run_rows<16, ACCUM_T, IMPL>();
     case 17: return run_rows<17, ACCUM_T, IMPL>();
     case 64: return run_rows<64, ACCUM_T, IMPL>();
-    case 100: return run_rows<100, ACCUM_T, IMPL>();
     case 256: return run_rows<256, ACCUM_T, IMPL>();
     default: std::fprintf(stderr, "unsupported N=%u\n", n); return 2;
     }
