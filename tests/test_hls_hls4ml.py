@@ -59,12 +59,8 @@ def _inputs(prep: Prepared, seed: int) -> np.ndarray:
     )
 
 
-@pytest.fixture(
-    scope="module",
-    # one xdist group per backend: every test of a backend runs on the worker that
-    # compiled its project (otherwise both workers may build the same project)
-    params=[pytest.param(b, marks=pytest.mark.xdist_group(f"hls4ml_{b}")) for b in sorted(CONFIGS)],
-)
+# one project per backend, shared by its tests on one xdist worker (tests/conftest.py)
+@pytest.fixture(scope="module", params=sorted(CONFIGS))
 def built(request, tmp_path_factory):
     backend = request.param
     layers = 2 if backend == "Vivado" else 1
