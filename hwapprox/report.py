@@ -108,7 +108,7 @@ def demo_markdown(s: Mapping[str, Any]) -> str:
                     [
                         v["end_to_end"]["max_abs"],
                         v["end_to_end"]["mean_abs"],
-                        v["end_to_end"]["cosine_min"],
+                        f"{v['end_to_end']['cosine_min']:.6f}",
                         v["end_to_end"]["top1"],
                         v["budget_met"],
                     ]
