@@ -26,11 +26,10 @@ their Python APIs):
    synthesis of the online softmax) it took about 10 minutes on the 2-core
    development machine; cached results come back in seconds.
 
-Methods: softmax ``online``, GELU ``pwl``, LayerNorm ``ibert``
-(:data:`DEMO_CONFIG`): each has an HLS unit and the first two have RTL units.
-(LayerNorm ``rsqrt_lut``, the one with an RTL unit, cannot represent the
-example's ``eps = 1e-12`` at these widths and refuses the spec.) The budget
-tunes each site's input width (8/12/16 bits, integer bits from calibration).
+Methods: softmax ``online``, GELU ``pwl``, LayerNorm ``rsqrt_lut``
+(:data:`DEMO_CONFIG`): each has both an HLS and an RTL unit, so every site is
+checked in all three implementations. The budget tunes each site's input
+width (8/12/16 bits, integer bits from calibration).
 
 HLS block: by default (``--hls-block tiny``) a small seeded block
 (``S=4, D=8, H=2, F=16``, :func:`hwapprox.hls.onnx_block.encoder_block_onnx`)
@@ -72,7 +71,7 @@ DEMO_CONFIG: dict[str, Any] = {
     "defaults": {
         "softmax": {"method": "online"},
         "gelu": {"method": "pwl"},
-        "layernorm": {"method": "ibert"},
+        "layernorm": {"method": "rsqrt_lut"},
     }
 }
 #: Small HLS block (S, D, heads, FFN) for ``--hls-block tiny``.
@@ -316,7 +315,7 @@ def stage_rtl(out: Path, res: Any, simulate: Callable[..., Any] | None = None) -
             f"build + simulate {sum(r.size for r in rows)} inputs ..."
         )
         rdir = out.resolve() / "rtl" / f"{unit.toplevel}-{names[0]}"
-        r = simulate(spec, rows, seed=0, row_max=RTL_ROW_MAX, keep_dir=rdir)
+        r = simulate(spec, rows, seed=0, row_max=_row_max(res, names), keep_dir=rdir)
         blog = Path(r.build.build_dir) / "build.log"
         if blog.is_file():
             shutil.copy2(blog, rdir / "build.log")
@@ -368,8 +367,16 @@ def _spec_groups(res: Any) -> list[tuple[Any, list[str]]]:
     return list(groups.values())
 
 
-#: Row buffer of the row-wise RTL units: the example's longest row (sequence 16).
+#: Smallest row buffer of the row-wise RTL units (the example's sequence length).
 RTL_ROW_MAX = 16
+
+
+def _row_max(res: Any, names: list[str]) -> int:
+    """Row buffer for a unit serving ``names``: their longest row (>= RTL_ROW_MAX)."""
+    lengths = [np.asarray(res.trace.site_inputs[n]).shape[-1] for n in names]
+    return max([RTL_ROW_MAX, *lengths])
+
+
 RES_KINDS = ("LUT", "FF", "DSP", "BRAM")
 
 
@@ -398,12 +405,12 @@ def start_synth(res: Any, family: str, pool: Executor) -> dict[int, Future[dict[
     from hwapprox.rtl_sim.units import get_unit
 
     jobs = {}
-    for i, (spec, _names) in enumerate(_spec_groups(res)):
+    for i, (spec, names) in enumerate(_spec_groups(res)):
         try:
             get_unit(spec.operator, spec.method)
         except SpecError:
             continue
-        jobs[i] = pool.submit(synthesize, spec, row_max=RTL_ROW_MAX, family=family)
+        jobs[i] = pool.submit(synthesize, spec, row_max=_row_max(res, names), family=family)
     return jobs
 
 
@@ -463,7 +470,7 @@ def stage_resources(
         "note": (
             "ESTIMATE rows: LUT = Cost.score() (table bits/64 + multiplier a·b/16 + adder "
             "widths, no DSPs; for ranking only). yosys rows: hwapprox.rtl_sim.synth "
-            f"(yosys mapping, not Vivado), row_max={RTL_ROW_MAX}."
+            "(yosys mapping, not Vivado), row buffer = the sites' longest row."
             + ("" if why_not is None else f" yosys not used: {why_not}.")
         ),
         "columns": ["count", "source", *RES_KINDS],
