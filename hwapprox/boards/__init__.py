@@ -11,6 +11,7 @@ True
 """
 
 from hwapprox.boards.catalog import (
+    FILE_KINDS,
     RESOURCE_KINDS,
     Board,
     BoardError,
@@ -21,6 +22,7 @@ from hwapprox.boards.catalog import (
 )
 
 __all__ = [
+    "FILE_KINDS",
     "RESOURCE_KINDS",
     "Board",
     "BoardError",

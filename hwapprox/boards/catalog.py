@@ -10,8 +10,11 @@ from typing import Any
 
 import yaml
 
-#: Resource kinds every board lists (BRAM in 36 Kb blocks, URAM in 288 Kb blocks).
-RESOURCE_KINDS: tuple[str, ...] = ("LUT", "FF", "DSP", "BRAM", "URAM")
+#: Resource kinds a board file lists (BRAM_18K in 18 Kb blocks, URAM in 288 Kb blocks).
+FILE_KINDS: tuple[str, ...] = ("LUT", "FF", "DSP", "BRAM_18K", "URAM")
+#: Kinds a fit report accepts: the file kinds plus ``BRAM`` in 36 Kb blocks
+#: (what yosys and the RTL synthesis report count), derived as BRAM_18K / 2.
+RESOURCE_KINDS: tuple[str, ...] = ("LUT", "FF", "DSP", "BRAM", "BRAM_18K", "URAM")
 FAMILIES: tuple[str, ...] = ("7series", "ultrascale+")
 
 
@@ -29,6 +32,8 @@ class Board:
     family: str
     clock_mhz: float
     resources: dict[str, int] = field(hash=False)
+    vendor: str = ""
+    source: str = ""
 
     @property
     def clock_period_ns(self) -> float:
@@ -63,7 +68,7 @@ class FitReport:
 def _parse_board(name: str, entry: Any, origin: str) -> Board:
     if not isinstance(entry, dict):
         raise BoardError(f"{origin}: board {name!r} must be a mapping, got {type(entry).__name__}")
-    missing = {"part", "family", "clock_mhz", "resources"} - set(entry)
+    missing = {"part", "family", "clock_mhz", "resources", "source"} - set(entry)
     if missing:
         raise BoardError(f"{origin}: board {name!r} lacks {', '.join(sorted(missing))}")
     family = entry["family"]
@@ -72,9 +77,9 @@ def _parse_board(name: str, entry: Any, origin: str) -> Board:
             f"{origin}: board {name!r} has family {family!r}; expected one of {FAMILIES}"
         )
     res = entry["resources"]
-    if not isinstance(res, dict) or set(res) != set(RESOURCE_KINDS):
+    if not isinstance(res, dict) or set(res) != set(FILE_KINDS):
         raise BoardError(
-            f"{origin}: board {name!r} resources must list exactly {', '.join(RESOURCE_KINDS)}"
+            f"{origin}: board {name!r} resources must list exactly {', '.join(FILE_KINDS)}"
         )
     for kind, value in res.items():
         if not isinstance(value, int) or value < 0:
@@ -88,7 +93,9 @@ def _parse_board(name: str, entry: Any, origin: str) -> Board:
         part=str(entry["part"]),
         family=family,
         clock_mhz=float(clock),
-        resources={k: int(v) for k, v in res.items()},
+        resources={**{k: int(v) for k, v in res.items()}, "BRAM": int(res["BRAM_18K"]) // 2},
+        vendor=str(entry.get("vendor", "")),
+        source=str(entry["source"]),
     )
 
 
