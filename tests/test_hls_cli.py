@@ -73,3 +73,34 @@ def test_units_lists_methods():
     assert res.exit_code == 0
     for m in ("softmax/online", "softmax/ibert", "gelu/edgemoe", "layernorm/rsqrt_lut"):
         assert m in res.output.split()
+
+
+def test_board_sets_part_and_clock(files):
+    model, cfg, tmp = files
+    out = tmp / "prj"
+    args = ["hls", "project", str(model), "-c", str(cfg), "-o", str(out), "--board", "pynq-z2"]
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 0, res.output
+    tcl = (out / "project.tcl").read_text()
+    assert 'set part "xc7z020clg400-1"' in tcl
+    assert "set clock_period 10.0" in tcl
+    # --part overrides the board's part; the board's clock stays
+    out2 = tmp / "prj2"
+    res = CliRunner().invoke(cli, [*args[:6], str(out2), *args[7:], "--part", "xc7z010clg400-1"])
+    assert res.exit_code == 0, res.output
+    tcl = (out2 / "project.tcl").read_text()
+    assert 'set part "xc7z010clg400-1"' in tcl
+    assert "set clock_period 10.0" in tcl
+
+
+def test_unknown_board_lists_boards(files):
+    model, cfg, tmp = files
+    res = CliRunner().invoke(
+        cli,
+        ["hls", "project", str(model), "-c", str(cfg), "-o", str(tmp / "p"), "--board", "zcu1O2"],
+    )
+    assert res.exit_code == 2
+    assert "unknown board 'zcu1O2'; available:" in res.output
+    assert "zcu102" in res.output
+    assert "Traceback" not in res.output
+    assert not (tmp / "p").exists()

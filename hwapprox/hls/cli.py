@@ -32,6 +32,19 @@ def _outdir(path: Path, force: bool) -> Path:
     return path
 
 
+def _target(board: str | None, part: str | None) -> tuple[str | None, float | None]:
+    """(part, clock period in ns) from --board, with --part overriding the board's part."""
+    if board is None:
+        return part, None
+    from hwapprox.boards import BoardError, get_board
+
+    try:
+        b = get_board(board)
+    except BoardError as exc:
+        raise click.BadParameter(str(exc), param_hint="--board") from None
+    return part or b.part, b.clock_period_ns
+
+
 def _write_resolved(prep, path: Path) -> None:  # type: ignore[no-untyped-def]
     """The resolved specs and formats of every layer, as plain data (traceability)."""
     import json
@@ -78,6 +91,14 @@ _CONFIG = click.option(
     default=None,
     help="Approximation config (YAML): defaults/sites per operator, optional 'hls' formats.",
 )
+_BOARD = click.option(
+    "--board",
+    default=None,
+    help="Target board (see 'hwapprox boards'): sets the FPGA part and clock period.",
+)
+_PART = click.option(
+    "--part", default=None, help="FPGA part (overrides --board's; default: the backend's)."
+)
 _BACKEND = click.option(
     "--backend", type=click.Choice(["Vivado", "Vitis"]), default="Vivado", show_default=True
 )
@@ -88,17 +109,25 @@ _BACKEND = click.option(
 @_CONFIG
 @click.option("-o", "--output", "output", type=click.Path(path_type=Path), required=True)
 @_BACKEND
-@click.option("--part", default=None, help="FPGA part (default: the backend's).")
+@_BOARD
+@_PART
 @click.option("--force", is_flag=True, help="Write into a non-empty output directory.")
 def project_cmd(
-    model: Path, config: Path | None, output: Path, backend: str, part: str | None, force: bool
+    model: Path,
+    config: Path | None,
+    output: Path,
+    backend: str,
+    board: str | None,
+    part: str | None,
+    force: bool,
 ) -> None:
     """Fold the encoder blocks of MODEL.onnx and write an hls4ml project to OUTPUT."""
     from hwapprox.hls.project import convert
 
+    part, clock = _target(board, part)
     prep = _prepare(model, config)
     out = _outdir(output, force)
-    convert(prep, out, backend=backend, part=part)
+    convert(prep, out, backend=backend, part=part, clock_period=clock)
     _write_resolved(prep, out / "hwapprox_resolved.json")
     for st, s in zip(prep.steps, prep.site_names, strict=False):
         click.echo(f"layer {s['site']}: {st.spec.describe()} over {st.n_rows} x {st.n_in}")
@@ -116,6 +145,8 @@ def project_cmd(
 @_CONFIG
 @click.option("-o", "--output", "output", type=click.Path(path_type=Path), required=True)
 @_BACKEND
+@_BOARD
+@_PART
 @click.option("--samples", default=8, show_default=True, help="Random input samples.")
 @click.option("--seed", default=0, show_default=True)
 @click.option("--force", is_flag=True, help="Write into a non-empty output directory.")
@@ -124,6 +155,8 @@ def csim_cmd(
     config: Path | None,
     output: Path,
     backend: str,
+    board: str | None,
+    part: str | None,
     samples: int,
     seed: int,
     force: bool,
@@ -137,9 +170,10 @@ def csim_cmd(
 
     if samples < 1:
         raise click.BadParameter(f"must be >= 1, got {samples}", param_hint="--samples")
+    part, clock = _target(board, part)
     prep = _prepare(model, config)
     out = _outdir(output, force)
-    hmodel = convert(prep, out, backend=backend)
+    hmodel = convert(prep, out, backend=backend, part=part, clock_period=clock)
     fmt, shape = prep.in_fmt, prep.item_shape
     rng = np.random.default_rng(seed)
     x = np.concatenate(

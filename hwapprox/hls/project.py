@@ -217,6 +217,7 @@ def convert(
     *,
     backend: str = "Vivado",
     part: str | None = None,
+    clock_period: float | None = None,
     project_name: str = "myproject",
 ) -> Any:
     """The hls4ml ``ModelGraph`` of a prepared model (written with ``write()``)."""
@@ -233,6 +234,10 @@ def convert(
     kwargs: dict[str, Any] = {}
     if part:
         kwargs["part"] = part
+    if clock_period is not None:
+        if clock_period <= 0:
+            raise SpecError(f"clock_period={clock_period!r} ns must be > 0")
+        kwargs["clock_period"] = clock_period
     model = hls4ml.converters.convert_from_onnx_model(
         prepared.model,
         output_dir=str(output_dir),
