@@ -104,3 +104,43 @@ def test_unknown_board_lists_boards(files):
     assert "zcu102" in res.output
     assert "Traceback" not in res.output
     assert not (tmp / "p").exists()
+
+
+def test_model_first_form_is_csim(files):
+    model, cfg, tmp = files
+    res = CliRunner().invoke(cli, ["hls", str(model), "-c", str(cfg), "-o", str(tmp), "--help"])
+    assert res.exit_code == 0, res.output
+    assert "Usage: cli hls csim [OPTIONS] MODEL" in res.output
+    assert "--build" in res.output
+    assert "--board" in res.output
+    res = CliRunner().invoke(cli, ["hls", str(tmp / "none.onnx"), "-o", str(tmp / "p")])
+    assert res.exit_code == 2
+    assert "Invalid value for 'MODEL'" in res.output
+    assert "does not exist" in res.output
+    # the group's own help and subcommands are unchanged
+    res = CliRunner().invoke(cli, ["hls", "--help"])
+    assert res.exit_code == 0
+    assert "Commands:" in res.output
+    assert "project" in res.output
+
+
+def test_build_without_vendor_tool_stops_after_csim(files, monkeypatch):
+    """--build with no vivado_hls on PATH: exit 2 naming the tool, csim verdict kept.
+
+    csim_check is replaced by a bit-exact report so that this test compiles nothing;
+    the real C simulation is covered in test_hls_hls4ml.py.
+    """
+    import hwapprox.hls.project as project
+
+    model, cfg, tmp = files
+    monkeypatch.setattr(
+        project, "csim_check", lambda m, p, x: project.CsimReport(len(x), x.size, 0, None)
+    )
+    monkeypatch.setenv("PATH", str(tmp))
+    out = tmp / "prj"
+    res = CliRunner().invoke(cli, ["hls", str(model), "-c", str(cfg), "-o", str(out), "--build"])
+    assert res.exit_code == 2, res.output
+    assert "bit-exact" in res.output
+    assert "'vivado_hls' (needed by the hls4ml Vivado backend) is not on PATH" in res.output
+    assert "the C-simulation result above stands" in res.output
+    assert (out / "build_prj.tcl").is_file()

@@ -69,9 +69,29 @@ def _write_resolved(prep, path: Path) -> None:  # type: ignore[no-untyped-def]
     path.write_text(json.dumps({"layers": layers}, indent=2) + "\n")
 
 
-@click.group("hls")
+class _CsimDefaultGroup(click.Group):
+    """A group whose first argument, when not a subcommand name or an option, goes to ``csim``.
+
+    ``hwapprox hls MODEL.onnx ...`` is ``hwapprox hls csim MODEL.onnx ...``; ``--help``,
+    ``units``, ``project`` and ``csim`` keep their usual meaning.
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            args = ["csim", *args]
+        return super().parse_args(ctx, args)
+
+
+#: the executable the hls4ml backend's build() calls
+_VENDOR_TOOL = {"Vivado": "vivado_hls", "Vitis": "vitis-run"}
+
+
+@click.group("hls", cls=_CsimDefaultGroup)
 def hls_group() -> None:
-    """HLS C++ of the approximations and hls4ml projects of encoder blocks."""
+    """HLS C++ of the approximations and hls4ml projects of encoder blocks.
+
+    "hwapprox hls MODEL.onnx [OPTIONS]" runs the csim command.
+    """
 
 
 @hls_group.command("units")
@@ -150,6 +170,11 @@ def project_cmd(
 @click.option("--samples", default=8, show_default=True, help="Random input samples.")
 @click.option("--seed", default=0, show_default=True)
 @click.option("--force", is_flag=True, help="Write into a non-empty output directory.")
+@click.option(
+    "--build",
+    is_flag=True,
+    help="After a bit-exact C simulation, run the vendor HLS flow (synthesis) of the project.",
+)
 def csim_cmd(
     model: Path,
     config: Path | None,
@@ -160,6 +185,7 @@ def csim_cmd(
     samples: int,
     seed: int,
     force: bool,
+    build: bool,
 ) -> None:
     """Build the project, run its C simulation (g++) and compare with the Python model.
 
@@ -190,3 +216,24 @@ def csim_cmd(
     click.echo(f"C simulation vs model: {rep.samples} samples, {rep.values} values: {verdict}")
     if not rep.bit_exact:
         raise SystemExit(1)
+    if build:
+        _vendor_build(hmodel, backend, out)
+
+
+def _vendor_build(hmodel, backend: str, out: Path) -> None:  # type: ignore[no-untyped-def]
+    """Run hls4ml's vendor flow (C synthesis); exit 2 when its executable is not on PATH."""
+    import shutil
+
+    tool = _VENDOR_TOOL[backend]
+    if shutil.which(tool) is None:
+        click.echo(
+            f"--build: {tool!r} (needed by the hls4ml {backend} backend) is not on PATH; "
+            "install the AMD tools and source their settings script, or use "
+            f"--backend {'Vitis' if backend == 'Vivado' else 'Vivado'} if that tool is installed. "
+            "Not synthesised; the C-simulation result above stands.",
+            err=True,
+        )
+        raise SystemExit(2)
+    click.echo(f"running {tool} (C synthesis) in {out} ...")
+    hmodel.build(csim=False, synth=True)
+    click.echo(f"vendor flow finished; reports under {out} (not parsed by hwapprox)")
