@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import onnx
 import pytest
 import yaml
@@ -144,3 +145,29 @@ def test_build_without_vendor_tool_stops_after_csim(files, monkeypatch):
     assert "'vivado_hls' (needed by the hls4ml Vivado backend) is not on PATH" in res.output
     assert "the C-simulation result above stands" in res.output
     assert (out / "build_prj.tcl").is_file()
+
+
+def test_unsupported_op_names_op_node_and_what_is_supported(tmp_path):
+    from onnx import TensorProto, helper, numpy_helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 2])
+    i = helper.make_tensor_value_info("i", TensorProto.INT64, [1, 4, 2])
+    k = numpy_helper.from_array(np.array([2], np.int64), "k")
+    nodes = [
+        helper.make_node("Softmax", ["x"], ["s"], name="attn_softmax", axis=-1),
+        helper.make_node("TopK", ["s", "k"], ["y", "i"], name="pick_top2", axis=-1),
+    ]
+    graph = helper.make_graph(nodes, "g", [x], [y, i], initializer=[k])
+    model = tmp_path / "topk.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_operatorsetid("", 17)]), model)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump({"defaults": {"softmax": {"method": "online"}}}))
+    res = CliRunner().invoke(
+        cli, ["hls", "project", str(model), "-c", str(cfg), "-o", str(tmp_path / "p")]
+    )
+    assert res.exit_code == 1
+    assert "unsupported ONNX op(s) TopK (node 'pick_top2')" in res.output
+    assert "Supported: whole encoder blocks" in res.output
+    assert "softmax/online" in res.output
+    assert "Traceback" not in res.output

@@ -184,12 +184,17 @@ def _prepare_sites(source: str | Path | ModelProto, cfg: Any) -> Prepared:
     from hwapprox.hls.onnx_block import SITE_OP_TYPE
 
     folded, sites = fold_sites(source)
-    others = sorted({n.op_type for n in folded.graph.node if n.op_type != SITE_OP_TYPE})
+    others = [n for n in folded.graph.node if n.op_type != SITE_OP_TYPE]
     if others:
+        from hwapprox.hls.units import supported
+
+        found = ", ".join(f"{n.op_type} (node {n.name or '<unnamed>'!r})" for n in others)
         raise SpecError(
-            f"the model has no whole encoder block, and besides its nonlinear sites it holds "
-            f"{', '.join(others)}: hls4ml 1.3's stock layers mishandle sequence-shaped tensors, "
-            "so only chains of softmax/GELU/LayerNorm sites (or whole blocks) are converted"
+            f"unsupported ONNX op(s) {found}: the model has no whole encoder block, and "
+            "hls4ml 1.3's stock layers mishandle sequence-shaped tensors. Supported: whole "
+            "encoder blocks (MHSA + residual + LayerNorm + FFN with GELU + residual + "
+            "LayerNorm, as PyTorch exports them), or chains of Softmax, GELU (Erf/Tanh "
+            "forms) and LayerNorm sites; HLS units: " + ", ".join(supported())
         )
     names = {s.name: str(s.operator) for s in sites}
     fields = {s.name: s.fields_for_spec() for s in sites}
