@@ -224,5 +224,7 @@ def test_mixed_model_without_block_is_refused():
     m.graph.value_info.append(helper.make_tensor_value_info("xm", TensorProto.FLOAT, [1, S, D]))
     cfg = {"defaults": {"softmax": {"method": "online"}, "gelu": {"method": "pwl"},
                         "layernorm": {"method": "ibert"}}}  # fmt: skip
-    with pytest.raises(Exception, match=r"no whole encoder block.*holds MatMul"):
+    with pytest.raises(
+        Exception, match=r"unsupported ONNX op\(s\) MatMul \(node 'mm'\).*no whole encoder block"
+    ):
         prepare_model(m, cfg)
