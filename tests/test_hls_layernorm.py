@@ -64,6 +64,8 @@ CASES = [
     ("ibert", {}, 1),
 ]
 
+N_VALUES = 10_000  # raw input values per case (issue 4)
+
 
 @pytest.fixture(scope="module")
 def setup():
@@ -77,11 +79,19 @@ def setup():
 
 def _rows(spec, n, rng):
     fmt = spec.in_fmt
+    k = max(40, -(-N_VALUES // (2 * n)))  # random rows per kind: >= N_VALUES values in all
+    onehot = np.zeros((n, n), np.int64)
+    onehot[np.arange(n), np.arange(n)] = fmt.max_raw
+    ties = rng.integers(fmt.min_raw, fmt.max_raw + 1, size=(20, n))
+    ties[:, : min(2, n)] = ties.max(axis=1, keepdims=True)
     r = [
-        rng.integers(fmt.min_raw, fmt.max_raw + 1, size=(40, n)),
+        rng.integers(fmt.min_raw, fmt.max_raw + 1, size=(k, n)),
+        onehot,
+        onehot + fmt.min_raw * (onehot == 0),
+        ties,
         # realistic activations: small spread around an offset
         np.clip(
-            rng.normal(0, 2 ** (fmt.frac_bits), (40, n)).astype(np.int64) + 3,
+            rng.normal(0, 2 ** (fmt.frac_bits), (k, n)).astype(np.int64) + 3,
             fmt.min_raw,
             fmt.max_raw,
         ),

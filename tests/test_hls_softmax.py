@@ -67,6 +67,8 @@ CASES = [
     ("hls4ml_stable", {}, 1),
 ]
 
+N_VALUES = 10_000  # raw input values per case (issue 4)
+
 
 @pytest.fixture(scope="module")
 def setup():
@@ -81,9 +83,17 @@ def setup():
 def _rows(fmt, n, rng):
     lo, hi = fmt.min_raw, fmt.max_raw
     one = 1 << fmt.frac_bits
+    k = max(60, -(-N_VALUES // (2 * n)))  # random rows per kind: >= N_VALUES values in all
+    onehot = np.zeros((n, n), np.int64)
+    onehot[np.arange(n), np.arange(n)] = hi
+    ties = rng.integers(lo, hi + 1, size=(20, n))  # two (or more) equal maxima per row
+    ties[:, : min(2, n)] = ties.max(axis=1, keepdims=True)
     r = [
-        rng.integers(lo, hi + 1, size=(60, n)),  # full range (huge differences)
-        np.clip(rng.normal(0, 3 * one, (60, n)), lo, hi).astype(np.int64),  # attention-like
+        rng.integers(lo, hi + 1, size=(k, n)),  # full range (huge differences)
+        np.clip(rng.normal(0, 3 * one, (k, n)), lo, hi).astype(np.int64),  # attention-like
+        onehot,
+        onehot + lo * (onehot == 0),  # one-hot on a floor of min
+        ties,
         np.full((1, n), hi),
         np.full((1, n), lo),
         np.zeros((1, n), np.int64),
