@@ -63,7 +63,16 @@ CASES = [
             "intercept_fmt": "ap_fixed<12,2,AP_RND>",
         },
     ),
+    (
+        "shiftgelu",
+        {"in_fmt": "ap_fixed<16,6>", "out_fmt": "ap_fixed<14,4,AP_TRN,AP_SAT>", "n": 20},
+    ),
+    (
+        "pwl",
+        {"in_fmt": "ap_fixed<10,4>", "out_fmt": "ap_fixed<12,4,AP_TRN,AP_WRAP>", "segments": 32},
+    ),
     ("lut", {}),
+    ("lut", {"in_fmt": "ap_fixed<16,6>", "out_fmt": "ap_fixed<16,5>", "index_bits": 10}),
     (
         "lut",
         {"in_fmt": "ap_fixed<14,5>", "out_fmt": "ap_fixed<12,5,AP_RND,AP_SAT>", "index_bits": 9},
