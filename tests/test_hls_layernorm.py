@@ -46,6 +46,19 @@ CASES = [
         5,
     ),
     ("rmsnorm", {"in_fmt": "ap_fixed<12,5>", "max_n": 16}, 12),
+    ("rmsnorm", {"max_n": 64}, 8),
+    (
+        "rmsnorm",
+        {
+            "in_fmt": "ap_fixed<10,4,AP_RND,AP_SAT>",
+            "out_fmt": "ap_fixed<12,4,AP_RND_CONV,AP_SAT>",
+            "gamma_fmt": "ap_fixed<8,2>",
+            "max_n": 32,
+            "rsqrt_table_bits": 4,
+            "newton_steps": 1,
+        },
+        16,
+    ),
     ("ibert", {}, 8),
     (
         "ibert",

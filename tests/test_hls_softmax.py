@@ -63,6 +63,29 @@ CASES = [
         5,
     ),
     ("hls4ml_latency", {}, 4),
+    (
+        "hls4ml_latency",
+        {"in_fmt": "ap_fixed<12,4>", "exp_table_size": 256, "inv_table_size": 512},
+        8,
+    ),
+    (
+        "hls4ml_latency",
+        {
+            "in_fmt": "ap_fixed<10,3,AP_RND,AP_SAT>",
+            "out_fmt": "ap_fixed<12,2,AP_RND,AP_SAT>",
+            "accum_fmt": "ap_fixed<18,8,AP_RND,AP_SAT>",
+        },
+        6,
+    ),
+    (
+        "hls4ml_stable",
+        {
+            "in_fmt": "ap_fixed<10,3>",
+            "out_fmt": "ap_fixed<12,2,AP_RND,AP_SAT>",
+            "exp_table_size": 512,
+        },
+        6,
+    ),
     ("online", {}, 1),  # a row of one element: output 1.0 (saturated)
     ("hls4ml_stable", {}, 1),
 ]
