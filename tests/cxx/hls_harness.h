@@ -43,4 +43,26 @@ void write_array(std::ostream& out, const T* x, int n) {
 
 }  // namespace harness
 
+// The harness's main(): reads "<instance id> ..." records and dispatches each
+// to RUN<CFG>(std::cin, std::cout) of the generated instance table
+// HWAPPROX_INSTANCES(X) (hwapprox_instances.h, entries X(ID, RUN, CFG));
+// exit status 2 on an unknown id. Expand once, after the instances header.
+#define HWAPPROX_HARNESS_CASE_(ID, RUN, CFG) \
+    case ID:                                 \
+        RUN<CFG>(std::cin, std::cout);       \
+        break;
+#define HWAPPROX_HARNESS_MAIN()                                         \
+    int main() {                                                        \
+        int id;                                                         \
+        while (std::cin >> id) {                                        \
+            switch (id) {                                               \
+                HWAPPROX_INSTANCES(HWAPPROX_HARNESS_CASE_)              \
+                default:                                                \
+                    std::cerr << "unknown instance id " << id << "\n";  \
+                    return 2;                                           \
+            }                                                           \
+        }                                                               \
+        return 0;                                                       \
+    }
+
 #endif  // HWAPPROX_TESTS_HLS_HARNESS_H

@@ -19,20 +19,4 @@ void run_softmax(std::istream& in, std::ostream& out) {
     out << '\n';
 }
 
-int main() {
-    int id;
-    while (std::cin >> id) {
-        switch (id) {
-#define X(ID, RUN, CFG)                \
-    case ID:                           \
-        RUN<CFG>(std::cin, std::cout); \
-        break;
-            HWAPPROX_INSTANCES(X)
-#undef X
-            default:
-                std::cerr << "unknown instance id " << id << "\n";
-                return 2;
-        }
-    }
-    return 0;
-}
+HWAPPROX_HARNESS_MAIN()
