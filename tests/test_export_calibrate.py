@@ -38,11 +38,11 @@ def test_int_bits_rule(absmax: float, headroom: int, int_bits: int) -> None:
 
 
 def test_format_errors() -> None:
-    with pytest.raises(ExportError, match=r"^site s: max \|x\| = 1e\+05 needs 19 integer bits"):
+    with pytest.raises(ExportError, match=r"^site s: range max = 1e\+05 needs 19 integer bits"):
         SiteStats.of("s", np.array([1e5])).choose_format(16, 1)
     s = SiteStats.of("s", np.array([0.0, -np.inf, 1.0]))
     assert s.nonfinite == 1
-    with pytest.raises(ExportError, match=r"^site s: its input holds 1 non-finite values"):
+    with pytest.raises(ExportError, match=r"^site s: 1 non-finite values"):
         s.choose_format()
 
 
@@ -54,5 +54,5 @@ def test_percentile_range() -> None:
     assert s.int_bits(1, "max") == 12
     assert s.int_bits(1, "p99.9") == 2
     assert s.int_bits(1, "p99") == 2
-    with pytest.raises(ExportError, match=r"^range statistic 'p50' is not one of"):
+    with pytest.raises(ExportError, match=r"^range policy 'p50' is not one of"):
         s.int_bits(1, "p50")

@@ -9,31 +9,70 @@ each site's input and output; :class:`SiteStats` summarises the input and
 ``I = floor(log2(max|x|)) + 2 + headroom`` -- the smallest ``I`` whose signed
 range ``[-2^(I-1), 2^(I-1))`` holds ``max|x|`` (one sign bit), plus
 ``headroom`` extra integer bits for inputs larger than the calibration data.
+Output formats are chosen the same way from the site outputs
+(:func:`output_format`), and LayerNorm gamma/beta formats from the weights.
+
+Softmax sites with an attention mask (:mod:`hwapprox.export.masks`) are
+calibrated over their unmasked elements only; the count of masked elements and
+of fully masked rows is recorded. A softmax input that still holds non-finite
+values or values at or below :data:`~hwapprox.export.masks.MASK_LIMIT` after
+masking is an error naming the node that produced them.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from onnx import ModelProto, TensorProto, helper
 
-from hwapprox.export.emulate import trace_model
+from hwapprox.approx.base import Operator
+from hwapprox.export.emulate import rows_view, site_mask_bits, trace_model
 from hwapprox.export.errors import ExportError
 from hwapprox.export.graph import GraphIndex
+from hwapprox.export.masks import MASK_LIMIT
 from hwapprox.export.patterns import Site
 from hwapprox.fixed import FixedFormat, Overflow, Rounding
 
-__all__ = ["PERCENTILES", "RANGE_STATS", "SiteStats", "calibrate", "graph_inputs", "prepare_inputs"]
+__all__ = [
+    "PERCENTILES",
+    "RANGE_STATS",
+    "SiteStats",
+    "calibrate",
+    "graph_inputs",
+    "parameter_format",
+    "parse_range",
+    "prepare_inputs",
+]
 
 #: Percentiles recorded per site.
-PERCENTILES = (0.1, 1.0, 50.0, 99.0, 99.9)
-#: Range statistics :meth:`SiteStats.choose_format` accepts.
-RANGE_STATS = ("max", "p99.9", "p99")
+PERCENTILES = (0.01, 0.1, 1.0, 50.0, 99.0, 99.9, 99.99)
+#: Named range policies :meth:`SiteStats.choose_format` accepts (or a number:
+#: a chosen clipping magnitude).
+RANGE_STATS = ("max", "p99.99", "p99.9", "p99")
+
+
+def parse_range(stat: str | float) -> str | float:
+    """A range policy: one of :data:`RANGE_STATS`, or a positive number (clip value)."""
+    if isinstance(stat, int | float):
+        v = float(stat)
+    elif stat in RANGE_STATS:
+        return stat
+    else:
+        try:
+            v = float(stat)
+        except ValueError:
+            raise ExportError(
+                f"range policy {stat!r} is not one of {list(RANGE_STATS)} or a positive number "
+                f"(a clipping magnitude)"
+            ) from None
+    if not (math.isfinite(v) and v > 0):
+        raise ExportError(f"range clip value {stat!r} must be a positive finite number")
+    return v
 
 
 def graph_inputs(model: ModelProto) -> list[tuple[str, int, tuple[int | str | None, ...]]]:
@@ -167,7 +206,8 @@ def prepare_inputs(
 
 @dataclass(frozen=True)
 class SiteStats:
-    """Distribution of one site's input over the calibration data."""
+    """Distribution of one site tensor (its input, or its output) over the
+    calibration data; masked softmax elements are left out (``masked``)."""
 
     name: str
     count: int
@@ -177,17 +217,39 @@ class SiteStats:
     std: float
     percentiles: tuple[tuple[float, float], ...]
     nonfinite: int = 0
+    masked: int = 0
+    masked_rows: int = 0
+    rows: int = 0
 
     @property
     def absmax(self) -> float:
         return max(abs(self.min), abs(self.max))
 
     @classmethod
-    def of(cls, name: str, x: np.ndarray) -> SiteStats:
-        a = np.asarray(x, dtype=np.float64).ravel()
+    def of(
+        cls,
+        name: str,
+        x: np.ndarray,
+        mask: np.ndarray | None = None,
+        *,
+        masked_rows: int = 0,
+        rows: int = 0,
+    ) -> SiteStats:
+        """Statistics of ``x`` without the elements where ``mask`` is True."""
+        a = np.asarray(x, dtype=np.float64)
+        masked = 0
+        if mask is not None:
+            keep = ~np.broadcast_to(mask, a.shape)
+            masked = int(a.size - np.count_nonzero(keep))
+            a = a[keep]
+        a = a.ravel()
         fin = a[np.isfinite(a)]
         if fin.size == 0:
-            raise ExportError(f"site {name}: its input has no finite values (size {a.size})")
+            what = "unmasked values" if mask is not None else "values"
+            raise ExportError(
+                f"site {name}: no finite {what} to calibrate on (size {a.size}, {masked} masked); "
+                f"give sample inputs (--inputs) in which the site sees real data"
+            )
         pct = np.percentile(fin, PERCENTILES)
         return cls(
             name,
@@ -198,22 +260,26 @@ class SiteStats:
             float(fin.std()),
             tuple((float(p), float(v)) for p, v in zip(PERCENTILES, pct, strict=True)),
             int(a.size - fin.size),
+            masked,
+            masked_rows,
+            rows,
         )
 
-    def range_value(self, stat: str = "max") -> float:
-        """The magnitude the format must hold: ``"max"`` = max|x|; ``"p99.9"`` /
-        ``"p99"`` = the larger of |p0.1|, |p99.9| (|p1|, |p99|) -- outliers beyond
-        it saturate (the formats use ``AP_SAT``)."""
+    def range_value(self, stat: str | float = "max") -> float:
+        """The magnitude the format must hold: ``"max"`` = max|x|; ``"p99.99"`` /
+        ``"p99.9"`` / ``"p99"`` = the larger of |p0.01|, |p99.99| (|p0.1|, |p99.9|;
+        |p1|, |p99|); a number = that clipping magnitude. Values beyond it
+        saturate (the formats use ``AP_SAT``) and are counted in the report."""
+        stat = parse_range(stat)
+        if isinstance(stat, float):
+            return stat
         pct = dict(self.percentiles)
         if stat == "max":
             return self.absmax
-        if stat == "p99.9":
-            return max(abs(pct[0.1]), abs(pct[99.9]))
-        if stat == "p99":
-            return max(abs(pct[1.0]), abs(pct[99.0]))
-        raise ExportError(f"range statistic {stat!r} is not one of {list(RANGE_STATS)}")
+        lo = {"p99.99": 0.01, "p99.9": 0.1, "p99": 1.0}[stat]
+        return max(abs(pct[lo]), abs(pct[100.0 - lo]))
 
-    def int_bits(self, headroom: int = 1, stat: str = "max") -> int:
+    def int_bits(self, headroom: int = 1, stat: str | float = "max") -> int:
         """``floor(log2(m)) + 2 + headroom`` with ``m = range_value(stat)`` -- the
         smallest ``I`` with ``m < 2^(I-1)``, plus headroom (``1 + headroom`` if m = 0)."""
         m = self.range_value(stat)
@@ -226,20 +292,21 @@ class SiteStats:
         headroom: int = 1,
         rounding: Rounding | str = Rounding.RND,
         overflow: Overflow | str = Overflow.SAT,
-        stat: str = "max",
+        stat: str | float = "max",
     ) -> FixedFormat:
         """``ap_fixed<width, int_bits(headroom, stat), rounding, overflow>``."""
         if self.nonfinite:
             raise ExportError(
-                f"site {self.name}: its input holds {self.nonfinite} non-finite values (e.g. -inf "
-                f"attention masks), which no fixed-point format represents; keep the site float"
+                f"site {self.name}: {self.nonfinite} non-finite values (e.g. an -inf attention "
+                f"mask the importer did not recognise), which no fixed-point format represents; "
+                f"keep the site float (config 'sites: {{{self.name}: float}}')"
             )
         ib = self.int_bits(headroom, stat)
         if ib >= width:
             raise ExportError(
-                f"site {self.name}: {stat} |x| = {self.range_value(stat):.4g} needs {ib} integer "
-                f"bits (headroom {headroom}), not less than the width {width}; use a wider "
-                f"--width or a percentile --range"
+                f"site {self.name}: range {stat} = {self.range_value(stat):.4g} needs {ib} "
+                f"integer bits (headroom {headroom}), not less than the width {width}; use a "
+                f"wider --width, a percentile or numeric --range, or keep the site float"
             )
         return FixedFormat(width, ib, True, Rounding(rounding), Overflow(overflow))
 
@@ -252,35 +319,115 @@ class SiteStats:
             "std": self.std,
             "absmax": self.absmax,
             "nonfinite": self.nonfinite,
+            "masked": self.masked,
+            "masked_rows": self.masked_rows,
+            "rows": self.rows,
             "percentiles": {f"p{p:g}": v for p, v in self.percentiles},
         }
 
 
+def parameter_format(values: np.ndarray | None, width: int = 16) -> FixedFormat | None:
+    """``ap_fixed<width, I>`` holding every value of a constant (LayerNorm gamma or
+    beta) exactly in range: ``I = floor(log2(max|v|)) + 2`` (no headroom: the
+    weights are known). None when there are no values."""
+    if values is None:
+        return None
+    m = float(np.abs(np.asarray(values, dtype=np.float64)).max(initial=0.0))
+    ib = 1 if m == 0 else math.floor(math.log2(m)) + 2
+    if ib >= width:
+        raise ExportError(
+            f"a LayerNorm parameter reaches {m:.4g}, which needs {ib} integer bits in a "
+            f"{width}-bit format; set gamma_fmt/beta_fmt in the config"
+        )
+    return FixedFormat(width, ib, True, Rounding.RND, Overflow.SAT)
+
+
 @dataclass
 class Trace:
-    """Float values at every site of one onnxruntime run of the unmodified model."""
+    """Float values at the calibrated sites of one onnxruntime run of the
+    unmodified model: inputs, outputs, mask bits and their statistics."""
 
     outputs: dict[str, np.ndarray]
     site_inputs: dict[str, np.ndarray]
     site_outputs: dict[str, np.ndarray]
     stats: dict[str, SiteStats]
+    out_stats: dict[str, SiteStats] = field(default_factory=dict)
+    masks: dict[str, np.ndarray] = field(default_factory=dict)
+    feeds: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+def _check_masked_input(site: Site, x: np.ndarray, mask: np.ndarray | None, g: GraphIndex) -> None:
+    """A softmax input must hold no -inf / mask-sized values outside its mask."""
+    a = np.asarray(x)
+    bad = ~np.isfinite(a) | (a <= MASK_LIMIT)
+    if mask is not None:
+        bad &= ~mask
+    n = int(np.count_nonzero(bad))
+    if not n:
+        return
+    prod = g.producer.get(site.input)
+    where = f"node '{prod.name}' ({prod.op_type})" if prod is not None else f"'{site.input}'"
+    found = (
+        f"the importer found: {site.mask.describe()}"
+        if site.mask is not None
+        else "the importer found no mask (no Add/Where with a non-score operand in front of it)"
+    )
+    raise ExportError(
+        f"site {site.name}: {n} input values are -inf or <= {MASK_LIMIT:g} (min "
+        f"{float(np.min(a[bad])):.4g}) outside any recognised attention mask; they come from "
+        f"{where}; {found}. Keep this site float (config 'sites: {{{site.name}: float}}' or "
+        f"--sites), or export the mask as an Add of a large negative constant or a Where "
+        f"in front of the Softmax"
+    )
 
 
 def calibrate(
     model: ModelProto, sites: list[Site], feeds: Mapping[str, np.ndarray], *, threads: int = 0
 ) -> Trace:
-    """Run the float model once, recording each site's input and output."""
-    tensors = [t for s in sites for t in (s.input, s.output)]
+    """Run the float model once, recording each site's input, output and mask bits.
+
+    Only ``sites`` are recorded and calibrated (sites kept float need none).
+    """
+    g = GraphIndex(model)
+    mask_tensors = [
+        t
+        for s in sites
+        if s.mask is not None
+        for t in s.mask.tensors()
+        if g.const(t) is None and t not in feeds
+    ]
+    tensors = list(dict.fromkeys([t for s in sites for t in (s.input, s.output)] + mask_tensors))
     sess = trace_model(model, tensors, threads=threads)
     names = [o.name for o in sess.get_outputs()]
     try:
         values = dict(zip(names, sess.run(names, dict(feeds)), strict=True))
     except Exception as exc:
         raise ExportError(f"onnxruntime failed on the sample inputs: {exc}") from None
+    values.update({k: np.asarray(v) for k, v in feeds.items() if k not in values})
     outs = {o.name: values[o.name] for o in model.graph.output}
+    masks: dict[str, np.ndarray] = {}
+    stats: dict[str, SiteStats] = {}
+    out_stats: dict[str, SiteStats] = {}
+    for s in sites:
+        x = values[s.input]
+        mask = site_mask_bits(s, values, g, np.shape(x))
+        extra: dict[str, int] = {}
+        if s.operator is Operator.SOFTMAX:
+            _check_masked_input(s, x, mask, g)
+            if mask is not None:
+                masks[s.name] = mask
+                mrows, ax = rows_view(s, mask)
+                full = mrows.all(axis=ax)
+                extra = {"masked_rows": int(np.count_nonzero(full)), "rows": int(full.size)}
+        stats[s.name] = SiteStats.of(s.name, x, mask, **extra)
+        y = values[s.output]
+        out_stats[s.name] = SiteStats.of(s.name, y, mask)
     return Trace(
         outputs=outs,
         site_inputs={s.name: values[s.input] for s in sites},
         site_outputs={s.name: values[s.output] for s in sites},
-        stats={s.name: SiteStats.of(s.name, values[s.input]) for s in sites},
+        stats=stats,
+        out_stats=out_stats,
+        masks=masks,
+        feeds=dict(feeds),
     )

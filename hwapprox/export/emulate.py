@@ -32,7 +32,7 @@ from hwapprox.export.errors import ExportError
 from hwapprox.export.graph import GraphIndex
 from hwapprox.export.patterns import Site
 
-__all__ = ["Emulator", "apply_spec", "make_session", "rows_view"]
+__all__ = ["Emulator", "apply_spec", "make_session", "rows_view", "site_mask_bits"]
 
 
 def make_session(model: ModelProto, threads: int = 0) -> ort.InferenceSession:
@@ -86,23 +86,53 @@ def _row_param(v: np.ndarray | None, n: int, fmt: Any, what: str, site: Site) ->
     return fmt.quantize(flat)
 
 
-def apply_spec(site: Site, spec: ApproxSpec, x: np.ndarray) -> np.ndarray:
+def site_mask_bits(
+    site: Site, values: Mapping[str, np.ndarray], index: GraphIndex, shape: tuple[int, ...]
+) -> np.ndarray | None:
+    """The site's attention-mask bits (True = masked) over its input ``shape``, from
+    the float tensors in ``values`` (constants from ``index``), or None without a mask."""
+    if site.mask is None:
+        return None
+    vals: dict[str, np.ndarray] = {}
+    for t in site.mask.tensors():
+        v = values.get(t)
+        if v is None:
+            v = index.const(t)
+        if v is None:
+            raise ExportError(f"site {site.name}: mask tensor {t!r} was not computed")
+        vals[t] = v
+    return site.mask.bits(vals, shape)
+
+
+def apply_spec(
+    site: Site, spec: ApproxSpec, x: np.ndarray, mask: np.ndarray | None = None
+) -> np.ndarray:
     """The approximation of ``site`` on float input ``x`` (float64 out, same shape).
 
     ``in_fmt.quantize -> spec.model -> out_fmt.to_float``; LayerNorm gamma/beta
-    are quantised to ``spec.gamma_fmt``/``spec.beta_fmt``.
+    are quantised to ``spec.gamma_fmt``/``spec.beta_fmt``. ``mask`` (softmax
+    sites; True = masked, broadcast to ``x``) gives masked elements exactly zero
+    probability, as the hardware's mask bits do.
     """
     if spec.operator is not site.operator:
         raise ExportError(
             f"site {site.name} is a {site.operator} but the spec is for {spec.operator} "
             f"({spec.describe()})"
         )
-    xv, axis = rows_view(site, np.asarray(x, dtype=np.float64))
+    xa = np.asarray(x, dtype=np.float64)
+    if mask is not None and site.operator is Operator.SOFTMAX:
+        mask = np.broadcast_to(mask, xa.shape)
+        xa = np.where(mask, 0.0, xa)  # masked scores (-inf, float32 min) never reach a format
+    xv, axis = rows_view(site, xa)
     raw = spec.quantize_input(xv)
     if site.operator is Operator.GELU:
         out = spec.model(raw)
     elif site.operator is Operator.SOFTMAX:
-        out = spec.model(raw, axis=axis)
+        if mask is None:
+            out = spec.model(raw, axis=axis)
+        else:
+            mv, _ = rows_view(site, mask)
+            out = spec.model(raw, axis=axis, mask=mv)
     else:
         n = xv.shape[-1]
         gamma = _row_param(site.gamma, n, getattr(spec, "gamma_fmt", None), "gamma", site)
@@ -200,8 +230,14 @@ class Emulator:
             for node in seg.nodes:
                 for i in _node_inputs(node):
                     need(i, seg.level)
+        site_reads: set[str] = set()
         for s in self.sites:
             need(s.input, self.site_level[s.name])
+            site_reads.add(s.input)
+            if s.mask is not None:
+                for t in s.mask.tensors():
+                    need(t, self.site_level[s.name])
+                    site_reads.add(t)
         for o in g.output:
             need(o.name, n_levels + 1)
         init_names = {i.name for i in g.initializer}
@@ -219,7 +255,7 @@ class Emulator:
                         and o in needed_later
                         and (
                             needed_later[o] > seg.level
-                            or o in {s.input for s in self.sites}
+                            or o in site_reads
                             or o in {x.name for x in g.output}
                         )
                     ):
@@ -351,7 +387,8 @@ class Emulator:
                 self.session_seconds += time.perf_counter() - t0
             else:
                 dtype = _NP_OF.get(self.index.elem_type.get(site.output, 1), np.float32)
-                y = apply_spec(site, spec, x).astype(dtype)
+                mask = site_mask_bits(site, values, self.index, np.shape(x))
+                y = apply_spec(site, spec, x, mask).astype(dtype)
                 self.approx_seconds += time.perf_counter() - t0
             values[site.output] = y
 

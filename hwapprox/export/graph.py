@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -14,15 +15,83 @@ from onnx import ModelProto, NodeProto, numpy_helper
 
 from hwapprox.export.errors import ExportError
 
-__all__ = ["GraphIndex", "load_model", "opset_version"]
+__all__ = ["GraphIndex", "load_model", "max_runtime_ir_version", "opset_version"]
 
 
-def load_model(source: str | Path | ModelProto, *, check: bool = True) -> ModelProto:
+@functools.cache
+def max_runtime_ir_version() -> int:
+    """The newest model IR version the installed onnxruntime loads (probed once
+    with a one-node model, from the installed onnx's IR version down)."""
+    import onnxruntime as ort
+    from onnx import helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"])],
+        "probe",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1])],
+    )
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 4
+    for ir in range(onnx.IR_VERSION, 6, -1):
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = ir
+        try:
+            ort.InferenceSession(m.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+        except Exception:
+            continue
+        return ir
+    return 7
+
+
+def _min_ir_for_opset(opset: int) -> int | None:
+    """The oldest IR version whose release table entry covers ``ai.onnx`` ``opset``."""
+    irs = [ir for _, ir, op, *_ in onnx.helper.VERSION_TABLE if op >= opset]
+    return min(irs) if irs else None
+
+
+def _max_opset_for_ir(ir: int) -> int:
+    return max(op for _, v, op, *_ in onnx.helper.VERSION_TABLE if v <= ir)
+
+
+def _lower_ir(model: ModelProto, label: str, notes: list[str] | None) -> None:
+    """Lower ``model.ir_version`` to what onnxruntime reads when its opsets allow it
+    (a note is appended), else raise naming the versions that would work."""
+    import onnxruntime as ort
+
+    have = int(model.ir_version)
+    limit = max_runtime_ir_version()
+    if have <= limit:
+        return
+    opsets = {imp.domain or "ai.onnx": int(imp.version) for imp in model.opset_import}
+    opset = opsets.get("ai.onnx", 1)
+    need = _min_ir_for_opset(opset)
+    if need is None or need > limit:
+        raise ExportError(
+            f"{label}: model IR version {have} with opset ai.onnx {opset}; onnxruntime "
+            f"{ort.__version__} reads IR <= {limit} (opset <= {_max_opset_for_ir(limit)}): "
+            f"re-export with opset <= {_max_opset_for_ir(limit)}, or install an onnxruntime "
+            f"that reads IR {have}"
+        )
+    model.ir_version = limit
+    if notes is not None:
+        notes.append(
+            f"model IR version {have} lowered to {limit} (onnxruntime {ort.__version__} reads "
+            f"IR <= {limit}; opset ai.onnx {opset} needs IR >= {need})"
+        )
+
+
+def load_model(
+    source: str | Path | ModelProto, *, check: bool = True, notes: list[str] | None = None
+) -> ModelProto:
     """Load an ONNX model (path or proto), check it, name every node, infer shapes.
 
     Returns a copy; the caller's proto is never modified. Nodes without a name
     get ``<op_type>_<index>``; duplicate names get a ``_<index>`` suffix, so
-    node names identify sites.
+    node names identify sites. A model saved with a newer IR version than the
+    installed onnxruntime reads gets its IR version lowered when its opset
+    allows it (a line is appended to ``notes``); otherwise the error names
+    the versions that would work.
     """
     if isinstance(source, ModelProto):
         model = copy.deepcopy(source)
@@ -43,6 +112,7 @@ def load_model(source: str | Path | ModelProto, *, check: bool = True) -> ModelP
             ) from None
         if not model.graph.node and not model.graph.output:
             raise ExportError(f"{label!r} is not an ONNX model (it has an empty graph)")
+    _lower_ir(model, label, notes)
     if check:
         try:
             onnx.checker.check_model(model)

@@ -39,6 +39,7 @@ from onnx import ModelProto, NodeProto, helper
 
 from hwapprox.approx.base import Operator
 from hwapprox.export.graph import GraphIndex, opset_version
+from hwapprox.export.masks import SiteMask, find_mask
 
 __all__ = ["CONST_RTOL", "Site", "find_sites"]
 
@@ -56,6 +57,8 @@ class Site:
     (LayerNorm) are float64 arrays broadcast over the row, or None.
     ``approximate`` is ``"none"``/``"tanh"`` for GELU. ``pattern`` says how the
     site was found (``"op"``, ``"erf"``, ``"tanh"``, ``"decomposed"``).
+    ``mask`` (softmax) is the attention mask found in front of the site
+    (:mod:`hwapprox.export.masks`), or None.
     """
 
     name: str
@@ -71,6 +74,7 @@ class Site:
     beta: np.ndarray | None = field(default=None, repr=False)
     approximate: str | None = None
     shape: tuple[int | str | None, ...] | None = None
+    mask: SiteMask | None = None
 
     def fields_for_spec(self) -> dict[str, Any]:
         """Model constants a spec may take: LayerNorm ``eps``, GELU ``form`` (erf/tanh)."""
@@ -94,6 +98,7 @@ class Site:
             "gamma_shape": None if self.gamma is None else list(self.gamma.shape),
             "beta_shape": None if self.beta is None else list(self.beta.shape),
             "shape": None if self.shape is None else list(self.shape),
+            "mask": None if self.mask is None else self.mask.as_dict(),
         }
 
 
@@ -203,6 +208,7 @@ class _Finder:
                         axis=axis,
                         trailing=trailing,
                         shape=g.shape.get(node.input[0]),
+                        mask=find_mask(g, node.input[0]),
                     )
                 )
             elif node.op_type == "Gelu":

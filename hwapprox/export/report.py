@@ -26,20 +26,34 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(out)
 
 
+def _sat(c: dict[str, int] | None, side: str) -> str:
+    if not c:
+        return "-"
+    return str(c[side]) if c[side] else "0"
+
+
+def _cos(v: float | None) -> str:
+    return "-" if v is None else f"{v:.6f}"
+
+
 def format_report(res: ValidationResult) -> str:
-    """Per-site table, end-to-end table and timing, as plain text."""
+    """Warnings, per-site table, masks, end-to-end table, tuning and timing, as text."""
     rows = []
     for s in res.imported.sites:
         spec = res.specs.get(s.name)
-        st = res.stats[s.name]
+        st = res.stats.get(s.name)
         err = res.site_errors.get(s.name) or {}
+        sat = res.saturation.get(s.name)
         rows.append(
             [
                 s.name,
                 f"{s.operator}/{s.pattern}",
                 "float" if spec is None else spec.method,
                 "-" if spec is None else str(spec.in_fmt),
-                f"[{st.min:.3g}, {st.max:.3g}]",
+                "-" if spec is None else str(spec.out_fmt),
+                "-" if st is None else f"[{st.min:.3g}, {st.max:.3g}]",
+                "-" if st is None or not st.masked else str(st.masked),
+                f"{_sat(sat, 'in')}/{_sat(sat, 'out')}",
                 _g(err.get("max_abs")),
                 _g(err.get("mean_abs")),
                 _g(err.get("max_lsb")),
@@ -48,18 +62,32 @@ def format_report(res: ValidationResult) -> str:
                 "-" if spec is None else f"{spec.cost().score():.0f}",
             ]
         )
+    n_float = sum(res.specs.get(s.name) is None for s in res.imported.sites)
     parts = [
         f"model: {res.model_label or '(in memory)'}; {len(res.imported.sites)} sites, "
-        f"{len(res.selected)} selected; {res.n_samples} samples",
+        f"{len(res.selected)} selected, {n_float} float; {res.n_samples} sample"
+        f"{'' if res.n_samples == 1 else 's'}; input range policy {res.range_stat}",
+    ]
+    if res.warnings:
+        parts += ["", f"WARNINGS ({len(res.warnings)}):"]
+        parts += [f"  ! {w}" for w in res.warnings]
+    if res.notes:
+        parts += ["", "Notes:"]
+        parts += [f"  - {n}" for n in res.notes]
+    parts += [
         "",
-        "Per site (spec on the float model's site input vs its float site output):",
+        "Per site (spec on the float model's site input vs its float site output; "
+        "sat = saturated inputs/outputs):",
         _table(
             [
                 "site",
                 "operator",
                 "method",
                 "in_fmt",
+                "out_fmt",
                 "input range",
+                "masked",
+                "sat in/out",
                 "max|err|",
                 "mean|err|",
                 "max LSB",
@@ -70,6 +98,15 @@ def format_report(res: ValidationResult) -> str:
             rows,
         ),
     ]
+    masked = [s for s in res.imported.sites if s.mask is not None]
+    if masked:
+        parts += ["", "Attention masks (found in the graph; masked elements get probability 0):"]
+        for s in masked:
+            st = res.stats.get(s.name)
+            extra = ""
+            if st is not None and st.rows:
+                extra = f" [{st.masked} elements masked, {st.masked_rows}/{st.rows} rows fully]"
+            parts.append(f"  {s.name}: {'+'.join(s.mask.roles)}: {s.mask.describe()}{extra}")
     if res.imported.skipped:
         parts += ["", "Skipped candidates:"]
         parts += [f"  {k}: {v}" for k, v in res.imported.skipped.items()]
@@ -77,29 +114,47 @@ def format_report(res: ValidationResult) -> str:
     erows = [
         [
             name,
+            m.get("kind", "-"),
             _g(m["max_abs"]),
             _g(m["mean_abs"]),
             _g(m["ref_absmax"]),
-            f"{m['cosine_mean']:.6f}",
-            f"{m['cosine_min']:.6f}",
+            _cos(m["cosine_mean"]),
+            _cos(m["cosine_min"]),
+            _cos(m.get("token_cosine_min")),
+            _cos(m.get("pooled_cosine_min")),
             _g(m["top1"], 4),
         ]
         for name, m in e["outputs"].items()
     ]
     parts += [
         "",
-        "End to end (all selected sites approximated vs the float model):",
+        "End to end (all selected sites approximated vs the float model; padded tokens "
+        "left out; cos = per sample, token = per token, pooled = mean-pooled embedding):",
         _table(
-            ["output", "max|err|", "mean|err|", "max|ref|", "cos mean", "cos min", "top-1"], erows
+            [
+                "output",
+                "kind",
+                "max|err|",
+                "mean|err|",
+                "max|ref|",
+                "cos mean",
+                "cos min",
+                "token min",
+                "pooled min",
+                "top-1",
+            ],
+            erows,
         ),
     ]
     if res.budget is not None:
         met = res.budget.meets(e)
         parts += ["", f"Budget {res.budget.describe()}: {'met' if met else 'NOT met'}"]
         for t in res.tuning:
+            cost = "" if t.get("cost_score") is None else f", cost {t['cost_score']:g}"
             parts.append(
-                f"  {t['site']}: {t['chosen'] or 'float (no candidate met the budget)'} "
-                f"({len(t['evaluated'])} evaluated)"
+                f"  {t['site']}: {t['chosen'] or 'float (no candidate met the budget)'}"
+                f"{cost} ({len(t['evaluated'])} of {t.get('front', '?')} front candidates "
+                f"evaluated end to end, {t.get('candidates', '?')} screened)"
             )
     t = res.timing
     parts += [

@@ -15,11 +15,15 @@ per selected site from the config, emulate, and measure:
   sample, mean and min over samples) and top-1 agreement along the last axis
   (classifiers: the fraction of samples whose argmax is unchanged).
 
-With ``budget`` each selected site is tuned greedily, in graph order, to the
-cheapest candidate spec (ascending ``spec.cost().score()``) for which the
-end-to-end metrics, with the earlier sites at their chosen specs and the
-later ones in float, meet the budget; a site for which no candidate does
-stays float.
+Formats are calibrated: each approximated site's ``in_fmt`` from its input
+range and its ``out_fmt`` from its float outputs (GELU, LayerNorm), LayerNorm
+gamma/beta formats from the weights (:func:`hwapprox.export.tuning.calibrated_fields`);
+fields a config sets explicitly win. Saturated inputs and outputs are counted
+per site and every saturating site gets a warning. Softmax sites with an
+attention mask are calibrated and emulated with the mask bits (masked
+elements exactly zero). Sites kept float are not calibrated.
+
+With ``budget`` each selected site is tuned (:mod:`hwapprox.export.tuning`).
 """
 
 from __future__ import annotations
@@ -29,19 +33,28 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from onnx import ModelProto
 
 from hwapprox.approx.base import ApproxSpec, Operator, SpecError
 from hwapprox.approx.config import ApproxConfig, load_config
-from hwapprox.approx.registry import METHODS, get_method
-from hwapprox.export.calibrate import SiteStats, Trace, calibrate, prepare_inputs
+from hwapprox.approx.registry import get_method
+from hwapprox.export import metrics as _metrics
+from hwapprox.export.calibrate import SiteStats, Trace, calibrate, parse_range, prepare_inputs
 from hwapprox.export.emulate import Emulator, apply_spec, make_session, rows_view
 from hwapprox.export.errors import ExportError
-from hwapprox.export.graph import load_model
+from hwapprox.export.graph import GraphIndex, load_model
 from hwapprox.export.patterns import Site, find_sites
+from hwapprox.export.tuning import (
+    SearchSpace,
+    calibrated_fields,
+    candidate_specs,
+    screen,
+    share,
+    walk_front,
+)
 
 __all__ = [
     "DEFAULT_METHODS",
@@ -54,11 +67,15 @@ __all__ = [
     "validate",
 ]
 
-#: Method per operator when neither a config nor ``--method`` names one.
+#: Method per operator when neither a config nor ``--method`` names one: the
+#: most accurate of each operator at 16 bits (benchmarks/results): the online
+#: softmax (<= 0.53 LSB at W = 8..16, exact max subtraction, Newton reciprocal),
+#: Edge-MoE's GELU (<= 0.67 LSB; the direct LUT is exact but limited to 12-bit
+#: inputs), and the rsqrt-table LayerNorm (<= 0.53 LSB; I-BERT's floors lose bits).
 DEFAULT_METHODS: dict[Operator, str] = {
-    Operator.SOFTMAX: "ibert",
-    Operator.GELU: "ibert",
-    Operator.LAYERNORM: "ibert",
+    Operator.SOFTMAX: "online",
+    Operator.GELU: "edgemoe",
+    Operator.LAYERNORM: "rsqrt_lut",
 }
 
 
@@ -69,6 +86,7 @@ class ImportedModel:
     model: ModelProto
     sites: list[Site]
     skipped: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     def site(self, name: str) -> Site:
         for s in self.sites:
@@ -81,9 +99,10 @@ class ImportedModel:
 
 def import_model(source: str | Path | ModelProto) -> ImportedModel:
     """Load ``source`` (path or proto) and find every nonlinear site."""
-    model = load_model(source)
+    notes: list[str] = []
+    model = load_model(source, notes=notes)
     sites, skipped = find_sites(model)
-    return ImportedModel(model, sites, skipped)
+    return ImportedModel(model, sites, skipped, notes)
 
 
 def select_sites(sites: Sequence[Site], selectors: Iterable[str] | None) -> list[Site]:
@@ -104,12 +123,16 @@ def select_sites(sites: Sequence[Site], selectors: Iterable[str] | None) -> list
 
 @dataclass(frozen=True)
 class E2EBudget:
-    """End-to-end limits (each optional): max/mean |error|, min cosine, min top-1."""
+    """End-to-end limits (each optional): max/mean |error|, min cosine (per sample,
+    flattened), min per-token and mean-pooled cosine (embeddings, unmasked tokens
+    only), min top-1 agreement (classifier / per-token logits)."""
 
     max_abs: float | None = None
     mean_abs: float | None = None
     cosine: float | None = None
     top1: float | None = None
+    pooled_cosine: float | None = None
+    token_cosine: float | None = None
 
     @classmethod
     def parse(cls, text: str) -> E2EBudget:
@@ -131,68 +154,83 @@ class E2EBudget:
             raise ExportError(f"empty budget; give KEY=VALUE with KEY one of {keys}")
         return cls(**vals)
 
+    #: budget key -> metric key it limits, and whether the metric must be <= (else >=)
+    LIMITS: ClassVar[dict[str, tuple[str, bool]]] = {
+        "max_abs": ("max_abs", True),
+        "mean_abs": ("mean_abs", True),
+        "cosine": ("cosine_min", False),
+        "top1": ("top1", False),
+        "pooled_cosine": ("pooled_cosine_min", False),
+        "token_cosine": ("token_cosine_min", False),
+    }
+
     def meets(self, m: Mapping[str, Any]) -> bool:
-        if self.max_abs is not None and m["max_abs"] > self.max_abs:
-            return False
-        if self.mean_abs is not None and m["mean_abs"] > self.mean_abs:
-            return False
-        if self.cosine is not None and m["cosine_min"] < self.cosine:
-            return False
-        return not (self.top1 is not None and (m["top1"] is None or m["top1"] < self.top1))
+        for key, (metric, upper) in self.LIMITS.items():
+            limit = getattr(self, key)
+            if limit is None:
+                continue
+            v = m.get(metric)
+            if v is None or (v > limit if upper else v < limit):
+                return False
+        return True
+
+    def check_against(self, m: Mapping[str, Any]) -> None:
+        """Refuse limits on metrics the model's outputs do not have."""
+        for key, (metric, _) in self.LIMITS.items():
+            if getattr(self, key) is not None and m.get(metric) is None:
+                kinds = {k: v["kind"] for k, v in m["outputs"].items()}
+                need = {
+                    "top1": "a classifier or per-token logits output",
+                    "pooled_cosine": "an embedding output with a token axis",
+                    "token_cosine": "an embedding output with a token axis",
+                }.get(key, "an output")
+                raise ExportError(
+                    f"budget {key}={getattr(self, key):g} needs {need}; this model's outputs "
+                    f"are {kinds}"
+                )
 
     def describe(self) -> str:
         return ", ".join(f"{k}={v:g}" for k, v in dataclasses.asdict(self).items() if v is not None)
 
 
 def end_to_end_metrics(
-    ref: Mapping[str, np.ndarray], got: Mapping[str, np.ndarray]
+    ref: Mapping[str, np.ndarray], got: Mapping[str, np.ndarray], **kw: Any
 ) -> dict[str, Any]:
-    """Metrics per output and overall (worst over outputs) -- see module docstring."""
-    per: dict[str, dict[str, Any]] = {}
-    for name, r in ref.items():
-        a = np.asarray(r, dtype=np.float64)
-        b = np.asarray(got[name], dtype=np.float64)
-        d = np.abs(a - b)
-        n = a.shape[0] if a.ndim >= 2 else 1
-        fa, fb = a.reshape(n, -1), b.reshape(n, -1)
-        na, nb = np.linalg.norm(fa, axis=1), np.linalg.norm(fb, axis=1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            cos = np.where(
-                (na == 0) & (nb == 0), 1.0, (fa * fb).sum(axis=1) / np.maximum(na * nb, 1e-300)
-            )
-        top1 = None
-        if a.ndim >= 2 and a.shape[-1] >= 2:
-            top1 = float((a.argmax(axis=-1) == b.argmax(axis=-1)).mean())
-        per[name] = {
-            "max_abs": float(d.max()) if d.size else 0.0,
-            "mean_abs": float(d.mean()) if d.size else 0.0,
-            "ref_absmax": float(np.abs(a).max()) if a.size else 0.0,
-            "cosine_mean": float(cos.mean()),
-            "cosine_min": float(cos.min()),
-            "top1": top1,
-        }
-    tops = [v["top1"] for v in per.values() if v["top1"] is not None]
-    return {
-        "max_abs": max(v["max_abs"] for v in per.values()),
-        "mean_abs": max(v["mean_abs"] for v in per.values()),
-        "cosine_mean": min(v["cosine_mean"] for v in per.values()),
-        "cosine_min": min(v["cosine_min"] for v in per.values()),
-        "top1": min(tops) if tops else None,
-        "outputs": per,
-    }
+    """Metrics per output and overall (:func:`hwapprox.export.metrics.end_to_end_metrics`)."""
+    return _metrics.end_to_end_metrics(ref, got, **kw)
 
 
-def site_metrics(site: Site, spec: ApproxSpec, x: np.ndarray, y_float: np.ndarray) -> dict:
+def site_metrics(
+    site: Site,
+    spec: ApproxSpec,
+    x: np.ndarray,
+    y_float: np.ndarray,
+    mask: np.ndarray | None = None,
+) -> dict:
     """Per-site error of ``spec`` on the float input against the float output.
 
     ``rel_rms`` = rms(error) / rms(float output); softmax sites also get
     ``row_sum_err`` = max over rows of |Σ approx - Σ float| (the probability
     mass a row gains or loses: a bias no absolute per-element error shows).
+    With a ``mask`` only unmasked elements and rows with one count; the float
+    model's output at masked elements is ~0 (not exactly) and the approximation's
+    exactly 0.
     """
-    y = apply_spec(site, spec, x)
+    y = apply_spec(site, spec, x, mask)
     yf = np.asarray(y_float, dtype=np.float64)
-    d = np.abs(y - yf)
-    rms_ref = float(np.sqrt((yf**2).mean()))
+    if mask is not None:
+        m = np.broadcast_to(mask, yf.shape)
+        mrows, ax = rows_view(site, m)
+        live = ~mrows.all(axis=ax, keepdims=True)
+        keep = ~m & np.broadcast_to(live, mrows.shape).reshape(yf.shape)
+        d = np.abs(y - yf)[keep]
+        yk = yf[keep]
+    else:
+        d = np.abs(y - yf).ravel()
+        yk = yf
+    if d.size == 0:
+        d = np.zeros(1)
+    rms_ref = float(np.sqrt((yk**2).mean())) if yk.size else 0.0
     out = {
         "max_abs": float(d.max()),
         "mean_abs": float(d.mean()),
@@ -204,8 +242,34 @@ def site_metrics(site: Site, spec: ApproxSpec, x: np.ndarray, y_float: np.ndarra
     if site.operator is Operator.SOFTMAX:
         rows_y, ax = rows_view(site, y)
         rows_f, _ = rows_view(site, yf)
-        out["row_sum_err"] = float(np.abs(rows_y.sum(axis=ax) - rows_f.sum(axis=ax)).max())
+        if mask is not None:
+            mr, _ = rows_view(site, np.broadcast_to(mask, yf.shape))
+            rows_f = np.where(mr, 0.0, rows_f)
+            live = ~mr.all(axis=ax)
+        else:
+            live = np.ones(1, dtype=bool)
+        err = np.abs(rows_y.sum(axis=ax) - rows_f.sum(axis=ax))
+        err = err[np.broadcast_to(live, err.shape)]
+        out["row_sum_err"] = float(err.max()) if err.size else 0.0
     return out
+
+
+def saturation(
+    spec: ApproxSpec, x: np.ndarray, y_float: np.ndarray, mask: np.ndarray | None = None
+) -> dict[str, int]:
+    """Unmasked inputs (outputs of the float model) more than one LSB outside
+    ``spec.in_fmt`` (``spec.out_fmt``): the values the hardware saturates."""
+
+    def count(v: np.ndarray, fmt: Any) -> tuple[int, int]:
+        a = np.asarray(v, dtype=np.float64)
+        if mask is not None:
+            a = a[~np.broadcast_to(mask, a.shape)]
+        lo, hi, lsb = float(fmt.min), float(fmt.max), float(fmt.lsb)
+        return int(np.count_nonzero((a < lo - lsb) | (a > hi + lsb))), int(a.size)
+
+    n_in, t_in = count(x, spec.in_fmt)
+    n_out, t_out = count(y_float, spec.out_fmt)
+    return {"in": n_in, "in_total": t_in, "out": n_out, "out_total": t_out}
 
 
 @dataclass
@@ -225,6 +289,12 @@ class ValidationResult:
     budget: E2EBudget | None = None
     tuning: list[dict[str, Any]] = field(default_factory=list)
     model_label: str = ""
+    saturation: dict[str, dict[str, int]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    batch_axis: int | None = 0
+    token_mask_input: str | None = None
+    range_stat: str | float = "max"
 
     @property
     def stats(self) -> dict[str, SiteStats]:
@@ -241,6 +311,8 @@ class ValidationResult:
         sites = []
         for s in self.imported.sites:
             spec = self.specs.get(s.name)
+            st = self.stats.get(s.name)
+            ost = self.trace.out_stats.get(s.name)
             sites.append(
                 {
                     **s.as_dict(),
@@ -248,20 +320,29 @@ class ValidationResult:
                     "spec": None if spec is None else spec.to_config(),
                     "cost_score": None if spec is None else round(spec.cost().score(), 2),
                     "calibrated_in_fmt": self.in_fmts.get(s.name),
-                    "input_stats": self.stats[s.name].as_dict(),
+                    "calibrated_out_fmt": None if spec is None else str(spec.out_fmt),
+                    "input_stats": None if st is None else st.as_dict(),
+                    "output_stats": None if ost is None else ost.as_dict(),
+                    "saturation": self.saturation.get(s.name),
                     "error": self.site_errors.get(s.name),
                 }
             )
         return {
             "model": self.model_label,
             "samples": self.n_samples,
+            "batch_axis": self.batch_axis,
+            "token_mask_input": self.token_mask_input,
+            "range": self.range_stat,
+            "warnings": self.warnings,
+            "notes": self.notes,
             "per_site_error": (
                 "spec applied to the site's float input from the unmodified model, compared "
-                "with the float model's output at the site (onnxruntime float32)"
+                "with the float model's output at the site (onnxruntime float32); masked "
+                "softmax elements and fully masked rows left out"
             ),
             "end_to_end_error": (
                 "graph outputs with all selected sites approximated vs the unmodified model "
-                "on onnxruntime"
+                "on onnxruntime; padded tokens left out"
             ),
             "sites": sites,
             "skipped": self.imported.skipped,
@@ -327,42 +408,84 @@ def _resolve(
         ) from None
 
 
-def candidates(
-    site: Site, in_fmt: str, cfg: ApproxConfig, widths: Sequence[int] = (8, 12, 16)
-) -> list[ApproxSpec]:
-    """Candidate specs for ``site``: the configured method (or every available one)
-    at each input width with the calibrated integer bits, sorted by cost score."""
-    from hwapprox.fixed import FixedFormat
+def _keeps_float(cfg: ApproxConfig, site: Site) -> bool:
+    """True when the config leaves ``site`` float (so it needs no calibration)."""
+    entry = cfg.sites.get(site.name)
+    if entry == "float":
+        return True
+    if isinstance(entry, dict):
+        return False
+    return cfg.defaults.get(site.operator, "float") == "float"
 
-    base = cfg.sites.get(site.name, cfg.defaults.get(site.operator))
-    if base == "float":
-        return []
-    op_default = cfg.defaults.get(site.operator)
-    if isinstance(base, dict) and "method" not in base and isinstance(op_default, dict):
-        base = {**op_default, **base}
-    methods = (
-        [base["method"]]
-        if isinstance(base, dict) and "method" in base
-        else [m for m in METHODS[site.operator] if _method_available(site.operator, m)]
+
+def _float_entry(cfg: ApproxConfig, site: Site) -> bool:
+    """True when the config explicitly keeps ``site`` float (the tuner skips it)."""
+    entry = cfg.sites.get(site.name)
+    if entry is not None:
+        return entry == "float"
+    return cfg.defaults.get(site.operator) == "float"
+
+
+def _explicit_fields(cfg: ApproxConfig, site: Site, method: str) -> set[str]:
+    """Spec fields the config sets for ``site`` (calibration must not override them);
+    ``in_fmt: auto`` is not a setting."""
+    base = cfg.defaults.get(site.operator)
+    entry = cfg.sites.get(site.name)
+    base_method = base.get("method") if isinstance(base, dict) else None
+    if isinstance(entry, dict) and entry.get("method", base_method) != base_method:
+        keys = set(entry)  # another method: the entry replaces the defaults
+    else:
+        keys = set(base) if isinstance(base, dict) and base_method == method else set()
+        keys |= set(entry) if isinstance(entry, dict) else set()
+    return {k for k in keys if not (k == "in_fmt" and _is_auto(cfg, site))}
+
+
+def _is_auto(cfg: ApproxConfig, site: Site) -> bool:
+    vals = []
+    for e in (cfg.defaults.get(site.operator), cfg.sites.get(site.name)):
+        if isinstance(e, dict) and "in_fmt" in e:
+            vals.append(e["in_fmt"])
+    return not vals or vals[-1] == "auto"
+
+
+def _calibrate_spec(
+    spec: ApproxSpec,
+    site: Site,
+    trace: Trace,
+    explicit: set[str],
+    *,
+    width: int,
+    out_width: int | None,
+    headroom: int,
+    stat: str | float,
+) -> ApproxSpec:
+    """``spec`` with its formats calibrated (see :func:`calibrated_fields`) except
+    those the config sets; the calibrated formats keep ``spec``'s own modes."""
+    fmts = calibrated_fields(
+        site,
+        type(spec),
+        trace.stats[site.name],
+        trace.out_stats.get(site.name),
+        width=width,
+        out_width=out_width,
+        headroom=headroom,
+        stat=stat,
     )
-    fmt = FixedFormat.parse(in_fmt)
-    out: list[ApproxSpec] = []
-    for m in methods:
-        for w in widths:
-            if w <= fmt.int_bits:
-                continue
-            f = FixedFormat(w, fmt.int_bits, True, fmt.rounding, fmt.overflow)
-            entry = dict(base) if isinstance(base, dict) and base.get("method") == m else {}
-            entry.update(method=m, in_fmt=str(f))
-            try:
-                spec = ApproxConfig.from_dict({"sites": {site.name: entry}}).resolve_one(
-                    site.name, site.operator, site_fields=site.fields_for_spec()
-                )
-            except (SpecError, TypeError, ValueError):
-                continue
-            if spec is not None:
-                out.append(spec)
-    return sorted(out, key=lambda s: s.cost().score())
+    changes: dict[str, Any] = {}
+    for k, f in fmts.items():
+        if k in explicit:
+            continue
+        changes[k] = f
+    if not changes:
+        return spec
+    try:
+        return spec.replace(**changes)
+    except SpecError as exc:
+        raise ExportError(
+            f"site {site.name}: the calibrated formats "
+            f"{ {k: str(v) for k, v in changes.items()} } do not suit {spec.method}: {exc}; "
+            f"set them in the config"
+        ) from None
 
 
 def validate(
@@ -374,11 +497,14 @@ def validate(
     sites: Iterable[str] | None = None,
     specs: Mapping[str, ApproxSpec | None] | None = None,
     width: int = 16,
+    out_width: int | None = None,
     headroom: int = 1,
-    range_stat: str = "max",
+    range_stat: str | float = "max",
     budget: E2EBudget | str | None = None,
+    space: SearchSpace | None = None,
     threads: int = 0,
     seed: int = 0,
+    progress: bool = False,
 ) -> ValidationResult:
     """Run the whole validation (see the module docstring).
 
@@ -389,75 +515,127 @@ def validate(
     imported = model if isinstance(model, ImportedModel) else import_model(model)
     label = str(model) if isinstance(model, str | Path) else imported.model.graph.name
     selected = select_sites(imported.sites, sites)
+    stat = parse_range(range_stat)
     feeds = prepare_inputs(imported.model, inputs, seed=seed)
-    trace = calibrate(imported.model, imported.sites, feeds, threads=threads)
-    in_fmts = {
-        s.name: str(trace.stats[s.name].choose_format(width, headroom, stat=range_stat))
-        for s in selected
-    }
     cfg = build_config(config, methods)
-    # Candidates for --budget: the operators the user configured keep their
-    # method; the others try every available method.
     user_cfg = build_config(config, methods, defaults=False)
     given = dict(specs or {})
-    to_resolve = [s for s in selected if s.name not in given]
-    all_names = [s.name for s in imported.sites]
-    resolved = _resolve(cfg, to_resolve, in_fmts, all_names)
-    chosen: dict[str, ApproxSpec | None] = {
-        s.name: given[s.name] if s.name in given else resolved[s.name] for s in selected
-    }
-    emu = Emulator(imported.model, selected, threads=threads)
-    ref = trace.outputs
     b = E2EBudget.parse(budget) if isinstance(budget, str) else budget
-    tuning: list[dict[str, Any]] = []
+    # Only sites that will be approximated are calibrated.
     if b is not None:
-        if b.top1 is not None and end_to_end_metrics(ref, ref)["top1"] is None:
-            raise ExportError(
-                f"budget top1={b.top1:g} needs an output with a class axis (rank >= 2, last "
-                f"dim >= 2); outputs: {[(k, list(v.shape)) for k, v in ref.items()]}"
-            )
-        # Sites with an explicitly given spec keep it; the others start float.
-        chosen = {s.name: given.get(s.name) for s in selected}
-        for s in selected:
+        active = [
+            s
+            for s in selected
+            if (given[s.name] is not None if s.name in given else not _float_entry(user_cfg, s))
+        ]
+    else:
+        active = [
+            s
+            for s in selected
+            if (given[s.name] is not None if s.name in given else not _keeps_float(cfg, s))
+        ]
+    all_names = [s.name for s in imported.sites]
+    unknown = sorted(set(cfg.sites) - set(all_names))
+    if unknown:
+        raise ExportError(
+            f"config names unknown site(s) {', '.join(unknown)}; sites of this model: "
+            f"{', '.join(all_names) or '(none)'}"
+        )
+    trace = calibrate(imported.model, active, feeds, threads=threads)
+    axis = _metrics.batch_axis(imported.sites)
+    tm = _metrics.token_mask(imported.sites, feeds, axis)
+    keep = None if tm is None else tm[1]
+    kinds = _metrics.output_kinds(GraphIndex(imported.model), imported.sites, trace.outputs, axis)
+    mkw = {"kinds": kinds, "axis": axis, "keep": keep}
+    ref = trace.outputs
+    ref_m = end_to_end_metrics(ref, ref, **mkw)
+    if b is not None:
+        b.check_against(ref_m)
+    in_fmts: dict[str, str] = {}
+    for s in active:
+        if s.name in given:
+            continue
+        in_fmts[s.name] = str(trace.stats[s.name].choose_format(width, headroom, stat=stat))
+    emu = Emulator(imported.model, active, threads=threads)
+    tuning: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    chosen: dict[str, ApproxSpec | None] = {}
+    if b is None:
+        to_resolve = [s for s in active if s.name not in given]
+        resolved = _resolve(cfg, to_resolve, in_fmts, all_names)
+        for s in active:
             if s.name in given:
+                chosen[s.name] = given[s.name]
                 continue
-            tried = []
-            pick = None
-            # Everything before this site's level is fixed while it is tuned.
-            state = emu.prefix(feeds, chosen, emu.site_level[s.name])
-            for cand in candidates(s, in_fmts[s.name], user_cfg):
-                trial = {**chosen, s.name: cand}
-                m = end_to_end_metrics(ref, emu.run(feeds, trial, resume=state))
-                tried.append(
-                    {"spec": cand.describe(), "score": cand.cost().score(), "max_abs": m["max_abs"]}
+            spec = resolved[s.name]
+            if spec is not None:
+                spec = _calibrate_spec(
+                    spec,
+                    s,
+                    trace,
+                    _explicit_fields(cfg, s, spec.method),
+                    width=width,
+                    out_width=out_width,
+                    headroom=headroom,
+                    stat=stat,
                 )
-                if b.meets(m):
-                    pick = cand
-                    break
-            chosen[s.name] = pick
-            tuning.append(
-                {
-                    "site": s.name,
-                    "chosen": None if pick is None else pick.describe(),
-                    "evaluated": tried,
-                }
+            chosen[s.name] = spec
+    else:
+        chosen, tuning = _tune(
+            emu,
+            active,
+            given,
+            trace,
+            user_cfg,
+            b,
+            space or SearchSpace(headroom=headroom),
+            feeds,
+            ref,
+            mkw,
+            progress,
+        )
+        for t in tuning:
+            if t["chosen"] is None:
+                warnings.append(
+                    f"site {t['site']}: no candidate met the budget ({b.describe()}); kept float"
+                )
+    site_errors: dict[str, dict[str, Any]] = {}
+    sat: dict[str, dict[str, int]] = {}
+    for s in active:
+        spec = chosen.get(s.name)
+        if spec is None:
+            continue
+        x, y = trace.site_inputs[s.name], trace.site_outputs[s.name]
+        mask = trace.masks.get(s.name)
+        site_errors[s.name] = site_metrics(s, spec, x, y, mask)
+        sat[s.name] = saturation(spec, x, y, mask)
+        c = sat[s.name]
+        for side, fmt in (("in", spec.in_fmt), ("out", spec.out_fmt)):
+            if c[side]:
+                st = trace.stats[s.name] if side == "in" else trace.out_stats[s.name]
+                warnings.append(
+                    f"site {s.name}: {c[side]} of {c[side + '_total']} {side}puts "
+                    f"({100 * c[side] / max(c[side + '_total'], 1):.3g}%) saturate {fmt} "
+                    f"(range [{float(fmt.min):.4g}, {float(fmt.max):.4g}], data "
+                    f"[{st.min:.4g}, {st.max:.4g}])"
+                )
+        st = trace.stats[s.name]
+        if st.masked_rows:
+            warnings.append(
+                f"site {s.name}: {st.masked_rows} of {st.rows} rows are fully masked; the "
+                f"approximation outputs zeros there (the float model outputs a uniform row)"
             )
-    site_errors = {
-        s.name: site_metrics(s, spec, trace.site_inputs[s.name], trace.site_outputs[s.name])
-        for s in selected
-        if (spec := chosen[s.name]) is not None
-    }
-    # Timing: the float model on onnxruntime (second, warm run) vs one emulation
-    # run (its sessions were built and, with a budget, already run).
+    chosen_all: dict[str, ApproxSpec | None] = {s.name: chosen.get(s.name) for s in selected}
+    # Timing: the float model on onnxruntime (second, warm run) vs one emulation run.
     full = make_session(imported.model, threads)
     full.run(None, feeds)
     t0 = time.perf_counter()
     full.run(None, feeds)
     t_float = time.perf_counter() - t0
     t0 = time.perf_counter()
-    emulated = emu.run(feeds, chosen)
+    emulated = emu.run(feeds, {k: v for k, v in chosen.items() if k in {s.name for s in active}})
     t_emu = time.perf_counter() - t0
-    e2e = end_to_end_metrics(ref, emulated)
+    e2e = end_to_end_metrics(ref, emulated, **mkw)
     timing = {
         "float_onnxruntime": t_float,
         "emulation": t_emu,
@@ -465,13 +643,26 @@ def validate(
         "approx_models": emu.approx_seconds,
         "sessions": float(emu.n_sessions),
     }
-    n = int(next(iter(feeds.values())).shape[0]) if feeds else 1
+    notes = list(imported.notes)
+    first = next(iter(feeds.values()), None)
+    if axis is None:
+        n = 1
+        notes.append("the model has no batch axis: one sample per input set")
+    else:
+        n = int(first.shape[0]) if first is not None and first.ndim else 1
+    if tm is not None:
+        notes.append(
+            f"padding mask from input '{tm[0]}': {int(keep.sum())} of {keep.size} tokens real; "
+            f"padded tokens are left out of the end-to-end metrics"
+        )
+    for name, info in kinds.items():
+        notes.append(f"output '{name}': {info.kind} ({info.note})")
     return ValidationResult(
         imported,
         selected,
         trace,
         in_fmts,
-        chosen,
+        chosen_all,
         site_errors,
         e2e,
         emulated,
@@ -480,4 +671,72 @@ def validate(
         b,
         tuning,
         label,
+        sat,
+        warnings,
+        notes,
+        axis,
+        None if tm is None else tm[0],
+        stat,
     )
+
+
+def _tune(
+    emu: Emulator,
+    active: list[Site],
+    given: Mapping[str, ApproxSpec | None],
+    trace: Trace,
+    user_cfg: ApproxConfig,
+    budget: E2EBudget,
+    space: SearchSpace,
+    feeds: Mapping[str, np.ndarray],
+    ref: Mapping[str, np.ndarray],
+    mkw: Mapping[str, Any],
+    progress: bool,
+) -> tuple[dict[str, ApproxSpec | None], list[dict[str, Any]]]:
+    """Greedy per-site search (:mod:`hwapprox.export.tuning`)."""
+    chosen: dict[str, ApproxSpec | None] = {s.name: given.get(s.name) for s in active}
+    todo = [s for s in active if s.name not in given]
+    tuning: list[dict[str, Any]] = []
+    it: Iterable[tuple[int, Site]] = enumerate(todo)
+    if progress:
+        from tqdm import tqdm
+
+        it = tqdm(list(it), desc="tuning sites", unit="site")
+    for i, s in it:
+        base = user_cfg.sites.get(s.name, user_cfg.defaults.get(s.operator))
+        if isinstance(base, dict) and "method" not in base:
+            op_default = user_cfg.defaults.get(s.operator)
+            base = {**op_default, **base} if isinstance(op_default, dict) else base
+        cands = candidate_specs(
+            s,
+            trace.stats[s.name],
+            trace.out_stats.get(s.name),
+            base if isinstance(base, dict) else None,
+            space,
+        )
+        front = screen(
+            s, cands, trace.site_inputs[s.name], trace.site_outputs[s.name], trace.masks.get(s.name)
+        )
+        state = emu.prefix(feeds, chosen, emu.site_level[s.name])
+        target = share(budget, i, len(todo))
+
+        def evaluate(spec: ApproxSpec, _s: Site = s, _state: Any = state) -> dict[str, Any]:
+            out = emu.run(feeds, {**chosen, _s.name: spec}, resume=_state)
+            return end_to_end_metrics(ref, out, **mkw)
+
+        pick, tried, how = walk_front(front, evaluate, target.meets, budget.meets)
+        chosen[s.name] = pick
+        tuning.append(
+            {
+                "site": s.name,
+                "chosen": None if pick is None else pick.describe(),
+                "cost_score": None if pick is None else round(pick.cost().score(), 2),
+                "cost": None if pick is None else dataclasses.asdict(pick.cost()),
+                "met": how,
+                "share": target.describe(),
+                "candidates": len(cands),
+                "front": len(front),
+                "evaluated": tried,
+            }
+        )
+    return chosen, tuning

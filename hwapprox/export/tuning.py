@@ -1,0 +1,336 @@
+"""Calibrated formats per site, and the ``--budget`` search.
+
+:func:`calibrated_fields` turns a site's calibration statistics into the
+formats of a spec: ``in_fmt`` from the input range (width, headroom, range
+policy), ``out_fmt`` from the float model's site outputs the same way (GELU,
+LayerNorm; softmax outputs lie in [0, 1] and keep the method's integer bits),
+and LayerNorm ``gamma_fmt``/``beta_fmt`` from the weights' real range. The
+rounding, overflow and signedness of each format are the method's defaults.
+
+:func:`tune_sites` is the ``--budget`` search. For each selected site, in graph
+order, candidates are every method (or the configured one) x input width x
+range policy x the method's own parameters (:data:`PARAM_GRID`: PWL segments,
+table sizes, Newton steps), with the output width equal to the input width.
+Each candidate is first *screened* on a sample of the site's float input
+(rms error against the float site output); candidates that another
+candidate beats on both cost score and rms error are dropped (a Pareto front).
+The front is then walked from the cheapest candidate up, running the emulated
+model end to end (earlier sites at their chosen specs, later ones float), and
+the first candidate meeting the site's *share* of the budget is taken:
+site ``i`` of ``n`` may use ``(i + 1) / n`` of the budget's room (``1 -
+cosine``, ``max_abs``, ``mean_abs``; ``top1`` is not split), so the first
+sites do not spend the whole budget and leave the later ones float. When no
+candidate meets the share, the cheapest one meeting the whole budget is
+taken; when none does, the site stays float (and the report warns).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hwapprox.approx.base import ApproxSpec, Operator, SpecError
+from hwapprox.approx.config import ApproxConfig
+from hwapprox.approx.registry import METHODS, get_method
+from hwapprox.export.calibrate import SiteStats, parameter_format
+from hwapprox.export.emulate import apply_spec, rows_view
+from hwapprox.export.errors import ExportError
+from hwapprox.export.patterns import Site
+from hwapprox.fixed import FixedFormat, Overflow, Rounding
+
+__all__ = [
+    "PARAM_GRID",
+    "SearchSpace",
+    "calibrated_fields",
+    "candidate_specs",
+    "screen",
+    "share",
+]
+
+#: Method parameters the tuner tries (each entry is one set of fields).
+PARAM_GRID: dict[tuple[Operator, str], tuple[dict[str, Any], ...]] = {
+    (Operator.GELU, "pwl"): (
+        {"segments": 8},
+        {"segments": 16},
+        {"segments": 32, "lo": -8.0, "hi": 8.0},
+        {"segments": 64, "lo": -8.0, "hi": 8.0},
+    ),
+    (Operator.GELU, "lut"): ({"index_bits": 0}, {"index_bits": 10}, {"index_bits": 12}),
+    (Operator.LAYERNORM, "rsqrt_lut"): (
+        {"rsqrt_table_bits": 4, "newton_steps": 1},
+        {"rsqrt_table_bits": 6, "newton_steps": 1},
+        {"rsqrt_table_bits": 6, "newton_steps": 2},
+    ),
+    (Operator.SOFTMAX, "online"): ({"newton_steps": 1}, {"newton_steps": 2}),
+}
+
+#: Methods that do not compute the site's operator as exported (RMSNorm has no mean).
+EXCLUDED: dict[Operator, tuple[str, ...]] = {Operator.LAYERNORM: ("rmsnorm",)}
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """What ``--budget`` searches per site (see the module docstring)."""
+
+    widths: tuple[int, ...] = (8, 10, 12, 16)
+    ranges: tuple[str | float, ...] = ("max", "p99.99", "p99.9")
+    params: bool = True
+    headroom: int = 1
+
+
+def _with_width(fmt: FixedFormat, width: int, int_bits: int | None = None) -> FixedFormat:
+    """``fmt``'s signedness and rounding at a new size; wrapping becomes saturation
+    (a calibrated format must not wrap an outlier around)."""
+    return FixedFormat(
+        width,
+        fmt.int_bits if int_bits is None else int_bits,
+        fmt.signed,
+        fmt.rounding,
+        Overflow.SAT if fmt.overflow is Overflow.WRAP else fmt.overflow,
+    )
+
+
+def calibrated_fields(
+    site: Site,
+    spec_cls: type[ApproxSpec],
+    stats: SiteStats,
+    out_stats: SiteStats | None,
+    *,
+    width: int,
+    out_width: int | None = None,
+    headroom: int = 1,
+    stat: str | float = "max",
+) -> dict[str, FixedFormat]:
+    """Calibrated ``in_fmt``/``out_fmt``/``gamma_fmt``/``beta_fmt`` for one site.
+
+    ``in_fmt`` = ``ap_fixed<width, I, AP_RND, AP_SAT>`` from the input range
+    (``stat`` policy, ``headroom`` bits); ``out_fmt``
+    (GELU, LayerNorm) = ``out_width`` bits with integer bits from the site
+    outputs (max, same headroom) with the method default's rounding; softmax
+    keeps the default's integer bits at ``out_width``; gamma/beta formats hold
+    the weights' largest magnitude at the default width. A softmax without an
+    ``out_width`` keeps the default ``out_fmt``. Raises :class:`ExportError`
+    when a range does not fit.
+    """
+    ow = out_width or width
+    d = {f.name: f.default for f in dataclasses.fields(spec_cls)}
+    dout: FixedFormat = d["out_fmt"]  # type: ignore[assignment]
+    f_in = stats.choose_format(width, headroom, Rounding.RND, Overflow.SAT, stat=stat)
+    fields: dict[str, FixedFormat] = {"in_fmt": f_in}
+    if site.operator is Operator.SOFTMAX or out_stats is None:
+        if out_width is None:
+            fields["out_fmt"] = _with_width(dout, dout.width)
+        else:
+            fields["out_fmt"] = _with_width(dout, ow, min(dout.int_bits, ow))
+    else:
+        ib = out_stats.int_bits(headroom, "max")
+        if not dout.signed:
+            ib -= 1
+        if ib >= ow:
+            raise ExportError(
+                f"site {site.name}: outputs reach {out_stats.absmax:.4g}, which needs {ib} "
+                f"integer bits, not less than the output width {ow}; use a wider width"
+            )
+        fields["out_fmt"] = _with_width(dout, ow, ib)
+    if site.operator is Operator.LAYERNORM:
+        for name, values in (("gamma_fmt", site.gamma), ("beta_fmt", site.beta)):
+            if name in d and values is not None:
+                f = parameter_format(values, d[name].width)  # type: ignore[union-attr]
+                if f is not None:
+                    fields[name] = _with_width(d[name], f.width, f.int_bits)  # type: ignore[arg-type]
+    return fields
+
+
+def _method_ok(op: Operator, method: str) -> bool:
+    try:
+        get_method(op, method)
+    except (SpecError, ImportError, AttributeError):
+        return False
+    return True
+
+
+def candidate_specs(
+    site: Site,
+    stats: SiteStats,
+    out_stats: SiteStats | None,
+    base: Mapping[str, Any] | None,
+    space: SearchSpace,
+) -> list[ApproxSpec]:
+    """Every distinct valid spec of the search space for ``site``.
+
+    ``base`` is the site's config entry: with a ``method`` only that method is
+    searched and its other fields are kept (fields it sets are not searched).
+    """
+    fixed = dict(base or {})
+    methods = (
+        [fixed.pop("method")]
+        if "method" in fixed
+        else [
+            m
+            for m in METHODS[site.operator]
+            if m not in EXCLUDED.get(site.operator, ()) and _method_ok(site.operator, m)
+        ]
+    )
+    extra = site.fields_for_spec()
+    seen: set[str] = set()
+    out: list[ApproxSpec] = []
+    for m in methods:
+        cls = get_method(site.operator, m)
+        names = {f.name for f in dataclasses.fields(cls)}
+        grid = PARAM_GRID.get((site.operator, m), ({},)) if space.params else ({},)
+        for params in grid:
+            if any(k in fixed for k in params):
+                params = {}
+            for w in space.widths:
+                for r in space.ranges:
+                    try:
+                        fmts = calibrated_fields(
+                            site,
+                            cls,
+                            stats,
+                            out_stats,
+                            width=w,
+                            out_width=w,
+                            headroom=space.headroom,
+                            stat=r,
+                        )
+                    except ExportError:
+                        continue
+                    fields: dict[str, Any] = {k: v for k, v in extra.items() if k in names}
+                    fields.update(fmts)
+                    fields.update(params)
+                    fields.update(fixed)
+                    fields["method"] = m
+                    try:
+                        spec = ApproxConfig.from_dict({"sites": {site.name: fields}}).resolve_one(
+                            site.name, site.operator
+                        )
+                    except (SpecError, TypeError, ValueError):
+                        continue
+                    if spec is None:
+                        continue
+                    key = spec.describe()
+                    if key not in seen:
+                        seen.add(key)
+                        out.append(spec)
+    return out
+
+
+def _sample(
+    site: Site, x: np.ndarray, y: np.ndarray, mask: np.ndarray | None, limit: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """At most ``limit`` rows (softmax/LayerNorm) or elements (GELU), evenly spaced,
+    for screening; GELU keeps its extreme inputs (where saturation shows)."""
+    if site.operator is Operator.GELU:
+        xf, yf = np.ravel(x), np.ravel(y)
+        if xf.size <= limit:
+            return xf, yf, None
+        idx = np.unique(
+            np.concatenate(
+                [np.linspace(0, xf.size - 1, limit).astype(np.int64), [xf.argmax(), xf.argmin()]]
+            )
+        )
+        return xf[idx], yf[idx], None
+    xr, ax = rows_view(site, np.asarray(x))
+    yr, _ = rows_view(site, np.asarray(y))
+    mr = None if mask is None else rows_view(site, np.broadcast_to(mask, np.shape(x)))[0]
+    xr, yr = np.moveaxis(xr, ax, -1), np.moveaxis(yr, ax, -1)
+    n = xr.shape[-1]
+    xr, yr = xr.reshape(-1, n), yr.reshape(-1, n)
+    if mr is not None:
+        mr = np.moveaxis(mr, ax, -1).reshape(-1, n)
+    if xr.shape[0] > limit:
+        idx = np.linspace(0, xr.shape[0] - 1, limit).astype(np.int64)
+        xr, yr = xr[idx], yr[idx]
+        mr = None if mr is None else mr[idx]
+    return xr, yr, mr
+
+
+def screen(
+    site: Site,
+    specs: Sequence[ApproxSpec],
+    x: np.ndarray,
+    y: np.ndarray,
+    mask: np.ndarray | None = None,
+    *,
+    limit: int = 512,
+) -> list[tuple[ApproxSpec, float]]:
+    """``(spec, rms error)`` on a sample of the site's float input (masked elements
+    left out), Pareto-pruned on (cost score, rms error), sorted by cost."""
+    if site.operator is Operator.GELU:
+        limit *= 128
+    xs, ys, ms = _sample(site, x, y, mask, limit)
+    flat_site = dataclasses.replace(site, axis=-1, trailing=False) if xs.ndim == 2 else site
+    scored: list[tuple[ApproxSpec, float, float]] = []
+    ref = np.asarray(ys, dtype=np.float64)
+    for spec in specs:
+        try:
+            got = apply_spec(flat_site, spec, xs, ms)
+        except (SpecError, ExportError):
+            continue
+        d = got - ref
+        if ms is not None:
+            d = d[~ms]
+        rms = float(np.sqrt(np.mean(d**2))) if d.size else 0.0
+        scored.append((spec, spec.cost().score(), rms))
+    scored.sort(key=lambda t: (t[1], t[2]))
+    front: list[tuple[ApproxSpec, float]] = []
+    best = math.inf
+    for spec, _cost, rms in scored:
+        if rms < best:  # cheaper candidates all had a larger error
+            front.append((spec, rms))
+            best = rms
+    return front
+
+
+def share(budget: Any, i: int, n: int) -> Any:
+    """The budget site ``i`` of ``n`` may use: ``(i + 1) / n`` of its room."""
+    f = (i + 1) / max(n, 1)
+    changes: dict[str, float] = {}
+    for k in ("max_abs", "mean_abs"):
+        v = getattr(budget, k)
+        if v is not None:
+            changes[k] = v * f
+    for k in ("cosine", "pooled_cosine", "token_cosine"):
+        v = getattr(budget, k, None)
+        if v is not None:
+            changes[k] = 1.0 - (1.0 - v) * f
+    return dataclasses.replace(budget, **changes)
+
+
+def walk_front(
+    front: Sequence[tuple[ApproxSpec, float]],
+    evaluate: Callable[[ApproxSpec], dict[str, Any]],
+    meets_share: Callable[[dict[str, Any]], bool],
+    meets_all: Callable[[dict[str, Any]], bool],
+) -> tuple[ApproxSpec | None, list[dict[str, Any]], str]:
+    """Cheapest front candidate meeting the share, else the whole budget, else None."""
+    tried: list[dict[str, Any]] = []
+    fallback: ApproxSpec | None = None
+    for spec, rms in front:
+        m = evaluate(spec)
+        ok_share, ok_all = meets_share(m), meets_all(m)
+        tried.append(
+            {
+                "spec": spec.describe(),
+                "score": round(spec.cost().score(), 2),
+                "screen_rms": rms,
+                "max_abs": m["max_abs"],
+                "cosine_min": m["cosine_min"],
+                "pooled_cosine_min": m.get("pooled_cosine_min"),
+                "meets_share": ok_share,
+                "meets_budget": ok_all,
+            }
+        )
+        if ok_share:
+            return spec, tried, "share"
+        if ok_all and fallback is None:
+            fallback = spec
+    if fallback is not None:
+        return fallback, tried, "budget"
+    return None, tried, "none"
