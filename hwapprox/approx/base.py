@@ -20,6 +20,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import enum
+import inspect
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
@@ -200,10 +201,44 @@ class RowwiseSpec(ApproxSpec):
     @abc.abstractmethod
     def _model_rows(self, x: RawArray, **kw: Any) -> RawArray: ...
 
-    def model(self, raw: npt.ArrayLike, axis: int = -1, **kw: Any) -> RawArray:
+    def model(
+        self,
+        raw: npt.ArrayLike,
+        axis: int = -1,
+        mask: npt.ArrayLike | None = None,
+        **kw: Any,
+    ) -> RawArray:
+        """Raw codes -> raw codes, row by row along ``axis``.
+
+        ``mask`` (methods whose :meth:`_model_rows` takes a ``mask`` argument,
+        the softmax specs): a bool array broadcastable to ``raw``'s shape,
+        True = masked out. It is broadcast, moved and reshaped with ``raw``
+        and reaches ``_model_rows`` as a C-contiguous ``(R, N)`` bool array;
+        a mask without any True reaches it as None (the unmasked path).
+        """
         x = self.check_input(raw)
         if x.ndim == 0:
             raise SpecError(f"{self.operator}/{self.method} needs at least one axis, got a scalar")
+        if mask is not None:
+            if "mask" not in inspect.signature(self._model_rows).parameters:
+                raise SpecError(
+                    f"{self.operator}/{self.method} does not take a mask "
+                    "(its _model_rows has no mask argument; the softmax models do)"
+                )
+            mk = np.asarray(mask)
+            if mk.dtype != np.bool_:
+                raise SpecError(
+                    f"mask must be a bool array (True = masked out), got dtype {mk.dtype}; "
+                    "convert a 0/1 attention mask (1 = attend) with `attention_mask == 0`"
+                )
+            try:
+                mk = np.broadcast_to(mk, x.shape)
+            except ValueError:
+                raise SpecError(
+                    f"mask of shape {mk.shape} does not broadcast to the input shape {x.shape}; "
+                    "give the input's shape or size-1 axes where it repeats "
+                    "(e.g. [B,1,1,S] against [B,H,S,S])"
+                ) from None
         try:
             x = np.moveaxis(x, axis, -1)
         except np.exceptions.AxisError:
@@ -214,6 +249,9 @@ class RowwiseSpec(ApproxSpec):
         if n == 0:
             raise SpecError(f"{self.operator}/{self.method}: rows of length 0 (shape {x.shape})")
         lead = x.shape[:-1]
+        if mask is not None:
+            mk = np.ascontiguousarray(np.moveaxis(mk, axis, -1).reshape(-1, n))
+            kw["mask"] = mk if mk.any() else None
         y = self._model_rows(np.ascontiguousarray(x.reshape(-1, n)), **kw)
         return np.moveaxis(y.reshape(*lead, n), -1, axis)
 

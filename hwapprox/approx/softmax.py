@@ -1,9 +1,22 @@
 """Softmax approximations: bit-accurate integer models.
 
 Every class is a frozen spec (see :mod:`hwapprox.approx.base`); ``model(raw,
-axis=-1)`` maps raw ``in_fmt`` codes to raw ``out_fmt`` codes with exact
-int64 numpy, row by row along ``axis``; ``reference`` is the float64 stable
-softmax ``exp(x - max) / sum(exp(x - max))``.
+axis=-1, mask=None)`` maps raw ``in_fmt`` codes to raw ``out_fmt`` codes with
+exact int64 numpy, row by row along ``axis``; ``reference`` is the float64
+stable softmax ``exp(x - max) / sum(exp(x - max))``.
+
+Attention masks (every method; the contract the HLS and RTL units implement):
+``mask`` is a bool array broadcastable to the input's shape, **True = masked
+out** (one mask bit per element, no additive -inf). A masked element is
+skipped by the row max (the running max of ``online``/``softermax``), adds
+nothing to the row sum (its exp term is 0) and outputs raw 0. The unmasked
+elements get exactly the codes of the row with the masked elements removed,
+``model(row, mask)[~mask] == model(row[~mask])`` (stream order kept); a fully
+masked row outputs all zeros. ``mask=None`` or a mask without any True is the
+unmasked model. Row-length limits count every element of the row, masked or
+not (the unit is sized for its row length). ``reference(x, axis, mask)`` is
+the float64 softmax over the unmasked elements, 0 at masked ones and on fully
+masked rows.
 
 Methods (registry name -> class):
 
@@ -60,21 +73,98 @@ _UFIX8_0_RND_SAT = _F("ap_ufixed<8,0,AP_RND,AP_SAT>")
 _UFIX9_1_TRN_SAT = _F("ap_ufixed<9,1,AP_TRN,AP_SAT>")
 
 
-def stable_softmax(x: npt.ArrayLike, axis: int = -1) -> npt.NDArray[np.float64]:
-    """float64 ``exp(x - max) / sum(exp(x - max))`` along ``axis``."""
+def stable_softmax(
+    x: npt.ArrayLike, axis: int = -1, mask: npt.ArrayLike | None = None
+) -> npt.NDArray[np.float64]:
+    """float64 ``exp(x - max) / sum(exp(x - max))`` along ``axis``.
+
+    ``mask`` (bool, broadcastable to ``x``, True = masked out): max and sum
+    over the unmasked elements only; masked entries and fully masked rows are 0.
+    """
     a = np.asarray(x, dtype=np.float64)
-    e = np.exp(a - a.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)  # type: ignore[no-any-return]
+    if mask is None:
+        e = np.exp(a - a.max(axis=axis, keepdims=True))
+        return e / e.sum(axis=axis, keepdims=True)  # type: ignore[no-any-return]
+    mk = _broadcast_mask(mask, a.shape)
+    a = np.where(mk, -np.inf, a)
+    mx = a.max(axis=axis, keepdims=True)
+    mx[~np.isfinite(mx)] = 0.0  # fully masked rows (max -inf): every exp below is 0
+    e = np.exp(a - mx)
+    s = e.sum(axis=axis, keepdims=True)
+    return np.divide(e, s, out=np.zeros_like(e), where=s > 0)  # type: ignore[no-any-return]
+
+
+def _broadcast_mask(mask: npt.ArrayLike, shape: tuple[int, ...]) -> npt.NDArray[np.bool_]:
+    """``mask`` as a bool array of ``shape`` (a read-only broadcast view), or SpecError."""
+    mk = np.asarray(mask)
+    if mk.dtype != np.bool_:
+        raise SpecError(
+            f"mask must be a bool array (True = masked out), got dtype {mk.dtype}; "
+            "convert a 0/1 attention mask (1 = attend) with `attention_mask == 0`"
+        )
+    try:
+        return np.broadcast_to(mk, shape)
+    except ValueError:
+        raise SpecError(
+            f"mask of shape {mk.shape} does not broadcast to the input shape {shape}; "
+            "give the input's shape or size-1 axes where it repeats "
+            "(e.g. [B,1,1,S] against [B,H,S,S])"
+        ) from None
+
+
+def _max_minus(x: RawArray, mask: npt.NDArray[np.bool_], fmt: FixedFormat) -> RawArray:
+    """``max - x`` per row with the max over the unmasked elements; 0 at masked places.
+
+    ``x`` holds raw ``fmt`` codes. Every entry is >= 0 (unmasked: at most
+    ``2^W - 1``; masked: 0), so it can index the difference memos; fully
+    masked rows are all 0.
+    """
+    v = np.where(mask, np.int64(fmt.min_raw), x).max(axis=1, keepdims=True) - x
+    np.copyto(v, 0, where=mask)
+    return v
+
+
+def _zero_masked(y: RawArray, mask: npt.NDArray[np.bool_] | None) -> RawArray:
+    """Masked outputs are raw 0 (in place)."""
+    if mask is not None:
+        np.copyto(y, 0, where=mask)
+    return y
 
 
 class SoftmaxSpec(RowwiseSpec):
-    """Base of the softmax specs: the operator and the float64 reference."""
+    """Base of the softmax specs: the operator, the mask contract and the float64 reference.
+
+    **Mask contract** (every method; the HLS and RTL units implement the same):
+    ``model(raw, axis=-1, mask=None)`` takes ``mask``, a bool array
+    broadcastable to ``raw``'s shape (e.g. ``[B,1,1,S]`` against
+    ``[B,H,S,S]``), **True = masked out**: one mask bit per element travels
+    with it. A masked element
+
+    * is skipped by the row max (by the running max of the single-pass
+      methods: it never updates the row state),
+    * contributes nothing to the row sum (its exp term is 0, not
+      ``exp(min - max)``),
+    * outputs raw 0.
+
+    The unmasked elements then get *exactly* the codes the model gives for
+    the row with the masked elements removed (stream order kept):
+    ``model(row, mask)[~mask] == model(row[~mask])``. A fully masked row
+    outputs all zeros; its empty sum is never divided by (the models put a
+    dummy non-zero sum there whose result is discarded: no division by zero).
+    ``mask=None`` and a mask without any True give the unmasked model, bit for
+    bit. Row-length limits (``rows of length N exceed ...``) count every
+    element of the row, masked or not: the unit is sized for its row length.
+    ``reference(x, axis, mask)``: the float64 softmax over the unmasked
+    elements, exactly 0 at masked entries and on fully masked rows.
+    """
 
     operator = Operator.SOFTMAX
 
-    def reference(self, x: npt.ArrayLike, axis: int = -1, **kw: Any) -> npt.NDArray[np.float64]:
-        """float64 stable softmax along ``axis``."""
-        return stable_softmax(x, axis=axis)
+    def reference(
+        self, x: npt.ArrayLike, axis: int = -1, mask: npt.ArrayLike | None = None, **kw: Any
+    ) -> npt.NDArray[np.float64]:
+        """float64 stable softmax along ``axis`` (``mask``: True = masked out, output 0)."""
+        return stable_softmax(x, axis=axis, mask=mask)
 
     # -- validation helpers ---------------------------------------------------
     def _name(self) -> str:
@@ -223,6 +313,26 @@ def _hls_reduce_add(e: RawArray, fmt: FixedFormat) -> RawArray:
     )
 
 
+def _hls_reduce_add_masked(e: RawArray, mask: npt.NDArray[np.bool_], fmt: FixedFormat) -> RawArray:
+    """:func:`_hls_reduce_add` of each row's unmasked elements only (``e`` is 0 at masked ones).
+
+    hls4ml's tree over the compacted row (``N'`` = the row's unmasked count).
+    Wrapping sums, and saturating sums of non-negative addends, do not depend
+    on the tree, so the zero-filled full row gives the same; otherwise the
+    rows are compacted and summed with one tree per distinct ``N'`` (a loop
+    over counts, not rows). Fully masked rows sum to 0.
+    """
+    if fmt.overflow is Overflow.WRAP or (fmt.overflow is Overflow.SAT and int(e.min()) >= 0):
+        return _saturate_fresh(e.sum(axis=1), fmt)  # addends are in range of fmt
+    cnt = e.shape[1] - mask.sum(axis=1)
+    ec = np.take_along_axis(e, np.argsort(mask, axis=1, kind="stable"), axis=1)
+    s = np.zeros(e.shape[0], dtype=np.int64)
+    for k in np.unique(cnt[cnt > 0]).tolist():
+        rows = np.flatnonzero(cnt == k)
+        s[rows] = _hls_reduce_add(np.ascontiguousarray(ec[rows, :k]), fmt)
+    return s
+
+
 @dataclass(frozen=True)
 class _Hls4mlSoftmax(SoftmaxSpec):
     """Common fields and arithmetic of hls4ml 1.3 ``softmax_stable`` / ``softmax_latency``.
@@ -251,6 +361,12 @@ class _Hls4mlSoftmax(SoftmaxSpec):
     the table type. float32 ``exp`` is evaluated as the correctly rounded
     float32 of the float64 ``exp`` (the g++/glibc ``expf`` agrees on every
     entry of the default tables; checked by the harness test).
+
+    Masks (``model(..., mask=)``) are an hwapprox extension (hls4ml has no
+    mask): the :class:`SoftmaxSpec` contract -- ``x_max`` over the unmasked
+    elements (stable), masked ``exp_res`` = 0, the adder tree over the
+    unmasked elements only (hls4ml's tree for ``N'`` inputs), masked outputs
+    0; a fully masked row has ``exp_sum = 0`` and outputs all zeros.
     """
 
     in_fmt: FixedFormat = _FIX16_6
@@ -362,16 +478,26 @@ class _Hls4mlSoftmax(SoftmaxSpec):
             return self._exp_res(np.arange(1 << self.in_fmt.width, dtype=np.int64), tabs)
         return self._exp_res(self.in_fmt.all_codes(), tabs)
 
-    def _model_rows(self, x: RawArray, **kw: Any) -> RawArray:
+    def _model_rows(
+        self, x: RawArray, mask: npt.NDArray[np.bool_] | None = None, **kw: Any
+    ) -> RawArray:
         tabs = _cached(self, "tables")
         ni = self.inv_table_size.bit_length() - 1
         memo = _cached(self, "_exp_memo") if self.in_fmt.width <= _MEMO_MAX_BITS else None
         if self._stable:
-            v = x.max(axis=1, keepdims=True) - x
+            v = (
+                x.max(axis=1, keepdims=True) - x
+                if mask is None
+                else _max_minus(x, mask, self.in_fmt)
+            )
         else:
             v = x - np.int64(self.in_fmt.min_raw) if memo is not None else x
         e = memo[v] if memo is not None else self._exp_res(v, tabs)  # exp_res (accum_t)
-        s = _hls_reduce_add(e, self.accum_fmt)
+        if mask is None:
+            s = _hls_reduce_add(e, self.accum_fmt)
+        else:
+            np.copyto(e, 0, where=mask)
+            s = _hls_reduce_add_masked(e, mask, self.accum_fmt)
         s = cast(s, self.accum_fmt, self.inv_inp_fmt)  # exp_sum (inv_inp_t)
         inv = tabs["invert_table"][_hls_idx_from_raw(s, self.inv_inp_fmt, ni)]
         prod_fmt = FixedFormat(
@@ -379,7 +505,7 @@ class _Hls4mlSoftmax(SoftmaxSpec):
             self.accum_fmt.int_bits + self.inv_table_fmt.int_bits,
         )
         e *= inv[:, None]
-        return _cast_prod(e, prod_fmt, self.out_fmt)
+        return _zero_masked(_cast_prod(e, prod_fmt, self.out_fmt), mask)
 
     def cost(self) -> Cost:
         return Cost(
@@ -584,18 +710,31 @@ class IBertSoftmax(SoftmaxSpec):
         """:meth:`_exp16` of ``-δ`` for every δ in ``[0, 2^W_in)``, index δ. Only a speed-up."""
         return self._exp16(-np.arange(1 << self.in_fmt.width, dtype=np.int64))
 
-    def _model_rows(self, x: RawArray, **kw: Any) -> RawArray:
+    def _model_rows(
+        self, x: RawArray, mask: npt.NDArray[np.bool_] | None = None, **kw: Any
+    ) -> RawArray:
+        """Masks: the max over the unmasked elements, masked ``e16`` = 0 (out of the
+        sum), masked outputs 0; a fully masked row (sum 0) skips the divider."""
         n = x.shape[1]
         self._row_limit(n, (1 << (62 - self.exp_bits)), "the exp sum width")
-        if self.in_fmt.width <= _MEMO_MAX_BITS:
+        if mask is not None:
+            dlt = _max_minus(x, mask, self.in_fmt)
+            if self.in_fmt.width <= _MEMO_MAX_BITS:
+                e16 = _cached(self, "_exp16_memo")[dlt]
+            else:
+                e16 = self._exp16(-dlt)
+            np.copyto(e16, 0, where=mask)
+        elif self.in_fmt.width <= _MEMO_MAX_BITS:
             e16 = _cached(self, "_exp16_memo")[x.max(axis=1, keepdims=True) - x]
         else:
             e16 = self._exp16(x - x.max(axis=1, keepdims=True))
         total = e16.sum(axis=1, keepdims=True)
+        if mask is not None:
+            np.maximum(total, 1, out=total)  # only fully masked rows sum to 0 (all e16 = 0)
         factor = (np.int64(1) << np.int64(self.factor_bits)) // total
         e16 *= factor
         e16 >>= np.int64(self.factor_bits - self.out_fmt.frac_bits)
-        return _saturate_fresh(e16, self.out_fmt)
+        return _zero_masked(_saturate_fresh(e16, self.out_fmt), mask)
 
     def cost(self) -> Cost:
         wx = self.in_fmt.width + 1
@@ -680,18 +819,31 @@ class ShiftmaxSoftmax(SoftmaxSpec):
         d = -np.arange(1 << self.in_fmt.width, dtype=np.int64)
         return intmath.shift_exp(d, self._x0(), self.n, self.variant)
 
-    def _model_rows(self, x: RawArray, **kw: Any) -> RawArray:
-        if self.in_fmt.width <= _MEMO_MAX_BITS:
+    def _model_rows(
+        self, x: RawArray, mask: npt.NDArray[np.bool_] | None = None, **kw: Any
+    ) -> RawArray:
+        """Masks: the max over the unmasked elements, masked exp = 0 (out of the sum),
+        masked outputs 0; a fully masked row (sum 0) skips the divider."""
+        if mask is not None:
+            dlt = _max_minus(x, mask, self.in_fmt)
+            if self.in_fmt.width <= _MEMO_MAX_BITS:
+                e = _cached(self, "_exp_memo")[dlt]
+            else:
+                e = intmath.shift_exp(-dlt, self._x0(), self.n, self.variant)
+            np.copyto(e, 0, where=mask)
+        elif self.in_fmt.width <= _MEMO_MAX_BITS:
             e = _cached(self, "_exp_memo")[x.max(axis=1, keepdims=True) - x]
         else:
             v = x - x.max(axis=1, keepdims=True)
             e = intmath.shift_exp(v, self._x0(), self.n, self.variant)
         lim = np.int64((1 << 31) - 1)
         total = np.minimum(e.sum(axis=1, keepdims=True), lim)
+        if mask is not None:
+            np.maximum(total, 1, out=total)  # only fully masked rows sum to 0 (all e = 0)
         factor = lim // total
         e *= factor
         e >>= np.int64(31 - self.out_fmt.frac_bits)
-        return _saturate_fresh(e, self.out_fmt)
+        return _zero_masked(_saturate_fresh(e, self.out_fmt), mask)
 
     def cost(self) -> Cost:
         return Cost(
@@ -754,6 +906,15 @@ class OnlineSoftmax(SoftmaxSpec):
     * **Output** per buffered element: ``y_i = cast_out(E(m - x_i) · r)``:
       exact product (``F_e + F_r`` fraction bits) cast to ``out_fmt`` with its
       rounding and overflow (default AP_RND, AP_SAT).
+
+    * **Masks** (:class:`SoftmaxSpec` contract): the row state starts
+      *empty*, ``(m, d) = (-inf, 0)``; the element-0 rule above is the
+      ``x_j > m`` rule applied to the empty state (``R_s(0·E) + ONE = ONE``),
+      so an unmasked element updates the state as stated and a masked element
+      leaves ``(m, d)`` untouched (it never raises ``m``, adds no ``E``).
+      ``schedule="two_pass"``: ``m`` = the max of the unmasked elements, masked
+      ``E`` = 0. Masked outputs are 0. A fully masked row stays empty
+      (``d = 0``; its reciprocal is not used) and outputs all zeros.
 
     Intermediates for unit tests of the HLS/RTL ports: :meth:`exp_unit_raw`
     (E), :meth:`row_state` (``m``, ``d`` for either schedule) and
@@ -997,11 +1158,14 @@ class OnlineSoftmax(SoftmaxSpec):
         x: RawArray,
         schedule: str | None = None,
         exp: Callable[[RawArray], RawArray] | None = None,
+        mask: npt.ArrayLike | None = None,
     ) -> tuple[RawArray, RawArray]:
         """Per-row ``(m, d)`` after the whole row (raw ``in_fmt``, raw ``sum_fmt``).
 
         ``x`` is ``(R, N)`` raw codes; ``schedule`` overrides the spec's
-        (``"online"`` or ``"two_pass"``).
+        (``"online"`` or ``"two_pass"``); ``mask`` (bool, broadcastable to
+        ``x``, True = masked out): masked elements leave the state untouched;
+        a fully masked row reports the empty state as ``(in_fmt.min_raw, 0)``.
         """
         sched = self.schedule if schedule is None else schedule
         if sched not in ("online", "two_pass"):
@@ -1009,10 +1173,14 @@ class OnlineSoftmax(SoftmaxSpec):
         x = self.check_input(x)
         if x.ndim != 2 or x.shape[1] == 0:
             raise SpecError(f"row_state needs an (R, N >= 1) array, got shape {x.shape}")
+        mk = None
+        if mask is not None:
+            mk = np.ascontiguousarray(_broadcast_mask(mask, x.shape))
+            mk = mk if mk.any() else None
         narrow = exp is None and self._narrow()
         if exp is None:
             exp = self._exp_fn(_cached(self, "tables"))
-        m, d, _ = self._row_state(x, sched, exp, narrow)
+        m, d, _ = self._row_state(x, sched, exp, narrow, mk)
         return m, d
 
     def _narrow(self) -> bool:
@@ -1029,6 +1197,7 @@ class OnlineSoftmax(SoftmaxSpec):
         sched: str,
         exp: Callable[[RawArray], RawArray],
         narrow: bool = False,
+        mask: npt.NDArray[np.bool_] | None = None,
     ) -> tuple[RawArray, RawArray, RawArray | None]:
         """:meth:`row_state` of checked ``(R, N >= 1)`` codes, plus ``E(m - x)`` (two_pass).
 
@@ -1040,6 +1209,8 @@ class OnlineSoftmax(SoftmaxSpec):
         :meth:`_rescale` plus ONE. ``narrow`` (:meth:`_narrow`, ``exp`` = the
         memo): the precompute in int32 (exact, less memory).
         """
+        if mask is not None:
+            return self._row_state_masked(x, sched, exp, narrow, mask)
         one = np.int64(self._one_sum())
         up = np.int64(1 << (self.sum_fmt.frac_bits - self.exp_fmt.frac_bits))
         if sched == "two_pass":
@@ -1073,6 +1244,68 @@ class OnlineSoftmax(SoftmaxSpec):
             np.copyto(d, t, where=new_t[j])
         return run_max[-1].astype(np.int64), d, None
 
+    def _row_state_masked(
+        self,
+        x: RawArray,
+        sched: str,
+        exp: Callable[[RawArray], RawArray],
+        narrow: bool,
+        mask: npt.NDArray[np.bool_],
+    ) -> tuple[RawArray, RawArray, RawArray | None]:
+        """:meth:`_row_state` with a ``(R, N)`` mask (True = masked out).
+
+        The state starts empty: ``m`` below every code (``in_fmt.min_raw -
+        1``, reported as ``min_raw``), ``d = 0``. Masked elements take the
+        value ``min_raw - 1`` for the running max (never above it: ``m`` and
+        the ``x_j > m`` flags are as if they were absent) and ``E = 0`` (``d``
+        unchanged). The first unmasked element always takes the ``x_j > m``
+        branch with ``d = 0``: ``R_s(0·E) + ONE = ONE``, the unmasked
+        element-0 rule. Differences are clamped to ``2^W - 1`` (the memo
+        range); only masked elements (``E`` forced to 0) and the first
+        unmasked one (``E`` multiplies ``d = 0``) can exceed it.
+        """
+        one = np.int64(self._one_sum())
+        up = np.int64(1 << (self.sum_fmt.frac_bits - self.exp_fmt.frac_bits))
+        lo = self.in_fmt.min_raw
+        if sched == "two_pass":
+            m = np.where(mask, np.int64(lo), x).max(axis=1)
+            dl = m[:, None] - x
+            np.copyto(dl, 0, where=mask)
+            e = exp(dl)
+            np.copyto(e, 0, where=mask)
+            return m, (e * up).sum(axis=1), e
+        rows, n = x.shape
+        x_t = x.T.astype(np.int32 if narrow else np.int64, order="C")  # (N, R), stream-major
+        mask_t = np.ascontiguousarray(mask.T)
+        np.copyto(x_t, lo - 1, where=mask_t)  # masked: below every code, never a new max
+        run_max = np.maximum.accumulate(x_t, axis=0)
+        prev = np.empty_like(run_max)  # m before each element (min_raw - 1 = empty)
+        prev[0] = lo - 1
+        prev[1:] = run_max[:-1]
+        new_t = x_t > prev  # False at masked elements
+        delta = x_t - prev
+        np.abs(delta, out=delta)
+        np.minimum(delta, (1 << self.in_fmt.width) - 1, out=delta)
+        e_t = _cached(self, "_exp_memo", True)[delta] if narrow else exp(delta)
+        np.copyto(e_t, 0, where=mask_t)
+        eup_t = e_t * int(up)
+        fe = np.int64(self.exp_fmt.frac_bits)
+        half = np.int64(1 << (self.exp_fmt.frac_bits - 1))
+        rnd = self.sum_fmt.rounding is Rounding.RND
+        d = np.zeros(rows, dtype=np.int64)
+        t = np.empty(rows, dtype=np.int64)
+        for j in range(n):
+            np.multiply(d, e_t[j], out=t)
+            if rnd:
+                t += half
+            t >>= fe
+            t += one
+            d += eup_t[j]
+            np.copyto(d, t, where=new_t[j])
+        m = run_max[-1].astype(np.int64)
+        np.maximum(m, lo, out=m)  # fully masked rows: the empty state, reported as min_raw
+        return m, d, None
+
     def recip_raw(self, d: npt.ArrayLike, tables: dict[str, RawArray] | None = None) -> RawArray:
         """``r = 1/d``: raw ``sum_fmt`` codes (>= ONE) -> raw ``recip_fmt`` codes (saturated)."""
         tabs = self.tables() if tables is None else tables
@@ -1090,22 +1323,33 @@ class OnlineSoftmax(SoftmaxSpec):
         )
         return self.recip_fmt.saturate(r)
 
-    def _model_rows(self, x: RawArray, **kw: Any) -> RawArray:
+    def _model_rows(
+        self, x: RawArray, mask: npt.NDArray[np.bool_] | None = None, **kw: Any
+    ) -> RawArray:
         n = x.shape[1]
         self._row_limit(n, int(self.sum_fmt.max), f"sum_fmt {self.sum_fmt}")
         tabs = _cached(self, "tables")
         exp = self._exp_fn(tabs)
-        m, d, e = self._row_state(x, self.schedule, exp, self._narrow())
+        m, d, e = self._row_state(x, self.schedule, exp, self._narrow(), mask)
+        if mask is not None:
+            # only fully masked rows have d = 0 (unmasked rows: d >= ONE); their
+            # outputs are 0 whatever r is, so any d > 0 stands in for the reciprocal
+            np.copyto(d, np.int64(self._one_sum()), where=d == 0)
         r = self.recip_raw(d, tabs)
-        if e is None:
+        if e is None and mask is None:
             e = exp(m[:, None] - x)
+        elif e is None:
+            dl = m[:, None] - x
+            np.copyto(dl, 0, where=mask)
+            e = exp(dl)
+            np.copyto(e, 0, where=mask)
         prod_fmt = FixedFormat(
             self.exp_fmt.width + self.recip_fmt.width,
             self.exp_fmt.int_bits + self.recip_fmt.int_bits,
             signed=False,
         )
         e *= r[:, None]  # e is a fresh array
-        return _cast_prod(e, prod_fmt, self.out_fmt)
+        return _zero_masked(_cast_prod(e, prod_fmt, self.out_fmt), mask)
 
     def cost(self) -> Cost:
         t = self.tables()
@@ -1162,6 +1406,13 @@ class SoftermaxSoftmax(SoftmaxSpec):
     Q-formats are not published; the defaults here are chosen to reach about
     8-bit output accuracy at the paper's scale (16 segments each) and are
     fields. Not exactly shift-invariant: ``x·LOG2E`` is rounded before the max.
+
+    Masks (:class:`SoftmaxSpec` contract): pass 1 starts empty (``M`` below
+    every ``floor(t)``, ``d = 0``); a masked element leaves ``M`` and ``d``
+    unchanged (it never raises ``M``, adds no ``P``), the first unmasked one
+    gives ``d = (0 >> ·) + P = P``, the unmasked element-0 value. Masked
+    outputs are 0; a fully masked row (``d = 0``; its reciprocal is not
+    used) outputs all zeros.
     """
 
     method = "softermax"
@@ -1344,11 +1595,19 @@ class SoftermaxSoftmax(SoftmaxSpec):
             and self.sum_fmt.frac_bits <= 28
         )
 
-    def _model_rows(self, x: RawArray, **kw: Any) -> RawArray:
+    def _model_rows(
+        self, x: RawArray, mask: npt.NDArray[np.bool_] | None = None, **kw: Any
+    ) -> RawArray:
         """Pass 1 runs element by element in stream order; the parts that do not
         depend on ``d`` (``t``, the running max ``M_j`` as a cumulative max, the
         shifts ``M_j - M_(j-1)`` and ``P(t_j - M_j)``) are computed for all
-        elements at once (in int32 when :meth:`_narrow`: exact, less memory)."""
+        elements at once (in int32 when :meth:`_narrow`: exact, less memory).
+
+        ``mask``: masked elements take ``floor(t_min) - 1`` for the running
+        max (below every unmasked value: no shift at them) and ``P = 0``
+        (their P argument is set to 0 first, as it may lie above the memo);
+        ``d`` starts at ``P_0`` = 0 when element 0 is masked, and ``0 >> s``
+        stays 0 until the first unmasked element."""
         n = x.shape[1]
         self._row_limit(n, int(self.sum_fmt.max) // 2, f"sum_fmt {self.sum_fmt} (sum < 2N)")
         tabs = _cached(self, "tables")
@@ -1363,10 +1622,17 @@ class SoftermaxSoftmax(SoftmaxSpec):
         up = 1 << (self.sum_fmt.frac_bits - self.pow2_fmt.frac_bits)
         t_t = np.ascontiguousarray(t.T)  # (N, R), stream-major
         run_m = t_t >> ft
+        mask_t = None if mask is None else np.ascontiguousarray(mask.T)
+        if mask_t is not None:
+            np.copyto(run_m, (self.t_fmt.min_raw >> ft) - 1, where=mask_t)
         np.maximum.accumulate(run_m, axis=0, out=run_m)  # M after each element
         p_t = run_m << ft
         np.subtract(t_t, p_t, out=p_t)
+        if mask_t is not None:
+            np.copyto(p_t, 0, where=mask_t)
         p_t = pow2(p_t)
+        if mask_t is not None:
+            np.copyto(p_t, 0, where=mask_t)
         p_t *= up
         d = p_t[0].astype(np.int64)
         if n > 1:
@@ -1376,6 +1642,10 @@ class SoftermaxSoftmax(SoftmaxSpec):
                 d >>= sh_t[j - 1]
                 d += p_t[j]
         big_m = run_m[-1]
+        if mask is not None:
+            # only fully masked rows have d = 0 (unmasked rows hold a P >= 1.0);
+            # their outputs are 0 whatever r is
+            np.copyto(d, np.int64(1 << self.sum_fmt.frac_bits), where=d == 0)
         r = intmath.reciprocal(
             d,
             self.sum_fmt.frac_bits,
@@ -1389,14 +1659,20 @@ class SoftermaxSoftmax(SoftmaxSpec):
             rounding=self.recip_fmt.rounding,
         )
         r = self.recip_fmt.saturate(r)
-        p = pow2(t - (big_m[:, None] << ft))
+        if mask is None:
+            p = pow2(t - (big_m[:, None] << ft))
+        else:
+            a = t - (big_m[:, None] << ft)
+            np.copyto(a, 0, where=mask)
+            p = pow2(a)
+            np.copyto(p, 0, where=mask)
         prod_fmt = FixedFormat(
             self.pow2_fmt.width + self.recip_fmt.width,
             self.pow2_fmt.int_bits + self.recip_fmt.int_bits,
             signed=False,
         )
         p = np.multiply(p, r[:, None], dtype=np.int64)
-        return _cast_prod(p, prod_fmt, self.out_fmt)
+        return _zero_masked(_cast_prod(p, prod_fmt, self.out_fmt), mask)
 
     def cost(self) -> Cost:
         tabs = self.tables()
