@@ -32,11 +32,28 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from onnx import ModelProto, TensorProto, helper, numpy_helper
 
-__all__ = ["GELU_STYLES", "LN_STYLES", "EncoderShape", "bert_encoder", "sample_inputs"]
+__all__ = [
+    "GELU_STYLES",
+    "LN_STYLES",
+    "MASK_STYLES",
+    "EncoderShape",
+    "bert_encoder",
+    "sample_inputs",
+]
+
+#: Attention-mask styles of :func:`bert_encoder` (``attention_mask`` int64 input):
+#: ``"additive"`` -- Hugging Face BERT: ``(1 - Cast(Unsqueeze(m))) * float32_min``
+#: added to the scores; ``"additive_1e4"`` -- the same with ``-10000``;
+#: ``"where"`` -- ``masked_fill``: ``Where(Equal(m, 0), float32_min, scores)``;
+#: ``"causal"`` -- GPT-2: ``Where(triangle, scores, float32_min)`` with a constant
+#: lower triangle, then the additive padding mask; ``"causal_trilu"`` -- the
+#: triangle computed by ``Trilu`` from a ``ConstantOfShape`` of the sequence length.
+MASK_STYLES = ("none", "additive", "additive_1e4", "where", "causal", "causal_trilu")
 
 GELU_STYLES = ("op", "op_tanh", "erf", "erf_hf", "erf_mul", "tanh", "tanh_hf")
 LN_STYLES = ("op", "decomposed")
@@ -183,14 +200,19 @@ def bert_encoder(
     opset: int | None = None,
     token_input: bool = True,
     eps: float = 1e-12,
+    mask: str = "none",
 ) -> ModelProto:
     """A seeded BERT-style encoder + classifier (see the module docstring).
 
     Input ``input_ids`` (int64 ``[batch, seq]``) when ``token_input``, else
     ``embeddings`` (float32 ``[batch, seq, width]``); output ``logits``
     (float32 ``[batch, classes]``). ``opset`` defaults to 20 for ``Gelu`` ops,
-    17 otherwise (decomposed LayerNorm alone: 14 unless given).
+    17 otherwise (decomposed LayerNorm alone: 14 unless given). ``mask`` adds an
+    ``attention_mask`` input (int64 ``[batch, seq]``, 1 = token) in one of
+    :data:`MASK_STYLES`.
     """
+    if mask not in MASK_STYLES:
+        raise ValueError(f"unknown mask style {mask!r}; expected one of {MASK_STYLES}")
     s = shape or EncoderShape()
     if gelu not in GELU_STYLES:
         raise ValueError(f"unknown gelu style {gelu!r}; expected one of {GELU_STYLES}")
@@ -215,6 +237,10 @@ def bert_encoder(
         )
         x = "embeddings"
     x = b.layernorm(x, s.width, layernorm, opset, eps)
+    inputs = [inp]
+    masking = _mask_nodes(b, mask, s.seq, batch) if mask != "none" else None
+    if masking is not None:
+        inputs.append(masking[0])
     split = b.init("heads_shape", np.array([0, 0, s.heads, dh], dtype=np.int64))
     merge = b.init("merge_shape", np.array([0, 0, s.width], dtype=np.int64))
     for layer in range(s.layers):
@@ -227,6 +253,8 @@ def bert_encoder(
         k = heads(b.dense(x, s.width, s.width, p + ".k"), [0, 2, 3, 1])
         v = heads(b.dense(x, s.width, s.width, p + ".v"), [0, 2, 1, 3])
         scores = b.op("Div", [b.op("MatMul", [q, k]), b.scalar(math.sqrt(dh))])
+        if masking is not None:
+            scores = masking[1](scores)
         attn = b.op("Softmax", [scores], p + ".softmax", axis=-1)
         ctx = b.op("Transpose", [b.op("MatMul", [attn, v])], perm=[0, 2, 1, 3])
         ctx = b.op("Reshape", [ctx, merge])
@@ -240,7 +268,7 @@ def bert_encoder(
     logits = b.dense(pooled, s.width, s.classes, "classifier")
     b.nodes.append(helper.make_node("Identity", [logits], ["logits"], name="logits"))
     out = helper.make_tensor_value_info("logits", TensorProto.FLOAT, [batch, s.classes])
-    graph = helper.make_graph(b.nodes, "bert_encoder", [inp], [out], b.inits)
+    graph = helper.make_graph(b.nodes, "bert_encoder", inputs, [out], b.inits)
     model = helper.make_model(
         graph,
         opset_imports=[helper.make_operatorsetid("", opset)],
@@ -250,12 +278,60 @@ def bert_encoder(
     return model
 
 
+def _mask_nodes(b: _B, style: str, seq: int, batch: int | str) -> tuple[Any, Any]:
+    """The ``attention_mask`` input and a function masking one layer's scores."""
+    vi = helper.make_tensor_value_info("attention_mask", TensorProto.INT64, [batch, seq])
+    fmin = float(np.finfo(np.float32).min)
+    axes = b.init("mask_axes", np.array([1, 2], dtype=np.int64))
+    m4 = b.op("Unsqueeze", ["attention_mask", axes], "mask_unsqueeze")
+    if style == "where":
+        cond = b.op("Equal", [m4, b.init("mask_zero", np.array(0, dtype=np.int64))], "mask_eq")
+        fill = b.scalar(fmin)
+        return vi, lambda t: b.op("Where", [cond, fill, t], "masked_fill")
+    mf = b.op("Cast", [m4], "mask_cast", to=TensorProto.FLOAT)
+    inv = b.op("Sub", [b.scalar(1.0), mf], "mask_invert")
+    big = -10000.0 if style == "additive_1e4" else fmin
+    ext = b.op("Mul", [inv, b.scalar(big)], "mask_extended")
+    if style in ("additive", "additive_1e4"):
+        return vi, lambda t: b.op("Add", [t, ext], "mask_add")
+    if style == "causal":
+        tri = b.init("causal_bias", np.tril(np.ones((1, 1, seq, seq), dtype=bool)))
+    else:
+        ones = b.op(
+            "ConstantOfShape",
+            [b.init("causal_shape", np.array([seq, seq], dtype=np.int64))],
+            "causal_ones",
+            value=helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0]),
+        )
+        tri = b.op("Cast", [b.op("Trilu", [ones], "causal_trilu", upper=0)], to=TensorProto.BOOL)
+    fill = b.scalar(fmin)
+    return vi, lambda t: b.op(
+        "Add", [b.op("Where", [tri, t, fill], "causal_where"), ext], "mask_add"
+    )
+
+
 def sample_inputs(
-    shape: EncoderShape, *, batch: int | None = None, seed: int = 1, token_input: bool = True
+    shape: EncoderShape,
+    *,
+    batch: int | None = None,
+    seed: int = 1,
+    token_input: bool = True,
+    mask: bool = False,
 ) -> dict[str, np.ndarray]:
-    """Seeded inputs for :func:`bert_encoder` (token ids uniform over the vocabulary)."""
+    """Seeded inputs for :func:`bert_encoder` (token ids uniform over the vocabulary);
+    with ``mask`` an ``attention_mask`` of a padded batch: row ``i`` keeps a
+    seeded length in ``[1, seq]`` (the first row the full ``seq``), ids 0 on padding."""
     rng = np.random.default_rng(seed)
     n = batch or shape.batch or 1
     if token_input:
-        return {"input_ids": rng.integers(0, shape.vocab, (n, shape.seq), dtype=np.int64)}
-    return {"embeddings": rng.normal(0, 1, (n, shape.seq, shape.width)).astype(np.float32)}
+        feeds = {"input_ids": rng.integers(0, shape.vocab, (n, shape.seq), dtype=np.int64)}
+    else:
+        feeds = {"embeddings": rng.normal(0, 1, (n, shape.seq, shape.width)).astype(np.float32)}
+    if mask:
+        lengths = rng.integers(1, shape.seq + 1, n)
+        lengths[0] = shape.seq
+        am = (np.arange(shape.seq)[None, :] < lengths[:, None]).astype(np.int64)
+        feeds["attention_mask"] = am
+        if token_input:
+            feeds["input_ids"] = feeds["input_ids"] * am
+    return feeds

@@ -353,6 +353,7 @@ class Trace:
     stats: dict[str, SiteStats]
     out_stats: dict[str, SiteStats] = field(default_factory=dict)
     masks: dict[str, np.ndarray] = field(default_factory=dict)
+    mask_roles: dict[str, list[str]] = field(default_factory=dict)
     feeds: dict[str, np.ndarray] = field(default_factory=dict)
 
 
@@ -406,6 +407,7 @@ def calibrate(
     values.update({k: np.asarray(v) for k, v in feeds.items() if k not in values})
     outs = {o.name: values[o.name] for o in model.graph.output}
     masks: dict[str, np.ndarray] = {}
+    mask_roles: dict[str, list[str]] = {}
     stats: dict[str, SiteStats] = {}
     out_stats: dict[str, SiteStats] = {}
     for s in sites:
@@ -416,6 +418,9 @@ def calibrate(
             _check_masked_input(s, x, mask, g)
             if mask is not None:
                 masks[s.name] = mask
+                assert s.mask is not None
+                mvals = {t: values[t] if t in values else g.const(t) for t in s.mask.tensors()}
+                mask_roles[s.name] = s.mask.observed_roles(mvals, np.shape(x))
                 mrows, ax = rows_view(s, mask)
                 full = mrows.all(axis=ax)
                 extra = {"masked_rows": int(np.count_nonzero(full)), "rows": int(full.size)}
@@ -429,5 +434,6 @@ def calibrate(
         stats=stats,
         out_stats=out_stats,
         masks=masks,
+        mask_roles=mask_roles,
         feeds=dict(feeds),
     )

@@ -52,20 +52,27 @@ def _methods(values: tuple[str, ...]) -> dict[str, str]:
 )
 @click.option(
     "--budget",
-    help="End-to-end budget KEY=VALUE[,..] (max_abs, mean_abs, cosine, top1): tune each site "
-    "to the cheapest candidate spec meeting it.",
+    help="End-to-end budget KEY=VALUE[,..] (max_abs, mean_abs, cosine, top1, pooled_cosine, "
+    "token_cosine): tune method, widths, range policy and method parameters of each site to "
+    "the cheapest candidate meeting it.",
 )
 @click.option("--width", default=16, show_default=True, help="Calibrated input format width W.")
+@click.option(
+    "--out-width",
+    type=int,
+    default=None,
+    help="Calibrated output format width (default: --width; softmax keeps its method's format).",
+)
 @click.option(
     "--headroom", default=1, show_default=True, help="Extra integer bits above calibration."
 )
 @click.option(
     "--range",
     "range_stat",
-    type=click.Choice(["max", "p99.9", "p99"]),
     default="max",
     show_default=True,
-    help="Calibrated magnitude the input format holds (percentiles saturate outliers).",
+    help="Calibrated magnitude the input formats hold: max, p99.99, p99.9, p99 or a number "
+    "(a clipping value); larger inputs saturate and are counted in the report.",
 )
 @click.option("--seed", default=0, show_default=True, help="Seed for generated inputs.")
 @click.option(
@@ -84,6 +91,7 @@ def validate_cmd(
     methods: tuple[str, ...],
     budget: str | None,
     width: int,
+    out_width: int | None,
     headroom: int,
     range_stat: str,
     seed: int,
@@ -115,10 +123,12 @@ def validate_cmd(
             methods=meths,
             sites=sites or None,
             width=width,
+            out_width=out_width,
             headroom=headroom,
             range_stat=range_stat,
             budget=budget,
             seed=seed,
+            progress=True,
         )
         click.echo(format_report(res))
         if outdir is not None:

@@ -130,6 +130,20 @@ class SiteMask:
             out |= p.bits(values, shape)
         return out
 
+    def observed_roles(self, values: Mapping[str, np.ndarray], shape: tuple[int, ...]) -> list[str]:
+        """Roles refined by the values: a part whose bits are the strict upper
+        triangle over the last two (square) axes everywhere is ``"causal"``."""
+        roles = []
+        for p in self.parts:
+            role = p.role
+            if len(shape) >= 2 and shape[-1] == shape[-2]:
+                bits = p.bits(values, shape)
+                tri = np.triu(np.ones(shape[-2:], dtype=bool), 1)
+                if bits.any() and bool((bits == tri).all()):
+                    role = "causal"
+            roles.append(role)
+        return list(dict.fromkeys(roles))
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "roles": self.roles,

@@ -59,11 +59,21 @@ def gelu_tanh(x: npt.ArrayLike) -> npt.NDArray[np.float64]:
     return 0.5 * a * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (a + 0.044715 * a**3)))
 
 
-def softmax_ref(x: npt.ArrayLike, axis: int = -1) -> npt.NDArray[np.float64]:
-    """``exp(x - max) / Σ exp(x - max)`` along ``axis`` in float64."""
+def softmax_ref(
+    x: npt.ArrayLike, axis: int = -1, mask: npt.ArrayLike | None = None
+) -> npt.NDArray[np.float64]:
+    """``exp(x - max) / Σ exp(x - max)`` along ``axis`` in float64; elements where
+    ``mask`` is True are left out (output 0; a fully masked row is all 0)."""
     a = np.asarray(x, dtype=np.float64)
-    e = np.exp(a - a.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
+    if mask is None:
+        e = np.exp(a - a.max(axis=axis, keepdims=True))
+        return e / e.sum(axis=axis, keepdims=True)
+    m = np.broadcast_to(np.asarray(mask, dtype=bool), a.shape)
+    top = np.where(m, -np.inf, a).max(axis=axis, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    e = np.where(m, 0.0, np.exp(np.where(m, 0.0, a - top)))
+    s = e.sum(axis=axis, keepdims=True)
+    return e / np.where(s == 0, 1.0, s)
 
 
 def layernorm_ref(
@@ -100,11 +110,15 @@ class FloatRefSoftmax(RowwiseSpec):
     in_fmt: FixedFormat = _WIDE_IN  # type: ignore[assignment]
     out_fmt: FixedFormat = _WIDE_OUT  # type: ignore[assignment]
 
-    def _model_rows(self, x: npt.NDArray[np.int64], **kw: Any) -> npt.NDArray[np.int64]:
-        return self.out_fmt.quantize(softmax_ref(self.in_fmt.to_float(x), axis=-1))
+    def _model_rows(
+        self, x: npt.NDArray[np.int64], mask: npt.NDArray[np.bool_] | None = None, **kw: Any
+    ) -> npt.NDArray[np.int64]:
+        return self.out_fmt.quantize(softmax_ref(self.in_fmt.to_float(x), axis=-1, mask=mask))
 
-    def reference(self, x: npt.ArrayLike, axis: int = -1, **kw: Any) -> npt.NDArray[np.float64]:
-        return softmax_ref(x, axis=axis)
+    def reference(
+        self, x: npt.ArrayLike, axis: int = -1, mask: npt.ArrayLike | None = None, **kw: Any
+    ) -> npt.NDArray[np.float64]:
+        return softmax_ref(x, axis=axis, mask=mask)
 
     def cost(self) -> Cost:
         return _float_cost(self)

@@ -106,7 +106,8 @@ def format_report(res: ValidationResult) -> str:
             extra = ""
             if st is not None and st.rows:
                 extra = f" [{st.masked} elements masked, {st.masked_rows}/{st.rows} rows fully]"
-            parts.append(f"  {s.name}: {'+'.join(s.mask.roles)}: {s.mask.describe()}{extra}")
+            roles = res.trace.mask_roles.get(s.name, s.mask.roles)
+            parts.append(f"  {s.name}: {'+'.join(roles)}: {s.mask.describe()}{extra}")
     if res.imported.skipped:
         parts += ["", "Skipped candidates:"]
         parts += [f"  {k}: {v}" for k, v in res.imported.skipped.items()]

@@ -324,6 +324,7 @@ class ValidationResult:
                     "input_stats": None if st is None else st.as_dict(),
                     "output_stats": None if ost is None else ost.as_dict(),
                     "saturation": self.saturation.get(s.name),
+                    "mask_roles": self.trace.mask_roles.get(s.name),
                     "error": self.site_errors.get(s.name),
                 }
             )
