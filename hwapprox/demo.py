@@ -77,7 +77,7 @@ DEMO_CONFIG: dict[str, Any] = {
 #: Small HLS block (S, D, heads, FFN) for ``--hls-block tiny``.
 TINY_BLOCK = (4, 8, 2, 16)
 #: What the demo writes (and may replace in a previous demo's directory).
-OWNED = ("summary.md", "summary.json", "validate", "hls", "rtl", MARKER)
+OWNED = ("summary.md", "summary.json", "summary.html", "validate", "hls", "rtl", MARKER)
 STATUSES = ("passed", "failed", "skipped", "error")
 
 
@@ -597,6 +597,7 @@ def run_demo(
         "fit": stages["resources"].data.get("fit"),
         "files": [],
     }
+    from hwapprox.html_report import demo_html
     from hwapprox.report import demo_markdown
 
     files = sorted(
@@ -605,9 +606,11 @@ def run_demo(
         if p.is_file() and "project" not in p.relative_to(out).parts[:2]
     )
     summary["files"] = [*files, "hls/project/ (hls4ml project)"] if summary["hls"] else files
-    summary["files"] += ["summary.md", "summary.json"]
+    summary["files"] += ["summary.md", "summary.json", "summary.html"]
     (out / "summary.json").write_text(json.dumps(_plain(summary), indent=2) + "\n")
     (out / "summary.md").write_text(demo_markdown(summary))
+    pngs = {f: out / f for f in files if f.endswith(".png")}
+    (out / "summary.html").write_text(demo_html(_plain(summary), pngs), encoding="utf-8")
     return summary
 
 
@@ -673,7 +676,7 @@ def demo_cmd(
     synth: bool,
     force: bool,
 ) -> None:
-    """Run the main job on the embedded example and write summary.md/summary.json.
+    """Run the main job on the embedded example and write summary.md/.json/.html.
 
     ONNX model -> sites -> calibration -> methods and widths per site (budget)
     -> accuracy vs onnxruntime -> hls4ml project + C-sim bit-exact check ->
@@ -704,7 +707,7 @@ def demo_cmd(
     )
     click.echo("")
     click.echo((Path(outdir) / "summary.md").read_text())
-    click.echo(f"wrote {outdir}/summary.md and {outdir}/summary.json")
+    click.echo(f"wrote {outdir}/summary.md, {outdir}/summary.json and {outdir}/summary.html")
     if not s["passed"]:
         failed = [k for k, st in s["stages"].items() if st["status"] in ("failed", "error")]
         click.echo(f"demo FAILED: stage(s) {', '.join(failed)}", err=True)

@@ -53,6 +53,7 @@ def test_cli_default_example_writes_report(tmp_path) -> None:
         "validate.json",
         "config.yaml",
         "validate.png",
+        "report.html",
     }
     data = json.loads((out / "validate.json").read_text())
     selected = [s for s in data["sites"] if s["selected"]]

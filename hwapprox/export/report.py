@@ -181,47 +181,188 @@ def prepare_outdir(path: str | Path, force: bool = False) -> Path:
     return p
 
 
+#: Bar colour per operator in ``validate.png`` (others take the next free colour).
+_OP_COLOURS = {"softmax": "#1f77b4", "gelu": "#ff7f0e", "layernorm": "#2ca02c"}
+
+
+def _op_name(site: Any) -> str:
+    op = getattr(site, "operator", "?")
+    return str(getattr(op, "value", op))
+
+
+def _short_name(name: str, limit: int = 48) -> str:
+    """``name`` within ``limit`` characters: whole path components (``/``, else ``.``)
+    dropped from the middle (the most components kept, the head first: it carries the
+    layer index); else cut in the middle."""
+    if len(name) <= limit:
+        return name
+    sep = "/" if "/" in name else "."
+    parts = name.split(sep)
+    best: tuple[int, int, str] | None = None
+    for h in range(1, len(parts)):
+        for t in range(1, len(parts) - h):
+            cand = sep.join([*parts[:h], "\u2026", *parts[-t:]])
+            if len(cand) <= limit and (best is None or (h + t, h) > best[:2]):
+                best = (h + t, h, cand)
+    if best is not None:
+        return best[2]
+    return name[: limit // 2 - 1] + "\u2026" + name[-(limit - limit // 2) :]
+
+
 def _plot(res: ValidationResult, path: Path) -> None:
+    """``validate.png``: per-site error (one horizontal bar per selected site, the
+    figure grows with their number) above the end-to-end error histogram."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
 
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
-    names = [s.name for s in res.selected if s.name in res.site_errors]
-    vals = [max(res.site_errors[n]["max_abs"], 1e-12) for n in names]
-    means = [max(res.site_errors[n]["mean_abs"], 1e-12) for n in names]
-    x = np.arange(len(names))
-    ax1.bar(x - 0.2, vals, 0.4, label="max |err|")
-    ax1.bar(x + 0.2, means, 0.4, label="mean |err|")
-    ax1.set_xticks(x, names, rotation=60, ha="right", fontsize=7)
-    ax1.set_yscale("log")
-    ax1.set_title("Per-site error (float site input)")
-    ax1.legend(fontsize=8)
-    diffs = np.concatenate(
-        [
-            np.abs(
-                np.asarray(res.emulated[k], dtype=np.float64) - np.asarray(r, dtype=np.float64)
-            ).ravel()
-            for k, r in res.trace.outputs.items()
-        ]
+    sites = list(res.selected)
+    n = max(len(sites), 1)
+    imported = getattr(getattr(res, "imported", None), "sites", None)
+    n_unselected = len(imported) - len(sites) if imported is not None else 0
+    row_h = 0.24 if n <= 40 else 0.2
+    top_h = max(2.2, row_h * n + 1.3)
+    fig, (ax1, ax2) = plt.subplots(
+        2,
+        1,
+        figsize=(10, top_h + 3.4),
+        height_ratios=[top_h, 3.4],
+        layout="constrained",
     )
-    diffs = np.maximum(diffs, 1e-12)
-    bins = np.logspace(np.log10(diffs.min()), np.log10(diffs.max()) + 1e-9, 40)
-    ax2.hist(diffs, bins=bins)
-    ax2.set_xscale("log")
-    ax2.set_xlabel("|emulated - float| over all outputs")
+    # -- per site: max |err| bar coloured by operator, mean |err| marker ----------
+    errs = {s.name: res.site_errors.get(s.name) for s in sites}
+    pos = [
+        v
+        for e in errs.values()
+        if e
+        for v in (e.get("max_abs"), e.get("mean_abs"))
+        if isinstance(v, float | int) and np.isfinite(v) and v > 0
+    ]
+    lo = 10 ** np.floor(np.log10(min(pos))) if pos else 1e-6
+    hi = max(pos) * 6 if pos else 1.0  # room for the value labels
+    colours = dict(_OP_COLOURS)
+    spare = iter(plt.rcParams["axes.prop_cycle"].by_key()["color"][3:])
+    fs = 9 if n <= 40 else 8
+    y = np.arange(len(sites))
+    n_float = 0
+    for i, s in enumerate(sites):
+        op = _op_name(s)
+        if op not in colours:
+            colours[op] = next(spare, "#7f7f7f")
+        e = errs[s.name]
+        if not e:
+            n_float += 1
+            ax1.text(
+                lo,
+                i,
+                "  float (not approximated)",
+                va="center",
+                fontsize=fs - 1,
+                color="#666666",
+                style="italic",
+            )
+            continue
+        mx, mean = e.get("max_abs"), e.get("mean_abs")
+        if mx is not None and mx > 0:
+            ax1.barh(i, mx - lo, left=lo, height=0.7, color=colours[op])
+            lsb = e.get("max_lsb")
+            label = f" {mx:.2g}"
+            if isinstance(lsb, float | int):
+                label += f" ({lsb:.0f} LSB)" if lsb >= 100 else f" ({lsb:.3g} LSB)"
+            ax1.text(mx, i, label, va="center", fontsize=fs - 1.5, color="#333333")
+        else:
+            ax1.text(lo, i, "  0 (exact)", va="center", fontsize=fs - 1, color="#333333")
+        if mean is not None and mean > 0:
+            ax1.plot([mean], [i], marker="D", ms=4, color="black", ls="none")
+    ax1.set_xscale("log")
+    ax1.set_xlim(lo, hi)
+    ax1.set_ylim(len(sites) - 0.5, -0.5)  # graph order, top to bottom
+    ax1.set_yticks(
+        y,
+        [_short_name(s.name) for s in sites],
+        fontsize=fs,
+    )
+    ax1.grid(axis="x", which="major", alpha=0.3)
+    ax1.set_xlabel("|spec(float site input) - float site output|", fontsize=9)
+    note = []
+    if n_float:
+        note.append(f"{n_float} left float")
+    if n_unselected > 0:
+        note.append(f"{n_unselected} unselected site(s) not shown")
+    ax1.set_title(
+        f"Per-site error, {len(sites)} selected site(s)"
+        + (f" ({'; '.join(note)})" if note else ""),
+        fontsize=11,
+    )
+    ops_used = [o for o in colours if any(_op_name(s) == o for s in sites)]
+    handles = [Patch(color=colours[o], label=f"{o}: max |err|") for o in ops_used]
+    handles.append(Line2D([], [], marker="D", ms=4, color="black", ls="none", label="mean |err|"))
+    ax1.legend(
+        handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False
+    )
+    # -- end to end: histogram of the nonzero |differences| over every output ---------
+    per_out = {}
+    for k, r in res.trace.outputs.items():
+        d = np.abs(
+            np.asarray(res.emulated[k], dtype=np.float64) - np.asarray(r, dtype=np.float64)
+        ).ravel()
+        per_out[k] = d
+    total = sum(d.size for d in per_out.values())
+    n_zero = sum(int((d == 0).sum()) for d in per_out.values())
+    n_bad = sum(int((~np.isfinite(d)).sum()) for d in per_out.values())
+    shown = {k: d[np.isfinite(d) & (d > 0)] for k, d in per_out.items()}
+    allpos = np.concatenate([*shown.values(), np.empty(0)])
+    if allpos.size:
+        a, b = np.log10(allpos.min()), np.log10(allpos.max())
+        if b - a < 1e-6:
+            a, b = a - 0.5, b + 0.5
+        bins = np.logspace(a, b, 41)
+        data = [d for d in shown.values() if d.size]
+        labels = [k for k, d in shown.items() if d.size]
+        if len(data) > 1 and len(data) <= 8:
+            ax2.hist(data, bins=bins, stacked=True, label=labels)
+        else:
+            ax2.hist(allpos, bins=bins, label="all outputs")
+        mean = float(np.mean(np.concatenate([d[np.isfinite(d)] for d in per_out.values()])))
+        ax2.axvline(allpos.max(), color="black", lw=1, ls="--", label=f"max {allpos.max():.3g}")
+        if mean > 0:
+            ax2.axvline(mean, color="black", lw=1, ls=":", label=f"mean {mean:.3g}")
+        ax2.set_xscale("log")
+        ax2.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    else:
+        ax2.text(
+            0.5,
+            0.5,
+            "no nonzero difference to plot",
+            ha="center",
+            va="center",
+            transform=ax2.transAxes,
+        )
+    ax2.set_xlabel(
+        "|emulated - float| per output value (log scale; exact zeros not shown)", fontsize=9
+    )
     ax2.set_ylabel("count")
-    ax2.set_title("End-to-end error distribution")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    extra = f"; {n_bad} non-finite" if n_bad else ""
+    ax2.set_title(
+        f"End-to-end error distribution: {total} values, {n_zero} exactly equal "
+        f"({100 * n_zero / max(total, 1):.1f}%, not shown){extra}",
+        fontsize=11,
+    )
+    fig.savefig(path, dpi=100)
     plt.close(fig)
 
 
 def write_report(res: ValidationResult, outdir: str | Path, force: bool = False) -> dict[str, Path]:
     """Write ``report.txt``, ``validate.json``, ``config.yaml`` (resolved per-site
-    specs) and ``validate.png`` into ``outdir`` (see :func:`prepare_outdir`)."""
+    specs), ``validate.png`` and ``report.html`` (all of it in one self-contained
+    page, :func:`hwapprox.html_report.validate_html`) into ``outdir`` (see
+    :func:`prepare_outdir`)."""
     import yaml
+
+    from hwapprox.html_report import validate_html
 
     out = prepare_outdir(outdir, force)
     files = {
@@ -229,11 +370,18 @@ def write_report(res: ValidationResult, outdir: str | Path, force: bool = False)
         "json": out / "validate.json",
         "config": out / "config.yaml",
         "plot": out / "validate.png",
+        "html": out / "report.html",
     }
+    data = _jsonable(res.as_dict())
     files["text"].write_text(format_report(res) + "\n")
-    files["json"].write_text(json.dumps(_jsonable(res.as_dict()), indent=2) + "\n")
+    files["json"].write_text(json.dumps(data, indent=2) + "\n")
     files["config"].write_text(yaml.safe_dump(res.config().to_dict(), sort_keys=False))
     _plot(res, files["plot"])
+    if res.budget is not None and "budget_met" not in data:
+        data = {**data, "budget_met": bool(res.budget.meets(res.end_to_end))}
+    files["html"].write_text(
+        validate_html(data, {"Per-site and end-to-end error": files["plot"]}), encoding="utf-8"
+    )
     return files
 
 
