@@ -80,7 +80,8 @@ def test_masked_elements_are_exactly_zero_in_the_approximation(style: str) -> No
     assert res.warnings == []
     sm = next(s for s in imp.sites if s.operator is Operator.SOFTMAX)
     spec = res.specs[sm.name]
-    assert spec is not None and spec.method == "online"
+    assert spec is not None
+    assert spec.method == "online"
     from hwapprox.export.emulate import apply_spec
 
     x = res.trace.site_inputs[sm.name]
