@@ -130,7 +130,128 @@ def load_model(
         model = onnx.shape_inference.infer_shapes(model, data_prop=True)
     except Exception as exc:
         raise ExportError(f"{label}: ONNX shape inference failed: {exc}") from None
+    fused = any(n.op_type == "Attention" and n.domain in ("", "ai.onnx") for n in model.graph.node)
+    if fused and decompose_attention(model, notes):
+        model = onnx.shape_inference.infer_shapes(model, data_prop=True)
     return model
+
+
+def _attr_value(node: NodeProto, name: str, default: object = None) -> object:
+    for a in node.attribute:
+        if a.name == name:
+            return onnx.helper.get_attribute_value(a)
+    return default
+
+
+def decompose_attention(model: ModelProto, notes: list[str] | None = None) -> int:
+    """Rewrite opset-23 ``Attention`` nodes into ``MatMul``/``Softmax``/``MatMul`` in place.
+
+    torch's dynamo exporter at opset >= 23 writes ``scaled_dot_product_attention``
+    as one ``Attention`` node, whose softmax no site can reach. A node with 4-D
+    Q/K/V, no past key/value, no softcap, equal head counts and only its ``Y``
+    output used becomes ``Softmax(mask(Q·Kᵀ·scale))·V``: ``scale`` the attribute
+    or ``1/√head_dim``; a bool ``attn_mask`` as ``Where(mask, scores, lowest)``, a
+    float one as ``Add``; ``is_causal`` as ``Where`` of a ``Trilu`` triangle. The
+    float32 lowest value (not -inf) keeps a fully masked row finite (uniform,
+    where the ``Attention`` op outputs zeros). Other nodes are left as they are
+    (the site finder reports them). Returns the number of nodes rewritten.
+    """
+    from onnx import TensorProto, helper
+
+    g = model.graph
+    elem: dict[str, int] = {}
+    rank: dict[str, int] = {}
+    for vi in [*g.input, *g.value_info, *g.output]:
+        if vi.type.HasField("tensor_type"):
+            elem[vi.name] = vi.type.tensor_type.elem_type
+            if vi.type.tensor_type.HasField("shape"):
+                rank[vi.name] = len(vi.type.tensor_type.shape.dim)
+    for init in g.initializer:
+        elem[init.name] = init.data_type
+        rank[init.name] = len(init.dims)
+    used = {i for n in g.node for i in n.input} | {o.name for o in g.output}
+    new_nodes: list[NodeProto] = []
+    done = 0
+    lowest = float(np.finfo(np.float32).min)
+    for node in g.node:
+        if node.op_type != "Attention" or node.domain not in ("", "ai.onnx"):
+            new_nodes.append(node)
+            continue
+        q, k, v = node.input[0], node.input[1], node.input[2]
+        mask = node.input[3] if len(node.input) > 3 else ""
+        why = None
+        if any(i for i in node.input[4:]):
+            why = "past key/value inputs"
+        elif any(o in used for o in node.output[1:] if o):
+            why = "present key/value or qk outputs used"
+        elif any(rank.get(t) != 4 for t in (q, k, v)):
+            why = "Q/K/V are not 4-D [batch, heads, seq, head_dim]"
+        elif float(_attr_value(node, "softcap", 0.0) or 0.0) != 0.0:  # type: ignore[arg-type]
+            why = "softcap"
+        elif _attr_value(node, "kv_num_heads") != _attr_value(node, "q_num_heads"):
+            why = "grouped-query heads"
+        elif elem.get(q) != TensorProto.FLOAT:
+            why = "Q is not float32"
+        if why is not None:
+            if notes is not None:
+                notes.append(f"Attention node '{node.name}' left fused ({why}): no softmax site")
+            new_nodes.append(node)
+            continue
+        p = node.name
+
+        def mk(op: str, ins: list[str], tag: str, _p: str = p, **kw: object) -> str:
+            out = f"{_p}/{tag}_out"
+            new_nodes.append(helper.make_node(op, ins, [out], name=f"{_p}/{tag}", **kw))
+            return out
+
+        def const(tag: str, value: np.ndarray, _p: str = p) -> str:
+            out = f"{_p}/{tag}"
+            new_nodes.append(
+                helper.make_node(
+                    "Constant", [], [out], name=out, value=numpy_helper.from_array(value, out)
+                )
+            )
+            return out
+
+        kt = mk("Transpose", [k], "KT", perm=[0, 1, 3, 2])
+        scores = mk("MatMul", [q, kt], "QK")
+        scale = _attr_value(node, "scale")
+        if scale is None:
+            hd = mk("Shape", [q], "HeadDim", start=-1)
+            hdf = mk("Cast", [hd], "HeadDimF", to=TensorProto.FLOAT)
+            scores = mk("Div", [scores, mk("Sqrt", [hdf], "SqrtHeadDim")], "Scale")
+        else:
+            scores = mk("Mul", [scores, const("scale", np.array(scale, np.float32))], "Scale")
+        fill = None
+        if int(_attr_value(node, "is_causal", 0) or 0):  # type: ignore[arg-type]
+            fill = const("lowest", np.array(lowest, np.float32))
+            sq = mk("Shape", [scores], "ScoresShape", start=-2)
+            ones = mk(
+                "ConstantOfShape",
+                [sq],
+                "Ones",
+                value=helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0]),
+            )
+            tri = mk("Cast", [mk("Trilu", [ones], "Causal", upper=0)], "CausalBool", to=9)
+            scores = mk("Where", [tri, scores, fill], "CausalMask")
+        if mask:
+            if elem.get(mask) == TensorProto.BOOL:
+                fill = fill or const("lowest", np.array(lowest, np.float32))
+                scores = mk("Where", [mask, scores, fill], "Mask")
+            else:
+                scores = mk("Add", [scores, mask], "Mask")
+        probs = mk("Softmax", [scores], "Softmax", axis=-1)
+        new_nodes.append(helper.make_node("MatMul", [probs, v], [node.output[0]], name=f"{p}/PV"))
+        done += 1
+        if notes is not None:
+            notes.append(
+                f"Attention node '{p}' (opset {opset_version(model)}) decomposed into "
+                f"MatMul/Softmax/MatMul so its softmax is a site"
+            )
+    if done:
+        del g.node[:]
+        g.node.extend(new_nodes)
+    return done
 
 
 def opset_version(model: ModelProto, domain: str = "") -> int:
