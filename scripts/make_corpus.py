@@ -890,6 +890,14 @@ class _Graph:
         n = self.producer.get(name)
         return n.op_type if n is not None else name
 
+    def has_qk(self, name: str) -> bool:
+        """``name`` depends by value on a MatMul of two non-constant tensors."""
+        by_name = {n.name: n for n in self.nodes}
+        return any(
+            by_name[k].op_type == "MatMul" and all(i not in self.consts for i in by_name[k].input)
+            for k in self.data_cone(name)
+        )
+
     def data_cone(self, name: str) -> set[str]:
         """Nodes ``name`` depends on by value (not through Shape/Size)."""
         out: set[str] = set()
@@ -961,7 +969,10 @@ def softmax_input_chain(m: onnx.ModelProto) -> list[str]:
         if n.op_type == "MatMul" and len(dyn) == 2:
             steps.append(f"MatMul({', '.join(g.expr(i, 2) for i in n.input)})")
             break
-        main = max(dyn, key=lambda i: len(g.data_cone(i)))
+        # the score path: the operand whose value depends on a MatMul of two
+        # non-constant tensors (Q·K^T); index/mask side paths can be larger
+        scored = [i for i in dyn if g.has_qk(i)] or dyn
+        main = max(scored, key=lambda i: len(g.data_cone(i)))
         args = ["·" if i == main else g.expr(i, EXPR_DEPTH) for i in n.input if i]
         steps.append(f"{n.op_type}({', '.join(args)}){g.attrs(n)}")
         cur = main
