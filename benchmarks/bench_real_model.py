@@ -149,8 +149,27 @@ def main() -> None:
             print()
             print(f"{label}: chosen per site (cost score):")
             print()
-            for t in res.tuning:
-                print(f"- {t['site']}: {t['chosen'] or 'float'} ({t['cost_score']})")
+            counts: dict[str, int] = {}
+            for s in res.imported.sites:
+                spec = res.specs.get(s.name)
+                key = "float" if spec is None else f"{spec.operator}/{spec.method}"
+                counts[key] = counts.get(key, 0) + 1
+            print("methods: " + ", ".join(f"{k} x{v}" for k, v in counts.items()))
+            print()
+            print("| site | method | in_fmt | out_fmt | cost score |")
+            print("|---|---|---|---|---|")
+            for s in res.imported.sites:
+                spec = res.specs.get(s.name)
+                if spec is None:
+                    print(f"| {s.name} | float | - | - | - |")
+                    continue
+                print(
+                    f"| {s.name} | {spec.method} | {spec.in_fmt} | {spec.out_fmt} | "
+                    f"{spec.cost().score():.0f} |"
+                )
+            total = sum(x.cost().score() for x in res.specs.values() if x is not None)
+            base = sum(x.cost().score() for x in defaults.specs.values() if x is not None)
+            print(f"\ntotal cost score {total:.0f} (defaults: {base:.0f})")
 
 
 if __name__ == "__main__":

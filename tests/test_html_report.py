@@ -225,8 +225,10 @@ def _fake_result(n: int, seed: int = 0) -> SimpleNamespace:
         imported=SimpleNamespace(sites=sites),
         site_errors=errs,
         specs={},
-        trace=SimpleNamespace(outputs={"y": ref}),
+        trace=SimpleNamespace(outputs={"y": ref}, feeds={}),
         emulated={"y": emu},
+        token_mask_input=None,
+        batch_axis=0,
     )
 
 
