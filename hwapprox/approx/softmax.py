@@ -436,7 +436,8 @@ class _Hls4mlSoftmax(SoftmaxSpec):
         x = x * np.float32(self.exp_scale)
         if self._stable:
             x = -x
-        e = np.exp(x.astype(np.float64)).astype(np.float32)
+        with np.errstate(over="ignore"):  # exp beyond float32 is +inf, as in hls4ml's C++
+            e = np.exp(x.astype(np.float64)).astype(np.float32)
         ni = self.inv_table_size.bit_length() - 1
         v = _hls_real_from_idx(self.inv_inp_fmt, ni, np.arange(self.inv_table_size))
         with np.errstate(divide="ignore"):
