@@ -80,7 +80,7 @@ def _methods(values: tuple[str, ...]) -> dict[str, str]:
     "--output",
     "outdir",
     type=click.Path(file_okay=False, path_type=Path),
-    help="Write report.txt, validate.json, config.yaml and validate.png here.",
+    help="Write report.txt, report.html, validate.json, config.yaml and validate.png here.",
 )
 @click.option("--force", is_flag=True, help="Overwrite report files in a non-empty output dir.")
 def validate_cmd(
