@@ -13,6 +13,24 @@ from hwapprox.fixed import FixedPointError
 __all__ = ["validate_cmd"]
 
 
+def _allowed_methods(target: str) -> dict | None:  # type: ignore[type-arg]
+    """Methods per operator with an HLS or RTL unit (``--for``), or None for any."""
+    if target == "any":
+        return None
+    from hwapprox.approx.base import Operator
+
+    if target == "hls":
+        from hwapprox.hls.units import UNITS
+    else:
+        from hwapprox.rtl_sim.units import UNITS  # type: ignore[assignment]
+    out: dict = {}  # type: ignore[type-arg]
+    for key in UNITS:
+        op, method = (str(key[0]), key[1])
+        out.setdefault(Operator(op), ())
+        out[Operator(op)] += (method,)
+    return out
+
+
 def _methods(values: tuple[str, ...]) -> dict[str, str]:
     out = {}
     for v in values:
@@ -74,6 +92,15 @@ def _methods(values: tuple[str, ...]) -> dict[str, str]:
     help="Calibrated magnitude the input formats hold: max, p99.99, p99.9, p99 or a number "
     "(a clipping value); larger inputs saturate and are counted in the report.",
 )
+@click.option(
+    "--for",
+    "target",
+    type=click.Choice(["any", "hls", "rtl"]),
+    default="any",
+    show_default=True,
+    help="Only methods that have an HLS unit (hls) or an RTL unit (rtl): for --budget "
+    "candidates and checked for the resolved specs.",
+)
 @click.option("--seed", default=0, show_default=True, help="Seed for generated inputs.")
 @click.option(
     "-o",
@@ -94,6 +121,7 @@ def validate_cmd(
     out_width: int | None,
     headroom: int,
     range_stat: str,
+    target: str,
     seed: int,
     outdir: Path | None,
     force: bool,
@@ -109,6 +137,12 @@ def validate_cmd(
     from hwapprox.export.validate import validate
 
     meths = _methods(methods)
+    space = None
+    allowed = _allowed_methods(target)
+    if allowed is not None:
+        from hwapprox.export.tuning import SearchSpace
+
+        space = SearchSpace(headroom=headroom, methods=allowed)
     if model is None:
         model = example.model_path()
         if inputs is None:
@@ -129,7 +163,20 @@ def validate_cmd(
             budget=budget,
             seed=seed,
             progress=True,
+            space=space,
         )
+        if allowed is not None:
+            bad = [
+                f"{name} ({spec.operator}/{spec.method})"
+                for name, spec in res.specs.items()
+                if spec is not None and spec.method not in allowed.get(spec.operator, ())
+            ]
+            if bad:
+                raise ExportError(
+                    f"--for {target}: site(s) {', '.join(bad)} use a method without a "
+                    f"{target.upper()} unit; units exist for "
+                    + "; ".join(f"{op}: {', '.join(ms)}" for op, ms in allowed.items())
+                )
         click.echo(format_report(res))
         if outdir is not None:
             files = write_report(res, outdir, force=True)

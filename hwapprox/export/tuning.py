@@ -81,6 +81,8 @@ class SearchSpace:
     ranges: tuple[str | float, ...] = ("max", "p99.99", "p99.9")
     params: bool = True
     headroom: int = 1
+    #: only these methods per operator (e.g. those with an HLS unit), or all
+    methods: dict[Operator, tuple[str, ...]] | None = None
 
 
 def _with_width(fmt: FixedFormat, width: int, int_bits: int | None = None) -> FixedFormat:
@@ -176,6 +178,15 @@ def candidate_specs(
             if m not in EXCLUDED.get(site.operator, ()) and _method_ok(site.operator, m)
         ]
     )
+    if space.methods is not None:
+        allowed = space.methods.get(site.operator, ())
+        bad = [m for m in methods if m not in allowed]
+        if "method" in (base or {}) and bad:
+            raise ExportError(
+                f"site {site.name}: the config's method {bad[0]} is not among the allowed "
+                f"{site.operator} methods {list(allowed)}"
+            )
+        methods = [m for m in methods if m in allowed]
     extra = site.fields_for_spec()
     seen: set[str] = set()
     out: list[ApproxSpec] = []

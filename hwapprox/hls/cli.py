@@ -13,14 +13,23 @@ from hwapprox.fixed import FixedPointError
 __all__ = ["hls_group"]
 
 
-def _prepare(model: Path, config: Path | None):  # type: ignore[no-untyped-def]
+def _prepare(  # type: ignore[no-untyped-def]
+    model: Path,
+    config: Path | None,
+    inputs: Path | None = None,
+    width: int = 16,
+    range_stat: str = "max",
+):
     from hwapprox.export.errors import ExportError
     from hwapprox.hls.project import prepare_model
 
     try:
-        return prepare_model(model, config)
+        prep = prepare_model(model, config, inputs=inputs, width=width, range_stat=range_stat)
     except (SpecError, ExportError, FixedPointError) as exc:
         raise click.ClickException(str(exc)) from None
+    for note in prep.notes:
+        click.echo(f"note: {note}")
+    return prep
 
 
 def _outdir(path: Path, force: bool) -> Path:
@@ -111,6 +120,26 @@ _CONFIG = click.option(
     default=None,
     help="Approximation config (YAML): defaults/sites per operator, optional 'hls' formats.",
 )
+_INPUTS = click.option(
+    "--inputs",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Sample inputs (.npz, one array per model input) for calibration and the C-sim "
+    "data (default: seeded inputs when the model's input shapes are static).",
+)
+_WIDTH = click.option(
+    "--width",
+    default=16,
+    show_default=True,
+    help="Calibrated format width where the config sets none.",
+)
+_RANGE = click.option(
+    "--range",
+    "range_stat",
+    default="max",
+    show_default=True,
+    help="Calibrated range policy: max, p99.99, p99.9, p99 or a clipping value.",
+)
 _BOARD = click.option(
     "--board",
     default=None,
@@ -127,6 +156,9 @@ _BACKEND = click.option(
 @hls_group.command("project")
 @_MODEL
 @_CONFIG
+@_INPUTS
+@_WIDTH
+@_RANGE
 @click.option("-o", "--output", "output", type=click.Path(path_type=Path), required=True)
 @_BACKEND
 @_BOARD
@@ -135,6 +167,9 @@ _BACKEND = click.option(
 def project_cmd(
     model: Path,
     config: Path | None,
+    inputs: Path | None,
+    width: int,
+    range_stat: str,
     output: Path,
     backend: str,
     board: str | None,
@@ -145,7 +180,7 @@ def project_cmd(
     from hwapprox.hls.project import convert
 
     part, clock = _target(board, part)
-    prep = _prepare(model, config)
+    prep = _prepare(model, config, inputs, width, range_stat)
     out = _outdir(output, force)
     convert(prep, out, backend=backend, part=part, clock_period=clock)
     _write_resolved(prep, out / "hwapprox_resolved.json")
@@ -163,6 +198,9 @@ def project_cmd(
 @hls_group.command("csim")
 @_MODEL
 @_CONFIG
+@_INPUTS
+@_WIDTH
+@_RANGE
 @click.option("-o", "--output", "output", type=click.Path(path_type=Path), required=True)
 @_BACKEND
 @_BOARD
@@ -178,6 +216,9 @@ def project_cmd(
 def csim_cmd(
     model: Path,
     config: Path | None,
+    inputs: Path | None,
+    width: int,
+    range_stat: str,
     output: Path,
     backend: str,
     board: str | None,
@@ -189,26 +230,28 @@ def csim_cmd(
 ) -> None:
     """Build the project, run its C simulation (g++) and compare with the Python model.
 
-    Inputs: seeded N(0, 1) values quantised to the block input format, plus an
-    all-zero and an all-maximum sample. Exit status 1 when any raw code differs.
+    With no config the sites get the default methods and every format is
+    calibrated on the sample inputs (as 'hwapprox validate' does). C-sim data:
+    the first block's real input on the sample inputs (up to --samples), or
+    seeded N(0, 1) values quantised to the input format, plus an all-zero and
+    an all-maximum sample. Exit status 1 when any raw code differs.
     """
     from hwapprox.hls.project import convert, csim_check
 
     if samples < 1:
         raise click.BadParameter(f"must be >= 1, got {samples}", param_hint="--samples")
     part, clock = _target(board, part)
-    prep = _prepare(model, config)
+    prep = _prepare(model, config, inputs, width, range_stat)
     out = _outdir(output, force)
     hmodel = convert(prep, out, backend=backend, part=part, clock_period=clock)
     fmt, shape = prep.in_fmt, prep.item_shape
     rng = np.random.default_rng(seed)
-    x = np.concatenate(
-        [
-            fmt.quantize(rng.normal(0, 1, (samples, *shape))),
-            np.zeros((1, *shape), np.int64),
-            np.full((1, *shape), fmt.max_raw),
-        ]
-    )
+    if prep.samples is not None:
+        real = np.asarray(prep.samples)[:samples].reshape(-1, *shape)
+        click.echo(f"C-sim data: {len(real)} real block input(s) from the sample inputs")
+    else:
+        real = fmt.quantize(rng.normal(0, 1, (samples, *shape)))
+    x = np.concatenate([real, np.zeros((1, *shape), np.int64), np.full((1, *shape), fmt.max_raw)])
     rep = csim_check(hmodel, prep, x)
     verdict = (
         "bit-exact" if rep.bit_exact else f"{rep.mismatches} MISMATCHES (first at {rep.first})"

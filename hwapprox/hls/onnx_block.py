@@ -49,6 +49,7 @@ __all__ = [
     "fold_blocks",
     "fold_sites",
     "match_blocks",
+    "outside_nodes",
 ]
 
 DOMAIN = "hwapprox.hls"
@@ -74,6 +75,9 @@ class BlockMatch:
     gelu: Site
     ln1: Site
     ln2: Site
+    #: float tensors of the linear stages (calibration): q/k/v projections (before
+    #: the score scale), ctx (P·V merged), attn (output projection), ffn2
+    tensors: dict[str, str] = field(default_factory=dict)
 
     @property
     def sites(self) -> dict[str, str]:
@@ -216,7 +220,10 @@ def _match_one(gi: GraphIndex, ln2: Site, by_out: dict[str, Site]) -> BlockMatch
     produced = {o for n in gi.model.graph.node if n.name in nodes for o in n.output if o}
     if not gi.internal(produced - {ln2.output}, nodes):
         raise _NoMatch("an intermediate tensor of the block is used outside it")
-    return BlockMatch(x0, ln2.output, frozenset(nodes), weights, h, score_scale, sm, gelu, ln1, ln2)
+    tensors = {"q": xq, "k": xk, "v": xv, "ctx": ctx, "attn": o_out, "ffn2": f2}
+    return BlockMatch(
+        x0, ln2.output, frozenset(nodes), weights, h, score_scale, sm, gelu, ln1, ln2, tensors
+    )
 
 
 def match_blocks(model: ModelProto) -> list[BlockMatch]:
@@ -234,26 +241,63 @@ def match_blocks(model: ModelProto) -> list[BlockMatch]:
     return out
 
 
-def _seq_len(model: ModelProto, tensor: str) -> int:
+def _seq_len(model: ModelProto, tensor: str, seq: int | None) -> int:
+    """Sequence length of the block input ``[batch, seq, dim]`` or ``[seq, dim]``:
+    static in the model, else ``seq`` (from the sample inputs)."""
     gi = GraphIndex(model)
     shape = gi.shape.get(tensor)
-    if shape is None or len(shape) != 3 or not isinstance(shape[1], int):
+    if shape is not None and len(shape) in (2, 3):
+        s = shape[-2]
+        if isinstance(s, int):
+            if seq is not None and seq != s:
+                raise ExportError(f"block input {tensor} has sequence length {s}, not {seq}")
+            return s
+    if seq is None:
         raise ExportError(
-            f"block input {tensor} must have a static shape [batch, seq, dim]; got {shape}"
+            f"block input {tensor} has shape {shape}: its sequence length is not static; give "
+            f"sample inputs (--inputs) whose sequence length the HLS design is built for"
         )
-    return shape[1]
+    return seq
 
 
-def fold_blocks(model: ModelProto) -> tuple[ModelProto, list[BlockMatch]]:
+def outside_nodes(model: ModelProto, matches: list[BlockMatch]) -> dict[str, list[NodeProto]]:
+    """Nodes before the block chain (embeddings) and after it (pooler, head)."""
+    inside = set().union(*(m.nodes for m in matches)) if matches else set()
+    gi = GraphIndex(model)
+    before: set[str] = set()
+    stack = [matches[0].input] if matches else []
+    while stack:
+        t = stack.pop()
+        n = gi.producer.get(t)
+        if n is None or n.name in before:
+            continue
+        before.add(n.name)
+        stack.extend(i for i in n.input if i)
+    out: dict[str, list[NodeProto]] = {"before": [], "after": []}
+    for n in model.graph.node:
+        if n.name in inside or n.op_type == "Constant":
+            continue
+        out["before" if n.name in before else "after"].append(n)
+    return out
+
+
+def fold_blocks(
+    model: ModelProto,
+    *,
+    matches: list[BlockMatch] | None = None,
+    seq: int | None = None,
+) -> tuple[ModelProto, list[BlockMatch]]:
     """The model cut to its chain of encoder blocks, each folded into one node.
 
     Returns a new model whose graph input is the first block's input (batch
     dimension fixed to 1, as hls4ml takes dim 0 as the batch) and whose output
     is the last block's output, with one ``HwApproxEncoderBlock`` node per block
-    and no initializers; and the matches (float weights, site names).
+    and no initializers; and the matches (float weights, site names). ``model``
+    may be a loaded model with its ``matches``; ``seq`` fixes a dynamic
+    sequence length.
     """
-    m = load_model(model)
-    matches = match_blocks(m)
+    m = model if matches is not None else load_model(model)
+    matches = matches if matches is not None else match_blocks(m)
     if not matches:
         raise ExportError(
             "no transformer encoder block found (MHSA + residual + LayerNorm + FFN with GELU + "
@@ -264,7 +308,7 @@ def fold_blocks(model: ModelProto) -> tuple[ModelProto, list[BlockMatch]]:
             raise ExportError(
                 f"encoder blocks are not a chain: {b.ln2.name} reads {b.input}, not {a.output}"
             )
-    seq = _seq_len(m, matches[0].input)
+    seq = _seq_len(m, matches[0].input, seq)
     d = matches[0].weights["wo"].shape[1]
     nodes = []
     for i, bm in enumerate(matches):

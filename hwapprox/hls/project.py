@@ -20,7 +20,6 @@ Config (YAML or dict)::
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -59,6 +58,11 @@ class Prepared:
     blocks: list[EncoderBlock]
     site_names: list[dict[str, str]]
     steps: list[SiteStep] = field(default_factory=list)
+    #: what the user should know: parts left out, config entries unused, IR lowering
+    notes: list[str] = field(default_factory=list)
+    #: raw ``in_fmt`` codes ``[B, S, D]`` of the first block's input on the
+    #: calibration data (real activations for the C simulation), or None
+    samples: npt.NDArray[np.int64] | None = None
 
     @property
     def input_name(self) -> str:
@@ -115,54 +119,127 @@ def split_config(config: Any) -> tuple[Any, dict[str, Any]]:
     return data, dict(hls)
 
 
-def prepare_model(source: str | Path | ModelProto, config: Any = None) -> Prepared:
-    """Fold the encoder blocks of ``source`` and attach their resolved specs/formats."""
+def prepare_model(
+    source: str | Path | ModelProto,
+    config: Any = None,
+    *,
+    inputs: str | Path | Mapping[str, np.ndarray] | None = None,
+    width: int = 16,
+    headroom: int = 1,
+    range_stat: str | float = "max",
+    seed: int = 0,
+    calibrate: bool = True,
+) -> Prepared:
+    """Fold the encoder blocks of ``source`` and attach their resolved specs/formats.
+
+    With ``calibrate`` (default) the float model runs once on ``inputs`` (the
+    user's, or seeded ones when the input shapes are static) and every format the
+    config does not set is calibrated (:mod:`hwapprox.hls.calibrate`); methods the
+    config does not name are :data:`~hwapprox.export.validate.DEFAULT_METHODS`.
+    The config may be the one ``hwapprox validate`` writes: sites outside the
+    blocks get a note (:attr:`Prepared.notes`), not a refusal.
+    """
+    from hwapprox.export.calibrate import parse_range, prepare_inputs
+    from hwapprox.export.graph import load_model
+    from hwapprox.export.patterns import find_sites
+    from hwapprox.export.validate import DEFAULT_METHODS
+    from hwapprox.hls.calibrate import calibrate_blocks, resolve_block_specs
+    from hwapprox.hls.onnx_block import match_blocks, outside_nodes
+
     approx, hls = split_config(config)
     cfg = load_config(approx)
-    formats = BlockFormats.from_dict(hls)
-    try:
-        folded, matches = fold_blocks(source)
-    except ExportError as exc:
-        if not str(exc).startswith("no transformer encoder block"):
-            raise
+    stat = parse_range(range_stat)
+    notes: list[str] = []
+    m = load_model(source, notes=notes)
+    matches = match_blocks(m)
+    if not matches:
+        if config is None:
+            cfg = load_config({"defaults": {str(k): {"method": v} for k, v in
+                                            DEFAULT_METHODS.items()}})  # fmt: skip
         return _prepare_sites(source, cfg)
-    sites: dict[str, str] = {}
-    fields: dict[str, dict[str, Any]] = {}
-    for m in matches:
-        sites[m.softmax.name] = "softmax"
-        sites[m.gelu.name] = "gelu"
-        sites[m.ln1.name] = "layernorm"
-        sites[m.ln2.name] = "layernorm"
-        for s in (m.gelu, m.ln1, m.ln2):
-            fields[s.name] = s.fields_for_spec()
-    specs = cfg.resolve(sites, site_fields=fields)
-    floats = sorted(n for n, s in specs.items() if s is None)
-    if floats:
+    all_sites, _ = find_sites(m)
+    names = {x.name for x in all_sites}
+    unknown = sorted(set(cfg.sites) - names)
+    if unknown:
         raise SpecError(
-            f"site(s) {', '.join(floats)} resolve to float; an HLS block needs an "
-            "approximation for every site: set defaults for softmax, gelu and layernorm "
-            "in the config"
+            f"config names unknown site(s) {', '.join(unknown)}; sites of this model: "
+            f"{', '.join(sorted(names))}"
         )
+    in_blocks = {n for bm in matches for n in bm.sites.values()}
+    outside_cfg = sorted(set(cfg.sites) - in_blocks)
+    if outside_cfg:
+        notes.append(
+            f"config entries for sites outside the encoder blocks are not used by the HLS "
+            f"design: {', '.join(outside_cfg)}"
+        )
+    parts = outside_nodes(m, matches)
+    for where, label in (("before", "before the blocks (embeddings)"),
+                         ("after", "after the blocks (pooler, head)")):  # fmt: skip
+        nodes = parts[where]
+        if nodes:
+            ops: dict[str, int] = {}
+            for n in nodes:
+                ops[n.op_type] = ops.get(n.op_type, 0) + 1
+            listing = ", ".join(f"{k} x{v}" for k, v in ops.items())
+            first = ", ".join(repr(n.name) for n in nodes[:4])
+            notes.append(
+                f"not in the HLS design, {label}: {len(nodes)} nodes ({listing}; first "
+                f"{first}{', ...' if len(nodes) > 4 else ''}); they stay in the float model"
+            )
+    cal = None
+    seq = None
+    if calibrate:
+        try:
+            feeds = prepare_inputs(m, inputs, seed=seed)
+        except ExportError as exc:
+            notes.append(f"formats not calibrated ({exc}); config and spec defaults used")
+        else:
+            cal = calibrate_blocks(m, matches, feeds)
+            seq = int(np.shape(cal.block_inputs[0])[-2])
+    folded, matches = fold_blocks(m, matches=matches, seq=seq)
     seq = folded.graph.input[0].type.tensor_type.shape.dim[1].dim_value
-    blocks = []
-    for node, m in zip(folded.graph.node, matches, strict=True):
+    try:
+        specs = resolve_block_specs(
+            cfg, matches, cal, width=width, headroom=headroom, stat=stat,
+            defaults=DEFAULT_METHODS if not (cfg.defaults or cfg.sites) else {},
+        )  # fmt: skip
+    except ExportError as exc:
+        raise SpecError(str(exc)) from None
+    blocks: list[EncoderBlock] = []
+    for i, (node, bm, sp) in enumerate(zip(folded.graph.node, matches, specs, strict=True)):
+        fm = dict(hls)
+        if i > 0:
+            prev = blocks[-1].ln2.out_fmt
+            if "in_fmt" in fm and i == 1 and FixedFormat.parse(fm["in_fmt"]) != prev:
+                notes.append(
+                    f"hls.in_fmt {fm['in_fmt']} applies to block 0; block {i} takes block "
+                    f"{i - 1}'s output format {prev} (ln2.out_fmt of {bm.ln2.name})"
+                )
+            fm["in_fmt"] = str(prev)
+        if cal is not None:
+            in_fmt = (
+                FixedFormat.parse(fm["in_fmt"])
+                if "in_fmt" in fm
+                else cal.tensors[f"{bm.ln2.name}:input"].choose_format(width, headroom, stat=stat)
+            )
+            auto = cal.block_formats(
+                bm, in_fmt, sp["softmax"].in_fmt, sp["gelu"].in_fmt,
+                width=width, headroom=headroom, stat=stat,
+            ).to_dict()  # fmt: skip
+            fm = {**auto, **fm}
+        formats = BlockFormats.from_dict(fm)
         payload = {
-            "specs": {
-                role: specs[name].to_config()  # type: ignore[union-attr]
-                for role, name in m.sites.items()
-            },
+            "specs": {role: spec.to_config() for role, spec in sp.items()},
             "formats": formats.to_dict(),
         }
         node.attribute.append(helper.make_attribute("hwapprox", json.dumps(payload)))
         blocks.append(block_from_attrs(_node_attrs(node), seq))
-    for a, b in itertools.pairwise(blocks):
-        if a.ln2.out_fmt != b.formats.in_fmt:
-            raise SpecError(
-                f"a block's output format {a.ln2.out_fmt} (ln2.out_fmt) must equal the next "
-                f"block's in_fmt {b.formats.in_fmt}: set hls.in_fmt and the layernorm out_fmt "
-                "to the same format"
-            )
-    return Prepared(folded, blocks, [m.sites for m in matches])
+    samples = None
+    if cal is not None:
+        x0 = np.asarray(cal.block_inputs[0], dtype=np.float64)
+        x0 = x0.reshape(-1, seq, x0.shape[-1])
+        samples = blocks[0].formats.in_fmt.quantize(x0)
+    return Prepared(folded, blocks, [bm.sites for bm in matches], notes=notes, samples=samples)
 
 
 def _node_attrs(node: Any) -> dict[str, Any]:

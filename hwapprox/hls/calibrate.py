@@ -1,0 +1,242 @@
+"""Calibrated specs and block formats for HLS projects, as ``hwapprox validate`` does it.
+
+``hwapprox hls MODEL`` with no config (or a partial one) runs the float model
+once on sample inputs (:func:`hwapprox.export.calibrate.prepare_inputs`: the
+user's ``--inputs`` or seeded ones) and chooses:
+
+* each nonlinear site's spec: the configured method, or the default of
+  :data:`hwapprox.export.validate.DEFAULT_METHODS`, with calibrated
+  ``in_fmt``/``out_fmt``/``gamma_fmt``/``beta_fmt``
+  (:func:`hwapprox.export.tuning.calibrated_fields`); fields the config sets win;
+* each block's :class:`~hwapprox.hls.block.BlockFormats` from the float
+  tensors of its linear stages: ``qkv_fmt`` holds ``Q·scale``, ``K`` and ``V``
+  (the score scale is folded into ``Wq``), ``ctx_fmt`` the merged ``P·V``,
+  ``attn_fmt`` the output projection, ``ffn_fmt`` the second FFN matrix's
+  output (``ap_fixed<W, I>``, ``I`` from the range policy plus headroom);
+  ``weight_fmt`` and ``bias_fmt`` hold the largest weight and bias exactly in
+  range (``W`` and 12 bits: the defaults' widths); ``accum_fmt`` is
+  ``ap_fixed<32, I + 1, AP_TRN, AP_SAT>`` with ``I`` the largest integer bits of
+  any linear stage's output format;
+* block chaining: block ``i + 1``'s input format is block ``i``'s LayerNorm output
+  format (the same tensor), so the chain needs no hand-written ``hls.in_fmt``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from hwapprox.approx.base import ApproxSpec, Operator
+from hwapprox.approx.config import ApproxConfig
+from hwapprox.export.calibrate import SiteStats, Trace, calibrate, parameter_format
+from hwapprox.export.emulate import trace_model
+from hwapprox.export.errors import ExportError
+from hwapprox.export.patterns import Site
+from hwapprox.export.tuning import calibrated_fields
+from hwapprox.fixed import FixedFormat, Overflow, Rounding
+from hwapprox.hls.block import BlockFormats
+from hwapprox.hls.onnx_block import BlockMatch
+
+__all__ = ["BlockCalibration", "calibrate_blocks"]
+
+
+@dataclass
+class BlockCalibration:
+    """Float statistics of every site and linear-stage tensor of the matched blocks."""
+
+    trace: Trace
+    tensors: dict[str, SiteStats] = field(default_factory=dict)
+    block_inputs: list[np.ndarray] = field(default_factory=list)
+
+    def fields_for(
+        self,
+        site: Site,
+        spec_cls: type[ApproxSpec],
+        *,
+        width: int,
+        headroom: int,
+        stat: str | float,
+    ) -> dict[str, FixedFormat]:
+        """Calibrated formats of one nonlinear site (see the module docstring)."""
+        return calibrated_fields(
+            site,
+            spec_cls,
+            self.trace.stats[site.name],
+            self.trace.out_stats.get(site.name),
+            width=width,
+            headroom=headroom,
+            stat=stat,
+        )
+
+    def block_formats(
+        self,
+        m: BlockMatch,
+        in_fmt: FixedFormat,
+        score_in: FixedFormat,
+        gelu_in: FixedFormat,
+        *,
+        width: int,
+        headroom: int,
+        stat: str | float,
+    ) -> BlockFormats:
+        """:class:`BlockFormats` of one block (see the module docstring)."""
+
+        def act(name: str) -> FixedFormat:
+            return self.tensors[f"{m.ln2.name}:{name}"].choose_format(
+                width, headroom, Rounding.RND, Overflow.SAT, stat=stat
+            )
+
+        w = m.weights
+        s = m.score_scale
+        mats = [w["wq"] * s, w["wk"], w["wv"], w["wo"], w["w1"], w["w2"]]
+        biases = [w["bq"] * s, w["bk"], w["bv"], w["bo"], w["b1"], w["b2"]]
+        wmax = max(float(np.abs(a).max(initial=0.0)) for a in mats)
+        bmax = max(float(np.abs(a).max(initial=0.0)) for a in biases)
+        wf = parameter_format(np.array([wmax]), width)
+        bf = parameter_format(np.array([bmax]), 12)
+        assert wf is not None
+        assert bf is not None
+        fmts = {
+            "qkv_fmt": act("qkv"),
+            "ctx_fmt": act("ctx"),
+            "attn_fmt": act("attn"),
+            "ffn_fmt": act("ffn2"),
+        }
+        ib = max(f.int_bits for f in [*fmts.values(), score_in, gelu_in, in_fmt])
+        return BlockFormats(
+            in_fmt=in_fmt,
+            weight_fmt=FixedFormat(wf.width, wf.int_bits, True, Rounding.RND, Overflow.SAT),
+            bias_fmt=FixedFormat(bf.width, bf.int_bits, True, Rounding.RND, Overflow.SAT),
+            accum_fmt=FixedFormat(32, ib + 1, True, Rounding.TRN, Overflow.SAT),
+            **fmts,
+        )
+
+
+def calibrate_blocks(
+    model: Any,
+    matches: list[BlockMatch],
+    feeds: Mapping[str, np.ndarray],
+) -> BlockCalibration:
+    """Run the float model once on ``feeds``; statistics of the blocks' sites and
+    linear-stage tensors (``Q·scale``, ``K``, ``V`` pooled into ``qkv``)."""
+    sites = [s for m in matches for s in (m.softmax, m.gelu, m.ln1, m.ln2)]
+    trace = calibrate(model, sites, feeds)
+    names = [t for m in matches for t in m.tensors.values()]
+    names += [m.input for m in matches]
+    sess = trace_model(model, list(dict.fromkeys(names)))
+    outs = [o.name for o in sess.get_outputs()]
+    try:
+        values = dict(zip(outs, sess.run(outs, dict(feeds)), strict=True))
+    except Exception as exc:
+        raise ExportError(f"onnxruntime failed on the sample inputs: {exc}") from None
+    values.update({k: np.asarray(v) for k, v in feeds.items() if k not in values})
+    stats: dict[str, SiteStats] = {}
+    for m in matches:
+        t = m.tensors
+        qkv = np.concatenate(
+            [
+                (np.asarray(values[t["q"]], np.float64) * m.score_scale).ravel(),
+                np.asarray(values[t["k"]], np.float64).ravel(),
+                np.asarray(values[t["v"]], np.float64).ravel(),
+            ]
+        )
+        key = m.ln2.name
+        stats[f"{key}:qkv"] = SiteStats.of(f"{key} Q·scale/K/V", qkv)
+        for role in ("ctx", "attn", "ffn2"):
+            stats[f"{key}:{role}"] = SiteStats.of(f"{key} {role}", values[t[role]])
+        stats[f"{key}:input"] = SiteStats.of(f"{key} block input", values[m.input])
+    return BlockCalibration(trace, stats, [np.asarray(values[m.input]) for m in matches])
+
+
+def resolve_block_specs(
+    cfg: ApproxConfig,
+    matches: list[BlockMatch],
+    cal: BlockCalibration | None,
+    *,
+    width: int,
+    headroom: int,
+    stat: str | float,
+    defaults: Mapping[Operator, str],
+) -> list[dict[str, ApproxSpec]]:
+    """Spec per role of each block: config first, then defaults, calibrated formats for
+    every format field the config does not set."""
+    out = []
+    for m in matches:
+        specs: dict[str, ApproxSpec] = {}
+        for role, site in (("softmax", m.softmax), ("gelu", m.gelu), ("ln1", m.ln1),
+                           ("ln2", m.ln2)):  # fmt: skip
+            specs[role] = _resolve_site(
+                cfg, site, cal, width=width, headroom=headroom, stat=stat, defaults=defaults
+            )
+        out.append(specs)
+    return out
+
+
+def _entry(cfg: ApproxConfig, site: Site, defaults: Mapping[Operator, str]) -> dict[str, Any]:
+    """The merged config entry of a site (method and explicit fields)."""
+    base = cfg.defaults.get(site.operator)
+    entry = cfg.sites.get(site.name)
+    if entry == "float" or (entry is None and base == "float"):
+        raise ExportError(
+            f"site(s) {site.name} resolve to float; an HLS block needs an approximation for "
+            f"every site: give it a method (sites: {{{site.name}: {{method: ...}}}})"
+        )
+    merged: dict[str, Any] = {}
+    if isinstance(base, dict):
+        merged.update(base)
+    if isinstance(entry, dict):
+        if "method" in entry and merged.get("method") not in (None, entry["method"]):
+            merged = {}
+        merged.update(entry)
+    merged.pop("operator", None)
+    if "method" not in merged:
+        if site.operator not in defaults:
+            raise ExportError(
+                f"site(s) {site.name} resolve to float; an HLS block needs an approximation "
+                f"for every site: set defaults for {site.operator} in the config (or give no "
+                f"config: every operator then gets its default method)"
+            )
+        merged["method"] = defaults[site.operator]
+    return merged
+
+
+def _resolve_site(
+    cfg: ApproxConfig,
+    site: Site,
+    cal: BlockCalibration | None,
+    *,
+    width: int,
+    headroom: int,
+    stat: str | float,
+    defaults: Mapping[Operator, str],
+) -> ApproxSpec:
+    from hwapprox.approx.registry import get_method, make_spec
+    from hwapprox.hls.units import UNITS, supported
+
+    fields = _entry(cfg, site, defaults)
+    method = fields.pop("method")
+    if (str(site.operator), method) not in UNITS:
+        have = [u.split("/")[1] for u in supported() if u.startswith(f"{site.operator}/")]
+        raise ExportError(
+            f"site {site.name}: {site.operator}/{method} has no HLS unit; {site.operator} "
+            f"methods with one: {', '.join(have)}. Set another in the config (sites: "
+            f"{{{site.name}: {{method: {have[0]}}}}}) or tune with 'hwapprox validate "
+            f"--budget ... --for hls'"
+        )
+    cls = get_method(site.operator, method)
+    known = set(cls.__dataclass_fields__)
+    for k, v in site.fields_for_spec().items():
+        if k in known and k not in fields:
+            fields[k] = v
+    if fields.get("in_fmt") == "auto":
+        fields.pop("in_fmt")
+    if cal is not None:
+        for k, f in cal.fields_for(site, cls, width=width, headroom=headroom, stat=stat).items():
+            fields.setdefault(k, f)
+    for k, v in list(fields.items()):
+        if isinstance(v, list):
+            fields[k] = tuple(v)
+    return make_spec(site.operator, method, **fields)
