@@ -50,6 +50,8 @@ class BlockCalibration:
     trace: Trace
     tensors: dict[str, SiteStats] = field(default_factory=dict)
     block_inputs: list[np.ndarray] = field(default_factory=list)
+    #: the float model's output of the last block on the sample inputs
+    last_output: np.ndarray | None = None
 
     def fields_for(
         self,
@@ -125,7 +127,7 @@ def calibrate_blocks(
     sites = [s for m in matches for s in (m.softmax, m.gelu, m.ln1, m.ln2)]
     trace = calibrate(model, sites, feeds)
     names = [t for m in matches for t in m.tensors.values()]
-    names += [m.input for m in matches]
+    names += [m.input for m in matches] + [matches[-1].output]
     sess = trace_model(model, list(dict.fromkeys(names)))
     outs = [o.name for o in sess.get_outputs()]
     try:
@@ -148,7 +150,12 @@ def calibrate_blocks(
         for role in ("ctx", "attn", "ffn2"):
             stats[f"{key}:{role}"] = SiteStats.of(f"{key} {role}", values[t[role]])
         stats[f"{key}:input"] = SiteStats.of(f"{key} block input", values[m.input])
-    return BlockCalibration(trace, stats, [np.asarray(values[m.input]) for m in matches])
+    return BlockCalibration(
+        trace,
+        stats,
+        [np.asarray(values[m.input]) for m in matches],
+        np.asarray(values[matches[-1].output]),
+    )
 
 
 def resolve_block_specs(

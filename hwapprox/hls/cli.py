@@ -29,6 +29,12 @@ def _prepare(  # type: ignore[no-untyped-def]
         raise click.ClickException(str(exc)) from None
     for note in prep.notes:
         click.echo(f"note: {note}")
+    acc = prep.accuracy()
+    if acc is not None:
+        click.echo(
+            f"fixed-point design vs the float model on the sample inputs: max |error| "
+            f"{acc['max_abs']:.3g}, per-token cosine min {acc['token_cosine_min']:.6f}"
+        )
     return prep
 
 

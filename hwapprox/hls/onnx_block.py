@@ -29,6 +29,7 @@ LayerNorm.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -78,6 +79,12 @@ class BlockMatch:
     #: float tensors of the linear stages (calibration): q/k/v projections (before
     #: the score scale), ctx (P·V merged), attn (output projection), ffn2
     tensors: dict[str, str] = field(default_factory=dict)
+    #: pre-LN block: ``r1 = x + Attn(LN1(x)); y = r1 + FFN(LN2(r1))`` (no final LN)
+    prenorm: bool = False
+    #: query ``i`` never attends key ``j > i``
+    causal: bool = False
+    #: graph input with the key padding (``[B, S]`` or ``[S]``, nonzero = token)
+    key_mask: str | None = None
 
     @property
     def sites(self) -> dict[str, str]:
@@ -90,45 +97,11 @@ class BlockMatch:
         }
 
 
-def _node(gi: GraphIndex, tensor: str, op: str) -> NodeProto:
-    n = gi.producer.get(tensor)
-    if n is None or n.op_type != op:
-        raise _NoMatch(f"{tensor} is not produced by {op}")
-    return n
-
-
 def _attr(node: NodeProto, name: str, default: object = None) -> object:
     for a in node.attribute:
         if a.name == name:
             return helper.get_attribute_value(a)
     return default
-
-
-def _dense(gi: GraphIndex, tensor: str) -> tuple[str, np.ndarray, np.ndarray]:
-    """``tensor = MatMul(u, W) + b`` with constant W [in, out], b [out]: (u, W, b)."""
-    add = _node(gi, tensor, "Add")
-    for mm_out, bias in (tuple(add.input), tuple(add.input)[::-1]):
-        mm = gi.producer.get(mm_out)
-        b = gi.const(bias)
-        if mm is None or mm.op_type != "MatMul" or b is None:
-            continue
-        w = gi.const(mm.input[1])
-        if w is None or w.ndim != 2 or b.reshape(-1).shape != (w.shape[1],):
-            continue
-        return mm.input[0], np.asarray(w, np.float64), np.asarray(b, np.float64).reshape(-1)
-    raise _NoMatch(f"{tensor} is not MatMul(x, W) + b with constant W, b")
-
-
-def _heads(gi: GraphIndex, tensor: str, perm: list[int]) -> tuple[str, int, int]:
-    """``Transpose(Reshape(t, [0, 0, H, dh]), perm)``: (t, H, dh)."""
-    tr = _node(gi, tensor, "Transpose")
-    if list(_attr(tr, "perm", [])) != perm:  # type: ignore[arg-type]
-        raise _NoMatch(f"{tr.name} perm is not {perm}")
-    rs = _node(gi, tr.input[0], "Reshape")
-    shape = gi.const(rs.input[1])
-    if shape is None or shape.size != 4:
-        raise _NoMatch(f"{rs.name} has no constant 4-D shape")
-    return rs.input[0], int(shape.reshape(-1)[2]), int(shape.reshape(-1)[3])
 
 
 def _ln_params(site: Site, d: int) -> tuple[np.ndarray, np.ndarray, float]:
@@ -137,108 +110,536 @@ def _ln_params(site: Site, d: int) -> tuple[np.ndarray, np.ndarray, float]:
     return g, b, float(site.epsilon if site.epsilon is not None else 1e-5)
 
 
-def _match_one(gi: GraphIndex, ln2: Site, by_out: dict[str, Site]) -> BlockMatch:
-    add2 = _node(gi, ln2.input, "Add")
-    for x1, f2 in (tuple(add2.input), tuple(add2.input)[::-1]):
-        ln1 = by_out.get(x1)
-        if ln1 is None or ln1.operator is not Operator.LAYERNORM:
-            continue
-        try:
-            g_out, w2, b2 = _dense(gi, f2)
-        except _NoMatch:
-            continue
-        gelu = by_out.get(g_out)
-        if gelu is None or gelu.operator is not Operator.GELU:
-            continue
-        break
-    else:
-        raise _NoMatch(f"{ln2.name}: input is not LayerNorm output + FFN(GELU)")
-    u1, w1, b1 = _dense(gi, gelu.input)
-    if u1 != x1:
-        raise _NoMatch(f"FFN input {u1} is not the first LayerNorm output {x1}")
-    add1 = _node(gi, ln1.input, "Add")
-    for cand, o_out in (tuple(add1.input), tuple(add1.input)[::-1]):
-        x0 = cand
-        try:
-            ctx, wo, bo = _dense(gi, o_out)
-            merge = _node(gi, ctx, "Reshape")
-            tr = _node(gi, merge.input[0], "Transpose")
-            if list(_attr(tr, "perm", [])) != [0, 2, 1, 3]:  # type: ignore[arg-type]
-                raise _NoMatch("context transpose perm")
-            pv = _node(gi, tr.input[0], "MatMul")
-            break
-        except _NoMatch:
-            continue
-    else:
-        raise _NoMatch(f"{ln1.name}: input is not x + attention output")
-    sm = by_out.get(pv.input[0])
-    if sm is None or sm.operator is not Operator.SOFTMAX:
-        raise _NoMatch("P·V does not read a softmax site")
-    if sm.trailing or sm.axis not in (-1, 3):
-        raise _NoMatch(f"softmax {sm.name} is not over the last axis")
-    scale_node = gi.producer.get(sm.input)
-    if scale_node is None or scale_node.op_type not in ("Div", "Mul"):
-        raise _NoMatch("scores are not scaled by Div/Mul")
-    c = gi.scalar(scale_node.input[1])
-    if c is None or c == 0:
-        raise _NoMatch(f"{scale_node.name} does not scale by a constant")
-    score_scale = 1.0 / c if scale_node.op_type == "Div" else c
-    qk = _node(gi, scale_node.input[0], "MatMul")
-    xq, h, dh = _heads(gi, qk.input[0], [0, 2, 1, 3])
-    xk, hk, _ = _heads(gi, qk.input[1], [0, 2, 3, 1])
-    xv, hv, _ = _heads(gi, pv.input[1], [0, 2, 1, 3])
-    if not h == hk == hv:
-        raise _NoMatch("Q, K, V head counts differ")
-    ins = {}
-    for role, t in (("q", xq), ("k", xk), ("v", xv)):
-        u, w, b = _dense(gi, t)
-        if u != x0:
-            raise _NoMatch(f"{role} projection reads {u}, not the block input {x0}")
-        ins[role] = (w, b)
-    d = wo.shape[1]
-    if h * dh != d:
-        raise _NoMatch(f"heads {h} x head_dim {dh} != width {d}")
-    g1, be1, _ = _ln_params(ln1, d)
-    g2, be2, _ = _ln_params(ln2, d)
-    weights = {
-        "wq": ins["q"][0], "bq": ins["q"][1], "wk": ins["k"][0], "bk": ins["k"][1],
-        "wv": ins["v"][0], "bv": ins["v"][1], "wo": wo, "bo": bo, "w1": w1, "b1": b1,
-        "w2": w2, "b2": b2, "g1": g1, "be1": be1, "g2": g2, "be2": be2,
-    }  # fmt: skip
-    # every node between x0 and the block output
-    nodes: set[str] = set()
-    stack = [ln2.output]
-    while stack:
-        t = stack.pop()
-        if t == x0:
-            continue
-        n = gi.producer.get(t)
-        if n is None or n.name in nodes:
-            continue
-        nodes.add(n.name)
-        stack.extend(i for i in n.input if i)
-    produced = {o for n in gi.model.graph.node if n.name in nodes for o in n.output if o}
-    if not gi.internal(produced - {ln2.output}, nodes):
-        raise _NoMatch("an intermediate tensor of the block is used outside it")
-    tensors = {"q": xq, "k": xk, "v": xv, "ctx": ctx, "attn": o_out, "ffn2": f2}
-    return BlockMatch(
-        x0, ln2.output, frozenset(nodes), weights, h, score_scale, sm, gelu, ln1, ln2, tensors
-    )
+class _Evaluator:
+    """Values of graph tensors on sample inputs (shape-derived scalars, head shapes)."""
 
+    def __init__(self, model: ModelProto, feeds: Mapping[str, np.ndarray] | None) -> None:
+        self.model = model
+        self.feeds = dict(feeds) if feeds is not None else None
+        self.cache: dict[str, np.ndarray] = {}
 
-def match_blocks(model: ModelProto) -> list[BlockMatch]:
-    """Every encoder block of a loaded model (:func:`hwapprox.export.graph.load_model`)."""
-    gi = GraphIndex(model)
-    sites, _ = find_sites(model)
-    by_out = {s.output: s for s in sites}
-    out = []
-    for s in sites:
-        if s.operator is Operator.LAYERNORM:
+    def _feeds(self) -> dict[str, np.ndarray]:
+        if self.feeds is None:
+            from hwapprox.export.calibrate import graph_inputs
+
+            rng = np.random.default_rng(0)
+            feeds: dict[str, np.ndarray] = {}
+            for name, et, dims in graph_inputs(self.model):
+                shape = tuple(int(d) if isinstance(d, int) else (1 if i == 0 else 8)
+                              for i, d in enumerate(dims))  # fmt: skip
+                dt = np.dtype(helper.tensor_dtype_to_np_dtype(et))
+                if dt.kind == "f":
+                    feeds[name] = rng.standard_normal(shape).astype(dt)
+                else:
+                    feeds[name] = np.ones(shape, dtype=dt)
+            self.feeds = feeds
+        return self.feeds
+
+    def __call__(self, names: list[str]) -> dict[str, np.ndarray]:
+        want = [n for n in dict.fromkeys(names) if n not in self.cache]
+        if want:
+            from hwapprox.export.emulate import trace_model
+
+            sess = trace_model(self.model, want)
+            outs = [o.name for o in sess.get_outputs()]
             try:
-                out.append(_match_one(gi, s, by_out))
-            except _NoMatch:
+                vals = sess.run(outs, self._feeds())
+            except Exception as exc:
+                raise ExportError(f"onnxruntime failed on the sample inputs: {exc}") from None
+            self.cache.update(dict(zip(outs, vals, strict=True)))
+            self.cache.update({k: np.asarray(v) for k, v in self._feeds().items()})
+        return {n: self.cache[n] for n in names}
+
+
+#: layout ops a projection's output passes through on its way to a head tensor
+_LAYOUT = frozenset({"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Identity", "Flatten"})
+
+
+@dataclass
+class _Path:
+    """What :meth:`_Matcher.up_to_dense` walked through."""
+
+    source: str
+    w: np.ndarray
+    b: np.ndarray
+    factor: float
+    dense_out: str
+    nodes: list[str]
+
+
+class _Matcher:
+    """Encoder blocks around softmax sites (see :func:`match_blocks`)."""
+
+    def __init__(self, model: ModelProto, evaluate: _Evaluator) -> None:
+        self.m = model
+        self.gi = GraphIndex(model)
+        self.ev = evaluate
+        self.sites, _ = find_sites(model)
+        self.by_out = {s.output: s for s in self.sites}
+        self.by_in: dict[str, list[Site]] = {}
+        for st in self.sites:
+            self.by_in.setdefault(st.input, []).append(st)
+
+    # -- helpers ---------------------------------------------------------------------
+    def producer(self, t: str, want: str) -> NodeProto:
+        n = self.gi.producer.get(t)
+        if n is None:
+            raise _NoMatch(f"'{t}' is a graph input or constant where {want} was expected")
+        return n
+
+    def scalar(self, name: str) -> float | None:
+        """A constant scalar, or a scalar computed from shapes only (evaluated)."""
+        v = self.gi.scalar(name)
+        if v is not None:
+            return v
+        from hwapprox.export.masks import _Ancestry
+
+        inits = {i.name for i in self.m.graph.initializer}
+        anc = _Ancestry(self.gi, {i.name for i in self.m.graph.input} - inits)
+        if anc.on_score_path(name):
+            return None
+        src, _ = anc.trace(name)
+        if src:  # depends on an input's values, not only on shapes
+            return None
+        val = self.ev([name])[name]
+        return float(np.asarray(val, np.float64).reshape(-1)[0]) if np.size(val) == 1 else None
+
+    def dense(self, t: str) -> tuple[str, np.ndarray, np.ndarray, list[str]] | None:
+        """``t = x·W + b`` (MatMul + Add in either order, MatMul alone, or Gemm)."""
+        gi = self.gi
+        n = gi.producer.get(t)
+        if n is None:
+            return None
+        if n.op_type == "Gemm":
+            w = gi.const(n.input[1])
+            if w is None or int(_attr(n, "transA", 0) or 0):
+                return None
+            w = np.asarray(w, np.float64)
+            if int(_attr(n, "transB", 0) or 0):
+                w = w.T
+            w = w * float(_attr(n, "alpha", 1.0) or 1.0)
+            b = np.zeros(w.shape[1])
+            if len(n.input) > 2 and n.input[2]:
+                c = gi.const(n.input[2])
+                if c is None:
+                    return None
+                b = np.broadcast_to(np.asarray(c, np.float64).reshape(-1), (w.shape[1],)) * float(
+                    _attr(n, "beta", 1.0) or 1.0
+                )
+            return n.input[0], w, np.array(b), [n.name]
+        if n.op_type == "Add":
+            for mm_out, bias in (tuple(n.input), tuple(n.input)[::-1]):
+                c = gi.const(bias)
+                sub = self.dense_matmul(mm_out)
+                if c is None or sub is None:
+                    continue
+                x, w, mm = sub
+                if c.reshape(-1).shape != (w.shape[1],):
+                    continue
+                return x, w, np.asarray(c, np.float64).reshape(-1), [mm, n.name]
+            return None
+        sub = self.dense_matmul(t)
+        if sub is not None:
+            x, w, mm = sub
+            return x, w, np.zeros(w.shape[1]), [mm]
+        return None
+
+    def dense_matmul(self, t: str) -> tuple[str, np.ndarray, str] | None:
+        n = self.gi.producer.get(t)
+        if n is None or n.op_type != "MatMul":
+            return None
+        w = self.gi.const(n.input[1])
+        if w is None or w.ndim != 2:
+            return None
+        return n.input[0], np.asarray(w, np.float64), n.name
+
+    def strip_layout(self, t: str) -> str:
+        """Walk up through Reshape/Identity (a [B*S, D] flatten around a Gemm)."""
+        for _ in range(4):
+            n = self.gi.producer.get(t)
+            if n is None or n.op_type not in ("Reshape", "Identity", "Flatten"):
+                return t
+            t = n.input[0]
+        return t
+
+    def up_to_dense(self, t: str, what: str) -> _Path:
+        """From a head tensor up to its projection: layout ops, scalar scales, a Split
+        of a fused projection; then the projection's input (through reshapes)."""
+        factor = 1.0
+        split: tuple[int, int, int] | None = None  # (index, offset, size)
+        nodes: list[str] = []
+        for _ in range(12):
+            d = self.dense(t)
+            if d is not None:
+                x, w, b, dn = d
+                if split is not None:
+                    _, off, size = split
+                    w, b = w[:, off : off + size], b[off : off + size]
+                return _Path(self.strip_layout(x), w, b, factor, t, nodes + dn)
+            n = self.producer(t, f"the {what} projection (MatMul/Gemm with constant weights)")
+            nodes.append(n.name)
+            if n.op_type in _LAYOUT or (n.op_type == "Cast" and len(n.input) == 1):
+                t = n.input[0]
+            elif n.op_type in ("Mul", "Div") and len(n.input) == 2:
+                for i in (1, 0) if n.op_type == "Mul" else (1,):
+                    c = self.scalar(n.input[i])
+                    if c is not None and c != 0:
+                        factor *= c if n.op_type == "Mul" else 1.0 / c
+                        t = n.input[1 - i]
+                        break
+                else:
+                    raise _NoMatch(
+                        f"node '{n.name}' ({n.op_type}) on the {what} path does not scale by "
+                        f"a scalar"
+                    )
+            elif n.op_type == "Split":
+                idx = list(n.output).index(t)
+                axis = int(_attr(n, "axis", 0) or 0)
+                rank = self.gi.rank(n.input[0])
+                if rank is None or axis not in (-1, rank - 1):
+                    raise _NoMatch(f"Split '{n.name}' is not over the last axis")
+                sizes = _attr(n, "split")
+                if sizes is None and len(n.input) > 1 and n.input[1]:
+                    v = self.gi.const(n.input[1])
+                    sizes = None if v is None else [int(a) for a in v.reshape(-1)]
+                if sizes is None:
+                    shp = self.gi.shape.get(n.input[0])
+                    if not shp or not isinstance(shp[-1], int):
+                        raise _NoMatch(f"Split '{n.name}' sizes are not static")
+                    sizes = [shp[-1] // len(n.output)] * len(n.output)
+                split = (idx, int(sum(sizes[:idx])), int(sizes[idx]))
+                t = n.input[0]
+            else:
+                raise _NoMatch(
+                    f"node '{n.name}' ({n.op_type}) on the {what} path: expected Reshape/"
+                    f"Transpose/Split, a scalar Mul/Div or the projection MatMul/Gemm"
+                )
+        raise _NoMatch(f"the {what} path is longer than expected")
+
+    def down_layout(self, t: str, what: str) -> tuple[str, list[str]]:
+        """From a tensor down through single-consumer layout ops (and HF sdpa's
+        ``Where(IsNaN(p), 0, p)``) to the next real consumer's input."""
+        nodes = []
+        for _ in range(8):
+            cons = self.gi.consumers.get(t, [])
+            real = [c for c in cons if c.op_type not in ("Shape", "IsNaN")]
+            if len(real) != 1:
+                return t, nodes
+            c = real[0]
+            if c.op_type in _LAYOUT or (c.op_type == "Where" and len(c.input) == 3
+                                         and c.input[2] == t):  # fmt: skip
+                if c.op_type == "Where":
+                    cond = self.gi.producer.get(c.input[0])
+                    if cond is None or cond.op_type != "IsNaN":
+                        return t, nodes
+                    nodes.append(cond.name)
+                nodes.append(c.name)
+                t = c.output[0]
                 continue
+            return t, nodes
+        raise _NoMatch(f"the {what} path is longer than expected")
+
+    def residual(self, t: str, what: str) -> tuple[NodeProto, str]:
+        """The residual ``Add`` reading ``t``: (node, the other input)."""
+        cons = [c for c in self.gi.consumers.get(t, []) if c.op_type == "Add"]
+        if len(cons) != 1:
+            raise _NoMatch(f"{what} '{t}' does not feed exactly one residual Add")
+        a = cons[0]
+        other = a.input[1] if a.input[0] == t else a.input[0]
+        return a, other
+
+    def layernorm_at(self, t: str, what: str) -> Site:
+        for st in self.by_in.get(t, []):
+            if st.operator is Operator.LAYERNORM:
+                return st
+        raise _NoMatch(f"{what} '{t}' is not the input of a LayerNorm site")
+
+    # -- one block -------------------------------------------------------------------
+    def block(self, sm: Site) -> BlockMatch:
+        gi = self.gi
+        if sm.trailing or (sm.axis not in (-1, (gi.rank(sm.input) or 0) - 1)):
+            raise _NoMatch(f"softmax {sm.name} is not over the last axis")
+        # scores: mask parts, then scalar scales, then MatMul(Qh, KhT)
+        t = sm.input
+        mask_nodes = set() if sm.mask is None else {p.node for p in sm.mask.parts}
+        factor = 1.0
+        extra: list[str] = []
+        for _ in range(12):
+            n = self.producer(t, "the scores MatMul(Q, Kᵀ)")
+            if n.name in mask_nodes:
+                part = next(p for p in sm.mask.parts if p.node == n.name)  # type: ignore[union-attr]
+                t = next(i for i in n.input if i not in (part.tensor, part.fill))
+                extra.append(n.name)
+                continue
+            if n.op_type in ("Mul", "Div"):
+                for i in (1, 0) if n.op_type == "Mul" else (1,):
+                    c = self.scalar(n.input[i])
+                    if c is not None and c != 0:
+                        factor *= c if n.op_type == "Mul" else 1.0 / c
+                        t = n.input[1 - i]
+                        break
+                else:
+                    raise _NoMatch(
+                        f"node '{n.name}' ({n.op_type}) before softmax {sm.name} scales by a "
+                        f"non-scalar"
+                    )
+                extra.append(n.name)
+                continue
+            if n.op_type == "Cast" or n.op_type == "Identity":
+                t = n.input[0]
+                extra.append(n.name)
+                continue
+            if n.op_type != "MatMul":
+                raise _NoMatch(
+                    f"node '{n.name}' ({n.op_type}) before softmax {sm.name}: expected the "
+                    f"scores MatMul(Q, Kᵀ), a scalar scale or the mask"
+                )
+            qk = n
+            break
+        else:
+            raise _NoMatch(f"softmax {sm.name}: scores path too long")
+        q = self.up_to_dense(qk.input[0], "query")
+        k = self.up_to_dense(qk.input[1], "key")
+        shapes = self.ev([qk.input[0], qk.input[1]])
+        qs, ks = np.shape(shapes[qk.input[0]]), np.shape(shapes[qk.input[1]])
+        if len(qs) < 3 or len(ks) < 3:
+            raise _NoMatch(f"scores MatMul '{qk.name}' is not per head (Q shape {qs})")
+        h, dh = int(qs[-3]), int(qs[-1])
+        if ks[-2] != dh:
+            raise _NoMatch(f"scores MatMul '{qk.name}': K is not transposed to [.., {dh}, S]")
+        # P·V
+        p_t, _ = self.down_layout(sm.output, "probabilities")
+        pv = [c for c in gi.consumers.get(p_t, []) if c.op_type == "MatMul"]
+        if len(pv) != 1 or pv[0].input[0] != p_t:
+            raise _NoMatch(f"softmax {sm.name}'s output does not feed one MatMul(P, V)")
+        pv_node = pv[0]
+        v = self.up_to_dense(pv_node.input[1], "value")
+        if not q.source == k.source == v.source:
+            raise _NoMatch(
+                f"Q, K and V of softmax {sm.name} read different tensors ({q.source}, "
+                f"{k.source}, {v.source})"
+            )
+        d = q.w.shape[0]
+        if h * dh != q.w.shape[1] or v.w.shape[1] != d or k.w.shape[1] != d:
+            raise _NoMatch(f"softmax {sm.name}: heads {h} x {dh} do not match the width {d}")
+        # context merge -> output projection
+        ctx_t, _ = self.down_layout(pv_node.output[0], "context")
+        o_cons = [c for c in gi.consumers.get(ctx_t, []) if c.op_type in ("MatMul", "Gemm")]
+        if len(o_cons) != 1:
+            raise _NoMatch(f"context after {pv_node.name!r} feeds no output projection")
+        o_node = o_cons[0]
+        o_out = o_node.output[0]
+        if o_node.op_type == "MatMul":
+            add = [c for c in gi.consumers.get(o_out, []) if c.op_type == "Add"]
+            if len(add) == 1 and any(gi.const(i) is not None for i in add[0].input):
+                o_out = add[0].output[0]
+        od = self.dense(o_out)
+        if od is None:
+            raise _NoMatch(f"'{o_node.name}' is not a projection with constant weights")
+        o_out_t, _ = self.down_layout(o_out, "attention output")  # [B*S, D] -> [B, S, D]
+        _, wo, bo, _ = od
+        # residual 1 and the LayerNorm arrangement
+        add1, x_res = self.residual(o_out_t, "the attention output")
+        r1 = add1.output[0]
+        src = q.source
+        ln_src = self.by_out.get(src)
+        prenorm = (
+            ln_src is not None and ln_src.operator is Operator.LAYERNORM and (ln_src.input == x_res)
+        )
+        if prenorm:
+            assert ln_src is not None
+            ln1, x0 = ln_src, x_res
+            ln2 = self.layernorm_at(r1, "the first residual")
+            ffn_in, ffn_res = ln2.output, r1
+        else:
+            if x_res != src:
+                raise _NoMatch(
+                    f"residual Add '{add1.name}' adds '{x_res}', not the attention input "
+                    f"'{src}' (post-LN) nor the input of the LayerNorm before it (pre-LN)"
+                )
+            x0 = src
+            ln1 = self.layernorm_at(r1, "the first residual")
+            ffn_in, ffn_res = ln1.output, ln1.output
+        # feed-forward
+        f1 = [c for c in gi.consumers.get(ffn_in, []) if c.op_type in ("MatMul", "Gemm", "Reshape")]
+        gelu = None
+        for st in self.sites:
+            if st.operator is Operator.GELU:
+                d1 = self.dense(self.strip_up(st.input))
+                if d1 is not None and self.strip_layout(d1[0]) == ffn_in:
+                    gelu, (_, w1, b1, _) = st, d1
+                    break
+        if gelu is None or not f1:
+            raise _NoMatch(f"'{ffn_in}' does not feed an FFN MatMul/Gemm -> GELU site")
+        g_out, _ = self.down_layout(gelu.output, "GELU output")
+        f2 = None
+        for c in gi.consumers.get(g_out, []):
+            if c.op_type in ("MatMul", "Gemm"):
+                out = c.output[0]
+                if c.op_type == "MatMul":
+                    add = [a for a in gi.consumers.get(out, []) if a.op_type == "Add"]
+                    if len(add) == 1 and any(gi.const(i) is not None for i in add[0].input):
+                        out = add[0].output[0]
+                f2 = (out, self.dense(out))
+        if f2 is None or f2[1] is None:
+            raise _NoMatch(f"GELU {gelu.name} does not feed the second FFN projection")
+        f2_out, (_, w2, b2, _) = f2  # type: ignore[misc]
+        f2_t, _ = self.down_layout(f2_out, "FFN output")
+        add2, res2 = self.residual(f2_t, "the FFN output")
+        if res2 != ffn_res:
+            raise _NoMatch(
+                f"residual Add '{add2.name}' adds '{res2}', expected '{ffn_res}' "
+                f"({'first residual' if prenorm else 'first LayerNorm output'})"
+            )
+        if prenorm:
+            out = add2.output[0]
+            ln2_site = ln2
+        else:
+            ln2_site = self.layernorm_at(add2.output[0], "the second residual")
+            out = ln2_site.output
+        score_scale = factor * q.factor * k.factor
+        g1, be1, _ = _ln_params(ln1, d)
+        g2, be2, _ = _ln_params(ln2_site, d)
+        weights = {
+            "wq": q.w, "bq": q.b, "wk": k.w, "bk": k.b, "wv": v.w * v.factor,
+            "bv": v.b * v.factor, "wo": wo, "bo": bo, "w1": w1, "b1": b1, "w2": w2,
+            "b2": b2, "g1": g1, "be1": be1, "g2": g2, "be2": be2,
+        }  # fmt: skip
+        nodes: set[str] = set()
+        stack = [out]
+        while stack:
+            tt = stack.pop()
+            if tt == x0:
+                continue
+            n = gi.producer.get(tt)
+            if n is None or n.name in nodes:
+                continue
+            nodes.add(n.name)
+            stack.extend(i for i in n.input if i)
+        tensors = {"q": q.dense_out, "k": k.dense_out, "v": v.dense_out, "ctx": ctx_t,
+                   "attn": o_out_t, "ffn2": f2_t, "res1": r1}  # fmt: skip
+        roles = [] if sm.mask is None else sm.mask.roles
+        key_mask = None
+        if sm.mask is not None:
+            srcs = [s for p in sm.mask.parts if p.role == "padding" for s in p.sources]
+            key_mask = srcs[0] if srcs else None
+        return BlockMatch(
+            x0, out, frozenset(nodes), weights, h, score_scale, sm, gelu, ln1, ln2_site,
+            tensors, prenorm=prenorm,
+            causal=any(r in ("causal", "constant") for r in roles), key_mask=key_mask,
+        )  # fmt: skip
+
+    def strip_up(self, t: str) -> str:
+        """Up through layout ops from a site input to the projection output."""
+        for _ in range(4):
+            n = self.gi.producer.get(t)
+            if n is None or n.op_type not in ("Reshape", "Identity"):
+                return t
+            t = n.input[0]
+        return t
+
+
+def _float_layernorm(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float) -> np.ndarray:
+    mu = x.mean(axis=-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * g + b
+
+
+def float_block(bm: BlockMatch, x: np.ndarray, keep: np.ndarray | None = None) -> np.ndarray:
+    """The matched block in float64 on ``x`` ``[B, S, D]`` (``keep`` ``[B, S]``: real
+    tokens): what the matcher believes the graph computes (checked against it)."""
+    from hwapprox.export.refspec import gelu_erf, gelu_tanh, softmax_ref
+
+    w = bm.weights
+    d = w["wo"].shape[1]
+    h, dh = bm.heads, d // bm.heads
+    b_, s_ = x.shape[0], x.shape[1]
+    _, _, eps1 = _ln_params(bm.ln1, d)
+    _, _, eps2 = _ln_params(bm.ln2, d)
+    a_in = _float_layernorm(x, w["g1"], w["be1"], eps1) if bm.prenorm else x
+
+    def heads(t: np.ndarray) -> np.ndarray:
+        return t.reshape(b_, s_, h, dh).transpose(0, 2, 1, 3)
+
+    q = heads(a_in @ w["wq"] + w["bq"])
+    k = heads(a_in @ w["wk"] + w["bk"])
+    v = heads(a_in @ w["wv"] + w["bv"])
+    scores = (q @ k.transpose(0, 1, 3, 2)) * bm.score_scale
+    mask = np.zeros((b_, 1, s_, s_), dtype=bool)
+    if keep is not None:
+        mask |= ~keep.astype(bool)[:, None, None, :]
+    if bm.causal:
+        mask |= np.triu(np.ones((s_, s_), dtype=bool), 1)
+    p = softmax_ref(scores, axis=-1, mask=np.broadcast_to(mask, scores.shape))
+    ctx = (p @ v).transpose(0, 2, 1, 3).reshape(b_, s_, d)
+    r1 = x + ctx @ w["wo"] + w["bo"]
+    y1 = (
+        _float_layernorm(r1, w["g2"], w["be2"], eps2)
+        if bm.prenorm
+        else _float_layernorm(r1, w["g1"], w["be1"], eps1)
+    )
+    hh = y1 @ w["w1"] + w["b1"]
+    g = gelu_tanh(hh) if bm.gelu.approximate == "tanh" else gelu_erf(hh)
+    f = g @ w["w2"] + w["b2"]
+    if bm.prenorm:
+        return r1 + f
+    return _float_layernorm(y1 + f, w["g2"], w["be2"], eps2)
+
+
+def match_blocks(
+    model: ModelProto,
+    feeds: Mapping[str, np.ndarray] | None = None,
+    *,
+    errors: dict[str, str] | None = None,
+) -> list[BlockMatch]:
+    """Encoder blocks of a loaded model (:func:`hwapprox.export.graph.load_model`),
+    one per softmax site that heads one, in graph order.
+
+    Recognised as real exporters write them: post-LN or pre-LN; input
+    ``[B, S, D]`` or ``[S, D]``; Q/K/V by ``MatMul`` (+ ``Add`` either order),
+    ``Gemm`` (also on a flattened ``[B·S, D]``) or one fused projection and a
+    ``Split``; heads by ``Reshape``/``Transpose`` in any order; the score scale by
+    ``Div``/``Mul`` on Q, K or the scores (constants, or scalars computed from
+    shapes, evaluated on ``feeds``); a mask in front of the softmax (padding:
+    its graph input becomes the block's key mask; causal); GELU and LayerNorm as
+    the site finder finds them. ``errors`` (when given) receives, per softmax
+    site that heads no block, the first node that broke the pattern.
+    """
+    ev = _Evaluator(model, feeds)
+    mt = _Matcher(model, ev)
+    out = []
+    for st in mt.sites:
+        if st.operator is not Operator.SOFTMAX:
+            continue
+        try:
+            bm = mt.block(st)
+            _check_float(bm, ev)
+            out.append(bm)
+        except _NoMatch as exc:
+            if errors is not None:
+                errors[st.name] = str(exc)
     return out
+
+
+def _check_float(bm: BlockMatch, ev: _Evaluator) -> None:
+    """The float re-computation of a match must reproduce the graph on sample inputs."""
+    vals = ev([bm.input, bm.output] + ([bm.key_mask] if bm.key_mask else []))
+    x = np.asarray(vals[bm.input], np.float64)
+    y = np.asarray(vals[bm.output], np.float64)
+    if x.ndim == 2:
+        x, y = x[None], y[None]
+    keep = None
+    if bm.key_mask is not None:
+        keep = np.asarray(vals[bm.key_mask]).reshape(x.shape[0], x.shape[1]) != 0
+    got = float_block(bm, x, keep)
+    rows = np.ones(x.shape[:2], dtype=bool) if keep is None else keep
+    err = float(np.abs(got - y)[rows].max()) if rows.any() else 0.0
+    scale = max(1.0, float(np.abs(y[rows]).max())) if rows.any() else 1.0
+    if err > 1e-3 * scale:
+        raise _NoMatch(
+            f"the block matched around softmax {bm.softmax.name} does not reproduce the graph "
+            f"(max |error| {err:.3g} on real tokens): a pattern the matcher misreads"
+        )
 
 
 def _seq_len(model: ModelProto, tensor: str, seq: int | None) -> int:

@@ -63,6 +63,20 @@ class Prepared:
     #: raw ``in_fmt`` codes ``[B, S, D]`` of the first block's input on the
     #: calibration data (real activations for the C simulation), or None
     samples: npt.NDArray[np.int64] | None = None
+    #: the float model's last block output on the same inputs (``[B, S, D]``)
+    float_out: npt.NDArray[np.float64] | None = None
+
+    def accuracy(self) -> dict[str, float] | None:
+        """The fixed-point design (this Python model) vs the float model on the sample
+        inputs: max |error| and the minimum per-token cosine."""
+        if self.samples is None or self.float_out is None:
+            return None
+        y = self.out_fmt.to_float(self.reference(self.samples))
+        f = np.asarray(self.float_out, dtype=np.float64).reshape(y.shape)
+        num = (y * f).sum(axis=-1)
+        den = np.linalg.norm(y, axis=-1) * np.linalg.norm(f, axis=-1)
+        cos = np.where(den > 0, num / np.maximum(den, 1e-300), 1.0)
+        return {"max_abs": float(np.abs(y - f).max()), "token_cosine_min": float(cos.min())}
 
     @property
     def input_name(self) -> str:
@@ -151,12 +165,39 @@ def prepare_model(
     stat = parse_range(range_stat)
     notes: list[str] = []
     m = load_model(source, notes=notes)
-    matches = match_blocks(m)
+    feeds = None
+    if calibrate:
+        try:
+            feeds = prepare_inputs(m, inputs, seed=seed)
+        except ExportError as exc:
+            notes.append(f"formats not calibrated ({exc}); config and spec defaults used")
+    errors: dict[str, str] = {}
+    matches = match_blocks(m, feeds, errors=errors)
     if not matches:
         if config is None:
             cfg = load_config({"defaults": {str(k): {"method": v} for k, v in
                                             DEFAULT_METHODS.items()}})  # fmt: skip
-        return _prepare_sites(source, cfg)
+        try:
+            return _prepare_sites(source, cfg)
+        except SpecError as exc:
+            if not errors:
+                raise
+            lines = "; ".join(f"{k}: {v}" for k, v in list(errors.items())[:3])
+            more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+            raise SpecError(
+                f"{exc}. Why no encoder block matched around the model's {len(errors)} softmax "
+                f"site(s): {lines}{more}"
+            ) from None
+    unsupported = [
+        f"{bm.softmax.name} ({', '.join(w for w, f in (('pre-LN', bm.prenorm), ('causal', bm.causal), ('key mask', bm.key_mask is not None)) if f)})"  # noqa: E501
+        for bm in matches
+        if bm.prenorm or bm.causal or bm.key_mask is not None
+    ]
+    if unsupported:
+        raise SpecError(
+            f"encoder block(s) around {', '.join(unsupported)}: the HLS block does not take "
+            f"pre-LN blocks, causal or key masks yet (post-LN blocks without a mask only)"
+        )
     all_sites, _ = find_sites(m)
     names = {x.name for x in all_sites}
     unknown = sorted(set(cfg.sites) - names)
@@ -188,14 +229,9 @@ def prepare_model(
             )
     cal = None
     seq = None
-    if calibrate:
-        try:
-            feeds = prepare_inputs(m, inputs, seed=seed)
-        except ExportError as exc:
-            notes.append(f"formats not calibrated ({exc}); config and spec defaults used")
-        else:
-            cal = calibrate_blocks(m, matches, feeds)
-            seq = int(np.shape(cal.block_inputs[0])[-2])
+    if feeds is not None:
+        cal = calibrate_blocks(m, matches, feeds)
+        seq = int(np.shape(cal.block_inputs[0])[-2])
     folded, matches = fold_blocks(m, matches=matches, seq=seq)
     seq = folded.graph.input[0].type.tensor_type.shape.dim[1].dim_value
     try:
@@ -234,12 +270,21 @@ def prepare_model(
         }
         node.attribute.append(helper.make_attribute("hwapprox", json.dumps(payload)))
         blocks.append(block_from_attrs(_node_attrs(node), seq))
-    samples = None
+    samples = float_out = None
     if cal is not None:
         x0 = np.asarray(cal.block_inputs[0], dtype=np.float64)
         x0 = x0.reshape(-1, seq, x0.shape[-1])
         samples = blocks[0].formats.in_fmt.quantize(x0)
-    return Prepared(folded, blocks, [bm.sites for bm in matches], notes=notes, samples=samples)
+        if cal.last_output is not None:
+            float_out = np.asarray(cal.last_output, np.float64).reshape(x0.shape)
+    return Prepared(
+        folded,
+        blocks,
+        [bm.sites for bm in matches],
+        notes=notes,
+        samples=samples,
+        float_out=float_out,
+    )
 
 
 def _node_attrs(node: Any) -> dict[str, Any]:
