@@ -1,7 +1,13 @@
-"""C simulation of hwapprox/encoder.h, bit-exact with hwapprox.hls.block.EncoderBlock.model."""
+"""C simulation of hwapprox/encoder.h, bit-exact with hwapprox.hls.block.EncoderBlock.model.
+
+Post-LN and pre-LN blocks, causal and key-masked, at two format sets, in one
+harness build (tests/conftest.py keeps this module on one xdist worker).
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from pathlib import Path
 
 import numpy as np
@@ -10,11 +16,37 @@ import pytest
 from hwapprox.approx.registry import make_spec
 from hwapprox.hls.block import WEIGHT_NAMES, BlockFormats, EncoderBlock
 from hwapprox.hls.csim import build_harness, run_harness
+from hwapprox.hls.emit import INCLUDE_DIR
 
 pytestmark = pytest.mark.hls
 
 HARNESS = Path(__file__).parent / "cxx" / "hls_block_harness.cpp"
 S, D, H, F = 4, 8, 2, 16
+
+#: block kinds: EncoderBlock flags
+KINDS: dict[str, dict[str, bool]] = {
+    "post": {},
+    "pre": {"prenorm": True},
+    "post_masked": {"masked": True},
+    "pre_masked": {"prenorm": True, "masked": True},
+    "pre_causal": {"prenorm": True, "causal": True},
+    "pre_causal_masked": {"prenorm": True, "causal": True, "masked": True},
+}
+FORMAT_SETS = ("a", "b")
+CASES = [f"{f}_{k}" for f in FORMAT_SETS for k in KINDS]
+
+
+def masked_softmax_available() -> bool:
+    """softmax.h has the masked entry point softmax(data, const bool mask[n_in], res)."""
+    text = (INCLUDE_DIR / "hwapprox" / "softmax.h").read_text()
+    return re.search(r"void\s+softmax\s*\([^;{]*const\s+bool\s+\w+\s*\[", text) is not None
+
+
+MASKED_SOFTMAX = masked_softmax_available()
+NEEDS_MASKED_SOFTMAX = (
+    "waits for the masked softmax entry point hwapprox::softmax<data_T, res_T, CONFIG_T>"
+    "(data, const bool mask[n_in], res) in include/hwapprox/softmax.h"
+)
 
 
 def float_weights(seed: int) -> dict[str, np.ndarray]:
@@ -43,69 +75,283 @@ def float_weights(seed: int) -> dict[str, np.ndarray]:
     return w
 
 
-def blocks() -> list[EncoderBlock]:
-    ln = make_spec("layernorm", "rsqrt_lut", max_n=64)
-    b0 = EncoderBlock.from_float(
-        float_weights(0),
-        seq=S,
-        heads=H,
-        softmax=make_spec("softmax", "online"),
-        gelu=make_spec("gelu", "pwl"),
-        ln1=ln,
-        ln2=ln,
-        score_scale=1 / np.sqrt(D // H),
-    )
+def make_block(fset: str, **kind: bool) -> EncoderBlock:
+    """Format set ``a``: spec defaults (online/pwl/rsqrt_lut), a wider residual stream.
+    ``b``: I-BERT units, narrow formats, LayerNorm inputs that round and saturate
+    (pre-LN: the casts x -> ln1.in_fmt and R1 -> ln2.in_fmt are lossy)."""
+    if fset == "a":
+        ln = make_spec("layernorm", "rsqrt_lut", max_n=64)
+        return EncoderBlock.from_float(
+            float_weights(0),
+            seq=S,
+            heads=H,
+            softmax=make_spec("softmax", "online"),
+            gelu=make_spec("gelu", "pwl"),
+            ln1=ln,
+            ln2=ln,
+            formats=BlockFormats(res_fmt="ap_fixed<18,7,AP_RND,AP_SAT>"),
+            score_scale=1 / np.sqrt(D // H),
+            **kind,
+        )
     fm = BlockFormats(
         in_fmt="ap_fixed<12,4,AP_RND,AP_SAT>",
         weight_fmt="ap_fixed<8,2,AP_RND,AP_SAT>",
         accum_fmt="ap_fixed<24,8,AP_RND,AP_SAT>",
         qkv_fmt="ap_fixed<12,4,AP_RND,AP_SAT>",
+        res_fmt="ap_fixed<14,5,AP_RND,AP_SAT>",
+        out_fmt="ap_fixed<12,4,AP_RND,AP_SAT>",
     )
-    b1 = EncoderBlock.from_float(
+    return EncoderBlock.from_float(
         float_weights(1),
         seq=S,
         heads=H,
         softmax=make_spec("softmax", "ibert", in_fmt="ap_fixed<16,6>"),
         gelu=make_spec("gelu", "ibert"),
-        ln1=make_spec("layernorm", "ibert"),
-        ln2=make_spec("layernorm", "ibert", out_fmt="ap_fixed<12,4,AP_RND,AP_SAT>"),
+        ln1=make_spec("layernorm", "ibert", in_fmt="ap_fixed<11,3,AP_RND,AP_SAT>"),
+        ln2=make_spec(
+            "layernorm",
+            "ibert",
+            in_fmt="ap_fixed<12,4,AP_RND,AP_SAT>",
+            out_fmt="ap_fixed<12,4,AP_RND,AP_SAT>",
+        ),
         formats=fm,
         score_scale=1 / np.sqrt(D // H),
+        **kind,
     )
-    return [b0, b1]
 
 
-@pytest.fixture(scope="module")
-def setup():
-    bl = blocks()
-    insts = [i for j, b in enumerate(bl) for i in b.instances(f"blk{j}")]
-    rows = [(str(j), "run_block", f"blk{j}") for j in range(len(bl))]
-    return bl, build_harness(HARNESS, insts, rows, name="hls_block")
+def case_block(case: str) -> EncoderBlock:
+    fset, kind = case.split("_", 1)
+    return make_block(fset, **KINDS[kind])
 
 
-@pytest.mark.parametrize("j", [0, 1])
-def test_block_csim_bit_exact(setup, j):
-    bl, exe = setup
-    blk = bl[j]
-    rng = np.random.default_rng(500 + j)
+#: key masks (True = real token): none padded; right padding (BERT) down to one
+#: real token; left padding (GPT-2 batches: with causal, the first query rows see
+#: no real key at all); non-contiguous; every key padded (all rows fully masked)
+KEY_MASKS = np.array(
+    [
+        [1, 1, 1, 1],
+        [1, 1, 1, 0],
+        [1, 1, 0, 0],
+        [1, 0, 0, 0],
+        [0, 0, 1, 1],
+        [0, 0, 0, 1],
+        [1, 0, 1, 0],
+        [0, 1, 1, 1],
+        [1, 0, 0, 0],
+        [0, 0, 0, 0],
+    ],
+    dtype=bool,
+)
+
+
+def inputs(blk: EncoderBlock, seed: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """Raw ``in_fmt`` codes [16, S, D] (incl. max and zero codes) and, for masked
+    blocks, key masks [16, S]: the fixed set above plus random padding lengths."""
+    rng = np.random.default_rng(seed)
     fmt = blk.formats.in_fmt
     x = np.concatenate(
         [
-            fmt.quantize(rng.normal(0, 1, (6, S, D))),
+            fmt.quantize(rng.normal(0, 1, (12, S, D))),
             fmt.quantize(rng.normal(0, 4, (2, S, D))),
             np.full((1, S, D), fmt.max_raw),
             np.zeros((1, S, D), np.int64),
         ]
     )
-    (got,) = run_harness(exe, [[j, x.size, *x.ravel()]], [blk.ln2.out_fmt])
-    want = blk.model(x).ravel()
-    bad = np.flatnonzero(got != want)
-    assert bad.size == 0, f"{bad.size} of {want.size} differ"
-    assert len(set(want.tolist())) > 20  # a non-degenerate output
+    if not blk.masked:
+        return x, None
+    n_real = rng.integers(1, S + 1, 6)
+    left = rng.integers(0, 2, 6).astype(bool)
+    extra = np.array(
+        [
+            np.arange(S) >= S - n if lf else np.arange(S) < n
+            for n, lf in zip(n_real, left, strict=True)
+        ]
+    )
+    km = np.concatenate([KEY_MASKS, extra])
+    assert km.shape == (x.shape[0], S)
+    return x, km
+
+
+@pytest.fixture(scope="module")
+def setup():
+    """One harness for every case it can build (masked cases need the masked softmax)."""
+    built = [c for c in CASES if MASKED_SOFTMAX or not _needs_mask(case_block(c))]
+    bl = {c: case_block(c) for c in built}
+    insts = [i for j, c in enumerate(built) for i in bl[c].instances(f"blk{j}")]
+    rows = [
+        (str(j), "run_block_masked" if bl[c].masked else "run_block", f"blk{j}")
+        for j, c in enumerate(built)
+    ]
+    ids = {c: j for j, c in enumerate(built)}
+    return bl, ids, build_harness(HARNESS, insts, rows, name="hls_block")
+
+
+def _needs_mask(blk: EncoderBlock) -> bool:
+    return blk.causal or blk.masked
+
+
+def csim(exe, j: int, blk: EncoderBlock, x: np.ndarray, km: np.ndarray | None) -> np.ndarray:
+    """Raw block outputs [B, S, D] of harness instance ``j``."""
+    if km is None:
+        rec = [j, x.size, *x.ravel()]
+    else:
+        per = [
+            np.concatenate([xb.ravel(), kb.astype(np.int64)]) for xb, kb in zip(x, km, strict=True)
+        ]
+        rec = [j, x.shape[0], *np.concatenate(per)]
+    (got,) = run_harness(exe, [rec], [blk.out_fmt])
+    return got.reshape(x.shape)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_block_csim_bit_exact(setup, case):
+    bl, ids, exe = setup
+    if case not in bl:
+        pytest.skip(NEEDS_MASKED_SOFTMAX)
+    blk = bl[case]
+    x, km = inputs(blk, 500 + CASES.index(case))
+    got = csim(exe, ids[case], blk, x, km)
+    want = blk.model(x, key_mask=km)
+    bad = np.argwhere(got != want)
+    assert bad.size == 0, f"{len(bad)} of {want.size} differ, first at {tuple(bad[0])}"
+    assert len(np.unique(want)) > 20  # a non-degenerate output
+
+
+@pytest.mark.parametrize("case", ["a_pre_causal_masked", "b_post_masked"])
+def test_csim_follows_the_mask(setup, case):
+    """The comparison can fail: the same C-sim output against the block model with
+    every key real and no causal mask differs (the C++ does apply the mask)."""
+    bl, ids, exe = setup
+    if case not in bl:
+        pytest.skip(NEEDS_MASKED_SOFTMAX)
+    blk = bl[case]
+    x, km = inputs(blk, 7)
+    got = csim(exe, ids[case], blk, x, km)
+    plain = dataclasses.replace(blk, causal=False, masked=False)
+    assert np.array_equal(got, blk.model(x, key_mask=km))
+    assert not np.array_equal(got, plain.model(x))
+    padded = np.flatnonzero(~km.all(axis=1))
+    assert not np.array_equal(got[padded], plain.model(x[padded]))
+
+
+def test_prenorm_config_and_stages():
+    pre, post = make_block("b", prenorm=True), make_block("b")
+    fm = pre.formats
+    st = pre.stages()
+    assert st["qkv"].a_fmt == pre.ln1.out_fmt
+    assert st["ffn1"].a_fmt == pre.ln2.out_fmt
+    assert (st["add1"].a_fmt, st["add1"].b_fmt, st["add1"].out_fmt) == (
+        fm.in_fmt, fm.attn_fmt, fm.res_fmt,
+    )  # fmt: skip
+    assert (st["add2"].a_fmt, st["add2"].out_fmt) == (fm.res_fmt, fm.out_fmt)
+    assert pre.out_fmt == fm.out_fmt
+    assert post.out_fmt == post.ln2.out_fmt
+    st = post.stages()
+    assert st["qkv"].a_fmt == fm.in_fmt
+    assert st["add2"].out_fmt == post.ln2.in_fmt
+    blk = make_block("a", prenorm=True, causal=True, masked=True)
+    (inst,) = [i for i in blk.instances("t") if i.name == "t"]
+    assert {k: inst.consts[k] for k in ("prenorm", "causal", "masked")} == {
+        "prenorm": 1, "causal": 1, "masked": 1,
+    }  # fmt: skip
+    assert inst.types["out_t"] == blk.formats.out_fmt
+    assert "pre-LN, causal, key-masked" in inst.comment
+
+
+def _float_block(blk: EncoderBlock, x: np.ndarray, km: np.ndarray | None) -> np.ndarray:
+    """float64 block on the dequantised weights: exact softmax/GELU/LayerNorm."""
+    from math import erf
+
+    wf = blk.weight_formats()
+    w = {n: wf[n].to_float(blk.weights[n]) for n in WEIGHT_NAMES}
+
+    def ln(t, g, b):
+        mu = t.mean(-1, keepdims=True)
+        return (t - mu) / np.sqrt(t.var(-1, keepdims=True) + 1e-5) * g + b
+
+    def attn(a):
+        q, k, v = (a @ w[f"w{n}"] + w[f"b{n}"] for n in "qkv")
+
+        def sp(t):
+            return t.reshape(S, H, D // H).transpose(1, 0, 2)
+
+        sc = sp(q) @ sp(k).transpose(0, 2, 1)
+        m = blk.score_mask(km)
+        p = blk.softmax.reference(sc, axis=-1, mask=None if m is None else m[None])
+        return (p @ sp(v)).transpose(1, 0, 2).reshape(S, D) @ w["wo"] + w["bo"]
+
+    def ffn(y):
+        h = y @ w["w1"] + w["b1"]
+        return (0.5 * h * (1 + np.vectorize(erf)(h / np.sqrt(2)))) @ w["w2"] + w["b2"]
+
+    if blk.prenorm:
+        r1 = x + attn(ln(x, w["g1"], w["be1"]))
+        return r1 + ffn(ln(r1, w["g2"], w["be2"]))
+    y1 = ln(x + attn(x), w["g1"], w["be1"])
+    return ln(y1 + ffn(y1), w["g2"], w["be2"])
+
+
+@pytest.mark.parametrize("kind", ["post", "pre", "post_masked", "pre_causal_masked"])
+def test_model_follows_the_float_block(kind):
+    """The fixed-point model computes the stated maths: close to the float64 block of
+    its own kind, far from the block of the other order / without the mask."""
+    blk = make_block("a", **KINDS[kind])
+    x, km = inputs(blk, 11)
+    x = x[:12]  # the normal(0, 1) inputs
+    km = None if km is None else np.concatenate([km[1:8], km[10:15]])
+    got = blk.out_fmt.to_float(blk.model(x, key_mask=km))
+    other = dataclasses.replace(blk, prenorm=not blk.prenorm, masked=False, causal=False)
+
+    def rel(b, m):
+        ref = np.stack([_float_block(b, blk.formats.in_fmt.to_float(xb), None if m is None
+                                     else m[i]) for i, xb in enumerate(x)])  # fmt: skip
+        return np.sqrt(np.mean((got - ref) ** 2) / np.mean(ref**2))
+
+    assert rel(blk, km) < 0.03
+    assert rel(other, None) > 0.2
+    if blk.masked:
+        assert rel(dataclasses.replace(blk, masked=False, causal=False), None) > 0.2
+
+
+def test_masks_hide_what_they_should():
+    """Key padding: a padded token's content reaches no other row. Causal: token p
+    reaches rows >= p only. An all-real key mask is the unmasked block, bit for bit."""
+    blk = make_block("a", prenorm=True, causal=True, masked=True)
+    x, _ = inputs(blk, 3)
+    x = x[:4]
+    km = np.array([[1, 1, 0, 1], [1, 1, 1, 0], [0, 1, 1, 1], [1, 1, 1, 1]], bool)
+    y = blk.model(x, key_mask=km)
+    x2 = x.copy()
+    x2[:, 2] = x[::-1, 2]  # change token 2 of every sample
+    y2 = blk.model(x2, key_mask=km)
+    changed = np.any(y2 != y, axis=2)  # [B, S]
+    assert not changed[0, [0, 1, 3]].any()  # padded token 2: no other row sees it
+    assert not changed[:, :2].any()  # causal: rows 0, 1 never see token 2
+    assert changed[1:, 2:].any(axis=1).all()  # real token 2 reaches rows 2..3
+    plain = dataclasses.replace(blk, masked=False)
+    assert np.array_equal(blk.model(x, key_mask=np.ones((4, S), bool)), plain.model(x))
+    assert np.array_equal(blk.model(x, key_mask=np.ones(S, bool)), plain.model(x))
+
+
+def test_key_mask_is_checked():
+    masked, plain = make_block("a", masked=True), make_block("a")
+    x, _ = inputs(plain, 0)
+    with pytest.raises(Exception, match=r"^this block is masked: model\(\) needs key_mask, bool "
+                                        r"\[4\] \(or \[B, 4\]\), True = real token$"):  # fmt: skip
+        masked.model(x)
+    with pytest.raises(Exception, match=r"^key_mask given to a block without a key mask"):
+        plain.model(x, key_mask=np.ones((x.shape[0], S), bool))
+    with pytest.raises(Exception, match=r"^key_mask must be a bool array .* got dtype int64"):
+        masked.model(x, key_mask=np.ones((x.shape[0], S), np.int64))
+    with pytest.raises(Exception, match=r"^key_mask must be \[16, 4\] or \[4\], got \[16, 3\]$"):
+        masked.model(x, key_mask=np.ones((x.shape[0], 3), bool))
+    with pytest.raises(Exception, match=r"^EncoderBlock.causal must be a bool, got 2$"):
+        dataclasses.replace(plain, causal=2)
 
 
 def test_weights_are_validated():
-    b = blocks()[0]
+    b = make_block("a")
     w = dict(b.weights)
     w["wq"] = w["wq"][:, :3]
     with pytest.raises(Exception, match=r"weight wq has shape \(8, 3\), expected \(8, 8\)"):

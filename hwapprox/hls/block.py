@@ -1,26 +1,51 @@
-"""A post-LN transformer encoder block as one fixed-point unit: model and config.
+"""A transformer encoder block (post-LN or pre-LN, optional masks) as one fixed-point unit.
 
 :class:`EncoderBlock` holds the quantised weights, the nonlinear specs
-(softmax, GELU, two LayerNorms) and the formats of every linear stage
-(:class:`BlockFormats`). :meth:`EncoderBlock.model` composes
-:mod:`hwapprox.approx.linear` and the specs' models on raw codes -- the truth
-the HLS function ``hwapprox::encoder_block`` (``include/hwapprox/encoder.h``)
-must match bit for bit. :meth:`EncoderBlock.instances` writes its config.
+(softmax, GELU, two LayerNorms), the formats of every linear stage
+(:class:`BlockFormats`) and the block's kind: ``prenorm`` (post-LN when
+False), ``causal`` and ``masked`` (a key-padding mask input).
+:meth:`EncoderBlock.model` composes :mod:`hwapprox.approx.linear` and the
+specs' models on raw codes -- the truth the HLS function
+``hwapprox::encoder_block`` (``include/hwapprox/encoder.h``) must match bit for
+bit. :meth:`EncoderBlock.instances` writes its config.
 
-Dataflow (``X`` is ``[S, D]`` raw ``in_fmt``, every arrow one explicit cast)::
+Attention (both kinds; ``A`` is the attention input, every arrow one explicit
+cast)::
 
-    Q,K,V = X·W{q,k,v} + b{q,k,v}            -> qkv_fmt     (accum_fmt)
+    Q,K,V = A·W{q,k,v} + b{q,k,v}            -> qkv_fmt     (accum_fmt)
     per head h: A_h = Q_h·K_hᵀ               -> softmax.in_fmt (accum_fmt)
-                P_h = softmax(A_h) rows       -> softmax.out_fmt
+                P_h = softmax(A_h; M) rows    -> softmax.out_fmt
                 C_h = P_h·V_h                 -> ctx_fmt     (accum_fmt)
     O   = C·Wo + bo                           -> attn_fmt
+
+``M`` (True = masked out, the softmax specs' mask contract) is
+``(causal and j > i) or (masked and not key_mask[j])`` for query ``i`` and key
+``j``, the same for every head; with neither, the unmasked softmax.
+
+Post-LN (``prenorm=False``; ``X`` raw ``in_fmt`` codes ``[S, D]``, ``A = X``)::
+
     R1  = X + O                               -> ln1.in_fmt
     Y1  = LayerNorm1(R1; γ1, β1) rows         -> ln1.out_fmt
     H   = Y1·W1 + b1                          -> gelu.in_fmt
     G   = GELU(H)                             -> gelu.out_fmt
     F   = G·W2 + b2                           -> ffn_fmt
     R2  = Y1 + F                              -> ln2.in_fmt
-    Y   = LayerNorm2(R2; γ2, β2) rows         -> ln2.out_fmt
+    Y   = LayerNorm2(R2; γ2, β2) rows         -> ln2.out_fmt   (block output)
+
+Pre-LN (``prenorm=True``; ln1 is the LayerNorm before attention, ln2 the one
+before the FFN; no final LayerNorm)::
+
+    Y1  = LayerNorm1(X -> ln1.in_fmt) rows    -> ln1.out_fmt   (A = Y1)
+    R1  = X + O                               -> res_fmt       (residual stream)
+    Y2  = LayerNorm2(R1 -> ln2.in_fmt) rows   -> ln2.out_fmt
+    H   = Y2·W1 + b1                          -> gelu.in_fmt
+    G   = GELU(H)                             -> gelu.out_fmt
+    F   = G·W2 + b2                           -> ffn_fmt
+    Y   = R1 + F                              -> out_fmt       (block output)
+
+``X -> ln1.in_fmt`` and ``R1 -> ln2.in_fmt`` are casts with the target
+format's rounding and overflow (:func:`hwapprox.fixed.cast`; the identity when
+the formats are equal), as the C++ assigns them.
 
 The attention scale ``1/√d_h`` (the exporter's ``Div``/``Mul`` of the scores)
 is folded into ``Wq`` and ``bq`` before quantisation (exact in real
@@ -37,7 +62,7 @@ import numpy.typing as npt
 
 from hwapprox.approx.base import ApproxSpec, SpecError
 from hwapprox.approx.linear import AddSpec, MatMulSpec
-from hwapprox.fixed import FixedFormat
+from hwapprox.fixed import FixedFormat, cast
 from hwapprox.hls.emit import Instance, add_instance, matmul_instance
 from hwapprox.hls.units import unit_instance
 
@@ -61,7 +86,12 @@ def _fmt(name: str, v: FixedFormat | str) -> FixedFormat:
 
 @dataclass(frozen=True)
 class BlockFormats:
-    """Formats of the linear stages (the nonlinear ones come from their specs)."""
+    """Formats of the linear stages (the nonlinear ones come from their specs).
+
+    ``res_fmt`` (the residual stream ``R1 = X + O``) and ``out_fmt`` (the block
+    output ``R1 + F``) are used by pre-LN blocks only; a post-LN block's
+    residual sums are ``ln1.in_fmt``/``ln2.in_fmt`` and its output ``ln2.out_fmt``.
+    """
 
     in_fmt: FixedFormat = field(default=FixedFormat.parse("ap_fixed<16,6,AP_RND,AP_SAT>"))
     weight_fmt: FixedFormat = field(default=FixedFormat.parse("ap_fixed<10,2,AP_RND,AP_SAT>"))
@@ -71,6 +101,8 @@ class BlockFormats:
     ctx_fmt: FixedFormat = field(default=FixedFormat.parse("ap_fixed<16,6,AP_RND,AP_SAT>"))
     attn_fmt: FixedFormat = field(default=FixedFormat.parse("ap_fixed<16,6,AP_RND,AP_SAT>"))
     ffn_fmt: FixedFormat = field(default=FixedFormat.parse("ap_fixed<16,6,AP_RND,AP_SAT>"))
+    res_fmt: FixedFormat = field(default=FixedFormat.parse("ap_fixed<16,6,AP_RND,AP_SAT>"))
+    out_fmt: FixedFormat = field(default=FixedFormat.parse("ap_fixed<16,6,AP_RND,AP_SAT>"))
 
     def __post_init__(self) -> None:
         for name in self.__dataclass_fields__:
@@ -108,11 +140,14 @@ def _weight_formats(fm: BlockFormats, ln1: Any, ln2: Any) -> dict[str, FixedForm
 
 @dataclass(frozen=True, eq=False)
 class EncoderBlock:
-    """One encoder block: sizes, raw weights, nonlinear specs and linear formats.
+    """One encoder block: sizes, raw weights, nonlinear specs, linear formats, kind.
 
     ``weights`` maps :data:`WEIGHT_NAMES` to raw codes: ``w*`` of
     ``weight_fmt`` (``[in, out]``), ``b*`` of ``bias_fmt``, ``g*``/``be*`` of
-    the LayerNorm specs' ``gamma_fmt``/``beta_fmt``.
+    the LayerNorm specs' ``gamma_fmt``/``beta_fmt``. ``prenorm`` selects the
+    pre-LN dataflow (module docstring), ``causal`` masks key ``j > i`` for
+    query ``i``, ``masked`` makes the block take a key-padding mask
+    (:meth:`model`'s ``key_mask``; the C++ function's second input).
     """
 
     seq: int
@@ -125,8 +160,16 @@ class EncoderBlock:
     ln1: ApproxSpec
     ln2: ApproxSpec
     formats: BlockFormats = field(default_factory=BlockFormats)
+    prenorm: bool = False
+    causal: bool = False
+    masked: bool = False
 
     def __post_init__(self) -> None:
+        for name in ("prenorm", "causal", "masked"):
+            v = getattr(self, name)
+            if not isinstance(v, bool | np.bool_ | int | np.integer) or v not in (0, 1):
+                raise SpecError(f"EncoderBlock.{name} must be a bool, got {v!r}")
+            object.__setattr__(self, name, bool(v))
         if self.dim % self.heads:
             raise SpecError(f"dim={self.dim} is not a multiple of heads={self.heads}")
         for name, spec, op in (
@@ -159,6 +202,18 @@ class EncoderBlock:
     def head_dim(self) -> int:
         return self.dim // self.heads
 
+    @property
+    def out_fmt(self) -> FixedFormat:
+        """Format of the block output: ``formats.out_fmt`` (pre-LN) or ``ln2.out_fmt``."""
+        return self.formats.out_fmt if self.prenorm else self.ln2.out_fmt
+
+    @property
+    def kind(self) -> str:
+        """``post-LN``/``pre-LN``, with ``causal`` and ``key-masked`` where they apply."""
+        parts = ["pre-LN" if self.prenorm else "post-LN"]
+        parts += ["causal"] * self.causal + ["key-masked"] * self.masked
+        return ", ".join(parts)
+
     def weight_formats(self) -> dict[str, FixedFormat]:
         """Format of each weight tensor's raw codes."""
         return _weight_formats(self.formats, self.ln1, self.ln2)
@@ -176,6 +231,9 @@ class EncoderBlock:
         ln2: ApproxSpec,
         formats: BlockFormats | None = None,
         score_scale: float = 1.0,
+        prenorm: bool = False,
+        causal: bool = False,
+        masked: bool = False,
     ) -> EncoderBlock:
         """Quantise float weights (each with its format's own rounding/overflow).
 
@@ -192,58 +250,166 @@ class EncoderBlock:
         d, f = fw["w1"].shape
         fmts = _weight_formats(fm, ln1, ln2)
         raw = {n: fmts[n].quantize(fw[n]) for n in WEIGHT_NAMES}
-        return cls(seq, d, heads, f, raw, softmax, gelu, ln1, ln2, fm)
+        return cls(
+            seq, d, heads, f, raw, softmax, gelu, ln1, ln2, fm,
+            prenorm=prenorm, causal=causal, masked=masked,
+        )  # fmt: skip
 
     # -- the stages ------------------------------------------------------------------
     def stages(self) -> dict[str, MatMulSpec | AddSpec]:
-        """The linear stages as exact specs (names as in the C++ config)."""
+        """The linear stages as exact specs (names as in the C++ config).
+
+        ``qkv`` reads the block input (post-LN) or ``ln1``'s output (pre-LN);
+        ``ffn1`` reads ``ln1``'s (post-LN) or ``ln2``'s output (pre-LN); ``add1``
+        and ``add2`` end in ``ln1.in_fmt``/``ln2.in_fmt`` (post-LN) or
+        ``res_fmt``/``out_fmt`` (pre-LN).
+        """
         fm = self.formats
         sm, ge, l1, l2 = self.softmax, self.gelu, self.ln1, self.ln2
+        if self.prenorm:
+            attn_in, ffn_in = l1.out_fmt, l2.out_fmt
+            add1 = AddSpec(fm.in_fmt, fm.attn_fmt, fm.res_fmt)
+            add2 = AddSpec(fm.res_fmt, fm.ffn_fmt, fm.out_fmt)
+        else:
+            attn_in, ffn_in = fm.in_fmt, l1.out_fmt
+            add1 = AddSpec(fm.in_fmt, fm.attn_fmt, l1.in_fmt)
+            add2 = AddSpec(l1.out_fmt, fm.ffn_fmt, l2.in_fmt)
         return {
-            "qkv": MatMulSpec(fm.in_fmt, fm.weight_fmt, fm.accum_fmt, fm.qkv_fmt, fm.bias_fmt),
+            "qkv": MatMulSpec(attn_in, fm.weight_fmt, fm.accum_fmt, fm.qkv_fmt, fm.bias_fmt),
             "qk": MatMulSpec(fm.qkv_fmt, fm.qkv_fmt, fm.accum_fmt, sm.in_fmt, transpose_b=True),
             "pv": MatMulSpec(sm.out_fmt, fm.qkv_fmt, fm.accum_fmt, fm.ctx_fmt),
             "o": MatMulSpec(fm.ctx_fmt, fm.weight_fmt, fm.accum_fmt, fm.attn_fmt, fm.bias_fmt),
-            "add1": AddSpec(fm.in_fmt, fm.attn_fmt, l1.in_fmt),
-            "ffn1": MatMulSpec(l1.out_fmt, fm.weight_fmt, fm.accum_fmt, ge.in_fmt, fm.bias_fmt),
+            "add1": add1,
+            "ffn1": MatMulSpec(ffn_in, fm.weight_fmt, fm.accum_fmt, ge.in_fmt, fm.bias_fmt),
             "ffn2": MatMulSpec(ge.out_fmt, fm.weight_fmt, fm.accum_fmt, fm.ffn_fmt, fm.bias_fmt),
-            "add2": AddSpec(l1.out_fmt, fm.ffn_fmt, l2.in_fmt),
+            "add2": add2,
         }
 
-    def model(self, x: npt.ArrayLike) -> RawArray:
-        """Raw ``[S, D]`` (or ``[B, S, D]``) ``in_fmt`` codes -> raw ``ln2.out_fmt`` codes."""
+    def score_mask(self, key_mask: npt.ArrayLike | None = None) -> npt.NDArray[np.bool_] | None:
+        """The softmax mask ``[S, S]`` (True = masked out) of one sample, or None (unmasked).
+
+        ``[i, j]`` is True where query ``i`` must not attend key ``j``: ``j > i``
+        in a causal block, or key ``j`` padding (``key_mask[j]`` False) in a
+        masked block. The same for every head.
+        """
+        km = self._key_mask(key_mask, (self.seq,))
+        if not (self.causal or self.masked):
+            return None
+        s = self.seq
+        m = np.zeros((s, s), dtype=bool)
+        if self.causal:
+            m |= np.triu(np.ones((s, s), dtype=bool), 1)
+        if km is not None:
+            m |= ~km[None, :]
+        return m
+
+    def _key_mask(
+        self, key_mask: npt.ArrayLike | None, shapes: tuple[int, ...] | tuple[tuple[int, ...], ...]
+    ) -> npt.NDArray[np.bool_] | None:
+        """``key_mask`` checked against the block kind, dtype and ``shapes`` (one or a tuple)."""
+        if not self.masked:
+            if key_mask is not None:
+                raise SpecError(
+                    "key_mask given to a block without a key mask (masked=False); build it with "
+                    "masked=True"
+                )
+            return None
+        if key_mask is None:
+            raise SpecError(
+                f"this block is masked: model() needs key_mask, bool [{self.seq}] (or [B, "
+                f"{self.seq}]), True = real token"
+            )
+        km = np.asarray(key_mask)
+        if km.dtype != np.bool_:
+            raise SpecError(
+                f"key_mask must be a bool array (True = real token, False = padding), got dtype "
+                f"{km.dtype}; convert a 0/1 attention mask with `attention_mask != 0`"
+            )
+        ok = shapes if isinstance(shapes[0], tuple) else (shapes,)
+        if km.shape not in ok:
+            want = " or ".join(f"[{', '.join(map(str, o))}]" for o in ok)
+            raise SpecError(f"key_mask must be {want}, got {list(km.shape)}")
+        return km
+
+    def model(self, x: npt.ArrayLike, key_mask: npt.ArrayLike | None = None) -> RawArray:
+        """Raw ``[S, D]`` (or ``[B, S, D]``) ``in_fmt`` codes -> raw :attr:`out_fmt` codes.
+
+        ``key_mask`` (masked blocks only, required there): bool ``[S]``, or
+        ``[B, S]`` / ``[S]`` for batched ``x``; **True = real token**, False =
+        padding (the opposite of the softmax specs' ``mask``, where True =
+        masked out). Padded keys get no attention; padded query rows are
+        computed like any other (their outputs are defined, bit for bit).
+        """
         xr = np.asarray(x)
         if xr.ndim == 3:
-            return np.stack([self.model(b) for b in xr])
+            km = self._key_mask(key_mask, ((xr.shape[0], self.seq), (self.seq,)))
+            if km is not None and km.ndim == 1:
+                km = np.broadcast_to(km, (xr.shape[0], self.seq))
+            if km is None:
+                return np.stack([self.model(b) for b in xr])
+            return np.stack([self.model(b, k) for b, k in zip(xr, km, strict=True)])
         if xr.shape != (self.seq, self.dim):
             raise SpecError(f"block input must be [{self.seq}, {self.dim}], got {xr.shape}")
         xr = self.formats.in_fmt.check(xr, "block input")
+        mask = self.score_mask(key_mask)
         st = self.stages()
         w = self.weights
+        fm = self.formats
+        if self.prenorm:
+            xl = cast(xr, fm.in_fmt, self.ln1.in_fmt)
+            a = self.ln1.model(xl, axis=-1, gamma=w["g1"], beta=w["be1"])
+        else:
+            a = xr
+        o = self._attention(a, mask, st)
+        r1 = st["add1"].model(xr, o)
+        if self.prenorm:
+            r1l = cast(r1, fm.res_fmt, self.ln2.in_fmt)
+            y2 = self.ln2.model(r1l, axis=-1, gamma=w["g2"], beta=w["be2"])
+            return st["add2"].model(r1, self._ffn(y2, st))
+        y1 = self.ln1.model(r1, axis=-1, gamma=w["g1"], beta=w["be1"])
+        r2 = st["add2"].model(y1, self._ffn(y1, st))
+        return self.ln2.model(r2, axis=-1, gamma=w["g2"], beta=w["be2"])
+
+    def _attention(
+        self,
+        a: RawArray,
+        mask: npt.NDArray[np.bool_] | None,
+        st: dict[str, MatMulSpec | AddSpec],
+    ) -> RawArray:
+        """Attention input ``[S, D]`` (``qkv``'s a_fmt codes) -> ``O`` (``attn_fmt``)."""
+        w = self.weights
         s, h, dh = self.seq, self.heads, self.head_dim
-        q = st["qkv"].model(xr, w["wq"], w["bq"])
-        k = st["qkv"].model(xr, w["wk"], w["bk"])
-        v = st["qkv"].model(xr, w["wv"], w["bv"])
+        q = st["qkv"].model(a, w["wq"], w["bq"])
+        k = st["qkv"].model(a, w["wk"], w["bk"])
+        v = st["qkv"].model(a, w["wv"], w["bv"])
 
         def split(t: RawArray) -> RawArray:  # [S, D] -> [H, S, dh]
             return t.reshape(s, h, dh).transpose(1, 0, 2)
 
         scores = st["qk"].model(split(q), split(k))  # [H, S, S]
-        p = self.softmax.model(scores, axis=-1)
+        if mask is None:
+            p = self.softmax.model(scores, axis=-1)
+        else:
+            p = self.softmax.model(scores, axis=-1, mask=mask[None, :, :])
         ctx = st["pv"].model(p, split(v))  # [H, S, dh]
         ctx = ctx.transpose(1, 0, 2).reshape(s, self.dim)
-        o = st["o"].model(ctx, w["wo"], w["bo"])
-        r1 = st["add1"].model(xr, o)
-        y1 = self.ln1.model(r1, axis=-1, gamma=w["g1"], beta=w["be1"])
-        hh = st["ffn1"].model(y1, w["w1"], w["b1"])
+        return st["o"].model(ctx, w["wo"], w["bo"])
+
+    def _ffn(self, y: RawArray, st: dict[str, MatMulSpec | AddSpec]) -> RawArray:
+        """FFN input ``[S, D]`` (``ffn1``'s a_fmt codes) -> ``F`` (``ffn_fmt``)."""
+        w = self.weights
+        hh = st["ffn1"].model(y, w["w1"], w["b1"])
         g = self.gelu.model(hh)
-        f = st["ffn2"].model(g, w["w2"], w["b2"])
-        r2 = st["add2"].model(y1, f)
-        return self.ln2.model(r2, axis=-1, gamma=w["g2"], beta=w["be2"])
+        return st["ffn2"].model(g, w["w2"], w["b2"])
 
     # -- HLS config --------------------------------------------------------------------
     def instances(self, name: str) -> list[Instance]:
-        """Config structs for ``hwapprox::encoder_block``: sub-units first, then ``name``."""
+        """Config structs for ``hwapprox::encoder_block``: sub-units first, then ``name``.
+
+        The block struct carries ``in_t``/``out_t`` (:attr:`out_fmt`), the sizes,
+        ``prenorm``/``causal``/``masked`` (0/1), the weight tables and one
+        ``*_cfg`` alias per sub-unit.
+        """
         st = self.stages()
         s, d, f, dh = self.seq, self.dim, self.ffn, self.head_dim
         subs = [
@@ -265,14 +431,18 @@ class EncoderBlock:
             for part in ("qkv", "qk", "pv", "o", "add1", "ffn1", "ffn2", "add2")
         }
         aliases |= {f"{part}_cfg": f"{name}_{part}" for part in ("softmax", "gelu", "ln1", "ln2")}
+        consts = {
+            "seq": s, "dim": d, "heads": self.heads, "head_dim": dh, "ffn": f,
+            "prenorm": int(self.prenorm), "causal": int(self.causal), "masked": int(self.masked),
+        }  # fmt: skip
         block = Instance(
             name,
-            types={"in_t": self.formats.in_fmt, "out_t": self.ln2.out_fmt},
-            consts={"seq": s, "dim": d, "heads": self.heads, "head_dim": dh, "ffn": f},
+            types={"in_t": self.formats.in_fmt, "out_t": self.out_fmt},
+            consts=consts,
             tables={n: np.asarray(self.weights[n]).ravel() for n in WEIGHT_NAMES},
             aliases=aliases,
             comment=(
-                f"encoder block S={s} D={d} H={self.heads} F={f}; softmax "
+                f"encoder block ({self.kind}) S={s} D={d} H={self.heads} F={f}; softmax "
                 f"{self.softmax.method}, gelu {self.gelu.method}, layernorm "
                 f"{self.ln1.method}/{self.ln2.method}; {self.formats.to_dict()}"
             ),

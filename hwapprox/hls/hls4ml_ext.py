@@ -14,7 +14,20 @@ call:
   (``include/hwapprox/*.h``, copied into the project's ``nnet_utils``).
 
 Every type the block uses is explicit in its generated config; its output
-type is ``ln2.out_fmt``. Only ``io_parallel`` is supported (checked).
+type is the block's :attr:`~hwapprox.hls.block.EncoderBlock.out_fmt`
+(``ln2.out_fmt`` post-LN, ``formats.out_fmt`` pre-LN). Only ``io_parallel`` is
+supported (checked).
+
+Node contract (written by :func:`hwapprox.hls.project.prepare_model`): integer
+attributes ``heads``, ``prenorm``, ``causal``, ``masked`` (0/1; missing = 0),
+float ``score_scale``, the weights as ``t_*`` tensors, the JSON ``hwapprox``.
+With ``masked`` the node has a second input, the key mask ``[1, seq]`` (a
+graph input named :data:`MASK_INPUT`, 1.0 = real token, 0.0 = padding); its
+hls4ml input layer must have a precision holding 0 and 1 exactly (set it with
+:func:`mask_layer_config`, e.g. ``ap_uint<1>``), and the layer's call becomes
+``hwapprox::encoder_block<input_t, mask_t, result_t, config>(x, key_mask, y)``.
+:func:`predict_raw` runs ``predict()`` on raw codes (with the key mask as the
+second model input) and returns raw output codes.
 """
 
 from __future__ import annotations
@@ -37,10 +50,15 @@ from hwapprox.hls.units import unit_instance
 __all__ = [
     "BACKENDS",
     "LAYER_CLASS",
+    "MASK_INPUT",
+    "MASK_PRECISION",
     "SITE_LAYER_CLASS",
     "SiteStep",
     "block_from_attrs",
+    "mask_layer_config",
     "precision_of",
+    "predict_inputs",
+    "predict_raw",
     "register",
     "site_from_attrs",
 ]
@@ -51,6 +69,12 @@ BACKENDS = ("Vivado", "Vitis")
 LAYER_CLASS = OP_TYPE
 #: the standalone nonlinear layer (softmax/GELU/LayerNorm over rows)
 SITE_LAYER_CLASS = SITE_OP_TYPE
+#: name of the folded model's key-mask graph input ([1, seq], 1.0 = real token)
+MASK_INPUT = "key_mask"
+#: hls4ml precision of the key-mask input layer (holds 0 and 1 exactly)
+MASK_PRECISION = "ap_uint<1>"
+#: the block kind attributes of a folded node (ints 0/1; missing = 0)
+KIND_ATTRS = ("prenorm", "causal", "masked")
 
 _state: dict[str, Any] = {}
 
@@ -89,7 +113,70 @@ def block_from_attrs(attrs: dict[str, Any], seq: int) -> EncoderBlock:
         ln2=specs["ln2"],
         formats=BlockFormats.from_dict(cfg["formats"]),
         score_scale=float(attrs["score_scale"]),
+        **{k: _flag(attrs, k) for k in KIND_ATTRS},
     )
+
+
+def _flag(attrs: dict[str, Any], name: str) -> bool:
+    v = attrs.get(name, 0)
+    if v not in (0, 1):
+        raise SpecError(f"{OP_TYPE} attribute {name}={v!r} must be 0 or 1")
+    return bool(v)
+
+
+def mask_layer_config(name: str = MASK_INPUT) -> dict[str, Any]:
+    """hls4ml ``LayerName`` entry for the key-mask input layer: ``{name: {Precision: ...}}``.
+
+    Merge it into ``hls_config["LayerName"]`` next to the hidden state's input
+    precision; without it the mask input would take the model default precision
+    (the layer refuses one that cannot hold 1).
+    """
+    return {name: {"Precision": {"result": MASK_PRECISION}}}
+
+
+def predict_inputs(
+    x_raw: npt.ArrayLike, in_fmt: FixedFormat, key_mask: npt.ArrayLike | None = None
+) -> np.ndarray | list[np.ndarray]:
+    """The argument of ``ModelGraph.predict`` for raw ``in_fmt`` codes ``[B, ...]``.
+
+    Values are float64 exactly on the ``in_fmt`` grid (the bridge's conversion
+    is exact), one row per sample. With ``key_mask`` (bool ``[B, seq]``, True =
+    real token): the list ``[x, mask]`` in graph-input order (hidden state
+    first, :data:`MASK_INPUT` second), the mask as float64 1.0/0.0 -- hls4ml
+    takes a list with one array per model input, all of one dtype.
+    """
+    xr = np.asarray(x_raw, dtype=np.int64)
+    x = np.ascontiguousarray(in_fmt.to_float(xr).reshape(xr.shape[0], -1))
+    if key_mask is None:
+        return x
+    km = np.asarray(key_mask)
+    if km.dtype != np.bool_ or km.ndim != 2 or km.shape[0] != xr.shape[0]:
+        raise SpecError(
+            f"key_mask must be bool [B, seq] with B = {xr.shape[0]} (True = real token), got "
+            f"{km.dtype} {list(km.shape)}"
+        )
+    return [x, np.ascontiguousarray(km.astype(np.float64))]
+
+
+def predict_raw(
+    model: Any,
+    x_raw: npt.ArrayLike,
+    in_fmt: FixedFormat,
+    out_fmt: FixedFormat,
+    key_mask: npt.ArrayLike | None = None,
+) -> npt.NDArray[np.int64]:
+    """``model.predict`` (compiled) on raw ``in_fmt`` codes -> raw ``out_fmt`` codes, same shape.
+
+    ``key_mask``: bool ``[B, seq]``, True = real token, for models with a key
+    mask input (:func:`predict_inputs`). Outputs off the ``out_fmt`` grid (a
+    wrong output type) are an error.
+    """
+    xr = np.asarray(x_raw, dtype=np.int64)
+    y = np.asarray(model.predict(predict_inputs(xr, in_fmt, key_mask)), dtype=np.float64)
+    got = np.ldexp(y.reshape(xr.shape), out_fmt.frac_bits)
+    if not np.array_equal(got, np.round(got)):
+        raise SpecError("predict() returned values off the output grid (wrong output type?)")
+    return got.astype(np.int64)
 
 
 @dataclass(frozen=True, eq=False)
@@ -185,6 +272,13 @@ def _parse_block(
             f"{node.name}: input shape {shape} must be [1, ...] with a batch dimension of 1 "
             "(hls4ml takes dim 0 as the batch)" + (" and [1, seq, dim]" if expect_rank else "")
         )
+    if expect_rank is not None and len(input_shapes) > 1:
+        mshape = list(input_shapes[1])
+        if mshape != [1, shape[1]]:
+            raise SpecError(
+                f"{node.name}: key mask input {input_names[1]!r} has shape {mshape}; it must be "
+                f"[1, {shape[1]}] (batch 1, one value per token, nonzero = real token)"
+            )
     layer = {
         "class_name": LAYER_CLASS,
         "name": node.name,
@@ -202,7 +296,11 @@ def _layer_class() -> type:
     from hls4ml.model.layers import Layer
 
     class HwApproxEncoderBlock(Layer):  # type: ignore[misc]
-        """A whole encoder block; output ``[seq, dim]`` of type ``ln2.out_fmt``."""
+        """A whole encoder block; output ``[seq, dim]`` of type ``EncoderBlock.out_fmt``.
+
+        Inputs: the hidden state ``[seq, dim]``; with ``masked`` also the key
+        mask ``[seq]`` (nonzero = real token).
+        """
 
         def initialize(self) -> None:
             if self.model.config.get_config_value("IOType") != "io_parallel":
@@ -212,9 +310,33 @@ def _layer_class() -> type:
             inp = self.get_input_variable()
             if list(inp.shape) != [blk.seq, blk.dim]:
                 raise SpecError(f"{self.name}: input shape {inp.shape} != [{blk.seq}, {blk.dim}]")
-            self.add_output_variable(list(inp.shape), precision=precision_of(blk.ln2.out_fmt))
+            want = 2 if blk.masked else 1
+            if len(self.inputs) != want:
+                raise SpecError(
+                    f"{self.name}: a {'key-masked' if blk.masked else 'block without key mask'} "
+                    f"({blk.kind}) takes {want} input(s), got {len(self.inputs)}: {self.inputs}"
+                )
+            if blk.masked:
+                _check_mask_variable(self.name, self.get_input_variable(self.inputs[1]), blk.seq)
+            self.add_output_variable(list(inp.shape), precision=precision_of(blk.out_fmt))
 
     return HwApproxEncoderBlock
+
+
+def _check_mask_variable(layer: str, var: Any, seq: int) -> None:
+    """The key mask input: shape ``[seq]``, a precision that holds 0 and 1 exactly."""
+    if list(var.shape) != [seq]:
+        raise SpecError(f"{layer}: key mask {var.name} has shape {list(var.shape)}, not [{seq}]")
+    from hls4ml.model.types import FixedPrecisionType, IntegerPrecisionType
+
+    p = var.type.precision
+    fixed = isinstance(p, FixedPrecisionType | IntegerPrecisionType)
+    if not fixed or p.integer - int(bool(p.signed)) < 1:
+        raise SpecError(
+            f"{layer}: key mask {var.name} has precision {p}, which cannot hold 1.0 (a real "
+            f"token); give its input layer {MASK_PRECISION} (hwapprox.hls.hls4ml_ext."
+            "mask_layer_config)"
+        )
 
 
 def _site_layer_class() -> type:
@@ -251,6 +373,12 @@ def _templates(layer_cls: type) -> tuple[type, type]:
 
         def format(self, node: Any) -> str:
             p = self._default_function_params(node)
+            if node.get_attr("hwapprox_block").masked:
+                m = node.get_input_variable(node.inputs[1])
+                return (
+                    f"hwapprox::encoder_block<{p['input_t']}, {m.type.name}, {p['output_t']}, "
+                    f"{p['config']}>({p['input']}, {m.name}, {p['output']});"
+                )
             return (
                 f"hwapprox::encoder_block<{p['input_t']}, {p['output_t']}, {p['config']}>"
                 f"({p['input']}, {p['output']});"
