@@ -12,13 +12,16 @@ user's ``--inputs`` or seeded ones) and chooses:
   tensors of its linear stages: ``qkv_fmt`` holds ``Q·scale``, ``K`` and ``V``
   (the score scale is folded into ``Wq``), ``ctx_fmt`` the merged ``P·V``,
   ``attn_fmt`` the output projection, ``ffn_fmt`` the second FFN matrix's
-  output (``ap_fixed<W, I>``, ``I`` from the range policy plus headroom);
+  output, pre-LN ``res_fmt`` the residual stream after attention and
+  ``out_fmt`` the block output (``ap_fixed<W, I>``, ``I`` from the range
+  policy plus headroom);
   ``weight_fmt`` and ``bias_fmt`` hold the largest weight and bias exactly in
   range (``W`` and 12 bits: the defaults' widths); ``accum_fmt`` is
   ``ap_fixed<32, I + 1, AP_TRN, AP_SAT>`` with ``I`` the largest integer bits of
   any linear stage's output format;
-* block chaining: block ``i + 1``'s input format is block ``i``'s LayerNorm output
-  format (the same tensor), so the chain needs no hand-written ``hls.in_fmt``.
+* block chaining: block ``i + 1``'s input format is block ``i``'s output format
+  (``ln2.out_fmt`` post-LN, ``out_fmt`` pre-LN: the same tensor), so the chain
+  needs no hand-written ``hls.in_fmt``.
 """
 
 from __future__ import annotations
@@ -106,6 +109,8 @@ class BlockCalibration:
             "ctx_fmt": act("ctx"),
             "attn_fmt": act("attn"),
             "ffn_fmt": act("ffn2"),
+            "res_fmt": act("res1"),
+            "out_fmt": act("output"),
         }
         ib = max(f.int_bits for f in [*fmts.values(), score_in, gelu_in, in_fmt])
         return BlockFormats(
@@ -127,7 +132,7 @@ def calibrate_blocks(
     sites = [s for m in matches for s in (m.softmax, m.gelu, m.ln1, m.ln2)]
     trace = calibrate(model, sites, feeds)
     names = [t for m in matches for t in m.tensors.values()]
-    names += [m.input for m in matches] + [matches[-1].output]
+    names += [m.input for m in matches] + [m.output for m in matches]
     sess = trace_model(model, list(dict.fromkeys(names)))
     outs = [o.name for o in sess.get_outputs()]
     try:
@@ -147,8 +152,9 @@ def calibrate_blocks(
         )
         key = m.ln2.name
         stats[f"{key}:qkv"] = SiteStats.of(f"{key} Q·scale/K/V", qkv)
-        for role in ("ctx", "attn", "ffn2"):
+        for role in ("ctx", "attn", "ffn2", "res1"):
             stats[f"{key}:{role}"] = SiteStats.of(f"{key} {role}", values[t[role]])
+        stats[f"{key}:output"] = SiteStats.of(f"{key} block output", values[m.output])
         stats[f"{key}:input"] = SiteStats.of(f"{key} block input", values[m.input])
     return BlockCalibration(
         trace,

@@ -54,6 +54,8 @@ __all__ = [
 ]
 
 DOMAIN = "hwapprox.hls"
+#: the folded model's key-mask input ([1, seq], 1.0 = real token) of masked blocks
+MASK_INPUT = "key_mask"
 OP_TYPE = "HwApproxEncoderBlock"
 FLOAT_ATTRS = ("score_scale", "eps1", "eps2")
 
@@ -739,16 +741,24 @@ def fold_blocks(
                 gelu_site=bm.gelu.name,
                 ln1_site=bm.ln1.name,
                 ln2_site=bm.ln2.name,
+                prenorm=int(bm.prenorm),
+                causal=int(bm.causal),
+                masked=int(bm.key_mask is not None),
                 **{f"t_{k}": t for k, t in attrs.items()},
             )
         )
+        if bm.key_mask is not None:
+            nodes[-1].input.append(MASK_INPUT)
     tin = helper.make_tensor_value_info(matches[0].input, onnx.TensorProto.FLOAT, [1, seq, d])
+    ins = [tin]
+    if any(bm.key_mask is not None for bm in matches):
+        ins.append(helper.make_tensor_value_info(MASK_INPUT, onnx.TensorProto.FLOAT, [1, seq]))
     tout = helper.make_tensor_value_info(matches[-1].output, onnx.TensorProto.FLOAT, [1, seq, d])
     vis = [
         helper.make_tensor_value_info(bm.output, onnx.TensorProto.FLOAT, [1, seq, d])
         for bm in matches[:-1]
     ]
-    graph = helper.make_graph(nodes, f"{m.graph.name}_blocks", [tin], [tout], value_info=vis)
+    graph = helper.make_graph(nodes, f"{m.graph.name}_blocks", ins, [tout], value_info=vis)
     out = helper.make_model(
         graph,
         opset_imports=[helper.make_operatorsetid("", 17), helper.make_operatorsetid(DOMAIN, 1)],

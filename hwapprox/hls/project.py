@@ -65,14 +65,22 @@ class Prepared:
     samples: npt.NDArray[np.int64] | None = None
     #: the float model's last block output on the same inputs (``[B, S, D]``)
     float_out: npt.NDArray[np.float64] | None = None
+    #: key padding of the samples (bool ``[B, S]``, True = real token), masked blocks
+    key_mask: npt.NDArray[np.bool_] | None = None
+
+    @property
+    def masked(self) -> bool:
+        return any(b.masked for b in self.blocks)
 
     def accuracy(self) -> dict[str, float] | None:
         """The fixed-point design (this Python model) vs the float model on the sample
         inputs: max |error| and the minimum per-token cosine."""
         if self.samples is None or self.float_out is None:
             return None
-        y = self.out_fmt.to_float(self.reference(self.samples))
+        y = self.out_fmt.to_float(self.reference(self.samples, self.key_mask))
         f = np.asarray(self.float_out, dtype=np.float64).reshape(y.shape)
+        keep = np.ones(y.shape[:2], bool) if self.key_mask is None else self.key_mask
+        y, f = y[keep], f[keep]  # padded tokens never count
         num = (y * f).sum(axis=-1)
         den = np.linalg.norm(y, axis=-1) * np.linalg.norm(f, axis=-1)
         cos = np.where(den > 0, num / np.maximum(den, 1e-300), 1.0)
@@ -88,7 +96,7 @@ class Prepared:
 
     @property
     def out_fmt(self) -> FixedFormat:
-        return self.blocks[-1].ln2.out_fmt if self.blocks else self.steps[-1].out_fmt
+        return self.blocks[-1].out_fmt if self.blocks else self.steps[-1].out_fmt
 
     @property
     def item_shape(self) -> tuple[int, ...]:
@@ -96,15 +104,21 @@ class Prepared:
         dims = self.model.graph.input[0].type.tensor_type.shape.dim
         return tuple(int(d.dim_value) for d in dims[1:])
 
-    def reference(self, x: npt.ArrayLike) -> npt.NDArray[np.int64]:
-        """Raw ``in_fmt`` codes ``[B, *item_shape]`` through every block / layer model."""
+    def reference(
+        self, x: npt.ArrayLike, key_mask: npt.ArrayLike | None = None
+    ) -> npt.NDArray[np.int64]:
+        """Raw ``in_fmt`` codes ``[B, *item_shape]`` through every block / layer model;
+        ``key_mask`` (bool ``[B, S]``, True = real token) for masked blocks (default:
+        every token real)."""
         y = np.asarray(x)
+        if self.masked and key_mask is None:
+            key_mask = np.ones(y.shape[:2], dtype=bool)
         for i, b in enumerate(self.blocks):
             if i:
                 y = b.formats.in_fmt.check(
                     y, f"block {i} input (previous block's output must be in_fmt codes)"
                 )
-            y = b.model(y)
+            y = b.model(y, key_mask) if b.masked else b.model(y)
         fmt = self.in_fmt
         for st in self.steps:
             y = st.run(y, fmt)
@@ -188,16 +202,6 @@ def prepare_model(
                 f"{exc}. Why no encoder block matched around the model's {len(errors)} softmax "
                 f"site(s): {lines}{more}"
             ) from None
-    unsupported = [
-        f"{bm.softmax.name} ({', '.join(w for w, f in (('pre-LN', bm.prenorm), ('causal', bm.causal), ('key mask', bm.key_mask is not None)) if f)})"  # noqa: E501
-        for bm in matches
-        if bm.prenorm or bm.causal or bm.key_mask is not None
-    ]
-    if unsupported:
-        raise SpecError(
-            f"encoder block(s) around {', '.join(unsupported)}: the HLS block does not take "
-            f"pre-LN blocks, causal or key masks yet (post-LN blocks without a mask only)"
-        )
     all_sites, _ = find_sites(m)
     names = {x.name for x in all_sites}
     unknown = sorted(set(cfg.sites) - names)
@@ -245,11 +249,11 @@ def prepare_model(
     for i, (node, bm, sp) in enumerate(zip(folded.graph.node, matches, specs, strict=True)):
         fm = dict(hls)
         if i > 0:
-            prev = blocks[-1].ln2.out_fmt
+            prev = blocks[-1].out_fmt
             if "in_fmt" in fm and i == 1 and FixedFormat.parse(fm["in_fmt"]) != prev:
                 notes.append(
                     f"hls.in_fmt {fm['in_fmt']} applies to block 0; block {i} takes block "
-                    f"{i - 1}'s output format {prev} (ln2.out_fmt of {bm.ln2.name})"
+                    f"{i - 1}'s output format {prev}"
                 )
             fm["in_fmt"] = str(prev)
         if cal is not None:
@@ -270,13 +274,16 @@ def prepare_model(
         }
         node.attribute.append(helper.make_attribute("hwapprox", json.dumps(payload)))
         blocks.append(block_from_attrs(_node_attrs(node), seq))
-    samples = float_out = None
+    samples = float_out = key_mask = None
     if cal is not None:
         x0 = np.asarray(cal.block_inputs[0], dtype=np.float64)
         x0 = x0.reshape(-1, seq, x0.shape[-1])
         samples = blocks[0].formats.in_fmt.quantize(x0)
         if cal.last_output is not None:
             float_out = np.asarray(cal.last_output, np.float64).reshape(x0.shape)
+        km = matches[0].key_mask
+        if km is not None and feeds is not None:
+            key_mask = np.asarray(feeds[km]).reshape(x0.shape[0], seq) != 0
     return Prepared(
         folded,
         blocks,
@@ -284,6 +291,7 @@ def prepare_model(
         notes=notes,
         samples=samples,
         float_out=float_out,
+        key_mask=key_mask,
     )
 
 
@@ -358,6 +366,10 @@ def convert(
         "Model": {"Precision": POISON_PRECISION, "ReuseFactor": 1, "Strategy": "Latency"},
         "LayerName": {prepared.input_name: {"Precision": {"result": str(in_fmt)}}},
     }
+    if prepared.masked:
+        from hwapprox.hls.hls4ml_ext import mask_layer_config
+
+        hls_config["LayerName"].update(mask_layer_config())
     kwargs: dict[str, Any] = {}
     if part:
         kwargs["part"] = part
@@ -393,7 +405,12 @@ class CsimReport:
 
 
 def csim_check(
-    model: Any, prepared: Prepared, x_raw: npt.ArrayLike, *, compile: bool = True
+    model: Any,
+    prepared: Prepared,
+    x_raw: npt.ArrayLike,
+    *,
+    compile: bool = True,
+    key_mask: npt.ArrayLike | None = None,
 ) -> CsimReport:
     """``compile()`` + ``predict()`` on raw ``in_fmt`` codes ``[B, ...]``; compare raw outputs.
 
@@ -401,7 +418,11 @@ def csim_check(
     bridge's conversion is exact); outputs are converted back with the output
     format (exact: float64 holds every code of formats up to 53 bits).
     ``compile=False`` reuses a library already built by ``model.compile()``.
+    ``key_mask`` (bool ``[B, S]``, True = real token) feeds masked blocks
+    (default: every token real).
     """
+    from hwapprox.hls.hls4ml_ext import predict_raw
+
     xr = np.asarray(x_raw, dtype=np.int64)
     shape = prepared.item_shape
     if xr.shape[1:] != shape:
@@ -410,17 +431,13 @@ def csim_check(
         )
     in_fmt = prepared.in_fmt
     in_fmt.check(xr, "csim input")
-    out_fmt = prepared.out_fmt
+    km = None
+    if prepared.masked:
+        km = np.ones(xr.shape[:2], bool) if key_mask is None else np.asarray(key_mask, bool)
     if compile:
         model.compile()
-    x = in_fmt.to_float(xr).reshape(xr.shape[0], -1)
-    y = np.asarray(model.predict(np.ascontiguousarray(x)), dtype=np.float64)
-    y = y.reshape(xr.shape)
-    got = np.ldexp(y, out_fmt.frac_bits)
-    if not np.array_equal(got, np.round(got)):
-        raise SpecError("predict() returned values off the output grid (wrong output type?)")
-    got_raw = got.astype(np.int64)
-    want = prepared.reference(xr)
+    got_raw = predict_raw(model, xr, in_fmt, prepared.out_fmt, km)
+    want = prepared.reference(xr, km)
     bad = np.argwhere(got_raw != want)
     return CsimReport(
         samples=xr.shape[0],
