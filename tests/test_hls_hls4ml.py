@@ -7,6 +7,7 @@ nonlinear specs composed in hwapprox.hls.block), never the C++ itself.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 
 import numpy as np
@@ -14,9 +15,17 @@ import pytest
 
 from hwapprox.approx.registry import make_spec
 from hwapprox.fixed import FixedFormat
-from hwapprox.hls.emit import cpp_type
+from hwapprox.hls.block import BlockFormats
+from hwapprox.hls.emit import INCLUDE_DIR, cpp_type
+from hwapprox.hls.hls4ml_ext import MASK_INPUT, block_from_node, mask_layer_config, predict_raw
 from hwapprox.hls.onnx_block import OP_TYPE, encoder_block_onnx, fold_blocks
-from hwapprox.hls.project import POISON_PRECISION, Prepared, convert, csim_check, prepare_model
+from hwapprox.hls.project import (
+    POISON_PRECISION,
+    Prepared,
+    convert,
+    csim_check,
+    prepare_model,
+)
 
 pytestmark = [pytest.mark.hls, pytest.mark.slow]
 
@@ -228,3 +237,179 @@ def test_mixed_model_without_block_is_refused():
         Exception, match=r"unsupported ONNX op\(s\) MatMul \(node 'mm'\).*no whole encoder block"
     ):
         prepare_model(m, cfg)
+
+
+# -- pre-LN, causal and key-masked blocks: the folded node written by hand (the contract
+# of onnx_block/project: int attributes prenorm/causal/masked, a second graph input
+# ``key_mask`` [1, S] feeding each masked block) -------------------------------------
+def _masked_softmax_available() -> bool:
+    text = (INCLUDE_DIR / "hwapprox" / "softmax.h").read_text()
+    return re.search(r"void\s+softmax\s*\([^;{]*const\s+bool\s+\w+\s*\[", text) is not None
+
+
+NEEDS_MASKED_SOFTMAX = (
+    "waits for the masked softmax entry point hwapprox::softmax<data_T, res_T, CONFIG_T>"
+    "(data, const bool mask[n_in], res) in include/hwapprox/softmax.h"
+)
+#: a GPT-2-like chain: block 0 pre-LN causal + key mask, block 1 pre-LN key mask only
+MASKED_KINDS = ({"prenorm": 1, "causal": 1, "masked": 1}, {"prenorm": 1, "causal": 0, "masked": 1})
+MASKED_FORMATS = {
+    "in_fmt": "ap_fixed<16,6,AP_RND,AP_SAT>",
+    "res_fmt": "ap_fixed<18,7,AP_RND,AP_SAT>",
+    "out_fmt": "ap_fixed<16,6,AP_RND,AP_SAT>",
+}
+
+
+def block_float_weights(seed: int) -> dict[str, np.ndarray]:
+    """Float weights of one block (LayerNorm gamma near 1)."""
+    rng = np.random.default_rng(seed)
+    shapes = {"wq": (D, D), "wk": (D, D), "wv": (D, D), "wo": (D, D), "w1": (D, F),
+              "w2": (F, D), "bq": (D,), "bk": (D,), "bv": (D,), "bo": (D,), "b1": (F,),
+              "b2": (D,), "g1": (D,), "be1": (D,), "g2": (D,), "be2": (D,)}  # fmt: skip
+    w = {k: rng.normal(0, 1 / np.sqrt(v[0]) if len(v) == 2 else 0.1, v) for k, v in shapes.items()}
+    return w | {"g1": 1 + w["g1"], "g2": 1 + w["g2"]}
+
+
+def _folded_blocks_onnx(kinds, seed: int = 0):
+    """``x`` [1, S, D] (+ ``key_mask`` [1, S]) -> one HwApproxEncoderBlock node per kind."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from hwapprox.hls.onnx_block import DOMAIN
+
+    specs = {
+        "softmax": make_spec("softmax", "online").to_config(),
+        "gelu": make_spec("gelu", "pwl").to_config(),
+        "ln1": make_spec("layernorm", "rsqrt_lut", max_n=64).to_config(),
+        "ln2": make_spec("layernorm", "ibert").to_config(),
+    }
+    payload = json.dumps({"specs": specs, "formats": BlockFormats(**MASKED_FORMATS).to_dict()})
+    nodes, masked = [], any(k["masked"] for k in kinds)
+    for i, kind in enumerate(kinds):
+        w = block_float_weights(seed + i)
+        ins = ["x" if i == 0 else f"h{i}"] + ([MASK_INPUT] if kind["masked"] else [])
+        out = "y" if i == len(kinds) - 1 else f"h{i + 1}"
+        tensors = {
+            f"t_{k}": numpy_helper.from_array(np.asarray(v, np.float32), k) for k, v in w.items()
+        }
+        nodes.append(
+            helper.make_node(
+                OP_TYPE, ins, [out], name=f"encoder_block{i}", domain=DOMAIN, heads=H,
+                score_scale=float(1 / np.sqrt(D // H)), hwapprox=payload, **kind, **tensors,
+            )
+        )  # fmt: skip
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, S, D])]
+    if masked:
+        inputs.append(helper.make_tensor_value_info(MASK_INPUT, TensorProto.FLOAT, [1, S]))
+    vis = [
+        helper.make_tensor_value_info(f"h{i}", TensorProto.FLOAT, [1, S, D])
+        for i in range(1, len(kinds))
+    ]
+    g = helper.make_graph(
+        nodes, "blocks", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, S, D])],
+        value_info=vis,
+    )  # fmt: skip
+    m = helper.make_model(
+        g,
+        opset_imports=[helper.make_operatorsetid("", 17), helper.make_operatorsetid(DOMAIN, 1)],
+    )
+    m.ir_version = 8
+    blocks = [block_from_node(n, S) for n in m.graph.node]
+    return m, blocks
+
+
+def _convert_blocks(model, out, backend: str, mask_config: dict | None):
+    import hls4ml
+
+    from hwapprox.hls.hls4ml_ext import register
+
+    register()
+    layers = {"x": {"Precision": {"result": MASKED_FORMATS["in_fmt"]}}, **(mask_config or {})}
+    hm = hls4ml.converters.convert_from_onnx_model(
+        model,
+        output_dir=str(out),
+        project_name="myproject",
+        backend=backend,
+        io_type="io_parallel",
+        hls_config={
+            "Model": {"Precision": POISON_PRECISION, "ReuseFactor": 1, "Strategy": "Latency"},
+            "LayerName": layers,
+        },
+    )
+    hm.write()
+    return hm
+
+
+def _masked_inputs(fmt: FixedFormat, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Raw codes [12, S, D] and key masks [12, S] (True = real): right/left padding, one
+    real token, every key padded, random lengths."""
+    rng = np.random.default_rng(seed)
+    x = np.concatenate(
+        [fmt.quantize(rng.normal(0, 1, (10, S, D))), np.full((2, S, D), fmt.max_raw)]
+    )
+    fixed = [[1, 1, 1, 1], [1, 1, 0, 0], [1, 0, 0, 0], [0, 0, 1, 1], [0, 0, 0, 1], [0, 0, 0, 0]]
+    n = rng.integers(1, S + 1, 6)
+    rand = [np.arange(S) < k for k in n]
+    return x, np.concatenate([np.array(fixed, bool), np.array(rand, bool)])
+
+
+@pytest.fixture(scope="module", params=["Vitis"])
+def masked_built(request, tmp_path_factory):
+    if not _masked_softmax_available():
+        pytest.skip(NEEDS_MASKED_SOFTMAX)
+    model, blocks = _folded_blocks_onnx(MASKED_KINDS)
+    out = tmp_path_factory.mktemp(f"prj_masked_{request.param}")
+    hm = _convert_blocks(model, out, request.param, mask_layer_config())
+    hm.compile()
+    return blocks, hm, out
+
+
+def test_masked_prenorm_predict_is_bit_exact(masked_built):
+    """Two chained pre-LN blocks (causal + key mask, key mask), the key mask a second
+    model input: predict([x, key_mask]) == the block models, bit for bit."""
+    blocks, hm, _ = masked_built
+    x, km = _masked_inputs(blocks[0].formats.in_fmt, 3)
+    got = predict_raw(hm, x, blocks[0].formats.in_fmt, blocks[-1].out_fmt, key_mask=km)
+    want = x
+    for b in blocks:
+        want = b.model(want, key_mask=km)
+    bad = np.argwhere(got != want)
+    assert bad.size == 0, f"{len(bad)} of {want.size} differ, first at {tuple(bad[0])}"
+    assert len(np.unique(want)) > 50
+    # the comparison can fail: the same output against the blocks without their masks
+    plain = x
+    for b in blocks:
+        plain = dataclasses.replace(b, causal=False, masked=False).model(plain)
+    assert not np.array_equal(got, plain)
+
+
+def test_masked_generated_code(masked_built):
+    """Layers 1, 2 are the inputs x and key_mask; each block call passes the key mask."""
+    _, _, out = masked_built
+    fw = out / "firmware"
+    call = (fw / "myproject.cpp").read_text()
+    params = (fw / "parameters.h").read_text()
+    defines = (fw / "defines.h").read_text()
+    for want in (
+        "hwapprox::encoder_block<input_t, input2_t, layer3_t, config3>(x, key_mask, layer3_out);",
+        "hwapprox::encoder_block<layer3_t, input2_t, result_t, config4>(layer3_out, key_mask, ",
+    ):
+        assert want in call, (want, call)
+    assert re.search(r"typedef ap_uint<1> input2_t;", defines), defines
+    for lay, kind in zip((3, 4), MASKED_KINDS, strict=True):
+        struct = params.split(f"struct config{lay} {{")[1].split("};")[0]
+        for k, v in kind.items():
+            assert f"    static const long long {k} = {v};" in struct, (lay, k)
+    assert POISON_PRECISION not in params + defines + call
+
+
+def test_mask_input_precision_is_checked(tmp_path):
+    """Without mask_layer_config the mask input takes the poisoned model default
+    (ap_fixed<2,1>, cannot hold 1.0): the layer refuses it, naming the fix."""
+    model, _ = _folded_blocks_onnx(MASKED_KINDS[:1])
+    msg = (
+        r"^encoder_block0: key mask key_mask has precision fixed<2,1,TRN,WRAP,0>, which cannot "
+        r"hold 1\.0 \(a real token\); give its input layer ap_uint<1> "
+        r"\(hwapprox\.hls\.hls4ml_ext\.mask_layer_config\)$"
+    )
+    with pytest.raises(Exception, match=msg):
+        _convert_blocks(model, tmp_path / "prj", "Vivado", None)

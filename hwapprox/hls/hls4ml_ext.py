@@ -55,6 +55,7 @@ __all__ = [
     "SITE_LAYER_CLASS",
     "SiteStep",
     "block_from_attrs",
+    "block_from_node",
     "mask_layer_config",
     "precision_of",
     "predict_inputs",
@@ -115,6 +116,27 @@ def block_from_attrs(attrs: dict[str, Any], seq: int) -> EncoderBlock:
         score_scale=float(attrs["score_scale"]),
         **{k: _flag(attrs, k) for k in KIND_ATTRS},
     )
+
+
+def block_from_node(node: Any, seq: int) -> EncoderBlock:
+    """:func:`block_from_attrs` of a folded ``onnx.NodeProto`` (attributes decoded as the
+    ONNX handler decodes them)."""
+    return block_from_attrs(_onnx_attrs(node), seq)
+
+
+def _onnx_attrs(node: Any) -> dict[str, Any]:
+    """A node's attributes: tensors as numpy arrays, strings decoded."""
+    from onnx import helper, numpy_helper
+
+    attrs: dict[str, Any] = {}
+    for a in node.attribute:
+        v = helper.get_attribute_value(a)
+        if a.type == a.TENSOR:
+            v = numpy_helper.to_array(v)
+        elif isinstance(v, bytes):
+            v = v.decode()
+        attrs[a.name] = v
+    return attrs
 
 
 def _flag(attrs: dict[str, Any], name: str) -> bool:
@@ -256,16 +278,7 @@ def _parse_block(
     node: Any, input_names: Any, input_shapes: Any, graph: Any, expect_rank: int | None = 3
 ) -> dict[str, Any]:
     """ONNX handler: the node's attributes become the layer's; shapes from the input."""
-    from onnx import helper, numpy_helper
-
-    attrs: dict[str, Any] = {}
-    for a in node.attribute:
-        v = helper.get_attribute_value(a)
-        if a.type == a.TENSOR:
-            v = numpy_helper.to_array(v)
-        elif isinstance(v, bytes):
-            v = v.decode()
-        attrs[a.name] = v
+    attrs = _onnx_attrs(node)
     shape = list(input_shapes[0])
     if (expect_rank is not None and len(shape) != expect_rank) or len(shape) < 2 or shape[0] != 1:
         raise SpecError(
