@@ -32,6 +32,20 @@ def _sat(c: dict[str, int] | None, side: str) -> str:
     return str(c[side]) if c[side] else "0"
 
 
+def short_spec(spec: Any) -> str:
+    """``method in=... out=...`` plus the fields that differ from the method's defaults."""
+    import dataclasses
+
+    parts = [f"{spec.operator}/{spec.method}", f"in={spec.in_fmt}", f"out={spec.out_fmt}"]
+    for f in dataclasses.fields(spec):
+        if f.name in ("in_fmt", "out_fmt", "eps", "form"):
+            continue
+        v = getattr(spec, f.name)
+        if f.default is not dataclasses.MISSING and v != f.default:
+            parts.append(f"{f.name}={v}")
+    return " ".join(parts)
+
+
 def _cos(v: float | None) -> str:
     return "-" if v is None else f"{v:.6f}"
 
@@ -151,11 +165,13 @@ def format_report(res: ValidationResult) -> str:
         met = res.budget.meets(e)
         parts += ["", f"Budget {res.budget.describe()}: {'met' if met else 'NOT met'}"]
         for t in res.tuning:
+            spec = res.specs.get(t["site"])
+            chosen = short_spec(spec) if spec is not None else "float (no candidate met the budget)"
             cost = "" if t.get("cost_score") is None else f", cost {t['cost_score']:g}"
             parts.append(
-                f"  {t['site']}: {t['chosen'] or 'float (no candidate met the budget)'}"
-                f"{cost} ({len(t['evaluated'])} of {t.get('front', '?')} front candidates "
-                f"evaluated end to end, {t.get('candidates', '?')} screened)"
+                f"  {t['site']}: {chosen}{cost} ({len(t['evaluated'])} of "
+                f"{t.get('front', '?')} front candidates evaluated end to end, "
+                f"{t.get('candidates', '?')} screened)"
             )
     t = res.timing
     parts += [
