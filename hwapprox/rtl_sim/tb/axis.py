@@ -22,7 +22,16 @@ import cocotb
 from cocotb.simtime import get_sim_time
 from cocotb.triggers import ReadOnly, RisingEdge
 
-__all__ = ["AxisSink", "AxisSource", "Beat", "CycleCounter", "no_pauses", "random_pauses"]
+__all__ = [
+    "AxisMonitor",
+    "AxisSink",
+    "AxisSource",
+    "Beat",
+    "CycleCounter",
+    "axis_violations",
+    "no_pauses",
+    "random_pauses",
+]
 
 
 def random_pauses(probability: float, seed: int) -> Iterator[bool]:
@@ -164,3 +173,75 @@ class AxisSink:
                 raw = self.data.value
                 value = raw.to_signed() if self.signed else raw.to_unsigned()
                 sample = (value, bool(int(self.last.value)))
+
+
+#: One sampled cycle of a stream: (cycle, valid, ready, data, last); valid/ready/
+#: last may be None when the simulator shows X or Z on them.
+Sample = tuple[int, int | None, int | None, int | None, int | None]
+
+
+def axis_violations(samples: list[Sample]) -> list[str]:
+    """AXI4-Stream handshake rules broken in a sequence of sampled cycles.
+
+    * ``tvalid`` and ``tready`` are 0 or 1 (never X/Z) after reset;
+    * once ``tvalid`` is high it stays high until a transfer (``tvalid && tready``)
+      and ``tdata``/``tlast`` do not change meanwhile (ARM IHI 0051, 2.2.1).
+    """
+    out: list[str] = []
+    prev: Sample | None = None
+    for smp in samples:
+        cyc, valid, ready, data, last = smp
+        if valid is None or ready is None:
+            out.append(f"cycle {cyc}: tvalid/tready is X or Z")
+        elif prev is not None and prev[1] == 1 and prev[2] == 0:
+            if valid != 1:
+                out.append(f"cycle {cyc}: tvalid dropped before the transfer (tready was low)")
+            elif (data, last) != (prev[3], prev[4]):
+                out.append(
+                    f"cycle {cyc}: tdata/tlast changed while stalled "
+                    f"({prev[3]}/{prev[4]} -> {data}/{last})"
+                )
+        prev = smp
+    return out
+
+
+class AxisMonitor:
+    """Samples a stream every cycle (in ``ReadOnly``) for :func:`axis_violations`.
+
+    Passive: it drives nothing. Start it after reset; :attr:`violations` lists
+    every broken rule with its cycle number (capped at 100 messages).
+    """
+
+    def __init__(self, dut: Any, prefix: str, clk: Any, counter: CycleCounter) -> None:
+        self.sig = {k: getattr(dut, f"{prefix}_t{k}") for k in ("valid", "ready", "data", "last")}
+        self.clk = clk
+        self.counter = counter
+        self.violations: list[str] = []
+        self._prev: Sample | None = None
+        self._task = cocotb.start_soon(self._run())
+
+    @staticmethod
+    def _int(v: Any) -> int | None:
+        try:
+            return int(v.value)
+        except ValueError:  # X or Z
+            return None
+
+    async def _run(self) -> None:
+        while True:
+            await RisingEdge(self.clk)
+            await ReadOnly()
+            smp: Sample = (
+                self.counter.cycle,
+                self._int(self.sig["valid"]),
+                self._int(self.sig["ready"]),
+                self._int(self.sig["data"]),
+                self._int(self.sig["last"]),
+            )
+            pair = [smp] if self._prev is None else [self._prev, smp]
+            found = axis_violations(pair)
+            if self._prev is not None:  # the first sample's X check was reported already
+                found = [f for f in found if not f.startswith(f"cycle {self._prev[0]}:")]
+            if len(self.violations) < 100:
+                self.violations.extend(found)
+            self._prev = smp

@@ -24,10 +24,22 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
 
 from hwapprox.approx.base import ApproxSpec, Operator
-from hwapprox.rtl_sim.tb.axis import AxisSink, AxisSource, Beat, CycleCounter, random_pauses
+from hwapprox.rtl_sim.tb.axis import (
+    AxisMonitor,
+    AxisSink,
+    AxisSource,
+    Beat,
+    CycleCounter,
+    random_pauses,
+)
 from hwapprox.rtl_sim.tb.scoreboard import Scoreboard
 
-__all__ = ["CLOCK_PERIOD_NS", "UnitTB", "expected_rows", "row_latencies"]
+__all__ = ["CLOCK_PERIOD_NS", "StreamError", "UnitTB", "expected_rows", "row_latencies"]
+
+
+class StreamError(AssertionError):
+    """A run that timed out with outputs missing, or broke the AXI-Stream protocol."""
+
 
 CLOCK_PERIOD_NS = 10
 
@@ -122,11 +134,14 @@ class UnitTB:
         dut.rst.value = 1
 
     async def reset(self, cycles: int = 4) -> None:
-        """Synchronous reset held for ``cycles`` rising edges."""
+        """Synchronous reset held for ``cycles`` rising edges; then the output stream's
+        protocol monitor starts."""
         self.dut.rst.value = 1
         await ClockCycles(self.dut.clk, cycles)
         self.dut.rst.value = 0
         await RisingEdge(self.dut.clk)
+        if getattr(self, "monitor", None) is None:
+            self.monitor = AxisMonitor(self.dut, "m_axis", self.dut.clk, self.counter)
 
     async def load_affine(self, gamma: npt.ArrayLike, beta: npt.ArrayLike) -> None:
         """Write gamma/beta raw codes into a LayerNorm unit's memory (one word per cycle)."""
@@ -160,8 +175,15 @@ class UnitTB:
             self.source.send(r.tolist())
         self.n_expected += pos
 
-    async def wait_done(self, timeout_cycles: int | None = None) -> dict[str, Any]:
-        """Run until every expected output arrived (or the timeout); return measurements."""
+    async def wait_done(
+        self, timeout_cycles: int | None = None, *, raise_on_error: bool = True
+    ) -> dict[str, Any]:
+        """Run until every expected output arrived (or the timeout); return measurements.
+
+        Raises :class:`StreamError` (unless ``raise_on_error`` is false; then see
+        :meth:`check`) when the timeout passed with outputs missing or the output
+        stream broke the AXI-Stream handshake rules.
+        """
         limit = timeout_cycles if timeout_cycles is not None else 50 * self.n_expected + 2000
         t0 = time.perf_counter()
         c0 = self.counter.cycle
@@ -170,7 +192,28 @@ class UnitTB:
         await ClockCycles(self.dut.clk, 32)  # anything extra would show up here
         wall = time.perf_counter() - t0
         cycles = self.counter.cycle - c0
-        return self.measure(wall, cycles)
+        stats = self.measure(wall, cycles)
+        stats["timed_out"] = len(self.sink.beats) < self.n_expected
+        stats["timeout_cycles"] = limit
+        mon = getattr(self, "monitor", None)
+        stats["protocol_violations"] = [] if mon is None else list(mon.violations)
+        if raise_on_error:
+            self.check(stats)
+        return stats
+
+    @staticmethod
+    def check(stats: dict[str, Any]) -> None:
+        """Raise :class:`StreamError` for a timeout or protocol violations in ``stats``."""
+        if stats.get("timed_out"):
+            raise StreamError(
+                f"timed out after {stats['timeout_cycles']} cycles with {stats['n_out']} of "
+                f"{stats['n_expected']} outputs (a stall or deadlock in the unit)"
+            )
+        v = stats.get("protocol_violations") or []
+        if v:
+            raise StreamError(
+                f"{len(v)} AXI-Stream protocol violation(s) on m_axis: {'; '.join(v[:5])}"
+            )
 
     def measure(self, wall: float, cycles: int) -> dict[str, Any]:
         sent, got = self.source.sent, self.sink.beats
