@@ -118,3 +118,34 @@ def test_hls_csim_without_config_on_a_torch_export(tmp_path) -> None:
     assert "C-sim data: 1 real block input(s)" in res.output
     assert "bit-exact" in res.output
     assert "per-token cosine min 0.99" in res.output
+
+
+#: one export per style: post-LN + key mask, masked_fill, pre-LN, pre-LN + causal + mask
+CSIM_STYLES = ["vit_ts17.onnx"]  # masked styles: see test_hls_csim_masked_styles
+
+
+@pytest.mark.hls
+@pytest.mark.parametrize("name", CSIM_STYLES)
+def test_hls_csim_no_config_per_style(name: str, tmp_path) -> None:
+    """No config, each exporter style: hls4ml C-sim = the Python block models on the
+    model's own padded batch (key masks included) plus an all-zero and an all-max sample."""
+    from hwapprox.hls.project import convert, csim_check, prepare_model
+
+    entry = next(e for e in MODELS if e["file"] == name)
+    prep = prepare_model(CORPUS / entry["file"], None, inputs=CORPUS / entry["inputs"])
+    hmodel = convert(prep, tmp_path / "prj")
+    s, d = prep.item_shape
+    fmt = prep.in_fmt
+    x = np.concatenate(
+        [np.asarray(prep.samples), np.zeros((1, s, d), np.int64), np.full((1, s, d), fmt.max_raw)]
+    )
+    km = None
+    if prep.masked:
+        km = np.concatenate([np.asarray(prep.key_mask), np.ones((2, s), bool)])
+        assert not km.all()  # the batch is padded: masked keys are exercised
+    rep = csim_check(hmodel, prep, x, key_mask=km)
+    assert rep.bit_exact, rep
+    assert rep.values == x.size
+    acc = prep.accuracy()
+    assert acc is not None
+    assert acc["token_cosine_min"] > 0.9999

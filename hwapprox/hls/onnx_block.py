@@ -721,6 +721,10 @@ def fold_blocks(
                 f"encoder blocks are not a chain: {b.ln2.name} reads {b.input}, not {a.output}"
             )
     seq = _seq_len(m, matches[0].input, seq)
+    # hls4ml turns tensor names into C++ identifiers: exporters' names ('/Add_output_0')
+    # are not, so the folded graph names its tensors block_in, block0_out, ...
+    names = {matches[0].input: "block_in"}
+    names.update({bm.output: f"block{i}_out" for i, bm in enumerate(matches)})
     d = matches[0].weights["wo"].shape[1]
     nodes = []
     for i, bm in enumerate(matches):
@@ -728,8 +732,8 @@ def fold_blocks(
         nodes.append(
             helper.make_node(
                 OP_TYPE,
-                [bm.input],
-                [bm.output],
+                [names[bm.input]],
+                [names[bm.output]],
                 name=f"encoder_block{i}",
                 domain=DOMAIN,
                 heads=bm.heads,
@@ -749,13 +753,15 @@ def fold_blocks(
         )
         if bm.key_mask is not None:
             nodes[-1].input.append(MASK_INPUT)
-    tin = helper.make_tensor_value_info(matches[0].input, onnx.TensorProto.FLOAT, [1, seq, d])
+    tin = helper.make_tensor_value_info("block_in", onnx.TensorProto.FLOAT, [1, seq, d])
     ins = [tin]
     if any(bm.key_mask is not None for bm in matches):
         ins.append(helper.make_tensor_value_info(MASK_INPUT, onnx.TensorProto.FLOAT, [1, seq]))
-    tout = helper.make_tensor_value_info(matches[-1].output, onnx.TensorProto.FLOAT, [1, seq, d])
+    tout = helper.make_tensor_value_info(
+        names[matches[-1].output], onnx.TensorProto.FLOAT, [1, seq, d]
+    )
     vis = [
-        helper.make_tensor_value_info(bm.output, onnx.TensorProto.FLOAT, [1, seq, d])
+        helper.make_tensor_value_info(names[bm.output], onnx.TensorProto.FLOAT, [1, seq, d])
         for bm in matches[:-1]
     ]
     graph = helper.make_graph(nodes, f"{m.graph.name}_blocks", ins, [tout], value_info=vis)
