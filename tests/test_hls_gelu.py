@@ -1,4 +1,9 @@
-"""C simulation of hwapprox/gelu.h, bit-exact with hwapprox.approx.gelu."""
+"""C simulation of hwapprox/gelu.h, bit-exact with hwapprox.approx.gelu.
+
+The cases include every RTL test's GELU parameter set (``rtl_cases.py``);
+each case's type widths are checked against ``hw_params()`` and the SV
+parameters (``hls_widths_check.py``) on the same binary.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hls_widths_check import check_widths, read_widths, widths_rows
+from rtl_cases import CASES as RTL_CASES
 
 from hwapprox.approx.registry import make_spec
 from hwapprox.hls.csim import build_harness, run_harness
@@ -78,6 +85,7 @@ CASES = [
         {"in_fmt": "ap_fixed<14,5>", "out_fmt": "ap_fixed<12,5,AP_RND,AP_SAT>", "index_bits": 9},
     ),
 ]
+CASES += [(m, f) for _, op, m, f, _ in RTL_CASES if op == "gelu" and (m, f) not in CASES]
 N_IN = 16
 
 
@@ -86,6 +94,7 @@ def setup():
     specs = [make_spec("gelu", m, **f) for m, f in CASES]
     insts = [unit_instance(f"g{i}", s, N_IN) for i, s in enumerate(specs)]
     rows = [(str(i), "run_gelu", f"g{i}") for i in range(len(CASES))]
+    rows += widths_rows("g", len(CASES))
     return specs, build_harness(HARNESS, insts, rows, name="hls_gelu")
 
 
@@ -107,3 +116,9 @@ def test_gelu_csim_bit_exact(setup, i):
     assert bad.size == 0, (
         f"{bad.size} mismatches, e.g. x={x[bad[:3]]}: {got[bad[:3]]} != {want[bad[:3]]}"
     )
+
+
+@pytest.mark.parametrize("i", range(len(CASES)), ids=[f"{m}{i}" for i, (m, _) in enumerate(CASES)])
+def test_gelu_widths_are_hw_params_and_sv_parameters(setup, i):
+    specs, exe = setup
+    check_widths(specs[i], N_IN, read_widths(exe, i))

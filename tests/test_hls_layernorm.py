@@ -1,4 +1,9 @@
-"""C simulation of hwapprox/layernorm.h, bit-exact with hwapprox.approx.layernorm."""
+"""C simulation of hwapprox/layernorm.h, bit-exact with hwapprox.approx.layernorm.
+
+The cases include every RTL test's LayerNorm parameter set (``rtl_cases.py``);
+each case's type widths are checked against ``hw_params()`` and the SV
+parameters (``hls_widths_check.py``) on the same binary.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hls_widths_check import check_widths, read_widths, widths_rows
+from rtl_cases import CASES as RTL_CASES
 
 from hwapprox.approx.registry import make_spec
 from hwapprox.hls.csim import build_harness, run_harness
@@ -76,6 +83,11 @@ CASES = [
     ("rsqrt_lut", {}, 1),  # a row of one element: zero variance, output beta
     ("ibert", {}, 1),
 ]
+CASES += [
+    (m, f, n)
+    for _, op, m, f, n in RTL_CASES
+    if op == "layernorm" and (m, f) not in [(cm, cf) for cm, cf, _ in CASES]
+]
 
 N_VALUES = 10_000  # raw input values per case (issue 4)
 
@@ -87,6 +99,7 @@ def setup():
         unit_instance(f"ln{i}", s, c[2]) for i, (s, c) in enumerate(zip(specs, CASES, strict=True))
     ]
     rows = [(str(i), "run_ln", f"ln{i}") for i in range(len(CASES))]
+    rows += widths_rows("ln", len(CASES))
     return specs, build_harness(HARNESS, insts, rows, name="hls_layernorm")
 
 
@@ -137,3 +150,9 @@ def test_layernorm_csim_bit_exact(setup, i):
     got = run_harness(exe, records, fmts)
     for gg, e in zip(got, expected, strict=True):
         assert np.array_equal(gg, e), f"first mismatch at {np.flatnonzero(gg != e)[:5]}"
+
+
+@pytest.mark.parametrize("i", range(len(CASES)), ids=[f"{m}-{n}" for m, _, n in CASES])
+def test_layernorm_widths_are_hw_params_and_sv_parameters(setup, i):
+    specs, exe = setup
+    check_widths(specs[i], CASES[i][2], read_widths(exe, i))

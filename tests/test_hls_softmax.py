@@ -1,4 +1,9 @@
-"""C simulation of hwapprox/softmax.h, bit-exact with hwapprox.approx.softmax."""
+"""C simulation of hwapprox/softmax.h, bit-exact with hwapprox.approx.softmax.
+
+The cases include every RTL test's softmax parameter set (``rtl_cases.py``);
+each case's type widths are checked against ``hw_params()`` and the SV
+parameters (``hls_widths_check.py``) on the same binary.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hls_widths_check import check_widths, read_widths, widths_rows
+from rtl_cases import CASES as RTL_CASES
 
 from hwapprox.approx.registry import make_spec
 from hwapprox.hls.csim import build_harness, run_harness
@@ -89,6 +96,11 @@ CASES = [
     ("online", {}, 1),  # a row of one element: output 1.0 (saturated)
     ("hls4ml_stable", {}, 1),
 ]
+CASES += [
+    (m, f, n)
+    for _, op, m, f, n in RTL_CASES
+    if op == "softmax" and (m, f) not in [(cm, cf) for cm, cf, _ in CASES]
+]
 
 N_VALUES = 10_000  # raw input values per case (issue 4)
 
@@ -100,6 +112,7 @@ def setup():
         unit_instance(f"s{i}", s, c[2]) for i, (s, c) in enumerate(zip(specs, CASES, strict=True))
     ]
     rows = [(str(i), "run_softmax", f"s{i}") for i in range(len(CASES))]
+    rows += widths_rows("s", len(CASES))
     return specs, build_harness(HARNESS, insts, rows, name="hls_softmax")
 
 
@@ -124,7 +137,7 @@ def _rows(fmt, n, rng):
         (np.arange(n) * (one // 4 or 1))[None, :] + lo // 2,  # increasing: rescale every step
         (np.arange(n)[::-1] * (one // 4 or 1))[None, :],
     ]
-    return np.concatenate(r).astype(np.int64)
+    return np.clip(np.concatenate(r), lo, hi).astype(np.int64)
 
 
 @pytest.mark.parametrize("i", range(len(CASES)), ids=[f"{m}-{n}" for m, _, n in CASES])
@@ -136,3 +149,9 @@ def test_softmax_csim_bit_exact(setup, i):
     want = spec.model(x).ravel()
     bad = np.flatnonzero(got != want)
     assert bad.size == 0, f"{bad.size} mismatches, first rows {sorted(set(bad // n))[:3]}"
+
+
+@pytest.mark.parametrize("i", range(len(CASES)), ids=[f"{m}-{n}" for m, _, n in CASES])
+def test_softmax_widths_are_hw_params_and_sv_parameters(setup, i):
+    specs, exe = setup
+    check_widths(specs[i], CASES[i][2], read_widths(exe, i))

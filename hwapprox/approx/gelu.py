@@ -36,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hwapprox.approx.base import Cost, ElementwiseSpec, Operator, SpecError
+from hwapprox.approx.hwparams import overflow_code, rounding_code, sbits, ubits
 from hwapprox.approx.intmath import shift_exp, shift_exp_x0
 from hwapprox.approx.pwl import PwlFit, fit_lines, fit_pwl, minimax_lines
 from hwapprox.fixed import MAX_RAW_BITS, FixedFormat, cast, round_shift
@@ -215,6 +216,23 @@ class _GeluSpec(ElementwiseSpec):
             "out_frac_bits": self.out_fmt.frac_bits,
         }
 
+    def _hw_common(self) -> dict[str, int]:
+        """Formats of the hardware parameter set (:mod:`hwapprox.approx.hwparams`)."""
+        return {
+            "IN_W": self.in_fmt.width,
+            "IN_F": self.in_fmt.frac_bits,
+            "OUT_W": self.out_fmt.width,
+            "OUT_F": self.out_fmt.frac_bits,
+            "OUT_SIGNED": int(self.out_fmt.signed),
+            "OUT_RND": rounding_code(self.out_fmt.rounding),
+            "OUT_OVF": overflow_code(self.out_fmt.overflow),
+        }
+
+    def hw_params(self, n: int | None = None) -> dict[str, int]:
+        """The hardware parameter set (:mod:`hwapprox.approx.hwparams`); ``n`` is unused
+        (elementwise: no width depends on how many values a call takes)."""
+        raise NotImplementedError(f"gelu/{self.method} has no hardware unit")
+
 
 # ---------------------------------------------------------------------------
 # I-BERT
@@ -345,6 +363,57 @@ class IBertGelu(_GeluSpec):
             "prod_bits": c["prod_bits"],
         }
 
+    def hw_params(self, n: int | None = None) -> dict[str, int]:
+        """Hardware parameter set (names as the HLS config constants).
+
+        Every width holds the whole range the model's integer can take, from
+        the input range ``x`` in ``[-2^(W-1), 2^(W-1) - 1]`` and the constants:
+
+        ======== ======== ==========================================================
+        name     sign     value range -> bits
+        ======== ======== ==========================================================
+        ABS_W    unsigned ``|x| <= 2^(W-1)``
+        T_W      unsigned ``t = min(|x|, -b_int)`` in ``[0, -b_int]``
+        TB_W     signed   ``t + b_int`` in ``[b_int, 0]``
+        SQ_W     unsigned ``(t + b_int)^2 <= b_int^2``
+        POLY_W   signed   ``poly = (t + b_int)^2 + c_int`` in ``[c_int, b_int^2 + c_int]``
+        ERF_W    signed   ``sign(x)·poly >> erf_shift`` (floor)
+        SUM_W    signed   ``erf + erf_one``
+        PROD_W   signed   ``p = x·sum`` (the four corners of the two ranges)
+        Q_W      signed   ``(-p)·mult`` (the requantising product)
+        ======== ======== ==========================================================
+        """
+        c = self._consts
+        b, cc, one = c["b_int"], c["c_int"], c["erf_one"]
+        w = self.in_fmt.width
+        xlo, xhi = -(1 << (w - 1)), (1 << (w - 1)) - 1
+        poly_lo, poly_hi = cc, b * b + cc
+        pmax = max(abs(poly_lo), abs(poly_hi))
+        s = self.erf_shift
+        erf_lo, erf_hi = (-pmax) >> s, pmax >> s
+        sum_lo, sum_hi = erf_lo + one, erf_hi + one
+        corners = [xlo * sum_lo, xlo * sum_hi, xhi * sum_lo, xhi * sum_hi]
+        p_lo, p_hi = min(corners), max(corners)
+        m = c["mult"]
+        return {
+            **self._hw_common(),
+            "B_INT": b,
+            "C_INT": cc,
+            "ERF_SHIFT": s,
+            "ERF_ONE": one,
+            "MULT": m,
+            "MULT_SHIFT": c["mult_shift"],
+            "ABS_W": ubits(-xlo),
+            "T_W": ubits(-b),
+            "TB_W": sbits(b, 0),
+            "SQ_W": ubits(b * b),
+            "POLY_W": sbits(min(poly_lo, -pmax), pmax),
+            "ERF_W": sbits(erf_lo, erf_hi),
+            "SUM_W": sbits(sum_lo, sum_hi),
+            "PROD_W": sbits(p_lo, p_hi),
+            "Q_W": sbits(-p_hi * m, -p_lo * m),
+        }
+
     def cost(self) -> Cost:
         c = self._consts
         w = self.in_fmt.width
@@ -453,6 +522,57 @@ class ShiftGelu(_GeluSpec):
             "sigmoid_shift": 32 - self.sigmoid_bits,
             "prod_frac_bits": self.in_fmt.frac_bits + self.sigmoid_bits - 1,
             "exp_bits": (2 * -self._x0 * 2**self.n).bit_length(),
+        }
+
+    def hw_params(self, n: int | None = None) -> dict[str, int]:
+        """Hardware parameter set (names as the HLS config constants).
+
+        ``x`` in ``[-2^(W-1), 2^(W-1) - 1]``; ``m = max(x, 0)``; both shift-exp
+        arguments ``x - m`` and ``-m`` lie in ``[-2^(W-1), 0]``:
+
+        ======== ======== ==========================================================
+        name     sign     value range -> bits
+        ======== ======== ==========================================================
+        M_W      unsigned ``m`` in ``[0, 2^(W-1) - 1]``
+        SX_W     signed   shift-exp argument in ``[-2^(W-1), 0]``
+        ST_W     signed   ``t = x + (x >> 1) - (x >> 4)`` (non-decreasing in x: its
+                          least value at ``x = -2^(W-1)``) and the clip ``n·x0``
+        SQ_W     unsigned ``q = floor(t / x0)`` in ``[0, n]``
+        SR_W     signed   ``r = t - x0·q`` in ``(x0, 0]``
+        SEI_W    unsigned ``(r - 2·x0) << (n - q) <= -2·x0·2^n`` (before the halving)
+        SE_W     unsigned shift-exp result ``<= -x0·2^n``
+        ESUM_W   unsigned ``e1 + e2 <= -2·x0·2^n`` (validated ``< 2^31``)
+        FACTOR_W unsigned ``(2^31 - 1) / (e1 + e2) <= 2^31 - 1``
+        SIGP_W   unsigned ``e1·factor <= 2^31 - 1`` (``e1 <= e1 + e2``)
+        SIG_W    unsigned ``sig = e1·factor >> (32 - sigmoid_bits) < 2^(sigmoid_bits-1)``
+        YP_W     signed   ``x·sig``
+        ======== ======== ==========================================================
+        """
+        w, x0, nn = self.in_fmt.width, self._x0, self.n
+        xlo = -(1 << (w - 1))
+        t_lo = xlo + (xlo >> 1) - (xlo >> 4)
+        pre_lo = xlo + (xlo >> 1)
+        sig_max = ((1 << 31) - 1) >> (32 - self.sigmoid_bits)
+        return {
+            **self._hw_common(),
+            "X0": x0,
+            "EXP_N": nn,
+            "TVM": 0,
+            "SIGMOID_BITS": self.sigmoid_bits,
+            "SIGMOID_SHIFT": 32 - self.sigmoid_bits,
+            "PROD_F": self.in_fmt.frac_bits + self.sigmoid_bits - 1,
+            "M_W": ubits(-xlo - 1),
+            "SX_W": sbits(xlo, 0),
+            "ST_W": sbits(min(pre_lo, t_lo, nn * x0), 0),
+            "SQ_W": ubits(nn),
+            "SR_W": sbits(x0 + 1, 0),
+            "SEI_W": ubits(-2 * x0 << nn),
+            "SE_W": ubits(-x0 << nn),
+            "ESUM_W": ubits(-2 * x0 << nn),
+            "FACTOR_W": ubits((1 << 31) - 1),
+            "SIGP_W": ubits((1 << 31) - 1),
+            "SIG_W": ubits(sig_max),
+            "YP_W": sbits(xlo * sig_max, ((1 << (w - 1)) - 1) * sig_max),
         }
 
     def cost(self) -> Cost:
@@ -580,6 +700,49 @@ class EdgeMoeGelu(_GeluSpec):
             "t_bits": self._t_bits,
             "acc_frac_bits": max(self.in_fmt.frac_bits, self.entry_fmt.frac_bits),
             "index_bits": max(1, (self.table_size - 1).bit_length()),
+        }
+
+    def hw_params(self, n: int | None = None) -> dict[str, int]:
+        """Hardware parameter set (names as the HLS config constants).
+
+        ``F = in_fmt.frac_bits``, ``k = -log2(step)``, ``Fe`` the entry fraction
+        bits, ``ft`` = :attr:`_t_bits` interpolation bits, ``Fa = max(F, Fe)``:
+
+        ========= ======== =========================================================
+        name      sign     value range -> bits
+        ========= ======== =========================================================
+        ABS_W     unsigned ``a = |x| <= 2^(W-1)``
+        IDX_W     unsigned ``idx = a >> (F - k)`` (or ``a << (k - F)``)
+        T_W       unsigned ``t``, the ``ft`` bits below the index (at least 1 bit)
+        ENTRY_W   unsigned table entries (``entry_fmt``)
+        INTERP_W  signed   ``(T[i] << ft) + t·(T[i+1] - T[i])``: the signed product
+                           ``|t·(T[i+1] - T[i])| < 2^(ft + ENTRY_W)``; the sum lies
+                           between ``T[i+1] << ft`` and ``T[i] << ft``
+        DELTA_W   unsigned the interpolated correction, rounded: ``< 2^ENTRY_W``
+        ACC_W     signed   ``(ReLU(x) << (Fa - F)) - (delta << (Fa - Fe))``
+        ========= ======== =========================================================
+        """
+        w, f_in, k = self.in_fmt.width, self.in_fmt.frac_bits, self._k
+        ew, fe, ft = self.entry_fmt.width, self.entry_fmt.frac_bits, self._t_bits
+        fa = max(f_in, fe)
+        a_max = 1 << (w - 1)
+        idx_max = a_max >> (f_in - k) if f_in >= k else a_max << (k - f_in)
+        relu_max = ((1 << (w - 1)) - 1) << (fa - f_in)
+        delta_max = ((1 << ew) - 1) << (fa - fe)
+        return {
+            **self._hw_common(),
+            "TABLE_SIZE": self.table_size,
+            "K": k,
+            "ENTRY_F": fe,
+            "FT": ft,
+            "FA": fa,
+            "ABS_W": ubits(a_max),
+            "IDX_W": ubits(idx_max),
+            "T_W": max(1, ft),
+            "ENTRY_W": ew,
+            "INTERP_W": sbits(-((1 << (ft + ew)) - 1), (1 << (ft + ew)) - 1),
+            "DELTA_W": ew,
+            "ACC_W": sbits(-delta_max, relu_max),
         }
 
     def cost(self) -> Cost:
@@ -747,6 +910,47 @@ class PwlGelu(_GeluSpec):
             "acc_frac_bits": self._acc_frac_bits,
         }
 
+    def hw_params(self, n: int | None = None) -> dict[str, int]:
+        """Hardware parameter set: the SV parameters of ``hwa_gelu_pwl`` and the HLS constants.
+
+        ``Fa = max(F_in + F_s, F_c, F_in)`` fraction bits of the exact sum;
+        ``SH_XS = Fa - F_in - F_s``, ``SH_C = Fa - F_c``, ``SH_X = Fa - F_in``
+        align the three terms; ``OUT_SHIFT = Fa - F_out``.
+
+        ========= ======== =========================================================
+        name      sign     value range -> bits
+        ========= ======== =========================================================
+        PROD_W    signed   ``x·s_i``: ``IN_W + S_W`` (``(-2^(IN_W-1))·(-2^(S_W-1))``
+                           needs the top bit)
+        ACC_W     signed   ``(x·s_i << SH_XS) + (c_i << SH_C)`` (one carry above the
+                           wider term) or ``x << SH_X`` (the ``x >= B_N`` branch)
+        ========= ======== =========================================================
+        """
+        f_in, f_s, f_c = (
+            self.in_fmt.frac_bits,
+            self.slope_fmt.frac_bits,
+            self.intercept_fmt.frac_bits,
+        )
+        fa = self._acc_frac_bits
+        w_in, w_s, w_c = self.in_fmt.width, self.slope_fmt.width, self.intercept_fmt.width
+        sh_xs, sh_c, sh_x = fa - f_in - f_s, fa - f_c, fa - f_in
+        prod_w = w_in + w_s
+        return {
+            **self._hw_common(),
+            "NSEG": self.segments,
+            "S_W": w_s,
+            "S_F": f_s,
+            "C_W": w_c,
+            "C_F": f_c,
+            "FA": fa,
+            "SH_XS": sh_xs,
+            "SH_C": sh_c,
+            "SH_X": sh_x,
+            "OUT_SHIFT": fa - self.out_fmt.frac_bits,
+            "PROD_W": prod_w,
+            "ACC_W": max(w_in + sh_x, max(prod_w + sh_xs, w_c + sh_c) + 1),
+        }
+
     def cost(self) -> Cost:
         n = self.segments
         tb = (n + 1) * self.in_fmt.width + n * (self.slope_fmt.width + self.intercept_fmt.width)
@@ -834,6 +1038,22 @@ class LutGelu(_GeluSpec):
             "index_bits": self._index_bits,
             "index_shift": self._shift,
             "table_size": 1 << self._index_bits,
+        }
+
+    def hw_params(self, n: int | None = None) -> dict[str, int]:
+        """Hardware parameter set: the SV parameters of ``hwa_gelu_lut`` and the HLS constants.
+
+        ``CODE_W``: the offset code ``x - min_code`` (the input with its sign
+        bit inverted), unsigned ``IN_W`` bits; ``INDEX_BITS`` of it address
+        the table (``INDEX_SHIFT`` low bits dropped).
+        """
+        return {
+            **self._hw_common(),
+            "IN_SIGNED": int(self.in_fmt.signed),
+            "INDEX_BITS": self._index_bits,
+            "INDEX_SHIFT": self._shift,
+            "TABLE_SIZE": 1 << self._index_bits,
+            "CODE_W": self.in_fmt.width,
         }
 
     def cost(self) -> Cost:

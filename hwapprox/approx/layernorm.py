@@ -39,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hwapprox.approx.base import Cost, Operator, RowwiseSpec, SpecError
+from hwapprox.approx.hwparams import overflow_code, raw_width, rounding_code, sbits, ubits
 from hwapprox.approx.intmath import bit_length
 from hwapprox.fixed import (
     MAX_RAW_BITS,
@@ -283,6 +284,11 @@ class _LayerNormSpec(RowwiseSpec):
             raise SpecError(f"{what} must be a 1-D array of length {n}, got shape {arr.shape}")
         return arr
 
+    def hw_params(self, n: int | None = None) -> dict[str, int]:
+        """The hardware parameter set (:mod:`hwapprox.approx.hwparams`) for rows of up
+        to ``n`` elements (None: the longest row the spec allows)."""
+        raise NotImplementedError(f"layernorm/{self.method} has no hardware unit")
+
     def _check_n(self, n: int, limit: int, why: str) -> None:
         if n > limit:
             raise SpecError(f"layernorm/{self.method}: row length N={n} exceeds {limit} ({why})")
@@ -390,6 +396,88 @@ class IBertLayerNorm(_LayerNormSpec):
             "max_n": self.MAX_N,
         }
 
+    def hw_params(self, n: int | None = None) -> dict[str, int]:
+        """Hardware parameter set for rows of up to ``n`` elements (default ``MAX_N``).
+
+        Codes ``x`` in ``[lo, hi]``; ``s`` is the per-row variance shift, at
+        least ``need = ceil(log2(sqrt(var0 / 2^32)))`` (so ``var0 <= 2^(32+2s)``)
+        and at most one above ``max(shift, need)`` (one step more brings the
+        bound below ``2^32``).
+
+        ========== ======== ========================================================
+        name       sign     value range -> bits
+        ========== ======== ========================================================
+        X_W        signed   an input code (``ap_ufixed`` zero-extended)
+        S1_W       signed   ``ΣX`` in ``[n·lo, n·hi]``
+        YC_W       signed   ``y = X - mean`` in ``[lo - hi, hi - lo]``
+        VAR0_W     unsigned ``Σy² <= n·(hi - lo)²``
+        VAR_W      unsigned ``var = Σ floor(y/2^s)² <= var0/4^s + 2·sqrt(n·var0)/2^s + n
+                            <= 2^32 + 2^17·sqrt(n) + n``; every term is at most that
+        YS_W       signed   ``floor(y/2^s)``: its square is one term of ``var``
+        ROOT_W     unsigned ``isqrt(var)`` of the accepted ``var < 2^32``
+        STD_W      unsigned ``std = isqrt(var)·2^s``
+        FACTOR_W   unsigned ``2^31 / std <= 2^31``
+        YF_W       signed   ``y·factor``: ``|y| < (|floor(y/2^s)| + 1)·2^s <= 2·std``,
+                            so ``|y·factor| < 2^32``
+        YI_W       signed   ``y_int = y·factor >> 1``
+        SQRTN_W    unsigned ``round(sqrt(n)·2^16)``
+        YQ_W       signed   ``y_int·sqrtn``
+        Z_W        signed   ``Z = round(y_int·sqrtn / 2^ZSHIFT)``
+        ACC_W      signed   ``Z·γ + (β << BETA_SHIFT)``
+        ========== ======== ========================================================
+        """
+        rows = self.MAX_N if n is None else int(n)
+        self._check_n(rows, self.MAX_N, "int64 range of y_int·√N")
+        if rows < 1:
+            raise SpecError(f"layernorm/{self.method}: rows of length {rows} (at least 1)")
+        lo, hi = self.in_fmt.min_raw, self.in_fmt.max_raw
+        span = hi - lo
+        var0 = rows * span * span
+        need = max(0, (ubits(max(var0 - 1, 0)) - self.VAR_LIMIT_BITS + 1) >> 1)
+        s_max = max(self.shift, need) + 1
+        var_max = (1 << 32) + (1 << 17) * (math.isqrt(rows) + 1) + rows
+        ys = math.isqrt(var_max) + 1
+        root_max = math.isqrt((1 << self.VAR_LIMIT_BITS) - 1)
+        sqrtn = _round_sqrt(rows << (2 * self.SQRTN_FRAC))
+        zshift = 30 + self.SQRTN_FRAC - self.norm_frac_bits
+        yq = (1 << 31) * sqrtn
+        z = -(-yq >> zshift) + 1
+        f_acc = self.norm_frac_bits + self.gamma_fmt.frac_bits
+        beta_shift = f_acc - self.beta_fmt.frac_bits
+        z_w = sbits(-z, z)
+        return {
+            "IN_W": self.in_fmt.width,
+            "X_W": raw_width(self.in_fmt),
+            "OUT_W": self.out_fmt.width,
+            "OUT_F": self.out_fmt.frac_bits,
+            "GAMMA_W": self.gamma_fmt.width,
+            "GAMMA_F": self.gamma_fmt.frac_bits,
+            "BETA_W": self.beta_fmt.width,
+            "BETA_F": self.beta_fmt.frac_bits,
+            "SHIFT": self.shift,
+            "VAR_LIMIT_BITS": self.VAR_LIMIT_BITS,
+            "FACTOR_NUM_BITS": 31,
+            "SQRTN": sqrtn,
+            "ZSHIFT": zshift,
+            "ACC_F": f_acc,
+            "BETA_SHIFT": beta_shift,
+            "S1_W": sbits(rows * lo, rows * hi),
+            "YC_W": sbits(-span, span),
+            "VAR0_W": ubits(var0),
+            "VAR_W": ubits(var_max),
+            "YS_W": sbits(-ys, ys),
+            "ROOT_W": ubits(root_max),
+            "STD_W": ubits(root_max << s_max),
+            "FACTOR_W": ubits(1 << 31),
+            "YF_W": sbits(-(1 << 32), 1 << 32),
+            "YI_W": sbits(-(1 << 31), 1 << 31),
+            "SQRTN_W": ubits(sqrtn),
+            "YQ_W": sbits(-yq, yq),
+            "Z_W": z_w,
+            "ACC_W": max(z_w + raw_width(self.gamma_fmt), raw_width(self.beta_fmt) + beta_shift)
+            + 1,
+        }
+
     def cost(self) -> Cost:
         w = self.in_fmt.width
         return Cost(
@@ -441,6 +529,9 @@ class IVitLayerNorm(IBertLayerNorm):
         p.update({"newton_iterations": self.newton_iterations, "newton_k0": 1 << 16})
         p.pop("var_limit_bits")
         return p
+
+    def hw_params(self, n: int | None = None) -> dict[str, int]:
+        raise NotImplementedError(f"layernorm/{self.method} has no hardware unit")
 
 
 # -- hls4ml 1.3 ---------------------------------------------------------------------------
@@ -825,13 +916,102 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
             "a_bits": a.bit_length() + 1,
             "ay_bits": (a * 2 * y_max).bit_length() + 1,
             "z_bits": z_bits,
-            "acc_bits": z_bits + self.gamma_fmt.width + 1,
+            # Z·γ (signed product) plus β aligned by beta_shift, one carry
+            "acc_bits": max(
+                z_bits + raw_width(self.gamma_fmt),
+                raw_width(self.beta_fmt) + self._beta_shift,
+            )
+            + 1,
             "newton_sq_bits": 2 * (p + 1),
             "newton_t_bits": 2 * p + 4,
         }
 
+    @property
+    def _beta_shift(self) -> int:
+        return self.norm_frac_bits + self.gamma_fmt.frac_bits - self.beta_fmt.frac_bits
+
     def tables(self) -> dict[str, RawArray]:
         return {"rsqrt_table": rsqrt_table(self.rsqrt_table_bits, self.rsqrt_frac_bits).copy()}
+
+    def hw_params(self, n: int | None = None) -> dict[str, int]:
+        """The hardware parameter set: the SV parameters of ``hwa_layernorm_rsqrt`` and the
+        HLS config constants, one set (``RmsNorm``: ``CENTER = 0``).
+
+        ``n`` is unused: the accumulators are sized for ``max_n`` (rows of
+        ``1..max_n``); :meth:`widths` derives them from the largest input
+        magnitude ``|X| <= xmax``. Codes ``OUT_RND``/``OUT_OVF`` are ``hwa_pkg``'s.
+
+        ========= ======== =========================================================
+        name      sign     value range -> bits
+        ========= ======== =========================================================
+        X_W       signed   an input code (``ap_ufixed`` zero-extended)
+        N_BITS    unsigned ``N <= max_n``
+        S1_W      signed   ``S1 = ΣX``, ``|S1| <= max_n·xmax``
+        S2_W      unsigned ``S2 = ΣX² <= max_n·xmax²``
+        D_W       unsigned ``D = N·S2 - S1² <= N·S2`` (Cauchy-Schwarz: ``D >= 0``)
+        DE_W      unsigned ``De = (D << G) + N²·eps_q``
+        M_W       unsigned the normalised mantissa ``m`` in ``[2^P, 2^(P+2))``
+        Y_W       unsigned ``y``: table entries ``< 2^P``; a Newton step gives
+                           ``y(3 - m·y²)/2 <= 1/sqrt(m)`` (floors only lower it), so
+                           ``y <= 2^P``
+        SQ_W      unsigned ``y·y <= 2^(2P)``
+        MSQ_W     unsigned ``m·(y² >> P) < 2^(P+2)·2^P``
+        U_W       unsigned ``u = 3·2^P - (m·sq >> P)`` in ``(0, 3·2^P]``: a seed of bin
+                           ``[lo, hi)`` is ``<= 1/sqrt(lo)`` and ``hi <= 1.5·lo``, so
+                           ``m·y² < 1.5`` (real scale), and after a step ``m·y² <= 1``
+        YU_W      unsigned ``y·u <= 3·2^(2P)``
+        A_W       signed   ``A = N·X - S1`` (``N·X`` for RMSNorm)
+        AY_W      signed   ``A·y``
+        AYS_W     signed   ``A·y`` with room for the rounding shift: a left shift by
+                           ``-sh <= FZ + G/2 - P`` (``k >= 0``) and the rounding carry
+        Z_W       signed   ``Z ≈ (x - mean)/std·2^FZ``, ``|Z| <= (sqrt(N) + 2)·2^FZ``
+        ACC_W     signed   ``Z·γ + (β << BETA_SHIFT)``
+        ========= ======== =========================================================
+        """
+        w = self.widths()
+        pb, g = self.rsqrt_frac_bits, self.eps_guard_bits
+        lsh = max(0, self.norm_frac_bits + g // 2 - pb)
+        return {
+            "IN_W": self.in_fmt.width,
+            "IN_F": self.in_fmt.frac_bits,
+            "X_W": raw_width(self.in_fmt),
+            "OUT_W": self.out_fmt.width,
+            "OUT_F": self.out_fmt.frac_bits,
+            "OUT_SIGNED": int(self.out_fmt.signed),
+            "OUT_RND": rounding_code(self.out_fmt.rounding),
+            "OUT_OVF": overflow_code(self.out_fmt.overflow),
+            "GAMMA_W": self.gamma_fmt.width,
+            "GAMMA_F": self.gamma_fmt.frac_bits,
+            "BETA_W": self.beta_fmt.width,
+            "BETA_F": self.beta_fmt.frac_bits,
+            "CENTER": int(self.center),
+            "MAX_N": self.max_n,
+            "N_BITS": w["n_bits"],
+            "S1_W": w["s1_bits"],
+            "S2_W": w["s2_bits"],
+            "D_W": w["d_bits"],
+            "DE_W": w["de_bits"],
+            "EPS_Q": self.eps_q,
+            "G": g,
+            "P": pb,
+            "TB": self.rsqrt_table_bits,
+            "NEWTON": self.newton_steps,
+            "FZ": self.norm_frac_bits,
+            "BETA_SHIFT": self._beta_shift,
+            "ACC_F": self.norm_frac_bits + self.gamma_fmt.frac_bits,
+            "OUT_SHIFT": self.norm_frac_bits + self.gamma_fmt.frac_bits - self.out_fmt.frac_bits,
+            "M_W": pb + 2,
+            "Y_W": pb + 1,
+            "SQ_W": 2 * pb + 1,
+            "MSQ_W": 2 * pb + 2,
+            "U_W": ubits(3 << pb),
+            "YU_W": ubits(3 << (2 * pb)),
+            "A_W": w["a_bits"],
+            "AY_W": w["ay_bits"],
+            "AYS_W": w["ay_bits"] + lsh + 1,
+            "Z_W": w["z_bits"],
+            "ACC_W": w["acc_bits"],
+        }
 
     def params(self) -> dict[str, int]:
         p = {

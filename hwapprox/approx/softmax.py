@@ -45,6 +45,7 @@ import numpy.typing as npt
 
 from hwapprox.approx import intmath
 from hwapprox.approx.base import Cost, Operator, RawArray, RowwiseSpec, SpecError
+from hwapprox.approx.hwparams import overflow_code, raw_width, rounding_code, sbits, ubits
 from hwapprox.fixed import MAX_RAW_BITS, FixedFormat, Overflow, Rounding, cast
 
 __all__ = [
@@ -165,6 +166,11 @@ class SoftmaxSpec(RowwiseSpec):
     ) -> npt.NDArray[np.float64]:
         """float64 stable softmax along ``axis`` (``mask``: True = masked out, output 0)."""
         return stable_softmax(x, axis=axis, mask=mask)
+
+    def hw_params(self, n: int | None = None) -> dict[str, int]:
+        """The hardware parameter set (:mod:`hwapprox.approx.hwparams`) for rows of up
+        to ``n`` elements (None: the longest row the spec allows)."""
+        raise NotImplementedError(f"softmax/{self.method} has no hardware unit")
 
     # -- validation helpers ---------------------------------------------------
     def _name(self) -> str:
@@ -459,6 +465,31 @@ class _Hls4mlSoftmax(SoftmaxSpec):
             "stable": int(self._stable),
         }
 
+    def hw_params(self, n: int | None = None) -> dict[str, int]:
+        """Hardware parameter set. hls4ml's own types carry the datapath (every
+        ``*_fmt``); derived here: ``DIFF_W`` (stable: the exact difference
+        ``x_max - x_i`` of two input values, one bit wider than ``in_fmt``) and
+        ``PROD_W``/``PROD_I``, the exact product ``exp_res · inv`` (``accum_t``
+        times ``inv_table_t``, widths and integer bits add) before ``result_t``.
+        ``n`` is unused: the adder tree's every sum is an ``accum_t``."""
+        return {
+            "IN_W": self.in_fmt.width,
+            "OUT_W": self.out_fmt.width,
+            "STABLE": int(self._stable),
+            "EXP_TABLE_SIZE": self.exp_table_size,
+            "INV_TABLE_SIZE": self.inv_table_size,
+            "EXP_ADDR_BITS": self.exp_table_size.bit_length() - 1,
+            "INV_ADDR_BITS": self.inv_table_size.bit_length() - 1,
+            "EXP_ADDR_W": self.exp_addr_fmt.width,
+            "INV_INP_W": self.inv_inp_fmt.width,
+            "ACCUM_W": self.accum_fmt.width,
+            "EXP_TABLE_W": self.exp_table_fmt.width,
+            "INV_TABLE_W": self.inv_table_fmt.width,
+            "DIFF_W": self.in_fmt.width + 1,
+            "PROD_W": self.accum_fmt.width + self.inv_table_fmt.width,
+            "PROD_I": self.accum_fmt.int_bits + self.inv_table_fmt.int_bits,
+        }
+
     def _exp_res(self, v: RawArray, tabs: dict[str, RawArray]) -> RawArray:
         """``exp_res`` (raw ``accum_fmt``) of ``v``: stable ``d = x_max - x_i`` (exact
         difference codes, >= 0), latency the input codes ``x_i``."""
@@ -696,6 +727,89 @@ class IBertSoftmax(SoftmaxSpec):
             "out_shift": self.factor_bits - self.out_fmt.frac_bits,
             "in_width": self.in_fmt.width,
             "out_width": self.out_fmt.width,
+        }
+
+    def hw_params(self, n: int | None = None) -> dict[str, int]:
+        """Hardware parameter set for rows of up to ``n`` elements (default: the
+        longest row the model takes, ``2^(62 - exp_bits)``).
+
+        Input codes ``x`` in ``[lo, hi]`` of ``in_fmt``; ``x0 < 0``, ``b_int``,
+        ``c_int`` and ``n_exp = 30`` are the i-exp constants:
+
+        ========= ======== =========================================================
+        name      sign     value range -> bits
+        ========= ======== =========================================================
+        X_W       signed   an input code (``ap_ufixed`` zero-extended)
+        DIFF_W    signed   ``x - max`` in ``[-(hi - lo), 0]``
+        IT_W      signed   the clipped argument ``max(x - max, n_exp·x0)``
+        IQ_W      unsigned ``q = floor(t / x0)`` in ``[0, n_exp]``
+        IR_W      signed   ``r = t - x0·q`` in ``(x0, 0]``
+        IZ_W      signed   ``r + b_int``, ``r·(r + b_int)`` and ``z = r·(r + b_int) + c_int``
+                           (a quadratic in r: its extremes at the ends or the vertex)
+        IE_W      unsigned ``e = max(z << (n_exp - q), 0) <= z_max·2^n_exp``
+        RQ_W      unsigned ``e·requant_mult`` (``REQUANT_MULT_W``-bit constant), the
+                           exact QuantAct product: **more than
+                           64 bits** for the usual input scales (``e < 2^61``,
+                           ``requant_mult < 2^31``) -- the one wide type; it is a
+                           constant multiplier whose low bits only decide rounding
+        E16_W     unsigned the requantised exp, ``<= 2^(exp_bits-1) - 1``
+        SUM_W     unsigned ``Σ e16 <= n·(2^(exp_bits-1) - 1)``
+        FACTOR_W  unsigned ``2^factor_bits / Σ e16 <= 2^factor_bits``
+        PROD_W    unsigned ``e16·factor <= Σe16·factor <= 2^factor_bits``
+        Y_W       signed   ``y = e16·factor >> out_shift <= 2^F_out``, as the signed
+                           carrier of the output cast
+        ========= ======== =========================================================
+        """
+        k = self._consts()
+        nmax = 1 << (62 - self.exp_bits)
+        rows = nmax if n is None else int(n)
+        if not 1 <= rows <= nmax:
+            raise SpecError(
+                f"{self._name()}: rows of length {rows} exceed the exp sum width (at most {nmax})"
+            )
+        lo, hi = self.in_fmt.min_raw, self.in_fmt.max_raw
+        diff_lo = lo - hi
+        t_lo = min(diff_lo, k.n * k.x0)
+        r_lo = k.x0 + 1
+        rb = [r_lo + k.b_int, k.b_int]
+        cand = [r_lo, 0, *(v for v in (-(k.b_int // 2), -((k.b_int + 1) // 2)) if r_lo <= v <= 0)]
+        zs = [r * (r + k.b_int) + k.c_int for r in cand]
+        prods = [r * (r + k.b_int) for r in cand]
+        z_lo, z_hi = min(zs), max(zs)
+        e_max = max(z_hi, 0) << k.n
+        mult, rshift = self._requant_mult()
+        cap = (1 << (self.exp_bits - 1)) - 1
+        fb = self.factor_bits
+        return {
+            "IN_W": self.in_fmt.width,
+            "X_W": raw_width(self.in_fmt),
+            "OUT_W": self.out_fmt.width,
+            "OUT_F": self.out_fmt.frac_bits,
+            "X0": k.x0,
+            "B_INT": k.b_int,
+            "C_INT": k.c_int,
+            "EXP_N": k.n,
+            "CALIBRATED": int(self.requant == "calibrated"),
+            "REQUANT_MULT": mult,
+            "REQUANT_MULT_W": ubits(mult),
+            "REQUANT_SHIFT": rshift,
+            "EXP_SHIFT": self._exp_shift(),
+            "EXP_BITS": self.exp_bits,
+            "E16_MAX": cap,
+            "FACTOR_BITS": fb,
+            "OUT_SHIFT": fb - self.out_fmt.frac_bits,
+            "DIFF_W": sbits(diff_lo, 0),
+            "IT_W": sbits(t_lo, 0),
+            "IQ_W": ubits(k.n),
+            "IR_W": sbits(r_lo, 0),
+            "IZ_W": sbits(min(z_lo, *rb, *prods), max(z_hi, *rb, *prods)),
+            "IE_W": ubits(e_max),
+            "RQ_W": ubits(e_max * mult),
+            "E16_W": ubits(cap),
+            "SUM_W": ubits(rows * cap),
+            "FACTOR_W": ubits(1 << fb),
+            "PROD_W": ubits(1 << fb),
+            "Y_W": sbits(0, 1 << self.out_fmt.frac_bits),
         }
 
     def _exp16(self, v: RawArray) -> RawArray:
@@ -1107,6 +1221,107 @@ class OnlineSoftmax(SoftmaxSpec):
                 "EXP_LUT_SHIFT": self.in_fmt.frac_bits + self.exp_lut_int_bits - self.exp_lut_bits,
             }
         return p
+
+    def hw_params(self, n: int | None = None) -> dict[str, int]:
+        """The hardware parameter set: the SV parameters of ``hwa_softmax_online`` (and its
+        ``hwa_exp_unit``/``hwa_recip``) and the HLS config constants, one set.
+
+        ``n`` is unused: the running sum is a ``sum_fmt`` value and rows are at
+        most ``floor(sum_fmt.max)`` long (the model refuses longer rows), so
+        ``d <= n·ONE < 2^SUM_W``. Codes ``*_RND``/``*_OVF`` are ``hwa_pkg``'s.
+
+        ========= ======== =========================================================
+        name      sign     value range -> bits
+        ========= ======== =========================================================
+        X_W       signed   an input code (``ap_ufixed`` zero-extended)
+        DELTA_W   unsigned ``|x_j - m| <= 2^IN_W - 1``
+        PROD_W    unsigned ``δ·LOG2E`` (base2), exact, before the cast to ``exp_arg_fmt``
+        T_W       unsigned ``t`` (``exp_arg_fmt``); ``t >> T_F`` is the shift ``k``
+        V_W       unsigned ``v = T[i]·2^G - (T[i] - T[i+1])·u`` with ``G = T_F - A``:
+                           between ``T[i+1]·2^G`` and ``T[i]·2^G <= 2^(TABLE_F + G)``
+        EXP_W     unsigned ``E = round(v / 2^(k + EXP2_SHIFT)) <= 2^EXP_F`` (exp_fmt)
+        SUM_W     unsigned ``d`` (sum_fmt), at most ``n·ONE``
+        RESCALE_W unsigned ``d·E`` (``E <= 1.0``: ``R_s(d·E) + ONE <= d + ONE``)
+        RU_W      unsigned the mantissa ``U`` of ``d`` in ``[2^WF, 2^(WF+1))``
+        RT_W      unsigned lut reciprocal: ``T[i]·2^RG - (T[i] - T[i+1])·w <= 2^(WF+RG)``
+        RN_W      signed   Newton ``R`` (``<= 2^WF + 1``) and ``e = 2 - U·R``
+                           (``<= 1.5·2^WF + 1``: the seed is ``> 0.5``)
+        RP_W      signed   Newton products ``U·R``, ``R·e`` and ``2^(2·WF+1)``: ``< 2^(2·WF+2)``
+        RS_W      signed   ``R`` shifted to ``R_F`` fraction bits (a left shift by up to
+                           ``R_F - WF`` when ``R_F > WF``)
+        RPRE_W    signed   ``1/d <= 1`` (``d >= ONE``) before recip_fmt's overflow:
+                           ``< 2^(R_F+1)``
+        OUTP_W    unsigned ``E·r``, the exact output product
+        ========= ======== =========================================================
+        """
+        p = self.params()
+        f_in, f_e, f_s = self.in_fmt.frac_bits, self.exp_fmt.frac_bits, self.sum_fmt.frac_bits
+        f_r, wf, tb = self.recip_fmt.frac_bits, self.recip_work_frac_bits, self.recip_table_bits
+        hw: dict[str, int] = {
+            "IN_W": self.in_fmt.width,
+            "IN_F": f_in,
+            "X_W": raw_width(self.in_fmt),
+            "OUT_W": self.out_fmt.width,
+            "OUT_F": self.out_fmt.frac_bits,
+            "OUT_SIGNED": int(self.out_fmt.signed),
+            "OUT_RND": rounding_code(self.out_fmt.rounding),
+            "OUT_OVF": overflow_code(self.out_fmt.overflow),
+            "OUT_SHIFT": f_e + f_r - self.out_fmt.frac_bits,
+            "TWO_PASS": p["TWO_PASS"],
+            "BASE2": p["EXP_UNIT_BASE2"],
+            "EXP_W": self.exp_fmt.width,
+            "EXP_F": f_e,
+            "EXP_RND": rounding_code(self.exp_fmt.rounding),
+            "SUM_W": self.sum_fmt.width,
+            "SUM_F": f_s,
+            "SUM_RND": rounding_code(self.sum_fmt.rounding),
+            "SUM_UP": f_s - f_e,
+            "SUM_ONE": self._one_sum(),
+            "R_W": self.recip_fmt.width,
+            "R_F": f_r,
+            "R_OVF": overflow_code(self.recip_fmt.overflow),
+            "R_RND": rounding_code(self.recip_fmt.rounding),
+            "WF": wf,
+            "TB": tb,
+            "NEWTON": p["RECIP_NEWTON"],
+            "STEPS": self.newton_steps,
+            "DELTA_W": self.in_fmt.width,
+            "RESCALE_W": self.sum_fmt.width + self.exp_fmt.width,
+            "RU_W": wf + 1,
+            "RG": wf - tb,
+            "RT_W": ubits(1 << (2 * wf - tb)),
+            "RN_W": wf + 3,
+            "RP_W": 2 * wf + 3,
+            "RS_W": max(wf, f_r) + 3,
+            "RPRE_W": f_r + 2,
+            "OUTP_W": self.exp_fmt.width + self.recip_fmt.width,
+        }
+        if self.exp_unit == "base2":
+            t_f, a = self.exp_arg_fmt.frac_bits, self.exp_frac_bits
+            g = t_f - a
+            hw |= {
+                "LOG2E": self.log2e_raw,
+                "LOG2E_W": self.log2e_fmt.width,
+                "LOG2E_F": self.log2e_fmt.frac_bits,
+                "PROD_SHIFT": f_in + self.log2e_fmt.frac_bits - t_f,
+                "PROD_W": self.in_fmt.width + self.log2e_fmt.width,
+                "T_W": self.exp_arg_fmt.width,
+                "T_F": t_f,
+                "T_RND": rounding_code(self.exp_arg_fmt.rounding),
+                "A": a,
+                "G": g,
+                "TABLE_F": self.exp_table_frac_bits,
+                "INTERP": p["EXP2_INTERP"],
+                "V_W": ubits(1 << (self.exp_table_frac_bits + g)),
+                "EXP2_SHIFT": self.exp_table_frac_bits + g - f_e,
+            }
+        else:
+            hw |= {
+                "LUT_BITS": self.exp_lut_bits,
+                "LIM_BITS": f_in + self.exp_lut_int_bits,
+                "LUT_SHIFT": f_in + self.exp_lut_int_bits - self.exp_lut_bits,
+            }
+        return hw
 
     # -- the datapath ------------------------------------------------------------------
     def exp_unit_raw(

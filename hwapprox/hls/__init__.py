@@ -14,9 +14,9 @@ Layout
     g++ C simulation on the same raw codes).
 :mod:`hwapprox.hls.emit`
     Writes *data only*: one config struct per configured unit (typedefs of
-    every format, ``params()`` constants, ``tables()`` as ROM arrays with
-    accessors). :mod:`hwapprox.hls.units` maps ``(operator, method)`` to the
-    unit's op tag.
+    every format, the ``hw_params()`` constants the headers type every
+    intermediate from, ``tables()`` as ROM arrays with accessors).
+    :mod:`hwapprox.hls.units` maps ``(operator, method)`` to the unit's op tag.
 :mod:`hwapprox.hls.csim`
     Builds a harness (``tests/cxx/hls_*_harness.cpp``) against a generated
     instances header, once per content (:func:`hwapprox._cxx.compile_cxx`).

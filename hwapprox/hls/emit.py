@@ -135,12 +135,15 @@ def instance_from_spec(
     *,
     extra_types: Mapping[str, FixedFormat] | None = None,
     extra_consts: Mapping[str, int] | None = None,
+    consts: Mapping[str, int] | None = None,
 ) -> Instance:
     """An :class:`Instance` from a spec: every ``FixedFormat`` field ``x_fmt``
-    becomes ``typedef ... x_t``; ``params()`` become constants; ``tables()`` tables.
+    becomes ``typedef ... x_t``; ``tables()`` become tables; the constants are
+    ``consts`` when given (the HLS units pass ``hw_params()``, the hardware
+    parameter set), else ``params()``; ``extra_consts`` are added.
 
-    Boolean/enum/int fields of the spec that are not in ``params()`` are not
-    written: the algorithm headers read only what ``params()`` states.
+    Boolean/enum/int fields of the spec that are not in the constants are not
+    written: the algorithm headers read only what the constants state.
     """
     types: dict[str, FixedFormat] = {}
     for f in dataclasses.fields(spec):
@@ -148,15 +151,15 @@ def instance_from_spec(
         if isinstance(v, FixedFormat):
             types[_type_name(f.name)] = v
     types.update(extra_types or {})
-    consts: dict[str, int] = {}
-    for k, v in spec.params().items():
+    values: dict[str, int] = {}
+    for k, v in (spec.params() if consts is None else consts).items():
         if isinstance(v, enum.Enum):
             v = v.value
-        consts[k] = int(v)
-    consts.update(extra_consts or {})
+        values[k] = int(v)
+    values.update(extra_consts or {})
     tables = {k: np.asarray(v, dtype=np.int64) for k, v in spec.tables().items()}
     desc = spec.describe() if hasattr(spec, "describe") else repr(spec)
-    return Instance(name, types, consts, tables, comment=desc)
+    return Instance(name, types, values, tables, comment=desc)
 
 
 def _render_instance(inst: Instance) -> list[str]:

@@ -2,13 +2,15 @@
 
 :data:`UNITS` is the explicit table ``(operator, method) -> op tag`` of the
 library (``include/hwapprox/*.h``); :func:`unit_instance` turns a spec into
-the :class:`~hwapprox.hls.emit.Instance` (types, ``params()``, tables, row
-length ``n_in`` and the ``op`` typedef) that the unit's function template reads.
+the :class:`~hwapprox.hls.emit.Instance` that the unit's function template
+reads: one typedef per format field, the spec's hardware parameter set
+``hw_params(n_in)`` as constants (the same numbers the SV units take as
+parameters, :mod:`hwapprox.approx.hwparams`; the headers type every
+intermediate from them), the row length ``n_in``, the tables and the ``op``
+typedef. Nothing is renamed or computed here.
 """
 
 from __future__ import annotations
-
-import math
 
 from hwapprox.approx.base import ApproxSpec, SpecError
 from hwapprox.hls.emit import Instance, instance_from_spec
@@ -44,16 +46,6 @@ def supported() -> list[str]:
     return sorted(f"{op}/{m}" for op, m in UNITS)
 
 
-def _extra_consts(spec: ApproxSpec, n_in: int) -> dict[str, int]:
-    key = (str(spec.operator), spec.method)
-    if key == ("layernorm", "ibert"):
-        # round(sqrt(N)·2^sqrtn_frac), half up, exact: the constant the model
-        # multiplies y_int by (its scale is sqrt(N)/2^30).
-        v = n_in << (2 * spec.params()["sqrtn_frac"])
-        return {"sqrtn": (math.isqrt(4 * v) + 1) // 2}
-    return {}
-
-
 def unit_instance(name: str, spec: ApproxSpec, n_in: int) -> Instance:
     """Config of the HLS unit for ``spec`` on rows (or chunks) of ``n_in`` values."""
     key = (str(spec.operator), spec.method)
@@ -63,15 +55,17 @@ def unit_instance(name: str, spec: ApproxSpec, n_in: int) -> Instance:
         )
     if n_in < 1:
         raise SpecError(f"n_in must be >= 1, got {n_in}")
+    max_n = getattr(spec, "max_n", None)
+    if isinstance(max_n, int) and n_in > max_n:
+        raise SpecError(
+            f"{key[0]}/{key[1]}: rows of n_in={n_in} exceed the spec's max_n={max_n} "
+            "(its accumulator widths); raise max_n"
+        )
     extra_types = {}
     if str(spec.operator) == "softmax" and spec.method.startswith("hls4ml"):
         extra_types["exp_addr_t"] = spec.exp_addr_fmt  # type: ignore[attr-defined]
-    inst = instance_from_spec(
-        name,
-        spec,
-        extra_types=extra_types,
-        extra_consts={"n_in": n_in, **_extra_consts(spec, n_in)},
-    )
+    hw = spec.hw_params(n_in)  # type: ignore[attr-defined]
+    inst = instance_from_spec(name, spec, extra_types=extra_types, consts={**hw, "n_in": n_in})
     return Instance(
         inst.name,
         inst.types,

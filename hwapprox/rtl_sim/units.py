@@ -3,48 +3,39 @@
 :data:`UNITS` maps ``(operator, method)`` to an :class:`RtlUnit`: the top
 module, its source files (``rtl/``) and a function that turns a spec (plus the
 row buffer size for row-wise units) into SV parameters and ``$readmemh``
-contents -- all taken from the spec's ``params()``/``tables()``, nothing
-recomputed here.
+contents. The parameters are the spec's hardware parameter set
+(``spec.hw_params()``, :mod:`hwapprox.approx.hwparams`) passed through by
+name -- the same numbers the HLS config carries -- plus the row buffer
+geometry of :func:`~hwapprox.approx.hwparams.row_stream_params`; nothing is
+renamed or recomputed here. Memory files come from ``tables()``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from hwapprox.approx.base import ApproxSpec, Operator, SpecError
-from hwapprox.fixed import FixedFormat, Overflow, Rounding
+from hwapprox.approx.hwparams import overflow_code, rounding_code, row_stream_params
+from hwapprox.fixed import FixedFormat
 from hwapprox.rtl_sim.emit import memh_text
 
 __all__ = ["UNITS", "RtlUnit", "get_unit", "list_units", "overflow_code", "rounding_code"]
 
-_ROUNDING = [
-    Rounding.TRN,
-    Rounding.TRN_ZERO,
-    Rounding.RND,
-    Rounding.RND_ZERO,
-    Rounding.RND_INF,
-    Rounding.RND_MIN_INF,
-    Rounding.RND_CONV,
-]
-_OVERFLOW = [Overflow.WRAP, Overflow.SAT, Overflow.SAT_ZERO, Overflow.SAT_SYM]
-
 Config = tuple[dict[str, int | str], dict[str, str]]
 
-
-def rounding_code(mode: Rounding) -> int:
-    """``hwa_pkg`` RND_* code of an ap_fixed quantisation mode."""
-    return _ROUNDING.index(Rounding(mode))
+#: SV parameters that are 64-bit constants (written as ``64'd...`` literals)
+_LONG = ("LOG2E", "EPS_Q")
 
 
-def overflow_code(mode: Overflow) -> int:
-    """``hwa_pkg`` OVF_* code of an ap_fixed overflow mode."""
-    return _OVERFLOW.index(Overflow(mode))
-
-
-def _pow2_at_least(n: int) -> int:
-    return 1 << max(n - 1, 0).bit_length()
+def _sv(hw: Mapping[str, int], names: tuple[str, ...]) -> dict[str, int | str]:
+    """The SV parameters ``names`` of a hardware parameter set, unchanged (64-bit
+    constants as SV literals)."""
+    missing = [k for k in names if k not in hw]
+    if missing:
+        raise SpecError(f"hw_params() lacks the SV parameter(s) {missing}")
+    return {k: f"64'd{hw[k]}" if k in _LONG else int(hw[k]) for k in names}
 
 
 @dataclass(frozen=True)
@@ -78,155 +69,135 @@ def _signed_in(spec: ApproxSpec, unit: str) -> FixedFormat:
 
 # -- GELU ------------------------------------------------------------------------------
 def _gelu_lut_indexed(spec: Any, row_max: int) -> Config:
-    p = spec.params()
+    hw = spec.hw_params()
     lut = spec.tables()["lut"]
-    if len(lut) != p["table_size"]:
-        raise SpecError(f"gelu/lut: {len(lut)} table entries, params say {p['table_size']}")
-    params: dict[str, int | str] = {
-        "IN_W": p["in_width"],
-        "IN_SIGNED": int(spec.in_fmt.signed),
-        "OUT_W": p["out_width"],
-        "INDEX_BITS": p["index_bits"],
-    }
+    if len(lut) != hw["TABLE_SIZE"]:
+        raise SpecError(f"gelu/lut: {len(lut)} table entries, hw_params say {hw['TABLE_SIZE']}")
+    params = _sv(hw, ("IN_W", "IN_SIGNED", "OUT_W", "INDEX_BITS"))
     return params, {"LUT_FILE": memh_text(lut, spec.out_fmt.width)}
 
 
+_PWL = (
+    "IN_W",
+    "OUT_W",
+    "OUT_SIGNED",
+    "OUT_RND",
+    "OUT_OVF",
+    "NSEG",
+    "S_W",
+    "C_W",
+    "SH_XS",
+    "SH_C",
+    "SH_X",
+    "OUT_SHIFT",
+    "ACC_W",
+)
+
+
 def _gelu_pwl(spec: Any, row_max: int) -> Config:
-    p = spec.params()
+    hw = spec.hw_params()
     t = spec.tables()
-    bp, sl, ic = t["breakpoints"], t["slopes"], t["intercepts"]
-    f_in, f_s, f_c = p["in_frac_bits"], p["slope_frac_bits"], p["intercept_frac_bits"]
-    fa = p["acc_frac_bits"]
-    w_in, w_s, w_c = p["in_width"], p["slope_width"], p["intercept_width"]
-    sh_xs, sh_c, sh_x = fa - f_in - f_s, fa - f_c, fa - f_in
-    acc_w = max(w_in + w_s + sh_xs, w_c + sh_c, w_in + sh_x) + 2
-    params: dict[str, int | str] = {
-        "IN_W": w_in,
-        "OUT_W": p["out_width"],
-        "OUT_SIGNED": int(spec.out_fmt.signed),
-        "OUT_RND": rounding_code(spec.out_fmt.rounding),
-        "OUT_OVF": overflow_code(spec.out_fmt.overflow),
-        "NSEG": p["segments"],
-        "S_W": w_s,
-        "C_W": w_c,
-        "SH_XS": sh_xs,
-        "SH_C": sh_c,
-        "SH_X": sh_x,
-        "OUT_SHIFT": fa - p["out_frac_bits"],
-        "ACC_W": acc_w,
-    }
     mems = {
-        "BP_FILE": memh_text(bp, w_in),
-        "SLOPE_FILE": memh_text(sl, w_s),
-        "ICPT_FILE": memh_text(ic, w_c),
+        "BP_FILE": memh_text(t["breakpoints"], hw["IN_W"]),
+        "SLOPE_FILE": memh_text(t["slopes"], hw["S_W"]),
+        "ICPT_FILE": memh_text(t["intercepts"], hw["C_W"]),
     }
-    return params, mems
+    return _sv(hw, _PWL), mems
 
 
 # -- LayerNorm ---------------------------------------------------------------------------
+_LN = (
+    "IN_W",
+    "OUT_W",
+    "OUT_SIGNED",
+    "OUT_RND",
+    "OUT_OVF",
+    "GAMMA_W",
+    "BETA_W",
+    "CENTER",
+    "N_BITS",
+    "S1_W",
+    "S2_W",
+    "D_W",
+    "DE_W",
+    "A_W",
+    "AY_W",
+    "Z_W",
+    "ACC_W",
+    "EPS_Q",
+    "G",
+    "P",
+    "TB",
+    "NEWTON",
+    "FZ",
+    "BETA_SHIFT",
+    "OUT_SHIFT",
+)
+
+
 def _layernorm_rsqrt(spec: Any, row_max: int) -> Config:
     _signed_in(spec, "layernorm/rsqrt_lut")
-    p = spec.params()
-    if row_max > p["max_n"]:
+    hw = spec.hw_params()
+    if row_max > hw["MAX_N"]:
         raise SpecError(
-            f"row_max={row_max} exceeds the spec's max_n={p['max_n']} (its accumulator sizes)"
+            f"row_max={row_max} exceeds the spec's max_n={hw['MAX_N']} (its accumulator sizes)"
         )
-    params: dict[str, int | str] = {
-        "IN_W": p["in_width"],
-        "OUT_W": p["out_width"],
-        "OUT_SIGNED": int(spec.out_fmt.signed),
-        "OUT_RND": rounding_code(spec.out_fmt.rounding),
-        "OUT_OVF": overflow_code(spec.out_fmt.overflow),
-        "GAMMA_W": p["gamma_width"],
-        "BETA_W": p["beta_width"],
-        "CENTER": p["center"],
-        "ROW_MAX": row_max,
-        "BUF_DEPTH": _pow2_at_least(2 * row_max),
-        "ROWQ": 4,
-        "N_BITS": p["n_bits"],
-        "S1_W": p["s1_bits"],
-        "S2_W": p["s2_bits"],
-        "D_W": p["d_bits"],
-        "DE_W": p["de_bits"],
-        "A_W": p["a_bits"],
-        "AY_W": p["ay_bits"],
-        "Z_W": p["z_bits"],
-        "ACC_W": p["acc_bits"],
-        "EPS_Q": f"64'd{p['eps_q']}",
-        "G": p["eps_guard_bits"],
-        "P": p["rsqrt_frac_bits"],
-        "TB": p["rsqrt_table_bits"],
-        "NEWTON": p["newton_steps"],
-        "FZ": p["norm_frac_bits"],
-        "BETA_SHIFT": p["beta_shift"],
-        "OUT_SHIFT": p["out_shift"],
-    }
     if not spec.gamma_fmt.signed or not spec.beta_fmt.signed:
         raise SpecError("layernorm/rsqrt_lut RTL needs signed gamma_fmt and beta_fmt")
+    geometry = row_stream_params(row_max)
+    del geometry["N_BITS"]  # the spec's N_BITS sizes the N·X and N·S2 multipliers
     table = spec.tables()["rsqrt_table"]
-    return params, {"RSQRT_FILE": memh_text(table, p["rsqrt_frac_bits"])}
+    return {**geometry, **_sv(hw, _LN)}, {"RSQRT_FILE": memh_text(table, hw["P"])}
 
 
 # -- softmax ------------------------------------------------------------------------------
+_ONLINE = (
+    "IN_W",
+    "OUT_W",
+    "OUT_SIGNED",
+    "OUT_RND",
+    "OUT_OVF",
+    "OUT_SHIFT",
+    "BASE2",
+    "EXP_W",
+    "EXP_F",
+    "EXP_RND",
+    "SUM_W",
+    "SUM_F",
+    "SUM_RND",
+    "R_W",
+    "R_F",
+    "R_OVF",
+    "WF",
+    "TB",
+    "NEWTON",
+    "STEPS",
+    "R_RND",
+)
+_ONLINE_BASE2 = ("LOG2E", "LOG2E_W", "PROD_SHIFT", "T_W", "T_F", "T_RND", "A", "TABLE_F", "INTERP")
+_ONLINE_LUT = ("LUT_BITS", "LIM_BITS", "LUT_SHIFT")
+
+
 def _softmax_online(spec: Any, row_max: int) -> Config:
     _signed_in(spec, "softmax/online")
     if spec.schedule != "online":
         raise SpecError(
             f"the RTL unit implements schedule='online', got schedule={spec.schedule!r}"
         )
-    p = spec.params()
+    hw = spec.hw_params()
     t = spec.tables()
     if row_max > int(spec.sum_fmt.max):
         raise SpecError(f"row_max={row_max} exceeds what sum_fmt {spec.sum_fmt} can count")
-    base2 = bool(p["EXP_UNIT_BASE2"])
-    params: dict[str, int | str] = {
-        "IN_W": p["IN_W"],
-        "OUT_W": p["OUT_W"],
-        "OUT_SIGNED": p["OUT_SIGNED"],
-        "OUT_RND": rounding_code(spec.out_fmt.rounding),
-        "OUT_OVF": overflow_code(spec.out_fmt.overflow),
-        "OUT_SHIFT": p["EXP_F"] + p["RECIP_F"] - p["OUT_F"],
-        "ROW_MAX": row_max,
-        "BUF_DEPTH": _pow2_at_least(2 * row_max),
-        "ROWQ": 4,
-        "N_BITS": row_max.bit_length() + 1,
-        "BASE2": int(base2),
-        "EXP_W": p["EXP_W"],
-        "EXP_F": p["EXP_F"],
-        "EXP_RND": rounding_code(spec.exp_fmt.rounding),
-        "SUM_W": p["SUM_W"],
-        "SUM_F": p["SUM_F"],
-        "SUM_RND": rounding_code(spec.sum_fmt.rounding),
-        "R_W": p["RECIP_W"],
-        "R_F": p["RECIP_F"],
-        "R_OVF": overflow_code(spec.recip_fmt.overflow),
-        "WF": p["RECIP_WORK_F"],
-        "TB": p["RECIP_TABLE_BITS"],
-        "NEWTON": p["RECIP_NEWTON"],
-        "STEPS": p["NEWTON_STEPS"],
-        "R_RND": rounding_code(spec.recip_fmt.rounding),
+    base2 = bool(hw["BASE2"])
+    params = {
+        **row_stream_params(row_max),
+        **_sv(hw, _ONLINE + (_ONLINE_BASE2 if base2 else _ONLINE_LUT)),
     }
     if base2:
-        params |= {
-            "LOG2E": f"64'd{p['LOG2E']}",
-            "LOG2E_W": p["LOG2E_W"],
-            "PROD_SHIFT": p["IN_F"] + p["LOG2E_F"] - p["T_F"],
-            "T_W": p["T_W"],
-            "T_F": p["T_F"],
-            "T_RND": rounding_code(spec.exp_arg_fmt.rounding),
-            "A": p["EXP2_ADDR_BITS"],
-            "TABLE_F": p["EXP2_TABLE_F"],
-            "INTERP": p["EXP2_INTERP"],
-        }
-        exp_mem = memh_text(t["exp2_table"], p["EXP2_TABLE_F"] + 1)
+        exp_mem = memh_text(t["exp2_table"], hw["TABLE_F"] + 1)
     else:
-        params |= {
-            "LUT_BITS": p["EXP_LUT_BITS"],
-            "LIM_BITS": p["IN_F"] + p["EXP_LUT_INT_BITS"],
-            "LUT_SHIFT": p["EXP_LUT_SHIFT"],
-        }
-        exp_mem = memh_text(t["exp_lut"], p["EXP_W"])
-    recip_mem = memh_text(t["recip_table"], p["RECIP_WORK_F"] + 1)
+        exp_mem = memh_text(t["exp_lut"], hw["EXP_W"])
+    recip_mem = memh_text(t["recip_table"], hw["WF"] + 1)
     return params, {"EXP_FILE": exp_mem, "RECIP_FILE": recip_mem}
 
 

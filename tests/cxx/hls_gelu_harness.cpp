@@ -1,7 +1,10 @@
 // C-simulation harness for hwapprox/gelu.h (protocol: hls_harness.h).
 // Record: "id count x..." -> count outputs; the values are processed in calls
 // of n_in elements (the last call padded with zeros, padding not printed).
+// every narrowing of a derived width is checked (hwapprox/common.h)
+#define HWAPPROX_CHECK_WIDTHS
 #include "hls_harness.h"
+#include "hls_widths.h"
 #include "hwapprox/gelu.h"
 #include "hwapprox_instances.h"
 

@@ -1,7 +1,10 @@
 // C-simulation harness for hwapprox/layernorm.h (protocol: hls_harness.h).
 // Record: id, gamma (n_in), beta (n_in), then rows of n_in input codes until
 // the record's count: "id nrows gamma... beta... x..." -> one line of outputs.
+// every narrowing of a derived width is checked (hwapprox/common.h)
+#define HWAPPROX_CHECK_WIDTHS
 #include "hls_harness.h"
+#include "hls_widths.h"
 #include "hwapprox/layernorm.h"
 #include "hwapprox_instances.h"
 

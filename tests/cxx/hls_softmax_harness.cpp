@@ -1,6 +1,9 @@
 // C-simulation harness for hwapprox/softmax.h (protocol: hls_harness.h).
 // Record: "id rows x..." with rows*n_in input codes -> rows*n_in outputs.
+// every narrowing of a derived width is checked (hwapprox/common.h)
+#define HWAPPROX_CHECK_WIDTHS
 #include "hls_harness.h"
+#include "hls_widths.h"
 #include "hwapprox/softmax.h"
 #include "hwapprox_instances.h"
 

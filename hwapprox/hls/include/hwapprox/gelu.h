@@ -7,17 +7,23 @@
 //   gelu_edgemoe_op    EdgeMoeGelu  Edge-MoE ReLU(x) - delta(|x|), interpolated table
 //   gelu_pwl_op        PwlGelu      minimax piecewise-linear, breakpoint compare + MAC
 //   gelu_lut_op        LutGelu      direct table indexed by the top input bits
-// Per element: one(x) takes the raw input code and returns the output value;
-// the final conversion uses res_T's own rounding and overflow modes, exactly
-// like the model's cast into out_fmt. Constants (params()) and tables come
-// from the generated config. I-BERT uses the widths its params() state
-// (poly_bits, sum_bits, prod_bits); PWL is written in ap_fixed arithmetic
-// (exact growth); the other units compute in ap_int<64> (the models' int64).
+//
 // Interface: gelu<data_T, res_T, CONFIG_T>(data[n_in], res[n_in]), dispatched
-// on CONFIG_T::op. Latency intent: io_parallel, fully unrolled over n_in,
-// PIPELINE II=1; each element is a short chain (ibert: square, multiply,
-// requantise; pwl: N-1 comparators + one MAC; edgemoe: 2 ROM reads + one
-// multiply; lut: one ROM read).
+// on CONFIG_T::op. Per element, one<res_T, C>(x) takes the raw input code
+// (ap_int<IN_W>) and returns the output value; the final conversion uses
+// res_T's own rounding and overflow modes, exactly like the model's cast into
+// out_fmt. Constants and tables come from the generated config.
+//
+// Widths: every intermediate is an ap_int/ap_uint of a width from the spec's
+// hw_params() (gelu_*_types<C>; derivations in each spec's hw_params
+// docstring); pwl and lut take the same numbers as the SV units hwa_gelu_pwl
+// and hwa_gelu_lut. Default specs: ibert requantising product 52 bits, pwl
+// accumulator 35, edgemoe interpolation 29, shiftgelu divider 31/28 bits.
+//
+// Latency intent: io_parallel, fully unrolled over n_in, PIPELINE II=1; each
+// element is a short chain (ibert: square, multiply, requantise; shiftgelu: two
+// shift-exps and one divider; pwl: N-1 comparators + one MAC; edgemoe: 2 ROM
+// reads + one multiply; lut: one ROM read).
 #ifndef HWAPPROX_GELU_H
 #define HWAPPROX_GELU_H
 
@@ -26,112 +32,177 @@
 
 namespace hwapprox {
 
-typedef ap_int<64> gelu_w_t;
+template <typename C>
+struct gelu_ibert_types {
+    typedef ap_int<C::IN_W> x_t;      // input code
+    typedef ap_uint<C::ABS_W> abs_t;  // |x|
+    typedef ap_uint<C::T_W> t_t;      // min(|x|, -b_int)
+    typedef ap_int<C::TB_W> tb_t;     // t + b_int
+    typedef ap_uint<C::SQ_W> sq_t;    // (t + b_int)^2
+    typedef ap_int<C::POLY_W> poly_t; // polynomial, and with x's sign
+    typedef ap_int<C::ERF_W> erf_t;   // >> erf_shift
+    typedef ap_int<C::SUM_W> sum_t;   // erf + 1
+    typedef ap_int<C::PROD_W> prod_t; // x·(erf + 1)
+    typedef ap_int<C::Q_W> q_t;       // requantising product
+};
 
 struct gelu_ibert_op {
-    // Widths from params(): poly_bits, sum_bits, prod_bits; the requantising
-    // product (prod_bits + requant_bits) in 64 bits.
     template <class res_T, typename C>
-    static res_T one(gelu_w_t x) {
+    static res_T one(const ap_int<C::IN_W>& x) {
         #pragma HLS INLINE
-        typedef ap_int<C::in_width + 1> x_t;
-        typedef ap_int<C::poly_bits> poly_t;
-        const x_t xi = x;
-        const x_t b_int = C::b_int;
-        x_t a = xi < 0 ? x_t(-xi) : xi;
-        x_t t = a < x_t(-b_int) ? a : x_t(-b_int);
-        poly_t poly = poly_t(t + b_int) * poly_t(t + b_int) + poly_t(C::c_int);
-        poly_t sp = xi > 0 ? poly : (xi < 0 ? poly_t(-poly) : poly_t(0));
-        poly_t erf_int = sp >> C::erf_shift;  // floor
-        ap_int<C::sum_bits> sum = erf_int + ap_int<C::sum_bits>(C::erf_one);
-        ap_int<C::prod_bits> p = xi * sum;
-        gelu_w_t q = gelu_w_t(-p) * gelu_w_t(C::mult);
-        return cast_raw<C::mult_shift + C::out_frac_bits, res_T>(q);
+        typedef gelu_ibert_types<C> T;
+        const typename T::abs_t a = x < 0 ? typename T::abs_t(-x) : typename T::abs_t(x);
+        const typename T::t_t lim = -C::B_INT;
+        const typename T::t_t t = a < lim ? typename T::t_t(a) : lim;
+        const typename T::tb_t tb =
+            HWAPPROX_NARROW(typename T::tb_t, t + typename T::tb_t(C::B_INT));
+        const typename T::sq_t sq = HWAPPROX_NARROW(typename T::sq_t, tb * tb);
+        const typename T::poly_t poly =
+            HWAPPROX_NARROW(typename T::poly_t, sq + typename T::poly_t(C::C_INT));
+        const typename T::poly_t sp =
+            x > 0 ? poly : (x < 0 ? typename T::poly_t(-poly) : typename T::poly_t(0));
+        const typename T::erf_t erf =
+            HWAPPROX_NARROW(typename T::erf_t, sp >> C::ERF_SHIFT);  // floor
+        const typename T::sum_t sum =
+            HWAPPROX_NARROW(typename T::sum_t, erf + typename T::sum_t(C::ERF_ONE));
+        const typename T::prod_t p = HWAPPROX_NARROW(typename T::prod_t, x * sum);
+        const typename T::q_t q = HWAPPROX_NARROW(typename T::q_t, -(p * typename T::q_t(C::MULT)));
+        return cast_raw<C::MULT_SHIFT + C::OUT_F, res_T>(q);
     }
+};
+
+template <typename C>
+struct gelu_shiftgelu_types {
+    typedef ap_int<C::IN_W> x_t;         // input code
+    typedef ap_uint<C::M_W> m_t;         // max(x, 0)
+    typedef ap_int<C::SX_W> sx_t;        // shift-exp argument (<= 0)
+    typedef ap_uint<C::SE_W> se_t;       // shift-exp result
+    typedef ap_uint<C::ESUM_W> esum_t;   // e1 + e2
+    typedef ap_uint<C::FACTOR_W> factor_t;  // (2^31 - 1) / (e1 + e2)
+    typedef ap_uint<C::SIGP_W> sigp_t;   // e1·factor
+    typedef ap_uint<C::SIG_W> sig_t;     // sigmoid, sigmoid_bits - 1 fraction bits
+    typedef ap_int<C::YP_W> yp_t;        // x·sig
 };
 
 struct gelu_shiftgelu_op {
     template <class res_T, typename C>
-    static res_T one(gelu_w_t x) {
+    static res_T one(const ap_int<C::IN_W>& x) {
         #pragma HLS INLINE
-        gelu_w_t m = x > 0 ? x : gelu_w_t(0);
-        gelu_w_t e1 = shift_exp<64>(x - m, C::x0, C::n, false);
-        gelu_w_t e2 = shift_exp<64>(-m, C::x0, C::n, false);
-        gelu_w_t factor = gelu_w_t((1LL << 31) - 1) / (e1 + e2);  // one divider
-        gelu_w_t sig = (e1 * factor) >> C::sigmoid_shift;
-        return cast_raw<C::in_frac_bits + C::sigmoid_bits - 1, res_T>(gelu_w_t(x * sig));
+        typedef gelu_shiftgelu_types<C> T;
+        const typename T::m_t m = x > 0 ? typename T::m_t(x) : typename T::m_t(0);
+        const typename T::se_t e1 = shift_exp<C>(HWAPPROX_NARROW(typename T::sx_t, x - m));
+        const typename T::se_t e2 = shift_exp<C>(HWAPPROX_NARROW(typename T::sx_t, -m));
+        const typename T::esum_t s = HWAPPROX_NARROW(typename T::esum_t, e1 + e2);
+        const typename T::factor_t factor =
+            HWAPPROX_NARROW(typename T::factor_t, typename T::factor_t((1LL << 31) - 1) / s);
+        const typename T::sigp_t sp = HWAPPROX_NARROW(typename T::sigp_t, e1 * factor);
+        const typename T::sig_t sig = HWAPPROX_NARROW(typename T::sig_t, sp >> C::SIGMOID_SHIFT);
+        const typename T::yp_t y = HWAPPROX_NARROW(typename T::yp_t, x * sig);
+        return cast_raw<C::PROD_F, res_T>(y);
     }
+};
+
+template <typename C>
+struct gelu_edgemoe_types {
+    typedef ap_int<C::IN_W> x_t;           // input code
+    typedef ap_uint<C::ABS_W> abs_t;       // |x|
+    typedef ap_uint<C::IDX_W> idx_t;       // table position of |x|
+    typedef ap_uint<C::T_W> t_t;           // interpolation bits below it
+    typedef ap_uint<C::ENTRY_W> entry_t;   // table entry
+    typedef ap_int<C::INTERP_W> interp_t;  // interpolation sum
+    typedef ap_uint<C::DELTA_W> delta_t;   // the correction, entry_fmt code
+    typedef ap_int<C::ACC_W> acc_t;        // ReLU(x) - delta, FA fraction bits
 };
 
 struct gelu_edgemoe_op {
     template <class res_T, typename C>
-    static res_T one(gelu_w_t x) {
+    static res_T one(const ap_int<C::IN_W>& x) {
         #pragma HLS INLINE
-        const int f_in = C::in_frac_bits;
-        const int k = -C::step_log2;
-        const int fe = C::entry_frac_bits;
-        const int fa = f_in > fe ? f_in : fe;
-        gelu_w_t a = x < 0 ? gelu_w_t(-x) : x;
-        gelu_w_t idx, t;
-        int ft;
+        typedef gelu_edgemoe_types<C> T;
+        const int f_in = C::IN_F, k = C::K;
+        const typename T::abs_t a = x < 0 ? typename T::abs_t(-x) : typename T::abs_t(x);
+        typename T::idx_t idx;
+        typename T::t_t t = 0;
         if (f_in >= k) {
-            idx = a >> (f_in - k);
-            t = a & ((gelu_w_t(1) << (f_in - k)) - 1);
-            ft = f_in - k;
-            if (ft > fe) {
-                t = t >> (ft - fe);
-                ft = fe;
-            }
+            const int g = f_in >= k ? f_in - k : 0;
+            idx = HWAPPROX_NARROW(typename T::idx_t, a >> g);
+            // the g bits below the index, of which the top FT are kept
+            t = HWAPPROX_NARROW(typename T::t_t, (a & ((typename T::abs_t(1) << g) - 1)) >>
+                                                     (g - C::FT));
         } else {
-            idx = a << (k - f_in);
-            t = 0;
-            ft = 0;
+            const int g = f_in < k ? k - f_in : 0;
+            idx = typename T::idx_t(a) << g;
         }
-        const bool inside = idx < C::table_size - 1;
-        unsigned i = inside ? unsigned(idx) : 0u;
-        gelu_w_t lo = C::delta(i);
-        gelu_w_t hi = C::delta(i + 1);
-        gelu_w_t exact = (lo << ft) + t * (hi - lo);
-        gelu_w_t delta = round_shift<C::entry_t::qmode, 64>(exact, ft);
+        const bool inside = idx < typename T::idx_t(C::TABLE_SIZE - 1);
+        const unsigned i = inside ? unsigned(idx) : 0u;
+        const typename T::entry_t lo = C::delta(i);
+        const typename T::entry_t hi = C::delta(i + 1);
+        const typename T::interp_t exact = HWAPPROX_NARROW(
+            typename T::interp_t, (typename T::interp_t(lo) << C::FT) + t * (hi - lo));
+        typename T::delta_t delta = HWAPPROX_NARROW(
+            typename T::delta_t, round_shift<C::entry_t::qmode, C::INTERP_W>(exact, C::FT));
         if (!inside) delta = 0;
-        gelu_w_t relu = x > 0 ? x : gelu_w_t(0);
-        gelu_w_t y = (relu << (fa - f_in)) - (delta << (fa - fe));
-        return cast_raw<(C::in_frac_bits > C::entry_frac_bits ? C::in_frac_bits
-                                                              : C::entry_frac_bits),
-                        res_T>(y);
+        const typename T::acc_t relu = x > 0 ? typename T::acc_t(x) : typename T::acc_t(0);
+        const typename T::acc_t y = HWAPPROX_NARROW(
+            typename T::acc_t,
+            (relu << (C::FA - C::IN_F)) - (typename T::acc_t(delta) << (C::FA - C::ENTRY_F)));
+        return cast_raw<C::FA, res_T>(y);
     }
 };
 
+template <typename C>
+struct gelu_pwl_types {
+    typedef ap_int<C::IN_W> x_t;      // input code (and breakpoints)
+    typedef ap_int<C::S_W> s_t;       // slope code
+    typedef ap_int<C::C_W> c_t;       // intercept code
+    typedef ap_int<C::PROD_W> prod_t; // x·s
+    typedef ap_int<C::ACC_W> acc_t;   // the exact sum, FA fraction bits
+};
+
 struct gelu_pwl_op {
-    // y = s_i·x + c_i in ap_fixed arithmetic: the product and the sum grow
-    // exactly (fraction bits max(F_in + F_s, F_c) = acc_frac_bits, as the
-    // model), then one cast to res_T. Segment select compares raw codes.
+    // acc = (x·s_i << SH_XS) + (c_i << SH_C), exact (FA fraction bits, as the
+    // model and hwa_gelu_pwl), or x << SH_X above the last breakpoint, or 0
+    // below the first; then one cast to res_T. Segment select compares codes.
     template <class res_T, typename C>
-    static res_T one(gelu_w_t x) {
+    static res_T one(const ap_int<C::IN_W>& x) {
         #pragma HLS INLINE
-        const int n = C::segments;
+        typedef gelu_pwl_types<C> T;
+        const int n = C::NSEG;
         unsigned seg = 0;
     compare:
         for (int j = 1; j < n; j++) {
             #pragma HLS UNROLL
-            if (x >= gelu_w_t(C::breakpoints(j))) seg++;
+            if (x >= typename T::x_t(C::breakpoints(j))) seg++;
         }
-        const typename C::in_t xv = from_raw<typename C::in_t>(ap_int<64>(x));
-        if (x < gelu_w_t(C::breakpoints(0))) return res_T(0);
-        if (x >= gelu_w_t(C::breakpoints(n))) return res_T(xv);
-        const typename C::slope_t sl = from_raw<typename C::slope_t>(ap_int<64>(C::slopes(seg)));
-        const typename C::intercept_t ic =
-            from_raw<typename C::intercept_t>(ap_int<64>(C::intercepts(seg)));
-        return res_T(xv * sl + ic);
+        typename T::acc_t acc;
+        if (x < typename T::x_t(C::breakpoints(0))) {
+            acc = 0;
+        } else if (x >= typename T::x_t(C::breakpoints(n))) {
+            acc = typename T::acc_t(x) << C::SH_X;
+        } else {
+            const typename T::prod_t p = x * typename T::s_t(C::slopes(seg));
+            acc = (typename T::acc_t(p) << C::SH_XS) +
+                  (typename T::acc_t(typename T::c_t(C::intercepts(seg))) << C::SH_C);
+        }
+        return cast_raw<C::FA, res_T>(acc);
     }
+};
+
+template <typename C>
+struct gelu_lut_types {
+    typedef ap_uint<C::CODE_W> code_t;        // x - min_code: the sign bit inverted
+    typedef ap_uint<C::INDEX_BITS> index_t;   // its top INDEX_BITS bits
 };
 
 struct gelu_lut_op {
     template <class res_T, typename C>
-    static res_T one(gelu_w_t x) {
+    static res_T one(const ap_int<C::IN_W>& x) {
         #pragma HLS INLINE
-        gelu_w_t idx = (x + (gelu_w_t(1) << (C::in_width - 1))) >> C::index_shift;
-        return from_raw<res_T>(ap_int<64>(C::lut(unsigned(idx))));
+        typedef gelu_lut_types<C> T;
+        typename T::code_t code = x;
+        code[C::CODE_W - 1] = !code[C::CODE_W - 1];
+        const typename T::index_t idx = code >> C::INDEX_SHIFT;
+        return from_raw<res_T>(C::lut(unsigned(idx)));
     }
 };
 
@@ -144,7 +215,8 @@ void gelu(const data_T data[CONFIG_T::n_in], res_T res[CONFIG_T::n_in]) {
 elems:
     for (int i = 0; i < CONFIG_T::n_in; i++) {
         #pragma HLS UNROLL
-        res[i] = CONFIG_T::op::template one<res_T, CONFIG_T>(gelu_w_t(raw_of(data[i])));
+        const typename CONFIG_T::in_t x = data[i];
+        res[i] = CONFIG_T::op::template one<res_T, CONFIG_T>(code_of(x));
     }
 }
 

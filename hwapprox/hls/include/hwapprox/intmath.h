@@ -2,11 +2,14 @@
 //
 // Each function mirrors the function of the same name in
 // hwapprox/approx/intmath.py (or hwapprox/fixed.py for round_shift) bit for
-// bit on ap_int<W> values. W is the datapath width chosen by the caller; the
-// Python models work on int64, so W = 64 is always exact, and a unit may use a
-// narrower W where its config states the intermediate widths. All functions
-// are INLINE: they are building blocks of pipelined units and add no latency
-// of their own beyond their adders/shifters.
+// bit. The Python models compute in int64; here every intermediate has the
+// width its caller's hardware parameter set states (hwapprox.approx.hwparams):
+// i_exp, shift_exp, exp2_neg and reciprocal take a parameter struct P whose
+// static constants carry those widths and shifts under the names of the
+// spec's hw_params() (the generated config struct itself, or a unit's adapter
+// around it). round_shift, bit_length and isqrt are generic in W.
+// All functions are INLINE: they are building blocks of pipelined units and
+// add no latency of their own beyond their adders/shifters/multipliers.
 //
 // Rounding modes are ap_q_mode values (AP_TRN, AP_RND, ...) used as template
 // parameters, so a unit's rounding is fixed at compile time.
@@ -15,6 +18,7 @@
 
 #include "ap_fixed.h"
 #include "ap_int.h"
+#include "common.h"
 
 namespace hwapprox {
 
@@ -40,29 +44,39 @@ inline bool round_up(bool above_half, bool at_half, bool inexact, bool floor_odd
     }
 }
 
-// r / 2^shift rounded with mode Q (fixed.round_shift). shift <= 0 multiplies
-// exactly. For shift >= W - 1 the quotient is -1 or 0 (valid for |r| < 2^(W-2),
-// as the model assumes |r| < 2^62 for int64).
+// r / 2^shift rounded with mode Q (fixed.round_shift), exact for every W-bit
+// r and every shift: shift <= 0 multiplies (the caller gives the room);
+// shift >= W leaves a floor quotient of -1 or 0, decided as the model does.
 template <ap_q_mode Q, int W>
-inline ap_int<W> round_shift(ap_int<W> r, int shift) {
+inline ap_int<W> round_shift(const ap_int<W>& r, int shift) {
     #pragma HLS INLINE
     if (shift <= 0) return r << (-shift);
     const bool neg = r < 0;
-    if (shift >= W - 1) {
-        ap_int<W> q = neg ? -1 : 0;
-        return q + (round_up<Q>(neg, false, r != 0, neg, neg) ? 1 : 0);
+    if (shift >= W) {
+        // remainder r + 2^shift (negative r) is >= half, equal only for
+        // r = -2^(W-1) at shift = W; a non-negative r is below half
+        const bool at = neg && shift == W && r == (ap_int<W>(1) << (W - 1));
+        const ap_int<W> q = neg ? -1 : 0;
+        return q + (round_up<Q>(neg && !at, at, r != 0, neg, neg) ? 1 : 0);
     }
-    ap_int<W> q = r >> shift;
-    ap_uint<W> mask = (ap_uint<W>(1) << shift) - 1;
-    ap_uint<W> rem = ap_uint<W>(r) & mask;
-    ap_uint<W> half = ap_uint<W>(1) << (shift - 1);
-    bool up = round_up<Q>(rem > half, rem == half, rem != 0, q[0] == 1, neg);
+    const ap_int<W> q = r >> shift;
+    const ap_uint<W> mask = (ap_uint<W>(1) << shift) - 1;
+    const ap_uint<W> rem = ap_uint<W>(r) & mask;
+    const ap_uint<W> half = ap_uint<W>(1) << (shift - 1);
+    const bool up = round_up<Q>(rem > half, rem == half, rem != 0, q[0] == 1, neg);
     return q + (up ? 1 : 0);
 }
 
+// The same for a non-negative W-bit value (result < 2^W).
+template <ap_q_mode Q, int W>
+inline ap_uint<W> round_shift(const ap_uint<W>& r, int shift) {
+    #pragma HLS INLINE
+    return ap_uint<W>(round_shift<Q, W + 1>(ap_int<W + 1>(r), shift));
+}
+
 // Number of bits of a non-negative integer (int.bit_length); 0 -> 0.
-template <int W>
-inline int bit_length(ap_int<W> x) {
+template <int W, bool S>
+inline int bit_length(const ap_int_base<W, S>& x) {
     #pragma HLS INLINE
     int n = 0;
 bits:
@@ -74,105 +88,164 @@ bits:
 }
 
 // Most significant set bit of a positive integer (bit_length - 1).
-template <int W>
-inline int leading_one(ap_int<W> x) {
+template <int W, bool S>
+inline int leading_one(const ap_int_base<W, S>& x) {
     #pragma HLS INLINE
-    return bit_length<W>(x) - 1;
+    return bit_length(x) - 1;
 }
 
-// I-BERT i-exp of x <= 0 (intmath.i_exp). Constants x0 < 0, b_int, c_int, n.
-// x = max(x, n*x0); q = floor(x / x0); r = x - x0*q; z = r*(r + b_int) + c_int;
-// result max(z << (n - q), 0). One divider by the constant x0 per element.
-template <int W>
-inline ap_int<W> i_exp(ap_int<W> x, long long x0, long long b_int, long long c_int, int n) {
+// I-BERT i-exp of x <= 0 (intmath.i_exp). P: X0 < 0, B_INT, C_INT, EXP_N and
+// the widths IT_W (clipped argument), IQ_W (q), IR_W (r), IZ_W (polynomial),
+// IE_W (result). t = max(x, EXP_N*X0); q = floor(t / X0); r = t - X0*q;
+// z = r*(r + B_INT) + C_INT; result max(z << (EXP_N - q), 0). One divider by
+// the constant X0 per element.
+template <class P>
+struct i_exp_types {
+    typedef ap_int<P::IT_W> t_t;   // clipped argument
+    typedef ap_uint<P::IQ_W> q_t;  // floor(t / X0)
+    typedef ap_int<P::IR_W> r_t;   // t - X0*q
+    typedef ap_int<P::IZ_W> z_t;   // r + B_INT, r*(r + B_INT), the polynomial
+    typedef ap_uint<P::IE_W> e_t;  // result
+};
+
+template <class P, int W>
+inline typename i_exp_types<P>::e_t i_exp(const ap_int<W>& x) {
     #pragma HLS INLINE
-    ap_int<W> lo = ap_int<W>(n) * ap_int<W>(x0);
-    ap_int<W> t = x < lo ? lo : x;
-    // floor division of t <= 0 by x0 < 0: the quotient is >= 0 and the C
-    // quotient (toward zero) equals the floor.
-    ap_int<W> q = t / ap_int<W>(x0);
-    ap_int<W> r = t - ap_int<W>(x0) * q;
-    ap_int<W> z = r * (r + ap_int<W>(b_int)) + ap_int<W>(c_int);
-    ap_int<W> e = z << (n - int(q));
-    return e < 0 ? ap_int<W>(0) : e;
+    typedef i_exp_types<P> T;
+    typedef typename T::t_t t_t;
+    typedef typename T::z_t z_t;
+    const t_t lo = t_t(P::EXP_N * P::X0);
+    const t_t t = x < lo ? lo : HWAPPROX_NARROW(t_t, x);
+    // t <= 0 and X0 < 0: the quotient is >= 0 and C's (toward zero) is the floor
+    const typename T::q_t q = HWAPPROX_NARROW(typename T::q_t, t / t_t(P::X0));
+    const typename T::r_t r = HWAPPROX_NARROW(typename T::r_t, t - t_t(P::X0) * q);
+    const z_t rb = HWAPPROX_NARROW(z_t, r + z_t(P::B_INT));
+    const z_t z = HWAPPROX_NARROW(z_t, r * rb + z_t(P::C_INT));
+    if (z < 0) return 0;
+    return typename T::e_t(z) << (P::EXP_N - int(q));
 }
 
-// I-ViT shift-exp of x <= 0 (intmath.shift_exp); tvm selects the TVM variant.
-template <int W>
-inline ap_int<W> shift_exp(ap_int<W> x, long long x0, int n, bool tvm) {
-    #pragma HLS INLINE
-    ap_int<W> t = x + (x >> 1) - (x >> 4);
-    ap_int<W> lo = ap_int<W>(n) * ap_int<W>(x0);
-    t = t < lo ? lo : t;
-    ap_int<W> q = t / ap_int<W>(x0);  // t <= 0, x0 < 0: truncation == floor
-    ap_int<W> r = t - ap_int<W>(x0) * q;
-    int sh = n - int(q);
-    if (tvm) return ((r >> 1) - ap_int<W>(x0)) << sh;
-    return ((r - ap_int<W>(2 * x0)) << sh) >> 1;
-}
+// I-ViT shift-exp of x <= 0 (intmath.shift_exp); P::TVM selects the TVM
+// variant. P: X0 < 0, EXP_N, widths ST_W (t and the clip), SQ_W (q), SR_W (r),
+// SEI_W (before the final halving), SE_W (result).
+template <class P>
+struct shift_exp_types {
+    typedef ap_int<P::ST_W> t_t;     // x·log2(e) by shifts, and the clip
+    typedef ap_uint<P::SQ_W> q_t;    // floor(t / X0)
+    typedef ap_int<P::SR_W> r_t;     // t - X0*q
+    typedef ap_uint<P::SEI_W> ei_t;  // (r - 2*X0) << (EXP_N - q), before halving
+    typedef ap_uint<P::SE_W> e_t;    // result
+};
 
-// 2^-t for raw t >= 0 with t_frac_bits (intmath.exp2_neg). TABLE is a config
-// type with a static accessor table(i) (2^addr_bits + 1 entries,
-// table_frac_bits). interp enables linear interpolation between entries.
-template <ap_q_mode Q, int W, class TABLE>
-inline ap_int<W> exp2_neg(ap_int<W> t, int t_frac_bits, int addr_bits, int out_frac_bits,
-                          int table_frac_bits, bool interp) {
+template <class P, int W>
+inline typename shift_exp_types<P>::e_t shift_exp(const ap_int<W>& x) {
     #pragma HLS INLINE
-    const int g = t_frac_bits - addr_bits;
-    ap_int<W> k = t >> t_frac_bits;
-    ap_int<W> f = t & ((ap_int<W>(1) << t_frac_bits) - 1);
-    ap_int<W> i = f >> g;
-    ap_int<W> lo = TABLE::table(unsigned(i));
-    ap_int<W> v = lo << g;
-    if (interp && g > 0) {
-        ap_int<W> u = f & ((ap_int<W>(1) << g) - 1);
-        ap_int<W> hi = TABLE::table(unsigned(i) + 1);
-        v = v - (lo - hi) * u;
+    typedef shift_exp_types<P> T;
+    typedef typename T::t_t t_t;
+    const t_t xs = HWAPPROX_NARROW(t_t, x);
+    t_t t = HWAPPROX_NARROW(t_t, xs + (xs >> 1) - (xs >> 4));
+    const t_t lo = t_t(P::EXP_N * P::X0);
+    if (t < lo) t = lo;
+    const typename T::q_t q = HWAPPROX_NARROW(typename T::q_t, t / t_t(P::X0));
+    const typename T::r_t r = HWAPPROX_NARROW(typename T::r_t, t - t_t(P::X0) * q);
+    const int sh = P::EXP_N - int(q);
+    if (P::TVM) {
+        const typename T::e_t b = HWAPPROX_NARROW(typename T::e_t, (r >> 1) - t_t(P::X0));
+        return b << sh;
     }
-    const int shift = table_frac_bits + g - out_frac_bits;
-    ap_int<W> total = k + shift;
-    if (total > 62) total = 62;
-    return round_shift<Q, W>(v, int(total));
+    const typename T::ei_t b = HWAPPROX_NARROW(typename T::ei_t, r - t_t(2 * P::X0));
+    return HWAPPROX_NARROW(typename T::e_t, (b << sh) >> 1);
 }
 
-// 1/d for raw d > 0 with d_frac_bits (intmath.reciprocal). unit_newton selects
-// the seed + Newton unit (TABLE = recip_seed_table), else the PWL LUT unit
-// (TABLE = recip_pwl_table). Leading-one normalisation to u in [1, 2).
-template <ap_q_mode Q, int W, class TABLE>
-inline ap_int<W> reciprocal(ap_int<W> d, int d_frac_bits, int out_frac_bits, bool unit_newton,
-                            int addr_bits, int table_frac_bits, int work_frac_bits,
-                            int newton_steps) {
+// Types of exp2_neg for parameter struct P (the widths its caller states).
+template <class P>
+struct exp2_types {
+    typedef ap_uint<P::T_W> t_t;    // argument t >= 0, T_F fraction bits
+    typedef ap_uint<P::V_W> v_t;    // interpolated table value, TABLE_F + G fraction bits
+    typedef ap_uint<P::EXP_W> e_t;  // 2^-t, EXP_F fraction bits
+};
+
+// 2^-t for t >= 0 (intmath.exp2_neg). P: T_W, T_F (t), A (address bits),
+// G = T_F - A, V_W, TABLE_F, INTERP, EXP_W, EXP2_SHIFT = TABLE_F + G - EXP_F,
+// and table(i) (2^A + 1 entries of 2^(-i/2^A), TABLE_F fraction bits).
+// v = T[i]·2^G - (T[i] - T[i+1])·u, then one rounding by k + EXP2_SHIFT
+// (k = integer part of t); a shift beyond V_W leaves 0, so it is clamped there.
+template <ap_q_mode Q, class P>
+inline typename exp2_types<P>::e_t exp2_neg(const typename exp2_types<P>::t_t& t) {
     #pragma HLS INLINE
-    const int p = leading_one<W>(d);
-    const int wf = work_frac_bits;
-    const int sh = wf - p;
-    ap_int<W> u_full = sh >= 0 ? ap_int<W>(d << sh) : ap_int<W>(d >> (-sh));
-    const int g = wf - addr_bits;
-    ap_int<W> frac = u_full - (ap_int<W>(1) << wf);
-    ap_int<W> i = frac >> g;
-    ap_int<W> w = frac & ((ap_int<W>(1) << g) - 1);
-    ap_int<W> r;
-    if (!unit_newton) {
-        ap_int<W> lo = TABLE::table(unsigned(i));
-        ap_int<W> hi = TABLE::table(unsigned(i) + 1);
-        ap_int<W> r_exact = (lo << g) - (lo - hi) * w;
-        r = round_shift<Q, W>(r_exact, table_frac_bits + g - wf);
+    typedef typename exp2_types<P>::v_t v_t;
+    const int k = (t >> P::T_F).to_int();
+    const ap_uint<P::T_F> f = t;
+    const ap_uint<P::A> i = f >> P::G;
+    const v_t lo = P::table(unsigned(i));
+    v_t v = lo << P::G;
+    if (P::INTERP && P::G > 0) {
+        const ap_uint<(P::G > 0 ? P::G : 1)> u = f;
+        const v_t hi = P::table(unsigned(i) + 1);
+        v = v - (lo - hi) * u;  // T is decreasing: the product is >= 0 and v >= hi·2^G
+    }
+    int total = k + P::EXP2_SHIFT;
+    if (total > P::V_W + 1) total = P::V_W + 1;
+    return HWAPPROX_NARROW(typename exp2_types<P>::e_t, round_shift<Q, P::V_W>(v, total));
+}
+
+// Types of reciprocal for parameter struct P.
+template <class P>
+struct recip_types {
+    typedef ap_uint<P::D_W> d_t;       // d > 0, D_F fraction bits
+    typedef ap_uint<P::RU_W> u_t;      // mantissa U in [2^WF, 2^(WF+1))
+    typedef ap_uint<P::RT_W> rt_t;     // lut: T[i]·2^RG - (T[i] - T[i+1])·w
+    typedef ap_int<P::RN_W> rn_t;      // Newton R and e
+    typedef ap_int<P::RP_W> rp_t;      // Newton products U·R, R·e and 2^(2·WF+1)
+    typedef ap_int<P::RS_W> rs_t;      // R on its way to OUT_F fraction bits
+    typedef ap_int<P::RPRE_W> rpre_t;  // 1/d with OUT_F fraction bits
+};
+
+// 1/d for d > 0 (intmath.reciprocal with table_frac_bits = WF). P: D_W, D_F,
+// OUT_F, WF, TB, RG = WF - TB, NEWTON (seed + STEPS Newton steps, table =
+// recip_seed_table) or not (table = recip_pwl_table, 2^TB + 1 end points), the
+// widths of recip_types and table(i) (WF fraction bits). Leading-one
+// normalisation of d to U in [1, 2) with WF fraction bits.
+template <ap_q_mode Q, class P>
+inline typename recip_types<P>::rpre_t reciprocal(const typename recip_types<P>::d_t& d) {
+    #pragma HLS INLINE
+    typedef recip_types<P> T;
+    typedef typename T::rn_t rn_t;
+    typedef typename T::rp_t rp_t;
+    const int p = leading_one(d);
+    const int sh = P::WF - p;
+    // sh >= 0: d < 2^(p+1) fits U; sh < 0: the shifted-out bits are dropped (truncation)
+    const typename T::u_t u =
+        sh >= 0 ? typename T::u_t(typename T::u_t(d) << sh) : typename T::u_t(d >> (-sh));
+    const ap_uint<P::WF> frac = u;  // U - 2^WF
+    const ap_uint<P::TB> i = frac >> P::RG;
+    rn_t r;
+    if (!P::NEWTON) {
+        const ap_uint<(P::RG > 0 ? P::RG : 1)> w = frac;
+        const ap_uint<P::WF + 1> lo = P::table(unsigned(i));
+        const ap_uint<P::WF + 1> hi = P::table(unsigned(i) + 1);
+        const typename T::rt_t rx = (typename T::rt_t(lo) << P::RG) - (lo - hi) * w;
+        r = HWAPPROX_NARROW(rn_t, round_shift<Q, P::RT_W>(rx, P::RG));
     } else {
-        r = round_shift<Q, W>(ap_int<W>(TABLE::table(unsigned(i))), table_frac_bits - wf);
-        ap_int<W> two = ap_int<W>(2) << wf;
+        r = rn_t(P::table(unsigned(i)));
+        const rp_t two = rp_t(1) << (2 * P::WF + 1);
     newton:
-        for (int s = 0; s < newton_steps; s++) {
-            ap_int<W> e = round_shift<Q, W>((two << wf) - u_full * r, wf);
-            r = round_shift<Q, W>(r * e, wf);
+        for (int s = 0; s < P::STEPS; s++) {
+            #pragma HLS UNROLL
+            const rn_t e = HWAPPROX_NARROW(
+                rn_t, round_shift<Q, P::RP_W>(HWAPPROX_NARROW(rp_t, two - u * r), P::WF));
+            r = HWAPPROX_NARROW(rn_t, round_shift<Q, P::RP_W>(HWAPPROX_NARROW(rp_t, r * e), P::WF));
         }
     }
-    return round_shift<Q, W>(r, wf + p - d_frac_bits - out_frac_bits);
+    const typename T::rs_t rs = r;
+    return HWAPPROX_NARROW(typename T::rpre_t,
+                           round_shift<Q, P::RS_W>(rs, P::WF + p - P::D_F - P::OUT_F));
 }
 
 // Integer square root floor(sqrt(n)) of n >= 0 (math.isqrt), bit by bit:
-// W/2 iterations of compare-and-subtract, no divider.
+// (W+1)/2 iterations of compare-and-subtract, no divider.
 template <int W>
-inline ap_int<W> isqrt(ap_int<W> n) {
+inline ap_uint<(W + 1) / 2> isqrt(const ap_uint<W>& n) {
     #pragma HLS INLINE
     ap_uint<W> rem = n;
     ap_uint<W> root = 0;
@@ -190,7 +263,7 @@ isqrt_bits:
             bit >>= 2;
         }
     }
-    return ap_int<W>(root);
+    return root;
 }
 
 }  // namespace hwapprox

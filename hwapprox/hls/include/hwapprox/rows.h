@@ -48,8 +48,8 @@ void layernorm_rows(const data_T data[C::n_rows * C::n_in], res_T res[C::n_rows 
     typename C::beta_t b[C::n_in];
 params:
     for (int i = 0; i < C::n_in; i++) {
-        g[i] = from_raw<typename C::gamma_t>(ap_int<64>(C::gamma(unsigned(i))));
-        b[i] = from_raw<typename C::beta_t>(ap_int<64>(C::beta(unsigned(i))));
+        g[i] = from_raw<typename C::gamma_t>(C::gamma(unsigned(i)));
+        b[i] = from_raw<typename C::beta_t>(C::beta(unsigned(i)));
     }
 rows:
     for (int r = 0; r < C::n_rows; r++) {

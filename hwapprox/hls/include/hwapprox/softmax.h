@@ -11,10 +11,22 @@
 //   softmax_hls4ml_op     Hls4mlStableSoftmax  hls4ml 1.3 softmax_stable / _latency
 //                         Hls4mlLatencySoftmax (exp and 1/x tables, adder tree), as a
 //                                              baseline written from the model
-// Interface: softmax<data_T, res_T, CONFIG_T>(data[n_in], res[n_in]) dispatched
-// on CONFIG_T::op. Constants and tables come from the generated config.
-// Latency intent: io_parallel, one row per call, PIPELINE II=1 over rows in the
-// caller. The online unit's running (m, d) recurrence is a serial chain of
+//
+// Interface: softmax<data_T, res_T, CONFIG_T>(data[n_in], res[n_in]), dispatched
+// on CONFIG_T::op (io_parallel, one row per call).
+//
+// Widths: CONFIG_T is generated from the spec (hwapprox.hls.units): its
+// constants are the spec's hw_params() -- the same numbers the SV unit
+// hwa_softmax_online takes as parameters -- and every intermediate below is
+// an ap_int/ap_uint of one of those widths (softmax_*_types<C>; the spec's
+// hw_params docstring derives each from the largest magnitude). Online, for
+// the default spec: delta 16, exp argument 27 (exp_arg_fmt), E 22, sum 36,
+// d·E 58, Newton products 55, E·r 48 bits. I-BERT's requantising product
+// e·m is the one type wider than 64 bits (82 at 16-bit inputs, a constant
+// multiplier): the model's mul_round_shift needs every bit of it to round.
+//
+// Latency intent (io_parallel): one row per call, PIPELINE II=1 over rows in
+// the caller. The online unit's running (m, d) recurrence is a serial chain of
 // n_in compare/multiply-add steps (what makes it single-pass on a stream);
 // with schedule two_pass it becomes a max tree plus an adder tree. Exp and
 // output multiplies are replicated per element (ARRAY_PARTITION complete).
@@ -26,19 +38,42 @@
 
 namespace hwapprox {
 
-typedef ap_int<64> sm_w_t;
+// Row masks: no_mask (every element takes part) or a bool array, True = masked out.
+struct no_mask {
+    bool operator[](int) const { return false; }
+};
 
-// Table adapters: intmath's exp2_neg/reciprocal read TABLE::table(i).
+// ---- online ----------------------------------------------------------------------------
 template <typename C>
-struct online_exp2_table {
-    static sm_w_t table(unsigned i) {
+struct softmax_online_types {
+    typedef ap_int<C::X_W> x_t;              // an input code
+    typedef ap_uint<C::DELTA_W> delta_t;     // |x_j - m|
+    typedef ap_uint<C::EXP_W> e_t;           // E(delta), exp_fmt code (<= 1.0)
+    typedef ap_uint<C::SUM_W> d_t;           // running sum d, sum_fmt code
+    typedef ap_uint<C::RESCALE_W> rescale_t; // d·E
+    typedef ap_uint<C::R_W> r_t;             // 1/d, recip_fmt code
+    typedef ap_uint<C::OUTP_W> outp_t;       // E·r
+};
+template <typename C>
+struct softmax_online_base2_types {
+    typedef ap_uint<C::LOG2E_W> log2e_t;  // the LOG2E constant
+    typedef ap_uint<C::PROD_W> prod_t;    // delta·LOG2E
+};
+
+// exp2_neg / reciprocal parameter structs over the config (wiring only).
+template <typename C>
+struct online_exp2_p : C {
+    static typename C::exp2_table_entry_t table(unsigned i) {
         #pragma HLS INLINE
         return C::exp2_table(i);
     }
 };
 template <typename C>
-struct online_recip_table {
-    static sm_w_t table(unsigned i) {
+struct online_recip_p : C {
+    static const int D_W = C::SUM_W;
+    static const int D_F = C::SUM_F;
+    static const int OUT_F = C::R_F;  // the reciprocal's fraction bits (hides the row output's)
+    static typename C::recip_table_entry_t table(unsigned i) {
         #pragma HLS INLINE
         return C::recip_table(i);
     }
@@ -51,125 +86,219 @@ struct online_exp;
 template <>
 struct online_exp<true> {
     template <typename C>
-    static sm_w_t eval(sm_w_t delta) {
+    static typename softmax_online_types<C>::e_t eval(
+        const typename softmax_online_types<C>::delta_t& delta) {
         #pragma HLS INLINE
-        sm_w_t prod = delta * sm_w_t(C::LOG2E);  // exact, IN_F + LOG2E_F fraction bits
-        typename C::exp_arg_t t = cast_raw<C::IN_F + C::LOG2E_F, typename C::exp_arg_t>(prod);
-        return exp2_neg<C::exp_t::qmode, 64, online_exp2_table<C> >(
-            sm_w_t(raw_of(t)), C::T_F, C::EXP2_ADDR_BITS, C::EXP_F, C::EXP2_TABLE_F,
-            C::EXP2_INTERP != 0);
+        typedef softmax_online_base2_types<C> B;
+        const typename B::prod_t prod = delta * typename B::log2e_t(C::LOG2E);  // exact
+        const typename C::exp_arg_t t = cast_raw<C::IN_F + C::LOG2E_F, typename C::exp_arg_t>(prod);
+        return exp2_neg<C::exp_t::qmode, online_exp2_p<C> >(code_of(t));
     }
 };
 
 template <>
 struct online_exp<false> {
     template <typename C>
-    static sm_w_t eval(sm_w_t delta) {
+    static typename softmax_online_types<C>::e_t eval(
+        const typename softmax_online_types<C>::delta_t& delta) {
         #pragma HLS INLINE
-        const sm_w_t limit = sm_w_t(1) << (C::IN_F + C::EXP_LUT_INT_BITS);
-        if (delta >= limit) return 0;
-        return C::exp_lut(unsigned(delta >> C::EXP_LUT_SHIFT));
+        // delta >= 2^LIM_BITS: exp = 0 (never when LIM_BITS >= DELTA_W)
+        const int lim = C::LIM_BITS < C::DELTA_W ? C::LIM_BITS : 0;
+        if (C::LIM_BITS < C::DELTA_W && (delta >> lim) != 0) return 0;
+        return C::exp_lut(unsigned(delta >> C::LUT_SHIFT));
     }
 };
 
 struct softmax_online_op {
-    template <class data_T, class res_T, typename C>
-    static void run(const data_T data[C::n_in], res_T res[C::n_in]) {
+    template <typename C>
+    static typename softmax_online_types<C>::e_t exp(
+        const typename softmax_online_types<C>::delta_t& delta) {
         #pragma HLS INLINE
-        typedef online_exp<C::EXP_UNIT_BASE2 != 0> E;
-        const sm_w_t one = C::SUM_ONE;
-        const int up = C::SUM_F - C::EXP_F;
-        sm_w_t x[C::n_in];
+        return online_exp<C::BASE2 != 0>::template eval<C>(delta);
+    }
+
+    // One element of the running state: the first element of the row sets
+    // (m, d) = (x, ONE); then a new maximum rescales d, any other adds E.
+    template <typename C>
+    static void update(const typename softmax_online_types<C>::x_t& x,
+                       typename softmax_online_types<C>::x_t& m,
+                       typename softmax_online_types<C>::d_t& d, bool& any) {
+        #pragma HLS INLINE
+        typedef softmax_online_types<C> T;
+        if (!any) {
+            m = x;
+            d = C::SUM_ONE;
+            any = true;
+            return;
+        }
+        const ap_int<C::X_W + 1> diff = x - m;
+        const bool is_new = diff > 0;
+        const typename T::delta_t dl =
+            HWAPPROX_NARROW(typename T::delta_t, is_new ? diff : ap_int<C::X_W + 1>(-diff));
+        const typename T::e_t e = exp<C>(dl);
+        if (is_new) {
+            const typename T::rescale_t p = d * e;
+            d = HWAPPROX_NARROW(typename T::d_t,
+                                round_shift<C::sum_t::qmode, C::RESCALE_W>(p, C::EXP_F) +
+                                    typename T::d_t(C::SUM_ONE));
+            m = x;
+        } else {
+            d = HWAPPROX_NARROW(typename T::d_t, d + (typename T::d_t(e) << C::SUM_UP));
+        }
+    }
+
+    // r = 1/d as a recip_fmt code (its overflow mode applied).
+    template <typename C>
+    static typename softmax_online_types<C>::r_t recip(
+        const typename softmax_online_types<C>::d_t& d) {
+        #pragma HLS INLINE
+        const typename recip_types<online_recip_p<C> >::rpre_t r =
+            reciprocal<C::recip_t::qmode, online_recip_p<C> >(d);
+        return code_of(cast_raw<C::R_F, typename C::recip_t>(r));
+    }
+
+    // y = cast_out(E(m - x)·r)
+    template <class res_T, typename C>
+    static res_T output(const typename softmax_online_types<C>::x_t& x,
+                        const typename softmax_online_types<C>::x_t& m,
+                        const typename softmax_online_types<C>::r_t& r) {
+        #pragma HLS INLINE
+        typedef softmax_online_types<C> T;
+        const typename T::e_t e = exp<C>(HWAPPROX_NARROW(typename T::delta_t, m - x));
+        const typename T::outp_t p = e * r;
+        return cast_raw<C::EXP_F + C::R_F, res_T>(p);
+    }
+
+    template <class data_T, class res_T, typename C, class M>
+    static void row(const data_T data[C::n_in], const M& mask, res_T res[C::n_in]) {
+        #pragma HLS INLINE
+        typedef softmax_online_types<C> T;
+        typename T::x_t x[C::n_in];
         #pragma HLS ARRAY_PARTITION variable = x complete
     load:
         for (int i = 0; i < C::n_in; i++) {
             #pragma HLS UNROLL
-            x[i] = raw_of(data[i]);
+            x[i] = code_of(data[i]);
         }
-        sm_w_t m = x[0];
-        sm_w_t d = one;
+        typename T::x_t m = 0;
+        typename T::d_t d = 0;
+        bool any = false;
         if (C::TWO_PASS) {
         max_pass:
-            for (int j = 1; j < C::n_in; j++) {
+            for (int j = 0; j < C::n_in; j++) {
                 #pragma HLS UNROLL
-                if (x[j] > m) m = x[j];
+                if (!mask[j] && (!any || x[j] > m)) m = x[j];
+                any = any || !mask[j];
             }
-            d = 0;
         sum_pass:
             for (int j = 0; j < C::n_in; j++) {
                 #pragma HLS UNROLL
-                d += E::template eval<C>(m - x[j]) << up;
+                if (mask[j]) continue;
+                const typename T::e_t e = exp<C>(HWAPPROX_NARROW(typename T::delta_t, m - x[j]));
+                d = HWAPPROX_NARROW(typename T::d_t, d + (typename T::d_t(e) << C::SUM_UP));
             }
         } else {
         online:
-            for (int j = 1; j < C::n_in; j++) {
+            for (int j = 0; j < C::n_in; j++) {
                 #pragma HLS UNROLL
-                const bool is_new = x[j] > m;
-                sm_w_t e = E::template eval<C>(is_new ? sm_w_t(x[j] - m) : sm_w_t(m - x[j]));
-                if (is_new) {
-                    d = round_shift<C::sum_t::qmode, 64>(d * e, C::EXP_F) + one;
-                    m = x[j];
-                } else {
-                    d = d + (e << up);
-                }
+                if (!mask[j]) update<C>(x[j], m, d, any);
             }
         }
-        // one reciprocal per row, then recip_fmt's overflow mode
-        sm_w_t r = reciprocal<C::recip_t::qmode, 64, online_recip_table<C> >(
-            d, C::SUM_F, C::RECIP_F, C::RECIP_NEWTON != 0, C::RECIP_TABLE_BITS, C::RECIP_WORK_F,
-            C::RECIP_WORK_F, C::NEWTON_STEPS);
-        typename C::recip_t rs = cast_raw<C::RECIP_F, typename C::recip_t>(r);
-        sm_w_t rr = raw_of(rs);
+        // one reciprocal per row; a fully masked row (no element) divides nothing
+        const typename T::r_t r = recip<C>(any ? d : typename T::d_t(C::SUM_ONE));
     out:
         for (int i = 0; i < C::n_in; i++) {
             #pragma HLS UNROLL
-            sm_w_t e = E::template eval<C>(m - x[i]);
-            res[i] = cast_raw<C::EXP_F + C::RECIP_F, res_T>(sm_w_t(e * rr));
+            res[i] = mask[i] ? res_T(0) : output<res_T, C>(x[i], m, r);
         }
     }
-};
 
-struct softmax_ibert_op {
     template <class data_T, class res_T, typename C>
     static void run(const data_T data[C::n_in], res_T res[C::n_in]) {
         #pragma HLS INLINE
-        sm_w_t x[C::n_in], e[C::n_in];
-        #pragma HLS ARRAY_PARTITION variable = x complete
-        #pragma HLS ARRAY_PARTITION variable = e complete
-        sm_w_t m = raw_of(data[0]);
-    load:
-        for (int i = 0; i < C::n_in; i++) {
-            #pragma HLS UNROLL
-            x[i] = raw_of(data[i]);
-            if (x[i] > m) m = x[i];
-        }
-        sm_w_t total = 0;
-    exps:
-        for (int i = 0; i < C::n_in; i++) {
-            #pragma HLS UNROLL
-            sm_w_t ex = i_exp<64>(sm_w_t(x[i] - m), C::x0, C::b_int, C::c_int, C::n);
-            if (C::calibrated) {
-                // QuantAct(16): e·m / 2^shift, ties to even (93-bit exact product),
-                // clamped to the signed exp_bits range
-                ap_int<96> prod = ap_int<96>(ex) * ap_int<96>(C::requant_mult);
-                ap_int<96> r = round_shift<AP_RND_CONV, 96>(prod, C::requant_shift);
-                const sm_w_t cap = (sm_w_t(1) << (C::exp_bits - 1)) - 1;
-                e[i] = r > cap ? cap : sm_w_t(r);
-            } else {
-                e[i] = ex >> C::exp_shift;
-            }
-            total += e[i];
-        }
-        const sm_w_t factor = (sm_w_t(1) << C::factor_bits) / total;  // one divider per row
-    out:
-        for (int i = 0; i < C::n_in; i++) {
-            #pragma HLS UNROLL
-            sm_w_t y = (e[i] * factor) >> C::out_shift;
-            res[i] = cast_raw<res_T::width - res_T::iwidth, res_T>(y);
-        }
+        row<data_T, res_T, C>(data, no_mask(), res);
     }
 };
 
+// ---- I-BERT ----------------------------------------------------------------------------
+template <typename C>
+struct softmax_ibert_types {
+    typedef ap_int<C::X_W> x_t;                   // an input code
+    typedef ap_int<C::DIFF_W> diff_t;             // x - max
+    typedef ap_uint<C::IE_W> e_t;                 // i-exp result
+    typedef ap_uint<C::REQUANT_MULT_W> mult_t;    // the QuantAct multiplier
+    typedef ap_uint<C::RQ_W> rq_t;                // e·mult (exact, see the header note)
+    typedef ap_uint<C::E16_W> e16_t;              // requantised exp
+    typedef ap_uint<C::SUM_W> sum_t;              // row sum of e16
+    typedef ap_uint<C::FACTOR_W> factor_t;        // 2^factor_bits / sum
+    typedef ap_uint<C::PROD_W> prod_t;            // e16·factor
+    typedef ap_int<C::Y_W> y_t;                   // the output before out_fmt's overflow
+};
+
+struct softmax_ibert_op {
+    // steps 2-3 of IBertSoftmax: e16 of diff = x - max (<= 0)
+    template <typename C>
+    static typename softmax_ibert_types<C>::e16_t exp16(
+        const typename softmax_ibert_types<C>::diff_t& diff) {
+        #pragma HLS INLINE
+        typedef softmax_ibert_types<C> T;
+        const typename T::e_t e = i_exp<C>(diff);
+        if (C::CALIBRATED) {
+            // QuantAct(16): e·m / 2^shift, ties to even, clamped to 2^(exp_bits-1) - 1
+            const typename T::rq_t prod = e * typename T::mult_t(C::REQUANT_MULT);
+            const typename T::rq_t r = round_shift<AP_RND_CONV, C::RQ_W>(prod, C::REQUANT_SHIFT);
+            return r > typename T::rq_t(C::E16_MAX) ? typename T::e16_t(C::E16_MAX)
+                                                     : typename T::e16_t(r);
+        }
+        return HWAPPROX_NARROW(typename T::e16_t, e >> C::EXP_SHIFT);
+    }
+
+    template <class data_T, class res_T, typename C, class M>
+    static void row(const data_T data[C::n_in], const M& mask, res_T res[C::n_in]) {
+        #pragma HLS INLINE
+        typedef softmax_ibert_types<C> T;
+        typename T::x_t x[C::n_in];
+        typename T::e16_t e[C::n_in];
+        #pragma HLS ARRAY_PARTITION variable = x complete
+        #pragma HLS ARRAY_PARTITION variable = e complete
+        typename T::x_t m = 0;
+        bool any = false;
+    load:
+        for (int i = 0; i < C::n_in; i++) {
+            #pragma HLS UNROLL
+            x[i] = code_of(data[i]);
+            if (!mask[i] && (!any || x[i] > m)) m = x[i];
+            any = any || !mask[i];
+        }
+        typename T::sum_t total = 0;
+    exps:
+        for (int i = 0; i < C::n_in; i++) {
+            #pragma HLS UNROLL
+            e[i] = mask[i] ? typename T::e16_t(0)
+                           : exp16<C>(HWAPPROX_NARROW(typename T::diff_t, x[i] - m));
+            total = HWAPPROX_NARROW(typename T::sum_t, total + e[i]);
+        }
+        if (total == 0) total = 1;  // only a fully masked row: its outputs are all 0
+        // one divider per row
+        const typename T::factor_t factor = HWAPPROX_NARROW(
+            typename T::factor_t, typename T::factor_t(1) << C::FACTOR_BITS) / total;
+    out:
+        for (int i = 0; i < C::n_in; i++) {
+            #pragma HLS UNROLL
+            const typename T::prod_t p = HWAPPROX_NARROW(typename T::prod_t, e[i] * factor);
+            const typename T::y_t y = HWAPPROX_NARROW(typename T::y_t, p >> C::OUT_SHIFT);
+            res[i] = mask[i] ? res_T(0) : cast_raw<C::OUT_F, res_T>(y);
+        }
+    }
+
+    template <class data_T, class res_T, typename C>
+    static void run(const data_T data[C::n_in], res_T res[C::n_in]) {
+        #pragma HLS INLINE
+        row<data_T, res_T, C>(data, no_mask(), res);
+    }
+};
+
+// ---- hls4ml 1.3 baselines --------------------------------------------------------------
 // hls4ml nnet::reduce<accum_t, N, Op_add>: left = 2^floor(log2(N-1)) elements.
 template <class T, int N>
 struct hls4ml_reduce_add {
@@ -191,18 +320,27 @@ struct hls4ml_reduce_add<T, 0> {
     static T sum(const T*) { return 0; }
 };
 
+template <typename C>
+struct softmax_hls4ml_types {
+    typedef ap_fixed<C::DIFF_W, C::in_t::iwidth + 1> diff_t;  // x_max - x, exact
+    typedef ap_fixed<C::PROD_W, C::PROD_I> prod_t;            // exp_res·inv, exact
+};
+
 struct softmax_hls4ml_op {
-    template <class data_T, class res_T, typename C>
-    static void run(const data_T data[C::n_in], res_T res[C::n_in]) {
+    template <class data_T, class res_T, typename C, class M>
+    static void row(const data_T data[C::n_in], const M& mask, res_T res[C::n_in]) {
         #pragma HLS INLINE
         typedef typename C::exp_addr_t addr_t;
-        const int na = C::exp_addr_bits;
-        const int ni = C::inv_addr_bits;
-        data_T xmax = data[0];
+        typedef softmax_hls4ml_types<C> T;
+        const int na = C::EXP_ADDR_BITS;
+        const int ni = C::INV_ADDR_BITS;
+        data_T xmax = 0;
+        bool any = false;
     maxv:
-        for (int i = 1; i < C::n_in; i++) {
+        for (int i = 0; i < C::n_in; i++) {
             #pragma HLS UNROLL
-            if (data[i] > xmax) xmax = data[i];
+            if (!mask[i] && (!any || data[i] > xmax)) xmax = data[i];
+            any = any || !mask[i];
         }
         typename C::accum_t e[C::n_in];
         #pragma HLS ARRAY_PARTITION variable = e complete
@@ -210,24 +348,34 @@ struct softmax_hls4ml_op {
         for (int i = 0; i < C::n_in; i++) {
             #pragma HLS UNROLL
             addr_t d;
-            if (C::stable) {
-                d = xmax - data[i];  // exact difference assigned to inp_norm_t (wraps)
+            if (C::STABLE) {
+                const typename T::diff_t diff = xmax - data[i];
+                d = diff;  // the exact difference assigned to inp_norm_t (wraps)
             } else {
                 d.range(addr_t::width - 1, 0) = data[i].range(addr_t::width - 1, 0);
             }
-            unsigned idx = d.range(addr_t::width - 1, addr_t::width - na).to_uint();
-            e[i] = from_raw<typename C::exp_table_t>(ap_int<64>(C::exp_table(idx)));
+            const unsigned idx = d.range(addr_t::width - 1, addr_t::width - na).to_uint();
+            e[i] = mask[i] ? typename C::accum_t(0)
+                           : typename C::accum_t(
+                                 from_raw<typename C::exp_table_t>(C::exp_table(idx)));
         }
         typename C::inv_inp_t s = hls4ml_reduce_add<typename C::accum_t, C::n_in>::sum(e);
         const int wi = C::inv_inp_t::width;
-        unsigned iidx = s.range(wi - 1, wi - ni).to_uint();
-        typename C::inv_table_t inv =
-            from_raw<typename C::inv_table_t>(ap_int<64>(C::invert_table(iidx)));
+        const unsigned iidx = s.range(wi - 1, wi - ni).to_uint();
+        const typename C::inv_table_t inv =
+            from_raw<typename C::inv_table_t>(C::invert_table(iidx));
     out:
         for (int i = 0; i < C::n_in; i++) {
             #pragma HLS UNROLL
-            res[i] = e[i] * inv;
+            const typename T::prod_t p = e[i] * inv;
+            res[i] = mask[i] ? res_T(0) : res_T(p);
         }
+    }
+
+    template <class data_T, class res_T, typename C>
+    static void run(const data_T data[C::n_in], res_T res[C::n_in]) {
+        #pragma HLS INLINE
+        row<data_T, res_T, C>(data, no_mask(), res);
     }
 };
 

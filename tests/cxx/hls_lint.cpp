@@ -1,0 +1,37 @@
+// Compile-only lint unit for the HLS headers (tests/test_hls_lint.py): every
+// unit of the generated instance table is instantiated with its own types, so
+// g++ -Wall -Wextra -Werror sees every template the units expand to.
+#include "hls_harness.h"
+#include "hwapprox/gelu.h"
+#include "hwapprox/layernorm.h"
+#include "hwapprox/rows.h"
+#include "hwapprox/softmax.h"
+#include "hwapprox_instances.h"
+
+template <typename C>
+void lint_softmax(std::istream&, std::ostream& out) {
+    typename C::in_t x[C::n_in] = {};
+    typename C::out_t y[C::n_in];
+    hwapprox::softmax<typename C::in_t, typename C::out_t, C>(x, y);
+    harness::write_array(out, y, C::n_in);
+}
+
+template <typename C>
+void lint_gelu(std::istream&, std::ostream& out) {
+    typename C::in_t x[C::n_in] = {};
+    typename C::out_t y[C::n_in];
+    hwapprox::gelu<typename C::in_t, typename C::out_t, C>(x, y);
+    harness::write_array(out, y, C::n_in);
+}
+
+template <typename C>
+void lint_layernorm(std::istream&, std::ostream& out) {
+    typename C::in_t x[C::n_in] = {};
+    typename C::out_t y[C::n_in];
+    typename C::gamma_t g[C::n_in] = {};
+    typename C::beta_t b[C::n_in] = {};
+    C::op::template run<typename C::in_t, typename C::out_t, C>(x, y, g, b);
+    harness::write_array(out, y, C::n_in);
+}
+
+HWAPPROX_HARNESS_MAIN()
