@@ -103,6 +103,8 @@ CASES += [
 ]
 
 N_VALUES = 10_000  # raw input values per case (issue 4)
+MASKED_ID0 = 2000  # harness id of instance i's masked entry point: MASKED_ID0 + i
+MASKED_ROWS = 10_000  # masked rows per method, over its format sets
 
 
 @pytest.fixture(scope="module")
@@ -113,6 +115,7 @@ def setup():
     ]
     rows = [(str(i), "run_softmax", f"s{i}") for i in range(len(CASES))]
     rows += widths_rows("s", len(CASES))
+    rows += [(str(MASKED_ID0 + i), "run_softmax_masked", f"s{i}") for i in range(len(CASES))]
     return specs, build_harness(HARNESS, insts, rows, name="hls_softmax")
 
 
@@ -155,3 +158,53 @@ def test_softmax_csim_bit_exact(setup, i):
 def test_softmax_widths_are_hw_params_and_sv_parameters(setup, i):
     specs, exe = setup
     check_widths(specs[i], CASES[i][2], read_widths(exe, i))
+
+
+def _masked_rows(spec, n, rows, rng):
+    """``rows`` rows of n codes with masks of every kind: random (10/50/90 %),
+    masked maxima, all but one masked, fully masked, masked prefixes, no bit set."""
+    fmt = spec.in_fmt
+    base = _rows(fmt, n, rng)
+    x = base[rng.integers(0, len(base), rows)]
+    kind = np.arange(rows) % 8
+    p = np.where(kind == 0, 0.1, np.where(kind == 1, 0.5, 0.9))[:, None]
+    m = rng.random((rows, n)) < p  # kinds 0, 1, 2: random bits
+    top = x == x.max(axis=1, keepdims=True)
+    m[kind == 3] = top[kind == 3] | (rng.random((int((kind == 3).sum()), n)) < 0.3)  # maxima
+    keep = rng.integers(0, n, rows)
+    but_one = np.ones((rows, n), bool)
+    but_one[np.arange(rows), keep] = False
+    m[kind == 4] = but_one[kind == 4]  # all but one masked
+    m[kind == 5] = True  # fully masked
+    prefix = np.arange(n)[None, :] < rng.integers(1, n + 1, rows)[:, None]
+    m[kind == 6] = prefix[kind == 6]  # a masked prefix: the online state starts late
+    m[kind == 7] = False  # no bit set: the masked entry point = the unmasked unit
+    return x, m
+
+
+def _masked_rows_per_case(i):
+    method = CASES[i][0]
+    k = sum(1 for c in CASES if c[0] == method)
+    return -(-MASKED_ROWS // k)  # >= MASKED_ROWS rows per method over its cases
+
+
+@pytest.mark.parametrize("i", range(len(CASES)), ids=[f"{m}-{n}" for m, _, n in CASES])
+def test_softmax_masked_csim_bit_exact(setup, i):
+    specs, exe = setup
+    spec, n = specs[i], CASES[i][2]
+    rng = np.random.default_rng(700 + i)
+    x, m = _masked_rows(spec, n, _masked_rows_per_case(i), rng)
+    rec = [MASKED_ID0 + i, len(x), *x.ravel(), *m.ravel().astype(np.int64)]
+    (got,) = run_harness(exe, [rec], [spec.out_fmt])
+    want = spec.model(x, mask=m).ravel()
+    bad = np.flatnonzero(got != want)
+    assert bad.size == 0, f"{bad.size} mismatches, first rows {sorted(set(bad // n))[:3]}"
+    assert not got[m.ravel()].any()  # masked outputs are 0
+
+
+def test_masked_rows_cover_every_method():
+    total: dict[str, int] = {}
+    for i, (method, _, _) in enumerate(CASES):
+        total[method] = total.get(method, 0) + _masked_rows_per_case(i)
+    assert min(total.values()) >= MASKED_ROWS, total
+    assert all(sum(1 for c in CASES if c[0] == m) >= 2 for m in total)

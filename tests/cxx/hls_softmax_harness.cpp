@@ -1,5 +1,9 @@
 // C-simulation harness for hwapprox/softmax.h (protocol: hls_harness.h).
-// Record: "id rows x..." with rows*n_in input codes -> rows*n_in outputs.
+// Every instance is listed with three runners (tests/test_hls_softmax.py):
+//   run_softmax         "id rows x..."         rows*n_in input codes -> rows*n_in outputs
+//   run_softmax_masked  "id rows x... m..."    the same rows, then rows*n_in mask bits
+//                                              (1 = masked out), the masked entry point
+//   run_widths          "id"                   the unit's type widths (hls_widths.h)
 // every narrowing of a derived width is checked (hwapprox/common.h)
 #define HWAPPROX_CHECK_WIDTHS
 #include "hls_harness.h"
@@ -19,6 +23,29 @@ void run_softmax(std::istream& in, std::ostream& out) {
         hwapprox::softmax<typename C::in_t, typename C::out_t, C>(x, y);
         for (int i = 0; i < N; i++) out << harness::to_raw(y[i]) << ' ';
     }
+    out << '\n';
+}
+
+template <typename C>
+void run_softmax_masked(std::istream& in, std::ostream& out) {
+    const int N = C::n_in;
+    int rows;
+    in >> rows;
+    typedef typename C::in_t row_t[N];
+    row_t* x = new row_t[rows];
+    for (int r = 0; r < rows; r++) harness::read_array(in, x[r], N);
+    for (int r = 0; r < rows; r++) {
+        bool m[N];
+        for (int i = 0; i < N; i++) {
+            int b;
+            in >> b;
+            m[i] = b != 0;
+        }
+        typename C::out_t y[N];
+        hwapprox::softmax<typename C::in_t, typename C::out_t, C>(x[r], m, y);
+        for (int i = 0; i < N; i++) out << harness::to_raw(y[i]) << ' ';
+    }
+    delete[] x;
     out << '\n';
 }
 

@@ -12,8 +12,15 @@
 //                         Hls4mlLatencySoftmax (exp and 1/x tables, adder tree), as a
 //                                              baseline written from the model
 //
-// Interface: softmax<data_T, res_T, CONFIG_T>(data[n_in], res[n_in]), dispatched
-// on CONFIG_T::op (io_parallel, one row per call).
+// Interface (io_parallel, one row per call), dispatched on CONFIG_T::op:
+//   softmax<data_T, res_T, CONFIG_T>(data[n_in], res[n_in])
+//   softmax<data_T, res_T, CONFIG_T>(data[n_in], const bool mask[n_in], res[n_in])
+// mask: one bit per element, true = masked out (the spec's mask contract,
+// hwapprox.approx.softmax.SoftmaxSpec): a masked element takes no part in the
+// (running) max or the sum and outputs 0; the others get exactly the codes of
+// the row without it; a fully masked row outputs zeros. The unmasked overload
+// is the masked datapath with every bit false (no_mask: the mask logic folds
+// away), bit-identical to the model without a mask.
 //
 // Widths: CONFIG_T is generated from the spec (hwapprox.hls.units): its
 // constants are the spec's hw_params() -- the same numbers the SV unit
@@ -38,9 +45,14 @@
 
 namespace hwapprox {
 
-// Row masks: no_mask (every element takes part) or a bool array, True = masked out.
+// Row masks: no_mask (every element takes part) or mask_bits over a bool
+// array, true = masked out.
 struct no_mask {
     bool operator[](int) const { return false; }
+};
+struct mask_bits {
+    const bool* bits;
+    bool operator[](int i) const { return bits[i]; }
 };
 
 // ---- online ----------------------------------------------------------------------------
@@ -218,6 +230,12 @@ struct softmax_online_op {
         #pragma HLS INLINE
         row<data_T, res_T, C>(data, no_mask(), res);
     }
+    template <class data_T, class res_T, typename C>
+    static void run(const data_T data[C::n_in], const bool mask[C::n_in], res_T res[C::n_in]) {
+        #pragma HLS INLINE
+        const mask_bits m = {mask};
+        row<data_T, res_T, C>(data, m, res);
+    }
 };
 
 // ---- I-BERT ----------------------------------------------------------------------------
@@ -296,6 +314,12 @@ struct softmax_ibert_op {
         #pragma HLS INLINE
         row<data_T, res_T, C>(data, no_mask(), res);
     }
+    template <class data_T, class res_T, typename C>
+    static void run(const data_T data[C::n_in], const bool mask[C::n_in], res_T res[C::n_in]) {
+        #pragma HLS INLINE
+        const mask_bits m = {mask};
+        row<data_T, res_T, C>(data, m, res);
+    }
 };
 
 // ---- hls4ml 1.3 baselines --------------------------------------------------------------
@@ -326,6 +350,12 @@ struct softmax_hls4ml_types {
     typedef ap_fixed<C::PROD_W, C::PROD_I> prod_t;            // exp_res·inv, exact
 };
 
+// Masks (an hwapprox extension; hls4ml has none): x_max over the unmasked
+// elements, masked exp_res = 0 in hls4ml's adder tree. The model sums the
+// unmasked elements only (hls4ml's tree for N' inputs); zeros in the N-input
+// tree give the same sum when accum_t's overflow is AP_WRAP (modular) or
+// AP_SAT/AP_SAT_SYM (the addends are >= 0: min(total, max) in any tree), so a
+// masked row needs one of those (checked at compile time).
 struct softmax_hls4ml_op {
     template <class data_T, class res_T, typename C, class M>
     static void row(const data_T data[C::n_in], const M& mask, res_T res[C::n_in]) {
@@ -377,6 +407,15 @@ struct softmax_hls4ml_op {
         #pragma HLS INLINE
         row<data_T, res_T, C>(data, no_mask(), res);
     }
+    template <class data_T, class res_T, typename C>
+    static void run(const data_T data[C::n_in], const bool mask[C::n_in], res_T res[C::n_in]) {
+        #pragma HLS INLINE
+        static_assert(C::accum_t::omode != AP_SAT_ZERO,
+                      "a masked hls4ml softmax needs an accum_t overflow mode whose adder "
+                      "tree does not depend on the masked zeros (AP_WRAP, AP_SAT, AP_SAT_SYM)");
+        const mask_bits m = {mask};
+        row<data_T, res_T, C>(data, m, res);
+    }
 };
 
 // Softmax over one row of n_in values with the unit named by CONFIG_T::op.
@@ -386,6 +425,17 @@ void softmax(const data_T data[CONFIG_T::n_in], res_T res[CONFIG_T::n_in]) {
     #pragma HLS ARRAY_PARTITION variable = data complete
     #pragma HLS ARRAY_PARTITION variable = res complete
     CONFIG_T::op::template run<data_T, res_T, CONFIG_T>(data, res);
+}
+
+// The same with mask bits (true = masked out); a fully masked row is all zeros.
+template <class data_T, class res_T, typename CONFIG_T>
+void softmax(const data_T data[CONFIG_T::n_in], const bool mask[CONFIG_T::n_in],
+             res_T res[CONFIG_T::n_in]) {
+    #pragma HLS PIPELINE
+    #pragma HLS ARRAY_PARTITION variable = data complete
+    #pragma HLS ARRAY_PARTITION variable = mask complete
+    #pragma HLS ARRAY_PARTITION variable = res complete
+    CONFIG_T::op::template run<data_T, res_T, CONFIG_T>(data, mask, res);
 }
 
 }  // namespace hwapprox
