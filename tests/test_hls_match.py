@@ -121,7 +121,7 @@ def test_hls_csim_without_config_on_a_torch_export(tmp_path) -> None:
 
 
 #: one export per style: post-LN + key mask, masked_fill, pre-LN, pre-LN + causal + mask
-CSIM_STYLES = ["vit_ts17.onnx"]  # masked styles: see test_hls_csim_masked_styles
+CSIM_STYLES = ["bert_ts14.onnx", "distilbert_dynamo18.onnx", "vit_ts17.onnx", "gpt2c_ts17.onnx"]
 
 
 @pytest.mark.hls
