@@ -123,7 +123,8 @@ def test_generated_config_is_explicit(built):
     defines = (fw / "defines.h").read_text()
     for i, blk in enumerate(prep.blocks):
         lay = i + 2
-        src_t, src = ("input_t", "x") if i == 0 else (f"layer{lay - 1}_t", f"layer{lay - 1}_out")
+        prev = ("input_t", prep.input_name)  # the folded graph's input name
+        src_t, src = prev if i == 0 else (f"layer{lay - 1}_t", f"layer{lay - 1}_out")
         dst_t = "result_t" if i == n - 1 else f"layer{lay}_t"
         want = f"hwapprox::encoder_block<{src_t}, {dst_t}, config{lay}>({src}, layer{lay}_out);"
         assert want in call, (want, call)
