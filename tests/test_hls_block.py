@@ -7,7 +7,6 @@ harness build (tests/conftest.py keeps this module on one xdist worker).
 from __future__ import annotations
 
 import dataclasses
-import re
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +15,6 @@ import pytest
 from hwapprox.approx.registry import make_spec
 from hwapprox.hls.block import WEIGHT_NAMES, BlockFormats, EncoderBlock
 from hwapprox.hls.csim import build_harness, run_harness
-from hwapprox.hls.emit import INCLUDE_DIR
 
 pytestmark = pytest.mark.hls
 
@@ -34,19 +32,6 @@ KINDS: dict[str, dict[str, bool]] = {
 }
 FORMAT_SETS = ("a", "b")
 CASES = [f"{f}_{k}" for f in FORMAT_SETS for k in KINDS]
-
-
-def masked_softmax_available() -> bool:
-    """softmax.h has the masked entry point softmax(data, const bool mask[n_in], res)."""
-    text = (INCLUDE_DIR / "hwapprox" / "softmax.h").read_text()
-    return re.search(r"void\s+softmax\s*\([^;{]*const\s+bool\s+\w+\s*\[", text) is not None
-
-
-MASKED_SOFTMAX = masked_softmax_available()
-NEEDS_MASKED_SOFTMAX = (
-    "waits for the masked softmax entry point hwapprox::softmax<data_T, res_T, CONFIG_T>"
-    "(data, const bool mask[n_in], res) in include/hwapprox/softmax.h"
-)
 
 
 def float_weights(seed: int) -> dict[str, np.ndarray]:
@@ -175,20 +160,15 @@ def inputs(blk: EncoderBlock, seed: int) -> tuple[np.ndarray, np.ndarray | None]
 
 @pytest.fixture(scope="module")
 def setup():
-    """One harness for every case it can build (masked cases need the masked softmax)."""
-    built = [c for c in CASES if MASKED_SOFTMAX or not _needs_mask(case_block(c))]
-    bl = {c: case_block(c) for c in built}
-    insts = [i for j, c in enumerate(built) for i in bl[c].instances(f"blk{j}")]
+    """One harness for every case (12 block instances, one g++ build)."""
+    bl = {c: case_block(c) for c in CASES}
+    insts = [i for j, c in enumerate(CASES) for i in bl[c].instances(f"blk{j}")]
     rows = [
         (str(j), "run_block_masked" if bl[c].masked else "run_block", f"blk{j}")
-        for j, c in enumerate(built)
+        for j, c in enumerate(CASES)
     ]
-    ids = {c: j for j, c in enumerate(built)}
+    ids = {c: j for j, c in enumerate(CASES)}
     return bl, ids, build_harness(HARNESS, insts, rows, name="hls_block")
-
-
-def _needs_mask(blk: EncoderBlock) -> bool:
-    return blk.causal or blk.masked
 
 
 def csim(exe, j: int, blk: EncoderBlock, x: np.ndarray, km: np.ndarray | None) -> np.ndarray:
@@ -207,8 +187,6 @@ def csim(exe, j: int, blk: EncoderBlock, x: np.ndarray, km: np.ndarray | None) -
 @pytest.mark.parametrize("case", CASES)
 def test_block_csim_bit_exact(setup, case):
     bl, ids, exe = setup
-    if case not in bl:
-        pytest.skip(NEEDS_MASKED_SOFTMAX)
     blk = bl[case]
     x, km = inputs(blk, 500 + CASES.index(case))
     got = csim(exe, ids[case], blk, x, km)
@@ -223,8 +201,6 @@ def test_csim_follows_the_mask(setup, case):
     """The comparison can fail: the same C-sim output against the block model with
     every key real and no causal mask differs (the C++ does apply the mask)."""
     bl, ids, exe = setup
-    if case not in bl:
-        pytest.skip(NEEDS_MASKED_SOFTMAX)
     blk = bl[case]
     x, km = inputs(blk, 7)
     got = csim(exe, ids[case], blk, x, km)

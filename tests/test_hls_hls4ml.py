@@ -16,7 +16,7 @@ import pytest
 from hwapprox.approx.registry import make_spec
 from hwapprox.fixed import FixedFormat
 from hwapprox.hls.block import BlockFormats
-from hwapprox.hls.emit import INCLUDE_DIR, cpp_type
+from hwapprox.hls.emit import cpp_type
 from hwapprox.hls.hls4ml_ext import MASK_INPUT, block_from_node, mask_layer_config, predict_raw
 from hwapprox.hls.onnx_block import OP_TYPE, encoder_block_onnx, fold_blocks
 from hwapprox.hls.project import (
@@ -243,15 +243,6 @@ def test_mixed_model_without_block_is_refused():
 # -- pre-LN, causal and key-masked blocks: the folded node written by hand (the contract
 # of onnx_block/project: int attributes prenorm/causal/masked, a second graph input
 # ``key_mask`` [1, S] feeding each masked block) -------------------------------------
-def _masked_softmax_available() -> bool:
-    text = (INCLUDE_DIR / "hwapprox" / "softmax.h").read_text()
-    return re.search(r"void\s+softmax\s*\([^;{]*const\s+bool\s+\w+\s*\[", text) is not None
-
-
-NEEDS_MASKED_SOFTMAX = (
-    "waits for the masked softmax entry point hwapprox::softmax<data_T, res_T, CONFIG_T>"
-    "(data, const bool mask[n_in], res) in include/hwapprox/softmax.h"
-)
 #: a GPT-2-like chain: block 0 pre-LN causal + key mask, block 1 pre-LN key mask only
 MASKED_KINDS = ({"prenorm": 1, "causal": 1, "masked": 1}, {"prenorm": 1, "causal": 0, "masked": 1})
 MASKED_FORMATS = {
@@ -355,8 +346,6 @@ def _masked_inputs(fmt: FixedFormat, seed: int) -> tuple[np.ndarray, np.ndarray]
 
 @pytest.fixture(scope="module", params=["Vitis"])
 def masked_built(request, tmp_path_factory):
-    if not _masked_softmax_available():
-        pytest.skip(NEEDS_MASKED_SOFTMAX)
     model, blocks = _folded_blocks_onnx(MASKED_KINDS)
     out = tmp_path_factory.mktemp(f"prj_masked_{request.param}")
     hm = _convert_blocks(model, out, request.param, mask_layer_config())
