@@ -7,14 +7,18 @@ harness build (tests/conftest.py keeps this module on one xdist worker).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from hwapprox._cxx import cache_dir, hls4ml_include_dirs
 from hwapprox.approx.registry import make_spec
 from hwapprox.hls.block import WEIGHT_NAMES, BlockFormats, EncoderBlock
-from hwapprox.hls.csim import build_harness, run_harness
+from hwapprox.hls.csim import build_harness, library_digest, run_harness
+from hwapprox.hls.emit import INCLUDE_DIR, header_digest, render_header, write_header
 
 pytestmark = pytest.mark.hls
 
@@ -158,17 +162,46 @@ def inputs(blk: EncoderBlock, seed: int) -> tuple[np.ndarray, np.ndarray | None]
     return x, km
 
 
-@pytest.fixture(scope="module")
-def setup():
-    """One harness for every case (12 block instances, one g++ build)."""
+def _harness_table() -> tuple[dict[str, EncoderBlock], list, list[tuple[str, str, str]]]:
     bl = {c: case_block(c) for c in CASES}
     insts = [i for j, c in enumerate(CASES) for i in bl[c].instances(f"blk{j}")]
     rows = [
         (str(j), "run_block_masked" if bl[c].masked else "run_block", f"blk{j}")
         for j, c in enumerate(CASES)
     ]
+    return bl, insts, rows
+
+
+@pytest.fixture(scope="module")
+def setup():
+    """One harness for every case (12 block instances, one g++ build)."""
+    bl, insts, rows = _harness_table()
     ids = {c: j for j, c in enumerate(CASES)}
     return bl, ids, build_harness(HARNESS, insts, rows, name="hls_block")
+
+
+def test_encoder_header_is_warning_clean():
+    """encoder.h with every block kind instantiated: g++ -Wall -Wextra -Werror (syntax
+    only; a stamp per content skips the rerun)."""
+    _, insts, rows = _harness_table()
+    header = render_header("HWAPPROX_INSTANCES_H", insts, xmacro=rows)
+    gen = cache_dir() / "hls_gen" / header_digest(header)
+    write_header(gen / "hwapprox_instances.h", header)
+    cmd = [
+        "g++", "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror",
+        "-Wno-unknown-pragmas", "-Wno-unused-label", f"-I{INCLUDE_DIR}", f"-I{HARNESS.parent}",
+        f"-I{gen}", *(f"-isystem{d}" for d in hls4ml_include_dirs()), str(HARNESS),
+    ]  # fmt: skip
+    key = hashlib.sha256(
+        "\0".join([*cmd, HARNESS.read_text(), library_digest(HARNESS.parent)]).encode()
+    ).hexdigest()[:16]
+    stamp = cache_dir() / "cxx" / f"hls_block_lint-{key}.ok"
+    if stamp.exists():
+        return
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr[-6000:]
+    stamp.parent.mkdir(parents=True, exist_ok=True)
+    stamp.write_text("clean\n")
 
 
 def csim(exe, j: int, blk: EncoderBlock, x: np.ndarray, km: np.ndarray | None) -> np.ndarray:
