@@ -2,7 +2,8 @@
 
 The cases include every RTL test's GELU parameter set (``rtl_cases.py``);
 each case's type widths are checked against ``hw_params()`` and the SV
-parameters (``hls_widths_check.py``) on the same binary.
+parameters (``hls_widths_check.py``) on the same binary. Every input goes
+through the array unit (io_parallel) and the hls::stream unit (io_stream).
 """
 
 from __future__ import annotations
@@ -87,6 +88,7 @@ CASES = [
 ]
 CASES += [(m, f) for _, op, m, f, _ in RTL_CASES if op == "gelu" and (m, f) not in CASES]
 N_IN = 16
+STREAM_ID0 = 3000  # harness id of instance i's io_stream entry point: STREAM_ID0 + i
 
 
 @pytest.fixture(scope="module")
@@ -95,6 +97,7 @@ def setup():
     insts = [unit_instance(f"g{i}", s, N_IN) for i, s in enumerate(specs)]
     rows = [(str(i), "run_gelu", f"g{i}") for i in range(len(CASES))]
     rows += widths_rows("g", len(CASES))
+    rows += [(str(STREAM_ID0 + i), "run_gelu_stream", f"g{i}") for i in range(len(CASES))]
     return specs, build_harness(HARNESS, insts, rows, name="hls_gelu")
 
 
@@ -105,12 +108,14 @@ def _inputs(fmt, rng):
     return np.concatenate([edges, rng.integers(fmt.min_raw, fmt.max_raw + 1, 10_000)])
 
 
+@pytest.mark.parametrize("io", ["parallel", "stream"])
 @pytest.mark.parametrize("i", range(len(CASES)), ids=[f"{m}{i}" for i, (m, _) in enumerate(CASES)])
-def test_gelu_csim_bit_exact(setup, i):
+def test_gelu_csim_bit_exact(setup, i, io):
     specs, exe = setup
     spec = specs[i]
     x = _inputs(spec.in_fmt, np.random.default_rng(200 + i)).astype(np.int64)
-    (got,) = run_harness(exe, [[i, len(x), *x]], [spec.out_fmt])
+    uid = i if io == "parallel" else STREAM_ID0 + i
+    (got,) = run_harness(exe, [[uid, len(x), *x]], [spec.out_fmt])
     want = spec.model(x)
     bad = np.flatnonzero(got != want)
     assert bad.size == 0, (

@@ -2,7 +2,8 @@
 
 The cases include every RTL test's LayerNorm parameter set (``rtl_cases.py``);
 each case's type widths are checked against ``hw_params()`` and the SV
-parameters (``hls_widths_check.py``) on the same binary.
+parameters (``hls_widths_check.py``) on the same binary. Every input goes
+through the array unit (io_parallel) and the hls::stream unit (io_stream).
 """
 
 from __future__ import annotations
@@ -90,6 +91,7 @@ CASES += [
 ]
 
 N_VALUES = 10_000  # raw input values per case (issue 4)
+STREAM_ID0 = 3000  # harness id of instance i's io_stream entry point: STREAM_ID0 + i
 
 
 @pytest.fixture(scope="module")
@@ -100,6 +102,7 @@ def setup():
     ]
     rows = [(str(i), "run_ln", f"ln{i}") for i in range(len(CASES))]
     rows += widths_rows("ln", len(CASES))
+    rows += [(str(STREAM_ID0 + i), "run_ln_stream", f"ln{i}") for i in range(len(CASES))]
     return specs, build_harness(HARNESS, insts, rows, name="hls_layernorm")
 
 
@@ -130,9 +133,11 @@ def _rows(spec, n, rng):
     return np.concatenate(r).astype(np.int64)
 
 
+@pytest.mark.parametrize("io", ["parallel", "stream"])
 @pytest.mark.parametrize("i", range(len(CASES)), ids=[f"{m}-{n}" for m, _, n in CASES])
-def test_layernorm_csim_bit_exact(setup, i):
+def test_layernorm_csim_bit_exact(setup, i, io):
     specs, exe = setup
+    uid = i if io == "parallel" else STREAM_ID0 + i
     spec, (_, _, n) = specs[i], CASES[i]
     rng = np.random.default_rng(100 + i)
     x = _rows(spec, n, rng)
@@ -144,7 +149,7 @@ def test_layernorm_csim_bit_exact(setup, i):
         params.append((np.full(n, 1 << gf.frac_bits), np.zeros(n, np.int64)))
     records, fmts, expected = [], [], []
     for g, b in params:
-        records.append([i, len(x), *g, *b, *x.ravel()])
+        records.append([uid, len(x), *g, *b, *x.ravel()])
         fmts.append(spec.out_fmt)
         expected.append(spec.model(x, gamma=g, beta=b).ravel())
     got = run_harness(exe, records, fmts)

@@ -2,7 +2,9 @@
 
 The cases include every RTL test's softmax parameter set (``rtl_cases.py``);
 each case's type widths are checked against ``hw_params()`` and the SV
-parameters (``hls_widths_check.py``) on the same binary.
+parameters (``hls_widths_check.py``) on the same binary. Every input goes
+through the array unit (io_parallel) and the hls::stream unit (io_stream),
+without and with mask bits.
 """
 
 from __future__ import annotations
@@ -104,6 +106,8 @@ CASES += [
 
 N_VALUES = 10_000  # raw input values per case (issue 4)
 MASKED_ID0 = 2000  # harness id of instance i's masked entry point: MASKED_ID0 + i
+STREAM_ID0 = 3000  # ... of its io_stream entry point
+MASKED_STREAM_ID0 = 4000  # ... of its io_stream entry point with a mask stream
 MASKED_ROWS = 10_000  # masked rows per method, over its format sets
 
 
@@ -115,7 +119,12 @@ def setup():
     ]
     rows = [(str(i), "run_softmax", f"s{i}") for i in range(len(CASES))]
     rows += widths_rows("s", len(CASES))
-    rows += [(str(MASKED_ID0 + i), "run_softmax_masked", f"s{i}") for i in range(len(CASES))]
+    for id0, run in (
+        (MASKED_ID0, "run_softmax_masked"),
+        (STREAM_ID0, "run_softmax_stream"),
+        (MASKED_STREAM_ID0, "run_softmax_stream_masked"),
+    ):
+        rows += [(str(id0 + i), run, f"s{i}") for i in range(len(CASES))]
     return specs, build_harness(HARNESS, insts, rows, name="hls_softmax")
 
 
@@ -143,12 +152,14 @@ def _rows(fmt, n, rng):
     return np.clip(np.concatenate(r), lo, hi).astype(np.int64)
 
 
+@pytest.mark.parametrize("io", ["parallel", "stream"])
 @pytest.mark.parametrize("i", range(len(CASES)), ids=[f"{m}-{n}" for m, _, n in CASES])
-def test_softmax_csim_bit_exact(setup, i):
+def test_softmax_csim_bit_exact(setup, i, io):
     specs, exe = setup
     spec, n = specs[i], CASES[i][2]
     x = _rows(spec.in_fmt, n, np.random.default_rng(300 + i))
-    (got,) = run_harness(exe, [[i, len(x), *x.ravel()]], [spec.out_fmt])
+    uid = i if io == "parallel" else STREAM_ID0 + i
+    (got,) = run_harness(exe, [[uid, len(x), *x.ravel()]], [spec.out_fmt])
     want = spec.model(x).ravel()
     bad = np.flatnonzero(got != want)
     assert bad.size == 0, f"{bad.size} mismatches, first rows {sorted(set(bad // n))[:3]}"
@@ -188,13 +199,15 @@ def _masked_rows_per_case(i):
     return -(-MASKED_ROWS // k)  # >= MASKED_ROWS rows per method over its cases
 
 
+@pytest.mark.parametrize("io", ["parallel", "stream"])
 @pytest.mark.parametrize("i", range(len(CASES)), ids=[f"{m}-{n}" for m, _, n in CASES])
-def test_softmax_masked_csim_bit_exact(setup, i):
+def test_softmax_masked_csim_bit_exact(setup, i, io):
     specs, exe = setup
     spec, n = specs[i], CASES[i][2]
     rng = np.random.default_rng(700 + i)
     x, m = _masked_rows(spec, n, _masked_rows_per_case(i), rng)
-    rec = [MASKED_ID0 + i, len(x), *x.ravel(), *m.ravel().astype(np.int64)]
+    uid = (MASKED_ID0 if io == "parallel" else MASKED_STREAM_ID0) + i
+    rec = [uid, len(x), *x.ravel(), *m.ravel().astype(np.int64)]
     (got,) = run_harness(exe, [rec], [spec.out_fmt])
     want = spec.model(x, mask=m).ravel()
     bad = np.flatnonzero(got != want)

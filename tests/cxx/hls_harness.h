@@ -12,6 +12,7 @@
 
 #include "ap_fixed.h"
 #include "ap_int.h"
+#include "hls_stream.h"
 
 namespace harness {
 
@@ -39,6 +40,22 @@ void read_array(std::istream& in, T* x, int n) {
 template <class T>
 void write_array(std::ostream& out, const T* x, int n) {
     for (int i = 0; i < n; i++) out << to_raw<T>(x[i]) << (i + 1 < n ? ' ' : '\n');
+}
+
+// n raw codes from in onto the stream s (the io_stream entry points)
+template <class T>
+void read_stream(std::istream& in, hls::stream<T>& s, int n) {
+    for (int i = 0; i < n; i++) {
+        long long r = 0;
+        in >> r;
+        s.write(from_raw<T>(r));
+    }
+}
+
+// n values from the stream s as raw codes, each followed by a space
+template <class T>
+void write_stream(std::ostream& out, hls::stream<T>& s, int n) {
+    for (int i = 0; i < n; i++) out << to_raw<T>(s.read()) << ' ';
 }
 
 }  // namespace harness

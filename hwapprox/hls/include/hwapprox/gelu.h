@@ -24,10 +24,15 @@
 // element is a short chain (ibert: square, multiply, requantise; shiftgelu: two
 // shift-exps and one divider; pwl: N-1 comparators + one MAC; edgemoe: 2 ROM
 // reads + one multiply; lut: one ROM read).
+//
+// io_stream: gelu<data_T, res_T, CONFIG_T>(hls::stream<data_T>&, hls::stream<res_T>&)
+// takes n_in elements per call, one per cycle (PIPELINE II=1 over the same
+// per-element chain), bit-exact with the array unit.
 #ifndef HWAPPROX_GELU_H
 #define HWAPPROX_GELU_H
 
 #include "common.h"
+#include "hls_stream.h"
 #include "intmath.h"
 
 namespace hwapprox {
@@ -217,6 +222,18 @@ elems:
         #pragma HLS UNROLL
         const typename CONFIG_T::in_t x = data[i];
         res[i] = CONFIG_T::op::template one<res_T, CONFIG_T>(code_of(x));
+    }
+}
+
+// io_stream: n_in values from data, one per cycle, their GELU to res.
+template <class data_T, class res_T, typename CONFIG_T>
+void gelu(hls::stream<data_T>& data, hls::stream<res_T>& res) {
+    #pragma HLS INLINE off
+elems:
+    for (int i = 0; i < CONFIG_T::n_in; i++) {
+        #pragma HLS PIPELINE II = 1
+        const typename CONFIG_T::in_t x = data.read();
+        res.write(CONFIG_T::op::template one<res_T, CONFIG_T>(code_of(x)));
     }
 }
 

@@ -9,6 +9,7 @@
 // Interface (hls4ml style): data[n_in] -> res[n_in], gamma/beta[n_in] as
 // values of CONFIG_T::gamma_t / beta_t; or through the op tags
 // (CONFIG_T::op::template run<data_T, res_T, CONFIG_T>(data, res, gamma, beta)).
+// Every element is first assigned to CONFIG_T::in_t (with its modes).
 // Constants and tables come from the generated config.
 //
 // Widths: every intermediate is an ap_int/ap_uint of a width from the spec's
@@ -24,10 +25,23 @@
 // (ibert: a divider and an isqrt; rsqrt_lut: leading-one + table + Newton
 // multiplies), then every element is normalised in parallel. PIPELINE the
 // caller over rows.
+//
+// io_stream: the same functions and op tags on hls::stream<data_T> /
+// hls::stream<res_T> (gamma/beta stay arrays), one row of n_in elements per
+// call, one element per cycle, bit-exact with the array units. DATAFLOW
+// between the stages, each a PIPELINE II=1 loop; the row waits in a FIFO of
+// n_in words:
+//   rsqrt_lut  stats (S1, S2 while the row streams in; then the per-row chain
+//              to 1/sqrt) -> emit (normalise, gamma, beta);
+//   ibert      mean -> centre (y, Σy², the shift) -> variance (at s and s+1 in
+//              one pass: the second I-BERT pass is never needed) -> emit.
+// Latency per row ~ stages·n_in + the per-row chains; rows overlap in
+// DATAFLOW, so the throughput is one element per cycle.
 #ifndef HWAPPROX_LAYERNORM_H
 #define HWAPPROX_LAYERNORM_H
 
 #include "common.h"
+#include "hls_stream.h"
 #include "intmath.h"
 
 namespace hwapprox {
@@ -78,6 +92,59 @@ newton:
     return y;
 }
 
+// Per-row state of rsqrt_lut between the statistics and the outputs.
+template <typename C>
+struct layernorm_rsqrt_state {
+    typename layernorm_rsqrt_types<C>::s1_t s1;  // ΣX (0 for RMSNorm)
+    typename layernorm_rsqrt_types<C>::y_t y;    // 1/sqrt, P fraction bits
+    int sh;                                      // P + k - G/2 - FZ
+};
+
+// per row: D = N·S2 - S1² (>= 0), De = (D << G) + N²·eps_q, normalise, 1/sqrt
+template <typename C>
+inline layernorm_rsqrt_state<C> layernorm_rsqrt_row(
+    const typename layernorm_rsqrt_types<C>::s1_t& s1,
+    const typename layernorm_rsqrt_types<C>::s2_t& s2) {
+    #pragma HLS INLINE
+    typedef layernorm_rsqrt_types<C> T;
+    const int N = C::n_in;
+    const typename T::d_t ns2 = HWAPPROX_NARROW(typename T::d_t, s2 * ap_uint<C::N_BITS>(N));
+    const typename T::d_t s1sq = HWAPPROX_NARROW(typename T::d_t, s1 * s1);
+    const typename T::d_t d = ns2 - s1sq;
+    const typename T::de_t de = HWAPPROX_NARROW(
+        typename T::de_t,
+        (typename T::de_t(d) << C::G) + typename T::de_t((long long)N * N * C::EPS_Q));
+    const int k = (bit_length(de) - 1) >> 1;
+    const int e = 2 * k - C::P;
+    const typename T::m_t m =
+        e >= 0 ? typename T::m_t(de >> e)
+               : HWAPPROX_NARROW(typename T::m_t, typename T::m_t(de) << (-e));
+    layernorm_rsqrt_state<C> st;
+    st.s1 = s1;
+    st.y = rsqrt_norm<C>(m);
+    st.sh = C::P + k - C::G / 2 - C::FZ;
+    return st;
+}
+
+// per element: A = N·X - S1, Z = round(A·y / 2^sh), out = cast(Z·γ + (β << BETA_SHIFT))
+template <class res_T, typename C>
+inline res_T layernorm_rsqrt_out(const typename layernorm_rsqrt_types<C>::x_t& x,
+                                 const layernorm_rsqrt_state<C>& st,
+                                 const typename C::gamma_t& gamma,
+                                 const typename C::beta_t& beta) {
+    #pragma HLS INLINE
+    typedef layernorm_rsqrt_types<C> T;
+    const typename T::a_t a =
+        HWAPPROX_NARROW(typename T::a_t, x * ap_uint<C::N_BITS>(C::n_in) - st.s1);
+    const typename T::ay_t ay = HWAPPROX_NARROW(typename T::ay_t, a * st.y);
+    const typename T::z_t z = HWAPPROX_NARROW(
+        typename T::z_t, round_half_up_shift<C::AYS_W>(typename T::ays_t(ay), st.sh));
+    const typename T::acc_t acc = HWAPPROX_NARROW(
+        typename T::acc_t,
+        z * code_of(gamma) + (typename T::acc_t(code_of(beta)) << C::BETA_SHIFT));
+    return cast_raw<C::ACC_F, res_T>(acc);
+}
+
 // hwapprox rsqrt_lut LayerNorm (RsqrtLutLayerNorm; RmsNorm when CENTER = 0).
 template <class data_T, class res_T, typename CONFIG_T>
 void layernorm_rsqrt_lut(const data_T data[CONFIG_T::n_in], res_T res[CONFIG_T::n_in],
@@ -90,8 +157,6 @@ void layernorm_rsqrt_lut(const data_T data[CONFIG_T::n_in], res_T res[CONFIG_T::
     #pragma HLS ARRAY_PARTITION variable = beta complete
     typedef layernorm_rsqrt_types<CONFIG_T> T;
     const int N = CONFIG_T::n_in;
-    const int P = CONFIG_T::P;
-    const int G = CONFIG_T::G;
     typename T::x_t x[N];
     #pragma HLS ARRAY_PARTITION variable = x complete
     // pass 1: exact sums
@@ -104,33 +169,12 @@ sums:
         s2 = HWAPPROX_NARROW(typename T::s2_t, s2 + x[i] * x[i]);
         if (CONFIG_T::CENTER) s1 = HWAPPROX_NARROW(typename T::s1_t, s1 + x[i]);
     }
-    // per row: D = N·S2 - S1² (>= 0), De = (D << G) + N²·eps_q, normalise, 1/sqrt
-    const typename T::d_t ns2 = HWAPPROX_NARROW(typename T::d_t, s2 * ap_uint<CONFIG_T::N_BITS>(N));
-    const typename T::d_t s1sq = HWAPPROX_NARROW(typename T::d_t, s1 * s1);
-    const typename T::d_t d = ns2 - s1sq;
-    const typename T::de_t de = HWAPPROX_NARROW(
-        typename T::de_t,
-        (typename T::de_t(d) << G) + typename T::de_t((long long)N * N * CONFIG_T::EPS_Q));
-    const int k = (bit_length(de) - 1) >> 1;
-    const int e = 2 * k - P;
-    const typename T::m_t m =
-        e >= 0 ? typename T::m_t(de >> e)
-               : HWAPPROX_NARROW(typename T::m_t, typename T::m_t(de) << (-e));
-    const typename T::y_t y = rsqrt_norm<CONFIG_T>(m);
-    const int sh = P + k - G / 2 - CONFIG_T::FZ;
+    const layernorm_rsqrt_state<CONFIG_T> st = layernorm_rsqrt_row<CONFIG_T>(s1, s2);
     // pass 2: normalise and apply gamma, beta
 elems:
     for (int i = 0; i < N; i++) {
         #pragma HLS UNROLL
-        const typename T::a_t a =
-            HWAPPROX_NARROW(typename T::a_t, x[i] * ap_uint<CONFIG_T::N_BITS>(N) - s1);
-        const typename T::ay_t ay = HWAPPROX_NARROW(typename T::ay_t, a * y);
-        const typename T::z_t z = HWAPPROX_NARROW(
-            typename T::z_t, round_half_up_shift<CONFIG_T::AYS_W>(typename T::ays_t(ay), sh));
-        const typename T::acc_t acc = HWAPPROX_NARROW(
-            typename T::acc_t,
-            z * code_of(gamma[i]) + (typename T::acc_t(code_of(beta[i])) << CONFIG_T::BETA_SHIFT));
-        res[i] = cast_raw<CONFIG_T::ACC_F, res_T>(acc);
+        res[i] = layernorm_rsqrt_out<res_T, CONFIG_T>(x[i], st, gamma[i], beta[i]);
     }
 }
 
@@ -154,6 +198,74 @@ struct layernorm_ibert_types {
     typedef ap_int<C::ACC_W> acc_t;        // Z·γ + (β << BETA_SHIFT)
 };
 
+// The I-BERT steps shared by the array and the stream unit.
+template <typename C>
+struct layernorm_ibert_steps {
+    typedef layernorm_ibert_types<C> T;
+
+    // mean = round(ΣX / N), ties to even
+    static typename T::x_t mean(const typename T::s1_t& s1) {
+        #pragma HLS INLINE
+        const int N = C::n_in;
+        typename T::s1_t q = s1 / N;  // truncates toward zero; make it the floor
+        if (s1 < 0 && q * N != s1) q -= 1;
+        const typename T::s1_t r2 = (s1 - q * N) * 2;
+        return HWAPPROX_NARROW(typename T::x_t,
+                               q + ((r2 > N || (r2 == N && q[0] == 1)) ? 1 : 0));
+    }
+
+    // the least shift s >= SHIFT with Σy² <= 2^(32 + 2s) (need, as I-BERT)
+    static int shift(const typename T::var0_t& var0) {
+        #pragma HLS INLINE
+        const int need = (bit_length(var0 > 0 ? typename T::var0_t(var0 - 1)
+                                              : typename T::var0_t(0)) -
+                          C::VAR_LIMIT_BITS + 1) >>
+                         1;
+        return need > C::SHIFT ? need : int(C::SHIFT);
+    }
+
+    // floor(y / 2^s)², one term of var
+    static typename T::var_t term(const typename T::yc_t& y, int s) {
+        #pragma HLS INLINE
+        const typename T::ys_t ys = HWAPPROX_NARROW(typename T::ys_t, y >> s);
+        return HWAPPROX_NARROW(typename T::var_t, ys * ys);
+    }
+
+    // var_a = Σ floor(y/2^s)², var_b = the same at s + 1 (taken when the floors
+    // push var_a to 2^32 or more; never more: see hw_params) -> 2^31 / std
+    static typename T::factor_t factor(const typename T::var_t& var_a,
+                                       const typename T::var_t& var_b, int s) {
+        #pragma HLS INLINE
+        const bool over = var_a >= (typename T::var_t(1) << C::VAR_LIMIT_BITS);
+        const typename T::var_t var = over ? var_b : var_a;
+        const int sv = over ? s + 1 : s;
+        const typename T::root_t root = HWAPPROX_NARROW(
+            typename T::root_t, isqrt(HWAPPROX_NARROW(ap_uint<C::VAR_LIMIT_BITS>, var)));
+        const typename T::std_t std_ =
+            HWAPPROX_NARROW(typename T::std_t, typename T::std_t(root) << sv);
+        return std_ > 0 ? HWAPPROX_NARROW(typename T::factor_t,
+                                          (typename T::factor_t(1) << C::FACTOR_NUM_BITS) / std_)
+                        : typename T::factor_t(0);
+    }
+
+    // y_int = y·factor >> 1; Z = round(y_int·sqrtn / 2^ZSHIFT); out = cast(Z·γ + (β << ..))
+    template <class res_T>
+    static res_T out(const typename T::yc_t& y, const typename T::factor_t& factor,
+                     const typename C::gamma_t& gamma, const typename C::beta_t& beta) {
+        #pragma HLS INLINE
+        const typename T::yf_t yf = HWAPPROX_NARROW(typename T::yf_t, y * factor);
+        const typename T::yi_t y_int = yf >> 1;
+        const typename T::yq_t yq =
+            HWAPPROX_NARROW(typename T::yq_t, y_int * typename T::sqrtn_t(C::SQRTN));
+        const typename T::z_t z = HWAPPROX_NARROW(
+            typename T::z_t, round_half_up_shift<C::YQ_W>(yq, C::ZSHIFT));
+        const typename T::acc_t acc = HWAPPROX_NARROW(
+            typename T::acc_t,
+            z * code_of(gamma) + (typename T::acc_t(code_of(beta)) << C::BETA_SHIFT));
+        return cast_raw<C::ACC_F, res_T>(acc);
+    }
+};
+
 // I-BERT IntLayerNorm (IBertLayerNorm). CONFIG_T::SQRTN = round(sqrt(n_in)·2^16).
 template <class data_T, class res_T, typename CONFIG_T>
 void layernorm_ibert(const data_T data[CONFIG_T::n_in], res_T res[CONFIG_T::n_in],
@@ -164,11 +276,11 @@ void layernorm_ibert(const data_T data[CONFIG_T::n_in], res_T res[CONFIG_T::n_in
     #pragma HLS ARRAY_PARTITION variable = res complete
     #pragma HLS ARRAY_PARTITION variable = gamma complete
     #pragma HLS ARRAY_PARTITION variable = beta complete
-    typedef layernorm_ibert_types<CONFIG_T> T;
+    typedef layernorm_ibert_steps<CONFIG_T> S;
+    typedef typename S::T T;
     const int N = CONFIG_T::n_in;
     typename T::x_t x[N];
     #pragma HLS ARRAY_PARTITION variable = x complete
-    // mean = round(Σx / N), ties to even
     typename T::s1_t s1 = 0;
 sum:
     for (int i = 0; i < N; i++) {
@@ -176,11 +288,7 @@ sum:
         x[i] = code_of(typename CONFIG_T::in_t(data[i]));
         s1 = HWAPPROX_NARROW(typename T::s1_t, s1 + x[i]);
     }
-    typename T::s1_t q = s1 / N;  // truncates toward zero; make it the floor
-    if (s1 < 0 && q * N != s1) q -= 1;
-    const typename T::s1_t r2 = (s1 - q * N) * 2;
-    const typename T::x_t mean =
-        HWAPPROX_NARROW(typename T::x_t, q + ((r2 > N || (r2 == N && q[0] == 1)) ? 1 : 0));
+    const typename T::x_t mean = S::mean(s1);
     typename T::yc_t y[N];
     #pragma HLS ARRAY_PARTITION variable = y complete
     typename T::var0_t var0 = 0;
@@ -190,45 +298,158 @@ center:
         y[i] = HWAPPROX_NARROW(typename T::yc_t, x[i] - mean);
         var0 = HWAPPROX_NARROW(typename T::var0_t, var0 + y[i] * y[i]);
     }
-    // smallest s >= shift with Σ floor(y / 2^s)^2 < 2^32: s = max(shift, need), and
-    // one more when the floors push the sum over (never more: see hw_params)
-    const int need = (bit_length(var0 > 0 ? typename T::var0_t(var0 - 1) : typename T::var0_t(0)) -
-                      CONFIG_T::VAR_LIMIT_BITS + 1) >> 1;
-    int s = need > CONFIG_T::SHIFT ? need : int(CONFIG_T::SHIFT);
-    typename T::var_t var = 0;
-var_search:
-    for (int it = 0; it < 2; it++) {
-        var = 0;
-        for (int i = 0; i < N; i++) {
-            #pragma HLS UNROLL
-            const typename T::ys_t ys = HWAPPROX_NARROW(typename T::ys_t, y[i] >> s);
-            var = HWAPPROX_NARROW(typename T::var_t, var + ys * ys);
-        }
-        if (var < (typename T::var_t(1) << CONFIG_T::VAR_LIMIT_BITS)) break;
-        s++;
+    const int s = S::shift(var0);
+    typename T::var_t var_a = 0, var_b = 0;
+var:
+    for (int i = 0; i < N; i++) {
+        #pragma HLS UNROLL
+        var_a = HWAPPROX_NARROW(typename T::var_t, var_a + S::term(y[i], s));
+        var_b = HWAPPROX_NARROW(typename T::var_t, var_b + S::term(y[i], s + 1));
     }
-    const typename T::root_t root =
-        HWAPPROX_NARROW(typename T::root_t,
-                        isqrt(HWAPPROX_NARROW(ap_uint<CONFIG_T::VAR_LIMIT_BITS>, var)));
-    const typename T::std_t std_ = HWAPPROX_NARROW(typename T::std_t, typename T::std_t(root) << s);
-    const typename T::factor_t factor =
-        std_ > 0 ? HWAPPROX_NARROW(typename T::factor_t,
-                                   (typename T::factor_t(1) << CONFIG_T::FACTOR_NUM_BITS) / std_)
-                 : typename T::factor_t(0);
+    const typename T::factor_t factor = S::factor(var_a, var_b, s);
 elems:
     for (int i = 0; i < N; i++) {
         #pragma HLS UNROLL
-        const typename T::yf_t yf = HWAPPROX_NARROW(typename T::yf_t, y[i] * factor);
-        const typename T::yi_t y_int = yf >> 1;
-        const typename T::yq_t yq =
-            HWAPPROX_NARROW(typename T::yq_t, y_int * typename T::sqrtn_t(CONFIG_T::SQRTN));
-        const typename T::z_t z = HWAPPROX_NARROW(
-            typename T::z_t, round_half_up_shift<CONFIG_T::YQ_W>(yq, CONFIG_T::ZSHIFT));
-        const typename T::acc_t acc = HWAPPROX_NARROW(
-            typename T::acc_t,
-            z * code_of(gamma[i]) + (typename T::acc_t(code_of(beta[i])) << CONFIG_T::BETA_SHIFT));
-        res[i] = cast_raw<CONFIG_T::ACC_F, res_T>(acc);
+        res[i] = S::template out<res_T>(y[i], factor, gamma[i], beta[i]);
     }
+}
+
+// ---- io_stream -------------------------------------------------------------------------
+// rsqrt_lut: statistics while the row streams in (the row into a FIFO), then
+// the outputs from the FIFO.
+template <class data_T, typename C>
+void layernorm_rsqrt_stats(hls::stream<data_T>& data,
+                           hls::stream<typename layernorm_rsqrt_types<C>::x_t>& buf,
+                           hls::stream<layernorm_rsqrt_state<C> >& state) {
+    #pragma HLS INLINE off
+    typedef layernorm_rsqrt_types<C> T;
+    typename T::s1_t s1 = 0;
+    typename T::s2_t s2 = 0;
+sums:
+    for (int i = 0; i < C::n_in; i++) {
+        #pragma HLS PIPELINE II = 1
+        const typename T::x_t x = code_of(typename C::in_t(data.read()));
+        buf.write(x);
+        s2 = HWAPPROX_NARROW(typename T::s2_t, s2 + x * x);
+        if (C::CENTER) s1 = HWAPPROX_NARROW(typename T::s1_t, s1 + x);
+    }
+    state.write(layernorm_rsqrt_row<C>(s1, s2));
+}
+
+template <class res_T, typename C>
+void layernorm_rsqrt_emit(hls::stream<typename layernorm_rsqrt_types<C>::x_t>& buf,
+                          hls::stream<layernorm_rsqrt_state<C> >& state, hls::stream<res_T>& res,
+                          const typename C::gamma_t gamma[C::n_in],
+                          const typename C::beta_t beta[C::n_in]) {
+    #pragma HLS INLINE off
+    const layernorm_rsqrt_state<C> st = state.read();
+elems:
+    for (int i = 0; i < C::n_in; i++) {
+        #pragma HLS PIPELINE II = 1
+        res.write(layernorm_rsqrt_out<res_T, C>(buf.read(), st, gamma[i], beta[i]));
+    }
+}
+
+template <class data_T, class res_T, typename CONFIG_T>
+void layernorm_rsqrt_lut(hls::stream<data_T>& data, hls::stream<res_T>& res,
+                         const typename CONFIG_T::gamma_t gamma[CONFIG_T::n_in],
+                         const typename CONFIG_T::beta_t beta[CONFIG_T::n_in]) {
+    #pragma HLS DATAFLOW
+    hls::stream<typename layernorm_rsqrt_types<CONFIG_T>::x_t> buf;
+    hls::stream<layernorm_rsqrt_state<CONFIG_T> > state;
+    constexpr int depth __attribute__((unused)) = CONFIG_T::n_in;  // a row per FIFO (pragmas)
+    #pragma HLS STREAM variable = buf depth = depth
+    layernorm_rsqrt_stats<data_T, CONFIG_T>(data, buf, state);
+    layernorm_rsqrt_emit<res_T, CONFIG_T>(buf, state, res, gamma, beta);
+}
+
+// ibert: mean (ΣX) -> centre (y, Σy², the shift) -> variance at s and s + 1
+// (2^31/std) -> outputs; the row travels between the stages in FIFOs.
+template <typename C>
+struct layernorm_ibert_stream_stages {
+    typedef layernorm_ibert_steps<C> S;
+    typedef typename S::T T;
+
+    template <class data_T>
+    static void mean(hls::stream<data_T>& data, hls::stream<typename T::x_t>& buf,
+                     hls::stream<typename T::x_t>& mean_out) {
+        #pragma HLS INLINE off
+        typename T::s1_t s1 = 0;
+    sum:
+        for (int i = 0; i < C::n_in; i++) {
+            #pragma HLS PIPELINE II = 1
+            const typename T::x_t x = code_of(typename C::in_t(data.read()));
+            buf.write(x);
+            s1 = HWAPPROX_NARROW(typename T::s1_t, s1 + x);
+        }
+        mean_out.write(S::mean(s1));
+    }
+
+    static void centre(hls::stream<typename T::x_t>& buf, hls::stream<typename T::x_t>& mean_in,
+                       hls::stream<typename T::yc_t>& ybuf, hls::stream<int>& shift) {
+        #pragma HLS INLINE off
+        const typename T::x_t mean = mean_in.read();
+        typename T::var0_t var0 = 0;
+    centre:
+        for (int i = 0; i < C::n_in; i++) {
+            #pragma HLS PIPELINE II = 1
+            const typename T::yc_t y = HWAPPROX_NARROW(typename T::yc_t, buf.read() - mean);
+            ybuf.write(y);
+            var0 = HWAPPROX_NARROW(typename T::var0_t, var0 + y * y);
+        }
+        shift.write(S::shift(var0));
+    }
+
+    static void variance(hls::stream<typename T::yc_t>& ybuf_in, hls::stream<int>& shift,
+                         hls::stream<typename T::yc_t>& ybuf,
+                         hls::stream<typename T::factor_t>& factor) {
+        #pragma HLS INLINE off
+        const int s = shift.read();
+        typename T::var_t var_a = 0, var_b = 0;
+    var:
+        for (int i = 0; i < C::n_in; i++) {
+            #pragma HLS PIPELINE II = 1
+            const typename T::yc_t y = ybuf_in.read();
+            ybuf.write(y);
+            var_a = HWAPPROX_NARROW(typename T::var_t, var_a + S::term(y, s));
+            var_b = HWAPPROX_NARROW(typename T::var_t, var_b + S::term(y, s + 1));
+        }
+        factor.write(S::factor(var_a, var_b, s));
+    }
+
+    template <class res_T>
+    static void emit(hls::stream<typename T::yc_t>& ybuf, hls::stream<typename T::factor_t>& factor,
+                     hls::stream<res_T>& res, const typename C::gamma_t gamma[C::n_in],
+                     const typename C::beta_t beta[C::n_in]) {
+        #pragma HLS INLINE off
+        const typename T::factor_t f = factor.read();
+    elems:
+        for (int i = 0; i < C::n_in; i++) {
+            #pragma HLS PIPELINE II = 1
+            res.write(S::template out<res_T>(ybuf.read(), f, gamma[i], beta[i]));
+        }
+    }
+};
+
+template <class data_T, class res_T, typename CONFIG_T>
+void layernorm_ibert(hls::stream<data_T>& data, hls::stream<res_T>& res,
+                     const typename CONFIG_T::gamma_t gamma[CONFIG_T::n_in],
+                     const typename CONFIG_T::beta_t beta[CONFIG_T::n_in]) {
+    #pragma HLS DATAFLOW
+    typedef layernorm_ibert_stream_stages<CONFIG_T> St;
+    typedef typename St::T T;
+    hls::stream<typename T::x_t> buf, mean;
+    hls::stream<typename T::yc_t> ybuf0, ybuf1;
+    hls::stream<int> shift;
+    hls::stream<typename T::factor_t> factor;
+    constexpr int depth __attribute__((unused)) = CONFIG_T::n_in;  // a row per FIFO (pragmas)
+    #pragma HLS STREAM variable = buf depth = depth
+    #pragma HLS STREAM variable = ybuf0 depth = depth
+    #pragma HLS STREAM variable = ybuf1 depth = depth
+    St::template mean<data_T>(data, buf, mean);
+    St::centre(buf, mean, ybuf0, shift);
+    St::variance(ybuf0, shift, ybuf1, factor);
+    St::template emit<res_T>(ybuf1, factor, res, gamma, beta);
 }
 
 // Method tags: the generated config names one (typedef ... op) and callers
@@ -240,11 +461,25 @@ struct layernorm_rsqrt_lut_op {
         #pragma HLS INLINE
         layernorm_rsqrt_lut<data_T, res_T, CONFIG_T>(data, res, gamma, beta);
     }
+    template <class data_T, class res_T, typename CONFIG_T>
+    static void run(hls::stream<data_T>& data, hls::stream<res_T>& res,
+                    const typename CONFIG_T::gamma_t* gamma,
+                    const typename CONFIG_T::beta_t* beta) {
+        #pragma HLS INLINE
+        layernorm_rsqrt_lut<data_T, res_T, CONFIG_T>(data, res, gamma, beta);
+    }
 };
 
 struct layernorm_ibert_op {
     template <class data_T, class res_T, typename CONFIG_T>
     static void run(const data_T* data, res_T* res, const typename CONFIG_T::gamma_t* gamma,
+                    const typename CONFIG_T::beta_t* beta) {
+        #pragma HLS INLINE
+        layernorm_ibert<data_T, res_T, CONFIG_T>(data, res, gamma, beta);
+    }
+    template <class data_T, class res_T, typename CONFIG_T>
+    static void run(hls::stream<data_T>& data, hls::stream<res_T>& res,
+                    const typename CONFIG_T::gamma_t* gamma,
                     const typename CONFIG_T::beta_t* beta) {
         #pragma HLS INLINE
         layernorm_ibert<data_T, res_T, CONFIG_T>(data, res, gamma, beta);

@@ -37,10 +37,29 @@
 // n_in compare/multiply-add steps (what makes it single-pass on a stream);
 // with schedule two_pass it becomes a max tree plus an adder tree. Exp and
 // output multiplies are replicated per element (ARRAY_PARTITION complete).
+//
+// io_stream: the same units on hls::stream, one element per cycle:
+//   softmax<data_T, res_T, CONFIG_T>(hls::stream<data_T>& data, hls::stream<res_T>& res)
+//   softmax<data_T, res_T, CONFIG_T>(hls::stream<data_T>& data, hls::stream<bool>& mask,
+//                                    hls::stream<res_T>& res)
+// take one row of n_in elements (and n_in mask bits) per call and write n_in
+// results, bit-exact with the array units. DATAFLOW between the stages, each
+// a PIPELINE II=1 loop over the elements; FIFOs of n_in words between them:
+//   online   ingest (reads the input stream ONCE: running max and sum, the row
+//            into a local FIFO; one reciprocal at the end) -> emit (E(m - x)·r
+//            from the FIFO). The d = f(d, E) update is the one loop-carried
+//            dependence (a multiply-add per element, as in hwa_softmax_online).
+//            two_pass: ingest (max) -> sum (from the FIFO) -> emit.
+//   ibert    ingest (max) -> exps (i-exp, requantise, sum; one divider) -> emit.
+//   hls4ml   buffers the row, then the array unit (its adder tree is the
+//            model's), then streams the row out.
+// Latency per row ~ n_in + the per-row chain (reciprocal / divider); rows
+// overlap in DATAFLOW, so the throughput is one element per cycle.
 #ifndef HWAPPROX_SOFTMAX_H
 #define HWAPPROX_SOFTMAX_H
 
 #include "common.h"
+#include "hls_stream.h"
 #include "intmath.h"
 
 namespace hwapprox {
@@ -418,6 +437,293 @@ struct softmax_hls4ml_op {
     }
 };
 
+// ---- io_stream -------------------------------------------------------------------------
+// Mask sources of the stream units: no bits, or one bool per element from a stream.
+struct no_mask_stream {
+    bool read() { return false; }
+};
+
+template <typename C>
+struct softmax_online_state {
+    typename softmax_online_types<C>::x_t m;  // the row max
+    typename softmax_online_types<C>::r_t r;  // 1/d
+};
+
+template <bool TWO_PASS>
+struct softmax_online_stream;
+
+// schedule online: the input is read once; running (m, d); then the outputs
+template <>
+struct softmax_online_stream<false> {
+    template <class data_T, typename C, class MS>
+    static void ingest(hls::stream<data_T>& data, MS& mask,
+                       hls::stream<typename softmax_online_types<C>::x_t>& buf,
+                       hls::stream<bool>& bits, hls::stream<softmax_online_state<C> >& state) {
+        #pragma HLS INLINE off
+        typedef softmax_online_types<C> T;
+        typename T::x_t m = 0;
+        typename T::d_t d = 0;
+        bool any = false;
+    ingest:
+        for (int i = 0; i < C::n_in; i++) {
+            #pragma HLS PIPELINE II = 1
+            const typename T::x_t x = code_of(typename C::in_t(data.read()));
+            const bool b = mask.read();
+            buf.write(x);
+            bits.write(b);
+            if (!b) softmax_online_op::update<C>(x, m, d, any);
+        }
+        softmax_online_state<C> st;
+        st.m = m;
+        st.r = softmax_online_op::recip<C>(any ? d : typename T::d_t(C::SUM_ONE));
+        state.write(st);
+    }
+
+    template <class data_T, class res_T, typename C, class MS>
+    static void run(hls::stream<data_T>& data, MS& mask, hls::stream<res_T>& res);
+};
+
+// schedule two_pass: max while reading, then the sum from the row FIFO
+template <>
+struct softmax_online_stream<true> {
+    template <class data_T, typename C, class MS>
+    static void ingest(hls::stream<data_T>& data, MS& mask,
+                       hls::stream<typename softmax_online_types<C>::x_t>& buf,
+                       hls::stream<bool>& bits,
+                       hls::stream<typename softmax_online_types<C>::x_t>& max) {
+        #pragma HLS INLINE off
+        typedef softmax_online_types<C> T;
+        typename T::x_t m = 0;
+        bool any = false;
+    ingest:
+        for (int i = 0; i < C::n_in; i++) {
+            #pragma HLS PIPELINE II = 1
+            const typename T::x_t x = code_of(typename C::in_t(data.read()));
+            const bool b = mask.read();
+            buf.write(x);
+            bits.write(b);
+            if (!b && (!any || x > m)) m = x;
+            any = any || !b;
+        }
+        max.write(m);
+    }
+
+    template <typename C>
+    static void sum(hls::stream<typename softmax_online_types<C>::x_t>& buf_in,
+                    hls::stream<bool>& bits_in,
+                    hls::stream<typename softmax_online_types<C>::x_t>& max,
+                    hls::stream<typename softmax_online_types<C>::x_t>& buf,
+                    hls::stream<bool>& bits, hls::stream<softmax_online_state<C> >& state) {
+        #pragma HLS INLINE off
+        typedef softmax_online_types<C> T;
+        const typename T::x_t m = max.read();
+        typename T::d_t d = 0;
+        bool any = false;
+    sum:
+        for (int i = 0; i < C::n_in; i++) {
+            #pragma HLS PIPELINE II = 1
+            const typename T::x_t x = buf_in.read();
+            const bool b = bits_in.read();
+            buf.write(x);
+            bits.write(b);
+            if (!b) {
+                const typename T::e_t e =
+                    softmax_online_op::exp<C>(HWAPPROX_NARROW(typename T::delta_t, m - x));
+                d = HWAPPROX_NARROW(typename T::d_t, d + (typename T::d_t(e) << C::SUM_UP));
+            }
+            any = any || !b;
+        }
+        softmax_online_state<C> st;
+        st.m = m;
+        st.r = softmax_online_op::recip<C>(any ? d : typename T::d_t(C::SUM_ONE));
+        state.write(st);
+    }
+
+    template <class data_T, class res_T, typename C, class MS>
+    static void run(hls::stream<data_T>& data, MS& mask, hls::stream<res_T>& res);
+};
+
+template <class res_T, typename C>
+void softmax_online_emit(hls::stream<typename softmax_online_types<C>::x_t>& buf,
+                         hls::stream<bool>& bits, hls::stream<softmax_online_state<C> >& state,
+                         hls::stream<res_T>& res) {
+    #pragma HLS INLINE off
+    const softmax_online_state<C> st = state.read();
+emit:
+    for (int i = 0; i < C::n_in; i++) {
+        #pragma HLS PIPELINE II = 1
+        const typename softmax_online_types<C>::x_t x = buf.read();
+        const bool b = bits.read();
+        res.write(b ? res_T(0) : softmax_online_op::output<res_T, C>(x, st.m, st.r));
+    }
+}
+
+template <class data_T, class res_T, typename C, class MS>
+void softmax_online_stream<false>::run(hls::stream<data_T>& data, MS& mask,
+                                       hls::stream<res_T>& res) {
+    #pragma HLS DATAFLOW
+    hls::stream<typename softmax_online_types<C>::x_t> buf;
+    hls::stream<bool> bits;
+    hls::stream<softmax_online_state<C> > state;
+    constexpr int depth __attribute__((unused)) = C::n_in;  // a row per FIFO (pragmas)
+    #pragma HLS STREAM variable = buf depth = depth
+    #pragma HLS STREAM variable = bits depth = depth
+    ingest<data_T, C>(data, mask, buf, bits, state);
+    softmax_online_emit<res_T, C>(buf, bits, state, res);
+}
+
+template <class data_T, class res_T, typename C, class MS>
+void softmax_online_stream<true>::run(hls::stream<data_T>& data, MS& mask,
+                                      hls::stream<res_T>& res) {
+    #pragma HLS DATAFLOW
+    hls::stream<typename softmax_online_types<C>::x_t> buf0, buf1, max;
+    hls::stream<bool> bits0, bits1;
+    hls::stream<softmax_online_state<C> > state;
+    constexpr int depth __attribute__((unused)) = C::n_in;  // a row per FIFO (pragmas)
+    #pragma HLS STREAM variable = buf0 depth = depth
+    #pragma HLS STREAM variable = bits0 depth = depth
+    #pragma HLS STREAM variable = buf1 depth = depth
+    #pragma HLS STREAM variable = bits1 depth = depth
+    ingest<data_T, C>(data, mask, buf0, bits0, max);
+    sum<C>(buf0, bits0, max, buf1, bits1, state);
+    softmax_online_emit<res_T, C>(buf1, bits1, state, res);
+}
+
+template <typename C>
+struct softmax_ibert_stages {
+    typedef softmax_ibert_types<C> T;
+
+    template <class data_T, class MS>
+    static void ingest(hls::stream<data_T>& data, MS& mask, hls::stream<typename T::x_t>& buf,
+                       hls::stream<bool>& bits, hls::stream<typename T::x_t>& max) {
+        #pragma HLS INLINE off
+        typename T::x_t m = 0;
+        bool any = false;
+    ingest:
+        for (int i = 0; i < C::n_in; i++) {
+            #pragma HLS PIPELINE II = 1
+            const typename T::x_t x = code_of(typename C::in_t(data.read()));
+            const bool b = mask.read();
+            buf.write(x);
+            bits.write(b);
+            if (!b && (!any || x > m)) m = x;
+            any = any || !b;
+        }
+        max.write(m);
+    }
+
+    static void exps(hls::stream<typename T::x_t>& buf, hls::stream<bool>& bits_in,
+                     hls::stream<typename T::x_t>& max, hls::stream<typename T::e16_t>& ebuf,
+                     hls::stream<bool>& bits, hls::stream<typename T::factor_t>& factor) {
+        #pragma HLS INLINE off
+        const typename T::x_t m = max.read();
+        typename T::sum_t total = 0;
+    exps:
+        for (int i = 0; i < C::n_in; i++) {
+            #pragma HLS PIPELINE II = 1
+            const typename T::x_t x = buf.read();
+            const bool b = bits_in.read();
+            const typename T::e16_t e =
+                b ? typename T::e16_t(0)
+                  : softmax_ibert_op::exp16<C>(HWAPPROX_NARROW(typename T::diff_t, x - m));
+            total = HWAPPROX_NARROW(typename T::sum_t, total + e);
+            ebuf.write(e);
+            bits.write(b);
+        }
+        if (total == 0) total = 1;  // only a fully masked row: its outputs are all 0
+        factor.write(HWAPPROX_NARROW(typename T::factor_t,
+                                     typename T::factor_t(1) << C::FACTOR_BITS) /
+                     total);
+    }
+
+    template <class res_T>
+    static void emit(hls::stream<typename T::e16_t>& ebuf, hls::stream<bool>& bits,
+                     hls::stream<typename T::factor_t>& factor, hls::stream<res_T>& res) {
+        #pragma HLS INLINE off
+        const typename T::factor_t f = factor.read();
+    emit:
+        for (int i = 0; i < C::n_in; i++) {
+            #pragma HLS PIPELINE II = 1
+            const typename T::e16_t e = ebuf.read();
+            const bool b = bits.read();
+            const typename T::prod_t p = HWAPPROX_NARROW(typename T::prod_t, e * f);
+            const typename T::y_t y = HWAPPROX_NARROW(typename T::y_t, p >> C::OUT_SHIFT);
+            res.write(b ? res_T(0) : cast_raw<C::OUT_F, res_T>(y));
+        }
+    }
+};
+
+template <class data_T, class res_T, typename C, class MS>
+void softmax_ibert_stream(hls::stream<data_T>& data, MS& mask, hls::stream<res_T>& res) {
+    #pragma HLS DATAFLOW
+    typedef softmax_ibert_stages<C> S;
+    typedef typename S::T T;
+    hls::stream<typename T::x_t> buf, max;
+    hls::stream<typename T::e16_t> ebuf;
+    hls::stream<bool> bits0, bits1;
+    hls::stream<typename T::factor_t> factor;
+    constexpr int depth __attribute__((unused)) = C::n_in;  // a row per FIFO (pragmas)
+    #pragma HLS STREAM variable = buf depth = depth
+    #pragma HLS STREAM variable = bits0 depth = depth
+    #pragma HLS STREAM variable = ebuf depth = depth
+    #pragma HLS STREAM variable = bits1 depth = depth
+    S::template ingest<data_T>(data, mask, buf, bits0, max);
+    S::exps(buf, bits0, max, ebuf, bits1, factor);
+    S::template emit<res_T>(ebuf, bits1, factor, res);
+}
+
+// hls4ml: the row buffered, the array unit (hls4ml's adder tree), the row streamed out.
+template <class data_T, class res_T, typename C, class MS>
+void softmax_hls4ml_stream(hls::stream<data_T>& data, MS& mask, hls::stream<res_T>& res) {
+    typename C::in_t x[C::n_in];
+    bool b[C::n_in];
+    res_T y[C::n_in];
+    #pragma HLS ARRAY_PARTITION variable = x complete
+    #pragma HLS ARRAY_PARTITION variable = b complete
+    #pragma HLS ARRAY_PARTITION variable = y complete
+load:
+    for (int i = 0; i < C::n_in; i++) {
+        #pragma HLS PIPELINE II = 1
+        x[i] = data.read();
+        b[i] = mask.read();
+    }
+    const mask_bits m = {b};
+    softmax_hls4ml_op::row<typename C::in_t, res_T, C>(x, m, y);
+store:
+    for (int i = 0; i < C::n_in; i++) {
+        #pragma HLS PIPELINE II = 1
+        res.write(y[i]);
+    }
+}
+
+// Stream dispatch per op tag.
+template <class OP>
+struct softmax_stream_of;
+template <>
+struct softmax_stream_of<softmax_online_op> {
+    template <class data_T, class res_T, typename C, class MS>
+    static void run(hls::stream<data_T>& data, MS& mask, hls::stream<res_T>& res) {
+        #pragma HLS INLINE
+        softmax_online_stream<C::TWO_PASS != 0>::template run<data_T, res_T, C>(data, mask, res);
+    }
+};
+template <>
+struct softmax_stream_of<softmax_ibert_op> {
+    template <class data_T, class res_T, typename C, class MS>
+    static void run(hls::stream<data_T>& data, MS& mask, hls::stream<res_T>& res) {
+        #pragma HLS INLINE
+        softmax_ibert_stream<data_T, res_T, C>(data, mask, res);
+    }
+};
+template <>
+struct softmax_stream_of<softmax_hls4ml_op> {
+    template <class data_T, class res_T, typename C, class MS>
+    static void run(hls::stream<data_T>& data, MS& mask, hls::stream<res_T>& res) {
+        #pragma HLS INLINE
+        softmax_hls4ml_stream<data_T, res_T, C>(data, mask, res);
+    }
+};
+
 // Softmax over one row of n_in values with the unit named by CONFIG_T::op.
 template <class data_T, class res_T, typename CONFIG_T>
 void softmax(const data_T data[CONFIG_T::n_in], res_T res[CONFIG_T::n_in]) {
@@ -436,6 +742,23 @@ void softmax(const data_T data[CONFIG_T::n_in], const bool mask[CONFIG_T::n_in],
     #pragma HLS ARRAY_PARTITION variable = mask complete
     #pragma HLS ARRAY_PARTITION variable = res complete
     CONFIG_T::op::template run<data_T, res_T, CONFIG_T>(data, mask, res);
+}
+
+// io_stream: one row of n_in elements from data, n_in results to res.
+template <class data_T, class res_T, typename CONFIG_T>
+void softmax(hls::stream<data_T>& data, hls::stream<res_T>& res) {
+    #pragma HLS INLINE off
+    no_mask_stream none;
+    softmax_stream_of<typename CONFIG_T::op>::template run<data_T, res_T, CONFIG_T>(data, none,
+                                                                                   res);
+}
+
+// io_stream with one mask bit per element (true = masked out).
+template <class data_T, class res_T, typename CONFIG_T>
+void softmax(hls::stream<data_T>& data, hls::stream<bool>& mask, hls::stream<res_T>& res) {
+    #pragma HLS INLINE off
+    softmax_stream_of<typename CONFIG_T::op>::template run<data_T, res_T, CONFIG_T>(data, mask,
+                                                                                   res);
 }
 
 }  // namespace hwapprox
