@@ -412,8 +412,9 @@ class IBertLayerNorm(_LayerNormSpec):
         YC_W       signed   ``y = X - mean`` in ``[lo - hi, hi - lo]``
         VAR0_W     unsigned ``Σy² <= n·(hi - lo)²``
         VAR_W      unsigned ``var = Σ floor(y/2^s)² <= var0/4^s + 2·sqrt(n·var0)/2^s + n
-                            <= 2^32 + 2^17·sqrt(n) + n``; every term is at most that
-        YS_W       signed   ``floor(y/2^s)``: its square is one term of ``var``
+                            <= 2^32 + 2^17·sqrt(n) + n``, and ``<= var0``
+                            (``|floor(y/2^s)| <= |y|``); every term is at most that
+        YS_W       signed   ``floor(y/2^s)``: its square is one term of ``var``; within y
         ROOT_W     unsigned ``isqrt(var)`` of the accepted ``var < 2^32``
         STD_W      unsigned ``std = isqrt(var)·2^s``
         FACTOR_W   unsigned ``2^31 / std <= 2^31``
@@ -464,8 +465,8 @@ class IBertLayerNorm(_LayerNormSpec):
             "S1_W": sbits(rows * lo, rows * hi),
             "YC_W": sbits(-span, span),
             "VAR0_W": ubits(var0),
-            "VAR_W": ubits(var_max),
-            "YS_W": sbits(-ys, ys),
+            "VAR_W": ubits(min(var_max, var0)),
+            "YS_W": min(sbits(-ys, ys), sbits(-span, span)),
             "ROOT_W": ubits(root_max),
             "STD_W": ubits(root_max << s_max),
             "FACTOR_W": ubits(1 << 31),

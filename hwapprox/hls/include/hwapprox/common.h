@@ -87,6 +87,7 @@ inline T from_raw(const ap_int_base<W, S>& r) {
 
 // v assigned to the narrower integer type T; v must fit (checked in C
 // simulation with HWAPPROX_CHECK_WIDTHS, reporting T's width and the line).
+// HWAPPROX_NARROW(T, expr) passes the line.
 template <class T, class V>
 inline T narrow_at(const V& v, int line) {
     #pragma HLS INLINE
@@ -103,6 +104,24 @@ inline T narrow_at(const V& v, int line) {
     return t;
 }
 #define HWAPPROX_NARROW(T, ...) ::hwapprox::narrow_at<T>((__VA_ARGS__), __LINE__)
+
+// v << s in the integer type T (a left shift keeps T's width): v must fit T
+// and no set bit may shift out (both checked with HWAPPROX_CHECK_WIDTHS).
+template <class T, class V>
+inline T shl_at(const V& v, int s, int line) {
+    #pragma HLS INLINE
+    const T t = narrow_at<T>(v, line);
+    const T r = t << s;
+#ifdef HWAPPROX_CHECK_WIDTHS
+    if (!((r >> s) == t)) {
+        std::fprintf(stderr, "hwapprox: a left shift by %d overflows %d bits (line %d)\n", s,
+                     int(T::width), line);
+        std::abort();
+    }
+#endif
+    return r;
+}
+#define HWAPPROX_SHL(T, v, s) ::hwapprox::shl_at<T>((v), (s), __LINE__)
 
 // round(x / 2^sh) with ties toward +inf; sh <= 0 shifts left exactly
 // (layernorm._round_half_up_shift). x must have room for the result.

@@ -136,21 +136,22 @@ struct gelu_edgemoe_op {
                                                      (g - C::FT));
         } else {
             const int g = f_in < k ? k - f_in : 0;
-            idx = typename T::idx_t(a) << g;
+            idx = HWAPPROX_SHL(typename T::idx_t, a, g);
         }
         const bool inside = idx < typename T::idx_t(C::TABLE_SIZE - 1);
         const unsigned i = inside ? unsigned(idx) : 0u;
         const typename T::entry_t lo = C::delta(i);
         const typename T::entry_t hi = C::delta(i + 1);
         const typename T::interp_t exact = HWAPPROX_NARROW(
-            typename T::interp_t, (typename T::interp_t(lo) << C::FT) + t * (hi - lo));
+            typename T::interp_t, HWAPPROX_SHL(typename T::interp_t, lo, C::FT) + t * (hi - lo));
         typename T::delta_t delta = HWAPPROX_NARROW(
             typename T::delta_t, round_shift<C::entry_t::qmode, C::INTERP_W>(exact, C::FT));
         if (!inside) delta = 0;
         const typename T::acc_t relu = x > 0 ? typename T::acc_t(x) : typename T::acc_t(0);
         const typename T::acc_t y = HWAPPROX_NARROW(
             typename T::acc_t,
-            (relu << (C::FA - C::IN_F)) - (typename T::acc_t(delta) << (C::FA - C::ENTRY_F)));
+            HWAPPROX_SHL(typename T::acc_t, relu, C::FA - C::IN_F) -
+                HWAPPROX_SHL(typename T::acc_t, delta, C::FA - C::ENTRY_F));
         return cast_raw<C::FA, res_T>(y);
     }
 };
@@ -183,11 +184,11 @@ struct gelu_pwl_op {
         if (x < typename T::x_t(C::breakpoints(0))) {
             acc = 0;
         } else if (x >= typename T::x_t(C::breakpoints(n))) {
-            acc = typename T::acc_t(x) << C::SH_X;
+            acc = HWAPPROX_SHL(typename T::acc_t, x, C::SH_X);
         } else {
             const typename T::prod_t p = x * typename T::s_t(C::slopes(seg));
-            acc = (typename T::acc_t(p) << C::SH_XS) +
-                  (typename T::acc_t(typename T::c_t(C::intercepts(seg))) << C::SH_C);
+            acc = HWAPPROX_SHL(typename T::acc_t, p, C::SH_XS) +
+                  HWAPPROX_SHL(typename T::acc_t, typename T::c_t(C::intercepts(seg)), C::SH_C);
         }
         return cast_raw<C::FA, res_T>(acc);
     }

@@ -122,7 +122,7 @@ inline typename i_exp_types<P>::e_t i_exp(const ap_int<W>& x) {
     const z_t rb = HWAPPROX_NARROW(z_t, r + z_t(P::B_INT));
     const z_t z = HWAPPROX_NARROW(z_t, r * rb + z_t(P::C_INT));
     if (z < 0) return 0;
-    return typename T::e_t(z) << (P::EXP_N - int(q));
+    return HWAPPROX_SHL(typename T::e_t, z, P::EXP_N - int(q));
 }
 
 // I-ViT shift-exp of x <= 0 (intmath.shift_exp); P::TVM selects the TVM
@@ -151,10 +151,10 @@ inline typename shift_exp_types<P>::e_t shift_exp(const ap_int<W>& x) {
     const int sh = P::EXP_N - int(q);
     if (P::TVM) {
         const typename T::e_t b = HWAPPROX_NARROW(typename T::e_t, (r >> 1) - t_t(P::X0));
-        return b << sh;
+        return HWAPPROX_SHL(typename T::e_t, b, sh);
     }
     const typename T::ei_t b = HWAPPROX_NARROW(typename T::ei_t, r - t_t(2 * P::X0));
-    return HWAPPROX_NARROW(typename T::e_t, (b << sh) >> 1);
+    return HWAPPROX_NARROW(typename T::e_t, HWAPPROX_SHL(typename T::ei_t, b, sh) >> 1);
 }
 
 // Types of exp2_neg for parameter struct P (the widths its caller states).
@@ -178,7 +178,7 @@ inline typename exp2_types<P>::e_t exp2_neg(const typename exp2_types<P>::t_t& t
     const ap_uint<P::T_F> f = t;
     const ap_uint<P::A> i = f >> P::G;
     const v_t lo = P::table(unsigned(i));
-    v_t v = lo << P::G;
+    v_t v = HWAPPROX_SHL(v_t, lo, P::G);
     if (P::INTERP && P::G > 0) {
         const ap_uint<(P::G > 0 ? P::G : 1)> u = f;
         const v_t hi = P::table(unsigned(i) + 1);
@@ -216,7 +216,7 @@ inline typename recip_types<P>::rpre_t reciprocal(const typename recip_types<P>:
     const int sh = P::WF - p;
     // sh >= 0: d < 2^(p+1) fits U; sh < 0: the shifted-out bits are dropped (truncation)
     const typename T::u_t u =
-        sh >= 0 ? typename T::u_t(typename T::u_t(d) << sh) : typename T::u_t(d >> (-sh));
+        sh >= 0 ? HWAPPROX_SHL(typename T::u_t, d, sh) : typename T::u_t(d >> (-sh));
     const ap_uint<P::WF> frac = u;  // U - 2^WF
     const ap_uint<P::TB> i = frac >> P::RG;
     rn_t r;
@@ -224,7 +224,7 @@ inline typename recip_types<P>::rpre_t reciprocal(const typename recip_types<P>:
         const ap_uint<(P::RG > 0 ? P::RG : 1)> w = frac;
         const ap_uint<P::WF + 1> lo = P::table(unsigned(i));
         const ap_uint<P::WF + 1> hi = P::table(unsigned(i) + 1);
-        const typename T::rt_t rx = (typename T::rt_t(lo) << P::RG) - (lo - hi) * w;
+        const typename T::rt_t rx = HWAPPROX_SHL(typename T::rt_t, lo, P::RG) - (lo - hi) * w;
         r = HWAPPROX_NARROW(rn_t, round_shift<Q, P::RT_W>(rx, P::RG));
     } else {
         r = rn_t(P::table(unsigned(i)));

@@ -81,12 +81,12 @@ inline typename layernorm_rsqrt_types<C>::y_t rsqrt_norm(
 newton:
     for (int s = 0; s < C::NEWTON; s++) {
         #pragma HLS UNROLL
-        const typename T::sq_t yy = y * y;
+        const typename T::sq_t yy = HWAPPROX_NARROW(typename T::sq_t, y * y);
         const typename T::y_t sq = HWAPPROX_NARROW(typename T::y_t, yy >> p);
-        const typename T::msq_t ms = m * sq;
+        const typename T::msq_t ms = HWAPPROX_NARROW(typename T::msq_t, m * sq);
         const typename T::m_t t = HWAPPROX_NARROW(typename T::m_t, ms >> p);
         const typename T::u_t u = HWAPPROX_NARROW(typename T::u_t, (typename T::u_t(3) << p) - t);
-        const typename T::yu_t yu = y * u;
+        const typename T::yu_t yu = HWAPPROX_NARROW(typename T::yu_t, y * u);
         y = HWAPPROX_NARROW(typename T::y_t, yu >> (p + 1));
     }
     return y;
@@ -110,15 +110,15 @@ inline layernorm_rsqrt_state<C> layernorm_rsqrt_row(
     const int N = C::n_in;
     const typename T::d_t ns2 = HWAPPROX_NARROW(typename T::d_t, s2 * ap_uint<C::N_BITS>(N));
     const typename T::d_t s1sq = HWAPPROX_NARROW(typename T::d_t, s1 * s1);
-    const typename T::d_t d = ns2 - s1sq;
+    const typename T::d_t d = HWAPPROX_NARROW(typename T::d_t, ns2 - s1sq);  // >= 0
     const typename T::de_t de = HWAPPROX_NARROW(
         typename T::de_t,
-        (typename T::de_t(d) << C::G) + typename T::de_t((long long)N * N * C::EPS_Q));
+        HWAPPROX_SHL(typename T::de_t, d, C::G) + typename T::de_t((long long)N * N * C::EPS_Q));
     const int k = (bit_length(de) - 1) >> 1;
     const int e = 2 * k - C::P;
     const typename T::m_t m =
         e >= 0 ? typename T::m_t(de >> e)
-               : HWAPPROX_NARROW(typename T::m_t, typename T::m_t(de) << (-e));
+               : HWAPPROX_SHL(typename T::m_t, de, -e);
     layernorm_rsqrt_state<C> st;
     st.s1 = s1;
     st.y = rsqrt_norm<C>(m);
@@ -141,7 +141,7 @@ inline res_T layernorm_rsqrt_out(const typename layernorm_rsqrt_types<C>::x_t& x
         typename T::z_t, round_half_up_shift<C::AYS_W>(typename T::ays_t(ay), st.sh));
     const typename T::acc_t acc = HWAPPROX_NARROW(
         typename T::acc_t,
-        z * code_of(gamma) + (typename T::acc_t(code_of(beta)) << C::BETA_SHIFT));
+        z * code_of(gamma) + HWAPPROX_SHL(typename T::acc_t, code_of(beta), C::BETA_SHIFT));
     return cast_raw<C::ACC_F, res_T>(acc);
 }
 
@@ -236,13 +236,14 @@ struct layernorm_ibert_steps {
     static typename T::factor_t factor(const typename T::var_t& var_a,
                                        const typename T::var_t& var_b, int s) {
         #pragma HLS INLINE
-        const bool over = var_a >= (typename T::var_t(1) << C::VAR_LIMIT_BITS);
+        typedef ap_uint<C::VAR_LIMIT_BITS + 1> lim_t;  // 2^32 (var_t may be narrower)
+        const bool over = var_a >= (lim_t(1) << C::VAR_LIMIT_BITS);
         const typename T::var_t var = over ? var_b : var_a;
         const int sv = over ? s + 1 : s;
         const typename T::root_t root = HWAPPROX_NARROW(
             typename T::root_t, isqrt(HWAPPROX_NARROW(ap_uint<C::VAR_LIMIT_BITS>, var)));
         const typename T::std_t std_ =
-            HWAPPROX_NARROW(typename T::std_t, typename T::std_t(root) << sv);
+            HWAPPROX_SHL(typename T::std_t, root, sv);
         return std_ > 0 ? HWAPPROX_NARROW(typename T::factor_t,
                                           (typename T::factor_t(1) << C::FACTOR_NUM_BITS) / std_)
                         : typename T::factor_t(0);
@@ -261,7 +262,7 @@ struct layernorm_ibert_steps {
             typename T::z_t, round_half_up_shift<C::YQ_W>(yq, C::ZSHIFT));
         const typename T::acc_t acc = HWAPPROX_NARROW(
             typename T::acc_t,
-            z * code_of(gamma) + (typename T::acc_t(code_of(beta)) << C::BETA_SHIFT));
+            z * code_of(gamma) + HWAPPROX_SHL(typename T::acc_t, code_of(beta), C::BETA_SHIFT));
         return cast_raw<C::ACC_F, res_T>(acc);
     }
 };

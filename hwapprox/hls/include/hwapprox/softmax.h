@@ -174,7 +174,7 @@ struct softmax_online_op {
                                     typename T::d_t(C::SUM_ONE));
             m = x;
         } else {
-            d = HWAPPROX_NARROW(typename T::d_t, d + (typename T::d_t(e) << C::SUM_UP));
+            d = HWAPPROX_NARROW(typename T::d_t, d + HWAPPROX_SHL(typename T::d_t, e, C::SUM_UP));
         }
     }
 
@@ -226,7 +226,8 @@ struct softmax_online_op {
                 #pragma HLS UNROLL
                 if (mask[j]) continue;
                 const typename T::e_t e = exp<C>(HWAPPROX_NARROW(typename T::delta_t, m - x[j]));
-                d = HWAPPROX_NARROW(typename T::d_t, d + (typename T::d_t(e) << C::SUM_UP));
+                d = HWAPPROX_NARROW(typename T::d_t,
+                                    d + HWAPPROX_SHL(typename T::d_t, e, C::SUM_UP));
             }
         } else {
         online:
@@ -282,7 +283,8 @@ struct softmax_ibert_op {
         const typename T::e_t e = i_exp<C>(diff);
         if (C::CALIBRATED) {
             // QuantAct(16): e·m / 2^shift, ties to even, clamped to 2^(exp_bits-1) - 1
-            const typename T::rq_t prod = e * typename T::mult_t(C::REQUANT_MULT);
+            const typename T::rq_t prod =
+                HWAPPROX_NARROW(typename T::rq_t, e * typename T::mult_t(C::REQUANT_MULT));
             const typename T::rq_t r = round_shift<AP_RND_CONV, C::RQ_W>(prod, C::REQUANT_SHIFT);
             return r > typename T::rq_t(C::E16_MAX) ? typename T::e16_t(C::E16_MAX)
                                                      : typename T::e16_t(r);
@@ -529,7 +531,8 @@ struct softmax_online_stream<true> {
             if (!b) {
                 const typename T::e_t e =
                     softmax_online_op::exp<C>(HWAPPROX_NARROW(typename T::delta_t, m - x));
-                d = HWAPPROX_NARROW(typename T::d_t, d + (typename T::d_t(e) << C::SUM_UP));
+                d = HWAPPROX_NARROW(typename T::d_t,
+                                    d + HWAPPROX_SHL(typename T::d_t, e, C::SUM_UP));
             }
             any = any || !b;
         }
