@@ -8,8 +8,8 @@ Layout
     ``common.h`` (raw-code access), ``linear.h`` (MatMul/Gemm, Q·Kᵀ, P·V,
     residual add: :mod:`hwapprox.approx.linear`), ``softmax.h`` (online, ibert,
     hls4ml stable/latency), ``gelu.h`` (ibert, shiftgelu, edgemoe, pwl, lut),
-    ``layernorm.h`` (ibert, rsqrt_lut, rmsnorm), ``encoder.h`` (a post-LN
-    encoder block) and ``rows.h`` (one unit over the rows of a tensor). Each
+    ``layernorm.h`` (ibert, rsqrt_lut, rmsnorm), ``encoder.h`` (a post-LN or
+    pre-LN encoder block, optionally causal and with key-padding mask bits) and ``rows.h`` (one unit over the rows of a tensor). Each
     unit is bit-exact with its spec's ``model`` (tests ``tests/test_hls_*.py``,
     g++ C simulation on the same raw codes).
 :mod:`hwapprox.hls.emit`
