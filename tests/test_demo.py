@@ -91,10 +91,12 @@ def test_chain_with_hls(tmp_path):
     assert s["stages"]["rtl"]["status"] == "skipped"
     _check_sites(s)
     h = s["hls"]
-    seq, dim = demo.TINY_BLOCK[:2]
+    # the default HLS block is the embedded example itself, all its encoder layers
+    seq, dim = example.SHAPE.seq, example.SHAPE.width
+    assert (h["blocks"], h["seq"], h["dim"]) == (LAYERS, seq, dim)
     assert h["bit_exact"] is True
     assert h["part"] == "xc7a35ticsg324-1L"
-    # 8 random samples + all-zero + all-max + all-min, each [S, D]
+    # 8 real samples + all-zero + all-max + all-min, each [S, D]
     assert (h["samples"], h["values"]) == (11, 11 * seq * dim)
     assert (out / "hls" / "project" / "firmware" / "myproject.cpp").is_file()
     assert (out / "hls" / "config.yaml").is_file()
