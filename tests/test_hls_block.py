@@ -162,19 +162,28 @@ def inputs(blk: EncoderBlock, seed: int) -> tuple[np.ndarray, np.ndarray | None]
     return x, km
 
 
+IO_TYPES = ("io_parallel", "io_stream")
+
+
 def _harness_table() -> tuple[dict[str, EncoderBlock], list, list[tuple[str, str, str]]]:
+    """Instance ``blk{j}`` per case; id ``j`` runs it io_parallel, ``j + len(CASES)``
+    io_stream (``encoder_block_stream``)."""
     bl = {c: case_block(c) for c in CASES}
     insts = [i for j, c in enumerate(CASES) for i in bl[c].instances(f"blk{j}")]
-    rows = [
-        (str(j), "run_block_masked" if bl[c].masked else "run_block", f"blk{j}")
-        for j, c in enumerate(CASES)
-    ]
+    rows = []
+    for k, io in enumerate(IO_TYPES):
+        fn = "run_block_stream" if io == "io_stream" else "run_block"
+        rows += [
+            (str(j + k * len(CASES)), fn + "_masked" * bl[c].masked, f"blk{j}")
+            for j, c in enumerate(CASES)
+        ]
     return bl, insts, rows
 
 
 @pytest.fixture(scope="module")
 def setup():
-    """One harness for every case (12 block instances, one g++ build)."""
+    """One harness for every case (12 block instances, io_parallel and io_stream, one
+    g++ build)."""
     bl, insts, rows = _harness_table()
     ids = {c: j for j, c in enumerate(CASES)}
     return bl, ids, build_harness(HARNESS, insts, rows, name="hls_block")
@@ -204,25 +213,31 @@ def test_encoder_header_is_warning_clean():
     stamp.write_text("clean\n")
 
 
-def csim(exe, j: int, blk: EncoderBlock, x: np.ndarray, km: np.ndarray | None) -> np.ndarray:
-    """Raw block outputs [B, S, D] of harness instance ``j``."""
+def csim(
+    exe, j: int, blk: EncoderBlock, x: np.ndarray, km: np.ndarray | None, io: str = "io_parallel"
+) -> np.ndarray:
+    """Raw block outputs [B, S, D] of harness instance ``j`` (the block's raw weights
+    first, then the inputs)."""
+    j += IO_TYPES.index(io) * len(CASES)
+    weights = np.concatenate([np.asarray(blk.weights[n]).ravel() for n in WEIGHT_NAMES])
     if km is None:
-        rec = [j, x.size, *x.ravel()]
+        rec = [j, *weights, x.size, *x.ravel()]
     else:
         per = [
             np.concatenate([xb.ravel(), kb.astype(np.int64)]) for xb, kb in zip(x, km, strict=True)
         ]
-        rec = [j, x.shape[0], *np.concatenate(per)]
+        rec = [j, *weights, x.shape[0], *np.concatenate(per)]
     (got,) = run_harness(exe, [rec], [blk.out_fmt])
     return got.reshape(x.shape)
 
 
+@pytest.mark.parametrize("io", IO_TYPES)
 @pytest.mark.parametrize("case", CASES)
-def test_block_csim_bit_exact(setup, case):
+def test_block_csim_bit_exact(setup, case, io):
     bl, ids, exe = setup
     blk = bl[case]
     x, km = inputs(blk, 500 + CASES.index(case))
-    got = csim(exe, ids[case], blk, x, km)
+    got = csim(exe, ids[case], blk, x, km, io)
     want = blk.model(x, key_mask=km)
     bad = np.argwhere(got != want)
     assert bad.size == 0, f"{len(bad)} of {want.size} differ, first at {tuple(bad[0])}"

@@ -15,7 +15,7 @@ import pytest
 
 from hwapprox.approx.registry import make_spec
 from hwapprox.fixed import FixedFormat
-from hwapprox.hls.block import BlockFormats
+from hwapprox.hls.block import WEIGHT_NAMES, BlockFormats
 from hwapprox.hls.emit import cpp_type
 from hwapprox.hls.hls4ml_ext import MASK_INPUT, block_from_node, mask_layer_config, predict_raw
 from hwapprox.hls.onnx_block import OP_TYPE, encoder_block_onnx, fold_blocks
@@ -68,17 +68,21 @@ def _inputs(prep: Prepared, seed: int) -> np.ndarray:
     )
 
 
-# one project per backend, shared by its tests on one xdist worker (tests/conftest.py)
-@pytest.fixture(scope="module", params=sorted(CONFIGS))
+# one project per backend and IOType, shared by its tests on one xdist worker
+# (tests/conftest.py); the Vivado config runs io_parallel and io_stream
+BUILDS = [("Vitis", "io_parallel"), ("Vivado", "io_parallel"), ("Vivado", "io_stream")]
+
+
+@pytest.fixture(scope="module", params=BUILDS, ids=[f"{b}-{io}" for b, io in BUILDS])
 def built(request, tmp_path_factory):
-    backend = request.param
+    backend, io = request.param
     layers = 2 if backend == "Vivado" else 1
     prep = prepare_model(
         encoder_block_onnx(S, D, H, F, layers=layers, gelu="erf"), CONFIGS[backend]
     )
     assert len(prep.blocks) == layers
-    out = tmp_path_factory.mktemp(f"prj_{backend}")
-    model = convert(prep, out, backend=backend)
+    out = tmp_path_factory.mktemp(f"prj_{backend}_{io}")
+    model = convert(prep, out, backend=backend, io_type=io)
     model.compile()
     return backend, prep, model, out
 
@@ -121,18 +125,33 @@ def test_generated_config_is_explicit(built):
     # and config, and chains the previous block's output array into the next block
     n = len(prep.blocks)
     defines = (fw / "defines.h").read_text()
+    stream = "stream" in call.split("void myproject(")[1].split(")")[0]
+    fn = "encoder_block_stream" if stream else "encoder_block"
     for i, blk in enumerate(prep.blocks):
         lay = i + 2
         prev = ("input_t", prep.input_name)  # the folded graph's input name
         src_t, src = prev if i == 0 else (f"layer{lay - 1}_t", f"layer{lay - 1}_out")
         dst_t = "result_t" if i == n - 1 else f"layer{lay}_t"
-        want = f"hwapprox::encoder_block<{src_t}, {dst_t}, config{lay}>({src}, layer{lay}_out);"
+        weights = ", ".join(f"hwa{lay}_{w}" for w in WEIGHT_NAMES)
+        want = f"hwapprox::{fn}<{src_t}, {dst_t}, config{lay}>({src}, layer{lay}_out, {weights});"
         assert want in call, (want, call)
-        # the block's output type is its ln2.out_fmt (hls4ml appends ",0" saturation bits)
-        m = re.search(rf"typedef (ap_u?fixed<[^>]*>) {dst_t};", defines)
-        assert m is not None, dst_t
+        # the block's output type is its ln2.out_fmt (hls4ml appends ",0" saturation bits);
+        # io_stream: a pack of dim of them
+        elem = rf"nnet::array<(ap_u?fixed<[^>]*>), {D}\*?1?>" if stream else r"(ap_u?fixed<[^>]*>)"
+        m = re.search(rf"typedef {elem} {dst_t};", defines)
+        assert m is not None, (dst_t, defines)
         assert FixedFormat.parse(m.group(1)) == blk.ln2.out_fmt, (dst_t, m.group(1))
-    assert call.count("hwapprox::encoder_block<") == n
+        # each weight: an hls4ml weight variable of its format, its values in the .txt
+        # that C-sim loads exactly on the format's grid
+        wf = blk.weight_formats()
+        for w in WEIGHT_NAMES:
+            m = re.search(rf"typedef (ap_u?fixed<[^>]*>) hwa{lay}_{w}_t;", defines)
+            assert m is not None, (w, defines)
+            assert FixedFormat.parse(m.group(1)) == wf[w], (w, m.group(1))
+            txt = (fw / "weights" / f"hwa{lay}_{w}.txt").read_text().split(",")
+            vals = wf[w].quantize(np.array([float(v) for v in txt]))
+            assert np.array_equal(vals, np.asarray(blk.weights[w]).ravel()), w
+    assert call.count(f"hwapprox::{fn}<") == n
     # the poisoned model default precision is used nowhere
     text = params + (fw / "defines.h").read_text() + call
     assert POISON_PRECISION not in text
@@ -380,7 +399,8 @@ def test_masked_generated_code(masked_built):
     params = (fw / "parameters.h").read_text()
     defines = (fw / "defines.h").read_text()
     for want in (
-        "hwapprox::encoder_block<input_t, input2_t, layer3_t, config3>(x, key_mask, layer3_out);",
+        "hwapprox::encoder_block<input_t, input2_t, layer3_t, config3>(x, key_mask, layer3_out, "
+        "hwa3_wq, hwa3_bq,",
         "hwapprox::encoder_block<layer3_t, input2_t, result_t, config4>(layer3_out, key_mask, ",
     ):
         assert want in call, (want, call)

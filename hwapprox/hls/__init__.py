@@ -9,9 +9,11 @@ Layout
     residual add: :mod:`hwapprox.approx.linear`), ``softmax.h`` (online, ibert,
     hls4ml stable/latency), ``gelu.h`` (ibert, shiftgelu, edgemoe, pwl, lut),
     ``layernorm.h`` (ibert, rsqrt_lut, rmsnorm), ``encoder.h`` (a post-LN or
-    pre-LN encoder block, optionally causal and with key-padding mask bits) and ``rows.h`` (one unit over the rows of a tensor). Each
-    unit is bit-exact with its spec's ``model`` (tests ``tests/test_hls_*.py``,
-    g++ C simulation on the same raw codes).
+    pre-LN encoder block, optionally causal and with key-padding mask bits;
+    weights as arguments; io_parallel and io_stream) and ``rows.h`` (one unit
+    over the rows of a tensor). Each unit is bit-exact with its spec's
+    ``model`` (tests ``tests/test_hls_*.py``, g++ C simulation on the same raw
+    codes).
 :mod:`hwapprox.hls.emit`
     Writes *data only*: one config struct per configured unit (typedefs of
     every format, the ``hw_params()`` constants the headers type every

@@ -66,15 +66,21 @@ from hwapprox.fixed import FixedFormat, cast
 from hwapprox.hls.emit import Instance, add_instance, matmul_instance
 from hwapprox.hls.units import unit_instance
 
-__all__ = ["WEIGHT_NAMES", "BlockFormats", "EncoderBlock"]
+__all__ = ["WEIGHT_NAMES", "WEIGHT_TYPES", "BlockFormats", "EncoderBlock"]
 
 RawArray = npt.NDArray[np.int64]
 
-#: weight tensors of a block: name -> (kind, shape key)
+#: weight tensors of a block, in the order the C++ functions take them
 WEIGHT_NAMES = (
     "wq", "bq", "wk", "bk", "wv", "bv", "wo", "bo", "w1", "b1", "w2", "b2",
     "g1", "be1", "g2", "be2",
 )  # fmt: skip
+#: the C++ type name (in the block config) of each weight tensor's codes
+WEIGHT_TYPES = {
+    n: "weight_t" if n[0] == "w" else {"g1": "gamma1_t", "g2": "gamma2_t", "be1": "beta1_t",
+                                       "be2": "beta2_t"}.get(n, "bias_t")
+    for n in WEIGHT_NAMES
+}  # fmt: skip
 
 
 def _fmt(name: str, v: FixedFormat | str) -> FixedFormat:
@@ -406,9 +412,11 @@ class EncoderBlock:
     def instances(self, name: str) -> list[Instance]:
         """Config structs for ``hwapprox::encoder_block``: sub-units first, then ``name``.
 
-        The block struct carries ``in_t``/``out_t`` (:attr:`out_fmt`), the sizes,
-        ``prenorm``/``causal``/``masked`` (0/1), the weight tables and one
-        ``*_cfg`` alias per sub-unit.
+        The block struct carries ``in_t``/``out_t`` (:attr:`out_fmt`), the
+        weight types (:data:`WEIGHT_TYPES`), the sizes, ``prenorm``/``causal``/
+        ``masked`` (0/1) and one ``*_cfg`` alias per sub-unit. The weights
+        themselves are function arguments (:data:`WEIGHT_NAMES` order): hls4ml
+        weight variables in a project, read from the input in the test harness.
         """
         st = self.stages()
         s, d, f, dh = self.seq, self.dim, self.ffn, self.head_dim
@@ -435,11 +443,15 @@ class EncoderBlock:
             "seq": s, "dim": d, "heads": self.heads, "head_dim": dh, "ffn": f,
             "prenorm": int(self.prenorm), "causal": int(self.causal), "masked": int(self.masked),
         }  # fmt: skip
+        wf = self.weight_formats()
         block = Instance(
             name,
-            types={"in_t": self.formats.in_fmt, "out_t": self.out_fmt},
+            types={
+                "in_t": self.formats.in_fmt,
+                "out_t": self.out_fmt,
+                **{WEIGHT_TYPES[n]: wf[n] for n in ("wq", "bq", "g1", "be1", "g2", "be2")},
+            },
             consts=consts,
-            tables={n: np.asarray(self.weights[n]).ravel() for n in WEIGHT_NAMES},
             aliases=aliases,
             comment=(
                 f"encoder block ({self.kind}) S={s} D={d} H={self.heads} F={f}; softmax "

@@ -157,6 +157,15 @@ _PART = click.option(
 _BACKEND = click.option(
     "--backend", type=click.Choice(["Vivado", "Vitis"]), default="Vivado", show_default=True
 )
+_IO = click.option(
+    "--io",
+    "io",
+    type=click.Choice(["parallel", "stream"]),
+    default="parallel",
+    show_default=True,
+    help="hls4ml IOType: arrays (io_parallel) or hls::stream of one dim-wide pack per token "
+    "(io_stream; encoder blocks).",
+)
 
 
 @hls_group.command("project")
@@ -167,6 +176,7 @@ _BACKEND = click.option(
 @_RANGE
 @click.option("-o", "--output", "output", type=click.Path(path_type=Path), required=True)
 @_BACKEND
+@_IO
 @_BOARD
 @_PART
 @click.option("--force", is_flag=True, help="Write into a non-empty output directory.")
@@ -178,6 +188,7 @@ def project_cmd(
     range_stat: str,
     output: Path,
     backend: str,
+    io: str,
     board: str | None,
     part: str | None,
     force: bool,
@@ -188,7 +199,7 @@ def project_cmd(
     part, clock = _target(board, part)
     prep = _prepare(model, config, inputs, width, range_stat)
     out = _outdir(output, force)
-    convert(prep, out, backend=backend, part=part, clock_period=clock)
+    convert(prep, out, backend=backend, part=part, clock_period=clock, io_type=f"io_{io}")
     _write_resolved(prep, out / "hwapprox_resolved.json")
     for st, s in zip(prep.steps, prep.site_names, strict=False):
         click.echo(f"layer {s['site']}: {st.spec.describe()} over {st.n_rows} x {st.n_in}")
@@ -209,6 +220,7 @@ def project_cmd(
 @_RANGE
 @click.option("-o", "--output", "output", type=click.Path(path_type=Path), required=True)
 @_BACKEND
+@_IO
 @_BOARD
 @_PART
 @click.option("--samples", default=8, show_default=True, help="Random input samples.")
@@ -227,6 +239,7 @@ def csim_cmd(
     range_stat: str,
     output: Path,
     backend: str,
+    io: str,
     board: str | None,
     part: str | None,
     samples: int,
@@ -249,7 +262,7 @@ def csim_cmd(
     part, clock = _target(board, part)
     prep = _prepare(model, config, inputs, width, range_stat)
     out = _outdir(output, force)
-    hmodel = convert(prep, out, backend=backend, part=part, clock_period=clock)
+    hmodel = convert(prep, out, backend=backend, part=part, clock_period=clock, io_type=f"io_{io}")
     fmt, shape = prep.in_fmt, prep.item_shape
     rng = np.random.default_rng(seed)
     if prep.samples is not None:

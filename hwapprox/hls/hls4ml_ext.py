@@ -15,8 +15,12 @@ call:
 
 Every type the block uses is explicit in its generated config; its output
 type is the block's :attr:`~hwapprox.hls.block.EncoderBlock.out_fmt`
-(``ln2.out_fmt`` post-LN, ``formats.out_fmt`` pre-LN). Only ``io_parallel`` is
-supported (checked).
+(``ln2.out_fmt`` post-LN, ``formats.out_fmt`` pre-LN). The 16 weight tensors
+are hls4ml weight variables ``hwa{index}_{name}`` (``firmware/weights/*.h``,
+loaded from ``.txt`` in C-sim as hls4ml does for Dense layers), passed to the
+call as arguments. ``io_parallel`` and ``io_stream`` (one pack of ``dim``
+values per token; ``hwapprox::encoder_block_stream``) are supported; the
+standalone ``HwApproxNonlinear`` layer is ``io_parallel`` only (checked).
 
 Node contract (written by :func:`hwapprox.hls.project.prepare_model`): integer
 attributes ``heads``, ``prenorm``, ``causal``, ``masked`` (0/1; missing = 0),
@@ -25,7 +29,7 @@ With ``masked`` the node has a second input, the key mask ``[1, seq]`` (a
 graph input named :data:`MASK_INPUT`, 1.0 = real token, 0.0 = padding); its
 hls4ml input layer must have a precision holding 0 and 1 exactly (set it with
 :func:`mask_layer_config`, e.g. ``ap_uint<1>``), and the layer's call becomes
-``hwapprox::encoder_block<input_t, mask_t, result_t, config>(x, key_mask, y)``.
+``hwapprox::encoder_block<input_t, mask_t, result_t, config>(x, key_mask, y, W...)``.
 :func:`predict_raw` runs ``predict()`` on raw codes (with the key mask as the
 second model input) and returns raw output codes.
 """
@@ -49,6 +53,7 @@ from hwapprox.hls.units import unit_instance
 
 __all__ = [
     "BACKENDS",
+    "IO_TYPES",
     "LAYER_CLASS",
     "MASK_INPUT",
     "MASK_PRECISION",
@@ -74,6 +79,8 @@ SITE_LAYER_CLASS = SITE_OP_TYPE
 MASK_INPUT = "key_mask"
 #: hls4ml precision of the key-mask input layer (holds 0 and 1 exactly)
 MASK_PRECISION = "ap_uint<1>"
+#: hls4ml IOTypes the encoder block supports (io_stream: ``encoder_block_stream``)
+IO_TYPES = ("io_parallel", "io_stream")
 #: the block kind attributes of a folded node (ints 0/1; missing = 0)
 KIND_ATTRS = ("prenorm", "causal", "masked")
 
@@ -316,8 +323,11 @@ def _layer_class() -> type:
         """
 
         def initialize(self) -> None:
-            if self.model.config.get_config_value("IOType") != "io_parallel":
-                raise SpecError(f"{self.name}: {LAYER_CLASS} supports io_parallel only")
+            io = self.model.config.get_config_value("IOType")
+            if io not in IO_TYPES:
+                raise SpecError(
+                    f"{self.name}: {LAYER_CLASS} supports IOType {', '.join(IO_TYPES)}, not {io!r}"
+                )
             blk = block_from_attrs(self.get_attr("onnx_attrs"), int(self.get_attr("seq")))
             self.set_attr("hwapprox_block", blk)
             inp = self.get_input_variable()
@@ -332,6 +342,17 @@ def _layer_class() -> type:
             if blk.masked:
                 _check_mask_variable(self.name, self.get_input_variable(self.inputs[1]), blk.seq)
             self.add_output_variable(list(inp.shape), precision=precision_of(blk.out_fmt))
+            # the weights: hls4ml weight variables (firmware/weights/*.h, .txt for C-sim),
+            # values exactly on their formats' grids, the types of the block config
+            wf = blk.weight_formats()
+            for n in WEIGHT_NAMES:
+                self.add_weights_variable(
+                    name=n,
+                    var_name=f"hwa{{index}}_{n}",
+                    type_name=f"hwa{{index}}_{n}_t",
+                    precision=precision_of(wf[n]),
+                    data=wf[n].to_float(np.asarray(blk.weights[n])),
+                )
 
     return HwApproxEncoderBlock
 
@@ -386,15 +407,18 @@ def _templates(layer_cls: type) -> tuple[type, type]:
 
         def format(self, node: Any) -> str:
             p = self._default_function_params(node)
+            stream = node.model.config.get_config_value("IOType") == "io_stream"
+            fn = "encoder_block_stream" if stream else "encoder_block"
+            weights = ", ".join(node.get_weights(n).name for n in WEIGHT_NAMES)
             if node.get_attr("hwapprox_block").masked:
                 m = node.get_input_variable(node.inputs[1])
                 return (
-                    f"hwapprox::encoder_block<{p['input_t']}, {m.type.name}, {p['output_t']}, "
-                    f"{p['config']}>({p['input']}, {m.name}, {p['output']});"
+                    f"hwapprox::{fn}<{p['input_t']}, {m.type.name}, {p['output_t']}, "
+                    f"{p['config']}>({p['input']}, {m.name}, {p['output']}, {weights});"
                 )
             return (
-                f"hwapprox::encoder_block<{p['input_t']}, {p['output_t']}, {p['config']}>"
-                f"({p['input']}, {p['output']});"
+                f"hwapprox::{fn}<{p['input_t']}, {p['output_t']}, {p['config']}>"
+                f"({p['input']}, {p['output']}, {weights});"
             )
 
     return BlockConfigTemplate, BlockFunctionTemplate

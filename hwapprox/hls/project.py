@@ -35,7 +35,13 @@ from hwapprox.approx.config import load_config
 from hwapprox.export.errors import ExportError
 from hwapprox.fixed import FixedFormat
 from hwapprox.hls.block import BlockFormats, EncoderBlock
-from hwapprox.hls.hls4ml_ext import SiteStep, block_from_attrs, register, site_from_attrs
+from hwapprox.hls.hls4ml_ext import (
+    IO_TYPES,
+    SiteStep,
+    block_from_attrs,
+    register,
+    site_from_attrs,
+)
 from hwapprox.hls.onnx_block import fold_blocks, fold_sites
 
 __all__ = ["CsimReport", "Prepared", "convert", "csim_check", "prepare_model", "split_config"]
@@ -354,10 +360,22 @@ def convert(
     part: str | None = None,
     clock_period: float | None = None,
     project_name: str = "myproject",
+    io_type: str = "io_parallel",
 ) -> Any:
-    """The hls4ml ``ModelGraph`` of a prepared model (written with ``write()``)."""
+    """The hls4ml ``ModelGraph`` of a prepared model (written with ``write()``).
+
+    ``io_type``: ``io_parallel`` (arrays) or ``io_stream`` (``hls::stream`` of
+    one ``dim``-wide pack per token; encoder blocks only).
+    """
     if backend not in ("Vivado", "Vitis"):
         raise SpecError(f"backend {backend!r} is not supported; use Vivado or Vitis")
+    if io_type not in IO_TYPES:
+        raise SpecError(f"io_type {io_type!r} is not supported; use one of {', '.join(IO_TYPES)}")
+    if io_type == "io_stream" and not prepared.blocks:
+        raise SpecError(
+            "io_stream needs whole encoder blocks; this model has standalone nonlinear layers "
+            "only, which hwapprox converts io_parallel: use io_type='io_parallel' (--io parallel)"
+        )
     register()
     import hls4ml
 
@@ -382,7 +400,7 @@ def convert(
         output_dir=str(output_dir),
         project_name=project_name,
         backend=backend,
-        io_type="io_parallel",
+        io_type=io_type,
         hls_config=hls_config,
         **kwargs,
     )

@@ -14,9 +14,13 @@
 //   M[i][j] (query i, key j; true = masked out, the softmax mask contract) =
 //       (CONFIG_T::causal && j > i) || (CONFIG_T::masked && key_mask[j] == 0);
 //   with neither flag set, the unmasked softmax entry point is called.
-// Interface:
-//   encoder_block<data_T, res_T, CONFIG_T>(x, y)                   masked == 0
-//   encoder_block<data_T, mask_T, res_T, CONFIG_T>(x, key_mask, y) masked == 1
+// Interface (W = the 16 weight arrays wq, bq, wk, bk, wv, bv, wo, bo, w1, b1, w2,
+// b2, g1, be1, g2, be2, in that order, of the config's weight_t / bias_t /
+// gamma{1,2}_t / beta{1,2}_t; w* row-major [in][out]):
+//   encoder_block<data_T, res_T, CONFIG_T>(x, y, W...)                   masked == 0
+//   encoder_block<data_T, mask_T, res_T, CONFIG_T>(x, key_mask, y, W...) masked == 1
+//   encoder_block_stream<...>: the same on hls::stream<nnet::array<T, dim>>
+//     (io_stream: one pack of dim values per token, seq packs in and out)
 // key_mask[seq]: nonzero = real token, 0 = padding (EncoderBlock.model's
 // key_mask, True = real token); any type comparable with 0 (bool, ap_uint<1>,
 // ap_fixed). The wrong overload for CONFIG_T::masked is a compile error.
@@ -24,8 +28,9 @@
 // generated from the specs): nothing is inherited from a model default. A
 // LayerNorm's input is assigned to its in_t first (rounding/overflow of in_t,
 // hwapprox.fixed.cast; a no-op where the types agree, as for post-LN).
-// Weights are ROM tables of raw codes in the generated config (accessors
-// CONFIG_T::wq(i), ...), loaded into typed arrays that HLS folds into constants.
+// Weights are function arguments, as hls4ml passes a Dense layer's: the
+// generated project declares them in firmware/weights/*.h (constant initialisers
+// under __SYNTHESIS__, ROMs after synthesis; loaded from .txt in C-sim).
 // Latency intent: the sub-units are pipelined and fully unrolled; the block
 // is a chain (LN1 ->) QKV -> scores -> softmax -> PV -> O -> add (-> LN) -> FFN
 // -> add (-> LN). DATAFLOW across these stages would need streams (io_stream);
@@ -35,23 +40,33 @@
 
 #include "common.h"
 #include "gelu.h"
+#include "hls_stream.h"
 #include "layernorm.h"
 #include "linear.h"
 #include "softmax.h"
 
 namespace hwapprox {
 
-// dst[i] = raw code CONFIG_T::NAME(i) as dst's type (a bit copy), i < n. A macro
-// rather than a function pointer: HLS tools do not synthesise function pointers.
-template <class T>
-inline void set_code(T& dst, const ap_int<64>& code) {
-    #pragma HLS INLINE
-    dst = from_raw<T>(code);
-}
-#define HWAPPROX_LOAD_CODES(dst, n, NAME)                                      \
-    for (int i_ = 0; i_ < (n); i_++) {                                         \
-        hwapprox::set_code(dst[i_], ap_int<64>(CONFIG_T::NAME(unsigned(i_)))); \
-    }
+// The 16 weight parameters (needs CONFIG_T in scope) and the arguments forwarding them.
+#define HWAPPROX_ENCODER_WEIGHT_PARAMS                                    \
+    const typename CONFIG_T::weight_t wq[CONFIG_T::dim * CONFIG_T::dim],  \
+        const typename CONFIG_T::bias_t bq[CONFIG_T::dim],                \
+        const typename CONFIG_T::weight_t wk[CONFIG_T::dim * CONFIG_T::dim], \
+        const typename CONFIG_T::bias_t bk[CONFIG_T::dim],                \
+        const typename CONFIG_T::weight_t wv[CONFIG_T::dim * CONFIG_T::dim], \
+        const typename CONFIG_T::bias_t bv[CONFIG_T::dim],                \
+        const typename CONFIG_T::weight_t wo[CONFIG_T::dim * CONFIG_T::dim], \
+        const typename CONFIG_T::bias_t bo[CONFIG_T::dim],                \
+        const typename CONFIG_T::weight_t w1[CONFIG_T::dim * CONFIG_T::ffn], \
+        const typename CONFIG_T::bias_t b1[CONFIG_T::ffn],                \
+        const typename CONFIG_T::weight_t w2[CONFIG_T::ffn * CONFIG_T::dim], \
+        const typename CONFIG_T::bias_t b2[CONFIG_T::dim],                \
+        const typename CONFIG_T::gamma1_t g1[CONFIG_T::dim],              \
+        const typename CONFIG_T::beta1_t be1[CONFIG_T::dim],              \
+        const typename CONFIG_T::gamma2_t g2[CONFIG_T::dim],              \
+        const typename CONFIG_T::beta2_t be2[CONFIG_T::dim]
+#define HWAPPROX_ENCODER_WEIGHT_ARGS \
+    wq, bq, wk, bk, wv, bv, wo, bo, w1, b1, w2, b2, g1, be1, g2, be2
 
 // The softmax of every row of one head's S x S scores; MASKED: with the mask
 // bits drop[S * S] (true = masked out), else the unmasked unit (drop unread).
@@ -103,7 +118,15 @@ rows:
 template <class a_T, typename CONFIG_T>
 void encoder_attention(const a_T a[CONFIG_T::seq * CONFIG_T::dim],
                        const bool real[CONFIG_T::seq],
-                       typename CONFIG_T::o_cfg::out_t o[CONFIG_T::seq * CONFIG_T::dim]) {
+                       typename CONFIG_T::o_cfg::out_t o[CONFIG_T::seq * CONFIG_T::dim],
+                       const typename CONFIG_T::weight_t wq[CONFIG_T::dim * CONFIG_T::dim],
+                       const typename CONFIG_T::bias_t bq[CONFIG_T::dim],
+                       const typename CONFIG_T::weight_t wk[CONFIG_T::dim * CONFIG_T::dim],
+                       const typename CONFIG_T::bias_t bk[CONFIG_T::dim],
+                       const typename CONFIG_T::weight_t wv[CONFIG_T::dim * CONFIG_T::dim],
+                       const typename CONFIG_T::bias_t bv[CONFIG_T::dim],
+                       const typename CONFIG_T::weight_t wo[CONFIG_T::dim * CONFIG_T::dim],
+                       const typename CONFIG_T::bias_t bo[CONFIG_T::dim]) {
     #pragma HLS INLINE
     const int S = CONFIG_T::seq, D = CONFIG_T::dim, H = CONFIG_T::heads;
     const int DH = CONFIG_T::head_dim;
@@ -112,19 +135,6 @@ void encoder_attention(const a_T a[CONFIG_T::seq * CONFIG_T::dim],
     typedef typename CONFIG_T::pv_cfg PV;
     typedef typename CONFIG_T::o_cfg O;
     typedef typename CONFIG_T::softmax_cfg SM;
-
-    typename QKV::b_t wq[D * D], wk[D * D], wv[D * D];
-    typename QKV::bias_t bq[D], bk[D], bv[D];
-    typename O::b_t wo[D * D];
-    typename O::bias_t bo[D];
-    HWAPPROX_LOAD_CODES(wq, D * D, wq);
-    HWAPPROX_LOAD_CODES(wk, D * D, wk);
-    HWAPPROX_LOAD_CODES(wv, D * D, wv);
-    HWAPPROX_LOAD_CODES(bq, D, bq);
-    HWAPPROX_LOAD_CODES(bk, D, bk);
-    HWAPPROX_LOAD_CODES(bv, D, bv);
-    HWAPPROX_LOAD_CODES(wo, D * D, wo);
-    HWAPPROX_LOAD_CODES(bo, D, bo);
 
     // mask bits, shared by every head (constant-folded when neither flag is set)
     bool drop[S * S];
@@ -172,21 +182,16 @@ heads:
 // F = FFN(a): a is LN1's output (post-LN) or LN2's output (pre-LN).
 template <class a_T, typename CONFIG_T>
 void encoder_ffn(const a_T a[CONFIG_T::seq * CONFIG_T::dim],
-                 typename CONFIG_T::ffn2_cfg::out_t f[CONFIG_T::seq * CONFIG_T::dim]) {
+                 typename CONFIG_T::ffn2_cfg::out_t f[CONFIG_T::seq * CONFIG_T::dim],
+                 const typename CONFIG_T::weight_t w1[CONFIG_T::dim * CONFIG_T::ffn],
+                 const typename CONFIG_T::bias_t b1[CONFIG_T::ffn],
+                 const typename CONFIG_T::weight_t w2[CONFIG_T::ffn * CONFIG_T::dim],
+                 const typename CONFIG_T::bias_t b2[CONFIG_T::dim]) {
     #pragma HLS INLINE
-    const int S = CONFIG_T::seq, D = CONFIG_T::dim, F = CONFIG_T::ffn;
+    const int S = CONFIG_T::seq, F = CONFIG_T::ffn;
     typedef typename CONFIG_T::ffn1_cfg F1;
     typedef typename CONFIG_T::ffn2_cfg F2;
     typedef typename CONFIG_T::gelu_cfg GE;
-
-    typename F1::b_t w1[D * F];
-    typename F1::bias_t b1[F];
-    typename F2::b_t w2[F * D];
-    typename F2::bias_t b2[D];
-    HWAPPROX_LOAD_CODES(w1, D * F, w1);
-    HWAPPROX_LOAD_CODES(b1, F, b1);
-    HWAPPROX_LOAD_CODES(w2, F * D, w2);
-    HWAPPROX_LOAD_CODES(b2, D, b2);
 
     typename F1::out_t h1[S * F];
     matmul_bias<a_T, typename F1::b_t, typename F1::bias_t, typename F1::out_t, F1>(a, w1, b1,
@@ -205,7 +210,7 @@ template <>
 struct encoder_order<false> {  // post-LN
     template <class data_T, class res_T, typename CONFIG_T>
     static void run(const data_T x[CONFIG_T::seq * CONFIG_T::dim], const bool real[CONFIG_T::seq],
-                    res_T y[CONFIG_T::seq * CONFIG_T::dim]) {
+                    res_T y[CONFIG_T::seq * CONFIG_T::dim], HWAPPROX_ENCODER_WEIGHT_PARAMS) {
         #pragma HLS INLINE
         const int S = CONFIG_T::seq, D = CONFIG_T::dim;
         typedef typename CONFIG_T::o_cfg O;
@@ -214,23 +219,14 @@ struct encoder_order<false> {  // post-LN
         typedef typename CONFIG_T::add2_cfg A2;
         typedef typename CONFIG_T::ln1_cfg L1;
         typedef typename CONFIG_T::ln2_cfg L2;
-        typename L1::gamma_t g1[D];
-        typename L1::beta_t be1[D];
-        typename L2::gamma_t g2[D];
-        typename L2::beta_t be2[D];
-        HWAPPROX_LOAD_CODES(g1, D, g1);
-        HWAPPROX_LOAD_CODES(be1, D, be1);
-        HWAPPROX_LOAD_CODES(g2, D, g2);
-        HWAPPROX_LOAD_CODES(be2, D, be2);
-
         typename O::out_t o[S * D];
-        encoder_attention<data_T, CONFIG_T>(x, real, o);
+        encoder_attention<data_T, CONFIG_T>(x, real, o, wq, bq, wk, bk, wv, bv, wo, bo);
         typename A1::out_t r1[S * D];
         add<data_T, typename O::out_t, typename A1::out_t, S * D>(x, o, r1);
         typename L1::out_t y1[S * D];
         encoder_layernorm_rows<typename A1::out_t, typename L1::out_t, L1, S, D>(r1, g1, be1, y1);
         typename F2::out_t f[S * D];
-        encoder_ffn<typename L1::out_t, CONFIG_T>(y1, f);
+        encoder_ffn<typename L1::out_t, CONFIG_T>(y1, f, w1, b1, w2, b2);
         typename A2::out_t r2[S * D];
         add<typename L1::out_t, typename F2::out_t, typename A2::out_t, S * D>(y1, f, r2);
         encoder_layernorm_rows<typename A2::out_t, res_T, L2, S, D>(r2, g2, be2, y);
@@ -241,7 +237,7 @@ template <>
 struct encoder_order<true> {  // pre-LN
     template <class data_T, class res_T, typename CONFIG_T>
     static void run(const data_T x[CONFIG_T::seq * CONFIG_T::dim], const bool real[CONFIG_T::seq],
-                    res_T y[CONFIG_T::seq * CONFIG_T::dim]) {
+                    res_T y[CONFIG_T::seq * CONFIG_T::dim], HWAPPROX_ENCODER_WEIGHT_PARAMS) {
         #pragma HLS INLINE
         const int S = CONFIG_T::seq, D = CONFIG_T::dim;
         typedef typename CONFIG_T::o_cfg O;
@@ -249,25 +245,17 @@ struct encoder_order<true> {  // pre-LN
         typedef typename CONFIG_T::add1_cfg A1;
         typedef typename CONFIG_T::ln1_cfg L1;
         typedef typename CONFIG_T::ln2_cfg L2;
-        typename L1::gamma_t g1[D];
-        typename L1::beta_t be1[D];
-        typename L2::gamma_t g2[D];
-        typename L2::beta_t be2[D];
-        HWAPPROX_LOAD_CODES(g1, D, g1);
-        HWAPPROX_LOAD_CODES(be1, D, be1);
-        HWAPPROX_LOAD_CODES(g2, D, g2);
-        HWAPPROX_LOAD_CODES(be2, D, be2);
-
         typename L1::out_t y1[S * D];
         encoder_layernorm_rows<data_T, typename L1::out_t, L1, S, D>(x, g1, be1, y1);
         typename O::out_t o[S * D];
-        encoder_attention<typename L1::out_t, CONFIG_T>(y1, real, o);
+        encoder_attention<typename L1::out_t, CONFIG_T>(y1, real, o, wq, bq, wk, bk, wv, bv, wo,
+                                                         bo);
         typename A1::out_t r1[S * D];  // the residual stream (res_fmt)
         add<data_T, typename O::out_t, typename A1::out_t, S * D>(x, o, r1);
         typename L2::out_t y2[S * D];
         encoder_layernorm_rows<typename A1::out_t, typename L2::out_t, L2, S, D>(r1, g2, be2, y2);
         typename F2::out_t f[S * D];
-        encoder_ffn<typename L2::out_t, CONFIG_T>(y2, f);
+        encoder_ffn<typename L2::out_t, CONFIG_T>(y2, f, w1, b1, w2, b2);
         add<typename A1::out_t, typename F2::out_t, res_T, S * D>(r1, f, y);  // out_fmt
     }
 };
@@ -275,30 +263,102 @@ struct encoder_order<true> {  // pre-LN
 // A block without a key mask (CONFIG_T::masked == 0; it may still be causal).
 template <class data_T, class res_T, typename CONFIG_T>
 void encoder_block(const data_T x[CONFIG_T::seq * CONFIG_T::dim],
-                   res_T y[CONFIG_T::seq * CONFIG_T::dim]) {
+                   res_T y[CONFIG_T::seq * CONFIG_T::dim], HWAPPROX_ENCODER_WEIGHT_PARAMS) {
     #pragma HLS INLINE off
     static_assert(CONFIG_T::masked == 0,
                   "this encoder block is key-masked (masked = 1): call "
-                  "encoder_block<data_T, mask_T, res_T, CONFIG_T>(x, key_mask, y)");
+                  "encoder_block<data_T, mask_T, res_T, CONFIG_T>(x, key_mask, y, ...)");
     bool real[CONFIG_T::seq];
     for (int j = 0; j < CONFIG_T::seq; j++) real[j] = true;
-    encoder_order<CONFIG_T::prenorm != 0>::template run<data_T, res_T, CONFIG_T>(x, real, y);
+    encoder_order<CONFIG_T::prenorm != 0>::template run<data_T, res_T, CONFIG_T>(
+        x, real, y, HWAPPROX_ENCODER_WEIGHT_ARGS);
 }
 
 // A key-masked block (CONFIG_T::masked == 1): key_mask[j] != 0 = key j is a real token.
 template <class data_T, class mask_T, class res_T, typename CONFIG_T>
 void encoder_block(const data_T x[CONFIG_T::seq * CONFIG_T::dim],
-                   const mask_T key_mask[CONFIG_T::seq],
-                   res_T y[CONFIG_T::seq * CONFIG_T::dim]) {
+                   const mask_T key_mask[CONFIG_T::seq], res_T y[CONFIG_T::seq * CONFIG_T::dim],
+                   HWAPPROX_ENCODER_WEIGHT_PARAMS) {
     #pragma HLS INLINE off
     #pragma HLS ARRAY_PARTITION variable = key_mask complete
     static_assert(CONFIG_T::masked != 0,
                   "this encoder block has no key mask (masked = 0): call "
-                  "encoder_block<data_T, res_T, CONFIG_T>(x, y)");
+                  "encoder_block<data_T, res_T, CONFIG_T>(x, y, ...)");
     bool real[CONFIG_T::seq];
 keys:
     for (int j = 0; j < CONFIG_T::seq; j++) real[j] = key_mask[j] != 0;
-    encoder_order<CONFIG_T::prenorm != 0>::template run<data_T, res_T, CONFIG_T>(x, real, y);
+    encoder_order<CONFIG_T::prenorm != 0>::template run<data_T, res_T, CONFIG_T>(
+        x, real, y, HWAPPROX_ENCODER_WEIGHT_ARGS);
+}
+
+// io_stream: seq packs of dim values (hls4ml's nnet::array<T, dim>, or any type
+// with value_type, size and operator[]) in, the same out. Every token has to
+// arrive before the first output (each query row attends to every key), so the
+// block buffers the sequence: a read loop and a write loop at one pack per
+// cycle (II=1) around the io_parallel block.
+template <class pack_T, int N>
+void encoder_read_packs(hls::stream<pack_T>& in, typename pack_T::value_type x[N]) {
+    #pragma HLS INLINE
+read:
+    for (int s = 0; s < N / int(pack_T::size); s++) {
+        #pragma HLS PIPELINE II = 1
+        const pack_T pk = in.read();
+        for (int i = 0; i < int(pack_T::size); i++) {
+            #pragma HLS UNROLL
+            x[s * pack_T::size + i] = pk[i];
+        }
+    }
+}
+
+template <class pack_T, int N>
+void encoder_write_packs(const typename pack_T::value_type y[N], hls::stream<pack_T>& out) {
+    #pragma HLS INLINE
+write:
+    for (int s = 0; s < N / int(pack_T::size); s++) {
+        #pragma HLS PIPELINE II = 1
+        pack_T pk;
+        for (int i = 0; i < int(pack_T::size); i++) {
+            #pragma HLS UNROLL
+            pk[i] = y[s * pack_T::size + i];
+        }
+        out.write(pk);
+    }
+}
+
+template <class data_T, class res_T, typename CONFIG_T>
+void encoder_block_stream(hls::stream<data_T>& x_s, hls::stream<res_T>& y_s,
+                          HWAPPROX_ENCODER_WEIGHT_PARAMS) {
+    #pragma HLS INLINE off
+    const int N = CONFIG_T::seq * CONFIG_T::dim;
+    static_assert(int(data_T::size) == CONFIG_T::dim && int(res_T::size) == CONFIG_T::dim,
+                  "encoder_block_stream: one stream pack per token (pack size = dim)");
+    typename data_T::value_type x[N];
+    typename res_T::value_type y[N];
+    encoder_read_packs<data_T, N>(x_s, x);
+    encoder_block<typename data_T::value_type, typename res_T::value_type, CONFIG_T>(
+        x, y, HWAPPROX_ENCODER_WEIGHT_ARGS);
+    encoder_write_packs<res_T, N>(y, y_s);
+}
+
+// key_mask_s: one pack of seq values (hls4ml's stream of a [seq] input).
+template <class data_T, class mask_T, class res_T, typename CONFIG_T>
+void encoder_block_stream(hls::stream<data_T>& x_s, hls::stream<mask_T>& key_mask_s,
+                          hls::stream<res_T>& y_s, HWAPPROX_ENCODER_WEIGHT_PARAMS) {
+    #pragma HLS INLINE off
+    const int N = CONFIG_T::seq * CONFIG_T::dim;
+    static_assert(int(data_T::size) == CONFIG_T::dim && int(res_T::size) == CONFIG_T::dim,
+                  "encoder_block_stream: one stream pack per token (pack size = dim)");
+    static_assert(int(mask_T::size) == CONFIG_T::seq,
+                  "encoder_block_stream: the key mask is one pack of seq values");
+    typename data_T::value_type x[N];
+    typename mask_T::value_type key_mask[CONFIG_T::seq];
+    typename res_T::value_type y[N];
+    encoder_read_packs<mask_T, CONFIG_T::seq>(key_mask_s, key_mask);
+    encoder_read_packs<data_T, N>(x_s, x);
+    encoder_block<typename data_T::value_type, typename mask_T::value_type,
+                  typename res_T::value_type, CONFIG_T>(x, key_mask, y,
+                                                        HWAPPROX_ENCODER_WEIGHT_ARGS);
+    encoder_write_packs<res_T, N>(y, y_s);
 }
 
 }  // namespace hwapprox
