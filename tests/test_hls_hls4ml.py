@@ -9,10 +9,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import shutil
 
 import numpy as np
 import pytest
 
+from hwapprox._cxx import cache_dir
 from hwapprox.approx.registry import make_spec
 from hwapprox.fixed import FixedFormat
 from hwapprox.hls.block import WEIGHT_NAMES, BlockFormats
@@ -20,8 +22,11 @@ from hwapprox.hls.emit import cpp_type
 from hwapprox.hls.hls4ml_ext import MASK_INPUT, block_from_node, mask_layer_config, predict_raw
 from hwapprox.hls.onnx_block import OP_TYPE, encoder_block_onnx, fold_blocks
 from hwapprox.hls.project import (
+    CSIM_OPT,
     POISON_PRECISION,
     Prepared,
+    _project_digest,
+    compile_project,
     convert,
     csim_check,
     prepare_model,
@@ -83,7 +88,7 @@ def built(request, tmp_path_factory):
     assert len(prep.blocks) == layers
     out = tmp_path_factory.mktemp(f"prj_{backend}_{io}")
     model = convert(prep, out, backend=backend, io_type=io)
-    model.compile()
+    compile_project(model)  # the path the CLI takes (hls4ml's own compile(): masked_built)
     return backend, prep, model, out
 
 
@@ -95,6 +100,42 @@ def test_predict_is_bit_exact(built):
     assert rep.bit_exact, rep
     want = prep.reference(x)
     assert len(np.unique(want)) > 50  # a non-degenerate output
+
+
+def test_library_is_shared_between_projects(built, tmp_path):
+    """The same model converted into another directory reuses the cached C-sim
+    library (no g++ run: the cached file is untouched) and gives the same outputs;
+    another weight value is another library."""
+    backend, prep, model, out = built
+    lib = compile_project(model)  # already built by the fixture: a cache hit
+    entry = next(
+        d for d in (cache_dir() / "hls4ml_lib").iterdir() if (d / "lib.so").read_bytes() ==
+        lib.read_bytes()
+    )  # fmt: skip
+    stamp = (entry / "lib.so").stat().st_mtime_ns
+    other = convert(
+        prep, tmp_path / "again", backend=backend, io_type=model.config.get_config_value("IOType")
+    )
+    lib2 = compile_project(other)
+    assert lib2.parent.parent == tmp_path / "again"
+    assert (entry / "lib.so").stat().st_mtime_ns == stamp
+    x = _inputs(prep, 2)
+    assert np.array_equal(
+        predict_raw(other, x, prep.in_fmt, prep.out_fmt),
+        predict_raw(model, x, prep.in_fmt, prep.out_fmt),
+    )
+    # the library reads its weights from the cache entry, not from a project directory
+    assert (entry / "weights" / "hwa2_wq.txt").is_file()
+    # the cache key covers the weight values and the optimisation level
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    key = _project_digest(copy, CSIM_OPT)
+    assert key == entry.name
+    assert _project_digest(copy, "-O2") != key
+    wq = copy / "firmware" / "weights" / "hwa2_wq.txt"
+    vals = wq.read_text().split(",")
+    wq.write_text(",".join(["0.5", *vals[1:]] if vals[0].strip() != "0.5" else ["0", *vals[1:]]))
+    assert _project_digest(copy, CSIM_OPT) != key
 
 
 def test_other_spec_is_detected(built):
