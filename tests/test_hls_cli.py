@@ -171,3 +171,87 @@ def test_unsupported_op_names_op_node_and_what_is_supported(tmp_path):
     assert "Supported: whole encoder blocks" in res.output
     assert "softmax/online" in res.output
     assert "Traceback" not in res.output
+
+
+FAKE_VIVADO_HLS = """#!/bin/sh
+# stands in for vivado_hls: writes the C-synthesis report where hls4ml reads it
+d=myproject_prj
+mkdir -p "$d/solution1/syn/report"
+printf '<AutoPilot:project xmlns:AutoPilot="x"><solutions><solution name="solution1"/>'\\
+'</solutions></AutoPilot:project>' > "$d/vivado_hls.app"
+cat > "$d/solution1/syn/report/myproject_csynth.xml" <<XML
+<profile>
+ <UserAssignments><TargetClockPeriod>5.00</TargetClockPeriod></UserAssignments>
+ <PerformanceEstimates>
+  <SummaryOfTimingAnalysis><EstimatedClockPeriod>4.375</EstimatedClockPeriod>
+  </SummaryOfTimingAnalysis>
+  <SummaryOfOverallLatency><Best-caseLatency>1234</Best-caseLatency>
+   <Worst-caseLatency>1240</Worst-caseLatency><Interval-min>1235</Interval-min>
+   <Interval-max>1241</Interval-max></SummaryOfOverallLatency>
+ </PerformanceEstimates>
+ <AreaEstimates>
+  <Resources><BRAM_18K>6</BRAM_18K><DSP48E>72</DSP48E><FF>9876</FF><LUT>54321</LUT>
+   <URAM>0</URAM></Resources>
+  <AvailableResources><BRAM_18K>280</BRAM_18K><DSP48E>220</DSP48E><FF>106400</FF>
+   <LUT>53200</LUT><URAM>0</URAM></AvailableResources>
+ </AreaEstimates>
+</profile>
+XML
+echo "$@" > fake_vivado_hls.args
+"""
+
+
+def test_build_summarises_the_csynth_report(files, monkeypatch):
+    """--build with the vendor tool on PATH: the csynth report's latency and resources
+    (as hls4ml parses them) are printed and written to hwapprox_csynth.json.
+
+    A stand-in vivado_hls writes a report with known numbers; csim_check is replaced
+    as above (the real C simulation is covered in test_hls_hls4ml.py)."""
+    import json
+    import os
+
+    import hwapprox.hls.project as project
+
+    model, cfg, tmp = files
+    monkeypatch.setattr(
+        project, "csim_check", lambda m, p, x: project.CsimReport(len(x), x.size, 0, None)
+    )
+    tool = tmp / "bin" / "vivado_hls"
+    tool.parent.mkdir()
+    tool.write_text(FAKE_VIVADO_HLS)
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tool.parent}{os.pathsep}{os.environ['PATH']}")
+    out = tmp / "prj_build"
+    res = CliRunner().invoke(cli, ["hls", str(model), "-c", str(cfg), "-o", str(out), "--build"])
+    assert res.exit_code == 0, res.output
+    assert "synth=True" in (out / "fake_vivado_hls.args").read_text()
+    assert "C synthesis: latency 1234..1240 cycles, interval 1235..1241 cycles, clock 4.375 ns" in (
+        res.output
+    )
+    assert "  LUT: 54321 of 53200 (102.1 %)" in res.output
+    assert "  DSP: 72 of 220 (32.7 %)" in res.output
+    summary = json.loads((out / "hwapprox_csynth.json").read_text())
+    assert summary["resources"]["FF"] == {"used": 9876, "available": 106400}
+    assert summary["latency_cycles"] == {"best": 1234, "worst": 1240}
+
+
+def test_build_without_report_fails(files, monkeypatch):
+    """A vendor tool that writes no report: exit 1 saying so (never a silent success)."""
+    import os
+
+    import hwapprox.hls.project as project
+
+    model, cfg, tmp = files
+    monkeypatch.setattr(
+        project, "csim_check", lambda m, p, x: project.CsimReport(len(x), x.size, 0, None)
+    )
+    tool = tmp / "bin2" / "vivado_hls"
+    tool.parent.mkdir()
+    tool.write_text("#!/bin/sh\nexit 0\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tool.parent}{os.pathsep}{os.environ['PATH']}")
+    res = CliRunner().invoke(
+        cli, ["hls", str(model), "-c", str(cfg), "-o", str(tmp / "prj_nr"), "--build"]
+    )
+    assert res.exit_code == 1, res.output
+    assert "ran but wrote no C-synthesis report" in res.output

@@ -296,6 +296,29 @@ def _vendor_build(hmodel, backend: str, out: Path) -> None:  # type: ignore[no-u
             err=True,
         )
         raise SystemExit(2)
+    import json
+
+    from hwapprox.hls.project import csynth_summary
+
     click.echo(f"running {tool} (C synthesis) in {out} ...")
-    hmodel.build(csim=False, synth=True)
-    click.echo(f"vendor flow finished; reports under {out} (not parsed by hwapprox)")
+    report = hmodel.build(csim=False, synth=True)
+    summary = csynth_summary(report)
+    if summary is None:
+        click.echo(
+            f"--build: {tool} ran but wrote no C-synthesis report under {out} (see its log "
+            "there, e.g. vivado_hls.log); nothing to summarise.",
+            err=True,
+        )
+        raise SystemExit(1)
+    (out / "hwapprox_csynth.json").write_text(json.dumps(summary, indent=2) + "\n")
+    lat, ii, clk = summary["latency_cycles"], summary["interval_cycles"], summary["clock_ns"]
+    click.echo(
+        f"C synthesis: latency {lat['best']}..{lat['worst']} cycles, interval "
+        f"{ii['min']}..{ii['max']} cycles, clock {clk['estimated']} ns estimated "
+        f"(target {clk['target']} ns)"
+    )
+    for name, r in summary["resources"].items():
+        avail = r["available"]
+        share = f" of {avail} ({100 * r['used'] / avail:.1f} %)" if avail else ""
+        click.echo(f"  {name}: {r['used']}{share}")
+    click.echo(f"summary written to {out / 'hwapprox_csynth.json'}")

@@ -51,6 +51,7 @@ __all__ = [
     "compile_project",
     "convert",
     "csim_check",
+    "csynth_summary",
     "prepare_model",
     "split_config",
 ]
@@ -566,3 +567,35 @@ def csim_check(
         mismatches=len(bad),
         first=tuple(int(v) for v in bad[0]) if len(bad) else None,
     )
+
+
+def csynth_summary(report: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Latency and resources of a C-synthesis report as hls4ml parses it (the dict
+    ``ModelGraph.build()`` returns; key ``CSynthesisReport``), or None without one.
+
+    ``{"latency_cycles": {"best", "worst"}, "interval_cycles": {"min", "max"},
+    "clock_ns": {"target", "estimated"}, "resources": {name: {"used", "available"}}}``
+    for LUT, FF, DSP, BRAM_18K and URAM where the report has them (``available``
+    None when the report does not state it).
+    """
+    if not report or "CSynthesisReport" not in report:
+        return None
+    c = report["CSynthesisReport"]
+
+    def num(key: str) -> int | float | None:
+        v = c.get(key)
+        if v is None:
+            return None
+        f = float(v)
+        return int(f) if f.is_integer() else f
+
+    res = {}
+    for name in ("LUT", "FF", "DSP", "BRAM_18K", "URAM"):
+        if c.get(name) is not None:
+            res[name] = {"used": num(name), "available": num(f"Available{name}")}
+    return {
+        "latency_cycles": {"best": num("BestLatency"), "worst": num("WorstLatency")},
+        "interval_cycles": {"min": num("IntervalMin"), "max": num("IntervalMax")},
+        "clock_ns": {"target": num("TargetClockPeriod"), "estimated": num("EstimatedClockPeriod")},
+        "resources": res,
+    }
