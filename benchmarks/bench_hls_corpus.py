@@ -2,12 +2,14 @@
 
 For each torch export in ``tests/corpus`` (manifest order): match the encoder
 blocks, calibrate (default methods, calibrated formats; the model's own padded
-batch), convert with hls4ml (Vivado backend, io_parallel), ``compile()`` with
-g++, C-simulate the real block inputs (with their key masks) plus an all-zero
-and an all-maximum sample, and compare with the Python model bit for bit.
-Also: the fixed-point design against the float model (real tokens).
+batch), convert with hls4ml (Vivado backend, ``--io``), build the C-sim
+library with g++ (:func:`hwapprox.hls.project.compile_project`: -O1, cached by
+content; ``--cold`` uses an empty cache), C-simulate the real block inputs
+(with their key masks) plus an all-zero and an all-maximum sample, and
+compare with the Python model bit for bit. Also: the fixed-point design against the float model (real tokens).
 
-Usage: ``.venv/bin/python benchmarks/bench_hls_corpus.py [--only bert_ts14,...]``
+Usage: ``.venv/bin/python benchmarks/bench_hls_corpus.py [--only bert_ts14,...]
+[--io io_parallel|io_stream] [--cold]``
 """
 
 from __future__ import annotations
@@ -16,27 +18,28 @@ import argparse
 import contextlib
 import io
 import json
+import os
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from hwapprox.hls.project import convert, csim_check, prepare_model
-
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "corpus"
 
 
-def run_one(entry: dict, work: Path) -> dict:
+def run_one(entry: dict, work: Path, io_type: str) -> dict:
     """One corpus model through prepare / convert / compile / csim."""
+    from hwapprox.hls.project import compile_project, convert, csim_check, prepare_model
+
     t0 = time.perf_counter()
     prep = prepare_model(CORPUS / entry["file"], None, inputs=CORPUS / entry["inputs"])
     t_prep = time.perf_counter() - t0
     log = io.StringIO()
     t0 = time.perf_counter()
     with contextlib.redirect_stdout(log):
-        hmodel = convert(prep, work / entry["file"].replace(".onnx", ""))
-        hmodel.compile()
+        hmodel = convert(prep, work / entry["file"].replace(".onnx", ""), io_type=io_type)
+        compile_project(hmodel)
     t_build = time.perf_counter() - t0
     fmt = prep.in_fmt
     real = np.asarray(prep.samples)
@@ -69,16 +72,20 @@ def run_one(entry: dict, work: Path) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default="", help="comma-separated file stems")
+    ap.add_argument("--io", default="io_parallel", choices=["io_parallel", "io_stream"])
+    ap.add_argument("--cold", action="store_true", help="an empty g++ cache (cold builds)")
     args = ap.parse_args()
     only = {x.strip() for x in args.only.split(",") if x.strip()}
     models = json.loads((CORPUS / "manifest.json").read_text())["models"]
     work = Path(tempfile.mkdtemp(prefix="hwapprox_hls_corpus_"))
+    if args.cold:
+        os.environ["HWAPPROX_CACHE"] = str(work / "cache")
     rows = []
     for e in models:
         if only and e["file"].removesuffix(".onnx") not in only:
             continue
         try:
-            r = run_one(e, work)
+            r = run_one(e, work, args.io)
         except Exception as exc:  # report and go on: a benchmark row per model
             r = {"file": e["file"], "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
         rows.append(r)
