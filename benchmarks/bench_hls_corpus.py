@@ -6,7 +6,8 @@ batch), convert with hls4ml (Vivado backend, ``--io``), build the C-sim
 library with g++ (:func:`hwapprox.hls.project.compile_project`: -O1, cached by
 content; ``--cold`` uses an empty cache), C-simulate the real block inputs
 (with their key masks) plus an all-zero and an all-maximum sample, and
-compare with the Python model bit for bit. Also: the fixed-point design against the float model (real tokens).
+compare with the Python model bit for bit. Also: the fixed-point design
+against the float model (real tokens).
 
 Usage: ``.venv/bin/python benchmarks/bench_hls_corpus.py [--only bert_ts14,...]
 [--io io_parallel|io_stream] [--cold]``
