@@ -40,7 +40,7 @@ def run_one(entry: dict, work: Path, io_type: str) -> dict:
     t0 = time.perf_counter()
     with contextlib.redirect_stdout(log):
         hmodel = convert(prep, work / entry["file"].replace(".onnx", ""), io_type=io_type)
-        compile_project(hmodel)
+        compile_project(hmodel, write=False)
     t_build = time.perf_counter() - t0
     fmt = prep.in_fmt
     real = np.asarray(prep.samples)

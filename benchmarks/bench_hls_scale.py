@@ -104,11 +104,11 @@ def main() -> None:
         t_conv = time.perf_counter() - t
         r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
-        compile_project(hmodel)
+        compile_project(hmodel, write=False)
         t_build = time.perf_counter() - t
         r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
-        compile_project(hmodel)
+        compile_project(hmodel, write=False)
         t_again = time.perf_counter() - t
         t = time.perf_counter()
         rep = csim_check(hmodel, prep, x, compile=False, key_mask=km)

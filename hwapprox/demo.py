@@ -240,7 +240,7 @@ def stage_hls(out: Path, res: Any, block: str, part: str) -> StageResult:
         hmodel = convert(prep, hdir / "project", backend="Vivado", part=part)
     _echo("    g++ build of the hls4ml project (about 15 s for the example; cached) ...")
     with contextlib.redirect_stdout(log):
-        compile_project(hmodel)
+        compile_project(hmodel, write=False)
     b0 = prep.blocks[0]
     fmt = b0.formats.in_fmt
     rng = np.random.default_rng(0)

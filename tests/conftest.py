@@ -31,7 +31,8 @@ SHARED_BUILDS: dict[str, str] = {
     "tests/test_hls_intmath.py": "module",  # module fixture `exe`
     "tests/test_hls_linear.py": "module",
     "tests/test_softmax.py": r"::test_hls4ml_(?:tables_equal_header|bit_exact)\[",  # `harness`
-    "tests/test_hls_hls4ml.py": r"::test_\w+\[(Vivado|Vitis)\]$",  # `built`, per backend
+    "tests/test_hls_hls4ml.py": r"::test_\w+\[((?:Vivado|Vitis)(?:-io_\w+)?)\]$",  # per build
+    "tests/test_hls_head.py": "module",  # harness + two hls4ml projects
 }
 
 

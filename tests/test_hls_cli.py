@@ -125,18 +125,25 @@ def test_model_first_form_is_csim(files):
     assert "project" in res.output
 
 
+def _no_csim(monkeypatch) -> None:
+    """Replace the g++ build and csim_check by a bit-exact report (compiles nothing)."""
+    import hwapprox.hls.project as project
+
+    monkeypatch.setattr(project, "compile_project", lambda m, **kw: None)
+    monkeypatch.setattr(
+        project, "csim_check", lambda m, p, x, **kw: project.CsimReport(len(x), x.size, 0, None)
+    )
+
+
 def test_build_without_vendor_tool_stops_after_csim(files, monkeypatch):
     """--build with no vivado_hls on PATH: exit 2 naming the tool, csim verdict kept.
 
     csim_check is replaced by a bit-exact report so that this test compiles nothing;
     the real C simulation is covered in test_hls_hls4ml.py.
     """
-    import hwapprox.hls.project as project
 
     model, cfg, tmp = files
-    monkeypatch.setattr(
-        project, "csim_check", lambda m, p, x: project.CsimReport(len(x), x.size, 0, None)
-    )
+    _no_csim(monkeypatch)
     monkeypatch.setenv("PATH", str(tmp))
     out = tmp / "prj"
     res = CliRunner().invoke(cli, ["hls", str(model), "-c", str(cfg), "-o", str(out), "--build"])
@@ -210,12 +217,8 @@ def test_build_summarises_the_csynth_report(files, monkeypatch):
     import json
     import os
 
-    import hwapprox.hls.project as project
-
     model, cfg, tmp = files
-    monkeypatch.setattr(
-        project, "csim_check", lambda m, p, x: project.CsimReport(len(x), x.size, 0, None)
-    )
+    _no_csim(monkeypatch)
     tool = tmp / "bin" / "vivado_hls"
     tool.parent.mkdir()
     tool.write_text(FAKE_VIVADO_HLS)
@@ -239,12 +242,8 @@ def test_build_without_report_fails(files, monkeypatch):
     """A vendor tool that writes no report: exit 1 saying so (never a silent success)."""
     import os
 
-    import hwapprox.hls.project as project
-
     model, cfg, tmp = files
-    monkeypatch.setattr(
-        project, "csim_check", lambda m, p, x: project.CsimReport(len(x), x.size, 0, None)
-    )
+    _no_csim(monkeypatch)
     tool = tmp / "bin2" / "vivado_hls"
     tool.parent.mkdir()
     tool.write_text("#!/bin/sh\nexit 0\n")

@@ -108,3 +108,74 @@ def test_head_model_follows_float():
     assert np.max(np.abs(got - ref)) < 0.05
     with pytest.raises(Exception, match=r"head token 9 is outside the sequence 0\.\.4"):
         dataclasses.replace(head, token=9)
+
+
+# -- heads of real exports, through hls4ml with no config -------------------------------
+CORPUS = Path(__file__).parent / "corpus"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("file", "io", "note"),
+    [
+        # GPT-2: ln_f + LM-head MatMul over every token (key mask, causal blocks)
+        ("gpt2_ts17.onnx", "io_parallel", "every token, LayerNorm"),
+        # ViT: decomposed LayerNorm + CLS Gather + classifier Gemm
+        ("vit_ts14.onnx", "io_stream", "token 0, LayerNorm"),
+    ],
+)
+def test_corpus_head_csim_bit_exact(tmp_path, file, io, note):
+    import json
+
+    from hwapprox.hls.project import compile_project, convert, csim_check, prepare_model
+
+    entry = next(
+        e for e in json.loads((CORPUS / "manifest.json").read_text())["models"] if e["file"] == file
+    )
+    prep = prepare_model(CORPUS / file, None, inputs=CORPUS / entry["inputs"])
+    assert prep.head is not None, prep.notes
+    (msg,) = [n for n in prep.notes if n.startswith("dense head converted")]
+    assert note in msg
+    assert not [n for n in prep.notes if "after the blocks (pooler, head)" in n]
+    hm = convert(prep, tmp_path / "prj", io_type=io)
+    compile_project(hm, write=False)
+    x = np.asarray(prep.samples)
+    rep = csim_check(hm, prep, x, compile=False, key_mask=prep.key_mask)
+    assert rep.bit_exact, rep
+    want = prep.reference(x, prep.key_mask)
+    assert want.shape == (len(x), prep.head.rows, prep.head.n_out)
+    assert len(np.unique(want)) > 20
+    acc = prep.accuracy()
+    assert acc is not None
+    assert acc["token_cosine_min"] > 0.999, acc
+    # the comparison can fail: the blocks without the head give another output
+    assert rep.values == want.size != np.asarray(dataclasses.replace(prep, head=None)
+                                                 .reference(x, prep.key_mask)).size  # fmt: skip
+
+
+def _onnx_head(after: str):
+    """x [1, 4, 8] -> MatMul W [8, 3] -> ``after`` ("output" or "Tanh") -> y."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.ones((D, C), np.float32), "W")
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["m"], name="proj")]
+    out = "m"
+    if after == "Tanh":
+        nodes.append(helper.make_node("Tanh", ["m"], ["t"], name="act"))
+        out = "t"
+    g = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, D])],
+        [helper.make_tensor_value_info(out, TensorProto.FLOAT, [1, 4, C])], [w],
+    )  # fmt: skip
+    return helper.make_model(g, opset_imports=[helper.make_operatorsetid("", 17)])
+
+
+def test_match_head_says_why_not():
+    from hwapprox.hls.head import match_head
+
+    hm, why = match_head(_onnx_head("output"), "x", [])
+    assert hm is not None
+    assert (why, hm.n_out, hm.token) == ("", C, None)
+    hm, why = match_head(_onnx_head("Tanh"), "x", [])
+    assert hm is None
+    assert why == "the dense layer 'proj' is followed by 'act' (Tanh), not a graph output"

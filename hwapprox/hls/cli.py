@@ -255,7 +255,7 @@ def csim_cmd(
     seeded N(0, 1) values quantised to the input format, plus an all-zero and
     an all-maximum sample. Exit status 1 when any raw code differs.
     """
-    from hwapprox.hls.project import convert, csim_check
+    from hwapprox.hls.project import compile_project, convert, csim_check
 
     if samples < 1:
         raise click.BadParameter(f"must be >= 1, got {samples}", param_hint="--samples")
@@ -271,7 +271,9 @@ def csim_cmd(
     else:
         real = fmt.quantize(rng.normal(0, 1, (samples, *shape)))
     x = np.concatenate([real, np.zeros((1, *shape), np.int64), np.full((1, *shape), fmt.max_raw)])
-    rep = csim_check(hmodel, prep, x)
+    click.echo("building the C-simulation library (g++; cached by content) ...")
+    compile_project(hmodel, write=False)
+    rep = csim_check(hmodel, prep, x, compile=False)
     verdict = (
         "bit-exact" if rep.bit_exact else f"{rep.mismatches} MISMATCHES (first at {rep.first})"
     )

@@ -39,7 +39,7 @@ from hwapprox.fixed import FixedFormat, cast
 from hwapprox.hls.emit import Instance, matmul_instance
 from hwapprox.hls.units import unit_instance
 
-__all__ = ["HEAD_OP_TYPE", "DenseHead", "HeadMatch", "match_head"]
+__all__ = ["HEAD_OP_TYPE", "DenseHead", "HeadMatch", "head_from_attrs", "match_head"]
 
 #: op type of the folded head node (domain :data:`hwapprox.hls.onnx_block.DOMAIN`)
 HEAD_OP_TYPE = "HwApproxDenseHead"
@@ -267,3 +267,37 @@ class DenseHead:
             "g": ln.gamma_fmt if ln is not None else self.in_fmt,
             "be": ln.beta_fmt if ln is not None else self.in_fmt,
         }
+
+
+def head_from_attrs(attrs: dict[str, Any], seq: int, dim: int) -> DenseHead:
+    """Rebuild the :class:`DenseHead` of a folded ``HwApproxDenseHead`` node's attributes
+    (``token`` int, -1 = every token; JSON ``hwapprox`` with the LayerNorm spec or null and
+    the formats; float tensors ``t_w``, ``t_b``, ``t_g``, ``t_be`` on their grids)."""
+    import json
+
+    from hwapprox.approx.registry import spec_from_config
+
+    try:
+        cfg = json.loads(attrs["hwapprox"])
+    except KeyError:
+        raise SpecError(
+            f"{HEAD_OP_TYPE} node has no 'hwapprox' attribute; build the model with "
+            "hwapprox.hls.project.prepare_model"
+        ) from None
+    ln = spec_from_config(cfg["ln"]) if cfg.get("ln") else None
+    f = {k: FixedFormat.parse(v) for k, v in cfg["formats"].items()}
+    token = int(attrs.get("token", -1))
+    w = np.asarray(attrs["t_w"], np.float64)
+    if w.ndim != 2 or w.shape[0] != dim:
+        raise SpecError(f"{HEAD_OP_TYPE}: weight shape {w.shape} does not take D={dim}")
+    g = be = None
+    if ln is not None:
+        g = ln.gamma_fmt.quantize(np.asarray(attrs["t_g"], np.float64))  # type: ignore[attr-defined]
+        be = ln.beta_fmt.quantize(np.asarray(attrs["t_be"], np.float64))  # type: ignore[attr-defined]
+    return DenseHead(
+        seq=seq, dim=dim, token=None if token < 0 else token, ln=ln, gamma=g, beta=be,
+        weight=f["weight_fmt"].quantize(w),
+        bias=f["bias_fmt"].quantize(np.asarray(attrs["t_b"], np.float64)),
+        in_fmt=f["in_fmt"], weight_fmt=f["weight_fmt"], bias_fmt=f["bias_fmt"],
+        accum_fmt=f["accum_fmt"], out_fmt=f["out_fmt"],
+    )  # fmt: skip

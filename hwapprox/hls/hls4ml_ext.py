@@ -48,11 +48,13 @@ from hwapprox.approx.registry import spec_from_config
 from hwapprox.fixed import FixedFormat, cast
 from hwapprox.hls.block import WEIGHT_NAMES, BlockFormats, EncoderBlock
 from hwapprox.hls.emit import INCLUDE_DIR, Instance, render_instances
+from hwapprox.hls.head import HEAD_OP_TYPE, DenseHead, head_from_attrs
 from hwapprox.hls.onnx_block import OP_TYPE, SITE_OP_TYPE
 from hwapprox.hls.units import unit_instance
 
 __all__ = [
     "BACKENDS",
+    "HEAD_LAYER_CLASS",
     "IO_TYPES",
     "LAYER_CLASS",
     "MASK_INPUT",
@@ -75,6 +77,8 @@ BACKENDS = ("Vivado", "Vitis")
 LAYER_CLASS = OP_TYPE
 #: the standalone nonlinear layer (softmax/GELU/LayerNorm over rows)
 SITE_LAYER_CLASS = SITE_OP_TYPE
+#: the dense head after the encoder chain (:mod:`hwapprox.hls.head`)
+HEAD_LAYER_CLASS = HEAD_OP_TYPE
 #: name of the folded model's key-mask graph input ([1, seq], 1.0 = real token)
 MASK_INPUT = "key_mask"
 #: hls4ml precision of the key-mask input layer (holds 0 and 1 exactly)
@@ -193,8 +197,10 @@ def predict_raw(
     in_fmt: FixedFormat,
     out_fmt: FixedFormat,
     key_mask: npt.ArrayLike | None = None,
+    out_shape: tuple[int, ...] | None = None,
 ) -> npt.NDArray[np.int64]:
-    """``model.predict`` (compiled) on raw ``in_fmt`` codes -> raw ``out_fmt`` codes, same shape.
+    """``model.predict`` (compiled) on raw ``in_fmt`` codes -> raw ``out_fmt`` codes, the
+    input's shape or ``[B, *out_shape]`` (a model ending in a dense head).
 
     ``key_mask``: bool ``[B, seq]``, True = real token, for models with a key
     mask input (:func:`predict_inputs`). Outputs off the ``out_fmt`` grid (a
@@ -202,7 +208,8 @@ def predict_raw(
     """
     xr = np.asarray(x_raw, dtype=np.int64)
     y = np.asarray(model.predict(predict_inputs(xr, in_fmt, key_mask)), dtype=np.float64)
-    got = np.ldexp(y.reshape(xr.shape), out_fmt.frac_bits)
+    shape = xr.shape if out_shape is None else (xr.shape[0], *out_shape)
+    got = np.ldexp(y.reshape(shape), out_fmt.frac_bits)
     if not np.array_equal(got, np.round(got)):
         raise SpecError("predict() returned values off the output grid (wrong output type?)")
     return got.astype(np.int64)
@@ -310,6 +317,69 @@ def _parse_block(
         "onnx_attrs": attrs,
     }
     return layer
+
+
+def _parse_head(node: Any, input_names: Any, input_shapes: Any, graph: Any) -> dict[str, Any]:
+    """ONNX handler of ``HwApproxDenseHead``: attributes and the input shape."""
+    layer = _parse_block(node, input_names, input_shapes, graph)
+    layer["class_name"] = HEAD_LAYER_CLASS
+    return layer
+
+
+def _head_layer_class() -> type:
+    from hls4ml.model.layers import Layer
+
+    class HwApproxDenseHead(Layer):  # type: ignore[misc]
+        """[token] -> [LayerNorm] -> Dense; output ``[rows, n_out]`` of ``out_fmt``."""
+
+        def initialize(self) -> None:
+            io = self.model.config.get_config_value("IOType")
+            if io not in IO_TYPES:
+                raise SpecError(f"{self.name}: {HEAD_LAYER_CLASS} supports {IO_TYPES}, not {io!r}")
+            inp = self.get_input_variable()
+            seq, dim = (int(v) for v in inp.shape)
+            head = head_from_attrs(self.get_attr("onnx_attrs"), seq, dim)
+            self.set_attr("hwapprox_head", head)
+            self.add_output_variable([head.rows, head.n_out], precision=precision_of(head.out_fmt))
+            fmts = head.weight_formats()
+            for n, raw in head.weight_arrays().items():
+                self.add_weights_variable(
+                    name=n,
+                    var_name=f"hwa{{index}}_{n}",
+                    type_name=f"hwa{{index}}_{n}_t",
+                    precision=precision_of(fmts[n]),
+                    data=fmts[n].to_float(np.asarray(raw)),
+                )
+
+    return HwApproxDenseHead
+
+
+def _head_templates(layer_cls: type) -> tuple[type, type]:
+    from hls4ml.backends.template import FunctionCallTemplate, LayerConfigTemplate
+
+    class HeadConfigTemplate(LayerConfigTemplate):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__(layer_cls)
+
+        def format(self, node: Any) -> str:
+            head: DenseHead = node.get_attr("hwapprox_head")
+            return render_instances(head.instances(f"config{node.index}"))
+
+    class HeadFunctionTemplate(FunctionCallTemplate):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__(layer_cls, include_header=["nnet_utils/head.h"])
+
+        def format(self, node: Any) -> str:
+            p = self._default_function_params(node)
+            stream = node.model.config.get_config_value("IOType") == "io_stream"
+            fn = "dense_head_stream" if stream else "dense_head"
+            weights = ", ".join(node.get_weights(n).name for n in ("w", "b", "g", "be"))
+            return (
+                f"hwapprox::{fn}<{p['input_t']}, {p['output_t']}, {p['config']}>"
+                f"({p['input']}, {p['output']}, {weights});"
+            )
+
+    return HeadConfigTemplate, HeadFunctionTemplate
 
 
 def _layer_class() -> type:
@@ -460,16 +530,18 @@ def register() -> None:
 
     layer_cls = _state.get("layer") or _layer_class()
     site_cls = _state.get("site_layer") or _site_layer_class()
-    _state["layer"], _state["site_layer"] = layer_cls, site_cls
-    if LAYER_CLASS not in layer_map:
-        register_layer(LAYER_CLASS, layer_cls)
-    if SITE_LAYER_CLASS not in layer_map:
-        register_layer(SITE_LAYER_CLASS, site_cls)
-    if OP_TYPE not in layer_handlers:
-        register_onnx_layer_handler(OP_TYPE, _parse_block)
-    if SITE_OP_TYPE not in layer_handlers:
-        register_onnx_layer_handler(SITE_OP_TYPE, _parse_site)
-    templates = [*_templates(layer_cls), *_site_templates(site_cls)]
+    head_cls = _state.get("head_layer") or _head_layer_class()
+    _state["layer"], _state["site_layer"], _state["head_layer"] = layer_cls, site_cls, head_cls
+    for name, cls, handler in (
+        (LAYER_CLASS, layer_cls, _parse_block),
+        (SITE_LAYER_CLASS, site_cls, _parse_site),
+        (HEAD_LAYER_CLASS, head_cls, _parse_head),
+    ):
+        if name not in layer_map:
+            register_layer(name, cls)
+        if name not in layer_handlers:
+            register_onnx_layer_handler(name, handler)
+    templates = [*_templates(layer_cls), *_site_templates(site_cls), *_head_templates(head_cls)]
     headers = sorted((INCLUDE_DIR / "hwapprox").glob("*.h"))
     for name in BACKENDS:
         backend = hls4ml.backends.get_backend(name)

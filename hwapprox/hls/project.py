@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import onnx
 from onnx import ModelProto, helper
 
 from hwapprox.approx.base import SpecError
@@ -35,6 +36,7 @@ from hwapprox.approx.config import load_config
 from hwapprox.export.errors import ExportError
 from hwapprox.fixed import FixedFormat
 from hwapprox.hls.block import BlockFormats, EncoderBlock
+from hwapprox.hls.head import HEAD_OP_TYPE, DenseHead, HeadMatch, match_head
 from hwapprox.hls.hls4ml_ext import (
     IO_TYPES,
     SiteStep,
@@ -83,6 +85,8 @@ class Prepared:
     float_out: npt.NDArray[np.float64] | None = None
     #: key padding of the samples (bool ``[B, S]``, True = real token), masked blocks
     key_mask: npt.NDArray[np.bool_] | None = None
+    #: the dense head after the last block (:mod:`hwapprox.hls.head`), or None
+    head: DenseHead | None = None
 
     @property
     def masked(self) -> bool:
@@ -96,6 +100,8 @@ class Prepared:
         y = self.out_fmt.to_float(self.reference(self.samples, self.key_mask))
         f = np.asarray(self.float_out, dtype=np.float64).reshape(y.shape)
         keep = np.ones(y.shape[:2], bool) if self.key_mask is None else self.key_mask
+        if self.head is not None and self.head.token is not None:
+            keep = keep[:, self.head.token : self.head.token + 1]
         y, f = y[keep], f[keep]  # padded tokens never count
         num = (y * f).sum(axis=-1)
         den = np.linalg.norm(y, axis=-1) * np.linalg.norm(f, axis=-1)
@@ -112,6 +118,8 @@ class Prepared:
 
     @property
     def out_fmt(self) -> FixedFormat:
+        if self.head is not None:
+            return self.head.out_fmt
         return self.blocks[-1].out_fmt if self.blocks else self.steps[-1].out_fmt
 
     @property
@@ -135,6 +143,8 @@ class Prepared:
                     y, f"block {i} input (previous block's output must be in_fmt codes)"
                 )
             y = b.model(y, key_mask) if b.masked else b.model(y)
+        if self.head is not None:
+            y = self.head.model(y)
         fmt = self.in_fmt
         for st in self.steps:
             y = st.run(y, fmt)
@@ -234,6 +244,9 @@ def prepare_model(
             f"design: {', '.join(outside_cfg)}"
         )
     parts = outside_nodes(m, matches)
+    hmatch, why_no_head = match_head(m, matches[-1].output, all_sites)
+    if hmatch is not None:
+        parts["after"] = [n for n in parts["after"] if n.name not in set(hmatch.nodes)]
     for where, label in (("before", "before the blocks (embeddings)"),
                          ("after", "after the blocks (pooler, head)")):  # fmt: skip
         nodes = parts[where]
@@ -243,9 +256,10 @@ def prepare_model(
                 ops[n.op_type] = ops.get(n.op_type, 0) + 1
             listing = ", ".join(f"{k} x{v}" for k, v in ops.items())
             first = ", ".join(repr(n.name) for n in nodes[:4])
+            why = f" (no dense head: {why_no_head})" if where == "after" and why_no_head else ""
             notes.append(
                 f"not in the HLS design, {label}: {len(nodes)} nodes ({listing}; first "
-                f"{first}{', ...' if len(nodes) > 4 else ''}); they stay in the float model"
+                f"{first}{', ...' if len(nodes) > 4 else ''}); they stay in the float model{why}"
             )
     cal = None
     seq = None
@@ -300,6 +314,24 @@ def prepare_model(
         km = matches[0].key_mask
         if km is not None and feeds is not None:
             key_mask = np.asarray(feeds[km]).reshape(x0.shape[0], seq) != 0
+    head = None
+    if hmatch is not None:
+        head, head_out = _prepare_head(
+            m, hmatch, blocks[-1], cfg, feeds, width=width, headroom=headroom, stat=stat,
+            defaults=DEFAULT_METHODS if not (cfg.defaults or cfg.sites) else {},
+        )  # fmt: skip
+        _append_head(folded, head)
+        if head_out is not None and samples is not None:
+            float_out = np.asarray(head_out, np.float64).reshape(len(samples), head.rows, -1)
+        parts_ = ([f"LayerNorm site {hmatch.ln.name}"] if hmatch.ln is not None else []) + [
+            repr(n) for n in hmatch.nodes if hmatch.ln is None or n not in hmatch.ln.nodes
+        ]
+        notes.append(
+            f"dense head converted after the blocks: {', '.join(parts_)} -> "
+            f"{'token ' + str(head.token) if head.token is not None else 'every token'}, "
+            f"{'LayerNorm ' + head.ln.method + ', ' if head.ln is not None else ''}"
+            f"Dense {head.dim} -> {head.n_out} (output {head.out_fmt})"
+        )
     return Prepared(
         folded,
         blocks,
@@ -308,6 +340,101 @@ def prepare_model(
         samples=samples,
         float_out=float_out,
         key_mask=key_mask,
+        head=head,
+    )
+
+
+def _prepare_head(
+    m: ModelProto,
+    hm: HeadMatch,
+    last: EncoderBlock,
+    cfg: Any,
+    feeds: Mapping[str, np.ndarray] | None,
+    *,
+    width: int,
+    headroom: int,
+    stat: str | float,
+    defaults: Mapping[Any, str],
+) -> tuple[DenseHead, np.ndarray | None]:
+    """The head's spec and formats, calibrated like the blocks' (the float model runs
+    once more for the head's tensors); and the float head output on ``feeds``."""
+    from hwapprox.export.calibrate import SiteStats, calibrate, parameter_format
+    from hwapprox.export.emulate import trace_model
+    from hwapprox.fixed import Overflow, Rounding
+    from hwapprox.hls.calibrate import BlockCalibration, _resolve_site
+
+    cal = out_vals = None
+    if feeds is not None:
+        trace = calibrate(m, [hm.ln] if hm.ln is not None else [], feeds)
+        cal = BlockCalibration(trace)
+        sess = trace_model(m, [hm.output])
+        out_vals = np.asarray(sess.run([hm.output], dict(feeds))[0], np.float64)
+    ln = None
+    gamma = beta = None
+    if hm.ln is not None:
+        try:
+            ln = _resolve_site(
+                cfg, hm.ln, cal, width=width, headroom=headroom, stat=stat, defaults=defaults
+            )
+        except ExportError as exc:
+            raise SpecError(str(exc)) from None
+        d = hm.weight.shape[0]
+        g = np.broadcast_to(hm.ln.gamma if hm.ln.gamma is not None else 1.0, (d,))
+        b = np.broadcast_to(hm.ln.beta if hm.ln.beta is not None else 0.0, (d,))
+        gamma, beta = ln.gamma_fmt.quantize(g), ln.beta_fmt.quantize(b)  # type: ignore[attr-defined]
+    rs = (Rounding.RND, Overflow.SAT)
+    # weights and bias exactly in range, at the blocks' weight width and 12 bits
+    wfmt = parameter_format(hm.weight, last.formats.weight_fmt.width)
+    bfmt = parameter_format(hm.bias if hm.bias is not None else np.zeros(1), 12)
+    if wfmt is None or bfmt is None:  # pragma: no cover - both are given values
+        raise SpecError("head weight/bias formats could not be derived")
+    if out_vals is not None:
+        out_fmt = SiteStats.of("head output", out_vals).choose_format(
+            width, headroom, *rs, stat=stat
+        )
+    else:
+        out_fmt = FixedFormat(width, 6, True, *rs)
+    a_int = ln.out_fmt.int_bits if ln is not None else last.out_fmt.int_bits
+    accum = FixedFormat(32, max(out_fmt.int_bits, a_int) + 2, True, Rounding.TRN, Overflow.SAT)
+    bias = bfmt.quantize(hm.bias) if hm.bias is not None else np.zeros(hm.n_out, np.int64)
+    seq = last.seq
+    head = DenseHead(
+        seq=seq, dim=last.dim, token=None if hm.token is None else hm.token % seq, ln=ln,
+        gamma=gamma, beta=beta, weight=wfmt.quantize(hm.weight), bias=bias,
+        in_fmt=last.out_fmt, weight_fmt=wfmt, bias_fmt=bfmt, accum_fmt=accum, out_fmt=out_fmt,
+    )  # fmt: skip
+    return head, out_vals
+
+
+def _append_head(folded: ModelProto, head: DenseHead) -> None:
+    """Append the folded ``HwApproxDenseHead`` node; the graph output becomes its output."""
+    from onnx import numpy_helper
+
+    from hwapprox.hls.onnx_block import DOMAIN
+
+    g = folded.graph
+    last = g.output[0]
+    fmts = head.weight_formats()
+    tensors = {
+        f"t_{k}": numpy_helper.from_array(fmts[k].to_float(v).astype(np.float64), k)
+        for k, v in head.weight_arrays().items()
+    }
+    payload = {
+        "ln": head.ln.to_config() if head.ln is not None else None,
+        "formats": {k: str(getattr(head, k)) for k in
+                    ("in_fmt", "weight_fmt", "bias_fmt", "accum_fmt", "out_fmt")},
+    }  # fmt: skip
+    node = helper.make_node(
+        HEAD_OP_TYPE, [last.name], ["head_out"], name="dense_head", domain=DOMAIN,
+        token=-1 if head.token is None else head.token, hwapprox=json.dumps(payload), **tensors,
+    )  # fmt: skip
+    g.node.append(node)
+    g.value_info.append(last)
+    del g.output[:]
+    g.output.append(
+        helper.make_tensor_value_info(
+            "head_out", onnx.TensorProto.FLOAT, [1, head.rows, head.n_out]
+        )
     )
 
 
@@ -414,6 +541,14 @@ def convert(
         hls_config=hls_config,
         **kwargs,
     )
+    # write() dumps the config to hls4ml_config.yml, the ONNX model object included:
+    # with the weights inside the folded nodes that is minutes of YAML for a real
+    # encoder. The config names the folded model's file instead (hls4ml reads
+    # either form).
+    folded = Path(output_dir) / "hwapprox_folded.onnx"
+    folded.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save(prepared.model, folded)
+    model.config.config["OnnxModel"] = str(folded)
     model.write()
     return model
 
@@ -447,7 +582,7 @@ def _project_digest(out: Path, opt: str) -> str:
     return h.hexdigest()[:20]
 
 
-def compile_project(model: Any, *, opt: str = CSIM_OPT) -> Path:
+def compile_project(model: Any, *, opt: str = CSIM_OPT, write: bool = True) -> Path:
     """``model.write()`` and build its C-sim library with ``opt``, once per content.
 
     hls4ml's own ``compile()`` rebuilds with ``-O3`` every time. Here the
@@ -455,6 +590,8 @@ def compile_project(model: Any, *, opt: str = CSIM_OPT) -> Path:
     the weight ``.txt`` files it loads (so it does not depend on the project
     directory), keyed by the project's sources, weights, flags and g++ version;
     a rerun on the same model -- in any output directory -- only copies it.
+    ``write=False`` skips ``model.write()`` for a project :func:`convert` has
+    just written (writing a real encoder's weight headers takes seconds).
     Returns the loaded library's path.
     """
     import ctypes
@@ -466,7 +603,8 @@ def compile_project(model: Any, *, opt: str = CSIM_OPT) -> Path:
 
     if not opt.startswith("-O"):
         raise SpecError(f"opt={opt!r} must be a g++ optimisation flag such as -O1")
-    model.write()
+    if write:
+        model.write()
     out = Path(model.config.get_output_dir())
     name = model.config.get_project_name()
     lib = out / "firmware" / f"{name}-{model.config.get_config_value('Stamp')}.so"
@@ -558,8 +696,8 @@ def csim_check(
         km = np.ones(xr.shape[:2], bool) if key_mask is None else np.asarray(key_mask, bool)
     if compile:
         compile_project(model)
-    got_raw = predict_raw(model, xr, in_fmt, prepared.out_fmt, km)
     want = prepared.reference(xr, km)
+    got_raw = predict_raw(model, xr, in_fmt, prepared.out_fmt, km, out_shape=want.shape[1:])
     bad = np.argwhere(got_raw != want)
     return CsimReport(
         samples=xr.shape[0],
