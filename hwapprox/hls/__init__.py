@@ -10,7 +10,8 @@ Layout
     hls4ml stable/latency), ``gelu.h`` (ibert, shiftgelu, edgemoe, pwl, lut),
     ``layernorm.h`` (ibert, rsqrt_lut, rmsnorm), ``encoder.h`` (a post-LN or
     pre-LN encoder block, optionally causal and with key-padding mask bits;
-    weights as arguments; io_parallel and io_stream) and ``rows.h`` (one unit
+    weights as arguments; io_parallel and io_stream), ``head.h`` (a dense head
+    after the chain: token select, LayerNorm, Dense) and ``rows.h`` (one unit
     over the rows of a tensor). Each unit is bit-exact with its spec's
     ``model`` (tests ``tests/test_hls_*.py``, g++ C simulation on the same raw
     codes).
@@ -25,6 +26,9 @@ Layout
 :mod:`hwapprox.hls.block`
     :class:`~hwapprox.hls.block.EncoderBlock`: the block's exact model
     (linear stages + nonlinear specs composed) and its config.
+:mod:`hwapprox.hls.head`
+    :class:`~hwapprox.hls.head.DenseHead`: the head's exact model, and
+    :func:`~hwapprox.hls.head.match_head` (the ONNX pattern after the blocks).
 :mod:`hwapprox.hls.onnx_block`, :mod:`hwapprox.hls.hls4ml_ext`, :mod:`hwapprox.hls.project`
     ONNX encoder blocks folded into one ``HwApproxEncoderBlock`` node each
     (models without a whole block: one ``HwApproxNonlinear`` node per
