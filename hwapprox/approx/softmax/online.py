@@ -1,0 +1,981 @@
+"""Streaming softmax with a running max and sum and one reciprocal per row: the
+single-pass ``online`` softmax (:class:`OnlineSoftmax`, Milakov & Gimelshein 2018;
+Edge-MoE ``finalize_attn``) and ``softermax`` (:class:`SoftermaxSoftmax`,
+Stevens et al., DAC 2021).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from hwapprox.approx import intmath
+from hwapprox.approx.base import Cost, RawArray, SpecError
+from hwapprox.approx.hwparams import overflow_code, raw_width, rounding_code, ubits
+from hwapprox.approx.softmax._common import (
+    _FIX16_6,
+    _FIX18_8_RND_SAT,
+    _MEMO_MAX_BITS,
+    SoftmaxSpec,
+    _broadcast_mask,
+    _cached,
+    _cast_prod,
+    _zero_masked,
+)
+from hwapprox.fixed import MAX_RAW_BITS, FixedFormat, Rounding, cast
+
+_F = FixedFormat.parse
+_UFIX12_1_RND = _F("ap_ufixed<12,1,AP_RND>")
+_UFIX16_0_RND_SAT = _F("ap_ufixed<16,0,AP_RND,AP_SAT>")
+_UFIX16_1_RND = _F("ap_ufixed<16,1,AP_RND>")
+_UFIX22_1_RND = _F("ap_ufixed<22,1,AP_RND>")
+_UFIX26_1_RND = _F("ap_ufixed<26,1,AP_RND>")
+_UFIX27_5_RND_SAT = _F("ap_ufixed<27,5,AP_RND,AP_SAT>")
+_UFIX28_12_TRN = _F("ap_ufixed<28,12,AP_TRN>")
+_UFIX36_12_RND = _F("ap_ufixed<36,12,AP_RND>")
+_UFIX8_0_RND_SAT = _F("ap_ufixed<8,0,AP_RND,AP_SAT>")
+
+
+def _rnd_flag(fmt: FixedFormat) -> int:
+    return 1 if fmt.rounding is Rounding.RND else 0
+
+
+@dataclass(frozen=True)
+class OnlineSoftmax(SoftmaxSpec):
+    """Single-pass softmax: running max and running sum (Milakov & Gimelshein 2018).
+
+    As Edge-MoE ``finalize_attn`` streams it: one element per step, one
+    reciprocal per row, outputs recomputed from the buffered row. Every step is
+    a named fixed-point operation; an RTL/HLS unit reproduces it bit for bit
+    from this code, :meth:`params` and :meth:`tables`.
+
+    Datapath (``F_in = in_fmt.frac_bits``, ``F_e = exp_fmt.frac_bits``, ...):
+
+    * **State** per row: ``m`` (raw ``in_fmt``), ``d`` (raw ``sum_fmt``).
+      Element 0: ``m = x_0``, ``d = ONE`` (1.0 in ``sum_fmt``).
+    * **Element j >= 1** (``schedule="online"``):
+      if ``x_j > m``: ``d = R_s(d · E(x_j - m)) + ONE``, ``m = x_j``;
+      else ``d = d + E(m - x_j)`` (exact: ``sum_fmt.frac_bits >= F_e``).
+      ``R_s`` = exact product (``sum_fmt`` × ``exp_fmt``) rounded to
+      ``sum_fmt`` with ``sum_fmt.rounding`` (AP_TRN or AP_RND).
+      ``schedule="two_pass"``: ``m = max`` first, then ``d = Σ E(m - x_j)``
+      (no rescaling; the same E and the same formats).
+    * **E(δ) = exp(-δ)** for raw ``δ >= 0`` (``F_in`` fraction bits), a raw
+      ``exp_fmt`` code:
+
+      - ``exp_unit="base2"``: ``t = R_t(δ · LOG2E)`` with ``LOG2E`` =
+        log2(e) quantised to ``log2e_fmt`` (its rounding), product exact,
+        ``R_t`` = cast to ``exp_arg_fmt`` (its rounding; AP_SAT clamps huge
+        δ, whose result is 0 anyway); then
+        :func:`~hwapprox.approx.intmath.exp2_neg`: integer part of ``t`` is a
+        right shift, the top ``exp_frac_bits`` fraction bits address the
+        table ``exp2_table`` (2^(-k/2^b), ``exp_table_frac_bits``), the
+        remaining bits interpolate linearly (``exp_interp="pwl"``) or are
+        dropped (``"none"``); one final rounding to ``F_e`` with
+        ``exp_fmt.rounding``.
+      - ``exp_unit="lut"``: if ``δ >= 2^exp_lut_int_bits`` then 0, else
+        ``exp_lut[δ >> s]`` with ``s = F_in + exp_lut_int_bits -
+        exp_lut_bits`` (the top ``exp_lut_bits`` bits of δ); entry k holds
+        exp(-centre of bin k) (exact value when ``s = 0``) rounded to
+        ``exp_fmt``.
+    * **Reciprocal** once per row, ``r = 1/d`` as raw ``recip_fmt``:
+      :func:`~hwapprox.approx.intmath.reciprocal` with leading-one
+      normalisation of ``d``, mantissa to ``recip_work_frac_bits`` bits,
+      ``recip_unit="lut"`` (PWL between ``2^recip_table_bits + 1`` end
+      points) or ``"newton"`` (bin-centre seed, ``newton_steps`` steps
+      ``R = R·(2 - U·R)``), all roundings ``recip_fmt.rounding``.
+    * **Output** per buffered element: ``y_i = cast_out(E(m - x_i) · r)``:
+      exact product (``F_e + F_r`` fraction bits) cast to ``out_fmt`` with its
+      rounding and overflow (default AP_RND, AP_SAT).
+
+    * **Masks** (:class:`SoftmaxSpec` contract): the row state starts
+      *empty*, ``(m, d) = (-inf, 0)``; the element-0 rule above is the
+      ``x_j > m`` rule applied to the empty state (``R_s(0·E) + ONE = ONE``),
+      so an unmasked element updates the state as stated and a masked element
+      leaves ``(m, d)`` untouched (it never raises ``m``, adds no ``E``).
+      ``schedule="two_pass"``: ``m`` = the max of the unmasked elements, masked
+      ``E`` = 0. Masked outputs are 0. A fully masked row stays empty
+      (``d = 0``; its reciprocal is not used) and outputs all zeros.
+
+    Intermediates for unit tests of the HLS/RTL ports: :meth:`exp_unit_raw`
+    (E), :meth:`row_state` (``m``, ``d`` for either schedule) and
+    :meth:`recip_raw` (``1/d``). The defaults reach <= 1 LSB max error at
+    16-bit outputs for ``ap_fixed<16,6>`` inputs (``benchmarks/results/softmax.md``).
+    """
+
+    method = "online"
+    source = "Milakov & Gimelshein 2018 (online normaliser); Edge-MoE finalize_attn"
+
+    in_fmt: FixedFormat = _FIX16_6
+    out_fmt: FixedFormat = _UFIX16_0_RND_SAT
+    schedule: str = "online"
+    exp_unit: str = "base2"
+    exp_fmt: FixedFormat = _UFIX22_1_RND
+    # base2 exp unit
+    log2e_fmt: FixedFormat = _UFIX26_1_RND
+    exp_arg_fmt: FixedFormat = _UFIX27_5_RND_SAT
+    exp_frac_bits: int = 8
+    exp_interp: str = "pwl"
+    exp_table_frac_bits: int = 24
+    # lut exp unit
+    exp_lut_bits: int = 12
+    exp_lut_int_bits: int = 4
+    # sum and reciprocal
+    sum_fmt: FixedFormat = _UFIX36_12_RND
+    recip_unit: str = "newton"
+    recip_fmt: FixedFormat = _UFIX26_1_RND
+    recip_table_bits: int = 8
+    recip_work_frac_bits: int = 26
+    newton_steps: int = 2
+
+    # -- validation ------------------------------------------------------------------
+    def validate(self) -> None:
+        self._choice("schedule", ("online", "two_pass"))
+        self._choice("exp_unit", ("base2", "lut"))
+        self._choice("exp_interp", ("pwl", "none"))
+        self._choice("recip_unit", ("lut", "newton"))
+        self._rounding_trn_rnd("out_fmt")
+        self._need(
+            self.out_fmt.overflow.value in ("AP_SAT", "AP_WRAP"),
+            "out_fmt",
+            self.out_fmt,
+            "overflow must be AP_SAT or AP_WRAP",
+        )
+        for f in ("exp_fmt", "sum_fmt", "recip_fmt", "log2e_fmt", "exp_arg_fmt"):
+            fmt: FixedFormat = getattr(self, f)
+            self._need(not fmt.signed, f, fmt, "must be unsigned (ap_ufixed)")
+            self._rounding_trn_rnd(f)
+        self._need(self.in_fmt.width <= 32, "in_fmt", self.in_fmt, "at most 32 bits")
+        self._need(
+            self.exp_fmt.int_bits >= 1 and self.exp_fmt.frac_bits >= 1,
+            "exp_fmt",
+            self.exp_fmt,
+            "must hold 1.0 (int_bits >= 1) and fractions (frac_bits >= 1)",
+        )
+        self._need(
+            self.sum_fmt.int_bits >= 1,
+            "sum_fmt",
+            self.sum_fmt,
+            "int_bits must be >= 1 to hold the sum (>= 1.0)",
+        )
+        self._need(
+            self.sum_fmt.frac_bits >= self.exp_fmt.frac_bits,
+            "sum_fmt",
+            self.sum_fmt,
+            f"needs at least exp_fmt's {self.exp_fmt.frac_bits} fraction bits (exp adds exactly)",
+        )
+        self._need(
+            self.sum_fmt.width + self.exp_fmt.width <= MAX_RAW_BITS,
+            "sum_fmt",
+            self.sum_fmt,
+            f"sum x exp product must fit {MAX_RAW_BITS} bits (exp_fmt {self.exp_fmt})",
+        )
+        self._need(
+            self.recip_fmt.int_bits >= 1 and self.recip_fmt.frac_bits >= 1,
+            "recip_fmt",
+            self.recip_fmt,
+            "must hold 1/d in (0, 1] (int_bits >= 1, frac_bits >= 1)",
+        )
+        self._need(
+            self.exp_fmt.width + self.recip_fmt.width <= MAX_RAW_BITS,
+            "recip_fmt",
+            self.recip_fmt,
+            f"exp x recip product must fit {MAX_RAW_BITS} bits",
+        )
+        self._int_in("recip_work_frac_bits", 2, 29)
+        self._int_in("recip_table_bits", 1, min(16, self.recip_work_frac_bits))
+        self._int_in("newton_steps", 0, 4)
+        if self.exp_unit == "base2":
+            self._need(
+                self.log2e_fmt.int_bits >= 1,
+                "log2e_fmt",
+                self.log2e_fmt,
+                "int_bits must be >= 1 to hold log2(e) = 1.44",
+            )
+            self._need(
+                self.in_fmt.width + 1 + self.log2e_fmt.width <= MAX_RAW_BITS,
+                "log2e_fmt",
+                self.log2e_fmt,
+                f"δ x LOG2E product must fit {MAX_RAW_BITS} bits",
+            )
+            self._int_in("exp_frac_bits", 1, min(16, max(1, self.exp_arg_fmt.frac_bits)))
+            self._int_in("exp_table_frac_bits", self.exp_fmt.frac_bits, 40)
+            self._need(
+                self.exp_arg_fmt.overflow.value.startswith("AP_SAT")
+                and self.exp_arg_fmt.max >= self.exp_fmt.frac_bits + 2,
+                "exp_arg_fmt",
+                self.exp_arg_fmt,
+                f"must saturate (AP_SAT) and reach t >= exp_fmt.frac_bits + 2 = "
+                f"{self.exp_fmt.frac_bits + 2} so that clamped arguments give exp = 0",
+            )
+        else:
+            self._int_in("exp_lut_int_bits", 0, 8)
+            self._int_in("exp_lut_bits", 1, min(20, self.in_fmt.frac_bits + self.exp_lut_int_bits))
+
+    # -- constants and tables --------------------------------------------------------
+    @property
+    def log2e_raw(self) -> int:
+        """log2(e) as a raw ``log2e_fmt`` code."""
+        return int(self.log2e_fmt.quantize(np.array([math.log2(math.e)]))[0])
+
+    def _one_sum(self) -> int:
+        return 1 << self.sum_fmt.frac_bits
+
+    def tables(self) -> dict[str, RawArray]:
+        """``exp2_table`` (base2, ``exp_table_frac_bits``) or ``exp_lut`` (lut, raw ``exp_fmt``),
+        and ``recip_table`` (``recip_work_frac_bits`` fraction bits)."""
+        out: dict[str, RawArray] = {}
+        if self.exp_unit == "base2":
+            out["exp2_table"] = intmath.exp2_frac_table(
+                self.exp_frac_bits, self.exp_table_frac_bits, self.exp_fmt.rounding
+            )
+        else:
+            s = self.in_fmt.frac_bits + self.exp_lut_int_bits - self.exp_lut_bits
+            k = np.arange(1 << self.exp_lut_bits, dtype=np.float64)
+            centre = (k * 2.0**s + (2.0**s - 1) / 2) * 2.0**-self.in_fmt.frac_bits
+            out["exp_lut"] = self.exp_fmt.quantize(np.exp(-centre))
+        wf, tb, mode = self.recip_work_frac_bits, self.recip_table_bits, self.recip_fmt.rounding
+        if self.recip_unit == "lut":
+            out["recip_table"] = intmath.recip_pwl_table(tb, wf, mode)
+        else:
+            out["recip_table"] = intmath.recip_seed_table(tb, wf, mode)
+        return out
+
+    def params(self) -> dict[str, int]:
+        """Integer constants and widths (``*_RND`` = 1 for AP_RND, 0 for AP_TRN)."""
+        p = {
+            "IN_W": self.in_fmt.width,
+            "IN_F": self.in_fmt.frac_bits,
+            "TWO_PASS": int(self.schedule == "two_pass"),
+            "EXP_UNIT_BASE2": int(self.exp_unit == "base2"),
+            "EXP_W": self.exp_fmt.width,
+            "EXP_F": self.exp_fmt.frac_bits,
+            "EXP_RND": _rnd_flag(self.exp_fmt),
+            "SUM_W": self.sum_fmt.width,
+            "SUM_F": self.sum_fmt.frac_bits,
+            "SUM_RND": _rnd_flag(self.sum_fmt),
+            "SUM_ONE": self._one_sum(),
+            "RECIP_W": self.recip_fmt.width,
+            "RECIP_F": self.recip_fmt.frac_bits,
+            "RECIP_RND": _rnd_flag(self.recip_fmt),
+            "RECIP_NEWTON": int(self.recip_unit == "newton"),
+            "RECIP_TABLE_BITS": self.recip_table_bits,
+            "RECIP_WORK_F": self.recip_work_frac_bits,
+            "NEWTON_STEPS": self.newton_steps,
+            "OUT_W": self.out_fmt.width,
+            "OUT_RND": _rnd_flag(self.out_fmt),
+            "OUT_SAT": int(self.out_fmt.overflow.value == "AP_SAT"),
+            "OUT_SIGNED": int(self.out_fmt.signed),
+            "OUT_F": self.out_fmt.frac_bits,
+        }
+        if self.exp_unit == "base2":
+            p |= {
+                "LOG2E": self.log2e_raw,
+                "LOG2E_W": self.log2e_fmt.width,
+                "LOG2E_F": self.log2e_fmt.frac_bits,
+                "T_W": self.exp_arg_fmt.width,
+                "T_F": self.exp_arg_fmt.frac_bits,
+                "T_RND": _rnd_flag(self.exp_arg_fmt),
+                "EXP2_ADDR_BITS": self.exp_frac_bits,
+                "EXP2_TABLE_F": self.exp_table_frac_bits,
+                "EXP2_INTERP": int(self.exp_interp == "pwl"),
+            }
+        else:
+            p |= {
+                "EXP_LUT_BITS": self.exp_lut_bits,
+                "EXP_LUT_INT_BITS": self.exp_lut_int_bits,
+                "EXP_LUT_SHIFT": self.in_fmt.frac_bits + self.exp_lut_int_bits - self.exp_lut_bits,
+            }
+        return p
+
+    def hw_params(self, n: int | None = None) -> dict[str, int]:
+        """The hardware parameter set: the SV parameters of ``hwa_softmax_online`` (and its
+        ``hwa_exp_unit``/``hwa_recip``) and the HLS config constants, one set.
+
+        ``n`` is unused: the running sum is a ``sum_fmt`` value and rows are at
+        most ``floor(sum_fmt.max)`` long (the model refuses longer rows), so
+        ``d <= n·ONE < 2^SUM_W``. Codes ``*_RND``/``*_OVF`` are ``hwa_pkg``'s.
+
+        ========= ======== =========================================================
+        name      sign     value range -> bits
+        ========= ======== =========================================================
+        X_W       signed   an input code (``ap_ufixed`` zero-extended)
+        DELTA_W   unsigned ``|x_j - m| <= 2^IN_W - 1``
+        PROD_W    unsigned ``δ·LOG2E`` (base2), exact, before the cast to ``exp_arg_fmt``
+        T_W       unsigned ``t`` (``exp_arg_fmt``); ``t >> T_F`` is the shift ``k``
+        V_W       unsigned ``v = T[i]·2^G - (T[i] - T[i+1])·u`` with ``G = T_F - A``:
+                           between ``T[i+1]·2^G`` and ``T[i]·2^G <= 2^(TABLE_F + G)``
+        EXP_W     unsigned ``E = round(v / 2^(k + EXP2_SHIFT)) <= 2^EXP_F`` (exp_fmt)
+        SUM_W     unsigned ``d`` (sum_fmt), at most ``n·ONE``
+        RESCALE_W unsigned ``d·E`` (``E <= 1.0``: ``R_s(d·E) + ONE <= d + ONE``)
+        RU_W      unsigned the mantissa ``U`` of ``d`` in ``[2^WF, 2^(WF+1))``
+        RT_W      unsigned lut reciprocal: ``T[i]·2^RG - (T[i] - T[i+1])·w <= 2^(WF+RG)``
+        RN_W      signed   Newton ``R`` (``<= 2^WF + 1``) and ``e = 2 - U·R``
+                           (``<= 1.5·2^WF + 1``: the seed is ``> 0.5``)
+        RP_W      signed   Newton products ``U·R``, ``R·e`` and ``2^(2·WF+1)``: ``< 2^(2·WF+2)``
+        RS_W      signed   ``R`` shifted to ``R_F`` fraction bits (a left shift by up to
+                           ``R_F - WF`` when ``R_F > WF``)
+        RPRE_W    signed   ``1/d <= 1`` (``d >= ONE``) before recip_fmt's overflow:
+                           ``< 2^(R_F+1)``
+        OUTP_W    unsigned ``E·r``, the exact output product
+        ========= ======== =========================================================
+        """
+        p = self.params()
+        f_in, f_e, f_s = self.in_fmt.frac_bits, self.exp_fmt.frac_bits, self.sum_fmt.frac_bits
+        f_r, wf, tb = self.recip_fmt.frac_bits, self.recip_work_frac_bits, self.recip_table_bits
+        hw: dict[str, int] = {
+            "IN_W": self.in_fmt.width,
+            "IN_F": f_in,
+            "X_W": raw_width(self.in_fmt),
+            "OUT_W": self.out_fmt.width,
+            "OUT_F": self.out_fmt.frac_bits,
+            "OUT_SIGNED": int(self.out_fmt.signed),
+            "OUT_RND": rounding_code(self.out_fmt.rounding),
+            "OUT_OVF": overflow_code(self.out_fmt.overflow),
+            "OUT_SHIFT": f_e + f_r - self.out_fmt.frac_bits,
+            "TWO_PASS": p["TWO_PASS"],
+            "BASE2": p["EXP_UNIT_BASE2"],
+            "EXP_W": self.exp_fmt.width,
+            "EXP_F": f_e,
+            "EXP_RND": rounding_code(self.exp_fmt.rounding),
+            "SUM_W": self.sum_fmt.width,
+            "SUM_F": f_s,
+            "SUM_RND": rounding_code(self.sum_fmt.rounding),
+            "SUM_UP": f_s - f_e,
+            "SUM_ONE": self._one_sum(),
+            "R_W": self.recip_fmt.width,
+            "R_F": f_r,
+            "R_OVF": overflow_code(self.recip_fmt.overflow),
+            "R_RND": rounding_code(self.recip_fmt.rounding),
+            "WF": wf,
+            "TB": tb,
+            "NEWTON": p["RECIP_NEWTON"],
+            "STEPS": self.newton_steps,
+            "DELTA_W": self.in_fmt.width,
+            "RESCALE_W": self.sum_fmt.width + self.exp_fmt.width,
+            "RU_W": wf + 1,
+            "RG": wf - tb,
+            "RT_W": ubits(1 << (2 * wf - tb)),
+            "RN_W": wf + 3,
+            "RP_W": 2 * wf + 3,
+            "RS_W": max(wf, f_r) + 3,
+            "RPRE_W": f_r + 2,
+            "OUTP_W": self.exp_fmt.width + self.recip_fmt.width,
+        }
+        if self.exp_unit == "base2":
+            t_f, a = self.exp_arg_fmt.frac_bits, self.exp_frac_bits
+            g = t_f - a
+            hw |= {
+                "LOG2E": self.log2e_raw,
+                "LOG2E_W": self.log2e_fmt.width,
+                "LOG2E_F": self.log2e_fmt.frac_bits,
+                "PROD_SHIFT": f_in + self.log2e_fmt.frac_bits - t_f,
+                "PROD_W": self.in_fmt.width + self.log2e_fmt.width,
+                "T_W": self.exp_arg_fmt.width,
+                "T_F": t_f,
+                "T_RND": rounding_code(self.exp_arg_fmt.rounding),
+                "A": a,
+                "G": g,
+                "TABLE_F": self.exp_table_frac_bits,
+                "INTERP": p["EXP2_INTERP"],
+                "V_W": ubits(1 << (self.exp_table_frac_bits + g)),
+                "EXP2_SHIFT": self.exp_table_frac_bits + g - f_e,
+            }
+        else:
+            hw |= {
+                "LUT_BITS": self.exp_lut_bits,
+                "LIM_BITS": f_in + self.exp_lut_int_bits,
+                "LUT_SHIFT": f_in + self.exp_lut_int_bits - self.exp_lut_bits,
+            }
+        return hw
+
+    # -- the datapath ------------------------------------------------------------------
+    def exp_unit_raw(
+        self, delta: npt.ArrayLike, tables: dict[str, RawArray] | None = None
+    ) -> RawArray:
+        """E(δ) = exp(-δ): raw non-negative δ (``in_fmt`` fraction bits) -> raw ``exp_fmt``."""
+        dl = np.asarray(delta, dtype=np.int64)
+        tabs = self.tables() if tables is None else tables
+        if self.exp_unit == "lut":
+            s = self.in_fmt.frac_bits + self.exp_lut_int_bits - self.exp_lut_bits
+            limit = np.int64(1) << np.int64(self.in_fmt.frac_bits + self.exp_lut_int_bits)
+            idx = np.minimum(dl, limit - 1) >> np.int64(s)
+            return np.where(dl >= limit, np.int64(0), tabs["exp_lut"][idx])
+        prod = dl * np.int64(self.log2e_raw)  # exact: F_in + LOG2E_F fraction bits
+        prod_fmt = FixedFormat(
+            self.in_fmt.width + 1 + self.log2e_fmt.width,
+            self.in_fmt.int_bits + 1 + self.log2e_fmt.int_bits,
+            signed=False,
+        )
+        t = cast(prod, prod_fmt, self.exp_arg_fmt)
+        return intmath.exp2_neg(
+            t,
+            self.exp_arg_fmt.frac_bits,
+            tabs["exp2_table"],
+            self.exp_frac_bits,
+            self.exp_fmt.frac_bits,
+            self.exp_table_frac_bits,
+            interp=self.exp_interp == "pwl",
+            rounding=self.exp_fmt.rounding,
+        )
+
+    def _rescale(self, d: RawArray, e: RawArray) -> RawArray:
+        """R_s(d · e): exact product rounded to ``sum_fmt`` (its rounding: AP_TRN or AP_RND)."""
+        return intmath.round_shift_var(d * e, self.exp_fmt.frac_bits, self.sum_fmt.rounding)
+
+    def _exp_memo(self) -> RawArray:
+        """:meth:`exp_unit_raw` of every δ code in ``[0, 2^W_in)`` (every difference of
+        two ``in_fmt`` codes), index δ. Only a speed-up."""
+        return self.exp_unit_raw(np.arange(1 << self.in_fmt.width, dtype=np.int64))
+
+    def _exp_fn(self, tabs: dict[str, RawArray]) -> Callable[[RawArray], RawArray]:
+        """E as a function; for inputs of <= 20 bits a memo of E over every δ code."""
+        if self.in_fmt.width <= _MEMO_MAX_BITS:
+            memo = _cached(self, "_exp_memo")
+            return lambda dl: memo[dl]  # type: ignore[no-any-return]
+        return lambda dl: self.exp_unit_raw(dl, tabs)
+
+    def row_state(
+        self,
+        x: RawArray,
+        schedule: str | None = None,
+        exp: Callable[[RawArray], RawArray] | None = None,
+        mask: npt.ArrayLike | None = None,
+    ) -> tuple[RawArray, RawArray]:
+        """Per-row ``(m, d)`` after the whole row (raw ``in_fmt``, raw ``sum_fmt``).
+
+        ``x`` is ``(R, N)`` raw codes; ``schedule`` overrides the spec's
+        (``"online"`` or ``"two_pass"``); ``mask`` (bool, broadcastable to
+        ``x``, True = masked out): masked elements leave the state untouched;
+        a fully masked row reports the empty state as ``(in_fmt.min_raw, 0)``.
+        """
+        sched = self.schedule if schedule is None else schedule
+        if sched not in ("online", "two_pass"):
+            raise SpecError(f"schedule must be 'online' or 'two_pass', got {sched!r}")
+        x = self.check_input(x)
+        if x.ndim != 2 or x.shape[1] == 0:
+            raise SpecError(f"row_state needs an (R, N >= 1) array, got shape {x.shape}")
+        mk = None
+        if mask is not None:
+            mk = np.ascontiguousarray(_broadcast_mask(mask, x.shape))
+            mk = mk if mk.any() else None
+        narrow = exp is None and self._narrow()
+        if exp is None:
+            exp = self._exp_fn(_cached(self, "tables"))
+        m, d, _ = self._row_state(x, sched, exp, narrow, mk)
+        return m, d
+
+    def _narrow(self) -> bool:
+        """True when the stream precompute can use int32 exactly: memo inputs below 2^30
+        (``|x_j - m|`` too) and ``E·up < 2^(exp_fmt.width + sum_f - exp_f) <= 2^30``."""
+        return (
+            self.in_fmt.width <= min(_MEMO_MAX_BITS, 29)
+            and self.exp_fmt.width + self.sum_fmt.frac_bits - self.exp_fmt.frac_bits <= 30
+        )
+
+    def _row_state(
+        self,
+        x: RawArray,
+        sched: str,
+        exp: Callable[[RawArray], RawArray],
+        narrow: bool = False,
+        mask: npt.NDArray[np.bool_] | None = None,
+    ) -> tuple[RawArray, RawArray, RawArray | None]:
+        """:meth:`row_state` of checked ``(R, N >= 1)`` codes, plus ``E(m - x)`` (two_pass).
+
+        The online recurrence runs element by element in stream order; only
+        the parts that do not depend on ``d`` are computed for all elements at
+        once: the running max ``m_j`` (a cumulative max), the flags ``x_j >
+        m_(j-1)`` and ``E(|x_j - m_(j-1)|)``. The rescale ``R_s(d·e) + ONE``
+        is ``((d·e [+ 2^(F_e-1)]) >> F_e) + ONE`` (AP_TRN [AP_RND]), which is
+        :meth:`_rescale` plus ONE. ``narrow`` (:meth:`_narrow`, ``exp`` = the
+        memo): the precompute in int32 (exact, less memory).
+        """
+        if mask is not None:
+            return self._row_state_masked(x, sched, exp, narrow, mask)
+        one = np.int64(self._one_sum())
+        up = np.int64(1 << (self.sum_fmt.frac_bits - self.exp_fmt.frac_bits))
+        if sched == "two_pass":
+            m = x.max(axis=1)
+            e = exp(m[:, None] - x)
+            return m, (e * up).sum(axis=1), e
+        rows, n = x.shape
+        d = np.full(rows, one, dtype=np.int64)
+        if n == 1:
+            return x[:, 0].copy(), d, None
+        x_t = x.T.astype(np.int32 if narrow else np.int64, order="C")  # (N, R), stream-major
+        run_max = np.maximum.accumulate(x_t, axis=0)
+        prev = run_max[:-1]
+        xs = x_t[1:]
+        new_t = xs > prev
+        delta = xs - prev
+        np.abs(delta, out=delta)
+        e_t = _cached(self, "_exp_memo", True)[delta] if narrow else exp(delta)
+        eup_t = e_t * int(up)
+        fe = np.int64(self.exp_fmt.frac_bits)
+        half = np.int64(1 << (self.exp_fmt.frac_bits - 1))
+        rnd = self.sum_fmt.rounding is Rounding.RND
+        t = np.empty(rows, dtype=np.int64)
+        for j in range(n - 1):
+            np.multiply(d, e_t[j], out=t)
+            if rnd:
+                t += half
+            t >>= fe
+            t += one
+            d += eup_t[j]
+            np.copyto(d, t, where=new_t[j])
+        return run_max[-1].astype(np.int64), d, None
+
+    def _row_state_masked(
+        self,
+        x: RawArray,
+        sched: str,
+        exp: Callable[[RawArray], RawArray],
+        narrow: bool,
+        mask: npt.NDArray[np.bool_],
+    ) -> tuple[RawArray, RawArray, RawArray | None]:
+        """:meth:`_row_state` with a ``(R, N)`` mask (True = masked out).
+
+        The state starts empty: ``m`` below every code (``in_fmt.min_raw -
+        1``, reported as ``min_raw``), ``d = 0``. Masked elements take the
+        value ``min_raw - 1`` for the running max (never above it: ``m`` and
+        the ``x_j > m`` flags are as if they were absent) and ``E = 0`` (``d``
+        unchanged). The first unmasked element always takes the ``x_j > m``
+        branch with ``d = 0``: ``R_s(0·E) + ONE = ONE``, the unmasked
+        element-0 rule. Differences are clamped to ``2^W - 1`` (the memo
+        range); only masked elements (``E`` forced to 0) and the first
+        unmasked one (``E`` multiplies ``d = 0``) can exceed it.
+        """
+        one = np.int64(self._one_sum())
+        up = np.int64(1 << (self.sum_fmt.frac_bits - self.exp_fmt.frac_bits))
+        lo = self.in_fmt.min_raw
+        if sched == "two_pass":
+            m = np.where(mask, np.int64(lo), x).max(axis=1)
+            dl = m[:, None] - x
+            np.copyto(dl, 0, where=mask)
+            e = exp(dl)
+            np.copyto(e, 0, where=mask)
+            return m, (e * up).sum(axis=1), e
+        rows, n = x.shape
+        x_t = x.T.astype(np.int32 if narrow else np.int64, order="C")  # (N, R), stream-major
+        mask_t = np.ascontiguousarray(mask.T)
+        np.copyto(x_t, lo - 1, where=mask_t)  # masked: below every code, never a new max
+        run_max = np.maximum.accumulate(x_t, axis=0)
+        prev = np.empty_like(run_max)  # m before each element (min_raw - 1 = empty)
+        prev[0] = lo - 1
+        prev[1:] = run_max[:-1]
+        new_t = x_t > prev  # False at masked elements
+        delta = x_t - prev
+        np.abs(delta, out=delta)
+        np.minimum(delta, (1 << self.in_fmt.width) - 1, out=delta)
+        e_t = _cached(self, "_exp_memo", True)[delta] if narrow else exp(delta)
+        np.copyto(e_t, 0, where=mask_t)
+        eup_t = e_t * int(up)
+        fe = np.int64(self.exp_fmt.frac_bits)
+        half = np.int64(1 << (self.exp_fmt.frac_bits - 1))
+        rnd = self.sum_fmt.rounding is Rounding.RND
+        d = np.zeros(rows, dtype=np.int64)
+        t = np.empty(rows, dtype=np.int64)
+        for j in range(n):
+            np.multiply(d, e_t[j], out=t)
+            if rnd:
+                t += half
+            t >>= fe
+            t += one
+            d += eup_t[j]
+            np.copyto(d, t, where=new_t[j])
+        m = run_max[-1].astype(np.int64)
+        np.maximum(m, lo, out=m)  # fully masked rows: the empty state, reported as min_raw
+        return m, d, None
+
+    def recip_raw(self, d: npt.ArrayLike, tables: dict[str, RawArray] | None = None) -> RawArray:
+        """``r = 1/d``: raw ``sum_fmt`` codes (>= ONE) -> raw ``recip_fmt`` codes (saturated)."""
+        tabs = self.tables() if tables is None else tables
+        r = intmath.reciprocal(
+            np.asarray(d, dtype=np.int64),
+            self.sum_fmt.frac_bits,
+            self.recip_fmt.frac_bits,
+            unit=self.recip_unit,
+            table=tabs["recip_table"],
+            addr_bits=self.recip_table_bits,
+            table_frac_bits=self.recip_work_frac_bits,
+            work_frac_bits=self.recip_work_frac_bits,
+            newton_steps=self.newton_steps,
+            rounding=self.recip_fmt.rounding,
+        )
+        return self.recip_fmt.saturate(r)
+
+    def _model_rows(
+        self, x: RawArray, mask: npt.NDArray[np.bool_] | None = None, **kw: Any
+    ) -> RawArray:
+        n = x.shape[1]
+        self._row_limit(n, int(self.sum_fmt.max), f"sum_fmt {self.sum_fmt}")
+        tabs = _cached(self, "tables")
+        exp = self._exp_fn(tabs)
+        m, d, e = self._row_state(x, self.schedule, exp, self._narrow(), mask)
+        if mask is not None:
+            # only fully masked rows have d = 0 (unmasked rows: d >= ONE); their
+            # outputs are 0 whatever r is, so any d > 0 stands in for the reciprocal
+            np.copyto(d, np.int64(self._one_sum()), where=d == 0)
+        r = self.recip_raw(d, tabs)
+        if e is None and mask is None:
+            e = exp(m[:, None] - x)
+        elif e is None:
+            dl = m[:, None] - x
+            np.copyto(dl, 0, where=mask)
+            e = exp(dl)
+            np.copyto(e, 0, where=mask)
+        prod_fmt = FixedFormat(
+            self.exp_fmt.width + self.recip_fmt.width,
+            self.exp_fmt.int_bits + self.recip_fmt.int_bits,
+            signed=False,
+        )
+        e *= r[:, None]  # e is a fresh array
+        return _zero_masked(_cast_prod(e, prod_fmt, self.out_fmt), mask)
+
+    def cost(self) -> Cost:
+        t = self.tables()
+        tb = sum(len(v) * int(max(1, int(v.max()).bit_length())) for v in t.values())
+        mults: list[tuple[int, int]] = [
+            (self.sum_fmt.width, self.exp_fmt.width),
+            (self.exp_fmt.width, self.recip_fmt.width),
+        ]
+        if self.exp_unit == "base2":
+            mults.append((self.in_fmt.width + 1, self.log2e_fmt.width))
+            if self.exp_interp == "pwl":
+                mults.append(
+                    (self.exp_table_frac_bits, self.exp_arg_fmt.frac_bits - self.exp_frac_bits)
+                )
+        return Cost(
+            table_bits=tb,
+            tables=len(t),
+            multipliers=len(mults),
+            mult_bits=tuple(mults),
+            adders=3,
+            widest_bits=max(a + b for a, b in mults),
+            notes=(
+                "per element: 2 exp evaluations (stream + output), rescale multiply, "
+                "output multiply; per row: 1 reciprocal "
+                f"({self.recip_unit}, {self.newton_steps if self.recip_unit == 'newton' else 0} "
+                "Newton steps); row buffer of N inputs"
+            ),
+        )
+
+
+# ======================================================================================
+# Softermax
+# ======================================================================================
+@dataclass(frozen=True)
+class SoftermaxSoftmax(SoftmaxSpec):
+    """Softermax (Stevens et al., DAC 2021): base-2, integer running max, PWL units.
+
+    The network is not fine-tuned for base 2 here, so the input is pre-scaled:
+    ``t = R_t(x · LOG2E)`` (``log2e_fmt`` constant, cast to signed
+    ``t_fmt``); softmax_e(x) = softmax_2(t).
+
+    * **Pass 1** (streaming): integer running max ``M = max(M, floor(t_j))``
+      (``t >> F_t``); ``d = (d >> (M_new - M_old)) + P(t_j - M_new)`` in
+      ``sum_fmt`` (rescaling is a right shift, truncating);
+      ``P(a) = 2^a`` for ``a < 1``: ``2^a = 2^-(1 - a)·2`` by
+      :func:`~hwapprox.approx.intmath.exp2_neg` with a
+      ``2^pow2_segments_log2``-segment PWL table of ``2^-f`` (equivalently a
+      PWL of 2^f on [0, 1)), result rounded to ``pow2_fmt``.
+    * **Reciprocal**: ``1/d`` by leading-one normalisation and a
+      ``2^recip_segments_log2``-segment PWL of 1/u on [1, 2)
+      (``recip_fmt``, its rounding).
+    * **Pass 2**: ``y_i = cast_out(P(t_i - M) · (1/d))``.
+
+    Q-formats are not published; the defaults here are chosen to reach about
+    8-bit output accuracy at the paper's scale (16 segments each) and are
+    fields. Not exactly shift-invariant: ``x·LOG2E`` is rounded before the max.
+
+    Masks (:class:`SoftmaxSpec` contract): pass 1 starts empty (``M`` below
+    every ``floor(t)``, ``d = 0``); a masked element leaves ``M`` and ``d``
+    unchanged (it never raises ``M``, adds no ``P``), the first unmasked one
+    gives ``d = (0 >> ·) + P = P``, the unmasked element-0 value. Masked
+    outputs are 0; a fully masked row (``d = 0``; its reciprocal is not
+    used) outputs all zeros.
+    """
+
+    method = "softermax"
+    source = "Stevens et al., DAC 2021, Softermax"
+
+    in_fmt: FixedFormat = _FIX16_6
+    out_fmt: FixedFormat = _UFIX8_0_RND_SAT
+    log2e_fmt: FixedFormat = _UFIX12_1_RND
+    t_fmt: FixedFormat = _FIX18_8_RND_SAT
+    pow2_fmt: FixedFormat = _UFIX16_1_RND
+    pow2_segments_log2: int = 4
+    pow2_table_frac_bits: int = 16
+    sum_fmt: FixedFormat = _UFIX28_12_TRN
+    recip_fmt: FixedFormat = _UFIX16_1_RND
+    recip_segments_log2: int = 4
+    recip_work_frac_bits: int = 16
+
+    def validate(self) -> None:
+        for f in ("log2e_fmt", "pow2_fmt", "sum_fmt", "recip_fmt"):
+            fmt: FixedFormat = getattr(self, f)
+            self._need(not fmt.signed, f, fmt, "must be unsigned (ap_ufixed)")
+        for f in ("log2e_fmt", "t_fmt", "pow2_fmt", "sum_fmt", "recip_fmt", "out_fmt"):
+            self._rounding_trn_rnd(f)
+        self._need(
+            self.out_fmt.overflow.value in ("AP_SAT", "AP_WRAP"),
+            "out_fmt",
+            self.out_fmt,
+            "overflow must be AP_SAT or AP_WRAP",
+        )
+        self._need(
+            self.t_fmt.overflow.value == "AP_SAT",
+            "t_fmt",
+            self.t_fmt,
+            "overflow must be AP_SAT",
+        )
+        self._need(self.t_fmt.signed, "t_fmt", self.t_fmt, "must be signed (ap_fixed)")
+        self._need(self.log2e_fmt.int_bits >= 1, "log2e_fmt", self.log2e_fmt, "int_bits >= 1")
+        self._need(
+            self.t_fmt.int_bits >= self.in_fmt.int_bits + 1,
+            "t_fmt",
+            self.t_fmt,
+            f"needs int_bits >= in_fmt.int_bits + 1 = {self.in_fmt.int_bits + 1} to hold x·log2(e)",
+        )
+        self._need(self.t_fmt.frac_bits >= 1, "t_fmt", self.t_fmt, "frac_bits >= 1")
+        self._need(
+            self.pow2_fmt.int_bits >= 1,
+            "pow2_fmt",
+            self.pow2_fmt,
+            "must hold 2^a < 2 (int_bits >= 1)",
+        )
+        self._need(
+            self.sum_fmt.frac_bits >= self.pow2_fmt.frac_bits and self.sum_fmt.int_bits >= 2,
+            "sum_fmt",
+            self.sum_fmt,
+            f"needs >= {self.pow2_fmt.frac_bits} fraction bits (pow2_fmt) and int_bits >= 2",
+        )
+        self._int_in("pow2_segments_log2", 0, min(12, self.t_fmt.frac_bits))
+        self._int_in("pow2_table_frac_bits", self.pow2_fmt.frac_bits + 1, 40)
+        self._int_in("recip_work_frac_bits", 2, 29)
+        self._int_in("recip_segments_log2", 0, min(12, self.recip_work_frac_bits))
+        self._need(
+            self.recip_fmt.int_bits >= 1,
+            "recip_fmt",
+            self.recip_fmt,
+            "must hold 1/d <= 1 (int_bits >= 1)",
+        )
+        self._need(
+            self.pow2_fmt.width + self.recip_fmt.width <= MAX_RAW_BITS
+            and self.in_fmt.width + self.log2e_fmt.width <= MAX_RAW_BITS,
+            "pow2_fmt",
+            self.pow2_fmt,
+            f"products must fit {MAX_RAW_BITS} bits",
+        )
+
+    @property
+    def log2e_raw(self) -> int:
+        return int(self.log2e_fmt.quantize(np.array([math.log2(math.e)]))[0])
+
+    def tables(self) -> dict[str, RawArray]:
+        """``pow2_table`` (2^(-k/S), ``pow2_table_frac_bits``) and ``recip_table``
+        (1/u end points, ``recip_work_frac_bits``)."""
+        return {
+            "pow2_table": intmath.exp2_frac_table(
+                self.pow2_segments_log2, self.pow2_table_frac_bits, self.pow2_fmt.rounding
+            ),
+            "recip_table": intmath.recip_pwl_table(
+                self.recip_segments_log2, self.recip_work_frac_bits, self.recip_fmt.rounding
+            ),
+        }
+
+    def params(self) -> dict[str, int]:
+        return {
+            "IN_W": self.in_fmt.width,
+            "IN_F": self.in_fmt.frac_bits,
+            "LOG2E": self.log2e_raw,
+            "LOG2E_F": self.log2e_fmt.frac_bits,
+            "T_W": self.t_fmt.width,
+            "T_F": self.t_fmt.frac_bits,
+            "T_RND": _rnd_flag(self.t_fmt),
+            "POW2_F": self.pow2_fmt.frac_bits,
+            "POW2_RND": _rnd_flag(self.pow2_fmt),
+            "POW2_ADDR_BITS": self.pow2_segments_log2,
+            "POW2_TABLE_F": self.pow2_table_frac_bits,
+            "SUM_W": self.sum_fmt.width,
+            "SUM_F": self.sum_fmt.frac_bits,
+            "RECIP_W": self.recip_fmt.width,
+            "RECIP_F": self.recip_fmt.frac_bits,
+            "RECIP_RND": _rnd_flag(self.recip_fmt),
+            "RECIP_ADDR_BITS": self.recip_segments_log2,
+            "RECIP_WORK_F": self.recip_work_frac_bits,
+            "OUT_W": self.out_fmt.width,
+            "OUT_F": self.out_fmt.frac_bits,
+            "OUT_RND": _rnd_flag(self.out_fmt),
+            "OUT_SAT": int(self.out_fmt.overflow.value == "AP_SAT"),
+            "OUT_SIGNED": int(self.out_fmt.signed),
+        }
+
+    def _t(self, x: RawArray) -> RawArray:
+        prod_fmt = FixedFormat(
+            self.in_fmt.width + self.log2e_fmt.width + 1,
+            self.in_fmt.int_bits + self.log2e_fmt.int_bits + 1,
+        )
+        return cast(x * np.int64(self.log2e_raw), prod_fmt, self.t_fmt)
+
+    def _pow2_raw(self, a: RawArray, tab: RawArray) -> RawArray:
+        """2^a for raw ``a`` (``t_fmt`` fraction bits), ``a < 1``: raw ``pow2_fmt``."""
+        ft = self.t_fmt.frac_bits
+        arg = (np.int64(1) << np.int64(ft)) - a  # 1 - a > 0
+        return intmath.exp2_neg(
+            arg,
+            ft,
+            tab,
+            self.pow2_segments_log2,
+            self.pow2_fmt.frac_bits + 1,
+            self.pow2_table_frac_bits,
+            interp=True,
+            rounding=self.pow2_fmt.rounding,
+        )
+
+    def _pow2_memo(self) -> RawArray:
+        """P of every code in ``[-(F_p + 2)·2^F_t, 2^F_t)`` (see :meth:`_pow2_fn`)."""
+        ft = self.t_fmt.frac_bits
+        lo = -(self.pow2_fmt.frac_bits + 2) << ft
+        return self._pow2_raw(np.arange(lo, 1 << ft, dtype=np.int64), self.tables()["pow2_table"])
+
+    def _pow2_fn(self, tab: RawArray, narrow: bool = False) -> Callable[[RawArray], RawArray]:
+        """P as a function, through a memo over the arguments that can be non-zero.
+
+        Only a speed-up, exact: for ``a <= -(F_p + 2)`` (``F_p =
+        pow2_fmt.frac_bits``) the PWL value is below 2^-(F_p+2), a quarter LSB,
+        and both AP_TRN and AP_RND give 0; so ``a`` is clamped there and the
+        memo holds P of every code in ``[-(F_p + 2)·2^F_t, 2^F_t)``.
+        ``tab`` must be this spec's ``pow2_table``; ``narrow``: int32 memo
+        (for int32 arguments, see :meth:`_narrow`).
+        """
+        lo = -(self.pow2_fmt.frac_bits + 2) << self.t_fmt.frac_bits
+        memo = _cached(self, "_pow2_memo", narrow)
+        if memo[0] != 0:  # pragma: no cover - guaranteed by the bound above
+            return lambda a: self._pow2_raw(a, tab)
+
+        def pow2(a: RawArray) -> RawArray:
+            a = np.maximum(a, lo)
+            a -= lo
+            return memo[a]  # type: ignore[no-any-return]
+
+        return pow2
+
+    def _t_memo(self) -> RawArray:
+        """:meth:`_t` of every ``in_fmt`` code, index ``x - in_fmt.min_raw``. Only a speed-up."""
+        return self._t(self.in_fmt.all_codes())
+
+    def _narrow(self) -> bool:
+        """True when pass 1 can run on int32 exactly: memo inputs, ``|t|``, ``M·2^F_t`` and
+        ``t - M·2^F_t`` and the memo offset ``(F_p + 2)·2^F_t`` below 2^30,
+        ``P·up < 2^(sum_fmt.frac_bits + 2) <= 2^30``."""
+        return (
+            self.in_fmt.width <= _MEMO_MAX_BITS
+            and self.t_fmt.width <= 29
+            and (self.pow2_fmt.frac_bits + 2) << self.t_fmt.frac_bits < 1 << 30
+            and self.sum_fmt.frac_bits <= 28
+        )
+
+    def _model_rows(
+        self, x: RawArray, mask: npt.NDArray[np.bool_] | None = None, **kw: Any
+    ) -> RawArray:
+        """Pass 1 runs element by element in stream order; the parts that do not
+        depend on ``d`` (``t``, the running max ``M_j`` as a cumulative max, the
+        shifts ``M_j - M_(j-1)`` and ``P(t_j - M_j)``) are computed for all
+        elements at once (in int32 when :meth:`_narrow`: exact, less memory).
+
+        ``mask``: masked elements take ``floor(t_min) - 1`` for the running
+        max (below every unmasked value: no shift at them) and ``P = 0``
+        (their P argument is set to 0 first, as it may lie above the memo);
+        ``d`` starts at ``P_0`` = 0 when element 0 is masked, and ``0 >> s``
+        stays 0 until the first unmasked element."""
+        n = x.shape[1]
+        self._row_limit(n, int(self.sum_fmt.max) // 2, f"sum_fmt {self.sum_fmt} (sum < 2N)")
+        tabs = _cached(self, "tables")
+        narrow = self._narrow()
+        pow2 = self._pow2_fn(tabs["pow2_table"], narrow)
+        ft = self.t_fmt.frac_bits  # Python ints keep int32 arrays int32
+        if self.in_fmt.width <= _MEMO_MAX_BITS:
+            t_memo = _cached(self, "_t_memo", narrow)
+            t = t_memo[x - np.int64(self.in_fmt.min_raw)]
+        else:
+            t = self._t(x)
+        up = 1 << (self.sum_fmt.frac_bits - self.pow2_fmt.frac_bits)
+        t_t = np.ascontiguousarray(t.T)  # (N, R), stream-major
+        run_m = t_t >> ft
+        mask_t = None if mask is None else np.ascontiguousarray(mask.T)
+        if mask_t is not None:
+            np.copyto(run_m, (self.t_fmt.min_raw >> ft) - 1, where=mask_t)
+        np.maximum.accumulate(run_m, axis=0, out=run_m)  # M after each element
+        p_t = run_m << ft
+        np.subtract(t_t, p_t, out=p_t)
+        if mask_t is not None:
+            np.copyto(p_t, 0, where=mask_t)
+        p_t = pow2(p_t)
+        if mask_t is not None:
+            np.copyto(p_t, 0, where=mask_t)
+        p_t *= up
+        d = p_t[0].astype(np.int64)
+        if n > 1:
+            sh_t = run_m[1:] - run_m[:-1]
+            np.minimum(sh_t, 62, out=sh_t)
+            for j in range(1, n):
+                d >>= sh_t[j - 1]
+                d += p_t[j]
+        big_m = run_m[-1]
+        if mask is not None:
+            # only fully masked rows have d = 0 (unmasked rows hold a P >= 1.0);
+            # their outputs are 0 whatever r is
+            np.copyto(d, np.int64(1 << self.sum_fmt.frac_bits), where=d == 0)
+        r = intmath.reciprocal(
+            d,
+            self.sum_fmt.frac_bits,
+            self.recip_fmt.frac_bits,
+            unit="lut",
+            table=tabs["recip_table"],
+            addr_bits=self.recip_segments_log2,
+            table_frac_bits=self.recip_work_frac_bits,
+            work_frac_bits=self.recip_work_frac_bits,
+            newton_steps=0,
+            rounding=self.recip_fmt.rounding,
+        )
+        r = self.recip_fmt.saturate(r)
+        if mask is None:
+            p = pow2(t - (big_m[:, None] << ft))
+        else:
+            a = t - (big_m[:, None] << ft)
+            np.copyto(a, 0, where=mask)
+            p = pow2(a)
+            np.copyto(p, 0, where=mask)
+        prod_fmt = FixedFormat(
+            self.pow2_fmt.width + self.recip_fmt.width,
+            self.pow2_fmt.int_bits + self.recip_fmt.int_bits,
+            signed=False,
+        )
+        p = np.multiply(p, r[:, None], dtype=np.int64)
+        return _zero_masked(_cast_prod(p, prod_fmt, self.out_fmt), mask)
+
+    def cost(self) -> Cost:
+        tabs = self.tables()
+        tb = sum(len(v) * int(max(1, int(v.max()).bit_length())) for v in tabs.values())
+        mults = (
+            (self.in_fmt.width, self.log2e_fmt.width),
+            (self.pow2_table_frac_bits, self.t_fmt.frac_bits - self.pow2_segments_log2),
+            (self.pow2_fmt.width, self.recip_fmt.width),
+        )
+        return Cost(
+            table_bits=tb,
+            tables=2,
+            multipliers=len(mults),
+            mult_bits=mults,
+            adders=4,
+            widest_bits=max(a + b for a, b in mults),
+            notes="per element: log2e multiply, PWL 2^x (1 mult), shift-rescale, output multiply; "
+            "per row: PWL reciprocal",
+        )
