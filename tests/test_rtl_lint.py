@@ -1,7 +1,11 @@
 """``verilator --lint-only -Wall`` is clean for every unit at its default
-parameters and at the parameter sets the bit-exactness tests build."""
+parameters and at the parameter sets the bit-exactness tests build; the units'
+parameter defaults are the default spec's SV parameters, and the submodules
+(``hwa_exp_unit``, ``hwa_recip``, ``hwa_row_stream``) have none to disagree with."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 from rtl_cases import CASES
@@ -22,7 +26,54 @@ PRIMS = {
     "hwa_exp_unit": ["hwa_pkg.sv", "hwa_round_shift.sv", "hwa_exp_unit.sv"],
     "hwa_recip": ["hwa_pkg.sv", "hwa_round_shift.sv", "hwa_sat.sv", "hwa_recip.sv"],
     "hwa_rom": ["hwa_rom.sv"],
+    "hwa_row_stream": ["hwa_row_stream.sv"],
 }
+#: submodules whose parameters must all be set by the parent (no defaults)
+NO_DEFAULTS = {"hwa_exp_unit": ("TABLE_FILE",), "hwa_recip": ("TABLE_FILE",), "hwa_row_stream": ()}
+
+
+def _online_params(**fields: str) -> dict:
+    return get_unit("softmax", "online").config(make_spec("softmax", "online", **fields), 64)[0]
+
+
+def _prim_params(top: str) -> dict:
+    """Parameters for linting a submodule on its own: what the default softmax
+    unit passes it (both exp variants: the unused one's too)."""
+    p = {**_online_params(exp_unit="lut"), **_online_params()}
+    if top == "hwa_exp_unit":
+        names = ("BASE2", "EXP_W", "EXP_F", "EXP_RND", "LOG2E", "LOG2E_W", "PROD_SHIFT", "T_W")
+        names += ("T_F", "T_RND", "A", "TABLE_F", "INTERP", "LUT_BITS", "LIM_BITS", "LUT_SHIFT")
+        return {"D_W": p["IN_W"], **{k: p[k] for k in names}}
+    if top == "hwa_recip":
+        names = ("R_W", "R_F", "R_OVF", "WF", "TB", "NEWTON", "STEPS")
+        return {"D_W": p["SUM_W"], "D_F": p["SUM_F"], "RND": p["R_RND"], **{k: p[k] for k in names}}
+    if top == "hwa_row_stream":
+        names = ("ROW_MAX", "BUF_DEPTH", "ROWQ", "N_BITS")
+        return {"IN_W": p["IN_W"], "CTX_W": p["IN_W"] + p["R_W"], **{k: p[k] for k in names}}
+    return {}
+
+
+def sv_parameters(module: str) -> dict[str, str | None]:
+    """The parameter port list of ``rtl/<module>.sv``: name -> default (text) or None."""
+    text = (RTL_DIR / f"{module}.sv").read_text()
+    text = re.sub(r"//[^\n]*", "", text)
+    head = re.search(rf"module\s+{module}\s*#\((.*?)\)\s*\(", text, re.S)
+    assert head, f"no parameter list in {module}.sv"
+    out: dict[str, str | None] = {}
+    decl = r"parameter\s+(?:[\w\[\]:]+\s+)*?(\w+)\s*(?:=\s*([^,]+?))?\s*(?:,|$)"
+    for m in re.finditer(decl, head[1].strip()):
+        out[m[1]] = None if m[2] is None else m[2].strip()
+    return out
+
+
+def _sv_value(text: str, defaults: dict[str, str | None]) -> int | str:
+    if text.startswith('"') or text.startswith("64'"):
+        return text
+    if text in defaults:  # another parameter's default
+        return _sv_value(str(defaults[text]), defaults)
+    m = re.fullmatch(r"(?:\d+'[bd])?(\d+)", text.replace("_", ""))
+    assert m, f"unexpected default {text!r}"
+    return int(m[1], 2 if "'b" in text else 10)
 
 
 @pytest.mark.parametrize("key", list(UNITS), ids=[f"{o}-{m}" for o, m in UNITS])
@@ -33,7 +84,40 @@ def test_unit_lint_defaults(key: tuple) -> None:
 
 @pytest.mark.parametrize("top", list(PRIMS))
 def test_primitive_lint(top: str) -> None:
-    assert lint(top, PRIMS[top], {}) == ""
+    assert lint(top, PRIMS[top], _prim_params(top)) == ""
+
+
+@pytest.mark.parametrize("module", list(NO_DEFAULTS))
+def test_submodules_have_no_defaults_to_disagree_with(module: str) -> None:
+    params = sv_parameters(module)
+    assert params, module
+    with_default = sorted(k for k, v in params.items() if v is not None)
+    assert with_default == sorted(NO_DEFAULTS[module])
+
+
+@pytest.mark.parametrize(
+    ("op", "method", "fields", "variant"),
+    [
+        ("softmax", "online", {}, ()),
+        # the LUT exp/recip parameters; BASE2 and NEWTON default to the other variant
+        ("softmax", "online", {"exp_unit": "lut", "recip_unit": "lut"}, ("BASE2", "NEWTON")),
+        ("layernorm", "rsqrt_lut", {}, ()),
+        ("gelu", "pwl", {}, ()),
+        ("gelu", "lut", {}, ()),
+    ],
+)
+def test_unit_defaults_are_the_default_spec(
+    op: str, method: str, fields: dict, variant: tuple
+) -> None:
+    """Every SV default of a unit equals the SV parameter of the default spec (row_max 64)."""
+    unit = get_unit(op, method)
+    params, _ = unit.config(make_spec(op, method, **fields), 64)
+    params = {k: v for k, v in params.items() if k not in variant}
+    defaults = sv_parameters(unit.toplevel)
+    assert set(params) <= set(defaults), set(params) - set(defaults)
+    got = {k: _sv_value(defaults[k], defaults) for k in params if defaults[k] is not None}
+    assert got == {k: params[k] for k in got}
+    assert len(got) == len(params)
 
 
 @pytest.mark.parametrize(
@@ -48,5 +132,6 @@ def test_unit_lint_test_parameters(op: str, method: str, fields: dict, n: int) -
 
 def test_bad_parameters_stop_elaboration_with_the_values() -> None:
     unit = get_unit("layernorm", "rsqrt_lut")
-    with pytest.raises(RtlToolError, match=r"BUF_DEPTH=48 must be a power of two >= ROW_MAX=64"):
+    msg = r"ROW_MAX=64 N_BITS=11 BUF_DEPTH=48 \(power of 2 >= ROW_MAX\)"
+    with pytest.raises(RtlToolError, match=msg):
         lint(unit.toplevel, [RTL_DIR / s for s in unit.sources], {"ROW_MAX": 64, "BUF_DEPTH": 48})

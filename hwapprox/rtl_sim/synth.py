@@ -114,7 +114,7 @@ def synthesize(
         gparams.append(f'-G {k}="{k.lower()}.mem"')
     script = "\n".join(
         [
-            f"read_slang -j 1 --top {unit.toplevel} {' '.join(gparams)} "
+            f"read_slang -j 1 -D SYNTHESIS --top {unit.toplevel} {' '.join(gparams)} "
             + " ".join(s.name for s in srcs),
             f"synth_xilinx -family {FAMILIES[family]} -top {unit.toplevel}",
             "tee -q -o stat.json stat -json",

@@ -227,7 +227,7 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         Operator.SOFTMAX,
         "online",
         "hwa_softmax_online",
-        (*_COMMON, "hwa_exp_unit.sv", "hwa_recip.sv", "hwa_softmax_online.sv"),
+        (*_COMMON, "hwa_row_stream.sv", "hwa_exp_unit.sv", "hwa_recip.sv", "hwa_softmax_online.sv"),
         _softmax_online,
         rowwise=True,
         doc=(
@@ -239,7 +239,7 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         Operator.LAYERNORM,
         "rsqrt_lut",
         "hwa_layernorm_rsqrt",
-        (*_COMMON, "hwa_layernorm_rsqrt.sv"),
+        (*_COMMON, "hwa_row_stream.sv", "hwa_layernorm_rsqrt.sv"),
         _layernorm_rsqrt,
         rowwise=True,
         doc="single-pass S1/S2, pipelined 1/sqrt (table + Newton), gamma/beta memory",

@@ -11,26 +11,28 @@
 //  BASE2 = 0: e = 0 if d >= 2^LIM_BITS else T[min(d, 2^LIM_BITS - 1) >> LUT_SHIFT]
 //    (T = 2^LUT_BITS exp_fmt codes from TABLE_FILE).
 // Latency: 2 cycles, advancing when en is high.
+// Parameters: no defaults (TABLE_FILE aside); the parent passes every one from the
+// spec's hw_params(), the unused variant's too.
 module hwa_exp_unit #(
-    parameter int D_W = 16,
-    parameter bit BASE2 = 1'b1,
-    parameter int EXP_W = 22,
-    parameter int EXP_F = 21,
-    parameter int EXP_RND = 2,
+    parameter int D_W,
+    parameter bit BASE2,
+    parameter int EXP_W,
+    parameter int EXP_F,
+    parameter int EXP_RND,
     // base2
-    parameter longint LOG2E = 64'd48408813,
-    parameter int LOG2E_W = 26,
-    parameter int PROD_SHIFT = 8,
-    parameter int T_W = 27,
-    parameter int T_F = 22,
-    parameter int T_RND = 2,
-    parameter int A = 8,
-    parameter int TABLE_F = 24,
-    parameter bit INTERP = 1'b1,
+    parameter longint LOG2E,
+    parameter int LOG2E_W,
+    parameter int PROD_SHIFT,
+    parameter int T_W,
+    parameter int T_F,
+    parameter int T_RND,
+    parameter int A,
+    parameter int TABLE_F,
+    parameter bit INTERP,
     // lut
-    parameter int LUT_BITS = 12,
-    parameter int LIM_BITS = 14,
-    parameter int LUT_SHIFT = 2,
+    parameter int LUT_BITS,
+    parameter int LIM_BITS,
+    parameter int LUT_SHIFT,
     parameter string TABLE_FILE = ""
 ) (
     input  logic             clk,
@@ -41,9 +43,8 @@ module hwa_exp_unit #(
 
   if (D_W < 1 || D_W > 40 || EXP_W < 1 || EXP_W > 40 || T_W > 48 || A < 1 || A > T_F
       || LUT_BITS < 1 || LUT_BITS > 20 || LUT_SHIFT < 0 || TABLE_F > 40) begin : g_bad
-    $error({"hwa_exp_unit: invalid D_W=%0d EXP_W=%0d T_W=%0d T_F=%0d A=%0d ",
-                    "LUT_BITS=%0d LUT_SHIFT=%0d TABLE_F=%0d"},
-                   D_W, EXP_W, T_W, T_F, A, LUT_BITS, LUT_SHIFT, TABLE_F);
+    $error("hwa_exp_unit: invalid D_W=%0d EXP_W=%0d T_W=%0d T_F=%0d A=%0d LUT_BITS=%0d LUT_SHIFT=%0d TABLE_F=%0d",
+           D_W, EXP_W, T_W, T_F, A, LUT_BITS, LUT_SHIFT, TABLE_F);
   end
 
   if (BASE2) begin : g_base2

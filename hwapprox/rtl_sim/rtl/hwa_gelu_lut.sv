@@ -8,9 +8,9 @@
 // Latency: 2 cycles (registered ROM read, output register). No buffering
 // beyond the pipeline; backpressure stalls the whole pipeline.
 module hwa_gelu_lut #(
-    parameter int IN_W = 8,
+    parameter int IN_W = 10,
     parameter bit IN_SIGNED = 1'b1,
-    parameter int OUT_W = 8,
+    parameter int OUT_W = 10,
     parameter int INDEX_BITS = IN_W,
     parameter string LUT_FILE = ""
 ) (

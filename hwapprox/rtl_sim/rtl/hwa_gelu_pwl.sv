@@ -11,20 +11,21 @@
 //       overflow mode OUT_OVF (OUT_SHIFT < 0: exact left shift then overflow).
 // Stream: one element per cycle, tlast passed through, stall-all pipeline.
 // Latency: 4 cycles (compare, coefficient ROM, multiply, round/saturate).
+// Parameter defaults: the default PwlGelu spec's hw_params() (tests/test_rtl_lint.py).
 module hwa_gelu_pwl #(
     parameter int IN_W = 16,
     parameter int OUT_W = 16,
     parameter bit OUT_SIGNED = 1'b1,
-    parameter int OUT_RND = 0,
-    parameter int OUT_OVF = 0,
+    parameter int OUT_RND = 2,
+    parameter int OUT_OVF = 1,
     parameter int NSEG = 8,
     parameter int S_W = 18,
     parameter int C_W = 18,
     parameter int SH_XS = 0,
-    parameter int SH_C = 0,
+    parameter int SH_C = 11,
     parameter int SH_X = 16,
     parameter int OUT_SHIFT = 16,
-    parameter int ACC_W = 40,
+    parameter int ACC_W = 35,
     parameter string BP_FILE = "",
     parameter string SLOPE_FILE = "",
     parameter string ICPT_FILE = ""
@@ -47,9 +48,8 @@ module hwa_gelu_pwl #(
   if (IN_W < 2 || IN_W > 40 || OUT_W < 1 || OUT_W > 62 || NSEG < 1 || NSEG > 256
       || SH_XS < 0 || SH_C < 0 || SH_X < 0 || ACC_W > 120 || OUT_SHIFT < -60
       || OUT_SHIFT > 100) begin : g_bad
-    $error({"hwa_gelu_pwl: invalid IN_W=%0d OUT_W=%0d NSEG=%0d (1..256) SH_XS=%0d ",
-                    "SH_C=%0d SH_X=%0d OUT_SHIFT=%0d ACC_W=%0d"},
-                   IN_W, OUT_W, NSEG, SH_XS, SH_C, SH_X, OUT_SHIFT, ACC_W);
+    $error("hwa_gelu_pwl: invalid IN_W=%0d OUT_W=%0d NSEG=%0d (1..256) SH_XS=%0d SH_C=%0d SH_X=%0d OUT_SHIFT=%0d ACC_W=%0d",
+           IN_W, OUT_W, NSEG, SH_XS, SH_C, SH_X, OUT_SHIFT, ACC_W);
   end
 
   // breakpoints: constants compared in parallel

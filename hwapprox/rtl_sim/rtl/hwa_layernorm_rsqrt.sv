@@ -13,12 +13,16 @@
 //     out = sat(round_shift(acc, OUT_SHIFT, OUT_RND), OUT_OVF).
 // gamma_i/beta_i come from a memory written through cfg_* (one word per cycle).
 //
-// Buffering: the row is held in a circular buffer of BUF_DEPTH words (input
-// stalls when full); up to ROWQ rows may wait for output. Throughput one
-// element per cycle when BUF_DEPTH >= n + ROW_LAT + 8 and rows are longer
-// than ROW_LAT / ROWQ. Latency: last input -> first output ROW_LAT + 7
-// cycles (ROW_LAT = 9 + 3*NEWTON); then one element per cycle.
-// Precondition: rows of 1..ROW_MAX elements (longer rows deadlock).
+// Buffering (hwa_row_stream): the row is held in a circular buffer of
+// BUF_DEPTH words (input stalls when full); up to ROWQ rows may wait for
+// output. Throughput one element per cycle when BUF_DEPTH >= n + ROW_LAT + 8
+// and rows are longer than ROW_LAT / ROWQ. Latency: last input -> first output
+// ROW_LAT + 7 cycles (ROW_LAT = 9 + 3*NEWTON); then one element per cycle.
+// Rows of 1..ROW_MAX elements. A longer row is dropped (consumed up to its
+// tlast, nothing output for it) and row_err pulses for one cycle; the next row
+// is processed normally (see hwa_row_stream).
+// Parameter defaults: the default RsqrtLutLayerNorm spec's
+// hw_params() with row_stream_params(64) (tests/test_rtl_lint.py checks them).
 module hwa_layernorm_rsqrt #(
     parameter int IN_W = 16,
     parameter int OUT_W = 16,
@@ -63,15 +67,14 @@ module hwa_layernorm_rsqrt #(
     input  logic                           cfg_we,
     input  logic [((ROW_MAX > 1) ? $clog2(ROW_MAX) : 1)-1:0] cfg_addr,
     input  logic [GAMMA_W-1:0]             cfg_gamma,
-    input  logic [BETA_W-1:0]              cfg_beta
+    input  logic [BETA_W-1:0]              cfg_beta,
+    output logic                           row_err
 );
 
-  localparam int AW = $clog2(BUF_DEPTH);
   localparam int PW = 2 * D_W + 8;  // wide enough for every per-row product
   localparam int KW = $clog2(DE_W + 1) + 1;
   localparam int SHW = KW + 8;
   localparam int YW = P + 3;  // y and u, signed
-  localparam int QW = $clog2(ROWQ);  // row queue index; counts use QW+1 bits
   localparam int GAW = (ROW_MAX > 1) ? $clog2(ROW_MAX) : 1;
   // Z = A*y << -sh needs at most FZ + G/2 - P extra bits
   localparam int LSH = (FZ + G / 2 - P > 0) ? FZ + G / 2 - P : 0;
@@ -82,72 +85,46 @@ module hwa_layernorm_rsqrt #(
     $error("hwa_layernorm_rsqrt: invalid IN_W=%0d OUT_W=%0d ROW_MAX=%0d N_BITS=%0d",
                    IN_W, OUT_W, ROW_MAX, N_BITS);
   end
-  if (BUF_DEPTH < ROW_MAX || (1 << AW) != BUF_DEPTH) begin : g_bad_buf
-    $error("hwa_layernorm_rsqrt: BUF_DEPTH=%0d must be a power of two >= ROW_MAX=%0d",
-                   BUF_DEPTH, ROW_MAX);
-  end
-  if (NEWTON < 0 || NEWTON > 2 || TB < 2 || TB - 1 > P || P > 28 || ROWQ < 2
-      || (1 << QW) != ROWQ
-      || DE_W > 120) begin : g_bad_r
-    $error("hwa_layernorm_rsqrt: invalid NEWTON=%0d TB=%0d P=%0d ROWQ=%0d (power of 2) DE_W=%0d",
-                   NEWTON, TB, P, ROWQ, DE_W);
+  if (NEWTON < 0 || NEWTON > 2 || TB < 2 || TB - 1 > P || P > 28 || DE_W > 120)
+  begin : g_bad_r
+    $error("hwa_layernorm_rsqrt: invalid NEWTON=%0d TB=%0d P=%0d DE_W=%0d",
+                   NEWTON, TB, P, DE_W);
   end
 
-  // ---- input side: accumulate and buffer ------------------------------------
-  logic in_fire;
-  logic [AW:0] occ_reg;  // words in the buffer not yet read out
-  logic [QW:0] rows_reg;  // rows whose last element arrived but is not yet read out
-  logic [AW-1:0] wp_reg, rp_reg;
-  logic signed [S1_W-1:0] s1_reg;
-  logic signed [S2_W:0] s2_reg;
-  logic [N_BITS-1:0] n_reg;
+  // ---- input side: row buffer, queue, output sequencer (hwa_row_stream); sums ---
+  localparam int CTX_W = YW + SHW + S1_W;  // per row: y, sh, S1 (n: the row length)
+  logic in_v, in_first, in_last, ctx_v, ce, rd_issue, o1_v, o1_l;
+  logic [IN_W-1:0] in_x, o1_x;
+  logic [N_BITS-1:0] in_n, rd_idx, o1_n;
+  logic [CTX_W-1:0] ctx, o1_ctx;
+  hwa_row_stream #(
+      .IN_W(IN_W),
+      .CTX_W(CTX_W),
+      .ROW_MAX(ROW_MAX),
+      .BUF_DEPTH(BUF_DEPTH),
+      .ROWQ(ROWQ),
+      .N_BITS(N_BITS)
+  ) u_rows (.*);  // every port: the signal of the same name
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic unused_rows;  // rd_idx: only its low GAW bits address gamma/beta
+  assign unused_rows = ^{rd_issue, rd_idx};
+  /* verilator lint_on UNUSEDSIGNAL */
+
+  // S1 = sum X, S2 = sum X^2 of the row so far (restarting at each row's first element)
+  logic signed [S1_W-1:0] s1_reg, s1_nxt;
+  logic signed [S2_W:0] s2_reg, s2_nxt;
   logic signed [IN_W-1:0] x_in;
-  logic signed [S1_W-1:0] s1_nxt;
-  logic signed [S2_W:0] s2_nxt;
-  logic [N_BITS-1:0] n_nxt;
-  logic rd_issue, rd_last;
-
-  assign x_in = s_axis_tdata;
-  assign s_axis_tready = (occ_reg < (AW + 1)'(BUF_DEPTH)) && (rows_reg < (QW + 1)'(ROWQ));
-  assign in_fire = s_axis_tvalid & s_axis_tready;
-  assign s1_nxt = s1_reg + S1_W'(x_in);
-  assign s2_nxt = s2_reg + (S2_W + 1)'(x_in) * (S2_W + 1)'(x_in);
-  assign n_nxt = n_reg + 1'b1;
-
+  assign x_in = in_x;
+  assign s1_nxt = (in_first ? '0 : s1_reg) + S1_W'(x_in);
+  assign s2_nxt = (in_first ? '0 : s2_reg) + (S2_W + 1)'(x_in) * (S2_W + 1)'(x_in);
   always_ff @(posedge clk) begin
     if (rst) begin
       s1_reg <= '0;
       s2_reg <= '0;
-      n_reg <= '0;
-      wp_reg <= '0;
-    end else if (in_fire) begin
-      wp_reg <= wp_reg + 1'b1;
-      if (s_axis_tlast) begin
-        s1_reg <= '0;
-        s2_reg <= '0;
-        n_reg <= '0;
-      end else begin
-        s1_reg <= s1_nxt;
-        s2_reg <= s2_nxt;
-        n_reg <= n_nxt;
-      end
+    end else if (in_v) begin
+      s1_reg <= s1_nxt;
+      s2_reg <= s2_nxt;
     end
-  end
-
-  always_ff @(posedge clk) begin
-    if (rst) begin
-      occ_reg <= '0;
-      rows_reg <= '0;
-    end else begin
-      occ_reg <= occ_reg + (AW + 1)'(in_fire) - (AW + 1)'(rd_issue);
-      rows_reg <= rows_reg + (QW + 1)'(in_fire & s_axis_tlast) - (QW + 1)'(rd_issue & rd_last);
-    end
-  end
-
-  // row buffer (simple dual port: write on input, synchronous read on output)
-  logic [IN_W-1:0] buf_mem[BUF_DEPTH];
-  always_ff @(posedge clk) begin
-    if (in_fire) buf_mem[wp_reg] <= s_axis_tdata;
   end
 
   // ---- per-row pipeline ---------------------------------------------------------
@@ -156,14 +133,14 @@ module hwa_layernorm_rsqrt #(
   logic signed [PW-1:0] s1_0, s2_0, n_0;
   always_ff @(posedge clk) begin
     if (rst) v0 <= 1'b0;
-    else v0 <= in_fire & s_axis_tlast;
+    else v0 <= in_v & in_last;
     s1_0 <= CENTER ? PW'(s1_nxt) : '0;
     s2_0 <= PW'(s2_nxt);
-    n_0 <= PW'({1'b0, n_nxt});
+    n_0 <= PW'({1'b0, in_n});
   end
   // stage 1: products
   logic v1;
-  logic signed [PW-1:0] ns2_1, s1sq_1, nn_1, s1_1, n_1;
+  logic signed [PW-1:0] ns2_1, s1sq_1, nn_1, s1_1;
   always_ff @(posedge clk) begin
     if (rst) v1 <= 1'b0;
     else v1 <= v0;
@@ -171,22 +148,20 @@ module hwa_layernorm_rsqrt #(
     s1sq_1 <= s1_0 * s1_0;
     nn_1 <= n_0 * n_0;
     s1_1 <= s1_0;
-    n_1 <= n_0;
   end
   // stage 2: De = ((n*S2 - S1^2) << G) + n^2 * EPS_Q
   logic v2;
-  logic signed [PW-1:0] de_2, s1_2, n_2;
+  logic signed [PW-1:0] de_2, s1_2;
   always_ff @(posedge clk) begin
     if (rst) v2 <= 1'b0;
     else v2 <= v1;
     de_2 <= ((ns2_1 - s1sq_1) <<< G) + nn_1 * PW'($signed({1'b0, EPS_Q}));
     s1_2 <= s1_1;
-    n_2 <= n_1;
   end
   // stage 3: leading one -> k
   logic v3;
   logic [KW-1:0] k_3;
-  logic signed [PW-1:0] de_3, s1_3, n_3;
+  logic signed [PW-1:0] de_3, s1_3;
   logic [KW-1:0] bl;
   always_comb begin
     bl = '0;
@@ -200,14 +175,13 @@ module hwa_layernorm_rsqrt #(
     k_3 <= (bl - 1'b1) >> 1;
     de_3 <= de_2;
     s1_3 <= s1_2;
-    n_3 <= n_2;
   end
   // stage 4: normalised mantissa m in [2^P, 2^(P+2)), table address
   logic v4;
   logic [P+1:0] m_4;
   logic [TB-1:0] ta_4;
   logic [KW-1:0] k_4;
-  logic signed [PW-1:0] s1_4, n_4;
+  logic signed [PW-1:0] s1_4;
   logic [P+1:0] m_c;
   logic h_c;
   logic [TB-2:0] j_c;
@@ -224,13 +198,12 @@ module hwa_layernorm_rsqrt #(
     ta_4 <= {h_c, j_c};
     k_4 <= k_3;
     s1_4 <= s1_3;
-    n_4 <= n_3;
   end
   // stage 5: table read (the ROM output register is this stage)
   logic v5;
   logic [P+1:0] m_5;
   logic [KW-1:0] k_5;
-  logic signed [PW-1:0] s1_5, n_5;
+  logic signed [PW-1:0] s1_5;
   logic [P-1:0] y_rom;
   hwa_rom #(
       .W(P),
@@ -249,7 +222,6 @@ module hwa_layernorm_rsqrt #(
     m_5 <= m_4;
     k_5 <= k_4;
     s1_5 <= s1_4;
-    n_5 <= n_4;
   end
 
   // Newton steps: sq = (y*y) >> P; t = (m*sq) >> P; u = 3*2^P - t; y = (y*u) >> (P+1)
@@ -258,13 +230,11 @@ module hwa_layernorm_rsqrt #(
   logic        [P+1:0]     nm  [NEWTON+1];
   logic        [KW-1:0]    nk  [NEWTON+1];
   logic signed [PW-1:0]    ns1 [NEWTON+1];
-  logic signed [PW-1:0]    nn  [NEWTON+1];
   assign nv[0] = v5;
   assign ny[0] = YW'(y_rom);
   assign nm[0] = m_5;
   assign nk[0] = k_5;
   assign ns1[0] = s1_5;
-  assign nn[0] = n_5;
 
   for (genvar s = 0; s < NEWTON; s++) begin : g_newton
     logic va, vb, vc;
@@ -272,7 +242,7 @@ module hwa_layernorm_rsqrt #(
     logic signed [YW-1:0] y_a, y_b, u_b;
     logic [P+1:0] m_a, m_b, m_d;
     logic [KW-1:0] k_a, k_b, k_c;
-    logic signed [PW-1:0] s1_a, s1_b, s1_c, n_a, n_b, n_c;
+    logic signed [PW-1:0] s1_a, s1_b, s1_c;
     logic signed [YW-1:0] y_c;
     logic signed [3*YW-1:0] msq;
     logic signed [2*YW-1:0] yu;
@@ -293,85 +263,38 @@ module hwa_layernorm_rsqrt #(
       m_a <= nm[s];
       k_a <= nk[s];
       s1_a <= ns1[s];
-      n_a <= nn[s];
       u_b <= YW'((3 * YW)'(3) <<< P) - YW'(msq >>> P);
       y_b <= y_a;
       m_b <= m_a;
       k_b <= k_a;
       s1_b <= s1_a;
-      n_b <= n_a;
       y_c <= YW'(yu >>> (P + 1));
       m_d <= m_b;
       k_c <= k_b;
       s1_c <= s1_b;
-      n_c <= n_b;
     end
     assign nv[s+1] = vc;
     assign ny[s+1] = y_c;
     assign nm[s+1] = m_d;
     assign nk[s+1] = k_c;
     assign ns1[s+1] = s1_c;
-    assign nn[s+1] = n_c;
   end
 
   // final per-row stage: shift amount, then into the row queue
-  logic rv;
   logic signed [YW-1:0] ry;
   logic signed [SHW-1:0] rsh;
   logic signed [S1_W-1:0] rs1;
-  logic [N_BITS-1:0] rn;
   always_ff @(posedge clk) begin
-    if (rst) rv <= 1'b0;
-    else rv <= nv[NEWTON];
+    if (rst) ctx_v <= 1'b0;
+    else ctx_v <= nv[NEWTON];
     ry <= ny[NEWTON];
     rsh <= SHW'(P) + SHW'({1'b0, nk[NEWTON]}) - SHW'(G / 2) - SHW'(FZ);
     rs1 <= S1_W'(ns1[NEWTON]);
-    rn <= N_BITS'(nn[NEWTON]);
   end
-
-  // row queue (ROWQ entries; never overflows: input stalls at ROWQ pending rows)
-  logic signed [YW-1:0] q_y[ROWQ];
-  logic signed [SHW-1:0] q_sh[ROWQ];
-  logic signed [S1_W-1:0] q_s1[ROWQ];
-  logic [N_BITS-1:0] q_n[ROWQ];
-  logic [QW:0] q_cnt;
-  logic [QW-1:0] q_wr, q_rd;  // wrap at ROWQ (a power of two)
-  logic q_pop;
-  always_ff @(posedge clk) begin
-    if (rv) begin
-      q_y[q_wr] <= ry;
-      q_sh[q_wr] <= rsh;
-      q_s1[q_wr] <= rs1;
-      q_n[q_wr] <= rn;
-    end
-    if (rst) begin
-      q_cnt <= '0;
-      q_wr <= '0;
-      q_rd <= '0;
-    end else begin
-      if (rv) q_wr <= q_wr + 1'b1;
-      if (q_pop) q_rd <= q_rd + 1'b1;
-      q_cnt <= q_cnt + (QW + 1)'(rv) - (QW + 1)'(q_pop);
-    end
-  end
+  assign ctx = {ry, rsh, rs1};
 
   // ---- output side: stall-all pipeline, enable ce ----------------------------------
-  logic ce;
-  logic [N_BITS-1:0] idx_reg;
   assign ce = ~m_axis_tvalid | m_axis_tready;
-  assign rd_issue = ce && (q_cnt != 0);
-  assign rd_last = (idx_reg + 1'b1) == q_n[q_rd];
-  assign q_pop = rd_issue & rd_last;
-
-  always_ff @(posedge clk) begin
-    if (rst) begin
-      rp_reg <= '0;
-      idx_reg <= '0;
-    end else if (rd_issue) begin
-      rp_reg <= rp_reg + 1'b1;
-      idx_reg <= rd_last ? '0 : idx_reg + 1'b1;
-    end
-  end
 
   // gamma / beta memory
   logic [GAMMA_W-1:0] gamma_mem[ROW_MAX];
@@ -383,27 +306,17 @@ module hwa_layernorm_rsqrt #(
     end
   end
 
-  // o1: memory outputs and the row context
-  logic o1_v, o1_l;
-  logic [IN_W-1:0] o1_x;
+  // o1: the buffered x, the row context and length (hwa_row_stream), gamma/beta
   logic signed [GAMMA_W-1:0] o1_g;
   logic signed [BETA_W-1:0] o1_b;
   logic signed [YW-1:0] o1_y;
   logic signed [SHW-1:0] o1_sh;
   logic signed [S1_W-1:0] o1_s1;
-  logic [N_BITS-1:0] o1_n;
+  assign {o1_y, o1_sh, o1_s1} = o1_ctx;
   always_ff @(posedge clk) begin
-    if (rst) o1_v <= 1'b0;
-    else if (ce) o1_v <= rd_issue;
     if (ce) begin
-      o1_x <= buf_mem[rp_reg];
-      o1_g <= gamma_mem[GAW'(idx_reg)];
-      o1_b <= beta_mem[GAW'(idx_reg)];
-      o1_l <= rd_last;
-      o1_y <= q_y[q_rd];
-      o1_sh <= q_sh[q_rd];
-      o1_s1 <= q_s1[q_rd];
-      o1_n <= q_n[q_rd];
+      o1_g <= gamma_mem[GAW'(rd_idx)];
+      o1_b <= beta_mem[GAW'(rd_idx)];
     end
   end
   // o2: A = n*X - S1

@@ -11,17 +11,19 @@
 //   r = sat(round_shift(R, WF - D_F - R_F + p, RND))  (negative: exact left shift)
 // T: TABLE_FILE, (NEWTON ? 2^TB : 2^TB + 1) words of WF fraction bits.
 // Latency: 3 + (NEWTON ? STEPS : 0) cycles; accepts one d per cycle.
+// Parameters: no defaults (TABLE_FILE aside); the parent passes every one from the
+// spec's hw_params().
 module hwa_recip #(
-    parameter int D_W = 36,
-    parameter int D_F = 24,
-    parameter int R_W = 26,
-    parameter int R_F = 25,
-    parameter int R_OVF = 0,
-    parameter int WF = 26,
-    parameter int TB = 8,
-    parameter bit NEWTON = 1'b1,
-    parameter int STEPS = 2,
-    parameter int RND = 2,
+    parameter int D_W,
+    parameter int D_F,
+    parameter int R_W,
+    parameter int R_F,
+    parameter int R_OVF,
+    parameter int WF,
+    parameter int TB,
+    parameter bit NEWTON,
+    parameter int STEPS,
+    parameter int RND,
     parameter string TABLE_FILE = ""
 ) (
     input  logic           clk,

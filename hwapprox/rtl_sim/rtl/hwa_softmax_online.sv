@@ -14,12 +14,16 @@
 // The running max is resolved one stage ahead of the sum, so E is pipelined
 // and only d = f(d, e) is a one-cycle loop.
 //
-// Buffering: circular buffer of BUF_DEPTH input words (a row streams out
-// while the next streams in); up to ROWQ rows wait for output.
+// Buffering (hwa_row_stream): circular buffer of BUF_DEPTH input words (a row
+// streams out while the next streams in); up to ROWQ rows wait for output.
 // Latency: last input -> first output of its row = 9 + RECIP_LAT cycles
 // (RECIP_LAT = 3 + Newton steps) when the output is free; then one element
 // per cycle. Throughput 1 element/cycle for rows longer than that latency.
-// Precondition: 1 <= n <= ROW_MAX (longer rows deadlock).
+// Rows of 1..ROW_MAX elements. A longer row is dropped (consumed up to its
+// tlast, nothing output for it) and row_err pulses for one cycle; the next row
+// is processed normally (see hwa_row_stream).
+// Parameter defaults: the default OnlineSoftmax spec's hw_params() with
+// row_stream_params(64) (tests/test_rtl_lint.py checks they agree).
 module hwa_softmax_online #(
     parameter int IN_W = 16,
     parameter int OUT_W = 16,
@@ -73,56 +77,38 @@ module hwa_softmax_online #(
     output logic [OUT_W-1:0] m_axis_tdata,
     output logic             m_axis_tvalid,
     input  logic             m_axis_tready,
-    output logic             m_axis_tlast
+    output logic             m_axis_tlast,
+    output logic             row_err
 );
 
-  localparam int AW = $clog2(BUF_DEPTH);
-  localparam int QW = $clog2(ROWQ);
   localparam int DW = IN_W;  // |x_j - m| < 2^IN_W
   localparam int PW = SUM_W + EXP_W + 2;
   localparam int SW = 8;
 
   if (IN_W < 2 || IN_W > 32 || OUT_W < 1 || OUT_W > 40 || ROW_MAX < 1
       || (1 << N_BITS) <= ROW_MAX || SUM_F < EXP_F || SUM_W > 62) begin : g_bad_w
-    $error({"hwa_softmax_online: invalid IN_W=%0d OUT_W=%0d ROW_MAX=%0d N_BITS=%0d ",
-                    "SUM_W=%0d SUM_F=%0d EXP_F=%0d"},
-                   IN_W, OUT_W, ROW_MAX, N_BITS, SUM_W, SUM_F, EXP_F);
+    $error("hwa_softmax_online: invalid IN_W=%0d OUT_W=%0d ROW_MAX=%0d N_BITS=%0d SUM_W=%0d SUM_F=%0d EXP_F=%0d",
+           IN_W, OUT_W, ROW_MAX, N_BITS, SUM_W, SUM_F, EXP_F);
   end
-  if (BUF_DEPTH < ROW_MAX || (1 << AW) != BUF_DEPTH || ROWQ < 2 || (1 << QW) != ROWQ)
-  begin : g_bad_buf
-    $error("hwa_softmax_online: BUF_DEPTH=%0d (power of 2 >= ROW_MAX=%0d), ROWQ=%0d",
-                   BUF_DEPTH, ROW_MAX, ROWQ);
-  end
-
-  // ---- input: buffer and max stage ---------------------------------------------------
-  logic in_fire, rd_issue, rd_last;
-  logic [AW:0] occ_reg;
-  logic [QW:0] rows_reg;
-  logic [AW-1:0] wp_reg, rp_reg;
-  logic first_reg;  // next accepted element starts a row
-
-  assign s_axis_tready = (occ_reg < (AW + 1)'(BUF_DEPTH)) && (rows_reg < (QW + 1)'(ROWQ));
-  assign in_fire = s_axis_tvalid & s_axis_tready;
-
-  logic [IN_W-1:0] buf_mem[BUF_DEPTH];
-  always_ff @(posedge clk) begin
-    if (in_fire) buf_mem[wp_reg] <= s_axis_tdata;
-  end
-  always_ff @(posedge clk) begin
-    if (rst) begin
-      wp_reg <= '0;
-      first_reg <= 1'b1;
-      occ_reg <= '0;
-      rows_reg <= '0;
-    end else begin
-      if (in_fire) begin
-        wp_reg <= wp_reg + 1'b1;
-        first_reg <= s_axis_tlast;
-      end
-      occ_reg <= occ_reg + (AW + 1)'(in_fire) - (AW + 1)'(rd_issue);
-      rows_reg <= rows_reg + (QW + 1)'(in_fire & s_axis_tlast) - (QW + 1)'(rd_issue & rd_last);
-    end
-  end
+  // ---- input: row buffer, queue and output sequencer (hwa_row_stream) -------------
+  localparam int CTX_W = IN_W + R_W;  // per row: the max m and r = 1/d
+  logic in_v, in_first, in_last, ctx_v, ce, rd_issue, o1_v, o1_l;
+  logic [IN_W-1:0] in_x;
+  logic signed [IN_W-1:0] o1_x;
+  logic [N_BITS-1:0] in_n, o1_n, rd_idx;
+  logic [CTX_W-1:0] ctx, o1_ctx;
+  hwa_row_stream #(
+      .IN_W(IN_W),
+      .CTX_W(CTX_W),
+      .ROW_MAX(ROW_MAX),
+      .BUF_DEPTH(BUF_DEPTH),
+      .ROWQ(ROWQ),
+      .N_BITS(N_BITS)
+  ) u_rows (.*);  // every port: the signal of the same name
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic unused_rows;  // the sequencer's length and position outputs: not needed here
+  assign unused_rows = ^{in_n, o1_n, rd_idx, rd_issue};
+  /* verilator lint_on UNUSEDSIGNAL */
 
   // stage A: running max; the exp argument against the previous max
   logic signed [IN_W-1:0] x_in, m_reg;
@@ -130,18 +116,18 @@ module hwa_softmax_online #(
   logic a_v, a_first, a_last, a_new;
   logic [DW-1:0] a_delta;
   logic signed [IN_W-1:0] a_m;
-  assign x_in = s_axis_tdata;
+  assign x_in = in_x;
   assign diff = (IN_W + 1)'(x_in) - (IN_W + 1)'(m_reg);
   always_ff @(posedge clk) begin
     if (rst) a_v <= 1'b0;
-    else a_v <= in_fire;
-    if (in_fire) begin
-      a_first <= first_reg;
-      a_last <= s_axis_tlast;
-      a_new <= ~first_reg && (diff > 0);
-      a_delta <= first_reg ? '0 : DW'((diff > 0) ? diff : -diff);
-      if (first_reg || diff > 0) m_reg <= x_in;
-      a_m <= (first_reg || diff > 0) ? x_in : m_reg;
+    else a_v <= in_v;
+    if (in_v) begin
+      a_first <= in_first;
+      a_last <= in_last;
+      a_new <= ~in_first && (diff > 0);
+      a_delta <= in_first ? '0 : DW'((diff > 0) ? diff : -diff);
+      if (in_first || diff > 0) m_reg <= x_in;
+      a_m <= (in_first || diff > 0) ? x_in : m_reg;
     end
   end
 
@@ -225,7 +211,7 @@ module hwa_softmax_online #(
     if (c_v & c_last) row_m <= c_m;
   end
 
-  // per row: r = 1/d, m and n travel alongside
+  // per row: r = 1/d; the row's max travels alongside and both go to the row queue
   localparam int RLAT = 3 + (NEWTON ? STEPS : 0);
   logic r_v;
   logic [R_W-1:0] r_val;
@@ -249,84 +235,20 @@ module hwa_softmax_online #(
       .out_valid(r_v),
       .r(r_val)
   );
-  // the row's max and length, delayed to meet r
   logic signed [IN_W-1:0] mq_pipe[RLAT];
-  logic [N_BITS-1:0] n_cnt, n_row, nq_pipe[RLAT];
-  always_ff @(posedge clk) begin
-    if (rst) n_cnt <= '0;
-    else if (in_fire) n_cnt <= s_axis_tlast ? '0 : n_cnt + 1'b1;
-  end
-  // element count per row, carried down the ingest pipeline with tlast
-  logic [N_BITS-1:0] a_n, b_n, c_n;
-  always_ff @(posedge clk) begin
-    if (in_fire) a_n <= n_cnt + 1'b1;
-    b_n <= a_n;
-    c_n <= b_n;
-    if (c_v & c_last) n_row <= c_n;
-  end
   always_ff @(posedge clk) begin
     mq_pipe[0] <= row_m;
-    nq_pipe[0] <= n_row;
-    for (int s = 1; s < RLAT; s++) begin
-      mq_pipe[s] <= mq_pipe[s-1];
-      nq_pipe[s] <= nq_pipe[s-1];
-    end
+    for (int s = 1; s < RLAT; s++) mq_pipe[s] <= mq_pipe[s-1];
   end
-
-  // row queue
-  logic signed [IN_W-1:0] q_m[ROWQ];
-  logic [R_W-1:0] q_r[ROWQ];
-  logic [N_BITS-1:0] q_n[ROWQ];
-  logic [QW:0] q_cnt;
-  logic [QW-1:0] q_wr, q_rd;
-  logic q_pop;
-  always_ff @(posedge clk) begin
-    if (r_v) begin
-      q_m[q_wr] <= mq_pipe[RLAT-1];
-      q_r[q_wr] <= r_val;
-      q_n[q_wr] <= nq_pipe[RLAT-1];
-    end
-    if (rst) begin
-      q_cnt <= '0;
-      q_wr <= '0;
-      q_rd <= '0;
-    end else begin
-      if (r_v) q_wr <= q_wr + 1'b1;
-      if (q_pop) q_rd <= q_rd + 1'b1;
-      q_cnt <= q_cnt + (QW + 1)'(r_v) - (QW + 1)'(q_pop);
-    end
-  end
+  assign ctx_v = r_v;
+  assign ctx = {mq_pipe[RLAT-1], r_val};
 
   // ---- output: stall-all pipeline ---------------------------------------------------
-  logic ce;
-  logic [N_BITS-1:0] idx_reg;
-  assign ce = ~m_axis_tvalid | m_axis_tready;
-  assign rd_issue = ce && (q_cnt != 0);
-  assign rd_last = (idx_reg + 1'b1) == q_n[q_rd];
-  assign q_pop = rd_issue & rd_last;
-  always_ff @(posedge clk) begin
-    if (rst) begin
-      rp_reg <= '0;
-      idx_reg <= '0;
-    end else if (rd_issue) begin
-      rp_reg <= rp_reg + 1'b1;
-      idx_reg <= rd_last ? '0 : idx_reg + 1'b1;
-    end
-  end
-  // o1: buffered x and the row context
-  logic o1_v, o1_l;
-  logic signed [IN_W-1:0] o1_x, o1_m;
+  // o1 (in hwa_row_stream): the buffered x and the row context
+  logic signed [IN_W-1:0] o1_m;
   logic [R_W-1:0] o1_r;
-  always_ff @(posedge clk) begin
-    if (rst) o1_v <= 1'b0;
-    else if (ce) o1_v <= rd_issue;
-    if (ce) begin
-      o1_x <= buf_mem[rp_reg];
-      o1_l <= rd_last;
-      o1_m <= q_m[q_rd];
-      o1_r <= q_r[q_rd];
-    end
-  end
+  assign ce = ~m_axis_tvalid | m_axis_tready;
+  assign {o1_m, o1_r} = o1_ctx;
   // o2, o3: E(m - x)
   logic [EXP_W-1:0] e_out;
   logic [DW-1:0] o_delta;
