@@ -288,3 +288,38 @@ def test_ctrl_c_keeps_finished_points_and_resumes(tmp_path: Path) -> None:
     keys = [r["key"] for r in load_records(out)]
     assert sorted(keys) == sorted(p.key for p in exp.points)
     assert len(_csv_rows(out)) == 8
+
+
+def test_each_point_is_on_disk_before_the_next_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """jobs=1 (in-process): point k starts only after points 1..k-1 are in the JSONL,
+    so a kill loses at most the point being computed (it used to compute every point
+    before writing any)."""
+    import hwapprox.approx.sweep as sweep
+
+    out = tmp_path / "sw"
+    exp = expand(_grid())
+    seen: list[int] = []
+    real = sweep.run_point
+
+    def spy(config, inputs):  # type: ignore[no-untyped-def]
+        path = out / RESULTS_JSONL
+        seen.append(len(path.read_text().splitlines()) if path.exists() else 0)
+        return real(config, inputs)
+
+    monkeypatch.setattr(sweep, "run_point", spy)
+    res = run_sweep(exp.points, out, progress=False, jobs=1)
+    assert res.ran == 8
+    assert seen == list(range(8))
+
+
+def test_pool_writes_points_while_others_run(tmp_path: Path) -> None:
+    """A process pool keeps at most 2 x workers points in flight and writes each as it
+    finishes: the records are complete and unique."""
+    out = tmp_path / "sw"
+    exp = expand(_grid(out_widths=[6, 7, 8]))
+    res = run_sweep(exp.points, out, progress=False, jobs=2)
+    assert res.ran == len(exp.points) == 12
+    keys = [r["key"] for r in load_records(out)]
+    assert sorted(keys) == sorted(p.key for p in exp.points)

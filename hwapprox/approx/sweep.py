@@ -383,6 +383,14 @@ def make_executor(jobs: int = 1, dask: str | None = None) -> tuple[cf.Executor, 
     return ex, lambda: ex.shutdown(wait=True, cancel_futures=True)
 
 
+def _window(executor: cf.Executor | None) -> int:
+    """Points in flight at once: 1 in-process, twice the workers of a pool, else 64."""
+    if executor is None or isinstance(executor, _InlineExecutor):
+        return 1
+    workers = getattr(executor, "_max_workers", None)
+    return 2 * int(workers) if isinstance(workers, int) and workers > 0 else 64
+
+
 def default_jobs() -> int:
     """Worker count when none is given: the usable CPUs (at least 1)."""
     try:
@@ -551,16 +559,32 @@ def run_sweep(
     writer = _Writer(out)
     ran = 0
     bar = tqdm(total=len(todo), disable=not progress, desc="sweep", unit="pt")
-    futures: list[cf.Future[Any]] = []
-    try:
-        assert executor is not None or not todo
-        futures = [executor.submit(run_point, p.config, p.inputs.to_dict()) for p in todo]  # type: ignore[union-attr]
-        for fut in cf.as_completed(futures):
+    futures: set[cf.Future[Any]] = set()
+    window = _window(executor)
+
+    def finish(completed: Iterable[cf.Future[Any]]) -> None:
+        nonlocal ran
+        for fut in completed:
+            futures.discard(fut)
             rec = fut.result()
             writer.write(rec)
             done[rec["key"]] = rec
             ran += 1
             bar.update(1)
+
+    try:
+        assert executor is not None or not todo
+        # at most `window` points in flight: each is written as soon as it finishes, on
+        # every executor (in-process: one at a time, so a kill loses only the current one)
+        for p in todo:
+            while len(futures) >= window:
+                finished, _ = cf.wait(futures, return_when=cf.FIRST_COMPLETED)
+                finish(finished)
+            futures.add(executor.submit(run_point, p.config, p.inputs.to_dict()))  # type: ignore[union-attr]
+            finish([f for f in list(futures) if f.done()])
+        while futures:
+            finished, _ = cf.wait(futures, return_when=cf.FIRST_COMPLETED)
+            finish(finished)
     except BaseException:
         for f in futures:
             f.cancel()
