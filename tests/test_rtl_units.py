@@ -90,6 +90,60 @@ def test_rows_longer_than_the_buffer_are_refused() -> None:
         simulate(spec, [np.zeros(20, dtype=np.int64)], row_max=8)
 
 
+@pytest.mark.parametrize(
+    ("op", "method", "fields"),
+    [("softmax", "online", {}), ("layernorm", "rsqrt_lut", {"max_n": 64})],
+    ids=["softmax-online", "layernorm-rsqrt"],
+)
+@pytest.mark.parametrize(("idle", "backpressure"), [(0.0, 0.0), (0.3, 0.3)], ids=["0", "0.3"])
+def test_rows_longer_than_row_max_are_dropped_and_flagged(
+    op: str, method: str, fields: dict, idle: float, backpressure: float
+) -> None:
+    """Overlong rows between normal ones: each flagged (row_err, $error) and dropped; the
+    normal rows still come out bit-exact, in order, and nothing deadlocks. Lengths: one
+    over ROW_MAX (tlast on the overflowing element), over ROW_MAX and over the whole
+    buffer (BUF_DEPTH = 16)."""
+    from hwapprox.rtl_sim.sim import simulate
+
+    spec = make_spec(op, method, **fields)
+    rng = np.random.default_rng(21)
+    row_max = 8
+
+    def row(n: int) -> np.ndarray:
+        return spec.in_fmt.quantize(rng.normal(0, 2, n))
+
+    lengths = [8, 9, 5, 40, 8, 13, 1, 8]
+    rows = [row(n) for n in lengths]
+    res = simulate(
+        spec, rows, row_max=row_max, long_rows=True, idle=idle, backpressure=backpressure
+    )
+    st = res.stats
+    assert res.passed, st.get("error") or st.get("summary") or res.log_tail
+    assert st["long_rows"] == st["row_errors"] == 3
+    assert st["n_in"] == sum(lengths)
+    assert st["matched"] == st["n_out"] == st["n_expected"] == sum(n for n in lengths if n <= 8)
+    assert st["mismatches"] == 0
+    assert not st["timed_out"]
+    assert "longer than ROW_MAX=8" in res.log_tail
+    # without long_rows the same rows are refused before anything is built
+    with pytest.raises(SpecError, match="row of length 40 exceeds row_max=8"):
+        simulate(spec, rows, row_max=row_max)
+
+
+def test_wait_done_raises_on_timeout() -> None:
+    """Expect outputs that never come: wait_done times out and raises StreamError."""
+    from hwapprox.rtl_sim.sim import simulate
+
+    rows = [np.arange(-8, 8, dtype=np.int64)]
+    res = simulate(make_spec("gelu", "lut"), rows, expect_extra=3, timeout_cycles=300)
+    st = res.stats
+    assert not res.passed
+    assert st["timed_out"]
+    assert st["error"].startswith("timed out after 300 cycles with")
+    assert st["n_out"] == st["n_expected"] - 3
+    assert "StreamError" in res.log_tail
+
+
 def test_methods_without_a_unit_are_named() -> None:
     from hwapprox.rtl_sim.units import get_unit
 

@@ -67,6 +67,9 @@ def simulate(
     gamma: npt.ArrayLike | None = None,
     beta: npt.ArrayLike | None = None,
     corrupt: int | None = None,
+    long_rows: bool = False,
+    expect_extra: int = 0,
+    timeout_cycles: int | None = None,
     waves: bool = False,
     keep_dir: Path | None = None,
     simulator: str = "verilator",
@@ -76,7 +79,11 @@ def simulate(
     Without ``rows``: edge rows and ``n_rows`` random rows of length ``n``
     (row-wise units also get random lengths 1..n). LayerNorm gets seeded
     random ``gamma``/``beta`` codes unless given. ``row_max`` (row-wise
-    buffer size) defaults to the longest row.
+    buffer size) defaults to the longest row; a longer row is refused unless
+    ``long_rows``: then it is sent, and the unit must drop it (no output) and
+    flag it (one ``row_err`` pulse, a run-time ``$error``).
+    ``expect_extra`` and ``timeout_cycles`` are for testing the testbench (see
+    :mod:`hwapprox.rtl_sim.tb.stream_test`).
     """
     if rows is None:
         rows = default_rows(spec, n, n_rows, seed)
@@ -85,7 +92,9 @@ def simulate(
         raise SpecError("simulate needs at least one row, each of length >= 1")
     longest = max(r.size for r in rows)
     rmax = longest if row_max is None else row_max
-    if spec.operator is not Operator.GELU and longest > rmax:
+    rowwise = spec.operator is not Operator.GELU
+    n_long = sum(r.size > rmax for r in rows) if rowwise else 0
+    if n_long and not long_rows:
         raise SpecError(f"a row of length {longest} exceeds row_max={rmax}; raise row_max")
     for r in rows:
         spec.check_input(r)
@@ -97,7 +106,11 @@ def simulate(
         "backpressure": backpressure,
         "seed": seed,
         "corrupt": corrupt,
+        "expect_extra": expect_extra,
+        "timeout_cycles": timeout_cycles,
     }
+    if rowwise:
+        job["row_max"] = rmax
     if spec.operator is Operator.LAYERNORM:
         rng = np.random.default_rng(seed + 7)
         gf, bf = spec.gamma_fmt, spec.beta_fmt  # type: ignore[attr-defined]
@@ -110,4 +123,4 @@ def simulate(
         if g.size < rmax or b.size < rmax:
             raise SpecError(f"gamma/beta need row_max={rmax} codes, got {g.size}/{b.size}")
         job["gamma"], job["beta"] = g[:rmax].tolist(), b[:rmax].tolist()
-    return run_job(info, job, keep_dir=keep_dir)
+    return run_job(info, job, keep_dir=keep_dir, expected_errors=n_long)

@@ -5,12 +5,17 @@ stream ``s_axis_*`` and an output stream ``m_axis_*`` (``tdata``, ``tvalid``,
 ``tready``, ``tlast``). LayerNorm units also have a gamma/beta memory write
 port (``cfg_we``, ``cfg_addr``, ``cfg_gamma``, ``cfg_beta``).
 
+Row-wise units also have ``row_err`` (a one-cycle pulse per row longer than
+``ROW_MAX``, which the unit drops); the bench counts the pulses and fails unless
+there are exactly as many as rows it sent over ``row_max``.
+
 Use from your own cocotb test::
 
     tb = UnitTB(dut, spec, idle=0.2, backpressure=0.3, seed=1)
     await tb.reset()
     tb.send_rows(rows)                     # expected values come from spec.model
-    stats = await tb.wait_done()           # raises ScoreboardError on mismatch
+    stats = await tb.wait_done()           # raises StreamError on a timeout
+    tb.scoreboard.finish()                 # raises ScoreboardError on a mismatch
 """
 
 from __future__ import annotations
@@ -18,10 +23,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import cocotb
 import numpy as np
 import numpy.typing as npt
 from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, RisingEdge
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
 from hwapprox.approx.base import ApproxSpec, Operator
 from hwapprox.rtl_sim.tb.axis import (
@@ -38,7 +44,13 @@ __all__ = ["CLOCK_PERIOD_NS", "StreamError", "UnitTB", "expected_rows", "row_lat
 
 
 class StreamError(AssertionError):
-    """A run that timed out with outputs missing, or broke the AXI-Stream protocol."""
+    """A run that timed out with outputs missing, broke the AXI-Stream protocol or
+    flagged another number of overlong rows than were sent; ``stats`` holds the
+    measurements of the run."""
+
+    def __init__(self, message: str, stats: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.stats = stats or {}
 
 
 CLOCK_PERIOD_NS = 10
@@ -75,8 +87,13 @@ def expected_rows(
     return out
 
 
-def row_latencies(sent: list[Beat], received: list[Beat]) -> tuple[list[int], list[int]]:
-    """Per row: cycles from first input to first output, last input to last output."""
+def row_latencies(
+    sent: list[Beat], received: list[Beat], kept: list[bool] | None = None
+) -> tuple[list[int], list[int]]:
+    """Per row: cycles from first input to first output, last input to last output.
+
+    ``kept[i]`` false: sent row ``i`` gives no output (an overlong row, dropped).
+    """
 
     def starts_ends(beats: list[Beat]) -> list[tuple[int, int]]:
         spans, first = [], None
@@ -89,6 +106,8 @@ def row_latencies(sent: list[Beat], received: list[Beat]) -> tuple[list[int], li
         return spans
 
     s_in, s_out = starts_ends(sent), starts_ends(received)
+    if kept is not None:
+        s_in = [sp for sp, k in zip(s_in, kept, strict=False) if k]  # rows sent so far
     n = min(len(s_in), len(s_out))
     first = [s_out[i][0] - s_in[i][0] for i in range(n)]
     last = [s_out[i][1] - s_in[i][1] for i in range(n)]
@@ -129,6 +148,9 @@ class UnitTB:
             on_beat=self.scoreboard.check,
         )
         self.n_expected = 0
+        self.long_rows = 0  # rows sent over row_max: the unit must drop and flag them
+        self.kept: list[bool] = []  # per row sent: whether it expects output
+        self.row_errors = 0  # row_err pulses seen
         self.gamma: npt.NDArray[np.int64] | None = None
         self.beta: npt.NDArray[np.int64] | None = None
         dut.rst.value = 1
@@ -142,6 +164,18 @@ class UnitTB:
         await RisingEdge(self.dut.clk)
         if getattr(self, "monitor", None) is None:
             self.monitor = AxisMonitor(self.dut, "m_axis", self.dut.clk, self.counter)
+            err = getattr(self.dut, "row_err", None)
+            if err is not None:
+                cocotb.start_soon(self._count_row_errors(err))
+
+    async def _count_row_errors(self, sig: Any) -> None:
+        while True:
+            await RisingEdge(self.dut.clk)
+            await ReadOnly()
+            try:
+                self.row_errors += int(sig.value)
+            except ValueError:  # X or Z
+                self.row_errors += 1
 
     async def load_affine(self, gamma: npt.ArrayLike, beta: npt.ArrayLike) -> None:
         """Write gamma/beta raw codes into a LayerNorm unit's memory (one word per cycle)."""
@@ -158,21 +192,35 @@ class UnitTB:
         await RisingEdge(self.dut.clk)
         self.gamma, self.beta = g, b
 
-    def send_rows(self, rows: list[npt.NDArray[np.int64]], corrupt: int | None = None) -> None:
+    def send_rows(
+        self,
+        rows: list[npt.NDArray[np.int64]],
+        corrupt: int | None = None,
+        *,
+        row_max: int | None = None,
+    ) -> None:
         """Queue rows on the source and their model outputs on the scoreboard.
 
         ``corrupt`` flips the LSB of that expected output (to prove the
-        scoreboard fails).
+        scoreboard fails). With ``row_max`` (row-wise units), rows longer than it
+        are sent too but expect no output and one ``row_err`` pulse each.
         """
-        exp = expected_rows(self.spec, rows, self.gamma, self.beta)
+        long = [row_max is not None and r.size > row_max for r in rows]
+        short = [r for r, lg in zip(rows, long, strict=True) if not lg]
+        exp = expected_rows(self.spec, short, self.gamma, self.beta)
+        it = iter(exp)
         pos = 0
-        for r, e in zip(rows, exp, strict=True):
-            e = np.array(e, dtype=np.int64)
+        for r, lg in zip(rows, long, strict=True):
+            self.source.send(r.tolist())
+            self.kept.append(not lg)
+            if lg:
+                self.long_rows += 1
+                continue
+            e = np.array(next(it), dtype=np.int64)
             if corrupt is not None and pos <= corrupt < pos + e.size:
                 e[corrupt - pos] ^= 1
             pos += e.size
             self.scoreboard.add_row(e)
-            self.source.send(r.tolist())
         self.n_expected += pos
 
     async def wait_done(
@@ -181,22 +229,27 @@ class UnitTB:
         """Run until every expected output arrived (or the timeout); return measurements.
 
         Raises :class:`StreamError` (unless ``raise_on_error`` is false; then see
-        :meth:`check`) when the timeout passed with outputs missing or the output
-        stream broke the AXI-Stream handshake rules.
+        :meth:`check`) when the timeout passed with outputs missing, the output
+        stream broke the AXI-Stream handshake rules, or ``row_err`` pulsed another
+        number of times than rows over ``row_max`` were sent.
         """
         limit = timeout_cycles if timeout_cycles is not None else 50 * self.n_expected + 2000
         t0 = time.perf_counter()
         c0 = self.counter.cycle
-        while len(self.sink.beats) < self.n_expected and self.counter.cycle - c0 < limit:
+        while (
+            len(self.sink.beats) < self.n_expected or not self.source.idle
+        ) and self.counter.cycle - c0 < limit:
             await ClockCycles(self.dut.clk, 16)
         await ClockCycles(self.dut.clk, 32)  # anything extra would show up here
         wall = time.perf_counter() - t0
         cycles = self.counter.cycle - c0
         stats = self.measure(wall, cycles)
-        stats["timed_out"] = len(self.sink.beats) < self.n_expected
+        stats["timed_out"] = len(self.sink.beats) < self.n_expected or not self.source.idle
         stats["timeout_cycles"] = limit
         mon = getattr(self, "monitor", None)
         stats["protocol_violations"] = [] if mon is None else list(mon.violations)
+        stats["row_errors"] = self.row_errors
+        stats["long_rows"] = self.long_rows
         if raise_on_error:
             self.check(stats)
         return stats
@@ -207,17 +260,24 @@ class UnitTB:
         if stats.get("timed_out"):
             raise StreamError(
                 f"timed out after {stats['timeout_cycles']} cycles with {stats['n_out']} of "
-                f"{stats['n_expected']} outputs (a stall or deadlock in the unit)"
+                f"{stats['n_expected']} outputs (a stall or deadlock in the unit)",
+                stats,
             )
         v = stats.get("protocol_violations") or []
         if v:
             raise StreamError(
-                f"{len(v)} AXI-Stream protocol violation(s) on m_axis: {'; '.join(v[:5])}"
+                f"{len(v)} AXI-Stream protocol violation(s) on m_axis: {'; '.join(v[:5])}", stats
+            )
+        if stats.get("row_errors", 0) != stats.get("long_rows", 0):
+            raise StreamError(
+                f"row_err pulsed {stats['row_errors']} times for {stats['long_rows']} rows "
+                "longer than ROW_MAX",
+                stats,
             )
 
     def measure(self, wall: float, cycles: int) -> dict[str, Any]:
         sent, got = self.source.sent, self.sink.beats
-        first, last = row_latencies(sent, got)
+        first, last = row_latencies(sent, got, self.kept)
         stats: dict[str, Any] = {
             "n_in": len(sent),
             "n_out": len(got),
