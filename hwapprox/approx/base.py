@@ -21,6 +21,7 @@ import abc
 import dataclasses
 import enum
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
@@ -36,6 +37,8 @@ __all__ = [
     "Operator",
     "RowwiseSpec",
     "SpecError",
+    "broadcast_mask",
+    "require",
 ]
 
 RawArray = npt.NDArray[np.int64]
@@ -43,6 +46,36 @@ RawArray = npt.NDArray[np.int64]
 
 class SpecError(ValueError):
     """A spec whose parameters are invalid or cannot hold its intermediates."""
+
+
+def require(ok: object, message: str | Callable[[], str]) -> None:
+    """The one check spec validation is written with: raise :class:`SpecError` unless ``ok``.
+
+    ``message`` names the field and its value, the limit it breaks and, where
+    there is one, the fix (``"IBertGelu.erf_shift=41: must be in [0, 40]"``;
+    :meth:`ApproxSpec._require` writes that form). A callable is called only
+    when the check fails, for a message whose hint costs a search.
+    """
+    if not ok:
+        raise SpecError(message() if callable(message) else message)
+
+
+def broadcast_mask(mask: npt.ArrayLike, shape: tuple[int, ...]) -> npt.NDArray[np.bool_]:
+    """``mask`` as a bool array of ``shape`` (a read-only broadcast view), or SpecError."""
+    mk = np.asarray(mask)
+    if mk.dtype != np.bool_:
+        raise SpecError(
+            f"mask must be a bool array (True = masked out), got dtype {mk.dtype}; "
+            "convert a 0/1 attention mask (1 = attend) with `attention_mask == 0`"
+        )
+    try:
+        return np.broadcast_to(mk, shape)
+    except ValueError:
+        raise SpecError(
+            f"mask of shape {mk.shape} does not broadcast to the input shape {shape}; "
+            "give the input's shape or size-1 axes where it repeats "
+            "(e.g. [B,1,1,S] against [B,H,S,S])"
+        ) from None
 
 
 class Operator(enum.StrEnum):
@@ -123,7 +156,22 @@ class ApproxSpec(abc.ABC):
 
     # -- to be provided by each method ---------------------------------------
     def validate(self) -> None:  # noqa: B027 - optional hook
-        """Raise :class:`SpecError` naming the field, value and limit."""
+        """Raise :class:`SpecError` naming the field, value and limit (:func:`require`)."""
+
+    def _require(
+        self, ok: object, field: str, value: object, limit: str | Callable[[], str]
+    ) -> None:
+        """:func:`require` with the usual message ``"<Class>.<field>=<value>: <limit>"``.
+
+        ``value`` is written with ``str`` (pass ``repr(v)`` for quotes);
+        ``limit`` may be a callable, called only when the check fails.
+        """
+        require(
+            ok,
+            lambda: (
+                f"{type(self).__name__}.{field}={value}: {limit() if callable(limit) else limit}"
+            ),
+        )
 
     @abc.abstractmethod
     def model(self, raw: npt.ArrayLike, **kw: Any) -> RawArray:
@@ -225,20 +273,7 @@ class RowwiseSpec(ApproxSpec):
                     f"{self.operator}/{self.method} does not take a mask "
                     "(its _model_rows has no mask argument; the softmax models do)"
                 )
-            mk = np.asarray(mask)
-            if mk.dtype != np.bool_:
-                raise SpecError(
-                    f"mask must be a bool array (True = masked out), got dtype {mk.dtype}; "
-                    "convert a 0/1 attention mask (1 = attend) with `attention_mask == 0`"
-                )
-            try:
-                mk = np.broadcast_to(mk, x.shape)
-            except ValueError:
-                raise SpecError(
-                    f"mask of shape {mk.shape} does not broadcast to the input shape {x.shape}; "
-                    "give the input's shape or size-1 axes where it repeats "
-                    "(e.g. [B,1,1,S] against [B,H,S,S])"
-                ) from None
+            mk = broadcast_mask(mask, x.shape)
         try:
             x = np.moveaxis(x, axis, -1)
         except np.exceptions.AxisError:

@@ -187,18 +187,22 @@ class _GeluSpec(ElementwiseSpec):
     #: reference the error is measured against: "erf" (exact GELU) or "tanh"
     form: str = "erf"
 
-    def _fail(self, field: str, value: Any, limit: str) -> SpecError:
-        return SpecError(f"{type(self).__name__}.{field}={value!r}: {limit}")
-
     def validate(self) -> None:
-        if self.form not in ("erf", "tanh"):
-            raise self._fail("form", self.form, "expected 'erf' or 'tanh'")
-        if not self.in_fmt.signed:
-            raise self._fail("in_fmt", str(self.in_fmt), "must be signed (ap_fixed, not ap_ufixed)")
+        # Values are written with repr (formats quoted: in_fmt='ap_fixed<16,5>').
+        self._require(
+            self.form in ("erf", "tanh"), "form", repr(self.form), "expected 'erf' or 'tanh'"
+        )
+        self._require(
+            self.in_fmt.signed,
+            "in_fmt",
+            repr(str(self.in_fmt)),
+            "must be signed (ap_fixed, not ap_ufixed)",
+        )
         for name in ("in_fmt", "out_fmt"):
             fmt = getattr(self, name)
-            if fmt.width > 40:
-                raise self._fail(name, str(fmt), "at most 40 bits wide for the int64 models")
+            self._require(
+                fmt.width <= 40, name, repr(str(fmt)), "at most 40 bits wide for the int64 models"
+            )
 
     def reference(self, x: npt.ArrayLike, **kw: Any) -> FloatArray:
         """GELU in float64 (``form`` selects erf or tanh)."""
@@ -284,31 +288,39 @@ class IBertGelu(_GeluSpec):
 
     def validate(self) -> None:
         super().validate()
-        if not 0 <= self.erf_shift <= 40:
-            raise self._fail("erf_shift", self.erf_shift, "must be in [0, 40]")
-        if not 2 <= self.requant_bits <= 32:
-            raise self._fail("requant_bits", self.requant_bits, "must be in [2, 32]")
+        self._require(
+            0 <= self.erf_shift <= 40, "erf_shift", repr(self.erf_shift), "must be in [0, 40]"
+        )
+        self._require(
+            2 <= self.requant_bits <= 32,
+            "requant_bits",
+            repr(self.requant_bits),
+            "must be in [2, 32]",
+        )
         c = self._consts
-        if abs(c["erf_one"]) < self.MIN_ERF_ONE:
+
+        def erf_one_hint() -> str:
             unit = (self.in_fmt.lsb / self.K) ** 2 * -self.A  # |scale_erf| / 2^erf_shift
             best = self.erf_shift
             while best >= 0 and _floor(1 / (unit * 2**best)) < self.MIN_ERF_ONE:
                 best -= 1
-            raise self._fail(
-                "erf_shift",
-                self.erf_shift,
+            return (
                 f"leaves the erf term of in_fmt {self.in_fmt} with |erf_one| = "
                 f"{abs(c['erf_one'])} < {self.MIN_ERF_ONE} (under 4 bits); "
                 + (f"use erf_shift <= {best} or " if best >= 0 else "use ")
-                + "more input fraction bits",
+                + "more input fraction bits"
             )
-        if c["widest_bits"] > MAX_RAW_BITS:
-            raise self._fail(
-                "in_fmt",
-                str(self.in_fmt),
-                f"needs {c['widest_bits']}-bit intermediates (int64 path allows "
-                f"{MAX_RAW_BITS}); use fewer fraction bits or a smaller requant_bits",
-            )
+
+        self._require(
+            abs(c["erf_one"]) >= self.MIN_ERF_ONE, "erf_shift", repr(self.erf_shift), erf_one_hint
+        )
+        self._require(
+            c["widest_bits"] <= MAX_RAW_BITS,
+            "in_fmt",
+            repr(str(self.in_fmt)),
+            f"needs {c['widest_bits']}-bit intermediates (int64 path allows "
+            f"{MAX_RAW_BITS}); use fewer fraction bits or a smaller requant_bits",
+        )
 
     @functools.cached_property
     def _consts(self) -> dict[str, int]:
@@ -476,28 +488,32 @@ class ShiftGelu(_GeluSpec):
 
     def validate(self) -> None:
         super().validate()
-        if not 1 <= self.n <= 30:
-            raise self._fail("n", self.n, "must be in [1, 30]")
-        if not 2 <= self.sigmoid_bits <= 31:
-            raise self._fail("sigmoid_bits", self.sigmoid_bits, "must be in [2, 31]")
+        self._require(1 <= self.n <= 30, "n", repr(self.n), "must be in [1, 30]")
+        self._require(
+            2 <= self.sigmoid_bits <= 31,
+            "sigmoid_bits",
+            repr(self.sigmoid_bits),
+            "must be in [2, 31]",
+        )
         x0 = self._x0  # <= -1 for every scale (a floor of a negative number)
-        if 2 * -x0 * 2**self.n > 2**31 - 1:
+
+        def n_hint() -> str:
             n_max = (31 - 1 - (-x0 - 1).bit_length()) if -x0 > 1 else 29
             while 2 * -x0 * 2**n_max > 2**31 - 1:
                 n_max -= 1
-            raise self._fail(
-                "n",
-                self.n,
+            return (
                 f"lets the exp sum reach 2·{-x0}·2^{self.n} > 2^31-1 with in_fmt "
-                f"{self.in_fmt} (x0={x0}); use n <= {n_max} or a coarser in_fmt",
+                f"{self.in_fmt} (x0={x0}); use n <= {n_max} or a coarser in_fmt"
             )
-        if self.in_fmt.width + self.sigmoid_bits > MAX_RAW_BITS:
-            raise self._fail(
-                "sigmoid_bits",
-                self.sigmoid_bits,
-                f"x·sigmoid with in_fmt {self.in_fmt} needs "
-                f"{self.in_fmt.width + self.sigmoid_bits} bits; int64 allows {MAX_RAW_BITS}",
-            )
+
+        self._require(2 * -x0 * 2**self.n <= 2**31 - 1, "n", repr(self.n), n_hint)
+        self._require(
+            self.in_fmt.width + self.sigmoid_bits <= MAX_RAW_BITS,
+            "sigmoid_bits",
+            repr(self.sigmoid_bits),
+            f"x·sigmoid with in_fmt {self.in_fmt} needs "
+            f"{self.in_fmt.width + self.sigmoid_bits} bits; int64 allows {MAX_RAW_BITS}",
+        )
 
     @functools.cached_property
     def _x0(self) -> int:
@@ -619,30 +635,41 @@ class EdgeMoeGelu(_GeluSpec):
 
     def validate(self) -> None:
         super().validate()
-        if not 2 <= self.table_size <= 1 << 16:
-            raise self._fail("table_size", self.table_size, "must be in [2, 65536]")
+        self._require(
+            2 <= self.table_size <= 1 << 16,
+            "table_size",
+            repr(self.table_size),
+            "must be in [2, 65536]",
+        )
         m, e = math.frexp(float(self.step))
-        if not (self.step > 0 and m == 0.5 and -30 <= e - 1 <= 4):
-            raise self._fail("step", self.step, "must be a power of two in [2^-30, 16]")
-        if self.entry_fmt.signed or self.entry_fmt.width > 32:
-            raise self._fail(
-                "entry_fmt", str(self.entry_fmt), "must be unsigned and at most 32 bits"
-            )
-        if self._table.max() > self.entry_fmt.max_raw:
-            raise self._fail(
-                "entry_fmt",
-                str(self.entry_fmt),
-                f"cannot hold the largest correction {self._table_float.max():.6f}",
-            )
+        self._require(
+            self.step > 0 and m == 0.5 and -30 <= e - 1 <= 4,
+            "step",
+            repr(self.step),
+            "must be a power of two in [2^-30, 16]",
+        )
+        entry = repr(str(self.entry_fmt))
+        self._require(
+            not self.entry_fmt.signed and self.entry_fmt.width <= 32,
+            "entry_fmt",
+            entry,
+            "must be unsigned and at most 32 bits",
+        )
+        self._require(
+            self._table.max() <= self.entry_fmt.max_raw,
+            "entry_fmt",
+            entry,
+            lambda: f"cannot hold the largest correction {self._table_float.max():.6f}",
+        )
         f_in, fe = self.in_fmt.frac_bits, self.entry_fmt.frac_bits
         acc = max(self.in_fmt.width + max(fe - f_in, 0), self.entry_fmt.width + max(f_in - fe, 0))
-        if acc + 2 > MAX_RAW_BITS:
-            raise self._fail(
-                "entry_fmt",
-                str(self.entry_fmt),
-                f"with in_fmt {self.in_fmt} needs "
-                f"{acc + 2}-bit intermediates; the int64 path allows {MAX_RAW_BITS}",
-            )
+        self._require(
+            acc + 2 <= MAX_RAW_BITS,
+            "entry_fmt",
+            entry,
+            f"with in_fmt {self.in_fmt} needs "
+            f"{acc + 2}-bit intermediates; the int64 path allows {MAX_RAW_BITS}",
+        )
 
     @property
     def _k(self) -> int:
@@ -810,39 +837,46 @@ class PwlGelu(_GeluSpec):
 
     def validate(self) -> None:
         super().validate()
-        if not 1 <= self.segments <= self.MAX_SEGMENTS:
-            raise self._fail("segments", self.segments, f"must be in [1, {self.MAX_SEGMENTS}]")
+        self._require(
+            1 <= self.segments <= self.MAX_SEGMENTS,
+            "segments",
+            repr(self.segments),
+            f"must be in [1, {self.MAX_SEGMENTS}]",
+        )
         for name in ("lo", "hi"):
             v = getattr(self, name)
-            if not isinstance(v, int | float) or not math.isfinite(v):
-                raise self._fail(name, v, "must be a finite number")
-        if not self.lo < self.hi:
-            raise self._fail("hi", self.hi, f"must be greater than lo={self.lo}")
-        lo, hi = self.fit_range
-        if not lo < hi:
-            fmin, fmax = float(self.in_fmt.min), float(self.in_fmt.max)
-            raise self._fail(
-                "lo" if self.lo >= fmax else "hi",
-                self.lo if self.lo >= fmax else self.hi,
-                f"[lo, hi] = [{self.lo}, {self.hi}] misses the in_fmt {self.in_fmt} "
-                f"range [{fmin}, {fmax}]",
+            self._require(
+                isinstance(v, int | float) and math.isfinite(v),
+                name,
+                repr(v),
+                "must be a finite number",
             )
+        self._require(self.lo < self.hi, "hi", repr(self.hi), f"must be greater than lo={self.lo}")
+        lo, hi = self.fit_range
+        fmin, fmax = float(self.in_fmt.min), float(self.in_fmt.max)
+        self._require(
+            lo < hi,
+            "lo" if self.lo >= fmax else "hi",
+            repr(self.lo if self.lo >= fmax else self.hi),
+            f"[lo, hi] = [{self.lo}, {self.hi}] misses the in_fmt {self.in_fmt} "
+            f"range [{fmin}, {fmax}]",
+        )
         for name in ("slope_fmt", "intercept_fmt"):
-            if not getattr(self, name).signed:
-                raise self._fail(name, str(getattr(self, name)), "must be signed")
+            fmt = getattr(self, name)
+            self._require(fmt.signed, name, repr(str(fmt)), "must be signed")
         fa, f_in = self._acc_frac_bits, self.in_fmt.frac_bits
         acc = max(
             self.in_fmt.width + self.slope_fmt.width + fa - f_in - self.slope_fmt.frac_bits,
             self.intercept_fmt.width + fa - self.intercept_fmt.frac_bits,
             self.in_fmt.width + fa - f_in,
         )
-        if acc + 2 > MAX_RAW_BITS:
-            raise self._fail(
-                "slope_fmt",
-                str(self.slope_fmt),
-                f"with in_fmt {self.in_fmt} and intercept_fmt "
-                f"{self.intercept_fmt} needs {acc + 2}-bit sums; int64 allows {MAX_RAW_BITS}",
-            )
+        self._require(
+            acc + 2 <= MAX_RAW_BITS,
+            "slope_fmt",
+            repr(str(self.slope_fmt)),
+            f"with in_fmt {self.in_fmt} and intercept_fmt "
+            f"{self.intercept_fmt} needs {acc + 2}-bit sums; int64 allows {MAX_RAW_BITS}",
+        )
         self._fitted  # noqa: B018 - fits now: raises SpecError if the formats cannot hold it
 
     @functools.cached_property
@@ -850,13 +884,13 @@ class PwlGelu(_GeluSpec):
         fit = _pwl_breakpoints(self.form, *self.fit_range, self.segments)
         f_in = self.in_fmt.frac_bits
         bp = np.array([_round_half_up(Fraction(b) * 2**f_in) for b in fit.breakpoints])
-        if np.any(np.diff(bp) <= 0):
-            raise self._fail(
-                "segments",
-                self.segments,
-                f"breakpoints collide after rounding to in_fmt {self.in_fmt}; "
-                "use fewer segments or more input fraction bits",
-            )
+        self._require(
+            not np.any(np.diff(bp) <= 0),
+            "segments",
+            repr(self.segments),
+            f"breakpoints collide after rounding to in_fmt {self.in_fmt}; "
+            "use fewer segments or more input fraction bits",
+        )
         bpf = self.in_fmt.to_float(bp)
         ref = functools.partial(gelu_reference, form=self.form)
         m, _, _ = minimax_lines(ref, bpf[:-1], bpf[1:])
@@ -868,9 +902,14 @@ class PwlGelu(_GeluSpec):
             ("intercept_fmt", self.intercept_fmt, c, c_raw),
         ):
             err = np.abs(fmt.to_float(raw) - vals)
-            if (err > float(fmt.lsb)).any():
-                i = int(np.argmax(err))
-                raise self._fail(name, str(fmt), f"cannot hold the fitted value {vals[i]:.6g}")
+            self._require(
+                not (err > float(fmt.lsb)).any(),
+                name,
+                repr(str(fmt)),
+                lambda err=err, vals=vals: (
+                    f"cannot hold the fitted value {vals[int(np.argmax(err))]:.6g}"
+                ),
+            )
         return {"breakpoints": bp.astype(np.int64), "slopes": s_raw, "intercepts": c_raw}
 
     @property
@@ -993,22 +1032,25 @@ class LutGelu(_GeluSpec):
     def validate(self) -> None:
         super().validate()
         w = self.in_fmt.width
-        if not 0 <= self.index_bits <= w:
-            raise self._fail(
-                "index_bits", self.index_bits, f"must be in [0, {w}] (0 = the full in_fmt width)"
-            )
-        if self._index_bits > self.MAX_INDEX_BITS:
-            if self.index_bits == 0:
-                raise self._fail(
-                    "in_fmt",
-                    str(self.in_fmt),
-                    f"has {w} bits; a direct LUT allows at most {self.MAX_INDEX_BITS} index "
-                    f"bits: set index_bits <= {self.MAX_INDEX_BITS} (index by the top bits) "
-                    "or use a narrower in_fmt",
-                )
-            raise self._fail("index_bits", self.index_bits, f"must be <= {self.MAX_INDEX_BITS}")
-        if w > 24:
-            raise self._fail("in_fmt", str(self.in_fmt), "at most 24 bits for a binned LUT")
+        self._require(
+            0 <= self.index_bits <= w,
+            "index_bits",
+            repr(self.index_bits),
+            f"must be in [0, {w}] (0 = the full in_fmt width)",
+        )
+        fits = self._index_bits <= self.MAX_INDEX_BITS
+        self._require(
+            fits or self.index_bits != 0,
+            "in_fmt",
+            repr(str(self.in_fmt)),
+            f"has {w} bits; a direct LUT allows at most {self.MAX_INDEX_BITS} index "
+            f"bits: set index_bits <= {self.MAX_INDEX_BITS} (index by the top bits) "
+            "or use a narrower in_fmt",
+        )
+        self._require(
+            fits, "index_bits", repr(self.index_bits), f"must be <= {self.MAX_INDEX_BITS}"
+        )
+        self._require(w <= 24, "in_fmt", repr(str(self.in_fmt)), "at most 24 bits for a binned LUT")
 
     @property
     def _index_bits(self) -> int:

@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from hwapprox.approx.base import Cost, Operator, RowwiseSpec, SpecError
+from hwapprox.approx.base import Cost, Operator, RowwiseSpec, SpecError, require
 from hwapprox.approx.hwparams import overflow_code, raw_width, rounding_code, sbits, ubits
 from hwapprox.approx.intmath import bit_length
 from hwapprox.fixed import (
@@ -202,17 +202,21 @@ class _LayerNormSpec(RowwiseSpec):
 
     def validate(self) -> None:
         name = type(self).__name__
-        if isinstance(self.eps, bool) or not isinstance(self.eps, int | float):
-            raise SpecError(f"{name}.eps must be a real number, got {self.eps!r}")
-        if not (math.isfinite(self.eps) and self.eps >= 0):
-            raise SpecError(f"{name}.eps={self.eps!r} must be finite and >= 0")
+        require(
+            not isinstance(self.eps, bool) and isinstance(self.eps, int | float),
+            f"{name}.eps must be a real number, got {self.eps!r}",
+        )
+        require(
+            math.isfinite(self.eps) and self.eps >= 0,
+            f"{name}.eps={self.eps!r} must be finite and >= 0",
+        )
         for fname in ("in_fmt", "out_fmt", "gamma_fmt", "beta_fmt"):
             fmt = getattr(self, fname)
-            if fmt.width > 32:
-                raise SpecError(
-                    f"{name}.{fname}={fmt} is {fmt.width} bits wide; LayerNorm specs "
-                    f"support at most 32 bits per operand"
-                )
+            require(
+                fmt.width <= 32,
+                f"{name}.{fname}={fmt} is {fmt.width} bits wide; LayerNorm specs "
+                f"support at most 32 bits per operand",
+            )
 
     # -- gamma / beta -------------------------------------------------------------
     def _affine_raw(
@@ -221,11 +225,13 @@ class _LayerNormSpec(RowwiseSpec):
         """Validated raw gamma/beta of length n; None stays None (= raw 1.0 / 0.0)."""
         if gamma is None:
             one = 1 << self.gamma_fmt.frac_bits if self.gamma_fmt.frac_bits >= 0 else None
-            if one is None or one > self.gamma_fmt.max_raw:
-                raise SpecError(
+            require(
+                one is not None and one <= self.gamma_fmt.max_raw,
+                lambda: (
                     f"gamma=None means 1.0, which {self.gamma_fmt} (gamma_fmt) cannot hold; "
                     f"pass gamma codes explicitly or widen gamma_fmt"
-                )
+                ),
+            )
             g = None
         else:
             g = self._check_vec(gamma, n, self.gamma_fmt, "gamma")
@@ -234,11 +240,13 @@ class _LayerNormSpec(RowwiseSpec):
 
     def _check_vec(self, v: npt.ArrayLike, n: int, fmt: FixedFormat, what: str) -> RawArray:
         arr = np.asarray(v)
-        if arr.ndim != 1 or arr.shape[0] != n:
-            raise SpecError(
+        require(
+            arr.ndim == 1 and arr.shape[0] == n,
+            lambda: (
                 f"{what} must be a 1-D array of {n} raw {fmt} codes (the row length), "
                 f"got shape {arr.shape}"
-            )
+            ),
+        )
         try:
             return fmt.check(arr, f"{what}")
         except FixedPointError as exc:
@@ -264,8 +272,7 @@ class _LayerNormSpec(RowwiseSpec):
         """Float64 LayerNorm (RMSNorm for :class:`RmsNorm`) along ``axis``, population variance."""
         a = np.moveaxis(np.asarray(x, dtype=np.float64), axis, -1)
         n = a.shape[-1]
-        if n == 0:
-            raise SpecError(f"layernorm/{self.method}: rows of length 0 (shape {a.shape})")
+        require(n > 0, lambda: f"layernorm/{self.method}: rows of length 0 (shape {a.shape})")
         if self.center:
             c = a - a.mean(axis=-1, keepdims=True)
             y = c / np.sqrt((c * c).mean(axis=-1, keepdims=True) + self.eps)
@@ -280,8 +287,10 @@ class _LayerNormSpec(RowwiseSpec):
     @staticmethod
     def _float_vec(v: npt.ArrayLike, n: int, what: str) -> npt.NDArray[np.float64]:
         arr = np.asarray(v, dtype=np.float64)
-        if arr.ndim != 1 or arr.shape[0] != n:
-            raise SpecError(f"{what} must be a 1-D array of length {n}, got shape {arr.shape}")
+        require(
+            arr.ndim == 1 and arr.shape[0] == n,
+            lambda: f"{what} must be a 1-D array of length {n}, got shape {arr.shape}",
+        )
         return arr
 
     def hw_params(self, n: int | None = None) -> dict[str, int]:
@@ -290,8 +299,10 @@ class _LayerNormSpec(RowwiseSpec):
         raise NotImplementedError(f"layernorm/{self.method} has no hardware unit")
 
     def _check_n(self, n: int, limit: int, why: str) -> None:
-        if n > limit:
-            raise SpecError(f"layernorm/{self.method}: row length N={n} exceeds {limit} ({why})")
+        require(
+            n <= limit,
+            lambda: f"layernorm/{self.method}: row length N={n} exceeds {limit} ({why})",
+        )
 
 
 # -- I-BERT / I-ViT ------------------------------------------------------------------------
@@ -335,8 +346,7 @@ class IBertLayerNorm(_LayerNormSpec):
     def validate(self) -> None:
         super().validate()
         name = type(self).__name__
-        if not 0 <= self.shift <= 31:
-            raise SpecError(f"{name}.shift={self.shift} must be in [0, 31]")
+        require(0 <= self.shift <= 31, f"{name}.shift={self.shift} must be in [0, 31]")
         _check_norm_bits(self, name)
 
     def _std(self, y: RawArray) -> tuple[RawArray, RawArray]:
@@ -429,8 +439,7 @@ class IBertLayerNorm(_LayerNormSpec):
         """
         rows = self.MAX_N if n is None else int(n)
         self._check_n(rows, self.MAX_N, "int64 range of y_int·√N")
-        if rows < 1:
-            raise SpecError(f"layernorm/{self.method}: rows of length {rows} (at least 1)")
+        require(rows >= 1, f"layernorm/{self.method}: rows of length {rows} (at least 1)")
         lo, hi = self.in_fmt.min_raw, self.in_fmt.max_raw
         span = hi - lo
         var0 = rows * span * span
@@ -513,10 +522,11 @@ class IVitLayerNorm(IBertLayerNorm):
     def validate(self) -> None:
         super().validate()
         name = type(self).__name__
-        if self.shift != 0:
-            raise SpecError(f"{name}.shift={self.shift}: I-ViT has no variance shift; use 0")
-        if not 1 <= self.newton_iterations <= 64:
-            raise SpecError(f"{name}.newton_iterations={self.newton_iterations} not in [1, 64]")
+        require(self.shift == 0, f"{name}.shift={self.shift}: I-ViT has no variance shift; use 0")
+        require(
+            1 <= self.newton_iterations <= 64,
+            f"{name}.newton_iterations={self.newton_iterations} not in [1, 64]",
+        )
 
     def _std(self, y: RawArray) -> tuple[RawArray, RawArray]:
         var = (y * y).sum(axis=1)
@@ -605,26 +615,34 @@ class Hls4mlLayerNorm(_LayerNormSpec):
     def validate(self) -> None:
         super().validate()
         name = type(self).__name__
-        if isinstance(self.table_size, bool) or not isinstance(self.table_size, int):
-            raise SpecError(f"{name}.table_size must be an int, got {self.table_size!r}")
-        if not 1 <= self.table_size <= 1 << 20:
-            raise SpecError(f"{name}.table_size={self.table_size} must be in [1, 2^20]")
-        if not 0 <= self.table_range_power2 <= 30:
-            raise SpecError(f"{name}.table_range_power2={self.table_range_power2} not in [0, 30]")
-        if not 0 < self.eps < 0.1:
-            raise SpecError(
-                f"{name}.eps={self.eps!r}: hls4ml needs 0 < eps < 0.1 "
-                f"(epsilon_power_of_10 = -round(log10(eps)) >= 1)"
-            )
-        if self.epsilon_power_of_10 < 1:
-            raise SpecError(f"{name}.eps={self.eps!r} gives epsilon_power_of_10 < 1")
+        require(
+            not isinstance(self.table_size, bool) and isinstance(self.table_size, int),
+            f"{name}.table_size must be an int, got {self.table_size!r}",
+        )
+        require(
+            1 <= self.table_size <= 1 << 20,
+            f"{name}.table_size={self.table_size} must be in [1, 2^20]",
+        )
+        require(
+            0 <= self.table_range_power2 <= 30,
+            f"{name}.table_range_power2={self.table_range_power2} not in [0, 30]",
+        )
+        require(
+            0 < self.eps < 0.1,
+            f"{name}.eps={self.eps!r}: hls4ml needs 0 < eps < 0.1 "
+            f"(epsilon_power_of_10 = -round(log10(eps)) >= 1)",
+        )
+        require(
+            self.epsilon_power_of_10 >= 1,
+            f"{name}.eps={self.eps!r} gives epsilon_power_of_10 < 1",
+        )
         idx_bits = self.accum_fmt.int_bits + _clog2(self.table_size) + self.table_range_power2
-        if idx_bits > 31:
-            raise SpecError(
-                f"{name}: var·table_size·2^table_range_power2 needs {idx_bits} integer bits "
-                f"(accum_fmt={self.accum_fmt}, table_size={self.table_size}); the C++ int "
-                f"index holds 31; narrow accum_fmt or the table"
-            )
+        require(
+            idx_bits <= 31,
+            f"{name}: var·table_size·2^table_range_power2 needs {idx_bits} integer bits "
+            f"(accum_fmt={self.accum_fmt}, table_size={self.table_size}); the C++ int "
+            f"index holds 31; narrow accum_fmt or the table",
+        )
         wide = (
             self.accum_fmt.width
             + self.table_fmt.width
@@ -632,12 +650,12 @@ class Hls4mlLayerNorm(_LayerNormSpec):
             + 1
             + max(0, self.beta_fmt.frac_bits - self.output_frac)
         )
-        if 2 * self.accum_fmt.width > MAX_RAW_BITS or wide > MAX_RAW_BITS:
-            raise SpecError(
-                f"{name}: exact products need {max(wide, 2 * self.accum_fmt.width)} bits "
-                f"(accum_fmt={self.accum_fmt}, table_fmt={self.table_fmt}, "
-                f"gamma_fmt={self.gamma_fmt}); the int64 model holds {MAX_RAW_BITS}"
-            )
+        require(
+            2 * self.accum_fmt.width <= MAX_RAW_BITS and wide <= MAX_RAW_BITS,
+            f"{name}: exact products need {max(wide, 2 * self.accum_fmt.width)} bits "
+            f"(accum_fmt={self.accum_fmt}, table_fmt={self.table_fmt}, "
+            f"gamma_fmt={self.gamma_fmt}); the int64 model holds {MAX_RAW_BITS}",
+        )
 
     @property
     def output_frac(self) -> int:
@@ -778,19 +796,18 @@ def rsqrt_norm(
 
 def _check_norm_bits(spec: Any, name: str) -> None:
     fz = spec.norm_frac_bits
-    if not 0 <= fz <= 30:
-        raise SpecError(f"{name}.norm_frac_bits={fz} must be in [0, 30]")
+    require(0 <= fz <= 30, f"{name}.norm_frac_bits={fz} must be in [0, 30]")
     f_acc = fz + spec.gamma_fmt.frac_bits
-    if spec.beta_fmt.frac_bits > f_acc:
-        raise SpecError(
-            f"{name}: beta_fmt={spec.beta_fmt} has {spec.beta_fmt.frac_bits} fraction bits, more "
-            f"than norm_frac_bits + gamma fraction bits = {f_acc}; raise norm_frac_bits"
-        )
-    if f_acc < spec.out_fmt.frac_bits:
-        raise SpecError(
-            f"{name}: norm_frac_bits={fz} + gamma fraction bits < out_fmt fraction bits "
-            f"({spec.out_fmt.frac_bits}); raise norm_frac_bits"
-        )
+    require(
+        spec.beta_fmt.frac_bits <= f_acc,
+        f"{name}: beta_fmt={spec.beta_fmt} has {spec.beta_fmt.frac_bits} fraction bits, more "
+        f"than norm_frac_bits + gamma fraction bits = {f_acc}; raise norm_frac_bits",
+    )
+    require(
+        f_acc >= spec.out_fmt.frac_bits,
+        f"{name}: norm_frac_bits={fz} + gamma fraction bits < out_fmt fraction bits "
+        f"({spec.out_fmt.frac_bits}); raise norm_frac_bits",
+    )
 
 
 @dataclass(frozen=True)
@@ -849,37 +866,40 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
             ("eps_guard_bits", 0, 16),
         ):
             v = getattr(self, fname)
-            if isinstance(v, bool) or not isinstance(v, int):
-                raise SpecError(f"{name}.{fname} must be an int, got {v!r}")
-            if not lo <= v <= hi:
-                raise SpecError(f"{name}.{fname}={v} must be in [{lo}, {hi}]")
-        if self.eps_guard_bits % 2:
-            raise SpecError(f"{name}.eps_guard_bits={self.eps_guard_bits} must be even")
-        if self.rsqrt_table_bits - 1 > self.rsqrt_frac_bits:
-            raise SpecError(
-                f"{name}.rsqrt_table_bits={self.rsqrt_table_bits} needs rsqrt_frac_bits >= "
-                f"{self.rsqrt_table_bits - 1}"
+            require(
+                not isinstance(v, bool) and isinstance(v, int),
+                f"{name}.{fname} must be an int, got {v!r}",
             )
+            require(lo <= v <= hi, f"{name}.{fname}={v} must be in [{lo}, {hi}]")
+        require(
+            self.eps_guard_bits % 2 == 0,
+            f"{name}.eps_guard_bits={self.eps_guard_bits} must be even",
+        )
+        require(
+            self.rsqrt_table_bits - 1 <= self.rsqrt_frac_bits,
+            f"{name}.rsqrt_table_bits={self.rsqrt_table_bits} needs rsqrt_frac_bits >= "
+            f"{self.rsqrt_table_bits - 1}",
+        )
         _check_norm_bits(self, name)
-        if self.eps == 0:
-            raise SpecError(
-                f"{name}.eps=0 leaves an all-equal row undefined (1/sqrt(0)); use eps > 0 "
-                f"(values below 2^-{2 * self.in_fmt.frac_bits + self.eps_guard_bits} count as "
-                f"that one step)"
-            )
+        require(
+            self.eps != 0,
+            f"{name}.eps=0 leaves an all-equal row undefined (1/sqrt(0)); use eps > 0 "
+            f"(values below 2^-{2 * self.in_fmt.frac_bits + self.eps_guard_bits} count as "
+            f"that one step)",
+        )
         w = self.widths()
         for key, limit in (("de_bits", MAX_RAW_BITS), ("ay_bits", MAX_RAW_BITS)):
-            if w[key] > limit:
-                raise SpecError(
-                    f"{name}: in_fmt={self.in_fmt}, max_n={self.max_n} need a {w[key]}-bit "
-                    f"{key[:-5]} accumulator; the int64 model holds {limit}. Lower max_n "
-                    f"or eps_guard_bits, or narrow in_fmt"
-                )
-        if w["acc_bits"] > MAX_RAW_BITS:
-            raise SpecError(
-                f"{name}: Z·γ needs {w['acc_bits']} bits (norm_frac_bits={self.norm_frac_bits}, "
-                f"gamma_fmt={self.gamma_fmt}); the int64 model holds {MAX_RAW_BITS}"
+            require(
+                w[key] <= limit,
+                f"{name}: in_fmt={self.in_fmt}, max_n={self.max_n} need a {w[key]}-bit "
+                f"{key[:-5]} accumulator; the int64 model holds {limit}. Lower max_n "
+                f"or eps_guard_bits, or narrow in_fmt",
             )
+        require(
+            w["acc_bits"] <= MAX_RAW_BITS,
+            f"{name}: Z·γ needs {w['acc_bits']} bits (norm_frac_bits={self.norm_frac_bits}, "
+            f"gamma_fmt={self.gamma_fmt}); the int64 model holds {MAX_RAW_BITS}",
+        )
 
     @property
     def eps_q(self) -> int:

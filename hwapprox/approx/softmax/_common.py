@@ -13,7 +13,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from hwapprox.approx.base import Operator, RawArray, RowwiseSpec, SpecError
+from hwapprox.approx.base import (
+    Operator,
+    RawArray,
+    RowwiseSpec,
+    broadcast_mask,
+    require,
+)
 from hwapprox.fixed import FixedFormat, Overflow, Rounding, cast
 
 _F = FixedFormat.parse
@@ -33,31 +39,13 @@ def stable_softmax(
     if mask is None:
         e = np.exp(a - a.max(axis=axis, keepdims=True))
         return e / e.sum(axis=axis, keepdims=True)  # type: ignore[no-any-return]
-    mk = _broadcast_mask(mask, a.shape)
+    mk = broadcast_mask(mask, a.shape)
     a = np.where(mk, -np.inf, a)
     mx = a.max(axis=axis, keepdims=True)
     mx[~np.isfinite(mx)] = 0.0  # fully masked rows (max -inf): every exp below is 0
     e = np.exp(a - mx)
     s = e.sum(axis=axis, keepdims=True)
     return np.divide(e, s, out=np.zeros_like(e), where=s > 0)  # type: ignore[no-any-return]
-
-
-def _broadcast_mask(mask: npt.ArrayLike, shape: tuple[int, ...]) -> npt.NDArray[np.bool_]:
-    """``mask`` as a bool array of ``shape`` (a read-only broadcast view), or SpecError."""
-    mk = np.asarray(mask)
-    if mk.dtype != np.bool_:
-        raise SpecError(
-            f"mask must be a bool array (True = masked out), got dtype {mk.dtype}; "
-            "convert a 0/1 attention mask (1 = attend) with `attention_mask == 0`"
-        )
-    try:
-        return np.broadcast_to(mk, shape)
-    except ValueError:
-        raise SpecError(
-            f"mask of shape {mk.shape} does not broadcast to the input shape {shape}; "
-            "give the input's shape or size-1 axes where it repeats "
-            "(e.g. [B,1,1,S] against [B,H,S,S])"
-        ) from None
 
 
 def _max_minus(x: RawArray, mask: npt.NDArray[np.bool_], fmt: FixedFormat) -> RawArray:
@@ -123,13 +111,9 @@ class SoftmaxSpec(RowwiseSpec):
     def _name(self) -> str:
         return type(self).__name__
 
-    def _need(self, ok: bool, field: str, value: Any, limit: str) -> None:
-        if not ok:
-            raise SpecError(f"{self._name()}.{field}={value}: {limit}")
-
     def _pow2(self, field: str, lo: int = 2, hi: int = 1 << 24) -> int:
         v = getattr(self, field)
-        self._need(
+        self._require(
             isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi and v & (v - 1) == 0,
             field,
             v,
@@ -139,7 +123,7 @@ class SoftmaxSpec(RowwiseSpec):
 
     def _int_in(self, field: str, lo: int, hi: int) -> int:
         v = getattr(self, field)
-        self._need(
+        self._require(
             isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi,
             field,
             v,
@@ -149,11 +133,11 @@ class SoftmaxSpec(RowwiseSpec):
 
     def _choice(self, field: str, choices: tuple[str, ...]) -> None:
         v = getattr(self, field)
-        self._need(v in choices, field, repr(v), f"must be one of {', '.join(choices)}")
+        self._require(v in choices, field, repr(v), f"must be one of {', '.join(choices)}")
 
     def _rounding_trn_rnd(self, field: str) -> None:
         fmt: FixedFormat = getattr(self, field)
-        self._need(
+        self._require(
             fmt.rounding in (Rounding.TRN, Rounding.RND),
             field,
             fmt,
@@ -161,8 +145,10 @@ class SoftmaxSpec(RowwiseSpec):
         )
 
     def _row_limit(self, n: int, limit: int, what: str) -> None:
-        if n > limit:
-            raise SpecError(f"{self._name()}: rows of length {n} exceed {what} (at most {limit})")
+        require(
+            n <= limit,
+            lambda: f"{self._name()}: rows of length {n} exceed {what} (at most {limit})",
+        )
 
 
 # -- speed helpers (no arithmetic of their own: exact re-expressions) ---------------------

@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hwapprox.approx import intmath
-from hwapprox.approx.base import Cost, RawArray, SpecError
+from hwapprox.approx.base import Cost, RawArray, SpecError, require
 from hwapprox.approx.hwparams import raw_width, sbits, ubits
 from hwapprox.approx.softmax._common import (
     _FIX16_6,
@@ -98,27 +98,27 @@ class IBertSoftmax(SoftmaxSpec):
             k = self._consts()
         except ValueError as exc:
             raise SpecError(f"{self._name()}.in_fmt={self.in_fmt}: {exc}") from None
-        self._need(
+        self._require(
             k.max_exp.bit_length() <= 62,
             "in_fmt",
             self.in_fmt,
             f"i-exp needs {k.max_exp.bit_length()} bits at this scale (int64 allows 62); "
             "use fewer fraction bits",
         )
-        self._need(
+        self._require(
             0 <= self.out_fmt.frac_bits <= self.factor_bits,
             "out_fmt",
             self.out_fmt,
             f"fraction bits must be in [0, factor_bits={self.factor_bits}]",
         )
         if self.requant == "calibrated":
-            self._need(
+            self._require(
                 k.max_exp.bit_length() <= 61 and self._requant_mult()[1] >= 31,
                 "in_fmt",
                 self.in_fmt,
                 "calibrated requantisation needs e(0) < 2^61 and > 2^(exp_bits-1)",
             )
-        self._need(
+        self._require(
             self.exp_bits + self.factor_bits <= 62,
             "factor_bits",
             self.factor_bits,
@@ -177,10 +177,10 @@ class IBertSoftmax(SoftmaxSpec):
         k = self._consts()
         nmax = 1 << (62 - self.exp_bits)
         rows = nmax if n is None else int(n)
-        if not 1 <= rows <= nmax:
-            raise SpecError(
-                f"{self._name()}: rows of length {rows} exceed the exp sum width (at most {nmax})"
-            )
+        require(
+            1 <= rows <= nmax,
+            f"{self._name()}: rows of length {rows} exceed the exp sum width (at most {nmax})",
+        )
         lo, hi = self.in_fmt.min_raw, self.in_fmt.max_raw
         diff_lo = lo - hi
         t_lo = min(diff_lo, k.n * k.x0)
@@ -318,14 +318,16 @@ class ShiftmaxSoftmax(SoftmaxSpec):
         self._choice("variant", ("pytorch", "tvm"))
         self._int_in("n", 1, 30)
         x0 = self._x0()
-        self._need(x0 < 0, "in_fmt", self.in_fmt, "scale too coarse: x0 = floor(-1/S) must be < 0")
-        self._need(
+        self._require(
+            x0 < 0, "in_fmt", self.in_fmt, "scale too coarse: x0 = floor(-1/S) must be < 0"
+        )
+        self._require(
             ((-x0) << self.n).bit_length() <= 31,
             "n",
             self.n,
             f"exp(0) = -x0·2^n = {(-x0) << self.n} must fit 31 bits (x0 = {x0} from {self.in_fmt})",
         )
-        self._need(
+        self._require(
             0 <= self.out_fmt.frac_bits <= 31,
             "out_fmt",
             self.out_fmt,

@@ -152,14 +152,16 @@ class _Hls4mlSoftmax(SoftmaxSpec):
             "accum_fmt",
         ):
             fmt: FixedFormat = getattr(self, f)
-            self._need(fmt.width <= 24, f, fmt, "hls4ml baseline formats must be <= 24 bits wide")
-        self._need(
+            self._require(
+                fmt.width <= 24, f, fmt, "hls4ml baseline formats must be <= 24 bits wide"
+            )
+        self._require(
             self.accum_fmt.width + self.inv_table_fmt.width <= MAX_RAW_BITS,
             "accum_fmt",
             self.accum_fmt,
             f"accum x inv_table product must fit {MAX_RAW_BITS} bits",
         )
-        self._need(
+        self._require(
             isinstance(self.exp_scale, float | int) and math.isfinite(self.exp_scale),
             "exp_scale",
             self.exp_scale,
@@ -167,14 +169,14 @@ class _Hls4mlSoftmax(SoftmaxSpec):
         )
         na = self.exp_table_size.bit_length() - 1
         addr = self.exp_addr_fmt
-        self._need(
+        self._require(
             na <= addr.width,
             "exp_table_size",
             self.exp_table_size,
             f"needs {na} address bits but the addressing type {addr} has {addr.width}",
         )
         ni = self.inv_table_size.bit_length() - 1
-        self._need(
+        self._require(
             ni <= self.inv_inp_fmt.width,
             "inv_table_size",
             self.inv_table_size,

@@ -15,14 +15,13 @@ import numpy as np
 import numpy.typing as npt
 
 from hwapprox.approx import intmath
-from hwapprox.approx.base import Cost, RawArray, SpecError
+from hwapprox.approx.base import Cost, RawArray, broadcast_mask, require
 from hwapprox.approx.hwparams import overflow_code, raw_width, rounding_code, ubits
 from hwapprox.approx.softmax._common import (
     _FIX16_6,
     _FIX18_8_RND_SAT,
     _MEMO_MAX_BITS,
     SoftmaxSpec,
-    _broadcast_mask,
     _cached,
     _cast_prod,
     _zero_masked,
@@ -140,7 +139,7 @@ class OnlineSoftmax(SoftmaxSpec):
         self._choice("exp_interp", ("pwl", "none"))
         self._choice("recip_unit", ("lut", "newton"))
         self._rounding_trn_rnd("out_fmt")
-        self._need(
+        self._require(
             self.out_fmt.overflow.value in ("AP_SAT", "AP_WRAP"),
             "out_fmt",
             self.out_fmt,
@@ -148,40 +147,40 @@ class OnlineSoftmax(SoftmaxSpec):
         )
         for f in ("exp_fmt", "sum_fmt", "recip_fmt", "log2e_fmt", "exp_arg_fmt"):
             fmt: FixedFormat = getattr(self, f)
-            self._need(not fmt.signed, f, fmt, "must be unsigned (ap_ufixed)")
+            self._require(not fmt.signed, f, fmt, "must be unsigned (ap_ufixed)")
             self._rounding_trn_rnd(f)
-        self._need(self.in_fmt.width <= 32, "in_fmt", self.in_fmt, "at most 32 bits")
-        self._need(
+        self._require(self.in_fmt.width <= 32, "in_fmt", self.in_fmt, "at most 32 bits")
+        self._require(
             self.exp_fmt.int_bits >= 1 and self.exp_fmt.frac_bits >= 1,
             "exp_fmt",
             self.exp_fmt,
             "must hold 1.0 (int_bits >= 1) and fractions (frac_bits >= 1)",
         )
-        self._need(
+        self._require(
             self.sum_fmt.int_bits >= 1,
             "sum_fmt",
             self.sum_fmt,
             "int_bits must be >= 1 to hold the sum (>= 1.0)",
         )
-        self._need(
+        self._require(
             self.sum_fmt.frac_bits >= self.exp_fmt.frac_bits,
             "sum_fmt",
             self.sum_fmt,
             f"needs at least exp_fmt's {self.exp_fmt.frac_bits} fraction bits (exp adds exactly)",
         )
-        self._need(
+        self._require(
             self.sum_fmt.width + self.exp_fmt.width <= MAX_RAW_BITS,
             "sum_fmt",
             self.sum_fmt,
             f"sum x exp product must fit {MAX_RAW_BITS} bits (exp_fmt {self.exp_fmt})",
         )
-        self._need(
+        self._require(
             self.recip_fmt.int_bits >= 1 and self.recip_fmt.frac_bits >= 1,
             "recip_fmt",
             self.recip_fmt,
             "must hold 1/d in (0, 1] (int_bits >= 1, frac_bits >= 1)",
         )
-        self._need(
+        self._require(
             self.exp_fmt.width + self.recip_fmt.width <= MAX_RAW_BITS,
             "recip_fmt",
             self.recip_fmt,
@@ -191,13 +190,13 @@ class OnlineSoftmax(SoftmaxSpec):
         self._int_in("recip_table_bits", 1, min(16, self.recip_work_frac_bits))
         self._int_in("newton_steps", 0, 4)
         if self.exp_unit == "base2":
-            self._need(
+            self._require(
                 self.log2e_fmt.int_bits >= 1,
                 "log2e_fmt",
                 self.log2e_fmt,
                 "int_bits must be >= 1 to hold log2(e) = 1.44",
             )
-            self._need(
+            self._require(
                 self.in_fmt.width + 1 + self.log2e_fmt.width <= MAX_RAW_BITS,
                 "log2e_fmt",
                 self.log2e_fmt,
@@ -205,7 +204,7 @@ class OnlineSoftmax(SoftmaxSpec):
             )
             self._int_in("exp_frac_bits", 1, min(16, max(1, self.exp_arg_fmt.frac_bits)))
             self._int_in("exp_table_frac_bits", self.exp_fmt.frac_bits, 40)
-            self._need(
+            self._require(
                 self.exp_arg_fmt.overflow.value.startswith("AP_SAT")
                 and self.exp_arg_fmt.max >= self.exp_fmt.frac_bits + 2,
                 "exp_arg_fmt",
@@ -455,14 +454,18 @@ class OnlineSoftmax(SoftmaxSpec):
         a fully masked row reports the empty state as ``(in_fmt.min_raw, 0)``.
         """
         sched = self.schedule if schedule is None else schedule
-        if sched not in ("online", "two_pass"):
-            raise SpecError(f"schedule must be 'online' or 'two_pass', got {sched!r}")
+        require(
+            sched in ("online", "two_pass"),
+            f"schedule must be 'online' or 'two_pass', got {sched!r}",
+        )
         x = self.check_input(x)
-        if x.ndim != 2 or x.shape[1] == 0:
-            raise SpecError(f"row_state needs an (R, N >= 1) array, got shape {x.shape}")
+        require(
+            x.ndim == 2 and x.shape[1] > 0,
+            f"row_state needs an (R, N >= 1) array, got shape {x.shape}",
+        )
         mk = None
         if mask is not None:
-            mk = np.ascontiguousarray(_broadcast_mask(mask, x.shape))
+            mk = np.ascontiguousarray(broadcast_mask(mask, x.shape))
             mk = mk if mk.any() else None
         narrow = exp is None and self._narrow()
         if exp is None:
@@ -720,37 +723,37 @@ class SoftermaxSoftmax(SoftmaxSpec):
     def validate(self) -> None:
         for f in ("log2e_fmt", "pow2_fmt", "sum_fmt", "recip_fmt"):
             fmt: FixedFormat = getattr(self, f)
-            self._need(not fmt.signed, f, fmt, "must be unsigned (ap_ufixed)")
+            self._require(not fmt.signed, f, fmt, "must be unsigned (ap_ufixed)")
         for f in ("log2e_fmt", "t_fmt", "pow2_fmt", "sum_fmt", "recip_fmt", "out_fmt"):
             self._rounding_trn_rnd(f)
-        self._need(
+        self._require(
             self.out_fmt.overflow.value in ("AP_SAT", "AP_WRAP"),
             "out_fmt",
             self.out_fmt,
             "overflow must be AP_SAT or AP_WRAP",
         )
-        self._need(
+        self._require(
             self.t_fmt.overflow.value == "AP_SAT",
             "t_fmt",
             self.t_fmt,
             "overflow must be AP_SAT",
         )
-        self._need(self.t_fmt.signed, "t_fmt", self.t_fmt, "must be signed (ap_fixed)")
-        self._need(self.log2e_fmt.int_bits >= 1, "log2e_fmt", self.log2e_fmt, "int_bits >= 1")
-        self._need(
+        self._require(self.t_fmt.signed, "t_fmt", self.t_fmt, "must be signed (ap_fixed)")
+        self._require(self.log2e_fmt.int_bits >= 1, "log2e_fmt", self.log2e_fmt, "int_bits >= 1")
+        self._require(
             self.t_fmt.int_bits >= self.in_fmt.int_bits + 1,
             "t_fmt",
             self.t_fmt,
             f"needs int_bits >= in_fmt.int_bits + 1 = {self.in_fmt.int_bits + 1} to hold x·log2(e)",
         )
-        self._need(self.t_fmt.frac_bits >= 1, "t_fmt", self.t_fmt, "frac_bits >= 1")
-        self._need(
+        self._require(self.t_fmt.frac_bits >= 1, "t_fmt", self.t_fmt, "frac_bits >= 1")
+        self._require(
             self.pow2_fmt.int_bits >= 1,
             "pow2_fmt",
             self.pow2_fmt,
             "must hold 2^a < 2 (int_bits >= 1)",
         )
-        self._need(
+        self._require(
             self.sum_fmt.frac_bits >= self.pow2_fmt.frac_bits and self.sum_fmt.int_bits >= 2,
             "sum_fmt",
             self.sum_fmt,
@@ -760,13 +763,13 @@ class SoftermaxSoftmax(SoftmaxSpec):
         self._int_in("pow2_table_frac_bits", self.pow2_fmt.frac_bits + 1, 40)
         self._int_in("recip_work_frac_bits", 2, 29)
         self._int_in("recip_segments_log2", 0, min(12, self.recip_work_frac_bits))
-        self._need(
+        self._require(
             self.recip_fmt.int_bits >= 1,
             "recip_fmt",
             self.recip_fmt,
             "must hold 1/d <= 1 (int_bits >= 1)",
         )
-        self._need(
+        self._require(
             self.pow2_fmt.width + self.recip_fmt.width <= MAX_RAW_BITS
             and self.in_fmt.width + self.log2e_fmt.width <= MAX_RAW_BITS,
             "pow2_fmt",
