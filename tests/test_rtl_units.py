@@ -1,7 +1,7 @@
 """RTL units bit-exact against the approx models (cocotb + Verilator).
 
-Every unit runs at two parameter sets, without stalls and with random idle
-cycles on the input plus random backpressure on the output; the scoreboard
+Every unit runs at two parameter sets, at four points from no stalls to 70 %
+random idle cycles on the input plus 70 % random backpressure on the output; the scoreboard
 compares every output with ``spec.model`` on the same raw integers and fails
 on any difference, missing or extra output (shown to fail below by
 falsifying one expected value). Builds are cached per parameter set, so
@@ -26,7 +26,14 @@ pytestmark = [
     ),
 ]
 
-STALLS = [pytest.param(0.0, 0.0, id="no-stall"), pytest.param(0.25, 0.35, id="stalls")]
+#: (idle, backpressure): the sweep from no stalls to 70 % idle input cycles and
+#: 70 % backpressure cycles (each point ~1 s of simulation per unit: builds are shared)
+STALLS = [
+    pytest.param(0.0, 0.0, id="stall-0"),
+    pytest.param(0.2, 0.2, id="stall-0.2"),
+    pytest.param(0.45, 0.45, id="stall-0.45"),
+    pytest.param(0.7, 0.7, id="stall-0.7"),
+]
 
 
 @pytest.mark.parametrize(
