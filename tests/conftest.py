@@ -33,6 +33,7 @@ SHARED_BUILDS: dict[str, str] = {
     "tests/test_softmax.py": r"::test_hls4ml_(?:tables_equal_header|bit_exact)\[",  # `harness`
     "tests/test_hls_hls4ml.py": r"::test_\w+\[((?:Vivado|Vitis)(?:-io_\w+)?)\]$",  # per build
     "tests/test_hls_head.py": "module",  # harness + two hls4ml projects
+    "tests/test_hls_attention.py": "module",  # module fixture `exe`
 }
 
 

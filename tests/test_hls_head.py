@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cxx_lint import assert_warning_clean
 
 from hwapprox.approx.registry import make_spec
 from hwapprox.fixed import FixedFormat
@@ -45,8 +46,7 @@ def make_head(case: str) -> DenseHead:
     )  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def setup():
+def _table() -> tuple[dict, list, list]:
     heads = {c: make_head(c) for c in CASES}
     insts = [i for j, c in enumerate(CASES) for i in heads[c].instances(f"head{j}")]
     rows = [
@@ -58,7 +58,18 @@ def setup():
         for k, io in enumerate(IO)
         for j in range(len(CASES))
     ]
+    return heads, insts, rows
+
+
+@pytest.fixture(scope="module")
+def setup():
+    heads, insts, rows = _table()
     return heads, build_harness(HARNESS, insts, rows, name="hls_head")
+
+
+def test_head_header_is_warning_clean():
+    _, insts, rows = _table()
+    assert_warning_clean(HARNESS, insts, rows, name="hls_head")
 
 
 def csim(exe, case: str, head: DenseHead, x: np.ndarray, io: str) -> np.ndarray:
