@@ -12,7 +12,7 @@ import yaml
 from click.testing import CliRunner, Result
 
 from hwapprox.approx.base import Operator
-from hwapprox.approx.cli import parse_scalar, split_list
+from hwapprox.approx.cliparse import parse_scalar, split_list
 from hwapprox.approx.registry import METHODS
 from hwapprox.approx.sweep import load_records
 from hwapprox.cli import cli

@@ -22,6 +22,14 @@ from typing import Any
 import click
 
 from hwapprox.approx.base import Operator, SpecError
+from hwapprox.approx.cliparse import (
+    fmt_callback,
+    method_class,
+    parse_scalar,
+    parse_set_lists,
+    parse_sets,
+    split_list,
+)
 from hwapprox.approx.inputs import DISTRIBUTIONS, InputSet
 from hwapprox.approx.registry import METHODS, get_method, list_methods, make_spec
 from hwapprox.fixed import FixedFormat, FixedPointError
@@ -31,85 +39,11 @@ __all__ = ["eval_cmd", "list_cmd", "sweep_cmd", "tune_cmd"]
 _OPS = [o.value for o in Operator]
 
 
-# -- value parsing -------------------------------------------------------------------
-def split_list(text: str) -> list[str]:
-    """Split on commas outside ``<...>`` and ``[...]`` (formats and lists stay whole)."""
-    parts: list[str] = []
-    depth = 0
-    cur = ""
-    for ch in text:
-        if ch in "<[":
-            depth += 1
-        elif ch in ">]":
-            depth = max(0, depth - 1)
-        if ch == "," and depth == 0:
-            parts.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    parts.append(cur.strip())
-    return [p for p in parts if p != ""]
-
-
-def parse_scalar(text: str) -> Any:
-    """``"1024"`` -> 1024, ``"1e-5"`` -> 1e-05, ``"true"`` -> True, ``"[1, 2]"`` -> (1, 2),
-    else the string."""
-    t = text.strip()
-    if t.startswith("[") and t.endswith("]"):
-        return tuple(parse_scalar(v) for v in split_list(t[1:-1]))
-    low = t.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    if low in ("none", "null"):
-        return None
-    if re.fullmatch(r"[+-]?\d+", t):
-        return int(t)
-    try:
-        return float(t)
-    except ValueError:
-        return t
-
-
-def _parse_sets(values: tuple[str, ...], many: bool) -> dict[str, list[Any]]:
-    out: dict[str, list[Any]] = {}
-    for item in values:
-        name, eq, raw = item.partition("=")
-        name = name.strip()
-        if not eq or not name or not re.fullmatch(r"[A-Za-z_]\w*", name):
-            raise click.BadParameter(
-                f"{item!r} is not field=value (e.g. --set exp_table_size=1024)", param_hint="--set"
-            )
-        vals = split_list(raw) if many else [raw.strip()]
-        if not vals or vals == [""]:
-            raise click.BadParameter(f"{item!r} gives no value for {name!r}", param_hint="--set")
-        out[name] = [parse_scalar(v) for v in vals]
-    return out
-
-
-def _check_fmt(value: str, hint: str) -> str:
-    try:
-        return str(FixedFormat.parse(value))
-    except FixedPointError as exc:
-        raise click.BadParameter(str(exc), param_hint=hint) from None
-
-
-def _fmt_callback(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-    hint = f"--{param.name.replace('_', '-')}" if param.name else None
-    if value is None:
-        return None
-    if isinstance(value, tuple):
-        out: list[str] = []
-        for v in value:
-            out += [_check_fmt(x, hint or "") for x in split_list(v)]
-        return tuple(out)
-    return _check_fmt(value, hint or "")
-
-
 def _coerce_fields(op: str, method: str, fields: dict[str, Any]) -> dict[str, Any]:
     """Unknown fields fail clearly; ints for float fields become floats."""
     from hwapprox.approx.sweep import coerce_fields
 
-    cls = _method_class(op, method)
+    cls = method_class(op, method)
     known = {f.name: f for f in dataclasses.fields(cls)}
     out = {}
     for k, v in fields.items():
@@ -121,17 +55,6 @@ def _coerce_fields(op: str, method: str, fields: dict[str, Any]) -> dict[str, An
             )
         out[k] = v
     return coerce_fields(cls, out)
-
-
-def _method_class(op: str, method: str) -> Any:
-    try:
-        return get_method(op, method)
-    except SpecError as exc:
-        raise click.BadParameter(str(exc), param_hint="--method") from None
-    except (ModuleNotFoundError, AttributeError) as exc:
-        raise click.ClickException(
-            f"{op}/{method} is registered but not importable yet ({exc})"
-        ) from None
 
 
 # -- input options ------------------------------------------------------------------
@@ -291,8 +214,8 @@ def _grid_from_options(
     from hwapprox.approx.sweep import Grid
 
     for m in methods:
-        _method_class(op, m)
-    fields = _parse_sets(sets, many=True)
+        method_class(op, m)
+    fields = parse_set_lists(sets)
     if in_fmts:
         fields["in_fmt"] = list(in_fmts)
     if out_fmts:
@@ -361,8 +284,8 @@ def list_cmd(operator: str | None) -> None:
 @click.command("eval")
 @click.argument("operator", type=click.Choice(_OPS))
 @click.option("--method", "-m", required=True, help="Method name (see 'hwapprox list').")
-@click.option("--in-fmt", callback=_fmt_callback, help="Input format, e.g. 'ap_fixed<16,6>'.")
-@click.option("--out-fmt", callback=_fmt_callback, help="Output format, e.g. 'ap_ufixed<8,0>'.")
+@click.option("--in-fmt", callback=fmt_callback, help="Input format, e.g. 'ap_fixed<16,6>'.")
+@click.option("--out-fmt", callback=fmt_callback, help="Output format, e.g. 'ap_ufixed<8,0>'.")
 @click.option("--set", "sets", multiple=True, metavar="FIELD=VALUE", help="Any spec field.")
 @_input_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
@@ -378,7 +301,7 @@ def eval_cmd(
     """Measure one spec against the float64 reference and print its metrics."""
     from hwapprox.approx.sweep import measure
 
-    fields = {k: v[0] for k, v in _parse_sets(sets, many=False).items()}
+    fields = parse_sets(sets)
     if in_fmt:
         fields["in_fmt"] = in_fmt
     if out_fmt:
@@ -437,10 +360,10 @@ def _grid_options(fn: Any) -> Any:
             "--method", "-m", "methods", multiple=True, help="Method(s); default: all of OPERATOR."
         ),
         click.option(
-            "--in-fmt", "in_fmts", multiple=True, callback=_fmt_callback, help="Input format(s)."
+            "--in-fmt", "in_fmts", multiple=True, callback=fmt_callback, help="Input format(s)."
         ),
         click.option(
-            "--out-fmt", "out_fmts", multiple=True, callback=_fmt_callback, help="Output format(s)."
+            "--out-fmt", "out_fmts", multiple=True, callback=fmt_callback, help="Output format(s)."
         ),
         click.option(
             "--out-width",

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from hwapprox.approx.base import SpecError
+from hwapprox.approx.cliparse import split_assignment
 from hwapprox.export.errors import ExportError
 from hwapprox.fixed import FixedPointError
 
@@ -32,15 +33,17 @@ def _allowed_methods(target: str) -> dict | None:  # type: ignore[type-arg]
 
 
 def _methods(values: tuple[str, ...]) -> dict[str, str]:
-    out = {}
-    for v in values:
-        op, sep, method = v.partition("=")
-        if not sep or not op.strip() or not method.strip():
-            raise click.BadParameter(
-                f"{v!r} is not OP=METHOD (e.g. softmax=ibert, gelu=float)", param_hint="--method"
-            )
-        out[op.strip()] = method.strip()
-    return out
+    return dict(
+        split_assignment(
+            v,
+            form="OP=METHOD",
+            example="softmax=ibert, gelu=float",
+            param_hint="--method",
+            identifier=False,
+            need_value=True,
+        )
+        for v in values
+    )
 
 
 @click.command("validate")

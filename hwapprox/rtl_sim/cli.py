@@ -10,30 +10,19 @@ Examples::
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 import click
 
 from hwapprox.approx.base import ApproxSpec, Operator, SpecError
+from hwapprox.approx.cliparse import parse_sets
 
 _OPS = [o.value for o in Operator]
 
 
 def _parse_sets(values: tuple[str, ...]) -> dict[str, Any]:
-    from hwapprox.approx.cli import parse_scalar
-
-    out: dict[str, Any] = {}
-    for item in values:
-        name, eq, raw = item.partition("=")
-        name = name.strip()
-        if not eq or not re.fullmatch(r"[A-Za-z_]\w*", name) or not raw.strip():
-            raise click.BadParameter(
-                f"{item!r} is not field=value (e.g. --set segments=16)", param_hint="--set"
-            )
-        out[name] = parse_scalar(raw)
-    return out
+    return parse_sets(values, example="segments=16")
 
 
 def _spec(op: str, method: str, spec_file: Path | None, sets: tuple[str, ...]) -> ApproxSpec:
