@@ -18,11 +18,16 @@ def _blocks(lang: str) -> list[str]:
 
 
 def test_python_example_runs() -> None:
-    (code,) = _blocks("python")
+    """The README's Python blocks run in order in one scope and say what they claim."""
+    api, attention = _blocks("python")
     scope: dict[str, object] = {}
-    exec(compile(code, str(README), "exec"), scope)
+    exec(compile(api, str(README), "exec"), scope)
     assert scope["fmt"].quantize([0.30, -5.0, 100.0]).tolist() == [10, -128, 127]
     assert scope["m"].max_lsb < 1.0  # online softmax at 10 bits: within one LSB
+    exec(compile(attention, str(README), "exec"), scope)
+    att, err = scope["att"], scope["err"]
+    assert scope["y"].shape == (4, 64)
+    assert abs(err).max() <= 2.0**-att.out_fmt.frac_bits  # within one output LSB
 
 
 def test_every_documented_command_parses() -> None:

@@ -32,6 +32,7 @@ _EXPORTS: dict[str, str] = {
     "pareto_front": "hwapprox.approx.sweep",
     "run_sweep": "hwapprox.approx.sweep",
     "Budget": "hwapprox.approx.tune",
+    "AttentionRowSpec": "hwapprox.approx.attention",
 }
 
 __all__ = sorted(_EXPORTS)
