@@ -1,4 +1,4 @@
-"""Data emitted for the RTL units: $readmemh words and SV parameter packages."""
+"""Data emitted for the RTL units: $readmemh words; the table word width."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from hwapprox.approx.base import SpecError
+from hwapprox.approx.hwparams import table_width
 from hwapprox.approx.registry import make_spec
-from hwapprox.rtl_sim.emit import memh_text, sv_package_text, table_width, write_memh
+from hwapprox.rtl_sim.emit import memh_text
 from hwapprox.rtl_sim.units import get_unit, overflow_code, rounding_code
 
 
@@ -25,20 +26,6 @@ def test_table_width() -> None:
     assert table_width([0, 255]) == 8
     assert table_width([-128, 127]) == 8
     assert table_width([-129]) == 9
-
-
-def test_write_memh_does_not_overwrite(tmp_path) -> None:
-    p = write_memh(tmp_path / "t.mem", [1, 2], 4)
-    with pytest.raises(FileExistsError, match="overwrite=True"):
-        write_memh(p, [3], 4)
-    write_memh(p, [3], 4, overwrite=True)
-    assert p.read_text() == "3\n"
-
-
-def test_sv_package() -> None:
-    text = sv_package_text("p_pkg", {"a": 3, "big": 1 << 40})
-    assert "localparam int A = 3;" in text
-    assert f"localparam longint BIG = {1 << 40};" in text
 
 
 def test_mode_codes_follow_hwa_pkg() -> None:

@@ -34,6 +34,9 @@ which is which.
 
 from __future__ import annotations
 
+import numpy as np
+import numpy.typing as npt
+
 from hwapprox.fixed import FixedFormat, Overflow, Rounding
 
 __all__ = [
@@ -44,6 +47,7 @@ __all__ = [
     "rounding_code",
     "row_stream_params",
     "sbits",
+    "table_width",
     "ubits",
 ]
 
@@ -88,6 +92,22 @@ def sbits(lo: int, hi: int) -> int:
     if lo > hi:
         raise ValueError(f"sbits needs lo <= hi, got [{lo}, {hi}]")
     return max(2, (-lo - 1).bit_length() + 1 if lo < 0 else 0, int(hi).bit_length() + 1)
+
+
+def table_width(values: npt.ArrayLike) -> int:
+    """Word width of a look-up table: the fewest bits holding every entry.
+
+    Two's complement (sign bit included) when an entry is negative, else
+    unsigned; at least 1 (an empty table: 1). The HLS ROM type
+    (``hls.emit.table_type``: ``ap_int<W>``/``ap_uint<W>``) is this width.
+    """
+    v = np.asarray(values, dtype=np.int64)
+    if v.size == 0:
+        return 1
+    lo, hi = int(v.min()), int(v.max())
+    if lo < 0:
+        return max((-lo - 1).bit_length(), hi.bit_length()) + 1
+    return max(hi.bit_length(), 1)
 
 
 def raw_width(fmt: FixedFormat) -> int:

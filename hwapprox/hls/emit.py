@@ -76,12 +76,10 @@ def table_type(values: npt.ArrayLike) -> tuple[str, int, bool]:
     v = np.asarray(values, dtype=np.int64)
     if v.size == 0:
         raise EmitError("empty table")
-    lo, hi = int(v.min()), int(v.max())
-    if lo < 0:
-        w = max((-lo - 1).bit_length(), hi.bit_length()) + 1
-        return f"ap_int<{w}>", w, True
-    w = max(hi.bit_length(), 1)
-    return f"ap_uint<{w}>", w, False
+    from hwapprox.approx.hwparams import table_width
+
+    w, signed = table_width(v), int(v.min()) < 0
+    return (f"ap_int<{w}>" if signed else f"ap_uint<{w}>"), w, signed
 
 
 def _literal(v: int) -> str:
