@@ -16,6 +16,7 @@ from hls_widths_check import check_widths, read_widths, widths_rows
 from rtl_cases import CASES as RTL_CASES
 
 from hwapprox.approx.registry import make_spec
+from hwapprox.approx.stimulus import edge_codes
 from hwapprox.hls.csim import build_harness, run_harness
 from hwapprox.hls.units import unit_instance
 
@@ -104,8 +105,7 @@ def setup():
 def _inputs(fmt, rng):
     if fmt.width <= 14:  # every code (the whole domain)
         return fmt.all_codes()
-    edges = [fmt.min_raw, fmt.min_raw + 1, -1, 0, 1, fmt.max_raw - 1, fmt.max_raw]
-    return np.concatenate([edges, rng.integers(fmt.min_raw, fmt.max_raw + 1, 10_000)])
+    return np.concatenate([edge_codes(fmt), rng.integers(fmt.min_raw, fmt.max_raw + 1, 10_000)])
 
 
 @pytest.mark.parametrize("io", ["parallel", "stream"])

@@ -16,6 +16,7 @@ from hls_widths_check import check_widths, read_widths, widths_rows
 from rtl_cases import CASES as RTL_CASES
 
 from hwapprox.approx.registry import make_spec
+from hwapprox.approx.stimulus import edge_rows
 from hwapprox.hls.csim import build_harness, run_harness
 from hwapprox.hls.units import unit_instance
 
@@ -109,26 +110,17 @@ def setup():
 def _rows(spec, n, rng):
     fmt = spec.in_fmt
     k = max(40, -(-N_VALUES // (2 * n)))  # random rows per kind: >= N_VALUES values in all
-    onehot = np.zeros((n, n), np.int64)
-    onehot[np.arange(n), np.arange(n)] = fmt.max_raw
-    ties = rng.integers(fmt.min_raw, fmt.max_raw + 1, size=(20, n))
-    ties[:, : min(2, n)] = ties.max(axis=1, keepdims=True)
     r = [
         rng.integers(fmt.min_raw, fmt.max_raw + 1, size=(k, n)),
-        onehot,
-        onehot + fmt.min_raw * (onehot == 0),
-        ties,
         # realistic activations: small spread around an offset
         np.clip(
             rng.normal(0, 2 ** (fmt.frac_bits), (k, n)).astype(np.int64) + 3,
             fmt.min_raw,
             fmt.max_raw,
         ),
-        np.full((1, n), fmt.max_raw),
-        np.full((1, n), fmt.min_raw),
-        np.zeros((1, n), np.int64),
-        np.tile([fmt.min_raw, fmt.max_raw], n)[:n][None, :],
-        np.arange(n)[None, :] - n // 2,
+        # one-hot at every position (on 0 and on min), tied maxima, constants (zero
+        # variance), alternating min/max, ramps: shared with the RTL tests
+        edge_rows(fmt, n, rng, every_position=True),
     ]
     return np.concatenate(r).astype(np.int64)
 

@@ -17,6 +17,7 @@ from hls_widths_check import check_widths, read_widths, widths_rows
 from rtl_cases import CASES as RTL_CASES
 
 from hwapprox.approx.registry import make_spec
+from hwapprox.approx.stimulus import edge_rows
 from hwapprox.hls.csim import build_harness, run_harness
 from hwapprox.hls.units import unit_instance
 
@@ -132,22 +133,12 @@ def _rows(fmt, n, rng):
     lo, hi = fmt.min_raw, fmt.max_raw
     one = 1 << fmt.frac_bits
     k = max(60, -(-N_VALUES // (2 * n)))  # random rows per kind: >= N_VALUES values in all
-    onehot = np.zeros((n, n), np.int64)
-    onehot[np.arange(n), np.arange(n)] = hi
-    ties = rng.integers(lo, hi + 1, size=(20, n))  # two (or more) equal maxima per row
-    ties[:, : min(2, n)] = ties.max(axis=1, keepdims=True)
     r = [
         rng.integers(lo, hi + 1, size=(k, n)),  # full range (huge differences)
         np.clip(rng.normal(0, 3 * one, (k, n)), lo, hi).astype(np.int64),  # attention-like
-        onehot,
-        onehot + lo * (onehot == 0),  # one-hot on a floor of min
-        ties,
-        np.full((1, n), hi),
-        np.full((1, n), lo),
-        np.zeros((1, n), np.int64),
-        np.tile([lo, hi], n)[:n][None, :],
-        (np.arange(n) * (one // 4 or 1))[None, :] + lo // 2,  # increasing: rescale every step
-        (np.arange(n)[::-1] * (one // 4 or 1))[None, :],
+        # one-hot at every position (on 0 and on min), tied maxima, constants,
+        # alternating min/max, ramps (increasing: rescale every step): shared with the RTL tests
+        edge_rows(fmt, n, rng, every_position=True),
     ]
     return np.clip(np.concatenate(r), lo, hi).astype(np.int64)
 

@@ -1,37 +1,30 @@
 """Seeded stimulus rows (raw input codes) for the stream testbenches.
 
-Edge rows come first (all-equal rows at min/0/max, one-hot rows, alternating
-min/max, rows of length 1 and of the maximum length), then random rows:
-uniform over every code of the input format and a narrower "typical" normal
-distribution. Pure numpy; no cocotb import.
+Edge rows come first -- the same kinds as the HLS C-sim tests, from the one
+shared generator :mod:`hwapprox.approx.stimulus` (all-equal rows at min/0/max,
+one-hot rows, tied maxima, alternating min/max, ramps, rows of length 1) --
+then random rows: uniform over every code of the input format and a narrower
+"typical" normal distribution. Pure numpy; no cocotb import.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from hwapprox.approx import stimulus as _shared
 from hwapprox.fixed import FixedFormat
 
 __all__ = ["edge_rows", "make_rows", "random_rows"]
 
+#: tied-maximum rows per edge set (the HLS tests use 20; a stream test is slower)
+TIES = 2
 
-def edge_rows(fmt: FixedFormat, n: int) -> list[np.ndarray]:
-    """Hand-picked rows of length ``n`` (and length 1) at the format's edges."""
-    lo, hi = fmt.min_raw, fmt.max_raw
-    zero = 0 if fmt.signed else lo
-    rows: list[np.ndarray] = []
-    for v in (lo, zero, hi, lo + 1, hi - 1):
-        rows.append(np.full(n, v, dtype=np.int64))
-    for base, peak in ((lo, hi), (zero, hi), (lo, zero)):
-        r = np.full(n, base, dtype=np.int64)
-        r[n // 2] = peak
-        rows.append(r)
-    alt = np.where(np.arange(n) % 2 == 0, lo, hi).astype(np.int64)
-    rows.append(alt)
-    rows.append(np.arange(n, dtype=np.int64) % (hi - lo + 1) + lo)
-    for v in (lo, zero, hi):
-        rows.append(np.array([v], dtype=np.int64))
-    return rows
+
+def edge_rows(fmt: FixedFormat, n: int, rng: np.random.Generator | None = None) -> list[np.ndarray]:
+    """:func:`hwapprox.approx.stimulus.edge_rows` (one-hot in the middle; ``TIES``
+    tied-maximum rows when ``rng`` is given) as a list, then the rows of length 1."""
+    rows = list(_shared.edge_rows(fmt, n, rng, ties=TIES))
+    return rows + _shared.short_rows(fmt)
 
 
 def random_rows(
@@ -63,5 +56,5 @@ def make_rows(
 ) -> list[np.ndarray]:
     """Edge rows (optional) followed by ``n_random`` seeded random rows."""
     rng = np.random.default_rng(seed)
-    rows = edge_rows(fmt, n) if edges else []
+    rows = edge_rows(fmt, n, rng) if edges else []
     return rows + random_rows(fmt, n_random, n, rng, vary_length=vary_length)
