@@ -277,15 +277,7 @@ class _Finder:
                 x = cands[0]
             else:
                 continue
-            a = self._add_one(e.output[0])
-            if a is None:
-                continue
-            tail = self._half_x(a.output[0], x)
-            if tail is None:
-                continue
-            nodes, out = tail
-            covered = [s, e, a, *nodes]
-            self._pattern_site(e.name, Operator.GELU, x, out, covered, "erf", approximate="none")
+            self._gelu_tail(e, x, [s, e], "erf", "none")
 
     def tanh_gelu(self) -> None:
         g = self.g
@@ -319,15 +311,22 @@ class _Finder:
             if match is None:
                 continue
             x, pre = match
-            a = self._add_one(t.output[0])
-            if a is None:
-                continue
-            tail = self._half_x(a.output[0], x)
-            if tail is None:
-                continue
-            nodes, out = tail
-            covered = [*pre, ad, m, t, a, *nodes]
-            self._pattern_site(t.name, Operator.GELU, x, out, covered, "tanh", approximate="tanh")
+            self._gelu_tail(t, x, [*pre, ad, m, t], "tanh", "tanh")
+
+    def _gelu_tail(
+        self, anchor: NodeProto, x: str, head: list[NodeProto], form: str, approximate: str
+    ) -> None:
+        """``anchor`` (Erf or Tanh) ``-> + 1 -> · x/2``: a GELU site over ``head`` and the tail."""
+        a = self._add_one(anchor.output[0])
+        if a is None:
+            return
+        tail = self._half_x(a.output[0], x)
+        if tail is None:
+            return
+        nodes, out = tail
+        self._pattern_site(
+            anchor.name, Operator.GELU, x, out, [*head, a, *nodes], form, approximate=approximate
+        )
 
     def _cube(self, cube: str, x: str) -> list[NodeProto] | None:
         g = self.g

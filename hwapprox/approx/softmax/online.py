@@ -519,12 +519,20 @@ class OnlineSoftmax(SoftmaxSpec):
         delta = xs - prev
         np.abs(delta, out=delta)
         e_t = _cached(self, "_exp_memo", True)[delta] if narrow else exp(delta)
-        eup_t = e_t * int(up)
+        self._stream_sum(d, e_t, new_t)
+        return run_max[-1].astype(np.int64), d, None
+
+    def _stream_sum(self, d: RawArray, e_t: RawArray, new_t: npt.NDArray[np.bool_]) -> None:
+        """The running sum over a stream, in place on ``d`` (R,): for each element
+        ``j`` (rows of ``e_t``/``new_t``, (J, R)), ``d = R_s(d·E_j) + ONE`` where
+        ``new_t[j]`` (a new max), else ``d + E_j`` (exact, scaled to ``sum_fmt``)."""
+        one = np.int64(self._one_sum())
+        eup_t = e_t * int(1 << (self.sum_fmt.frac_bits - self.exp_fmt.frac_bits))
         fe = np.int64(self.exp_fmt.frac_bits)
         half = np.int64(1 << (self.exp_fmt.frac_bits - 1))
         rnd = self.sum_fmt.rounding is Rounding.RND
-        t = np.empty(rows, dtype=np.int64)
-        for j in range(n - 1):
+        t = np.empty(d.shape[0], dtype=np.int64)
+        for j in range(e_t.shape[0]):
             np.multiply(d, e_t[j], out=t)
             if rnd:
                 t += half
@@ -532,7 +540,6 @@ class OnlineSoftmax(SoftmaxSpec):
             t += one
             d += eup_t[j]
             np.copyto(d, t, where=new_t[j])
-        return run_max[-1].astype(np.int64), d, None
 
     def _row_state_masked(
         self,
@@ -554,7 +561,6 @@ class OnlineSoftmax(SoftmaxSpec):
         range); only masked elements (``E`` forced to 0) and the first
         unmasked one (``E`` multiplies ``d = 0``) can exceed it.
         """
-        one = np.int64(self._one_sum())
         up = np.int64(1 << (self.sum_fmt.frac_bits - self.exp_fmt.frac_bits))
         lo = self.in_fmt.min_raw
         if sched == "two_pass":
@@ -564,7 +570,7 @@ class OnlineSoftmax(SoftmaxSpec):
             e = exp(dl)
             np.copyto(e, 0, where=mask)
             return m, (e * up).sum(axis=1), e
-        rows, n = x.shape
+        rows = x.shape[0]
         x_t = x.T.astype(np.int32 if narrow else np.int64, order="C")  # (N, R), stream-major
         mask_t = np.ascontiguousarray(mask.T)
         np.copyto(x_t, lo - 1, where=mask_t)  # masked: below every code, never a new max
@@ -578,20 +584,8 @@ class OnlineSoftmax(SoftmaxSpec):
         np.minimum(delta, (1 << self.in_fmt.width) - 1, out=delta)
         e_t = _cached(self, "_exp_memo", True)[delta] if narrow else exp(delta)
         np.copyto(e_t, 0, where=mask_t)
-        eup_t = e_t * int(up)
-        fe = np.int64(self.exp_fmt.frac_bits)
-        half = np.int64(1 << (self.exp_fmt.frac_bits - 1))
-        rnd = self.sum_fmt.rounding is Rounding.RND
         d = np.zeros(rows, dtype=np.int64)
-        t = np.empty(rows, dtype=np.int64)
-        for j in range(n):
-            np.multiply(d, e_t[j], out=t)
-            if rnd:
-                t += half
-            t >>= fe
-            t += one
-            d += eup_t[j]
-            np.copyto(d, t, where=new_t[j])
+        self._stream_sum(d, e_t, new_t)
         m = run_max[-1].astype(np.int64)
         np.maximum(m, lo, out=m)  # fully masked rows: the empty state, reported as min_raw
         return m, d, None
