@@ -82,3 +82,35 @@ def test_csim_check_can_fail(exe):
     got = csim(exe, "default_scaled", "arrays", q, k, v, mask)
     assert np.array_equal(got, sp.model(q, k, v, mask))
     assert not np.array_equal(got, sp.model(q, k, v))
+
+
+@pytest.mark.slow
+def test_corpus_block_with_fused_attention_csim(tmp_path):
+    """``attention="fused"`` (``hwapprox hls --attention fused``) on a real export with
+    padding masks: every block takes the fused schedule, the accumulator is sized for
+    the sequence, and hls4ml's C simulation is bit-exact with the Python model."""
+    import json
+
+    from hwapprox.hls.project import compile_project, convert, csim_check, prepare_model
+
+    corpus = Path(__file__).parent / "corpus"
+    entry = next(
+        e
+        for e in json.loads((corpus / "manifest.json").read_text())["models"]
+        if e["file"] == "bert_ts14.onnx"
+    )
+    prep = prepare_model(
+        corpus / entry["file"], {"hls": {"attention": "fused"}}, inputs=corpus / entry["inputs"]
+    )
+    assert all(b.attention == "fused" for b in prep.blocks)
+    assert {a.s.decode() for n in prep.model.graph.node for a in n.attribute
+            if a.name == "attention"} == {"fused"}  # fmt: skip
+    b0 = prep.blocks[0]
+    assert b0.attention_row().max_keys() >= b0.seq
+    hm = convert(prep, tmp_path / "prj")
+    compile_project(hm, write=False)
+    rep = csim_check(hm, prep, np.asarray(prep.samples), compile=False, key_mask=prep.key_mask)
+    assert rep.bit_exact, rep
+    assert prep.accuracy()["token_cosine_min"] > 0.9999
+    with pytest.raises(Exception, match=r"attention schedule 'flash'"):
+        prepare_model(corpus / entry["file"], None, attention="flash", calibrate=False)

@@ -26,16 +26,22 @@ HARNESS = Path(__file__).parent / "cxx" / "hls_block_harness.cpp"
 S, D, H, F = 4, 8, 2, 16
 
 #: block kinds: EncoderBlock flags
-KINDS: dict[str, dict[str, bool]] = {
+KINDS: dict[str, dict[str, bool | str]] = {
     "post": {},
     "pre": {"prenorm": True},
     "post_masked": {"masked": True},
     "pre_masked": {"prenorm": True, "masked": True},
     "pre_causal": {"prenorm": True, "causal": True},
     "pre_causal_masked": {"prenorm": True, "causal": True, "masked": True},
-}
+    # the fused attention schedule (needs the online softmax: format set a only)
+    "post_fused": {"attention": "fused"},
+    "pre_causal_masked_fused": {
+        "prenorm": True, "causal": True, "masked": True, "attention": "fused",
+    },
+}  # fmt: skip
+FUSED = {k for k, v in KINDS.items() if v.get("attention") == "fused"}
 FORMAT_SETS = ("a", "b")
-CASES = [f"{f}_{k}" for f in FORMAT_SETS for k in KINDS]
+CASES = [f"{f}_{k}" for f in FORMAT_SETS for k in KINDS if f == "a" or k not in FUSED]
 
 
 def float_weights(seed: int) -> dict[str, np.ndarray]:
@@ -68,6 +74,10 @@ def make_block(fset: str, **kind: bool) -> EncoderBlock:
     """Format set ``a``: spec defaults (online/pwl/rsqrt_lut), a wider residual stream.
     ``b``: I-BERT units, narrow formats, LayerNorm inputs that round and saturate
     (pre-LN: the casts x -> ln1.in_fmt and R1 -> ln2.in_fmt are lossy)."""
+    # fused blocks: a truncating accumulator with the context's 10 fraction bits, so that
+    # the fused datapath's codes differ from the two-pass ones (16 fraction bits mostly
+    # round to the same context codes at S = 4)
+    fused_acc = {"attn_acc_fmt": "ap_fixed<20,10,AP_TRN,AP_SAT>"} if kind.get("attention") else {}
     if fset == "a":
         ln = make_spec("layernorm", "rsqrt_lut", max_n=64)
         return EncoderBlock.from_float(
@@ -78,7 +88,7 @@ def make_block(fset: str, **kind: bool) -> EncoderBlock:
             gelu=make_spec("gelu", "pwl"),
             ln1=ln,
             ln2=ln,
-            formats=BlockFormats(res_fmt="ap_fixed<18,7,AP_RND,AP_SAT>"),
+            formats=BlockFormats(res_fmt="ap_fixed<18,7,AP_RND,AP_SAT>", **fused_acc),
             score_scale=1 / np.sqrt(D // H),
             **kind,
         )
@@ -381,3 +391,35 @@ def test_weights_are_validated():
     with pytest.raises(Exception, match=r"weight wq has shape \(8, 3\), expected \(8, 8\)"):
         EncoderBlock(S, D, H, F, w, b.softmax, b.gelu, b.ln1, b.ln2, b.formats)
     assert set(WEIGHT_NAMES) == set(b.weights)
+
+
+def test_fused_schedule_is_another_datapath_close_to_float():
+    """attention="fused" changes the codes (it is not the two-pass datapath renamed) and
+    stays as close to the float64 block; it needs the online softmax."""
+    fused = make_block("a", prenorm=True, attention="fused")  # the truncating accumulator
+    two = dataclasses.replace(fused, attention="two_pass")
+    x, _ = inputs(fused, 13)
+    x = x[:12]
+    yf, y2 = fused.model(x), two.model(x)
+    assert not np.array_equal(yf, y2)
+    assert np.abs(yf - y2).max() <= 8  # a few LSB (rounding), not another function
+    ref = np.stack([_float_block(fused, fused.formats.in_fmt.to_float(xb), None) for xb in x])
+    got = fused.out_fmt.to_float(yf)
+    assert np.sqrt(np.mean((got - ref) ** 2) / np.mean(ref**2)) < 0.03
+    assert "fused attention" in fused.kind
+    with pytest.raises(Exception, match=r"fused attention needs the online softmax"):
+        make_block("b", attention="fused")
+    with pytest.raises(Exception, match=r"EncoderBlock.attention='flash': use one of two_pass"):
+        dataclasses.replace(fused, attention="flash")
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.endswith("_fused")])
+def test_csim_runs_the_fused_schedule(setup, case):
+    """The comparison can fail: the fused block's C-sim differs from the same block's
+    two-pass model (so the C++ did take the fused path)."""
+    bl, ids, exe = setup
+    blk = bl[case]
+    x, km = inputs(blk, 21)
+    got = csim(exe, ids[case], blk, x, km)
+    assert np.array_equal(got, blk.model(x, key_mask=km))
+    assert not np.array_equal(got, dataclasses.replace(blk, attention="two_pass").model(x, km))

@@ -145,7 +145,9 @@ def test_hls_csim_no_config_per_style(name: str, tmp_path) -> None:
         assert not km.all()  # the batch is padded: masked keys are exercised
     rep = csim_check(hmodel, prep, x, key_mask=km)
     assert rep.bit_exact, rep
-    assert rep.values == x.size
+    # the block chain's output, or the dense head's (GPT-2 LM head, ViT classifier)
+    rows, n_out = (s, d) if prep.head is None else (prep.head.rows, prep.head.n_out)
+    assert rep.values == len(x) * rows * n_out
     acc = prep.accuracy()
     assert acc is not None
     assert acc["token_cosine_min"] > 0.9999

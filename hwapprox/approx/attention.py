@@ -230,8 +230,36 @@ class AttentionRowSpec:
         ``mask`` (bool ``[R, N]`` or broadcastable, True = key masked out).
         """
         qr, kr, vr, mk = self._inputs(q, k, v, mask)
+        return self._recurrence(self.scores(qr, kr), vr, mk)
+
+    def model_scores(
+        self, s: npt.ArrayLike, v: npt.ArrayLike, mask: npt.ArrayLike | None = None
+    ) -> RawArray:
+        """The fused row from scores computed elsewhere: raw ``score_fmt`` codes ``[R, N]``
+        (e.g. an encoder block's ``Q·Kᵀ`` stage), ``v`` ``[R, N, D_v]`` or ``[N, D_v]``;
+        the recurrence and output of :meth:`model`, bit for bit."""
+        sr = self.score_fmt.check(np.atleast_2d(np.asarray(s)), "scores")
+        rows, n = sr.shape
+        vr = self.v_fmt.check(np.asarray(v), "v")
+        if vr.ndim == 2:
+            vr = np.broadcast_to(vr, (rows, *vr.shape))
+        if vr.ndim != 3 or vr.shape[:2] != (rows, n):
+            raise SpecError(f"v must be [{n}, Dv] or [{rows}, {n}, Dv], got {list(vr.shape)}")
+        if n > self.max_keys():
+            raise SpecError(
+                f"{n} keys exceed the {self.max_keys()} that acc_fmt {self.acc_fmt} and sum_fmt "
+                f"{self.softmax.sum_fmt} hold; add integer bits to acc_fmt"
+            )
+        mk = None
+        if mask is not None:
+            m = np.asarray(mask)
+            if m.dtype != np.bool_:
+                raise SpecError(f"mask must be bool (True = masked out), got {m.dtype}")
+            mk = np.broadcast_to(m, (rows, n))
+        return self._recurrence(sr, vr, mk)
+
+    def _recurrence(self, s: RawArray, vr: RawArray, mk: npt.NDArray[np.bool_] | None) -> RawArray:
         rows, n, dv = vr.shape
-        s = self.scores(qr, kr)
         sm = self.softmax
         tabs = sm.tables()
         one = np.int64(1 << sm.sum_fmt.frac_bits)

@@ -60,13 +60,18 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from hwapprox.approx.attention import AttentionRowSpec
 from hwapprox.approx.base import ApproxSpec, SpecError
 from hwapprox.approx.linear import AddSpec, MatMulSpec
+from hwapprox.approx.softmax import OnlineSoftmax
 from hwapprox.fixed import FixedFormat, cast
 from hwapprox.hls.emit import Instance, add_instance, matmul_instance
 from hwapprox.hls.units import unit_instance
 
-__all__ = ["WEIGHT_NAMES", "WEIGHT_TYPES", "BlockFormats", "EncoderBlock"]
+__all__ = ["ATTENTION_SCHEDULES", "WEIGHT_NAMES", "WEIGHT_TYPES", "BlockFormats", "EncoderBlock"]
+
+#: attention schedules of a block (:attr:`EncoderBlock.attention`)
+ATTENTION_SCHEDULES = ("two_pass", "fused")
 
 RawArray = npt.NDArray[np.int64]
 
@@ -109,6 +114,8 @@ class BlockFormats:
     ffn_fmt: FixedFormat = field(default=FixedFormat.parse("ap_fixed<16,6,AP_RND,AP_SAT>"))
     res_fmt: FixedFormat = field(default=FixedFormat.parse("ap_fixed<16,6,AP_RND,AP_SAT>"))
     out_fmt: FixedFormat = field(default=FixedFormat.parse("ap_fixed<16,6,AP_RND,AP_SAT>"))
+    #: the fused attention schedule's D_v accumulators (``attention="fused"`` only)
+    attn_acc_fmt: FixedFormat = field(default=FixedFormat.parse("ap_fixed<32,16,AP_RND,AP_SAT>"))
 
     def __post_init__(self) -> None:
         for name in self.__dataclass_fields__:
@@ -169,8 +176,18 @@ class EncoderBlock:
     prenorm: bool = False
     causal: bool = False
     masked: bool = False
+    #: ``"two_pass"`` (scores, softmax rows, then P·V) or ``"fused"`` (one pass per
+    #: query row over the keys: :class:`~hwapprox.approx.attention.AttentionRowSpec`)
+    attention: str = "two_pass"
 
     def __post_init__(self) -> None:
+        if self.attention not in ATTENTION_SCHEDULES:
+            raise SpecError(
+                f"EncoderBlock.attention={self.attention!r}: use one of "
+                f"{', '.join(ATTENTION_SCHEDULES)}"
+            )
+        if self.attention == "fused":
+            self.attention_row()  # validates softmax (online) and attn_acc_fmt
         for name in ("prenorm", "causal", "masked"):
             v = getattr(self, name)
             if not isinstance(v, bool | np.bool_ | int | np.integer) or v not in (0, 1):
@@ -215,10 +232,27 @@ class EncoderBlock:
 
     @property
     def kind(self) -> str:
-        """``post-LN``/``pre-LN``, with ``causal`` and ``key-masked`` where they apply."""
+        """``post-LN``/``pre-LN``, with ``causal``, ``key-masked`` and ``fused attention``
+        where they apply."""
         parts = ["pre-LN" if self.prenorm else "post-LN"]
         parts += ["causal"] * self.causal + ["key-masked"] * self.masked
+        parts += ["fused attention"] * (self.attention == "fused")
         return ", ".join(parts)
+
+    def attention_row(self) -> AttentionRowSpec:
+        """The fused schedule's row spec: scores from the ``qk`` stage (``softmax.in_fmt``),
+        V rows of ``qkv_fmt``, accumulators ``attn_acc_fmt``, output ``ctx_fmt``."""
+        fm = self.formats
+        if not (isinstance(self.softmax, OnlineSoftmax) and self.softmax.schedule == "online"):
+            raise SpecError(
+                "fused attention needs the online softmax (method online, schedule online), "
+                f"not {self.softmax.describe()}; set the block's softmax method to online or "
+                "use attention=two_pass"
+            )
+        return AttentionRowSpec(
+            q_fmt=fm.qkv_fmt, k_fmt=fm.qkv_fmt, v_fmt=fm.qkv_fmt, acc_fmt=fm.attn_acc_fmt,
+            out_fmt=fm.ctx_fmt, softmax=self.softmax,
+        )  # fmt: skip
 
     def weight_formats(self) -> dict[str, FixedFormat]:
         """Format of each weight tensor's raw codes."""
@@ -240,6 +274,7 @@ class EncoderBlock:
         prenorm: bool = False,
         causal: bool = False,
         masked: bool = False,
+        attention: str = "two_pass",
     ) -> EncoderBlock:
         """Quantise float weights (each with its format's own rounding/overflow).
 
@@ -258,7 +293,7 @@ class EncoderBlock:
         raw = {n: fmts[n].quantize(fw[n]) for n in WEIGHT_NAMES}
         return cls(
             seq, d, heads, f, raw, softmax, gelu, ln1, ln2, fm,
-            prenorm=prenorm, causal=causal, masked=masked,
+            prenorm=prenorm, causal=causal, masked=masked, attention=attention,
         )  # fmt: skip
 
     # -- the stages ------------------------------------------------------------------
@@ -393,6 +428,14 @@ class EncoderBlock:
             return t.reshape(s, h, dh).transpose(1, 0, 2)
 
         scores = st["qk"].model(split(q), split(k))  # [H, S, S]
+        if self.attention == "fused":
+            row = self.attention_row()
+            vh = split(v)
+            ctx = np.stack(
+                [row.model_scores(scores[i], vh[i], mask) for i in range(h)]
+            )  # [H, S, dh]: query rows of head i over its S keys
+            ctx = ctx.transpose(1, 0, 2).reshape(s, self.dim)
+            return st["o"].model(ctx, w["wo"], w["bo"])
         if mask is None:
             p = self.softmax.model(scores, axis=-1)
         else:
@@ -433,15 +476,24 @@ class EncoderBlock:
             unit_instance(f"{name}_gelu", self.gelu, s * f),
             unit_instance(f"{name}_ln1", self.ln1, d),
             unit_instance(f"{name}_ln2", self.ln2, d),
+            Instance(  # the fused schedule's row state (unused by two_pass)
+                f"{name}_attn",
+                types={"acc_t": self.formats.attn_acc_fmt, "score_t": self.softmax.in_fmt},
+                consts={"dim_v": dh, "n_keys": s},
+                aliases={"softmax_cfg": f"{name}_softmax"},
+            ),
         ]
         aliases = {
             f"{part}_cfg": f"{name}_{part}"
             for part in ("qkv", "qk", "pv", "o", "add1", "ffn1", "ffn2", "add2")
         }
-        aliases |= {f"{part}_cfg": f"{name}_{part}" for part in ("softmax", "gelu", "ln1", "ln2")}
+        aliases |= {
+            f"{part}_cfg": f"{name}_{part}" for part in ("softmax", "gelu", "ln1", "ln2", "attn")
+        }
         consts = {
             "seq": s, "dim": d, "heads": self.heads, "head_dim": dh, "ffn": f,
             "prenorm": int(self.prenorm), "causal": int(self.causal), "masked": int(self.masked),
+            "fused": int(self.attention == "fused"),
         }  # fmt: skip
         wf = self.weight_formats()
         block = Instance(

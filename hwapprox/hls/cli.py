@@ -19,12 +19,15 @@ def _prepare(  # type: ignore[no-untyped-def]
     inputs: Path | None = None,
     width: int = 16,
     range_stat: str = "max",
+    attention: str | None = None,
 ):
     from hwapprox.export.errors import ExportError
     from hwapprox.hls.project import prepare_model
 
     try:
-        prep = prepare_model(model, config, inputs=inputs, width=width, range_stat=range_stat)
+        prep = prepare_model(
+            model, config, inputs=inputs, width=width, range_stat=range_stat, attention=attention
+        )
     except (SpecError, ExportError, FixedPointError) as exc:
         raise click.ClickException(str(exc)) from None
     for note in prep.notes:
@@ -157,6 +160,14 @@ _PART = click.option(
 _BACKEND = click.option(
     "--backend", type=click.Choice(["Vivado", "Vitis"]), default="Vivado", show_default=True
 )
+_ATTENTION = click.option(
+    "--attention",
+    type=click.Choice(["two_pass", "fused"]),
+    default=None,
+    help="Attention schedule of the blocks: two_pass (scores, softmax rows, P.V) or fused "
+    "(one pass per query row over the keys, no score row stored; needs the online softmax). "
+    "Default: the config's hls.attention, else two_pass.",
+)
 _IO = click.option(
     "--io",
     "io",
@@ -177,6 +188,7 @@ _IO = click.option(
 @click.option("-o", "--output", "output", type=click.Path(path_type=Path), required=True)
 @_BACKEND
 @_IO
+@_ATTENTION
 @_BOARD
 @_PART
 @click.option("--force", is_flag=True, help="Write into a non-empty output directory.")
@@ -189,6 +201,7 @@ def project_cmd(
     output: Path,
     backend: str,
     io: str,
+    attention: str | None,
     board: str | None,
     part: str | None,
     force: bool,
@@ -197,7 +210,7 @@ def project_cmd(
     from hwapprox.hls.project import convert
 
     part, clock = _target(board, part)
-    prep = _prepare(model, config, inputs, width, range_stat)
+    prep = _prepare(model, config, inputs, width, range_stat, attention)
     out = _outdir(output, force)
     convert(prep, out, backend=backend, part=part, clock_period=clock, io_type=f"io_{io}")
     _write_resolved(prep, out / "hwapprox_resolved.json")
@@ -221,6 +234,7 @@ def project_cmd(
 @click.option("-o", "--output", "output", type=click.Path(path_type=Path), required=True)
 @_BACKEND
 @_IO
+@_ATTENTION
 @_BOARD
 @_PART
 @click.option("--samples", default=8, show_default=True, help="Random input samples.")
@@ -240,6 +254,7 @@ def csim_cmd(
     output: Path,
     backend: str,
     io: str,
+    attention: str | None,
     board: str | None,
     part: str | None,
     samples: int,
@@ -260,7 +275,7 @@ def csim_cmd(
     if samples < 1:
         raise click.BadParameter(f"must be >= 1, got {samples}", param_hint="--samples")
     part, clock = _target(board, part)
-    prep = _prepare(model, config, inputs, width, range_stat)
+    prep = _prepare(model, config, inputs, width, range_stat, attention)
     out = _outdir(output, force)
     hmodel = convert(prep, out, backend=backend, part=part, clock_period=clock, io_type=f"io_{io}")
     fmt, shape = prep.in_fmt, prep.item_shape

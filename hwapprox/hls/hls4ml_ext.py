@@ -126,6 +126,7 @@ def block_from_attrs(attrs: dict[str, Any], seq: int) -> EncoderBlock:
         formats=BlockFormats.from_dict(cfg["formats"]),
         score_scale=float(attrs["score_scale"]),
         **{k: _flag(attrs, k) for k in KIND_ATTRS},
+        attention=str(attrs.get("attention", "two_pass")),
     )
 
 

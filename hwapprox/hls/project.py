@@ -34,8 +34,8 @@ from onnx import ModelProto, helper
 from hwapprox.approx.base import SpecError
 from hwapprox.approx.config import load_config
 from hwapprox.export.errors import ExportError
-from hwapprox.fixed import FixedFormat
-from hwapprox.hls.block import BlockFormats, EncoderBlock
+from hwapprox.fixed import FixedFormat, Overflow, Rounding
+from hwapprox.hls.block import ATTENTION_SCHEDULES, BlockFormats, EncoderBlock
 from hwapprox.hls.head import HEAD_OP_TYPE, DenseHead, HeadMatch, match_head
 from hwapprox.hls.hls4ml_ext import (
     IO_TYPES,
@@ -183,6 +183,7 @@ def prepare_model(
     range_stat: str | float = "max",
     seed: int = 0,
     calibrate: bool = True,
+    attention: str | None = None,
 ) -> Prepared:
     """Fold the encoder blocks of ``source`` and attach their resolved specs/formats.
 
@@ -191,7 +192,10 @@ def prepare_model(
     config does not set is calibrated (:mod:`hwapprox.hls.calibrate`); methods the
     config does not name are :data:`~hwapprox.export.validate.DEFAULT_METHODS`.
     The config may be the one ``hwapprox validate`` writes: sites outside the
-    blocks get a note (:attr:`Prepared.notes`), not a refusal.
+    blocks get a note (:attr:`Prepared.notes`), not a refusal. ``attention``
+    (or the config's ``hls.attention``): the blocks' attention schedule,
+    ``two_pass`` (default) or ``fused`` (one pass per query row,
+    :class:`~hwapprox.approx.attention.AttentionRowSpec`; needs the online softmax).
     """
     from hwapprox.export.calibrate import parse_range, prepare_inputs
     from hwapprox.export.graph import load_model
@@ -201,6 +205,13 @@ def prepare_model(
     from hwapprox.hls.onnx_block import match_blocks, outside_nodes
 
     approx, hls = split_config(config)
+    cfg_attention = str(hls.pop("attention", "two_pass"))
+    attention = cfg_attention if attention is None else attention
+    if attention not in ATTENTION_SCHEDULES:
+        raise SpecError(
+            f"attention schedule {attention!r} (hls.attention / --attention): use one of "
+            f"{', '.join(ATTENTION_SCHEDULES)}"
+        )
     cfg = load_config(approx)
     stat = parse_range(range_stat)
     notes: list[str] = []
@@ -297,12 +308,18 @@ def prepare_model(
                 width=width, headroom=headroom, stat=stat,
             ).to_dict()  # fmt: skip
             fm = {**auto, **fm}
+        if attention == "fused" and "attn_acc_fmt" not in hls:
+            # |o| <= d·max|v| <= S·max|v|: the V format's integer bits plus log2(S) + 1
+            qkv = FixedFormat.parse(fm.get("qkv_fmt", BlockFormats().qkv_fmt))
+            ib = qkv.int_bits + max(1, int(np.ceil(np.log2(max(seq, 2))))) + 1
+            fm["attn_acc_fmt"] = str(FixedFormat(32, ib, True, Rounding.RND, Overflow.SAT))
         formats = BlockFormats.from_dict(fm)
         payload = {
             "specs": {role: spec.to_config() for role, spec in sp.items()},
             "formats": formats.to_dict(),
         }
         node.attribute.append(helper.make_attribute("hwapprox", json.dumps(payload)))
+        node.attribute.append(helper.make_attribute("attention", attention))
         blocks.append(block_from_attrs(_node_attrs(node), seq))
     samples = float_out = key_mask = None
     if cal is not None:

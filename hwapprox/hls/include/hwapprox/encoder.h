@@ -6,6 +6,8 @@
 // in tests/test_hls_hls4ml.py). x and y are row-major [seq][dim].
 //   attention(A): Q,K,V = A.W + b; per head: P = softmax(Q_h.K_h^T; M) by rows,
 //                 C_h = P.V_h; O = C.Wo + bo
+//                 (CONFIG_T::fused == 1: C_h row by row in one pass over the keys,
+//                 attention.h; the scores are used as they are computed, never stored)
 //   FFN(Y)      = GELU(Y.W1 + b1).W2 + b2
 //   post-LN (CONFIG_T::prenorm == 0):
 //       R1 = x + attention(x); Y1 = LN1(R1); R2 = Y1 + FFN(Y1); y = LN2(R2)
@@ -38,6 +40,7 @@
 #ifndef HWAPPROX_ENCODER_H
 #define HWAPPROX_ENCODER_H
 
+#include "attention.h"
 #include "common.h"
 #include "gelu.h"
 #include "hls_stream.h"
@@ -100,6 +103,67 @@ struct encoder_softmax_rows<true> {
     }
 };
 
+// One head's context C_h = attention(Q_h, K_h, V_h; M), [S][DH] each.
+template <bool FUSED>
+struct encoder_head_schedule;
+
+// two_pass: the S x S scores, the softmax of each row (the row buffered), then P.V.
+template <>
+struct encoder_head_schedule<false> {
+    template <typename CONFIG_T>
+    static void run(const typename CONFIG_T::qkv_cfg::out_t qh[CONFIG_T::seq * CONFIG_T::head_dim],
+                    const typename CONFIG_T::qkv_cfg::out_t kh[CONFIG_T::seq * CONFIG_T::head_dim],
+                    const typename CONFIG_T::qkv_cfg::out_t vh[CONFIG_T::seq * CONFIG_T::head_dim],
+                    const bool drop[CONFIG_T::seq * CONFIG_T::seq],
+                    typename CONFIG_T::pv_cfg::out_t ch[CONFIG_T::seq * CONFIG_T::head_dim]) {
+        #pragma HLS INLINE
+        const int S = CONFIG_T::seq;
+        typedef typename CONFIG_T::qkv_cfg QKV;
+        typedef typename CONFIG_T::qk_cfg QK;
+        typedef typename CONFIG_T::pv_cfg PV;
+        typedef typename CONFIG_T::softmax_cfg SM;
+        typename QK::out_t scores[S * S];
+        matmul<typename QKV::out_t, typename QKV::out_t, typename QK::out_t, QK>(qh, kh, scores);
+        typename SM::out_t p[S * S];
+        const bool any_mask = CONFIG_T::causal != 0 || CONFIG_T::masked != 0;
+        encoder_softmax_rows<any_mask>::template run<SM, S>(scores, drop, p);
+        matmul<typename SM::out_t, typename QKV::out_t, typename PV::out_t, PV>(p, vh, ch);
+    }
+};
+
+// fused: per query row one pass over the keys (attention.h's running m, d and DH
+// accumulators; hwapprox.approx.attention.AttentionRowSpec.model_scores): each score
+// is the qk stage's dot product (accum_t adds, one cast), used at once, never stored.
+template <>
+struct encoder_head_schedule<true> {
+    template <typename CONFIG_T>
+    static void run(const typename CONFIG_T::qkv_cfg::out_t qh[CONFIG_T::seq * CONFIG_T::head_dim],
+                    const typename CONFIG_T::qkv_cfg::out_t kh[CONFIG_T::seq * CONFIG_T::head_dim],
+                    const typename CONFIG_T::qkv_cfg::out_t vh[CONFIG_T::seq * CONFIG_T::head_dim],
+                    const bool drop[CONFIG_T::seq * CONFIG_T::seq],
+                    typename CONFIG_T::pv_cfg::out_t ch[CONFIG_T::seq * CONFIG_T::head_dim]) {
+        #pragma HLS INLINE
+        const int S = CONFIG_T::seq, DH = CONFIG_T::head_dim;
+        typedef typename CONFIG_T::qk_cfg QK;
+        typedef typename CONFIG_T::attn_cfg AR;
+    queries:
+        for (int i = 0; i < S; i++) {
+            attention_state<AR> st;
+            attention_init<AR>(st);
+        keys:
+            for (int j = 0; j < S; j++) {
+                #pragma HLS PIPELINE II = 1
+                typename QK::accum_t acc = 0;
+                for (int k = 0; k < DH; k++) acc += qh[i * DH + k] * kh[j * DH + k];
+                const typename QK::out_t s = acc;  // = the two_pass score, one cast
+                attention_step<typename CONFIG_T::qkv_cfg::out_t, AR>(st, s, vh + j * DH,
+                                                                      drop[i * S + j]);
+            }
+            attention_finish<typename CONFIG_T::pv_cfg::out_t, AR>(st, ch + i * DH);
+        }
+    }
+};
+
 // LayerNorm over S rows of D: each value assigned to LN::in_t, then the unit.
 template <class x_T, class res_T, typename LN, int S, int D>
 void encoder_layernorm_rows(const x_T x[S * D], const typename LN::gamma_t gamma[D],
@@ -131,10 +195,8 @@ void encoder_attention(const a_T a[CONFIG_T::seq * CONFIG_T::dim],
     const int S = CONFIG_T::seq, D = CONFIG_T::dim, H = CONFIG_T::heads;
     const int DH = CONFIG_T::head_dim;
     typedef typename CONFIG_T::qkv_cfg QKV;
-    typedef typename CONFIG_T::qk_cfg QK;
     typedef typename CONFIG_T::pv_cfg PV;
     typedef typename CONFIG_T::o_cfg O;
-    typedef typename CONFIG_T::softmax_cfg SM;
 
     // mask bits, shared by every head (constant-folded when neither flag is set)
     bool drop[S * S];
@@ -164,13 +226,9 @@ heads:
                 vh[s * DH + j] = v[s * D + h * DH + j];
             }
         }
-        typename QK::out_t scores[S * S];
-        matmul<typename QKV::out_t, typename QKV::out_t, typename QK::out_t, QK>(qh, kh, scores);
-        typename SM::out_t p[S * S];
-        const bool any_mask = CONFIG_T::causal != 0 || CONFIG_T::masked != 0;
-        encoder_softmax_rows<any_mask>::template run<SM, S>(scores, drop, p);
         typename PV::out_t ch[S * DH];
-        matmul<typename SM::out_t, typename QKV::out_t, typename PV::out_t, PV>(p, vh, ch);
+        encoder_head_schedule<CONFIG_T::fused != 0>::template run<CONFIG_T>(qh, kh, vh, drop,
+                                                                            ch);
         for (int s = 0; s < S; s++) {
             for (int j = 0; j < DH; j++) ctx[s * D + h * DH + j] = ch[s * DH + j];
         }
