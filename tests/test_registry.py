@@ -47,3 +47,16 @@ def test_every_registered_method_builds_with_defaults(op: Operator, method: str)
     assert spec.source, f"{op}/{method} must cite its source"
     with pytest.raises(SpecError, match=r"has no field\(s\) bogus_field"):
         make_spec(op, method, bogus_field=1)
+
+
+def test_implemented_lists_exactly_the_unit_tables() -> None:
+    """registry.IMPLEMENTED (what the export side may pick for --for hls/rtl without
+    importing hls or rtl_sim) = the keys of the HLS and RTL unit tables."""
+    from hwapprox.approx.registry import IMPLEMENTED
+    from hwapprox.hls.units import UNITS as HLS_UNITS
+    from hwapprox.rtl_sim.units import UNITS as RTL_UNITS
+
+    for target, units in (("hls", HLS_UNITS), ("rtl", RTL_UNITS)):
+        have = {(str(op), m) for op, m in units}
+        listed = {(str(op), m) for op, ms in IMPLEMENTED[target].items() for m in ms}
+        assert listed == have, (target, listed ^ have)

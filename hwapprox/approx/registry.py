@@ -12,7 +12,15 @@ from typing import Any
 
 from hwapprox.approx.base import ApproxSpec, Operator, SpecError
 
-__all__ = ["METHODS", "get_method", "list_methods", "make_spec", "spec_from_config"]
+__all__ = [
+    "IMPLEMENTED",
+    "METHODS",
+    "get_method",
+    "implemented",
+    "list_methods",
+    "make_spec",
+    "spec_from_config",
+]
 
 #: operator -> method name -> "module:Class"
 METHODS: dict[Operator, dict[str, str]] = {
@@ -39,6 +47,31 @@ METHODS: dict[Operator, dict[str, str]] = {
         "rmsnorm": "hwapprox.approx.layernorm:RmsNorm",
     },
 }
+
+
+#: implementation target -> operator -> methods with a unit there. The unit tables
+#: themselves are ``hwapprox.hls.units.UNITS`` and ``hwapprox.rtl_sim.units.UNITS``
+#: (tests/test_registry.py checks they list exactly these); this copy lets the export
+#: side (``validate --for hls``) choose methods without importing ``hls``/``rtl_sim``.
+IMPLEMENTED: dict[str, dict[Operator, tuple[str, ...]]] = {
+    "hls": {
+        Operator.SOFTMAX: ("hls4ml_latency", "hls4ml_stable", "ibert", "online"),
+        Operator.GELU: ("edgemoe", "ibert", "lut", "pwl", "shiftgelu"),
+        Operator.LAYERNORM: ("ibert", "rmsnorm", "rsqrt_lut"),
+    },
+    "rtl": {
+        Operator.SOFTMAX: ("online",),
+        Operator.GELU: ("lut", "pwl"),
+        Operator.LAYERNORM: ("rsqrt_lut",),
+    },
+}
+
+
+def implemented(target: str) -> dict[Operator, tuple[str, ...]]:
+    """Methods per operator that have a unit for ``target`` (``hls`` or ``rtl``)."""
+    if target not in IMPLEMENTED:
+        raise SpecError(f"unknown target {target!r}; expected one of: {', '.join(IMPLEMENTED)}")
+    return {op: tuple(ms) for op, ms in IMPLEMENTED[target].items()}
 
 
 def _operator(op: str | Operator) -> Operator:

@@ -18,18 +18,9 @@ def _allowed_methods(target: str) -> dict | None:  # type: ignore[type-arg]
     """Methods per operator with an HLS or RTL unit (``--for``), or None for any."""
     if target == "any":
         return None
-    from hwapprox.approx.base import Operator
+    from hwapprox.approx.registry import implemented
 
-    if target == "hls":
-        from hwapprox.hls.units import UNITS
-    else:
-        from hwapprox.rtl_sim.units import UNITS  # type: ignore[assignment]
-    out: dict = {}  # type: ignore[type-arg]
-    for key in UNITS:
-        op, method = (str(key[0]), key[1])
-        out.setdefault(Operator(op), ())
-        out[Operator(op)] += (method,)
-    return out
+    return implemented(target)
 
 
 def _methods(values: tuple[str, ...]) -> dict[str, str]:
