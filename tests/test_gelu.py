@@ -4,6 +4,7 @@ error bounds (derived in each test), formats, and bad-input errors."""
 from __future__ import annotations
 
 import math
+import re
 from fractions import Fraction
 
 import numpy as np
@@ -273,13 +274,29 @@ def test_shiftgelu_sigmoid_is_bounded_and_error_reported_at_good_n():
 
 
 def test_shiftgelu_refuses_an_exp_sum_that_would_clamp():
+    """The refusal names a usable n: the accepted n with the smallest error (n at the
+    limit is accepted too, but loses precision: 2048 LSB at n = 19)."""
     with pytest.raises(
         SpecError,
         match=r"^ShiftGelu\.n=23: lets the exp sum reach 2·1204·2\^23 > 2\^31-1 with in_fmt "
-        r"ap_fixed<16,5> \(x0=-1204\); use n <= 19 or a coarser in_fmt$",
-    ):
+        r"ap_fixed<16,5> \(x0=-1204\); use n = (\d+) \(max error ([\d.]+) where out_fmt "
+        r"holds GELU\(x\); any n <= 19 is accepted, the largest are not the most accurate\)$",
+    ) as info:
         ShiftGelu(in_fmt="ap_fixed<16,5>")
-    ShiftGelu(in_fmt="ap_fixed<16,5>", n=19)  # the limit itself is accepted
+    m = re.search(r"use n = (\d+) \(max error ([\d.]+)", str(info.value))
+    assert m is not None
+    advised = ShiftGelu(in_fmt="ap_fixed<16,5>", n=int(m.group(1)))
+    limit = ShiftGelu(in_fmt="ap_fixed<16,5>", n=19)  # the limit itself is accepted
+    codes = np.arange(advised.in_fmt.min_raw, advised.in_fmt.max_raw + 1)
+    ref = advised.reference(advised.in_fmt.to_float(codes))
+    inside = np.abs(ref) <= advised.out_fmt.max
+    err = {
+        s.n: np.abs(s.out_fmt.to_float(s.model(codes)) - ref)[inside].max()
+        for s in (advised, limit)
+    }
+    assert err[advised.n] == pytest.approx(float(m.group(2)), rel=1e-2)
+    assert err[advised.n] < 0.2  # usable: a fraction of the output range
+    assert err[19] > 10 * err[advised.n]
     with pytest.raises(SpecError, match=r"^ShiftGelu\.sigmoid_bits=1: must be in \[2, 31\]$"):
         ShiftGelu(sigmoid_bits=1)
 

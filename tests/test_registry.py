@@ -60,3 +60,26 @@ def test_implemented_lists_exactly_the_unit_tables() -> None:
         have = {(str(op), m) for op, m in units}
         listed = {(str(op), m) for op, ms in IMPLEMENTED[target].items() for m in ms}
         assert listed == have, (target, listed ^ have)
+
+
+@pytest.mark.parametrize(("op", "method"), [("softmax", "online"), ("gelu", "pwl"),
+                                            ("layernorm", "rsqrt_lut")])  # fmt: skip
+def test_formats_wider_than_the_raw_path_are_refused_at_construction(op, method) -> None:
+    """A 70-bit out_fmt is refused when the spec is made (it used to fail in model())."""
+    with pytest.raises(
+        SpecError, match=r"\.out_fmt=ap_fixed<70,10>: at most 62 bits wide \(raw codes are int64\)"
+    ):
+        make_spec(op, method, out_fmt="ap_fixed<70,10>")
+
+
+def test_eval_with_a_too_wide_format_is_a_clear_error() -> None:
+    from click.testing import CliRunner
+
+    from hwapprox.cli import cli
+
+    res = CliRunner().invoke(
+        cli, ["eval", "softmax", "-m", "online", "--out-fmt", "ap_fixed<70,10>"]
+    )
+    assert res.exit_code == 2
+    assert "OnlineSoftmax.out_fmt=ap_fixed<70,10>: at most 62 bits wide" in res.output
+    assert "Traceback" not in res.output

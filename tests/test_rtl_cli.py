@@ -28,6 +28,15 @@ def test_method_without_unit_is_a_clear_error() -> None:
     assert "no RTL unit for softmax/ibert" in res.output
 
 
+def test_synth_of_a_method_without_unit_says_so() -> None:
+    """A method without an RTL unit is named as such, whether or not yosys is installed
+    (the unit lookup comes before the tool check)."""
+    res = CliRunner().invoke(cli, ["rtl", "synth", "softmax", "-m", "ibert"])
+    assert res.exit_code == 1
+    assert "no RTL unit for softmax/ibert; RTL units exist for:" in res.output
+    assert "yowasp" not in res.output
+
+
 def test_bad_stall_probability() -> None:
     res = CliRunner().invoke(cli, ["rtl", "sim", "gelu", "--method", "lut", "--stall", "1.5"])
     assert res.exit_code == 2

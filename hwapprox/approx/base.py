@@ -28,7 +28,7 @@ from typing import Any, ClassVar, Self
 import numpy as np
 import numpy.typing as npt
 
-from hwapprox.fixed import FixedFormat, FixedPointError
+from hwapprox.fixed import MAX_RAW_BITS, FixedFormat, FixedPointError
 
 __all__ = [
     "ApproxSpec",
@@ -149,9 +149,17 @@ class ApproxSpec(abc.ABC):
             value = getattr(self, f.name)
             if f.type in ("FixedFormat", FixedFormat) or isinstance(value, FixedFormat):
                 try:
-                    object.__setattr__(self, f.name, FixedFormat.parse(value))
+                    fmt = FixedFormat.parse(value)
                 except FixedPointError as exc:
                     raise SpecError(f"{type(self).__name__}.{f.name}: {exc}") from None
+                self._require(
+                    fmt.width <= MAX_RAW_BITS,
+                    f.name,
+                    fmt,
+                    f"at most {MAX_RAW_BITS} bits wide (raw codes are int64); use a narrower "
+                    "format",
+                )
+                object.__setattr__(self, f.name, fmt)
         self.validate()
 
     # -- to be provided by each method ---------------------------------------

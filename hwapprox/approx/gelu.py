@@ -26,6 +26,7 @@ within 1e-15 (absolute) of ``math.erf`` (see ``tests/test_gelu.py``).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -501,9 +502,16 @@ class ShiftGelu(_GeluSpec):
             n_max = (31 - 1 - (-x0 - 1).bit_length()) if -x0 > 1 else 29
             while 2 * -x0 * 2**n_max > 2**31 - 1:
                 n_max -= 1
+            best = self._best_n(n_max)
+            use = (
+                f"use n = {best[0]} (max error {best[1]:.3g} where out_fmt holds GELU(x); any "
+                f"n <= {n_max} is accepted, the largest are not the most accurate)"
+                if best is not None
+                else "use a coarser in_fmt"
+            )
             return (
                 f"lets the exp sum reach 2·{-x0}·2^{self.n} > 2^31-1 with in_fmt "
-                f"{self.in_fmt} (x0={x0}); use n <= {n_max} or a coarser in_fmt"
+                f"{self.in_fmt} (x0={x0}); {use}"
             )
 
         self._require(2 * -x0 * 2**self.n <= 2**31 - 1, "n", repr(self.n), n_hint)
@@ -518,6 +526,26 @@ class ShiftGelu(_GeluSpec):
     @functools.cached_property
     def _x0(self) -> int:
         return shift_exp_x0(self.SIGMOID_SLOPE * self.in_fmt.lsb)
+
+    def _best_n(self, n_max: int) -> tuple[int, float] | None:
+        """The accepted ``n`` (1..n_max) with the smallest max |error| against the float
+        GELU over every ``in_fmt`` code whose GELU ``out_fmt`` holds (at most 2^16 codes
+        sampled), and that error."""
+        if n_max < 1:
+            return None
+        codes = np.arange(self.in_fmt.min_raw, self.in_fmt.max_raw + 1, dtype=np.int64)
+        if codes.size > 1 << 16:
+            codes = np.unique(np.linspace(codes[0], codes[-1], 1 << 16).astype(np.int64))
+        ref = self.reference(self.in_fmt.to_float(codes))
+        inside = (ref >= self.out_fmt.min) & (ref <= self.out_fmt.max)  # not out_fmt's clipping
+        codes, ref = codes[inside], ref[inside]
+        best: tuple[int, float] | None = None
+        for cand in range(1, n_max + 1):
+            spec = dataclasses.replace(self, n=cand)
+            err = float(np.max(np.abs(spec.out_fmt.to_float(spec.model(codes)) - ref)))
+            if best is None or err < best[1]:
+                best = (cand, err)
+        return best
 
     def _model_flat(self, x: RawArray) -> RawArray:
         x0, n = self._x0, self.n

