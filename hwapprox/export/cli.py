@@ -95,6 +95,14 @@ def _methods(values: tuple[str, ...]) -> dict[str, str]:
     help="Only methods that have an HLS unit (hls) or an RTL unit (rtl): for --budget "
     "candidates and checked for the resolved specs.",
 )
+@click.option(
+    "--attention",
+    type=click.Choice(["two_pass", "fused"]),
+    default="two_pass",
+    show_default=True,
+    help="fused: also run the model with each approximated online-softmax site and its "
+    "P·V MatMul as one single-pass attention row (no score row stored) and report both.",
+)
 @click.option("--seed", default=0, show_default=True, help="Seed for generated inputs.")
 @click.option(
     "-o",
@@ -116,6 +124,7 @@ def validate_cmd(
     headroom: int,
     range_stat: str,
     target: str,
+    attention: str,
     seed: int,
     outdir: Path | None,
     force: bool,
@@ -158,6 +167,7 @@ def validate_cmd(
             seed=seed,
             progress=True,
             space=space,
+            attention=attention,
         )
         if allowed is not None:
             bad = [

@@ -163,6 +163,11 @@ def _node_inputs(node: NodeProto) -> list[str]:
     return names
 
 
+def _site_inputs(site: Site) -> list[str]:
+    """The tensors a site reads: its input, and V for a fused attention site."""
+    return [site.input] if site.fused_v is None else [site.input, site.fused_v]
+
+
 @dataclass
 class _Segment:
     level: int
@@ -204,7 +209,7 @@ class Emulator:
                 for out in node.output:
                     s = by_output.get(out)
                     if s is not None:
-                        lv = level.get(s.input, 0)
+                        lv = max(level.get(i, 0) for i in _site_inputs(s))
                         self.site_level[s.name] = lv
                         level[out] = lv + 1
                 continue
@@ -232,8 +237,9 @@ class Emulator:
                     need(i, seg.level)
         site_reads: set[str] = set()
         for s in self.sites:
-            need(s.input, self.site_level[s.name])
-            site_reads.add(s.input)
+            for i in _site_inputs(s):
+                need(i, self.site_level[s.name])
+                site_reads.add(i)
             if s.mask is not None:
                 for t in s.mask.tensors():
                     need(t, self.site_level[s.name])
@@ -297,15 +303,16 @@ class Emulator:
             names = set(site.nodes)
             nodes = [n for n in self.model.graph.node if n.name in names]
             inits = []
+            ins = _site_inputs(site)
             for n in nodes:
                 for i in n.input:
-                    if i and i != site.input and i not in {o for m in nodes for o in m.output}:
+                    if i and i not in ins and i not in {o for m in nodes for o in m.output}:
                         v = self.index.const(i)
                         if v is None:
                             raise ExportError(f"site {site.name}: input {i} is not a constant")
                         inits.append(numpy_helper.from_array(np.asarray(v), i))
             graph = helper.make_graph(
-                nodes, site.name, [self._vi(site.input)], [self._vi(site.output)], inits
+                nodes, site.name, [self._vi(i) for i in ins], [self._vi(site.output)], inits
             )
             sess = make_session(self._wrap(graph), self.threads)
             self._float_sessions[site.name] = sess
@@ -383,12 +390,18 @@ class Emulator:
             spec = specs.get(site.name)
             t0 = time.perf_counter()
             if spec is None:
-                y = self._float_site(site).run(None, {site.input: x})[0]
+                y = self._float_site(site).run(None, {i: values[i] for i in _site_inputs(site)})[0]
                 self.session_seconds += time.perf_counter() - t0
             else:
                 dtype = _NP_OF.get(self.index.elem_type.get(site.output, 1), np.float32)
                 mask = site_mask_bits(site, values, self.index, np.shape(x))
-                y = apply_spec(site, spec, x, mask).astype(dtype)
+                if site.fused_v is not None:
+                    from hwapprox.export.fused import apply_fused
+
+                    y = apply_fused(site, spec, x, values[site.fused_v], mask)  # type: ignore[arg-type]
+                else:
+                    y = apply_spec(site, spec, x, mask)
+                y = y.astype(dtype)
                 self.approx_seconds += time.perf_counter() - t0
             values[site.output] = y
 

@@ -75,6 +75,9 @@ class Site:
     approximate: str | None = None
     shape: tuple[int | str | None, ...] | None = None
     mask: SiteMask | None = None
+    #: a fused attention site (:mod:`hwapprox.export.fused`): the V tensor of the
+    #: ``P·V`` MatMul the site also covers (``output`` is then the context), else None
+    fused_v: str | None = None
 
     def fields_for_spec(self) -> dict[str, Any]:
         """Model constants a spec may take: LayerNorm ``eps``, GELU ``form`` (erf/tanh)."""
@@ -99,6 +102,7 @@ class Site:
             "beta_shape": None if self.beta is None else list(self.beta.shape),
             "shape": None if self.shape is None else list(self.shape),
             "mask": None if self.mask is None else self.mask.as_dict(),
+            "fused_v": self.fused_v,
         }
 
 

@@ -173,6 +173,26 @@ def format_report(res: ValidationResult) -> str:
                 f"{t.get('front', '?')} front candidates evaluated end to end, "
                 f"{t.get('candidates', '?')} screened)"
             )
+    if res.fused is not None:
+        parts += ["", "Fused attention (softmax + P·V as one single-pass row per query):"]
+        for name, info in res.fused["sites"].items():
+            if info["fused"]:
+                parts.append(
+                    f"  {name}: fused with P·V (V {info['v']}: {info['v_fmt']}, accumulators "
+                    f"{info['acc_fmt']}, context {info['out_fmt']})"
+                )
+            else:
+                parts.append(f"  {name}: not fused ({info['reason']})")
+        fe = res.fused["end_to_end"]
+        if fe is not None:
+            for name, m in fe["outputs"].items():
+                two = e["outputs"][name]
+                parts.append(
+                    f"  end to end, output '{name}': max|err| {_g(m['max_abs'])} (two-pass "
+                    f"{_g(two['max_abs'])}), cos min {_cos(m['cosine_min'])} (two-pass "
+                    f"{_cos(two['cosine_min'])}), token min {_cos(m.get('token_cosine_min'))} "
+                    f"(two-pass {_cos(two.get('token_cosine_min'))})"
+                )
     t = res.timing
     parts += [
         "",

@@ -295,6 +295,9 @@ class ValidationResult:
     batch_axis: int | None = 0
     token_mask_input: str | None = None
     range_stat: str | float = "max"
+    #: ``attention="fused"``: per softmax site fused or why not, the fused specs and
+    #: the end-to-end metrics with attention fused (:mod:`hwapprox.export.fused`)
+    fused: dict[str, Any] | None = None
 
     @property
     def stats(self) -> dict[str, SiteStats]:
@@ -351,6 +354,7 @@ class ValidationResult:
             "timing_s": self.timing,
             "budget": None if self.budget is None else dataclasses.asdict(self.budget),
             "tuning": self.tuning,
+            "fused_attention": self.fused,
         }
 
 
@@ -506,13 +510,21 @@ def validate(
     threads: int = 0,
     seed: int = 0,
     progress: bool = False,
+    attention: str = "two_pass",
 ) -> ValidationResult:
     """Run the whole validation (see the module docstring).
+
+    ``attention="fused"`` also runs the model with each approximated online-softmax
+    site and its ``P·V`` MatMul as one fused attention row
+    (:mod:`hwapprox.export.fused`); its end-to-end metrics go to
+    :attr:`ValidationResult.fused`.
 
     ``specs`` (site name -> spec or None) bypasses the config for those sites
     (e.g. float-reference specs in tests); with a ``budget`` they stay fixed
     and only the other selected sites are tuned.
     """
+    if attention not in ("two_pass", "fused"):
+        raise ExportError(f"attention={attention!r}: use two_pass or fused")
     imported = model if isinstance(model, ImportedModel) else import_model(model)
     label = str(model) if isinstance(model, str | Path) else imported.model.graph.name
     selected = select_sites(imported.sites, sites)
@@ -658,7 +670,13 @@ def validate(
         )
     for name, info in kinds.items():
         notes.append(f"output '{name}': {info.kind} ({info.note})")
-    return ValidationResult(
+    fused = None
+    if attention == "fused":
+        fused = _fused_run(
+            imported.model, active, chosen, feeds, ref, mkw, warnings,
+            width=width, headroom=headroom, stat=stat, threads=threads,
+        )  # fmt: skip
+    res = ValidationResult(
         imported,
         selected,
         trace,
@@ -678,7 +696,79 @@ def validate(
         axis,
         None if tm is None else tm[0],
         stat,
+        fused,
     )
+    return res
+
+
+def _fused_run(
+    model: ModelProto,
+    active: list[Site],
+    chosen: Mapping[str, ApproxSpec | None],
+    feeds: Mapping[str, np.ndarray],
+    ref: Mapping[str, np.ndarray],
+    mkw: Mapping[str, Any],
+    warnings: list[str],
+    *,
+    width: int,
+    headroom: int,
+    stat: str | float,
+    threads: int,
+) -> dict[str, Any]:
+    """The model with attention fused where the graph allows (see :func:`validate`)."""
+    from hwapprox.export.fused import fuse_site, fused_specs
+
+    index = GraphIndex(model)
+    fused: dict[str, Site] = {}
+    info: dict[str, dict[str, Any]] = {}
+    for s in active:
+        if s.operator is not Operator.SOFTMAX:
+            continue
+        if chosen.get(s.name) is None:
+            info[s.name] = {"fused": False, "reason": "the site stays float"}
+            continue
+        f, why = fuse_site(index, s)
+        if f is None:
+            info[s.name] = {"fused": False, "reason": why}
+        else:
+            fused[s.name] = f
+    if not fused:
+        warnings.append(
+            "--attention fused: no approximated softmax site feeds a P·V MatMul ("
+            + "; ".join(f"{k}: {v['reason']}" for k, v in info.items())
+            + ")"
+        )
+        return {"sites": info, "end_to_end": None}
+    specs, sat = fused_specs(
+        model, list(fused.values()), chosen, feeds,
+        width=width, headroom=headroom, stat=stat, threads=threads,
+    )  # fmt: skip
+    for name, sp in specs.items():
+        c = sat[name]
+        info[name] = {
+            "fused": True,
+            "v": fused[name].fused_v,
+            "context": fused[name].output,
+            "v_fmt": str(sp.v_fmt),
+            "acc_fmt": str(sp.acc_fmt),
+            "out_fmt": str(sp.out_fmt),
+            "saturation": c,
+        }
+        for side, fmt in (("v", sp.v_fmt), ("out", sp.out_fmt)):
+            if c[side]:
+                warnings.append(
+                    f"site {name} (fused): {c[side]} of {c[side + '_total']} "
+                    f"{'V' if side == 'v' else 'context'} values saturate {fmt}"
+                )
+    emu = Emulator(model, [fused.get(s.name, s) for s in active], threads=threads)
+    run_specs: dict[str, Any] = {s.name: chosen.get(s.name) for s in active}
+    run_specs.update(specs)
+    out = emu.run(feeds, run_specs)
+    return {
+        "sites": info,
+        "end_to_end": end_to_end_metrics(ref, out, **mkw),
+        "fused_sites": len(specs),
+    }
 
 
 def _tune(
