@@ -61,6 +61,9 @@ CASES = [
     ("ibert", {}, 8),
     ("ibert", {"in_fmt": "ap_fixed<12,5>", "out_fmt": "ap_ufixed<12,1,AP_TRN,AP_SAT>"}, 16),
     ("ibert", {"requant": "shift"}, 6),
+    ("shiftmax", {}, 8),
+    ("shiftmax", {"in_fmt": "ap_fixed<8,3>", "out_fmt": "ap_ufixed<8,0,AP_TRN,AP_SAT>"}, 16),
+    ("shiftmax", {"variant": "tvm", "n": 12, "out_fmt": "ap_ufixed<10,1,AP_TRN,AP_WRAP>"}, 6),
     ("hls4ml_stable", {}, 8),
     (
         "hls4ml_stable",

@@ -55,7 +55,7 @@ METHODS: dict[Operator, dict[str, str]] = {
 #: side (``validate --for hls``) choose methods without importing ``hls``/``rtl_sim``.
 IMPLEMENTED: dict[str, dict[Operator, tuple[str, ...]]] = {
     "hls": {
-        Operator.SOFTMAX: ("hls4ml_latency", "hls4ml_stable", "ibert", "online"),
+        Operator.SOFTMAX: ("hls4ml_latency", "hls4ml_stable", "ibert", "online", "shiftmax"),
         Operator.GELU: ("edgemoe", "ibert", "lut", "pwl", "shiftgelu"),
         Operator.LAYERNORM: ("ibert", "rmsnorm", "rsqrt_lut"),
     },

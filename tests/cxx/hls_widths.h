@@ -98,6 +98,26 @@ void print(const softmax_ibert_op&, std::ostream& out) {
 }
 
 template <typename C>
+void print(const softmax_shiftmax_op&, std::ostream& out) {
+    typedef softmax_shiftmax_types<C> T;
+    typedef shift_exp_types<C> E;
+    W_(IN_W, typename C::in_t);
+    W_(OUT_W, typename C::out_t);
+    W_(X_W, typename T::x_t);
+    W_(DIFF_W, typename T::diff_t);
+    W_(ST_W, typename E::t_t);
+    W_(SQ_W, typename E::q_t);
+    W_(SR_W, typename E::r_t);
+    W_(SEI_W, typename E::ei_t);
+    W_(SE_W, typename E::e_t);
+    W_(SE_W, typename T::e_t);
+    W_(SUM_W, typename T::sum_t);
+    W_(FACTOR_W, typename T::factor_t);
+    W_(PROD_W, typename T::prod_t);
+    W_(Y_W, typename T::y_t);
+}
+
+template <typename C>
 void print(const softmax_hls4ml_op&, std::ostream& out) {
     typedef softmax_hls4ml_types<C> T;
     W_(IN_W, typename C::in_t);

@@ -345,6 +345,63 @@ class ShiftmaxSoftmax(SoftmaxSpec):
             "out_width": self.out_fmt.width,
         }
 
+    def hw_params(self, n: int | None = None) -> dict[str, int]:
+        """Hardware parameter set for rows of up to ``n`` elements (default 2^16).
+
+        Input codes ``x`` in ``[lo, hi]``; ``x0 < 0`` and ``n`` (``EXP_N``) are the
+        shift-exp constants (:func:`~hwapprox.approx.intmath.shift_exp`):
+
+        ========= ======== =========================================================
+        name      sign     value range -> bits
+        ========= ======== =========================================================
+        X_W       signed   an input code (``ap_ufixed`` zero-extended)
+        DIFF_W    signed   ``x - max`` in ``[-(hi - lo), 0]``
+        ST_W      signed   ``t = d + (d >> 1) - (d >> 4)`` (its partial sum
+                           ``d + (d >> 1)`` too) for ``d`` in that range, and the clip
+                           ``EXP_N·x0``
+        SQ_W      unsigned ``q = floor(t / x0)`` in ``[0, EXP_N]``
+        SR_W      signed   ``r = t - x0·q`` in ``(x0, 0]``
+        SEI_W     unsigned ``(r - 2·x0) << (EXP_N - q) <= -2·x0·2^EXP_N`` (pytorch
+                           variant, before the halving)
+        SE_W      unsigned ``e <= -x0·2^EXP_N`` (validated ``< 2^31``)
+        SUM_W     unsigned ``Σ e <= n·(-x0·2^EXP_N)``, before the ``2^31 - 1`` clamp
+        FACTOR_W  unsigned the clamped sum and ``(2^31 - 1) / sum``, both ``< 2^31``
+        PROD_W    unsigned ``e·factor <= sum·factor <= 2^31 - 1`` (a clamped sum has
+                           factor 1 and ``e < 2^31``)
+        Y_W       signed   ``y = e·factor >> OUT_SHIFT < 2^OUT_F``, the signed carrier
+                           of the output cast
+        ========= ======== =========================================================
+        """
+        rows = 1 << 16 if n is None else int(n)
+        require(rows >= 1, f"shiftmax: rows of {rows} elements")
+        x0, nn = self._x0(), self.n
+        lo, hi = self.in_fmt.min_raw, self.in_fmt.max_raw
+        d_lo = lo - hi
+        e_max = -x0 << nn
+        lim = (1 << 31) - 1
+        f = self.out_fmt.frac_bits
+        return {
+            "IN_W": self.in_fmt.width,
+            "X_W": raw_width(self.in_fmt),
+            "OUT_W": self.out_fmt.width,
+            "OUT_F": f,
+            "X0": x0,
+            "EXP_N": nn,
+            "TVM": int(self.variant == "tvm"),
+            "SUM_MAX": lim,
+            "OUT_SHIFT": 31 - f,
+            "DIFF_W": sbits(d_lo, 0),
+            "ST_W": sbits(min(d_lo + (d_lo >> 1), d_lo + (d_lo >> 1) - (d_lo >> 4), nn * x0), 0),
+            "SQ_W": ubits(nn),
+            "SR_W": sbits(x0 + 1, 0),
+            "SEI_W": ubits(-2 * x0 << nn),
+            "SE_W": ubits(e_max),
+            "SUM_W": ubits(rows * e_max),
+            "FACTOR_W": ubits(lim),
+            "PROD_W": ubits(lim),
+            "Y_W": sbits(0, lim >> (31 - f)),
+        }
+
     def _exp_memo(self) -> RawArray:
         """``shift_exp(-δ)`` for every δ in ``[0, 2^W_in)``, index δ. Only a speed-up."""
         d = -np.arange(1 << self.in_fmt.width, dtype=np.int64)

@@ -8,6 +8,8 @@
 //   softmax_ibert_op      IBertSoftmax         I-BERT IntSoftmax: i-exp polynomial,
 //                                              16-bit requantisation (calibrated
 //                                              multiply or shift), 2^32 / sum
+//   softmax_shiftmax_op   ShiftmaxSoftmax      I-ViT Shiftmax: shift-exp, the sum
+//                                              clamped to 2^31 - 1, (2^31 - 1) / sum
 //   softmax_hls4ml_op     Hls4mlStableSoftmax  hls4ml 1.3 softmax_stable / _latency
 //                         Hls4mlLatencySoftmax (exp and 1/x tables, adder tree), as a
 //                                              baseline written from the model
@@ -52,7 +54,7 @@
 //            two_pass: ingest (max) -> sum (from the FIFO) -> emit.
 //   ibert    ingest (max) -> exps (i-exp, requantise, sum; one divider) -> emit.
 //   hls4ml   buffers the row, then the array unit (its adder tree is the
-//            model's), then streams the row out.
+//            model's), then streams the row out; shiftmax likewise.
 // Latency per row ~ n_in + the per-row chain (reciprocal / divider); rows
 // overlap in DATAFLOW, so the throughput is one element per cycle.
 #ifndef HWAPPROX_SOFTMAX_H
@@ -321,6 +323,72 @@ struct softmax_ibert_op {
         // one divider per row
         const typename T::factor_t factor = HWAPPROX_NARROW(
             typename T::factor_t, typename T::factor_t(1) << C::FACTOR_BITS) / total;
+    out:
+        for (int i = 0; i < C::n_in; i++) {
+            #pragma HLS UNROLL
+            const typename T::prod_t p = HWAPPROX_NARROW(typename T::prod_t, e[i] * factor);
+            const typename T::y_t y = HWAPPROX_NARROW(typename T::y_t, p >> C::OUT_SHIFT);
+            res[i] = mask[i] ? res_T(0) : cast_raw<C::OUT_F, res_T>(y);
+        }
+    }
+
+    template <class data_T, class res_T, typename C>
+    static void run(const data_T data[C::n_in], res_T res[C::n_in]) {
+        #pragma HLS INLINE
+        row<data_T, res_T, C>(data, no_mask(), res);
+    }
+    template <class data_T, class res_T, typename C>
+    static void run(const data_T data[C::n_in], const bool mask[C::n_in], res_T res[C::n_in]) {
+        #pragma HLS INLINE
+        const mask_bits m = {mask};
+        row<data_T, res_T, C>(data, m, res);
+    }
+};
+
+// ---- I-ViT Shiftmax ----------------------------------------------------------------------
+template <typename C>
+struct softmax_shiftmax_types {
+    typedef ap_int<C::X_W> x_t;          // an input code
+    typedef ap_int<C::DIFF_W> diff_t;    // x - max
+    typedef ap_uint<C::SE_W> e_t;        // shift-exp result
+    typedef ap_uint<C::SUM_W> sum_t;     // row sum of e, before the 2^31 - 1 clamp
+    typedef ap_uint<C::FACTOR_W> factor_t;  // the clamped sum and (2^31 - 1) / sum
+    typedef ap_uint<C::PROD_W> prod_t;   // e·factor
+    typedef ap_int<C::Y_W> y_t;          // the output before out_fmt's overflow
+};
+
+struct softmax_shiftmax_op {
+    template <class data_T, class res_T, typename C, class M>
+    static void row(const data_T data[C::n_in], const M& mask, res_T res[C::n_in]) {
+        #pragma HLS INLINE
+        typedef softmax_shiftmax_types<C> T;
+        typename T::x_t x[C::n_in];
+        typename T::e_t e[C::n_in];
+        #pragma HLS ARRAY_PARTITION variable = x complete
+        #pragma HLS ARRAY_PARTITION variable = e complete
+        typename T::x_t m = 0;
+        bool any = false;
+    load:
+        for (int i = 0; i < C::n_in; i++) {
+            #pragma HLS UNROLL
+            x[i] = code_of(data[i]);
+            if (!mask[i] && (!any || x[i] > m)) m = x[i];
+            any = any || !mask[i];
+        }
+        typename T::sum_t total = 0;
+    exps:
+        for (int i = 0; i < C::n_in; i++) {
+            #pragma HLS UNROLL
+            e[i] = mask[i] ? typename T::e_t(0)
+                           : shift_exp<C>(HWAPPROX_NARROW(typename T::diff_t, x[i] - m));
+            total = HWAPPROX_NARROW(typename T::sum_t, total + e[i]);
+        }
+        // I-ViT clamps the sum to 2^31 - 1; only a fully masked row sums to 0
+        typename T::factor_t sum = total > typename T::sum_t(C::SUM_MAX)
+                                       ? typename T::factor_t(C::SUM_MAX)
+                                       : HWAPPROX_NARROW(typename T::factor_t, total);
+        if (sum == 0) sum = 1;
+        const typename T::factor_t factor = typename T::factor_t(C::SUM_MAX) / sum;  // one divider
     out:
         for (int i = 0; i < C::n_in; i++) {
             #pragma HLS UNROLL
@@ -675,9 +743,9 @@ void softmax_ibert_stream(hls::stream<data_T>& data, MS& mask, hls::stream<res_T
     S::template emit<res_T>(ebuf, bits1, factor, res);
 }
 
-// hls4ml: the row buffered, the array unit (hls4ml's adder tree), the row streamed out.
-template <class data_T, class res_T, typename C, class MS>
-void softmax_hls4ml_stream(hls::stream<data_T>& data, MS& mask, hls::stream<res_T>& res) {
+// hls4ml and shiftmax: the row buffered, the array unit, the row streamed out.
+template <class OP, class data_T, class res_T, typename C, class MS>
+void softmax_buffered_stream(hls::stream<data_T>& data, MS& mask, hls::stream<res_T>& res) {
     typename C::in_t x[C::n_in];
     bool b[C::n_in];
     res_T y[C::n_in];
@@ -691,7 +759,7 @@ load:
         b[i] = mask.read();
     }
     const mask_bits m = {b};
-    softmax_hls4ml_op::row<typename C::in_t, res_T, C>(x, m, y);
+    OP::template row<typename C::in_t, res_T, C>(x, m, y);
 store:
     for (int i = 0; i < C::n_in; i++) {
         #pragma HLS PIPELINE II = 1
@@ -723,7 +791,15 @@ struct softmax_stream_of<softmax_hls4ml_op> {
     template <class data_T, class res_T, typename C, class MS>
     static void run(hls::stream<data_T>& data, MS& mask, hls::stream<res_T>& res) {
         #pragma HLS INLINE
-        softmax_hls4ml_stream<data_T, res_T, C>(data, mask, res);
+        softmax_buffered_stream<softmax_hls4ml_op, data_T, res_T, C>(data, mask, res);
+    }
+};
+template <>
+struct softmax_stream_of<softmax_shiftmax_op> {
+    template <class data_T, class res_T, typename C, class MS>
+    static void run(hls::stream<data_T>& data, MS& mask, hls::stream<res_T>& res) {
+        #pragma HLS INLINE
+        softmax_buffered_stream<softmax_shiftmax_op, data_T, res_T, C>(data, mask, res);
     }
 };
 
