@@ -84,6 +84,20 @@ CASES = [
     ("ibert", {"in_fmt": "ap_fixed<16,6>", "out_fmt": "ap_fixed<16,4,AP_TRN,AP_WRAP>"}, 3),
     ("rsqrt_lut", {}, 1),  # a row of one element: zero variance, output beta
     ("ibert", {}, 1),
+    ("ivit", {}, 8),
+    (
+        "ivit",
+        {
+            "in_fmt": "ap_fixed<8,3>",  # I-ViT's 8-bit inputs
+            "out_fmt": "ap_fixed<10,3,AP_RND_CONV,AP_SAT>",
+            "gamma_fmt": "ap_fixed<8,2>",
+            "beta_fmt": "ap_fixed<8,2>",
+            "norm_frac_bits": 14,
+        },
+        24,
+    ),
+    ("ivit", {"newton_iterations": 6}, 3),  # fewer steps: far from isqrt, still bit-exact
+    ("ivit", {}, 1),  # zero variance: std = 64 as the source, output beta
 ]
 CASES += [
     (m, f, n)

@@ -548,7 +548,55 @@ class IVitLayerNorm(IBertLayerNorm):
         return p
 
     def hw_params(self, n: int | None = None) -> dict[str, int]:
-        raise NotImplementedError(f"layernorm/{self.method} has no hardware unit")
+        """Hardware parameter set: :meth:`IBertLayerNorm.hw_params` without the variance
+        shift (``SHIFT``, ``VAR_LIMIT_BITS``, ``VAR_W``, ``YS_W``, ``ROOT_W``) and with
+        I-ViT's square root and factor:
+
+        ========== ======== ========================================================
+        name       sign     value range -> bits
+        ========== ======== ========================================================
+        K_W        unsigned the Newton iterate ``k``: from ``K0 = 2^16`` it never rises
+                            above ``max(K0, (K0 + var0 >> 16) >> 1)`` (after the first
+                            step every iterate is ``>= isqrt(var0)``, and from there
+                            the integer Newton step does not increase)
+        Q_W        unsigned ``var0 / k``: ``var0 >> 16`` at ``k = K0``, else
+                            ``<= var0 / isqrt(var0) <= 2·isqrt(var0) + 2``
+        KS_W       unsigned ``k + var0 / k`` (before the halving)
+        STD_W      unsigned ``std`` = the last iterate (``K_W``)
+        FACTOR_W   unsigned ``(2^31 - 1) / std <= 2^31 - 1`` (``std >= 1``: at most 16
+                            iterations from ``2^16``)
+        ========== ======== ========================================================
+
+        ``y·factor`` keeps I-BERT's bound: ``std >= isqrt(var0)`` (integer Newton from
+        above never undershoots), so ``|y| <= sqrt(var0) < std + 1 <= 2·std``.
+        """
+        require(
+            self.newton_iterations <= 16,
+            f"layernorm/ivit: newton_iterations={self.newton_iterations}: the hardware unit "
+            "takes at most 16 (from 2^16 the iterate could reach 0 after more)",
+        )
+        hw = IBertLayerNorm.hw_params(self, n)
+        for k in ("SHIFT", "VAR_LIMIT_BITS", "FACTOR_NUM_BITS", "VAR_W", "YS_W", "ROOT_W"):
+            hw.pop(k)
+        rows = self.MAX_N if n is None else int(n)
+        span = self.in_fmt.max_raw - self.in_fmt.min_raw
+        var0 = rows * span * span
+        k0 = 1 << 16
+        k_max = max(k0, (k0 + (var0 >> 16)) >> 1)
+        q_max = max(var0 >> 16, 2 * math.isqrt(var0) + 2)
+        hw.update(
+            {
+                "NEWTON_ITERS": self.newton_iterations,
+                "NEWTON_K0": k0,
+                "FACTOR_NUM": (1 << 31) - 1,
+                "K_W": ubits(k_max),
+                "Q_W": ubits(q_max),
+                "KS_W": ubits(k_max + q_max),
+                "STD_W": ubits(k_max),
+                "FACTOR_W": ubits((1 << 31) - 1),
+            }
+        )
+        return hw
 
 
 # -- hls4ml 1.3 ---------------------------------------------------------------------------

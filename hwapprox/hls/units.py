@@ -22,6 +22,7 @@ UNITS: dict[tuple[str, str], str] = {
     ("layernorm", "rsqrt_lut"): "hwapprox::layernorm_rsqrt_lut_op",
     ("layernorm", "rmsnorm"): "hwapprox::layernorm_rsqrt_lut_op",
     ("layernorm", "ibert"): "hwapprox::layernorm_ibert_op",
+    ("layernorm", "ivit"): "hwapprox::layernorm_ivit_op",
     ("gelu", "ibert"): "hwapprox::gelu_ibert_op",
     ("gelu", "shiftgelu"): "hwapprox::gelu_shiftgelu_op",
     ("gelu", "edgemoe"): "hwapprox::gelu_edgemoe_op",

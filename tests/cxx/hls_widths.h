@@ -235,6 +235,30 @@ void print(const layernorm_rsqrt_lut_op&, std::ostream& out) {
 }
 
 template <typename C>
+void print(const layernorm_ivit_op&, std::ostream& out) {
+    typedef layernorm_ivit_types<C> T;
+    W_(IN_W, typename C::in_t);
+    W_(OUT_W, typename C::out_t);
+    W_(GAMMA_W, typename C::gamma_t);
+    W_(BETA_W, typename C::beta_t);
+    W_(X_W, typename T::x_t);
+    W_(S1_W, typename T::s1_t);
+    W_(YC_W, typename T::yc_t);
+    W_(VAR0_W, typename T::var0_t);
+    W_(K_W, typename T::k_t);
+    W_(Q_W, typename T::q_t);
+    W_(KS_W, typename T::ks_t);
+    W_(STD_W, typename T::std_t);
+    W_(FACTOR_W, typename T::factor_t);
+    W_(YF_W, typename T::yf_t);
+    W_(YI_W, typename T::yi_t);
+    W_(SQRTN_W, typename T::sqrtn_t);
+    W_(YQ_W, typename T::yq_t);
+    W_(Z_W, typename T::z_t);
+    W_(ACC_W, typename T::acc_t);
+}
+
+template <typename C>
 void print(const layernorm_ibert_op&, std::ostream& out) {
     typedef layernorm_ibert_types<C> T;
     W_(IN_W, typename C::in_t);

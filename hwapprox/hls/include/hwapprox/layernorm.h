@@ -3,6 +3,8 @@
 // Both functions are bit-exact with the spec of the same method in
 // hwapprox/approx/layernorm.py on the same raw codes (tests/test_hls_layernorm.py):
 //   layernorm_ibert      IBertLayerNorm   (I-BERT IntLayerNorm, exact integers)
+//   layernorm_ivit       IVitLayerNorm    (I-ViT IntLayerNorm: Σy² unshifted, 10-step
+//                                          isqrt from 2^16, (2^31 - 1) / std)
 //   layernorm_rsqrt_lut  RsqrtLutLayerNorm (single pass Σx, Σx²; 1/sqrt by table
 //                        + Newton), and RmsNorm with CONFIG_T::CENTER = 0
 //
@@ -198,11 +200,9 @@ struct layernorm_ibert_types {
     typedef ap_int<C::ACC_W> acc_t;        // Z·γ + (β << BETA_SHIFT)
 };
 
-// The I-BERT steps shared by the array and the stream unit.
-template <typename C>
-struct layernorm_ibert_steps {
-    typedef layernorm_ibert_types<C> T;
-
+// The steps I-BERT and I-ViT share (T: the unit's types): the mean and the output stage.
+template <typename C, class T>
+struct layernorm_int_steps {
     // mean = round(ΣX / N), ties to even
     static typename T::x_t mean(const typename T::s1_t& s1) {
         #pragma HLS INLINE
@@ -213,6 +213,29 @@ struct layernorm_ibert_steps {
         return HWAPPROX_NARROW(typename T::x_t,
                                q + ((r2 > N || (r2 == N && q[0] == 1)) ? 1 : 0));
     }
+
+    // y_int = y·factor >> 1; Z = round(y_int·sqrtn / 2^ZSHIFT); out = cast(Z·γ + (β << ..))
+    template <class res_T>
+    static res_T out(const typename T::yc_t& y, const typename T::factor_t& factor,
+                     const typename C::gamma_t& gamma, const typename C::beta_t& beta) {
+        #pragma HLS INLINE
+        const typename T::yf_t yf = HWAPPROX_NARROW(typename T::yf_t, y * factor);
+        const typename T::yi_t y_int = yf >> 1;
+        const typename T::yq_t yq =
+            HWAPPROX_NARROW(typename T::yq_t, y_int * typename T::sqrtn_t(C::SQRTN));
+        const typename T::z_t z = HWAPPROX_NARROW(
+            typename T::z_t, round_half_up_shift<C::YQ_W>(yq, C::ZSHIFT));
+        const typename T::acc_t acc = HWAPPROX_NARROW(
+            typename T::acc_t,
+            z * code_of(gamma) + HWAPPROX_SHL(typename T::acc_t, code_of(beta), C::BETA_SHIFT));
+        return cast_raw<C::ACC_F, res_T>(acc);
+    }
+};
+
+// The I-BERT steps shared by the array and the stream unit.
+template <typename C>
+struct layernorm_ibert_steps : layernorm_int_steps<C, layernorm_ibert_types<C> > {
+    typedef layernorm_ibert_types<C> T;
 
     // the least shift s >= SHIFT with Σy² <= 2^(32 + 2s) (need, as I-BERT)
     static int shift(const typename T::var0_t& var0) {
@@ -248,24 +271,88 @@ struct layernorm_ibert_steps {
                                           (typename T::factor_t(1) << C::FACTOR_NUM_BITS) / std_)
                         : typename T::factor_t(0);
     }
+};
 
-    // y_int = y·factor >> 1; Z = round(y_int·sqrtn / 2^ZSHIFT); out = cast(Z·γ + (β << ..))
-    template <class res_T>
-    static res_T out(const typename T::yc_t& y, const typename T::factor_t& factor,
-                     const typename C::gamma_t& gamma, const typename C::beta_t& beta) {
+// ---- I-ViT -------------------------------------------------------------------------------
+template <typename C>
+struct layernorm_ivit_types {
+    typedef ap_int<C::X_W> x_t;            // input code (and the mean)
+    typedef ap_int<C::S1_W> s1_t;          // ΣX
+    typedef ap_int<C::YC_W> yc_t;          // y = X - mean
+    typedef ap_uint<C::VAR0_W> var0_t;     // Σy² (I-ViT: no shift)
+    typedef ap_uint<C::K_W> k_t;           // the Newton iterate
+    typedef ap_uint<C::Q_W> q_t;           // var0 / k
+    typedef ap_uint<C::KS_W> ks_t;         // k + var0 / k
+    typedef ap_uint<C::STD_W> std_t;       // std, the last iterate
+    typedef ap_uint<C::FACTOR_W> factor_t; // (2^31 - 1) / std
+    typedef ap_int<C::YF_W> yf_t;          // y·factor
+    typedef ap_int<C::YI_W> yi_t;          // y_int
+    typedef ap_uint<C::SQRTN_W> sqrtn_t;   // round(sqrt(N)·2^16)
+    typedef ap_int<C::YQ_W> yq_t;          // y_int·sqrtn
+    typedef ap_int<C::Z_W> z_t;            // normalised value, norm_frac bits
+    typedef ap_int<C::ACC_W> acc_t;        // Z·γ + (β << BETA_SHIFT)
+};
+
+template <typename C>
+struct layernorm_ivit_steps : layernorm_int_steps<C, layernorm_ivit_types<C> > {
+    typedef layernorm_ivit_types<C> T;
+
+    // I-ViT's isqrt: NEWTON_ITERS steps k = (k + var0 / k) >> 1 from k = NEWTON_K0, no
+    // stop test (var0 = 0 or 1 gives 64, as the source); factor = (2^31 - 1) / std
+    static typename T::factor_t factor(const typename T::var0_t& var0) {
         #pragma HLS INLINE
-        const typename T::yf_t yf = HWAPPROX_NARROW(typename T::yf_t, y * factor);
-        const typename T::yi_t y_int = yf >> 1;
-        const typename T::yq_t yq =
-            HWAPPROX_NARROW(typename T::yq_t, y_int * typename T::sqrtn_t(C::SQRTN));
-        const typename T::z_t z = HWAPPROX_NARROW(
-            typename T::z_t, round_half_up_shift<C::YQ_W>(yq, C::ZSHIFT));
-        const typename T::acc_t acc = HWAPPROX_NARROW(
-            typename T::acc_t,
-            z * code_of(gamma) + HWAPPROX_SHL(typename T::acc_t, code_of(beta), C::BETA_SHIFT));
-        return cast_raw<C::ACC_F, res_T>(acc);
+        typename T::k_t k = C::NEWTON_K0;
+    newton:
+        for (int it = 0; it < C::NEWTON_ITERS; it++) {
+            const typename T::q_t q = HWAPPROX_NARROW(typename T::q_t, var0 / k);
+            const typename T::ks_t ks = HWAPPROX_NARROW(typename T::ks_t, k + q);
+            k = HWAPPROX_NARROW(typename T::k_t, ks >> 1);
+        }
+        const typename T::std_t std_ = HWAPPROX_NARROW(typename T::std_t, k);
+        return HWAPPROX_NARROW(typename T::factor_t, typename T::factor_t(C::FACTOR_NUM) / std_);
     }
 };
+
+// I-ViT IntLayerNorm (IVitLayerNorm): I-BERT's mean and output stage, Σy² unshifted,
+// I-ViT's 10-step isqrt and (2^31 - 1) / std.
+template <class data_T, class res_T, typename CONFIG_T>
+void layernorm_ivit(const data_T data[CONFIG_T::n_in], res_T res[CONFIG_T::n_in],
+                    const typename CONFIG_T::gamma_t gamma[CONFIG_T::n_in],
+                    const typename CONFIG_T::beta_t beta[CONFIG_T::n_in]) {
+    #pragma HLS PIPELINE
+    #pragma HLS ARRAY_PARTITION variable = data complete
+    #pragma HLS ARRAY_PARTITION variable = res complete
+    #pragma HLS ARRAY_PARTITION variable = gamma complete
+    #pragma HLS ARRAY_PARTITION variable = beta complete
+    typedef layernorm_ivit_steps<CONFIG_T> S;
+    typedef typename S::T T;
+    const int N = CONFIG_T::n_in;
+    typename T::x_t x[N];
+    #pragma HLS ARRAY_PARTITION variable = x complete
+    typename T::s1_t s1 = 0;
+sum:
+    for (int i = 0; i < N; i++) {
+        #pragma HLS UNROLL
+        x[i] = code_of(typename CONFIG_T::in_t(data[i]));
+        s1 = HWAPPROX_NARROW(typename T::s1_t, s1 + x[i]);
+    }
+    const typename T::x_t mean = S::mean(s1);
+    typename T::yc_t y[N];
+    #pragma HLS ARRAY_PARTITION variable = y complete
+    typename T::var0_t var0 = 0;
+center:
+    for (int i = 0; i < N; i++) {
+        #pragma HLS UNROLL
+        y[i] = HWAPPROX_NARROW(typename T::yc_t, x[i] - mean);
+        var0 = HWAPPROX_NARROW(typename T::var0_t, var0 + y[i] * y[i]);
+    }
+    const typename T::factor_t factor = S::factor(var0);
+elems:
+    for (int i = 0; i < N; i++) {
+        #pragma HLS UNROLL
+        res[i] = S::template out<res_T>(y[i], factor, gamma[i], beta[i]);
+    }
+}
 
 // I-BERT IntLayerNorm (IBertLayerNorm). CONFIG_T::SQRTN = round(sqrt(n_in)·2^16).
 template <class data_T, class res_T, typename CONFIG_T>
@@ -432,6 +519,75 @@ struct layernorm_ibert_stream_stages {
     }
 };
 
+// ivit: mean (ΣX) -> centre (y, Σy², then isqrt and the factor) -> outputs.
+template <typename C>
+struct layernorm_ivit_stream_stages {
+    typedef layernorm_ivit_steps<C> S;
+    typedef typename S::T T;
+
+    template <class data_T>
+    static void mean(hls::stream<data_T>& data, hls::stream<typename T::x_t>& buf,
+                     hls::stream<typename T::x_t>& mean_out) {
+        #pragma HLS INLINE off
+        typename T::s1_t s1 = 0;
+    sum:
+        for (int i = 0; i < C::n_in; i++) {
+            #pragma HLS PIPELINE II = 1
+            const typename T::x_t x = code_of(typename C::in_t(data.read()));
+            buf.write(x);
+            s1 = HWAPPROX_NARROW(typename T::s1_t, s1 + x);
+        }
+        mean_out.write(S::mean(s1));
+    }
+
+    static void centre(hls::stream<typename T::x_t>& buf, hls::stream<typename T::x_t>& mean_in,
+                       hls::stream<typename T::yc_t>& ybuf,
+                       hls::stream<typename T::factor_t>& factor) {
+        #pragma HLS INLINE off
+        const typename T::x_t mean = mean_in.read();
+        typename T::var0_t var0 = 0;
+    centre:
+        for (int i = 0; i < C::n_in; i++) {
+            #pragma HLS PIPELINE II = 1
+            const typename T::yc_t y = HWAPPROX_NARROW(typename T::yc_t, buf.read() - mean);
+            ybuf.write(y);
+            var0 = HWAPPROX_NARROW(typename T::var0_t, var0 + y * y);
+        }
+        factor.write(S::factor(var0));
+    }
+
+    template <class res_T>
+    static void emit(hls::stream<typename T::yc_t>& ybuf, hls::stream<typename T::factor_t>& factor,
+                     hls::stream<res_T>& res, const typename C::gamma_t gamma[C::n_in],
+                     const typename C::beta_t beta[C::n_in]) {
+        #pragma HLS INLINE off
+        const typename T::factor_t f = factor.read();
+    elems:
+        for (int i = 0; i < C::n_in; i++) {
+            #pragma HLS PIPELINE II = 1
+            res.write(S::template out<res_T>(ybuf.read(), f, gamma[i], beta[i]));
+        }
+    }
+};
+
+template <class data_T, class res_T, typename CONFIG_T>
+void layernorm_ivit(hls::stream<data_T>& data, hls::stream<res_T>& res,
+                    const typename CONFIG_T::gamma_t gamma[CONFIG_T::n_in],
+                    const typename CONFIG_T::beta_t beta[CONFIG_T::n_in]) {
+    #pragma HLS DATAFLOW
+    typedef layernorm_ivit_stream_stages<CONFIG_T> St;
+    typedef typename St::T T;
+    hls::stream<typename T::x_t> buf, mean;
+    hls::stream<typename T::yc_t> ybuf;
+    hls::stream<typename T::factor_t> factor;
+    constexpr int depth __attribute__((unused)) = CONFIG_T::n_in;  // a row per FIFO (pragmas)
+    #pragma HLS STREAM variable = buf depth = depth
+    #pragma HLS STREAM variable = ybuf depth = depth
+    St::template mean<data_T>(data, buf, mean);
+    St::centre(buf, mean, ybuf, factor);
+    St::template emit<res_T>(ybuf, factor, res, gamma, beta);
+}
+
 template <class data_T, class res_T, typename CONFIG_T>
 void layernorm_ibert(hls::stream<data_T>& data, hls::stream<res_T>& res,
                      const typename CONFIG_T::gamma_t gamma[CONFIG_T::n_in],
@@ -484,6 +640,22 @@ struct layernorm_ibert_op {
                     const typename CONFIG_T::beta_t* beta) {
         #pragma HLS INLINE
         layernorm_ibert<data_T, res_T, CONFIG_T>(data, res, gamma, beta);
+    }
+};
+
+struct layernorm_ivit_op {
+    template <class data_T, class res_T, typename CONFIG_T>
+    static void run(const data_T* data, res_T* res, const typename CONFIG_T::gamma_t* gamma,
+                    const typename CONFIG_T::beta_t* beta) {
+        #pragma HLS INLINE
+        layernorm_ivit<data_T, res_T, CONFIG_T>(data, res, gamma, beta);
+    }
+    template <class data_T, class res_T, typename CONFIG_T>
+    static void run(hls::stream<data_T>& data, hls::stream<res_T>& res,
+                    const typename CONFIG_T::gamma_t* gamma,
+                    const typename CONFIG_T::beta_t* beta) {
+        #pragma HLS INLINE
+        layernorm_ivit<data_T, res_T, CONFIG_T>(data, res, gamma, beta);
     }
 };
 
