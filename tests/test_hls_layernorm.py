@@ -98,6 +98,19 @@ CASES = [
     ),
     ("ivit", {"newton_iterations": 6}, 3),  # fewer steps: far from isqrt, still bit-exact
     ("ivit", {}, 1),  # zero variance: std = 64 as the source, output beta
+    ("hls4ml_lut", {}, 8),  # hls4ml 1.3's generated types (its Σd² wraps: reproduced)
+    (
+        "hls4ml_lut",
+        {
+            "in_fmt": "ap_fixed<12,4>",
+            "accum_fmt": "ap_fixed<24,10,AP_RND,AP_SAT>",
+            "table_fmt": "ap_ufixed<12,6,AP_RND_CONV,AP_SAT>",
+            "table_size": 1024,
+            "table_range_power2": 2,
+            "out_fmt": "ap_fixed<14,5,AP_RND,AP_SAT>",
+        },
+        16,
+    ),
 ]
 CASES += [
     (m, f, n)

@@ -739,6 +739,42 @@ class Hls4mlLayerNorm(_LayerNormSpec):
             "table_int": self.table_fmt.int_bits,
         }
 
+    def hw_params(self, n: int | None = None) -> dict[str, int]:
+        """Hardware parameter set of the HLS unit (``layernorm_hls4ml_op``), rows of ``n``.
+
+        The datapath is ``ap_fixed`` arithmetic on the formats themselves (``accum_t``,
+        ``table_t``, ``scale_t = gamma_fmt``, ``bias_t = beta_fmt``: every assignment
+        into ``accum_t`` rounds and overflows as the class docstring says; the final
+        ``d·r·γ + β`` is exact, one cast). Constants: ``K_INV`` (the raw ``accum_t``
+        code of ``1/n``) and ``TSCALE = table_size·2^table_range_power2``.
+
+        ========= ======== ==========================================================
+        name      sign     value range -> bits
+        ========= ======== ==========================================================
+        IDX_W     signed   ``var·TSCALE`` as raw ``accum_t`` codes (``|var| <
+                           2^(ACCUM_W-1)``), before ``>> ACCUM_F`` and the clamp
+        ADDR_W    unsigned the table index ``[0, table_size - 1]``
+        ========= ======== ==========================================================
+        """
+        rows = 1 if n is None else int(n)
+        require(rows >= 1, f"layernorm/{self.method}: rows of length {rows} (at least 1)")
+        acc = self.accum_fmt
+        tscale = self.table_size << self.table_range_power2
+        return {
+            "IN_W": self.in_fmt.width,
+            "OUT_W": self.out_fmt.width,
+            "GAMMA_W": self.gamma_fmt.width,
+            "BETA_W": self.beta_fmt.width,
+            "ACCUM_W": acc.width,
+            "ACCUM_F": acc.frac_bits,
+            "TABLE_W": self.table_fmt.width,
+            "TABLE_SIZE": self.table_size,
+            "TSCALE": tscale,
+            "K_INV": int(acc.quantize(np.array([1.0 / rows]))[0]),
+            "IDX_W": acc.width + ubits(tscale) + 1,
+            "ADDR_W": ubits(self.table_size - 1),
+        }
+
     def _sum(self, a: RawArray) -> RawArray:
         """Σ over columns with ``accum_t`` overflow after every addition."""
         acc = self.accum_fmt

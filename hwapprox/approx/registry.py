@@ -57,7 +57,7 @@ IMPLEMENTED: dict[str, dict[Operator, tuple[str, ...]]] = {
     "hls": {
         Operator.SOFTMAX: ("hls4ml_latency", "hls4ml_stable", "ibert", "online", "shiftmax"),
         Operator.GELU: ("edgemoe", "ibert", "lut", "pwl", "shiftgelu"),
-        Operator.LAYERNORM: ("ibert", "ivit", "rmsnorm", "rsqrt_lut"),
+        Operator.LAYERNORM: ("hls4ml_lut", "ibert", "ivit", "rmsnorm", "rsqrt_lut"),
     },
     "rtl": {
         Operator.SOFTMAX: ("online",),

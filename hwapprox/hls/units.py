@@ -23,6 +23,7 @@ UNITS: dict[tuple[str, str], str] = {
     ("layernorm", "rmsnorm"): "hwapprox::layernorm_rsqrt_lut_op",
     ("layernorm", "ibert"): "hwapprox::layernorm_ibert_op",
     ("layernorm", "ivit"): "hwapprox::layernorm_ivit_op",
+    ("layernorm", "hls4ml_lut"): "hwapprox::layernorm_hls4ml_op",
     ("gelu", "ibert"): "hwapprox::gelu_ibert_op",
     ("gelu", "shiftgelu"): "hwapprox::gelu_shiftgelu_op",
     ("gelu", "edgemoe"): "hwapprox::gelu_edgemoe_op",

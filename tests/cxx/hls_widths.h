@@ -235,6 +235,19 @@ void print(const layernorm_rsqrt_lut_op&, std::ostream& out) {
 }
 
 template <typename C>
+void print(const layernorm_hls4ml_op&, std::ostream& out) {
+    typedef layernorm_hls4ml_types<C> T;
+    W_(IN_W, typename C::in_t);
+    W_(OUT_W, typename C::out_t);
+    W_(GAMMA_W, typename C::gamma_t);
+    W_(BETA_W, typename C::beta_t);
+    W_(ACCUM_W, typename C::accum_t);
+    W_(TABLE_W, typename C::table_t);
+    W_(IDX_W, typename T::idx_t);
+    W_(ADDR_W, typename T::addr_t);
+}
+
+template <typename C>
 void print(const layernorm_ivit_op&, std::ostream& out) {
     typedef layernorm_ivit_types<C> T;
     W_(IN_W, typename C::in_t);

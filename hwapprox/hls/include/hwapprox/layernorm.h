@@ -5,6 +5,8 @@
 //   layernorm_ibert      IBertLayerNorm   (I-BERT IntLayerNorm, exact integers)
 //   layernorm_ivit       IVitLayerNorm    (I-ViT IntLayerNorm: Σy² unshifted, 10-step
 //                                          isqrt from 2^16, (2^31 - 1) / std)
+//   layernorm_hls4ml     Hls4mlLayerNorm  (hls4ml 1.3 layernorm_1d, written from the
+//                                          model: accum_t arithmetic, 1/sqrt table)
 //   layernorm_rsqrt_lut  RsqrtLutLayerNorm (single pass Σx, Σx²; 1/sqrt by table
 //                        + Newton), and RmsNorm with CONFIG_T::CENTER = 0
 //
@@ -640,6 +642,100 @@ struct layernorm_ibert_op {
                     const typename CONFIG_T::beta_t* beta) {
         #pragma HLS INLINE
         layernorm_ibert<data_T, res_T, CONFIG_T>(data, res, gamma, beta);
+    }
+};
+
+// ---- hls4ml 1.3 baseline (Hls4mlLayerNorm), written from the model -----------------------
+// ap_fixed arithmetic on the config's own types: every assignment into accum_t rounds and
+// overflows with its modes; the index var·TSCALE >> ACCUM_F clamped to the table; the
+// output d·r·γ + β exact, one cast to res_T.
+template <typename C>
+struct layernorm_hls4ml_types {
+    typedef ap_int<C::IDX_W> idx_t;    // var·TSCALE as raw accum_t codes
+    typedef ap_uint<C::ADDR_W> addr_t; // the table index
+};
+
+template <class data_T, class res_T, typename CONFIG_T>
+void layernorm_hls4ml(const data_T data[CONFIG_T::n_in], res_T res[CONFIG_T::n_in],
+                      const typename CONFIG_T::gamma_t gamma[CONFIG_T::n_in],
+                      const typename CONFIG_T::beta_t beta[CONFIG_T::n_in]) {
+    #pragma HLS PIPELINE
+    #pragma HLS ARRAY_PARTITION variable = data complete
+    #pragma HLS ARRAY_PARTITION variable = res complete
+    typedef typename CONFIG_T::accum_t acc_t;
+    typedef layernorm_hls4ml_types<CONFIG_T> T;
+    const int N = CONFIG_T::n_in;
+    const acc_t k_inv = from_raw<acc_t>(ap_int<CONFIG_T::ACCUM_W>(CONFIG_T::K_INV));  // 1/N
+    acc_t xa[N], d[N];
+    #pragma HLS ARRAY_PARTITION variable = xa complete
+    #pragma HLS ARRAY_PARTITION variable = d complete
+    acc_t sum = 0;
+sum:
+    for (int i = 0; i < N; i++) {
+        #pragma HLS UNROLL
+        xa[i] = data[i];
+        sum += xa[i];
+    }
+    const acc_t mean = sum * k_inv;
+    acc_t sum2 = 0;
+centre:
+    for (int i = 0; i < N; i++) {
+        #pragma HLS UNROLL
+        d[i] = xa[i] - mean;
+        const acc_t sq = d[i] * d[i];
+        sum2 += sq;
+    }
+    const acc_t var = sum2 * k_inv;
+    const typename T::idx_t idx =
+        HWAPPROX_NARROW(typename T::idx_t, (typename T::idx_t(code_of(var)) * CONFIG_T::TSCALE) >>
+                                               CONFIG_T::ACCUM_F);
+    const typename T::addr_t addr =
+        idx < 0 ? typename T::addr_t(0)
+                : idx > typename T::idx_t(CONFIG_T::TABLE_SIZE - 1)
+                      ? typename T::addr_t(CONFIG_T::TABLE_SIZE - 1)
+                      : HWAPPROX_NARROW(typename T::addr_t, idx);
+    const typename CONFIG_T::table_t r =
+        from_raw<typename CONFIG_T::table_t>(CONFIG_T::invert_sqr_table(unsigned(addr)));
+elems:
+    for (int i = 0; i < N; i++) {
+        #pragma HLS UNROLL
+        res[i] = d[i] * r * gamma[i] + beta[i];  // exact products and sum, one cast
+    }
+}
+
+// io_stream: the row buffered, the array unit, the row streamed out (as hls4ml's).
+template <class data_T, class res_T, typename CONFIG_T>
+void layernorm_hls4ml(hls::stream<data_T>& data, hls::stream<res_T>& res,
+                      const typename CONFIG_T::gamma_t gamma[CONFIG_T::n_in],
+                      const typename CONFIG_T::beta_t beta[CONFIG_T::n_in]) {
+    data_T x[CONFIG_T::n_in];
+    res_T y[CONFIG_T::n_in];
+load:
+    for (int i = 0; i < CONFIG_T::n_in; i++) {
+        #pragma HLS PIPELINE II = 1
+        x[i] = data.read();
+    }
+    layernorm_hls4ml<data_T, res_T, CONFIG_T>(x, y, gamma, beta);
+store:
+    for (int i = 0; i < CONFIG_T::n_in; i++) {
+        #pragma HLS PIPELINE II = 1
+        res.write(y[i]);
+    }
+}
+
+struct layernorm_hls4ml_op {
+    template <class data_T, class res_T, typename CONFIG_T>
+    static void run(const data_T* data, res_T* res, const typename CONFIG_T::gamma_t* gamma,
+                    const typename CONFIG_T::beta_t* beta) {
+        #pragma HLS INLINE
+        layernorm_hls4ml<data_T, res_T, CONFIG_T>(data, res, gamma, beta);
+    }
+    template <class data_T, class res_T, typename CONFIG_T>
+    static void run(hls::stream<data_T>& data, hls::stream<res_T>& res,
+                    const typename CONFIG_T::gamma_t* gamma,
+                    const typename CONFIG_T::beta_t* beta) {
+        #pragma HLS INLINE
+        layernorm_hls4ml<data_T, res_T, CONFIG_T>(data, res, gamma, beta);
     }
 };
 
