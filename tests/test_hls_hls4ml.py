@@ -108,10 +108,8 @@ def test_library_is_shared_between_projects(built, tmp_path):
     another weight value is another library."""
     backend, prep, model, out = built
     lib = compile_project(model)  # already built by the fixture: a cache hit
-    entry = next(
-        d for d in (cache_dir() / "hls4ml_lib").iterdir() if (d / "lib.so").read_bytes() ==
-        lib.read_bytes()
-    )  # fmt: skip
+    entry = cache_dir() / "hls4ml_lib" / _project_digest(out, CSIM_OPT)
+    assert (entry / "lib.so").read_bytes() == lib.read_bytes()
     stamp = (entry / "lib.so").stat().st_mtime_ns
     other = convert(
         prep, tmp_path / "again", backend=backend, io_type=model.config.get_config_value("IOType")
