@@ -64,6 +64,20 @@ CASES = [
     ("shiftmax", {}, 8),
     ("shiftmax", {"in_fmt": "ap_fixed<8,3>", "out_fmt": "ap_ufixed<8,0,AP_TRN,AP_SAT>"}, 16),
     ("shiftmax", {"variant": "tvm", "n": 12, "out_fmt": "ap_ufixed<10,1,AP_TRN,AP_WRAP>"}, 6),
+    ("softermax", {}, 8),
+    (
+        "softermax",
+        {
+            "in_fmt": "ap_fixed<10,4>",
+            "out_fmt": "ap_ufixed<10,0,AP_TRN,AP_SAT>",
+            "t_fmt": "ap_fixed<14,6,AP_TRN,AP_SAT>",
+            "pow2_fmt": "ap_ufixed<12,1,AP_TRN>",
+            "pow2_segments_log2": 3,
+            "sum_fmt": "ap_ufixed<20,6,AP_RND>",
+            "recip_segments_log2": 5,
+        },
+        12,
+    ),
     ("hls4ml_stable", {}, 8),
     (
         "hls4ml_stable",

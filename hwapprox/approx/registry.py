@@ -55,7 +55,14 @@ METHODS: dict[Operator, dict[str, str]] = {
 #: side (``validate --for hls``) choose methods without importing ``hls``/``rtl_sim``.
 IMPLEMENTED: dict[str, dict[Operator, tuple[str, ...]]] = {
     "hls": {
-        Operator.SOFTMAX: ("hls4ml_latency", "hls4ml_stable", "ibert", "online", "shiftmax"),
+        Operator.SOFTMAX: (
+            "hls4ml_latency",
+            "hls4ml_stable",
+            "ibert",
+            "online",
+            "shiftmax",
+            "softermax",
+        ),
         Operator.GELU: ("edgemoe", "ibert", "lut", "pwl", "shiftgelu"),
         Operator.LAYERNORM: ("hls4ml_lut", "ibert", "ivit", "rmsnorm", "rsqrt_lut"),
     },

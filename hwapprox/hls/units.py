@@ -32,6 +32,7 @@ UNITS: dict[tuple[str, str], str] = {
     ("softmax", "online"): "hwapprox::softmax_online_op",
     ("softmax", "ibert"): "hwapprox::softmax_ibert_op",
     ("softmax", "shiftmax"): "hwapprox::softmax_shiftmax_op",
+    ("softmax", "softermax"): "hwapprox::softmax_softermax_op",
     ("softmax", "hls4ml_stable"): "hwapprox::softmax_hls4ml_op",
     ("softmax", "hls4ml_latency"): "hwapprox::softmax_hls4ml_op",
 }

@@ -98,6 +98,37 @@ void print(const softmax_ibert_op&, std::ostream& out) {
 }
 
 template <typename C>
+void print(const softmax_softermax_op&, std::ostream& out) {
+    typedef softmax_softermax_types<C> T;
+    typedef exp2_types<C> E;
+    typedef recip_types<softermax_recip_p<C> > R;
+    W_(IN_W, typename C::in_t);
+    W_(OUT_W, typename C::out_t);
+    W_(X_W, typename T::x_t);
+    W_(LOG2E_W, typename C::log2e_t);
+    W_(PROD_W, typename T::prod_t);
+    W_(TX_W, typename C::t_t);
+    W_(M_W, typename T::m_t);
+    W_(SH_W, typename T::sh_t);
+    W_(A_W, typename T::a_t);
+    W_(T_W, typename E::t_t);
+    W_(V_W, typename E::v_t);
+    W_(EXP_W, typename E::e_t);
+    W_(EXP_W, typename T::p_t);
+    W_(SUM_W, typename T::d_t);
+    W_(SUM_W, typename C::sum_t);
+    W_(RU_W, typename R::u_t);
+    W_(RT_W, typename R::rt_t);
+    W_(RN_W, typename R::rn_t);
+    W_(RP_W, typename R::rp_t);
+    W_(RS_W, typename R::rs_t);
+    W_(RPRE_W, typename R::rpre_t);
+    W_(R_W, typename T::r_t);
+    W_(R_W, typename C::recip_t);
+    W_(OUTP_W, typename T::outp_t);
+}
+
+template <typename C>
 void print(const softmax_shiftmax_op&, std::ostream& out) {
     typedef softmax_shiftmax_types<C> T;
     typedef shift_exp_types<C> E;

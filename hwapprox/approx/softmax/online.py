@@ -814,6 +814,95 @@ class SoftermaxSoftmax(SoftmaxSpec):
             "OUT_SIGNED": int(self.out_fmt.signed),
         }
 
+    def hw_params(self, n: int | None = None) -> dict[str, int]:
+        """The hardware parameter set of the HLS unit ``softmax_softermax_op``.
+
+        ``t = R_t(x·LOG2E)`` in ``t_fmt`` (``F_t`` fraction bits), the integer running
+        max ``M = floor(t)``, ``P(a) = 2^a`` for ``a = t - M·2^F_t < 1`` by
+        ``exp2_neg`` of ``1 - a`` with ``F_p + 1`` fraction bits (= ``2^a`` as a
+        ``pow2_fmt`` code, ``F_p`` fraction bits); ``a`` is clamped at
+        ``-(F_p + 2)·2^F_t`` (below, P is 0 with either rounding: the model's memo
+        argument). The reciprocal is ``reciprocal`` with the PWL table (no Newton).
+
+        ========= ======== =========================================================
+        name      sign     value range -> bits
+        ========= ======== =========================================================
+        X_W       signed   an input code (``ap_ufixed`` zero-extended)
+        PROD_W    signed   ``x·LOG2E`` over the input codes, exact
+        TX_W      signed   ``t`` (``t_fmt``)
+        M_W       signed   ``M = t >> F_t`` of every ``t``, and the empty state one below
+        SH_W      unsigned ``M_new - M_old`` (the right shift of ``d``)
+        A_W       signed   ``a = t - M·2^F_t`` in ``[t_min - M_max·2^F_t, 2^F_t)``
+        T_W       unsigned the exp2 argument ``2^F_t - max(a, -(F_p + 2)·2^F_t)``
+        V_W       unsigned ``v = T[i]·2^G - (T[i] - T[i+1])·u <= 2^(TABLE_F + G)``
+        EXP_W     unsigned ``2^-(1 - a) <= 1.0`` with ``F_p + 1`` fraction bits
+        SUM_W     unsigned ``d`` (``sum_fmt``)
+        RU_W ..   unsigned/signed: the reciprocal's, as :meth:`OnlineSoftmax.hw_params`
+        R_W       unsigned ``1/d`` (``recip_fmt``)
+        OUTP_W    unsigned ``P·r``, the exact output product
+        ========= ======== =========================================================
+        """
+        del n  # d is a sum_fmt value; rows are limited by sum_fmt (the model refuses more)
+        ft, fp = self.t_fmt.frac_bits, self.pow2_fmt.frac_bits
+        lo, hi = self.in_fmt.min_raw, self.in_fmt.max_raw
+        lg = self.log2e_raw
+        tmin, tmax = self.t_fmt.min_raw, self.t_fmt.max_raw
+        m_lo, m_hi = (tmin >> ft) - 1, tmax >> ft
+        a_lo = tmin - ((tmax >> ft) << ft)
+        arg_max = (1 << ft) + ((fp + 2) << ft)
+        a_bits, tf = self.pow2_segments_log2, self.pow2_table_frac_bits
+        g = ft - a_bits
+        wf, tb = self.recip_work_frac_bits, self.recip_segments_log2
+        f_r = self.recip_fmt.frac_bits
+        exp_w = fp + 2
+        return {
+            "IN_W": self.in_fmt.width,
+            "IN_F": self.in_fmt.frac_bits,
+            "X_W": raw_width(self.in_fmt),
+            "OUT_W": self.out_fmt.width,
+            "OUT_F": self.out_fmt.frac_bits,
+            "LOG2E": lg,
+            "LOG2E_W": self.log2e_fmt.width,
+            "LOG2E_F": self.log2e_fmt.frac_bits,
+            "PROD_W": max(
+                (lo * lg).bit_length() + 1, (hi * lg).bit_length() + 1, self.in_fmt.width + 1
+            ),
+            "TX_W": self.t_fmt.width,
+            "T_F": ft,
+            "M_W": max(m_lo.bit_length(), m_hi.bit_length()) + 1,
+            "SH_W": ubits(m_hi - m_lo),
+            "A_W": max((a_lo - 1).bit_length(), ft) + 1,
+            "A_MIN": -((fp + 2) << ft),
+            "T_W": ubits(arg_max),
+            "A": a_bits,
+            "G": g,
+            "TABLE_F": tf,
+            "INTERP": 1,
+            "V_W": ubits(1 << (tf + g)),
+            "EXP_W": exp_w,
+            "EXP_F": fp + 1,
+            "EXP2_SHIFT": tf + g - (fp + 1),
+            "P_F": fp,
+            "SUM_W": self.sum_fmt.width,
+            "SUM_F": self.sum_fmt.frac_bits,
+            "SUM_UP": self.sum_fmt.frac_bits - fp,
+            "SUM_ONE": 1 << self.sum_fmt.frac_bits,
+            "R_W": self.recip_fmt.width,
+            "R_F": f_r,
+            "WF": wf,
+            "TB": tb,
+            "NEWTON": 0,
+            "STEPS": 0,
+            "RU_W": wf + 1,
+            "RG": wf - tb,
+            "RT_W": ubits(1 << (2 * wf - tb)),
+            "RN_W": wf + 3,
+            "RP_W": 2 * wf + 3,
+            "RS_W": max(wf, f_r) + 3,
+            "RPRE_W": f_r + 2,
+            "OUTP_W": exp_w + self.recip_fmt.width,
+        }
+
     def _t(self, x: RawArray) -> RawArray:
         prod_fmt = FixedFormat(
             self.in_fmt.width + self.log2e_fmt.width + 1,

@@ -10,6 +10,8 @@
 //                                              multiply or shift), 2^32 / sum
 //   softmax_shiftmax_op   ShiftmaxSoftmax      I-ViT Shiftmax: shift-exp, the sum
 //                                              clamped to 2^31 - 1, (2^31 - 1) / sum
+//   softmax_softermax_op  SoftermaxSoftmax     Softermax: base 2, integer running max
+//                                              (a right shift rescales), PWL 2^x and 1/x
 //   softmax_hls4ml_op     Hls4mlStableSoftmax  hls4ml 1.3 softmax_stable / _latency
 //                         Hls4mlLatencySoftmax (exp and 1/x tables, adder tree), as a
 //                                              baseline written from the model
@@ -54,7 +56,7 @@
 //            two_pass: ingest (max) -> sum (from the FIFO) -> emit.
 //   ibert    ingest (max) -> exps (i-exp, requantise, sum; one divider) -> emit.
 //   hls4ml   buffers the row, then the array unit (its adder tree is the
-//            model's), then streams the row out; shiftmax likewise.
+//            model's), then streams the row out; shiftmax and softermax likewise.
 // Latency per row ~ n_in + the per-row chain (reciprocal / divider); rows
 // overlap in DATAFLOW, so the throughput is one element per cycle.
 #ifndef HWAPPROX_SOFTMAX_H
@@ -395,6 +397,118 @@ struct softmax_shiftmax_op {
             const typename T::prod_t p = HWAPPROX_NARROW(typename T::prod_t, e[i] * factor);
             const typename T::y_t y = HWAPPROX_NARROW(typename T::y_t, p >> C::OUT_SHIFT);
             res[i] = mask[i] ? res_T(0) : cast_raw<C::OUT_F, res_T>(y);
+        }
+    }
+
+    template <class data_T, class res_T, typename C>
+    static void run(const data_T data[C::n_in], res_T res[C::n_in]) {
+        #pragma HLS INLINE
+        row<data_T, res_T, C>(data, no_mask(), res);
+    }
+    template <class data_T, class res_T, typename C>
+    static void run(const data_T data[C::n_in], const bool mask[C::n_in], res_T res[C::n_in]) {
+        #pragma HLS INLINE
+        const mask_bits m = {mask};
+        row<data_T, res_T, C>(data, m, res);
+    }
+};
+
+// ---- Softermax ---------------------------------------------------------------------------
+template <typename C>
+struct softmax_softermax_types {
+    typedef ap_int<C::X_W> x_t;          // an input code
+    typedef ap_int<C::PROD_W> prod_t;    // x·LOG2E, exact
+    typedef ap_int<C::M_W> m_t;          // the integer running max floor(t)
+    typedef ap_uint<C::SH_W> sh_t;       // M_new - M_old
+    typedef ap_int<C::A_W> a_t;          // a = t - M·2^F_t
+    typedef ap_uint<C::EXP_W> p_t;       // P(a) = 2^a, P_F fraction bits (exp2_neg's e_t)
+    typedef ap_uint<C::SUM_W> d_t;       // running sum, sum_fmt code
+    typedef ap_uint<C::R_W> r_t;         // 1/d, recip_fmt code
+    typedef ap_uint<C::OUTP_W> outp_t;   // P·r
+};
+
+template <typename C>
+struct softermax_exp2_p : C {
+    static typename C::pow2_table_entry_t table(unsigned i) {
+        #pragma HLS INLINE
+        return C::pow2_table(i);
+    }
+};
+template <typename C>
+struct softermax_recip_p : C {
+    static const int D_W = C::SUM_W;
+    static const int D_F = C::SUM_F;
+    static const int OUT_F = C::R_F;  // the reciprocal's fraction bits
+    static typename C::recip_table_entry_t table(unsigned i) {
+        #pragma HLS INLINE
+        return C::recip_table(i);
+    }
+};
+
+struct softmax_softermax_op {
+    // P(t - M·2^F_t) = 2^a (a < 1) as exp2_neg(1 - a) with P_F + 1 fraction bits; a is
+    // clamped at A_MIN, below which P is 0 (SoftermaxSoftmax._pow2_fn)
+    template <typename C>
+    static typename softmax_softermax_types<C>::p_t pow2(
+        const typename C::t_t& t, const typename softmax_softermax_types<C>::m_t& m) {
+        #pragma HLS INLINE
+        typedef softmax_softermax_types<C> T;
+        typename T::a_t a = HWAPPROX_NARROW(
+            typename T::a_t, code_of(t) - HWAPPROX_SHL(typename T::a_t, m, C::T_F));
+        if (a < typename T::a_t(C::A_MIN)) a = C::A_MIN;
+        const typename exp2_types<C>::t_t arg =
+            HWAPPROX_NARROW(typename exp2_types<C>::t_t, (typename T::a_t(1) << C::T_F) - a);
+        return exp2_neg<C::pow2_t::qmode, softermax_exp2_p<C> >(arg);
+    }
+
+    template <class data_T, class res_T, typename C, class M>
+    static void row(const data_T data[C::n_in], const M& mask, res_T res[C::n_in]) {
+        #pragma HLS INLINE
+        typedef softmax_softermax_types<C> T;
+        typename C::t_t t[C::n_in];
+        #pragma HLS ARRAY_PARTITION variable = t complete
+    scale:
+        for (int i = 0; i < C::n_in; i++) {
+            #pragma HLS UNROLL
+            const typename T::x_t x = code_of(data[i]);
+            const typename T::prod_t pr =
+                HWAPPROX_NARROW(typename T::prod_t, x * ap_uint<C::LOG2E_W>(C::LOG2E));
+            t[i] = cast_raw<C::IN_F + C::LOG2E_F, typename C::t_t>(pr);
+        }
+        // pass 1: integer running max and the running sum (a new max shifts d right)
+        typename T::m_t m = 0;
+        typename T::d_t d = 0;
+        bool any = false;
+    pass1:
+        for (int j = 0; j < C::n_in; j++) {
+            #pragma HLS UNROLL
+            if (mask[j]) continue;
+            const typename T::m_t mj = HWAPPROX_NARROW(typename T::m_t, code_of(t[j]) >> C::T_F);
+            if (!any || mj > m) {
+                if (any) {
+                    const typename T::sh_t sh = HWAPPROX_NARROW(typename T::sh_t, mj - m);
+                    d = sh >= C::SUM_W ? typename T::d_t(0) : typename T::d_t(d >> sh);
+                }
+                m = mj;
+                any = true;
+            }
+            d = HWAPPROX_NARROW(typename T::d_t,
+                                d + HWAPPROX_SHL(typename T::d_t, pow2<C>(t[j], m), C::SUM_UP));
+        }
+        // one reciprocal per row; a fully masked row (d = 0) divides nothing
+        const typename recip_types<softermax_recip_p<C> >::rpre_t rr =
+            reciprocal<C::recip_t::qmode, softermax_recip_p<C> >(
+                any ? d : typename T::d_t(C::SUM_ONE));
+        const typename T::r_t r = code_of(cast_raw<C::R_F, typename C::recip_t>(rr));
+    pass2:
+        for (int i = 0; i < C::n_in; i++) {
+            #pragma HLS UNROLL
+            if (mask[i]) {  // masked (its t may lie above the max): 0, no exp
+                res[i] = 0;
+                continue;
+            }
+            const typename T::outp_t pr = pow2<C>(t[i], m) * r;
+            res[i] = cast_raw<C::P_F + C::R_F, res_T>(pr);
         }
     }
 
@@ -792,6 +906,14 @@ struct softmax_stream_of<softmax_hls4ml_op> {
     static void run(hls::stream<data_T>& data, MS& mask, hls::stream<res_T>& res) {
         #pragma HLS INLINE
         softmax_buffered_stream<softmax_hls4ml_op, data_T, res_T, C>(data, mask, res);
+    }
+};
+template <>
+struct softmax_stream_of<softmax_softermax_op> {
+    template <class data_T, class res_T, typename C, class MS>
+    static void run(hls::stream<data_T>& data, MS& mask, hls::stream<res_T>& res) {
+        #pragma HLS INLINE
+        softmax_buffered_stream<softmax_softermax_op, data_T, res_T, C>(data, mask, res);
     }
 };
 template <>
