@@ -64,6 +64,8 @@ CASES = [
     ("shiftmax", {}, 8),
     ("shiftmax", {"in_fmt": "ap_fixed<8,3>", "out_fmt": "ap_ufixed<8,0,AP_TRN,AP_SAT>"}, 16),
     ("shiftmax", {"variant": "tvm", "n": 12, "out_fmt": "ap_ufixed<10,1,AP_TRN,AP_WRAP>"}, 6),
+    ("online", {"off_by_one": True}, 8),  # Softmax_1
+    ("online", {"off_by_one": True, "schedule": "two_pass", "exp_unit": "lut"}, 6),
     ("softermax", {}, 8),
     (
         "softermax",

@@ -101,6 +101,16 @@ class OnlineSoftmax(SoftmaxSpec):
       ``E`` = 0. Masked outputs are 0. A fully masked row stays empty
       (``d = 0``; its reciprocal is not used) and outputs all zeros.
 
+    * **Softmax_1** (``off_by_one``; OutEffHop, Hu et al. 2024, after Miller's
+      "attention is off by one", 2023): ``y_i = exp(x_i) / (1 + Σ_j exp(x_j))``.
+      Under max subtraction the 1 becomes ``exp(-m)``; here it is a zero logit
+      in front of the row: the state starts at ``(m, d) = (0, ONE)`` (code 0 of
+      ``in_fmt``, one element already counted) instead of empty, the rules above
+      run unchanged, and no output is produced for that element. So ``m >= 0``
+      always, ``d <= (n + 1)·ONE``, and a fully masked row outputs zeros (the
+      state never leaves the zero logit). ``two_pass``: ``m = max(0, max x)``,
+      ``d`` includes ``E(m)``.
+
     Intermediates for unit tests of the HLS/RTL ports: :meth:`exp_unit_raw`
     (E), :meth:`row_state` (``m``, ``d`` for either schedule) and
     :meth:`recip_raw` (``1/d``). The defaults reach <= 1 LSB max error at
@@ -131,9 +141,15 @@ class OnlineSoftmax(SoftmaxSpec):
     recip_table_bits: int = 8
     recip_work_frac_bits: int = 26
     newton_steps: int = 2
+    #: Softmax_1 ("off by one": OutEffHop, Hu et al. 2024; Miller 2023):
+    #: ``exp(x_i) / (1 + Σ_j exp(x_j))``, so a row may attend to nothing
+    off_by_one: bool = False
 
     # -- validation ------------------------------------------------------------------
     def validate(self) -> None:
+        self._require(
+            isinstance(self.off_by_one, bool), "off_by_one", repr(self.off_by_one), "a bool"
+        )
         self._choice("schedule", ("online", "two_pass"))
         self._choice("exp_unit", ("base2", "lut"))
         self._choice("exp_interp", ("pwl", "none"))
@@ -271,6 +287,7 @@ class OnlineSoftmax(SoftmaxSpec):
             "OUT_SAT": int(self.out_fmt.overflow.value == "AP_SAT"),
             "OUT_SIGNED": int(self.out_fmt.signed),
             "OUT_F": self.out_fmt.frac_bits,
+            "OFF_BY_ONE": int(self.off_by_one),
         }
         if self.exp_unit == "base2":
             p |= {
@@ -338,6 +355,7 @@ class OnlineSoftmax(SoftmaxSpec):
             "OUT_OVF": overflow_code(self.out_fmt.overflow),
             "OUT_SHIFT": f_e + f_r - self.out_fmt.frac_bits,
             "TWO_PASS": p["TWO_PASS"],
+            "OFF_BY_ONE": p["OFF_BY_ONE"],
             "BASE2": p["EXP_UNIT_BASE2"],
             "EXP_W": self.exp_fmt.width,
             "EXP_F": f_e,
@@ -607,9 +625,36 @@ class OnlineSoftmax(SoftmaxSpec):
         )
         return self.recip_fmt.saturate(r)
 
+    def reference(
+        self, x: npt.ArrayLike, axis: int = -1, mask: npt.ArrayLike | None = None, **kw: Any
+    ) -> npt.NDArray[np.float64]:
+        """float64 softmax; with ``off_by_one``, ``exp(x_i) / (1 + Σ exp(x_j))`` (masked
+        elements out of the sum, output 0), computed as the softmax of the row with a
+        zero logit in front, that element dropped."""
+        if not self.off_by_one:
+            return super().reference(x, axis=axis, mask=mask, **kw)
+        xa = np.moveaxis(np.asarray(x, dtype=np.float64), axis, -1)
+        pad = np.zeros((*xa.shape[:-1], 1))
+        mk = None
+        if mask is not None:
+            mb = np.moveaxis(np.broadcast_to(np.asarray(mask, bool), np.shape(x)), axis, -1)
+            mk = np.concatenate([np.zeros(pad.shape, bool), mb], axis=-1)
+        y = super().reference(np.concatenate([pad, xa], axis=-1), axis=-1, mask=mk)
+        return np.moveaxis(y[..., 1:], -1, axis)
+
     def _model_rows(
         self, x: RawArray, mask: npt.NDArray[np.bool_] | None = None, **kw: Any
     ) -> RawArray:
+        if self.off_by_one:
+            # Softmax_1 = the softmax of the row behind a zero logit, that element
+            # dropped: the hardware starts the running state at (m, d) = (0, ONE)
+            zero = np.zeros((x.shape[0], 1), dtype=np.int64)
+            mk = None if mask is None else np.concatenate([zero.astype(bool), mask], axis=1)
+            y = self._rows(np.concatenate([zero, x], axis=1), mk)
+            return np.ascontiguousarray(y[:, 1:])
+        return self._rows(x, mask)
+
+    def _rows(self, x: RawArray, mask: npt.NDArray[np.bool_] | None = None) -> RawArray:
         n = x.shape[1]
         self._row_limit(n, int(self.sum_fmt.max), f"sum_fmt {self.sum_fmt}")
         tabs = _cached(self, "tables")

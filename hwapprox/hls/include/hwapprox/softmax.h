@@ -4,7 +4,9 @@
 // hwapprox/approx/softmax.py on the same raw codes (tests/test_hls_softmax.py):
 //   softmax_online_op     OnlineSoftmax        running max + running sum (one read of the
 //                                              row), base-2 or LUT exp, one reciprocal
-//                                              per row (PWL LUT or seed + Newton)
+//                                              per row (PWL LUT or seed + Newton);
+//                                              OFF_BY_ONE: Softmax_1, the state starts
+//                                              at the zero logit (m, d) = (0, ONE)
 //   softmax_ibert_op      IBertSoftmax         I-BERT IntSoftmax: i-exp polynomial,
 //                                              16-bit requantisation (calibrated
 //                                              multiply or shift), 2^32 / sum
@@ -218,6 +220,10 @@ struct softmax_online_op {
         typename T::x_t m = 0;
         typename T::d_t d = 0;
         bool any = false;
+        if (C::OFF_BY_ONE) {  // Softmax_1: a zero logit in front of the row, counted
+            d = C::SUM_ONE;
+            any = true;
+        }
         if (C::TWO_PASS) {
         max_pass:
             for (int j = 0; j < C::n_in; j++) {
@@ -225,6 +231,10 @@ struct softmax_online_op {
                 if (!mask[j] && (!any || x[j] > m)) m = x[j];
                 any = any || !mask[j];
             }
+            // Softmax_1: the zero logit's E(m - 0)
+            if (C::OFF_BY_ONE)
+                d = HWAPPROX_SHL(typename T::d_t, exp<C>(HWAPPROX_NARROW(typename T::delta_t, m)),
+                                 C::SUM_UP);
         sum_pass:
             for (int j = 0; j < C::n_in; j++) {
                 #pragma HLS UNROLL
@@ -646,8 +656,8 @@ struct softmax_online_stream<false> {
         #pragma HLS INLINE off
         typedef softmax_online_types<C> T;
         typename T::x_t m = 0;
-        typename T::d_t d = 0;
-        bool any = false;
+        typename T::d_t d = C::OFF_BY_ONE ? C::SUM_ONE : 0;  // Softmax_1: the zero logit
+        bool any = C::OFF_BY_ONE != 0;
     ingest:
         for (int i = 0; i < C::n_in; i++) {
             #pragma HLS PIPELINE II = 1
@@ -678,7 +688,7 @@ struct softmax_online_stream<true> {
         #pragma HLS INLINE off
         typedef softmax_online_types<C> T;
         typename T::x_t m = 0;
-        bool any = false;
+        bool any = C::OFF_BY_ONE != 0;  // Softmax_1: the zero logit takes part in the max
     ingest:
         for (int i = 0; i < C::n_in; i++) {
             #pragma HLS PIPELINE II = 1
@@ -701,8 +711,14 @@ struct softmax_online_stream<true> {
         #pragma HLS INLINE off
         typedef softmax_online_types<C> T;
         const typename T::x_t m = max.read();
-        typename T::d_t d = 0;
-        bool any = false;
+        // Softmax_1: the zero logit's E(m - 0)
+        typename T::d_t d =
+            C::OFF_BY_ONE
+                ? HWAPPROX_SHL(typename T::d_t,
+                               softmax_online_op::exp<C>(HWAPPROX_NARROW(typename T::delta_t, m)),
+                               C::SUM_UP)
+                : typename T::d_t(0);
+        bool any = C::OFF_BY_ONE != 0;
     sum:
         for (int i = 0; i < C::n_in; i++) {
             #pragma HLS PIPELINE II = 1
