@@ -27,6 +27,7 @@ CASES = [
         48,
     ),
     ("softmax-online-16b", "softmax", "online", {}, 24),
+    ("softmax-online-sm1-16b", "softmax", "online", {"off_by_one": True}, 24),  # Softmax_1
     (
         "softmax-online-8b",
         "softmax",

@@ -62,11 +62,14 @@ def test_model_follows_the_reference_and_can_attend_to_nothing():
     assert plain.out_fmt.to_float(plain.model(raw[40:], axis=-1)).sum(axis=1).min() > 0.99
 
 
-def test_rtl_unit_refuses_it_clearly():
+def test_rtl_unit_takes_it_as_a_parameter():
+    """The SV unit's OFF_BY_ONE parameter is the spec's (the RTL tests run a Softmax_1
+    parameter set bit-exactly, tests/rtl_cases.py); a non-bool option is refused."""
     from hwapprox.rtl_sim.units import get_unit
 
-    sp = make_spec("softmax", "online", off_by_one=True)
-    with pytest.raises(Exception, match=r"has no off_by_one \(Softmax_1\) mode yet"):
-        get_unit("softmax", "online").config(sp, 16)
+    unit = get_unit("softmax", "online")
+    on, _ = unit.config(make_spec("softmax", "online", off_by_one=True), 16)
+    off, _ = unit.config(make_spec("softmax", "online"), 16)
+    assert (on["OFF_BY_ONE"], off["OFF_BY_ONE"]) == (1, 0)
     with pytest.raises(Exception, match=r"OnlineSoftmax.off_by_one=1: a bool"):
         make_spec("softmax", "online", off_by_one=1)

@@ -152,6 +152,7 @@ def _layernorm_rsqrt(spec: Any, row_max: int) -> Config:
 
 # -- softmax ------------------------------------------------------------------------------
 _ONLINE = (
+    "OFF_BY_ONE",
     "IN_W",
     "OUT_W",
     "OUT_SIGNED",
@@ -184,11 +185,7 @@ def _softmax_online(spec: Any, row_max: int) -> Config:
         raise SpecError(
             f"the RTL unit implements schedule='online', got schedule={spec.schedule!r}"
         )
-    if spec.off_by_one:
-        raise SpecError(
-            "the RTL unit hwa_softmax_online has no off_by_one (Softmax_1) mode yet; the "
-            "model and the HLS unit have it"
-        )
+
     hw = spec.hw_params()
     t = spec.tables()
     if row_max > int(spec.sum_fmt.max):

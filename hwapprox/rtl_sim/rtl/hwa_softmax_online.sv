@@ -35,6 +35,8 @@ module hwa_softmax_online #(
     parameter int BUF_DEPTH = 128,
     parameter int ROWQ = 4,
     parameter int N_BITS = 8,
+    // Softmax_1 (OnlineSoftmax.off_by_one): every row's state starts at a zero logit
+    parameter bit OFF_BY_ONE = 1'b0,
     // exp unit (see hwa_exp_unit)
     parameter bit BASE2 = 1'b1,
     parameter int EXP_W = 22,
@@ -110,24 +112,27 @@ module hwa_softmax_online #(
   assign unused_rows = ^{in_n, o1_n, rd_idx, rd_issue};
   /* verilator lint_on UNUSEDSIGNAL */
 
-  // stage A: running max; the exp argument against the previous max
-  logic signed [IN_W-1:0] x_in, m_reg;
+  // stage A: running max; the exp argument against the previous max. A row starts
+  // empty (its first element sets m), or with OFF_BY_ONE at the zero logit (m = 0)
+  logic signed [IN_W-1:0] x_in, m_reg, m_prev;
   logic signed [IN_W:0] diff;
-  logic a_v, a_first, a_last, a_new;
+  logic a_v, a_first, a_last, a_new, starts;
   logic [DW-1:0] a_delta;
   logic signed [IN_W-1:0] a_m;
   assign x_in = in_x;
-  assign diff = (IN_W + 1)'(x_in) - (IN_W + 1)'(m_reg);
+  assign starts = in_first && !OFF_BY_ONE;  // the first element opens an empty state
+  assign m_prev = (OFF_BY_ONE && in_first) ? '0 : m_reg;
+  assign diff = (IN_W + 1)'(x_in) - (IN_W + 1)'(m_prev);
   always_ff @(posedge clk) begin
     if (rst) a_v <= 1'b0;
     else a_v <= in_v;
     if (in_v) begin
       a_first <= in_first;
       a_last <= in_last;
-      a_new <= ~in_first && (diff > 0);
-      a_delta <= in_first ? '0 : DW'((diff > 0) ? diff : -diff);
-      if (in_first || diff > 0) m_reg <= x_in;
-      a_m <= (in_first || diff > 0) ? x_in : m_reg;
+      a_new <= ~starts && (diff > 0);
+      a_delta <= starts ? '0 : DW'((diff > 0) ? diff : -diff);
+      m_reg <= (starts || diff > 0) ? x_in : m_prev;
+      a_m <= (starts || diff > 0) ? x_in : m_prev;
     end
   end
 
@@ -185,7 +190,9 @@ module hwa_softmax_online #(
   /* verilator lint_off UNUSEDSIGNAL */
   logic signed [PW-1:0] de_r;  // d*e/2^EXP_F <= d: fits SUM_W bits
   /* verilator lint_on UNUSEDSIGNAL */
-  assign de = PW'(d_reg) * PW'(e_in);
+  logic [SUM_W-1:0] d_cur;  // the state before this element (OFF_BY_ONE: ONE at a row start)
+  assign d_cur = (OFF_BY_ONE && c_first) ? ONE : d_reg;
+  assign de = PW'(d_cur) * PW'(e_in);
   hwa_round_shift #(
       .IN_W (PW),
       .SH_W (SW),
@@ -197,9 +204,9 @@ module hwa_softmax_online #(
       .y (de_r)
   );
   always_comb begin
-    if (c_first) d_nxt = ONE;
+    if (c_first && !OFF_BY_ONE) d_nxt = ONE;
     else if (c_new) d_nxt = SUM_W'(de_r) + ONE;
-    else d_nxt = d_reg + (SUM_W'(e_in) << (SUM_F - EXP_F));
+    else d_nxt = d_cur + (SUM_W'(e_in) << (SUM_F - EXP_F));
   end
   logic row_v;
   logic signed [IN_W-1:0] row_m;
