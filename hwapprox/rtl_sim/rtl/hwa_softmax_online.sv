@@ -7,6 +7,8 @@
 //     element j: if x_j > m: d = R_s(d * E(x_j - m)) + ONE, m = x_j
 //                else        d = d + (E(m - x_j) << (SUM_F - EXP_F))
 //     with E = hwa_exp_unit and R_s = round_shift(., EXP_F, SUM_RND);
+//     OFF_BY_ONE (Softmax_1): the state starts at a zero logit, (m, d) = (0, ONE),
+//     and element 0 takes the element-j rule;
 //   per row: r = 1/d (hwa_recip, one per row);
 //   output (row re-read from the buffer): y_i = cast_out(E(m - x_i) * r):
 //     round_shift by EXP_F + R_F - OUT_F (OUT_RND; negative: exact left
