@@ -16,6 +16,7 @@ from hwapprox.fixed import FixedFormat
 
 SPECS = {
     "default_scaled": AttentionRowSpec(scale=1 / 8),
+    "softmax_1": AttentionRowSpec(scale=1 / 8, softmax=OnlineSoftmax(off_by_one=True)),
     # narrow: 12-bit q/k/v, LUT exp, LUT reciprocal, truncating accumulator, 10-bit out
     "narrow": AttentionRowSpec(
         q_fmt="ap_fixed<12,4,AP_RND,AP_SAT>",
@@ -58,6 +59,8 @@ def scalar_model(sp: AttentionRowSpec, q, k, v, mask=None) -> list[int]:
     m = d = 0
     o = [0] * len(v[0])
     started = False
+    if sm.off_by_one:  # Softmax_1: the state starts at a zero logit with V = 0
+        d, started = one, True
     for j in range(len(k)):
         dot = sum(int(a) * int(b) for a, b in zip(q, k[j], strict=True))
         f = sp.q_fmt.frac_bits + sp.k_fmt.frac_bits
@@ -182,3 +185,22 @@ def test_buffer_bits():
     b = sp.buffer_bits(1024, 64)
     assert b["fused"] == 16 + 36 + 64 * 32  # m, d, o
     assert b["two_pass"] > 1024 * 64 * 16  # the V rows alone
+
+
+def test_softmax_1_row_is_the_row_behind_a_zero_key():
+    """softmax.off_by_one: the fused row equals the plain row with a zero key (score 0)
+    and a zero value in front, and stays within 1 LSB of its float64 reference."""
+    one = AttentionRowSpec(scale=1 / 8, softmax=OnlineSoftmax(off_by_one=True))
+    plain = AttentionRowSpec(scale=1 / 8)
+    q, k, v = _rows(one, 10, 30, 8, 4, 21, sigma=2.0)
+    mask = np.random.default_rng(3).random((10, 30)) < 0.3
+    mask[0] = True
+    got = one.model(q, k, v, mask)
+    k0 = np.concatenate([np.zeros((10, 1, 8), np.int64), k], axis=1)
+    v0 = np.concatenate([np.zeros((10, 1, 4), np.int64), v], axis=1)
+    m0 = np.concatenate([np.zeros((10, 1), bool), mask], axis=1)
+    assert np.array_equal(got, plain.model(q, k0, v0, m0))
+    assert not got[0].any()
+    err = np.abs(one.out_fmt.to_float(got) - one.reference(q, k, v, mask)).max()
+    assert err <= 2.0**-one.out_fmt.frac_bits
+    assert not np.array_equal(got, plain.model(q, k, v, mask))

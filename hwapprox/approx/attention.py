@@ -27,6 +27,8 @@ Datapath, per query (raw codes; ``F_x`` = fraction bits of format ``x``)::
     key j masked: no change (no exp, no rescale, no V read in hardware)
     output y = cast_out(o · r),  r = 1/d  (OnlineSoftmax's reciprocal unit)
     a fully masked row outputs zeros
+    softmax.off_by_one (Softmax_1): the state starts at a zero logit with V = 0,
+    (m, d, o) = (0, ONE, 0), so a row may attend to nothing
 
 ``E`` is :meth:`OnlineSoftmax.exp_unit_raw` (``exp_fmt``), ``R_s`` its sum
 rescale, ``R_a`` a cast of the exact product to ``acc_fmt`` (its rounding),
@@ -275,6 +277,9 @@ class AttentionRowSpec:
         d = np.zeros(rows, np.int64)
         o = np.zeros((rows, dv), np.int64)
         any_ = np.zeros(rows, bool)
+        if sm.off_by_one:  # Softmax_1: a zero logit with V = 0 already in the state
+            d[:] = one
+            any_[:] = True
         for j in range(n):
             sj = s[:, j]
             live = np.ones(rows, bool) if mk is None else ~mk[:, j]
@@ -301,7 +306,7 @@ class AttentionRowSpec:
         r = sm.recip_raw(np.where(any_, d, one), tabs)
         prod = FixedFormat(a.width + sm.recip_fmt.width, a.int_bits + sm.recip_fmt.int_bits, True)
         y = cast(o * r[:, None], prod, self.out_fmt)
-        y[~any_] = 0
+        y[~any_] = 0  # fully masked rows (Softmax_1: o stays 0, so y = 0 as well)
         return y
 
     def two_pass_model(
@@ -337,6 +342,9 @@ class AttentionRowSpec:
         s = np.einsum("rd,rnd->rn", qf, kf) * (1.0 if self.scale is None else self.scale)
         if mk is not None:
             s = np.where(mk, -np.inf, s)
+        if self.softmax.off_by_one:  # Softmax_1: a zero logit with V = 0 in front
+            s = np.concatenate([np.zeros((s.shape[0], 1)), s], axis=1)
+            vf = np.concatenate([np.zeros((vf.shape[0], 1, vf.shape[2])), vf], axis=1)
         mx = np.max(s, axis=1, keepdims=True)
         full = ~np.isfinite(mx[:, 0])
         e = np.exp(s - np.where(np.isfinite(mx), mx, 0.0))

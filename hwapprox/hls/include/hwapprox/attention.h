@@ -7,6 +7,7 @@
 //   new max (or first key): E = E(s_j - m); d = R_s(d.E) + ONE; o = acc_t(acc_t(o.E) + v_j)
 //   otherwise:              E = E(m - s_j); d = d + E;         o = acc_t(o + acc_t(E.v_j))
 //   y = out_t(o . r), r = 1/d; a fully masked row outputs zeros.
+//   softmax_cfg::OFF_BY_ONE (Softmax_1): the state starts at (m, d, o) = (0, ONE, 0).
 // E, the d update and r are the online softmax unit's (softmax_online_op over
 // CONFIG_T::softmax_cfg, its hw_params widths); acc_t/out_t assignments round and
 // saturate as the formats say (ap_fixed semantics = hwapprox.fixed.cast).
@@ -130,9 +131,10 @@ out:
 template <typename C>
 void attention_init(attention_state<C>& st) {
     #pragma HLS INLINE
+    typedef typename C::softmax_cfg SM;
     st.m = 0;
-    st.d = 0;
-    st.any = false;
+    st.d = SM::OFF_BY_ONE ? SM::SUM_ONE : 0;  // Softmax_1: a zero logit with V = 0
+    st.any = SM::OFF_BY_ONE != 0;
     for (int i = 0; i < C::dim_v; i++) st.o[i] = 0;
 }
 
