@@ -21,6 +21,7 @@ Config (YAML or dict)::
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -653,8 +654,12 @@ def compile_project(model: Any, *, opt: str = CSIM_OPT, write: bool = True) -> P
                 )
             shutil.copyfile(lib, cached.with_suffix(".tmp"))
             cached.with_suffix(".tmp").replace(cached)
-        elif not lib.exists():
-            shutil.copyfile(cached, lib)
+        else:
+            # always the cached library of this content (a stale one of the same name may
+            # be there); a new file replaces it, so a loaded copy stays mapped intact
+            tmp = lib.with_name(f".{lib.name}.{os.getpid()}.tmp")
+            shutil.copyfile(cached, tmp)
+            tmp.replace(lib)
     # load it as ModelGraph._compile does (hls4ml 1.3: the library handle is
     # _top_function_lib; a previous one is closed first)
     old = getattr(model, "_top_function_lib", None)
