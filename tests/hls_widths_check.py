@@ -60,8 +60,8 @@ def rtl_params(spec, n: int) -> dict[str, int | str] | None:
         key = (Operator.LAYERNORM, "rsqrt_lut")
     if key not in RTL_UNITS or not spec.in_fmt.signed:
         return None
-    if spec.operator == Operator.SOFTMAX and spec.schedule != "online":
-        return None  # the SV unit is single-pass only
+    if spec.operator == Operator.SOFTMAX and (spec.schedule != "online" or spec.clipped):
+        return None  # the SV unit is single-pass only, without a clipped output yet
     if spec.operator == Operator.LAYERNORM and not (
         spec.gamma_fmt.signed and spec.beta_fmt.signed and n <= spec.max_n
     ):

@@ -65,6 +65,18 @@ CASES = [
     ("shiftmax", {"in_fmt": "ap_fixed<8,3>", "out_fmt": "ap_ufixed<8,0,AP_TRN,AP_SAT>"}, 16),
     ("shiftmax", {"variant": "tvm", "n": 12, "out_fmt": "ap_ufixed<10,1,AP_TRN,AP_WRAP>"}, 6),
     ("online", {"off_by_one": True}, 8),  # Softmax_1
+    ("online", {"clip_gamma": -0.03, "clip_zeta": 1.03}, 8),  # clipped softmax
+    (
+        "online",
+        {
+            "clip_gamma": -0.25,
+            "clip_zeta": 1.5,
+            "schedule": "two_pass",
+            "clip_frac_bits": 10,
+            "out_fmt": "ap_fixed<12,2,AP_TRN,AP_SAT>",
+        },
+        6,
+    ),
     ("online", {"off_by_one": True, "schedule": "two_pass", "exp_unit": "lut"}, 6),
     ("softermax", {}, 8),
     (

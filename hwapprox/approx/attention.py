@@ -103,6 +103,12 @@ class AttentionRowSpec:
                 f"AttentionRowSpec.softmax must be an online OnlineSoftmax (schedule 'online'), "
                 f"got {getattr(sm, 'describe', lambda: repr(sm))()}"
             )
+        if sm.clipped:
+            raise SpecError(
+                "AttentionRowSpec.softmax is a clipped softmax (clip_gamma, clip_zeta): the "
+                "clip acts on each probability, which the fused row never forms; use the "
+                "two-pass schedule or an unclipped softmax"
+            )
         for name in ("q_fmt", "k_fmt", "v_fmt", "acc_fmt", "out_fmt"):
             fmt: FixedFormat = getattr(self, name)
             if not fmt.signed:

@@ -186,6 +186,12 @@ def _softmax_online(spec: Any, row_max: int) -> Config:
             f"the RTL unit implements schedule='online', got schedule={spec.schedule!r}"
         )
 
+    if spec.clipped:
+        raise SpecError(
+            "the RTL unit hwa_softmax_online has no clipped-softmax output stage yet "
+            f"(clip_gamma={spec.clip_gamma}, clip_zeta={spec.clip_zeta}); the model and the "
+            "HLS unit have it"
+        )
     hw = spec.hw_params()
     t = spec.tables()
     if row_max > int(spec.sum_fmt.max):

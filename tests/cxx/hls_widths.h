@@ -71,6 +71,9 @@ void print(const softmax_online_op&, std::ostream& out) {
     W_(R_W, typename C::recip_t);
     W_(R_W, typename T::r_t);
     W_(OUTP_W, typename T::outp_t);
+    W_(CS_W, typename T::cs_t);
+    W_(CRS_W, typename T::crs_t);
+    W_(CZ_W, typename T::cz_t);
     online_exp<C::BASE2 != 0>::template print<C>(out);
 }
 

@@ -144,12 +144,31 @@ class OnlineSoftmax(SoftmaxSpec):
     #: Softmax_1 ("off by one": OutEffHop, Hu et al. 2024; Miller 2023):
     #: ``exp(x_i) / (1 + Σ_j exp(x_j))``, so a row may attend to nothing
     off_by_one: bool = False
+    #: clipped softmax (Bondarenko, Nagel & Blankevoort 2023, "Quantizable
+    #: Transformers"): ``clip((ζ - γ)·softmax + γ, 0, 1)`` with γ <= 0, ζ >= 1;
+    #: (0, 1) is the plain softmax. Constants quantised with ``clip_frac_bits``.
+    clip_gamma: float = 0.0
+    clip_zeta: float = 1.0
+    clip_frac_bits: int = 16
 
     # -- validation ------------------------------------------------------------------
     def validate(self) -> None:
         self._require(
             isinstance(self.off_by_one, bool), "off_by_one", repr(self.off_by_one), "a bool"
         )
+        self._require(
+            math.isfinite(self.clip_gamma) and -8 <= self.clip_gamma <= 0,
+            "clip_gamma",
+            self.clip_gamma,
+            "must be in [-8, 0] (Bondarenko et al.: γ <= 0)",
+        )
+        self._require(
+            math.isfinite(self.clip_zeta) and 1 <= self.clip_zeta <= 8,
+            "clip_zeta",
+            self.clip_zeta,
+            "must be in [1, 8] (Bondarenko et al.: ζ >= 1)",
+        )
+        self._int_in("clip_frac_bits", 4, 24)
         self._choice("schedule", ("online", "two_pass"))
         self._choice("exp_unit", ("base2", "lut"))
         self._choice("exp_interp", ("pwl", "none"))
@@ -288,6 +307,7 @@ class OnlineSoftmax(SoftmaxSpec):
             "OUT_SIGNED": int(self.out_fmt.signed),
             "OUT_F": self.out_fmt.frac_bits,
             "OFF_BY_ONE": int(self.off_by_one),
+            "CLIP": int(self.clipped),
         }
         if self.exp_unit == "base2":
             p |= {
@@ -356,6 +376,16 @@ class OnlineSoftmax(SoftmaxSpec):
             "OUT_SHIFT": f_e + f_r - self.out_fmt.frac_bits,
             "TWO_PASS": p["TWO_PASS"],
             "OFF_BY_ONE": p["OFF_BY_ONE"],
+            "CLIP": p["CLIP"],
+            "CLIP_F": self.clip_frac_bits,
+            "CLIP_S": self.clip_constants()[0],
+            "CLIP_G": self.clip_constants()[1],
+            "CLIP_ONE": min(1 << self.out_fmt.frac_bits, self.out_fmt.max_raw),
+            # clipped: r_s = round(S·r / 2^CLIP_F) (S < 2^(CLIP_F + 4): ζ - γ < 16) and
+            # z = E·r_s + G·2^(EXP_F + R_F - CLIP_F) (|G| < 2^(CLIP_F + 3))
+            "CS_W": self.clip_frac_bits + 5,
+            "CRS_W": self.recip_fmt.width + self.clip_frac_bits + 5,
+            "CZ_W": self.exp_fmt.width + self.recip_fmt.width + 6,
             "BASE2": p["EXP_UNIT_BASE2"],
             "EXP_W": self.exp_fmt.width,
             "EXP_F": f_e,
@@ -625,7 +655,7 @@ class OnlineSoftmax(SoftmaxSpec):
         )
         return self.recip_fmt.saturate(r)
 
-    def reference(
+    def _reference_unclipped(
         self, x: npt.ArrayLike, axis: int = -1, mask: npt.ArrayLike | None = None, **kw: Any
     ) -> npt.NDArray[np.float64]:
         """float64 softmax; with ``off_by_one``, ``exp(x_i) / (1 + Σ exp(x_j))`` (masked
@@ -672,6 +702,8 @@ class OnlineSoftmax(SoftmaxSpec):
             np.copyto(dl, 0, where=mask)
             e = exp(dl)
             np.copyto(e, 0, where=mask)
+        if self.clipped:
+            return _zero_masked(self._clipped_out(e, r), mask)
         prod_fmt = FixedFormat(
             self.exp_fmt.width + self.recip_fmt.width,
             self.exp_fmt.int_bits + self.recip_fmt.int_bits,
@@ -679,6 +711,47 @@ class OnlineSoftmax(SoftmaxSpec):
         )
         e *= r[:, None]  # e is a fresh array
         return _zero_masked(_cast_prod(e, prod_fmt, self.out_fmt), mask)
+
+    # -- clipped softmax -----------------------------------------------------------------
+    @property
+    def clipped(self) -> bool:
+        return (self.clip_gamma, self.clip_zeta) != (0.0, 1.0)
+
+    def clip_constants(self) -> tuple[int, int]:
+        """(S, G): ``ζ - γ`` and ``γ`` as raw codes of ``clip_frac_bits`` fraction bits."""
+        cf = self.clip_frac_bits
+        s = round((self.clip_zeta - self.clip_gamma) * (1 << cf))
+        g = round(self.clip_gamma * (1 << cf))
+        return s, g
+
+    def _clipped_out(self, e: RawArray, r: RawArray) -> RawArray:
+        """``clip((ζ - γ)·E·r + γ, 0, 1)``: the stretch is folded into the row's
+        reciprocal, ``r_s = round(S·r / 2^CF)`` (half up; the one added rounding, once
+        per row), then ``z = E·r_s + G·2^(F_e + F_r - CF)`` exact, cast to ``out_fmt``
+        (its rounding and overflow) and clamped to ``[0, 1.0]`` (1.0, or the largest
+        code when ``out_fmt`` cannot hold it)."""
+        s, g = self.clip_constants()
+        cf = self.clip_frac_bits
+        rs = (r * np.int64(s) + np.int64(1 << (cf - 1))) >> np.int64(cf)
+        f = self.exp_fmt.frac_bits + self.recip_fmt.frac_bits
+        z = e * rs[:, None] + (np.int64(g) << np.int64(f - cf))
+        w = self.exp_fmt.width + self.recip_fmt.width + 4
+        y = cast(z, FixedFormat(w, w - f, True), self.out_fmt)
+        one = min(1 << self.out_fmt.frac_bits, self.out_fmt.max_raw)
+        return np.clip(y, 0, one)
+
+    def reference(
+        self, x: npt.ArrayLike, axis: int = -1, mask: npt.ArrayLike | None = None, **kw: Any
+    ) -> npt.NDArray[np.float64]:
+        """float64 softmax (``off_by_one``: Softmax_1); clipped as the spec says, masked
+        elements 0."""
+        y = self._reference_unclipped(x, axis=axis, mask=mask, **kw)
+        if not self.clipped:
+            return y
+        z = np.clip((self.clip_zeta - self.clip_gamma) * y + self.clip_gamma, 0.0, 1.0)
+        if mask is not None:
+            z = np.where(np.broadcast_to(np.asarray(mask, bool), z.shape), 0.0, z)
+        return z
 
     def cost(self) -> Cost:
         t = self.tables()

@@ -6,7 +6,9 @@
 //                                              row), base-2 or LUT exp, one reciprocal
 //                                              per row (PWL LUT or seed + Newton);
 //                                              OFF_BY_ONE: Softmax_1, the state starts
-//                                              at the zero logit (m, d) = (0, ONE)
+//                                              at the zero logit (m, d) = (0, ONE);
+//                                              CLIP: clipped softmax (Bondarenko et
+//                                              al.), the stretch folded into r
 //   softmax_ibert_op      IBertSoftmax         I-BERT IntSoftmax: i-exp polynomial,
 //                                              16-bit requantisation (calibrated
 //                                              multiply or shift), 2^32 / sum
@@ -90,6 +92,9 @@ struct softmax_online_types {
     typedef ap_uint<C::RESCALE_W> rescale_t; // d·E
     typedef ap_uint<C::R_W> r_t;             // 1/d, recip_fmt code
     typedef ap_uint<C::OUTP_W> outp_t;       // E·r
+    typedef ap_uint<C::CS_W> cs_t;           // clipped: the stretch S = ζ - γ
+    typedef ap_uint<C::CRS_W> crs_t;         // clipped: S·r and r_s
+    typedef ap_int<C::CZ_W> cz_t;            // clipped: E·r_s + γ
 };
 template <typename C>
 struct softmax_online_base2_types {
@@ -206,6 +211,35 @@ struct softmax_online_op {
         return cast_raw<C::EXP_F + C::R_F, res_T>(p);
     }
 
+    // clipped softmax: r_s = round(S·r / 2^CLIP_F), the stretch ζ - γ folded into r
+    template <typename C>
+    static typename softmax_online_types<C>::crs_t clip_scale(
+        const typename softmax_online_types<C>::r_t& r) {
+        #pragma HLS INLINE
+        typedef typename softmax_online_types<C>::crs_t crs_t;
+        const crs_t p =
+            HWAPPROX_NARROW(crs_t, r * typename softmax_online_types<C>::cs_t(C::CLIP_S));
+        return HWAPPROX_NARROW(crs_t, (p + (crs_t(1) << (C::CLIP_F - 1))) >> C::CLIP_F);
+    }
+
+    // y = clamp(cast_out(E(m - x)·r_s + γ), 0, 1.0): OnlineSoftmax._clipped_out
+    template <class res_T, typename C>
+    static res_T output_clipped(const typename softmax_online_types<C>::x_t& x,
+                                const typename softmax_online_types<C>::x_t& m,
+                                const typename softmax_online_types<C>::crs_t& rs) {
+        #pragma HLS INLINE
+        typedef softmax_online_types<C> T;
+        typedef typename T::cz_t cz_t;
+        const typename T::e_t e = exp<C>(HWAPPROX_NARROW(typename T::delta_t, m - x));
+        const cz_t z = HWAPPROX_NARROW(
+            cz_t, cz_t(HWAPPROX_NARROW(cz_t, e * rs)) +
+                      HWAPPROX_SHL(cz_t, cz_t(C::CLIP_G), C::EXP_F + C::R_F - C::CLIP_F));
+        const res_T y = cast_raw<C::EXP_F + C::R_F, res_T>(z);
+        if (code_of(y) < 0) return res_T(0);
+        if (code_of(y) > C::CLIP_ONE) return from_raw<res_T>(ap_uint<C::OUT_W>(C::CLIP_ONE));
+        return y;
+    }
+
     template <class data_T, class res_T, typename C, class M>
     static void row(const data_T data[C::n_in], const M& mask, res_T res[C::n_in]) {
         #pragma HLS INLINE
@@ -252,10 +286,13 @@ struct softmax_online_op {
         }
         // one reciprocal per row; a fully masked row (no element) divides nothing
         const typename T::r_t r = recip<C>(any ? d : typename T::d_t(C::SUM_ONE));
+        const typename T::crs_t rs = clip_scale<C>(r);  // used when C::CLIP
     out:
         for (int i = 0; i < C::n_in; i++) {
             #pragma HLS UNROLL
-            res[i] = mask[i] ? res_T(0) : output<res_T, C>(x[i], m, r);
+            res[i] = mask[i]   ? res_T(0)
+                     : C::CLIP ? output_clipped<res_T, C>(x[i], m, rs)
+                               : output<res_T, C>(x[i], m, r);
         }
     }
 
@@ -750,12 +787,16 @@ void softmax_online_emit(hls::stream<typename softmax_online_types<C>::x_t>& buf
                          hls::stream<res_T>& res) {
     #pragma HLS INLINE off
     const softmax_online_state<C> st = state.read();
+    const typename softmax_online_types<C>::crs_t rs =
+        softmax_online_op::clip_scale<C>(st.r);  // used when C::CLIP
 emit:
     for (int i = 0; i < C::n_in; i++) {
         #pragma HLS PIPELINE II = 1
         const typename softmax_online_types<C>::x_t x = buf.read();
         const bool b = bits.read();
-        res.write(b ? res_T(0) : softmax_online_op::output<res_T, C>(x, st.m, st.r));
+        res.write(b          ? res_T(0)
+                  : C::CLIP ? softmax_online_op::output_clipped<res_T, C>(x, st.m, rs)
+                            : softmax_online_op::output<res_T, C>(x, st.m, st.r));
     }
 }
 
