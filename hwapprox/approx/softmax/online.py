@@ -111,6 +111,15 @@ class OnlineSoftmax(SoftmaxSpec):
       state never leaves the zero logit). ``two_pass``: ``m = max(0, max x)``,
       ``d`` includes ``E(m)``.
 
+    * **Clipped softmax** (``clip_gamma`` = γ <= 0, ``clip_zeta`` = ζ >= 1;
+      Bondarenko, Nagel & Blankevoort 2023): ``clip((ζ - γ)·y + γ, 0, 1)``.
+      ``S = ζ - γ`` and ``G = γ`` are quantised to ``clip_frac_bits``; the
+      stretch is folded into the row's reciprocal, ``r_s = round(S·r /
+      2^CF)`` (one added rounding per row: the stated deviation), then
+      ``z = E·r_s + G`` exactly, cast to ``out_fmt`` and clamped to
+      ``[0, 1.0]``. ``(γ, ζ) = (0, 1)`` is the plain softmax, code for code.
+      No RTL output stage yet (refused there); no fused attention form.
+
     Intermediates for unit tests of the HLS/RTL ports: :meth:`exp_unit_raw`
     (E), :meth:`row_state` (``m``, ``d`` for either schedule) and
     :meth:`recip_raw` (``1/d``). The defaults reach <= 1 LSB max error at
