@@ -415,8 +415,9 @@ def test_rsqrt_params_describe_the_datapath():
     assert p["s2_bits"] == 41
     assert p["d_bits"] == 51
     assert p["eps_q"] == round(1e-5 * 2**24)
-    assert p["rsqrt_entries"] == 64
-    assert spec.tables()["rsqrt_table"].size == 64
+    # the default table: 2^8 entries (one Newton step; the RTL's N + 16 latency)
+    assert p["rsqrt_entries"] == 256
+    assert spec.tables()["rsqrt_table"].size == 256
 
 
 # -- bad input ---------------------------------------------------------------------------------

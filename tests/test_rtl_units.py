@@ -169,3 +169,19 @@ def test_icarus_is_optional() -> None:
         pytest.skip(reason)
     res = simulate(make_spec("gelu", "lut"), n=8, n_rows=2, simulator="icarus")
     assert res.passed, res.log_tail
+
+
+def test_layernorm_latency_and_throughput_target() -> None:
+    """The default LayerNorm (one Newton step on a 256-entry 1/sqrt table): rows of 64
+    back to back, last-in to last-out <= N + 16, outputs without pauses."""
+    from hwapprox.rtl_sim.sim import simulate
+
+    spec = make_spec("layernorm", "rsqrt_lut")
+    rng = np.random.default_rng(4)
+    n = 64
+    rows = [spec.in_fmt.quantize(rng.normal(0, 2, n)) for _ in range(12)]
+    res = simulate(spec, rows, row_max=n)
+    st = res.stats
+    assert res.passed, st.get("summary")
+    assert st["latency_last"]["max"] <= n + 16
+    assert st["throughput_out"] > 0.95

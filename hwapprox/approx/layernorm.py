@@ -939,9 +939,11 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
     )
 
     max_n: int = 1024
-    rsqrt_table_bits: int = 6
+    #: defaults: one Newton step on a 256-entry table (<= 0.56 LSB at 16 bits), which
+    #: keeps the RTL unit at last-in -> last-out N + 16 (two steps on 64: N + 19)
+    rsqrt_table_bits: int = 8
     rsqrt_frac_bits: int = 20
-    newton_steps: int = 2
+    newton_steps: int = 1
     eps_guard_bits: int = 4
     norm_frac_bits: int = 18
 
