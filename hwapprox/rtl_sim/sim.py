@@ -46,9 +46,9 @@ def default_rows(
     Elementwise units with at most 12 input bits also get every input code
     (in rows of ``n``), so they are checked exhaustively.
     """
-    vary = spec.operator is not Operator.GELU
-    rows = make_rows(spec.in_fmt, n, n_rows, seed, edges=edges, vary_length=vary)
-    if spec.operator is Operator.GELU and spec.in_fmt.width <= 12:
+    rowwise = get_unit(spec.operator, spec.method).rowwise
+    rows = make_rows(spec.in_fmt, n, n_rows, seed, edges=edges, vary_length=rowwise)
+    if not rowwise and spec.in_fmt.width <= 12:
         codes = spec.in_fmt.all_codes()
         rows += [codes[i : i + n] for i in range(0, codes.size, n)]
     return rows
@@ -92,7 +92,7 @@ def simulate(
         raise SpecError("simulate needs at least one row, each of length >= 1")
     longest = max(r.size for r in rows)
     rmax = longest if row_max is None else row_max
-    rowwise = spec.operator is not Operator.GELU
+    rowwise = get_unit(spec.operator, spec.method).rowwise
     n_long = sum(r.size > rmax for r in rows) if rowwise else 0
     if n_long and not long_rows:
         raise SpecError(f"a row of length {longest} exceeds row_max={rmax}; raise row_max")

@@ -289,6 +289,7 @@ class UnitTB:
             "missing": len(self.scoreboard.expected),
             "latency_first": _span(first),
             "latency_last": _span(last),
+            "latency_last_rows": [int(v) for v in last],
             "sim_cycles": cycles,
             "wall_seconds": wall,
             "cycles_per_second": cycles / wall if wall > 0 else 0.0,
