@@ -15,11 +15,12 @@
 //
 // Buffering (hwa_row_stream): the row is held in a circular buffer of
 // BUF_DEPTH words (input stalls when full); up to ROWQ rows may wait for
-// output. Throughput one element per cycle when BUF_DEPTH >= n + ROW_LAT + 8
-// and rows are longer than ROW_LAT / ROWQ. Latency: last input -> first output
-// ROW_LAT + 7 cycles (ROW_LAT = 9 + 3*NEWTON); then one element per cycle.
-// Measured at the defaults (NEWTON = 1), rows of 64 back to back: last input ->
-// last output of a row N + 16 (NEWTON = 2: N + 19).
+// output. Latency: last input -> first output of its row ROW_LAT + 5 cycles
+// (ROW_LAT = 9 + 3*NEWTON; 17 at the defaults, NEWTON = 1) when the output is
+// free, then one element per cycle: last input -> last output N + 16 (NEWTON = 2:
+// N + 19). Throughput: with row_stream_params' geometry (BUF_DEPTH >= 2*ROW_MAX - 1,
+// ROWQ = 4) back-to-back rows of N >= 16 never stall the input and lose no output
+// cycle (tests/test_rtl_throughput.py).
 // Rows of 1..ROW_MAX elements. A longer row is dropped (consumed up to its
 // tlast, nothing output for it) and row_err pulses for one cycle; the next row
 // is processed normally (see hwa_row_stream).

@@ -19,8 +19,10 @@
 // Buffering (hwa_row_stream): circular buffer of BUF_DEPTH input words (a row
 // streams out while the next streams in); up to ROWQ rows wait for output.
 // Latency: last input -> first output of its row = 9 + RECIP_LAT cycles
-// (RECIP_LAT = 3 + Newton steps) when the output is free; then one element
-// per cycle. Throughput 1 element/cycle for rows longer than that latency.
+// (RECIP_LAT = 3 + Newton steps; 14 at the defaults) when the output is free;
+// then one element per cycle: last input -> last output N + 13 at the defaults.
+// Throughput: with row_stream_params' geometry back-to-back rows of N >= 16 never
+// stall the input and lose no output cycle (tests/test_rtl_throughput.py).
 // Rows of 1..ROW_MAX elements. A longer row is dropped (consumed up to its
 // tlast, nothing output for it) and row_err pulses for one cycle; the next row
 // is processed normally (see hwa_row_stream).
