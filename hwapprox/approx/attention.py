@@ -55,6 +55,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hwapprox.approx.base import SpecError
+from hwapprox.approx.hwparams import overflow_code, rounding_code
 from hwapprox.approx.softmax import OnlineSoftmax
 from hwapprox.fixed import FixedFormat, Overflow, Rounding, cast
 
@@ -153,6 +154,71 @@ class AttentionRowSpec:
     def dot_width(self, d: int) -> int:
         """Bits of the exact dot product of ``d`` lanes (signed)."""
         return self.q_fmt.width + self.k_fmt.width + max(1, math.ceil(math.log2(max(d, 2))))
+
+    def hw_params(self, dim: int, dim_v: int) -> dict[str, int]:
+        """The hardware parameter set of ``hwa_attention_row`` for ``dim`` K lanes and
+        ``dim_v`` V lanes: the online softmax's units (its :meth:`OnlineSoftmax.hw_params`:
+        exp, running sum, reciprocal) plus the row's own widths and shifts.
+
+        ============ ======== ========================================================
+        name         sign     value range -> bits
+        ============ ======== ========================================================
+        DOT_W        signed   ``q·k`` exact: ``dim`` products of Q_W x K_W bits
+                              (:meth:`dot_width`)
+        SC_W         signed   ``q·k·SCALE`` exact (DOT_W + SCALE_W + 1; DOT_W without scale)
+        S_SHIFT      --       fraction bits of that product minus the score's (a right
+                              shift with S_RND; negative: an exact left shift)
+        V_SHIFT      --       ``v`` aligned to ``acc_fmt``: ``F_acc - F_v >= 0`` (exact)
+        MUL_W        signed   ``o·E`` or ``v·E`` (one multiplier per lane, shared by
+                              both updates): ACC_W + EXP_W + 1
+        Y_SHIFT      --       ``o·r`` has ``F_acc + F_r`` fraction bits; minus ``F_out``
+        YP_W         signed   ``o·r`` exact: ACC_W + R_W + 1
+        KEY_MAX      --       keys per row that ``acc_fmt`` and ``sum_fmt`` hold
+                              (:meth:`max_keys`)
+        ============ ======== ========================================================
+        """
+        if dim < 1 or dim_v < 1:
+            raise SpecError(f"dim and dim_v must be >= 1, got dim={dim}, dim_v={dim_v}")
+        sm = self.softmax
+        hw = dict(sm.hw_params())
+        dot_w = self.dot_width(dim)
+        f_dot = self.q_fmt.frac_bits + self.k_fmt.frac_bits
+        has_scale = self.scale is not None
+        sc_w = dot_w + self.scale_fmt.width + 1 if has_scale else dot_w
+        f_sc = f_dot + (self.scale_fmt.frac_bits if has_scale else 0)
+        if sc_w > 62:
+            raise SpecError(
+                f"the exact q·k product of {dim} lanes (x scale) needs {sc_w} > 62 bits; narrow "
+                "q_fmt/k_fmt"
+            )
+        a, s = self.acc_fmt, self.score_fmt
+        hw |= {
+            "DIM": int(dim),
+            "DIM_V": int(dim_v),
+            "Q_W": self.q_fmt.width,
+            "K_W": self.k_fmt.width,
+            "V_W": self.v_fmt.width,
+            "DOT_W": dot_w,
+            "HAS_SCALE": int(has_scale),
+            "SCALE_W": self.scale_fmt.width,
+            "SCALE_RAW": self.scale_raw,
+            "SC_W": sc_w,
+            "S_SHIFT": f_sc - s.frac_bits,
+            "S_W": s.width,
+            "S_RND": rounding_code(s.rounding),
+            "S_OVF": overflow_code(s.overflow),
+            "ACC_W": a.width,
+            "ACC_RND": rounding_code(a.rounding),
+            "V_SHIFT": a.frac_bits - self.v_fmt.frac_bits,
+            "MUL_W": a.width + sm.exp_fmt.width + 1,
+            "Y_SHIFT": a.frac_bits + sm.recip_fmt.frac_bits - self.out_fmt.frac_bits,
+            "YP_W": a.width + sm.recip_fmt.width + 1,
+            "Y_W": self.out_fmt.width,
+            "Y_RND": rounding_code(self.out_fmt.rounding),
+            "Y_OVF": overflow_code(self.out_fmt.overflow),
+            "KEY_MAX": self.max_keys(),
+        }
+        return hw
 
     def describe(self) -> str:
         sc = "" if self.scale is None else f", scale {self.scale:g} ({self.scale_fmt})"

@@ -73,7 +73,8 @@ class Beat:
 
 
 class AxisSource:
-    """Drives ``<prefix>_tdata/_tvalid/_tlast`` and watches ``<prefix>_tready``."""
+    """Drives ``<prefix>_tdata/_tvalid`` (and ``_tlast``, ``_tuser`` when the DUT has
+    them) and watches ``<prefix>_tready``."""
 
     def __init__(
         self,
@@ -86,23 +87,37 @@ class AxisSource:
         self.data = getattr(dut, f"{prefix}_tdata")
         self.valid = getattr(dut, f"{prefix}_tvalid")
         self.ready = getattr(dut, f"{prefix}_tready")
-        self.last = getattr(dut, f"{prefix}_tlast")
+        self.last = getattr(dut, f"{prefix}_tlast", None)
+        self.user = getattr(dut, f"{prefix}_tuser", None)
         self.clk = clk
         self.counter = counter
         self.pauses = pauses if pauses is not None else no_pauses()
         self.width = len(self.data)
-        self.queue: collections.deque[tuple[int, bool]] = collections.deque()
+        self.queue: collections.deque[tuple[int, bool, int]] = collections.deque()
         self.sent: list[Beat] = []
         self.valid.value = 0
-        self.last.value = 0
         self.data.value = 0
+        self._drive(0, False, 0)
         self._task = cocotb.start_soon(self._run())
 
-    def send(self, values: list[int], last_at_end: bool = True) -> None:
-        """Queue one packet (a row); ``last`` is set on its final beat."""
+    def _drive(self, data: int, last: bool, user: int) -> None:
+        self.data.value = data
+        if self.last is not None:
+            self.last.value = int(last)
+        if self.user is not None:
+            self.user.value = user
+
+    def send(
+        self, values: list[int], last_at_end: bool = True, user: list[int] | None = None
+    ) -> None:
+        """Queue one packet (a row); ``last`` is set on its final beat, ``user[i]`` (when
+        given) drives ``tuser`` with beat ``i``."""
         n = len(values)
+        if user is not None and len(user) != n:
+            raise ValueError(f"user has {len(user)} entries for {n} beats")
         for i, v in enumerate(values):
-            self.queue.append((int(v), last_at_end and i == n - 1))
+            u = 0 if user is None else int(user[i])
+            self.queue.append((int(v), last_at_end and i == n - 1, u))
 
     @property
     def idle(self) -> bool:
@@ -113,7 +128,7 @@ class AxisSource:
 
     async def _run(self) -> None:
         fired = False
-        current: tuple[int, bool] | None = None
+        current: tuple[int, bool, int] | None = None
         while True:
             await RisingEdge(self.clk)
             if fired and current is not None:
@@ -121,12 +136,12 @@ class AxisSource:
                 current = None
             if current is None and self.queue and not next(self.pauses):
                 current = self.queue.popleft()
-                self.data.value = self._encode(current[0])
-                self.last.value = int(current[1])
+                self._drive(self._encode(current[0]), current[1], current[2])
                 self.valid.value = 1
             elif current is None:
                 self.valid.value = 0
-                self.last.value = 0
+                if self.last is not None:
+                    self.last.value = 0
             await ReadOnly()
             fired = bool(int(self.valid.value)) and bool(int(self.ready.value))
 

@@ -1,0 +1,197 @@
+"""The fused attention row in RTL: ``hwa_attention_row`` configured from an
+:class:`~hwapprox.approx.attention.AttentionRowSpec` and simulated against its model.
+
+:func:`attention_config` passes the spec's :meth:`AttentionRowSpec.hw_params` to the SV
+parameters by name (the online softmax's exp / sum / reciprocal units included) and
+its softmax's tables as ``$readmemh`` files. :func:`simulate_attention` streams
+queries, keys, values and mask bits through the unit under idle input cycles and
+output backpressure (cocotb + Verilator, :mod:`hwapprox.rtl_sim.tb.attention_test`)
+and compares every output lane with :meth:`AttentionRowSpec.model` on the same raw
+integers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from hwapprox.approx.attention import AttentionRowSpec
+from hwapprox.approx.base import SpecError
+from hwapprox.rtl_sim.emit import memh_text
+from hwapprox.rtl_sim.runner import BuildInfo, SimResult, build, lint, run_job
+
+__all__ = [
+    "ATTENTION_SOURCES",
+    "ATTENTION_TOP",
+    "attention_config",
+    "build_attention",
+    "lint_attention",
+    "simulate_attention",
+]
+
+ATTENTION_TOP = "hwa_attention_row"
+ATTENTION_SOURCES = (
+    "hwa_pkg.sv",
+    "hwa_rom.sv",
+    "hwa_round_shift.sv",
+    "hwa_sat.sv",
+    "hwa_exp_unit.sv",
+    "hwa_recip.sv",
+    "hwa_attention_row.sv",
+)
+
+#: SV parameters of hwa_attention_row taken from hw_params (64-bit ones as literals)
+_ROW = (
+    "DIM",
+    "DIM_V",
+    "Q_W",
+    "K_W",
+    "V_W",
+    "DOT_W",
+    "HAS_SCALE",
+    "SCALE_W",
+    "SCALE_RAW",
+    "SC_W",
+    "S_SHIFT",
+    "S_RND",
+    "S_OVF",
+    "ACC_W",
+    "ACC_RND",
+    "V_SHIFT",
+    "Y_SHIFT",
+    "Y_W",
+    "Y_RND",
+    "Y_OVF",
+    "KEY_MAX",
+)
+_SOFTMAX = (
+    "OFF_BY_ONE",
+    "IN_W",
+    "BASE2",
+    "EXP_W",
+    "EXP_F",
+    "EXP_RND",
+    "SUM_W",
+    "SUM_F",
+    "SUM_RND",
+    "R_W",
+    "R_F",
+    "R_OVF",
+    "WF",
+    "TB",
+    "NEWTON",
+    "STEPS",
+    "R_RND",
+)
+_BASE2 = ("LOG2E", "LOG2E_W", "PROD_SHIFT", "T_W", "T_F", "T_RND", "A", "TABLE_F", "INTERP")
+_LUT = ("LUT_BITS", "LIM_BITS", "LUT_SHIFT")
+_LONG = ("LOG2E", "SCALE_RAW")
+
+
+def attention_config(
+    spec: AttentionRowSpec, dim: int, dim_v: int, outq: int = 4
+) -> tuple[dict[str, int | str], dict[str, str]]:
+    """SV parameters and ``$readmemh`` files of ``hwa_attention_row`` for ``spec`` with
+    ``dim`` K lanes and ``dim_v`` V lanes; ``outq`` rows fit the output queue (a power of
+    two >= 2)."""
+    if outq < 2 or outq & (outq - 1):
+        raise SpecError(f"outq must be a power of two >= 2, got {outq}")
+    hw: Mapping[str, int] = spec.hw_params(dim, dim_v)
+    base2 = bool(hw["BASE2"])
+    names = _ROW + _SOFTMAX + (_BASE2 if base2 else _LUT)
+    params: dict[str, int | str] = {k: f"64'd{hw[k]}" if k in _LONG else int(hw[k]) for k in names}
+    params["OUTQ"] = outq
+    t = spec.softmax.tables()
+    if base2:
+        exp_mem = memh_text(t["exp2_table"], hw["TABLE_F"] + 1)
+    else:
+        exp_mem = memh_text(t["exp_lut"], hw["EXP_W"])
+    mems = {"EXP_FILE": exp_mem, "RECIP_FILE": memh_text(t["recip_table"], hw["WF"] + 1)}
+    return params, mems
+
+
+def build_attention(
+    spec: AttentionRowSpec, dim: int, dim_v: int, *, outq: int = 4, waves: bool = False
+) -> BuildInfo:
+    """Build (or reuse from the cache) the Verilator model of one configuration."""
+    from hwapprox.rtl_sim.runner import RTL_DIR
+
+    params, mems = attention_config(spec, dim, dim_v, outq)
+    return build(
+        ATTENTION_TOP,
+        [RTL_DIR / s for s in ATTENTION_SOURCES],
+        params,
+        mems,
+        waves=waves,
+    )
+
+
+def lint_attention(spec: AttentionRowSpec, dim: int, dim_v: int) -> str:
+    """``verilator --lint-only -Wall`` of the unit at ``spec``'s parameters (tables aside)."""
+    from hwapprox.rtl_sim.runner import RTL_DIR
+
+    params, _ = attention_config(spec, dim, dim_v)
+    return lint(ATTENTION_TOP, [RTL_DIR / s for s in ATTENTION_SOURCES], params)
+
+
+def simulate_attention(
+    spec: AttentionRowSpec,
+    q: npt.ArrayLike,
+    k: npt.ArrayLike,
+    v: npt.ArrayLike,
+    mask: npt.ArrayLike | None = None,
+    *,
+    idle: float = 0.0,
+    backpressure: float = 0.0,
+    seed: int = 0,
+    outq: int = 4,
+    corrupt: int | None = None,
+) -> SimResult:
+    """Stream rows through ``hwa_attention_row`` and compare with ``spec.model``.
+
+    ``q`` ``[R, D]``, ``k`` ``[R, N, D]``, ``v`` ``[R, N, D_v]`` raw codes (rows may not
+    differ in N here: pass equal-length rows), ``mask`` bool ``[R, N]`` (True = masked).
+    ``idle`` / ``backpressure``: per-cycle pause probabilities of every input stream and
+    of the output. ``corrupt``: index of one expected output lane (row-major) to falsify,
+    so the comparison must fail (a test of the test). ``stats`` holds ``matched``,
+    ``mismatches``, ``first_mismatches``, ``latency`` (last key accepted -> output, per
+    row), ``keys_per_cycle`` (keys accepted / cycles from the first key to the last).
+    """
+    qr = np.atleast_2d(np.asarray(q, dtype=np.int64))
+    kr = np.asarray(k, dtype=np.int64)
+    vr = np.asarray(v, dtype=np.int64)
+    rows, dim = qr.shape
+    if kr.ndim != 3 or vr.ndim != 3 or kr.shape[0] != rows or vr.shape[0] != rows:
+        raise SpecError(
+            f"simulate_attention needs q [R, D], k [R, N, D], v [R, N, Dv]; got "
+            f"{list(qr.shape)}, {list(kr.shape)}, {list(vr.shape)}"
+        )
+    n, dim_v = kr.shape[1], vr.shape[2]
+    mk = np.zeros((rows, n), bool) if mask is None else np.broadcast_to(mask, (rows, n))
+    expected = spec.model(qr, kr, vr, mk)  # validates formats, lengths and the mask
+    exp_list = expected.astype(np.int64).tolist()
+    if corrupt is not None:
+        r, lane = divmod(int(corrupt), dim_v)
+        exp_list[r][lane] += 1
+    info = build_attention(spec, dim, dim_v, outq=outq)
+    job: dict[str, Any] = {
+        "q": qr.tolist(),
+        "k": kr.tolist(),
+        "v": vr.tolist(),
+        "mask": mk.astype(int).tolist(),
+        "expected": exp_list,
+        "widths": {
+            "Q_W": spec.q_fmt.width,
+            "K_W": spec.k_fmt.width,
+            "V_W": spec.v_fmt.width,
+            "Y_W": spec.out_fmt.width,
+        },
+        "dim_v": int(dim_v),
+        "idle": float(idle),
+        "backpressure": float(backpressure),
+        "seed": int(seed),
+    }
+    return run_job(info, job, test_module="hwapprox.rtl_sim.tb.attention_test")
