@@ -28,6 +28,7 @@ def test_python_example_runs() -> None:
     att, err = scope["att"], scope["err"]
     assert scope["y"].shape == (4, 64)
     assert abs(err).max() <= 2.0**-att.out_fmt.frac_bits  # within one output LSB
+    assert scope["res"].stats["matched"] == 4  # the RTL unit: every row equal to the model's
 
 
 def test_every_documented_command_parses() -> None:

