@@ -100,7 +100,9 @@ module hwa_softmax_online #(
   localparam int CTX_W = IN_W + R_W;  // per row: the max m and r = 1/d
   logic in_v, in_first, in_last, ctx_v, ce, rd_issue, o1_v, o1_l;
   logic [IN_W-1:0] in_x;
-  logic signed [IN_W-1:0] o1_x;
+  logic [IN_W-1:0] o1_x;  // the port's type (.* needs it equal); signed view o1_xs
+  logic signed [IN_W-1:0] o1_xs;
+  assign o1_xs = $signed(o1_x);
   logic [N_BITS-1:0] in_n, o1_n, rd_idx;
   logic [CTX_W-1:0] ctx, o1_ctx;
   hwa_row_stream #(
@@ -263,7 +265,7 @@ module hwa_softmax_online #(
   // o2, o3: E(m - x)
   logic [EXP_W-1:0] e_out;
   logic [DW-1:0] o_delta;
-  assign o_delta = DW'((IN_W + 1)'(o1_m) - (IN_W + 1)'(o1_x));
+  assign o_delta = DW'((IN_W + 1)'(o1_m) - (IN_W + 1)'(o1_xs));
   hwa_exp_unit #(
       .D_W(DW),
       .BASE2(BASE2),
