@@ -26,6 +26,14 @@ CASES = [
         },
         48,
     ),
+    ("gelu-ibert-16b", "gelu", "ibert", {}, 48),
+    (
+        "gelu-ibert-8b",
+        "gelu",
+        "ibert",
+        {"in_fmt": "ap_fixed<8,3>", "out_fmt": "ap_fixed<8,3,AP_TRN,AP_WRAP>", "erf_shift": 6},
+        48,
+    ),
     ("softmax-online-16b", "softmax", "online", {}, 24),
     ("softmax-online-sm1-16b", "softmax", "online", {"off_by_one": True}, 24),  # Softmax_1
     (

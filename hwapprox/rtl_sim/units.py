@@ -25,8 +25,17 @@ __all__ = ["UNITS", "RtlUnit", "get_unit", "list_units", "overflow_code", "round
 
 Config = tuple[dict[str, int | str], dict[str, str]]
 
-#: SV parameters that are 64-bit constants (written as ``64'd...`` literals)
-_LONG = ("LOG2E", "EPS_Q")
+#: SV parameters that are 64-bit constants (``longint``, written as 64-bit literals)
+_LONG = ("LOG2E", "EPS_Q", "C_INT", "MULT")
+
+
+def sv_long(v: int) -> str:
+    """A 64-bit SV literal: ``64'd<v>``, or a negative value's two's complement as
+    ``64'h<hex>`` (Verilator's ``-G`` takes no signed sized literals)."""
+    v = int(v)
+    if not -(1 << 63) <= v < 1 << 63:
+        raise SpecError(f"{v} does not fit a 64-bit SV parameter")
+    return f"64'd{v}" if v >= 0 else f"64'h{v & ((1 << 64) - 1):016X}"
 
 
 def _sv(hw: Mapping[str, int], names: tuple[str, ...]) -> dict[str, int | str]:
@@ -35,7 +44,7 @@ def _sv(hw: Mapping[str, int], names: tuple[str, ...]) -> dict[str, int | str]:
     missing = [k for k in names if k not in hw]
     if missing:
         raise SpecError(f"hw_params() lacks the SV parameter(s) {missing}")
-    return {k: f"64'd{hw[k]}" if k in _LONG else int(hw[k]) for k in names}
+    return {k: sv_long(hw[k]) if k in _LONG else int(hw[k]) for k in names}
 
 
 @dataclass(frozen=True)
@@ -103,6 +112,34 @@ def _gelu_pwl(spec: Any, row_max: int) -> Config:
         "ICPT_FILE": memh_text(t["intercepts"], hw["C_W"]),
     }
     return _sv(hw, _PWL), mems
+
+
+_IBERT_GELU = (
+    "IN_W",
+    "OUT_W",
+    "OUT_SIGNED",
+    "OUT_RND",
+    "OUT_OVF",
+    "B_INT",
+    "C_INT",
+    "ERF_SHIFT",
+    "ERF_ONE",
+    "MULT",
+    "MULT_SHIFT",
+    "ABS_W",
+    "T_W",
+    "TB_W",
+    "SQ_W",
+    "POLY_W",
+    "ERF_W",
+    "SUM_W",
+    "PROD_W",
+    "Q_W",
+)
+
+
+def _gelu_ibert(spec: Any, row_max: int) -> Config:
+    return _sv(spec.hw_params(), _IBERT_GELU), {}
 
 
 # -- LayerNorm ---------------------------------------------------------------------------
@@ -230,6 +267,15 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         _gelu_pwl,
         rowwise=False,
         doc="parallel breakpoint compare, slope/intercept ROMs, one MAC; latency 4",
+    ),
+    (Operator.GELU, "ibert"): RtlUnit(
+        Operator.GELU,
+        "ibert",
+        "hwa_gelu_ibert",
+        (*_COMMON, "hwa_gelu_ibert.sv"),
+        _gelu_ibert,
+        rowwise=False,
+        doc="erf polynomial (abs, min, square), x·(erf + 1), dyadic requantisation; latency 5",
     ),
     (Operator.SOFTMAX, "online"): RtlUnit(
         Operator.SOFTMAX,

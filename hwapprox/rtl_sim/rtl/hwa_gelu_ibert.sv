@@ -1,0 +1,167 @@
+// hwa_gelu_ibert -- I-BERT i-GELU (hwapprox.approx.gelu.IBertGelu), bit-exact.
+//
+// For a raw input code x (in_fmt), with the spec's integer constants:
+//   t    = min(|x|, -B_INT)                         (T_W bits)
+//   poly = (t + B_INT)^2 + C_INT                    (the erf polynomial, POLY_W)
+//   erf  = (sign(x) * poly) >>> ERF_SHIFT           (floor, ERF_W)
+//   p    = x * (erf + ERF_ONE)                      (PROD_W)
+//   q    = -(p * MULT)                              (the dyadic requantisation, Q_W)
+//   y    = sat(round_shift(q, MULT_SHIFT, OUT_RND), OUT_OVF)   into out_fmt (OUT_W)
+// Every intermediate has the width the spec's hw_params() derives.
+// Stream: one element per cycle, tlast passed through, stall-all pipeline.
+// Latency: 5 cycles (abs/min/add, square, polynomial + multiply, requantising
+// multiply, round/saturate).
+// Parameter defaults: the default IBertGelu spec's hw_params() (tests/test_rtl_lint.py).
+// C_INT and MULT are 64-bit (C_INT negative: a two's-complement 64'h literal).
+module hwa_gelu_ibert #(
+    parameter int IN_W = 16,
+    parameter int OUT_W = 16,
+    parameter bit OUT_SIGNED = 1'b1,
+    parameter int OUT_RND = 2,
+    parameter int OUT_OVF = 1,
+    parameter int B_INT = -5124,
+    parameter longint C_INT = 64'hFFFFFFFFFE44CB92,
+    parameter int ERF_SHIFT = 14,
+    parameter int ERF_ONE = -1773,
+    parameter longint MULT = 64'd9690706,
+    parameter int MULT_SHIFT = 35,
+    parameter int ABS_W = 16,
+    parameter int T_W = 13,
+    parameter int TB_W = 14,
+    parameter int SQ_W = 25,
+    parameter int POLY_W = 26,
+    parameter int ERF_W = 12,
+    parameter int SUM_W = 13,
+    parameter int PROD_W = 28,
+    parameter int Q_W = 52
+) (
+    input  logic             clk,
+    input  logic             rst,
+    input  logic [IN_W-1:0]  s_axis_tdata,
+    input  logic             s_axis_tvalid,
+    output logic             s_axis_tready,
+    input  logic             s_axis_tlast,
+    output logic [OUT_W-1:0] m_axis_tdata,
+    output logic             m_axis_tvalid,
+    input  logic             m_axis_tready,
+    output logic             m_axis_tlast
+);
+
+  localparam int SHW = 8;
+  localparam int RW = Q_W + ((MULT_SHIFT < 0) ? -MULT_SHIFT : 0) + 1;
+
+  if (IN_W < 2 || IN_W > 40 || OUT_W < 1 || OUT_W > 62 || B_INT >= 0 || ERF_SHIFT < 0
+      || Q_W > 62 || PROD_W > 62 || POLY_W > 62 || T_W < 1 || TB_W < 2
+      || MULT_SHIFT < -60 || MULT_SHIFT > 100) begin : g_bad
+    $error("hwa_gelu_ibert: invalid IN_W=%0d OUT_W=%0d B_INT=%0d (< 0) ERF_SHIFT=%0d Q_W=%0d PROD_W=%0d MULT_SHIFT=%0d",
+           IN_W, OUT_W, B_INT, ERF_SHIFT, Q_W, PROD_W, MULT_SHIFT);
+  end
+
+  logic ce;
+  assign ce = ~m_axis_tvalid | m_axis_tready;
+  assign s_axis_tready = ce;
+
+  // p1: t = min(|x|, -B_INT), t + B_INT
+  logic signed [IN_W-1:0] x_in;
+  logic [ABS_W-1:0] a_c;
+  logic [T_W-1:0] t_c;
+  localparam logic [T_W-1:0] LIM = T_W'(-B_INT);
+  assign x_in = s_axis_tdata;
+  assign a_c = x_in[IN_W-1] ? ABS_W'(-(ABS_W + 1)'(x_in)) : ABS_W'(x_in);
+  assign t_c = ((ABS_W + T_W)'(a_c) < (ABS_W + T_W)'(LIM)) ? T_W'(a_c) : LIM;
+  logic p1_v, p1_l;
+  logic signed [IN_W-1:0] p1_x;
+  logic signed [TB_W-1:0] p1_tb;
+  always_ff @(posedge clk) begin
+    if (rst) p1_v <= 1'b0;
+    else if (ce) p1_v <= s_axis_tvalid;
+    if (ce) begin
+      p1_l <= s_axis_tlast;
+      p1_x <= x_in;
+      p1_tb <= TB_W'($signed({1'b0, t_c})) + TB_W'(B_INT);
+    end
+  end
+
+  // p2: the square
+  logic p2_v, p2_l;
+  logic signed [IN_W-1:0] p2_x;
+  logic [SQ_W-1:0] p2_sq;
+  always_ff @(posedge clk) begin
+    if (rst) p2_v <= 1'b0;
+    else if (ce) p2_v <= p1_v;
+    if (ce) begin
+      p2_l <= p1_l;
+      p2_x <= p1_x;
+      p2_sq <= SQ_W'(p1_tb * p1_tb);
+    end
+  end
+
+  // p3: polynomial with x's sign, floor shift, + one, times x
+  logic signed [POLY_W-1:0] poly_c, sp_c;
+  logic signed [ERF_W-1:0] erf_c;
+  logic signed [SUM_W-1:0] sum_c;
+  assign poly_c = POLY_W'($signed({1'b0, p2_sq})) + POLY_W'(C_INT);
+  assign sp_c = (p2_x > 0) ? poly_c : ((p2_x < 0) ? -poly_c : '0);
+  assign erf_c = ERF_W'(sp_c >>> ERF_SHIFT);
+  assign sum_c = SUM_W'(erf_c) + SUM_W'(ERF_ONE);
+  logic p3_v, p3_l;
+  logic signed [PROD_W-1:0] p3_p;
+  always_ff @(posedge clk) begin
+    if (rst) p3_v <= 1'b0;
+    else if (ce) p3_v <= p2_v;
+    if (ce) begin
+      p3_l <= p2_l;
+      p3_p <= PROD_W'(p2_x) * PROD_W'(sum_c);
+    end
+  end
+
+  // p4: the requantising product
+  logic p4_v, p4_l;
+  logic signed [Q_W-1:0] p4_q;
+  always_ff @(posedge clk) begin
+    if (rst) p4_v <= 1'b0;
+    else if (ce) p4_v <= p3_v;
+    if (ce) begin
+      p4_l <= p3_l;
+      p4_q <= -(Q_W'(p3_p) * Q_W'(MULT));
+    end
+  end
+
+  // p5: cast into out_fmt
+  logic signed [RW-1:0] rnd_c;
+  logic [OUT_W-1:0] out_c;
+  if (MULT_SHIFT > 0) begin : g_rshift
+    hwa_round_shift #(
+        .IN_W (Q_W),
+        .SH_W (SHW),
+        .OUT_W(RW),
+        .MODE (OUT_RND)
+    ) u_round (
+        .x (p4_q),
+        .sh(SHW'(MULT_SHIFT)),
+        .y (rnd_c)
+    );
+  end else begin : g_lshift
+    assign rnd_c = RW'(p4_q) <<< (-MULT_SHIFT);
+  end
+  hwa_sat #(
+      .IN_W      (RW),
+      .OUT_W     (OUT_W),
+      .OUT_SIGNED(OUT_SIGNED),
+      .OVF       (OUT_OVF)
+  ) u_sat (
+      .x(rnd_c),
+      .y(out_c)
+  );
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      m_axis_tvalid <= 1'b0;
+      m_axis_tlast <= 1'b0;
+    end else if (ce) begin
+      m_axis_tvalid <= p4_v;
+      m_axis_tlast <= p4_l;
+    end
+    if (ce) m_axis_tdata <= out_c;
+  end
+
+endmodule
