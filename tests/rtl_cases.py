@@ -34,6 +34,27 @@ CASES = [
         {"in_fmt": "ap_fixed<8,3>", "out_fmt": "ap_fixed<8,3,AP_TRN,AP_WRAP>", "erf_shift": 6},
         48,
     ),
+    ("gelu-edgemoe-16b", "gelu", "edgemoe", {}, 48),
+    (
+        "gelu-edgemoe-10b",
+        "gelu",
+        "edgemoe",
+        {
+            "in_fmt": "ap_fixed<10,4>",
+            "out_fmt": "ap_fixed<10,4,AP_RND_CONV,AP_SAT>",
+            "entry_fmt": "ap_ufixed<12,0,AP_RND>",
+            "step": 0.0625,
+            "table_size": 97,
+        },
+        48,
+    ),
+    (
+        "gelu-edgemoe-8b-coarse",
+        "gelu",
+        "edgemoe",
+        {"in_fmt": "ap_fixed<8,5>", "step": 0.125, "table_size": 49},
+        48,
+    ),
     ("softmax-online-16b", "softmax", "online", {}, 24),
     ("softmax-online-sm1-16b", "softmax", "online", {"off_by_one": True}, 24),  # Softmax_1
     (

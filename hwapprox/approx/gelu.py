@@ -789,6 +789,7 @@ class EdgeMoeGelu(_GeluSpec):
             "TABLE_SIZE": self.table_size,
             "K": k,
             "ENTRY_F": fe,
+            "ENTRY_RND": rounding_code(self.entry_fmt.rounding),
             "FT": ft,
             "FA": fa,
             "ABS_W": ubits(a_max),

@@ -142,6 +142,35 @@ def _gelu_ibert(spec: Any, row_max: int) -> Config:
     return _sv(spec.hw_params(), _IBERT_GELU), {}
 
 
+_EDGEMOE = (
+    "IN_W",
+    "IN_F",
+    "OUT_W",
+    "OUT_F",
+    "OUT_SIGNED",
+    "OUT_RND",
+    "OUT_OVF",
+    "TABLE_SIZE",
+    "K",
+    "ENTRY_F",
+    "ENTRY_RND",
+    "FT",
+    "FA",
+    "ABS_W",
+    "IDX_W",
+    "T_W",
+    "ENTRY_W",
+    "INTERP_W",
+    "DELTA_W",
+    "ACC_W",
+)
+
+
+def _gelu_edgemoe(spec: Any, row_max: int) -> Config:
+    hw = spec.hw_params()
+    return _sv(hw, _EDGEMOE), {"DELTA_FILE": memh_text(spec.tables()["delta"], hw["ENTRY_W"])}
+
+
 # -- LayerNorm ---------------------------------------------------------------------------
 _LN = (
     "IN_W",
@@ -276,6 +305,16 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         _gelu_ibert,
         rowwise=False,
         doc="erf polynomial (abs, min, square), x·(erf + 1), dyadic requantisation; latency 5",
+    ),
+    (Operator.GELU, "edgemoe"): RtlUnit(
+        Operator.GELU,
+        "edgemoe",
+        "hwa_gelu_edgemoe",
+        (*_COMMON, "hwa_gelu_edgemoe.sv"),
+        _gelu_edgemoe,
+        rowwise=False,
+        doc="ReLU(x) - delta(|x|): two reads of the delta table, one interpolation multiply; "
+        "latency 4",
     ),
     (Operator.SOFTMAX, "online"): RtlUnit(
         Operator.SOFTMAX,
