@@ -55,6 +55,19 @@ CASES = [
         {"in_fmt": "ap_fixed<8,5>", "step": 0.125, "table_size": 49},
         48,
     ),
+    ("gelu-shiftgelu-8b", "gelu", "shiftgelu", {}, 48),
+    (
+        "gelu-shiftgelu-10b",
+        "gelu",
+        "shiftgelu",
+        {
+            "in_fmt": "ap_fixed<10,4>",
+            "out_fmt": "ap_fixed<12,4,AP_RND_CONV,AP_SAT>",
+            "n": 15,
+            "sigmoid_bits": 12,
+        },
+        48,
+    ),
     ("softmax-online-16b", "softmax", "online", {}, 24),
     ("softmax-online-sm1-16b", "softmax", "online", {"off_by_one": True}, 24),  # Softmax_1
     (

@@ -106,6 +106,7 @@ def test_submodules_have_no_defaults_to_disagree_with(module: str) -> None:
         ("gelu", "lut", {}, ()),
         ("gelu", "ibert", {}, ()),
         ("gelu", "edgemoe", {}, ()),
+        ("gelu", "shiftgelu", {}, ()),
     ],
 )
 def test_unit_defaults_are_the_default_spec(

@@ -171,6 +171,37 @@ def _gelu_edgemoe(spec: Any, row_max: int) -> Config:
     return _sv(hw, _EDGEMOE), {"DELTA_FILE": memh_text(spec.tables()["delta"], hw["ENTRY_W"])}
 
 
+_SHIFTGELU = (
+    "IN_W",
+    "OUT_W",
+    "OUT_F",
+    "OUT_SIGNED",
+    "OUT_RND",
+    "OUT_OVF",
+    "X0",
+    "EXP_N",
+    "TVM",
+    "SIGMOID_SHIFT",
+    "PROD_F",
+    "M_W",
+    "SX_W",
+    "ST_W",
+    "SQ_W",
+    "SR_W",
+    "SEI_W",
+    "SE_W",
+    "ESUM_W",
+    "FACTOR_W",
+    "SIGP_W",
+    "SIG_W",
+    "YP_W",
+)
+
+
+def _gelu_shiftgelu(spec: Any, row_max: int) -> Config:
+    return _sv(spec.hw_params(), _SHIFTGELU), {}
+
+
 # -- LayerNorm ---------------------------------------------------------------------------
 _LN = (
     "IN_W",
@@ -315,6 +346,16 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         rowwise=False,
         doc="ReLU(x) - delta(|x|): two reads of the delta table, one interpolation multiply; "
         "latency 4",
+    ),
+    (Operator.GELU, "shiftgelu"): RtlUnit(
+        Operator.GELU,
+        "shiftgelu",
+        "hwa_gelu_shiftgelu",
+        (*_COMMON, "hwa_udiv.sv", "hwa_gelu_shiftgelu.sv"),
+        _gelu_shiftgelu,
+        rowwise=False,
+        doc="two shift-exps (shifts, adds, a compare chain for q), a 31-stage pipelined "
+        "divider, two multiplies; latency 37",
     ),
     (Operator.SOFTMAX, "online"): RtlUnit(
         Operator.SOFTMAX,

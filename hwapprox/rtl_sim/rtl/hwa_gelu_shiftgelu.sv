@@ -1,0 +1,247 @@
+// hwa_gelu_shiftgelu -- I-ViT ShiftGELU, x·sigmoid(1.702x) with the shift-exp
+// (hwapprox.approx.gelu.ShiftGelu), bit-exact.
+//
+// For a raw input code x (in_fmt), with X0 < 0 and EXP_N from the spec:
+//   m = max(x, 0);  e1 = shift_exp(x - m);  e2 = shift_exp(-m)       (arguments <= 0)
+//   shift_exp(v): t = v + (v >>> 1) - (v >>> 4);  t = max(t, EXP_N·X0);
+//                 q = floor(t / X0) in [0, EXP_N] (a compare per value of q);
+//                 r = t - X0·q;  TVM = 0: e = ((r - 2·X0) << (EXP_N - q)) >> 1
+//                                TVM = 1: e = ((r >>> 1) - X0) << (EXP_N - q)
+//   factor = floor((2^31 - 1) / (e1 + e2))     (hwa_udiv: 31 pipelined stages)
+//   sig    = (e1·factor) >> SIGMOID_SHIFT;  y = x·sig   (PROD_F fraction bits)
+//   out    = sat(round_shift(y, PROD_F - OUT_F, OUT_RND), OUT_OVF)
+// Every intermediate has the width the spec's hw_params() derives.
+// Stream: one element per cycle, tlast passed through, stall-all pipeline.
+// Latency: 37 cycles (shift-exps 2, sum 1, divider 31, sigmoid 1, product 1, cast 1).
+// Parameter defaults: the default ShiftGelu spec's hw_params() (tests/test_rtl_lint.py).
+module hwa_gelu_shiftgelu #(
+    parameter int IN_W = 8,
+    parameter int OUT_W = 16,
+    parameter int OUT_F = 11,
+    parameter bit OUT_SIGNED = 1'b1,
+    parameter int OUT_RND = 2,
+    parameter int OUT_OVF = 1,
+    parameter int X0 = -10,
+    parameter int EXP_N = 23,
+    parameter bit TVM = 1'b0,
+    parameter int SIGMOID_SHIFT = 24,
+    parameter int PROD_F = 11,
+    parameter int M_W = 7,
+    parameter int SX_W = 8,
+    parameter int ST_W = 9,
+    parameter int SQ_W = 5,
+    parameter int SR_W = 5,
+    parameter int SEI_W = 28,
+    parameter int SE_W = 27,
+    parameter int ESUM_W = 28,
+    parameter int FACTOR_W = 31,
+    parameter int SIGP_W = 31,
+    parameter int SIG_W = 7,
+    parameter int YP_W = 15
+) (
+    input  logic             clk,
+    input  logic             rst,
+    input  logic [IN_W-1:0]  s_axis_tdata,
+    input  logic             s_axis_tvalid,
+    output logic             s_axis_tready,
+    input  logic             s_axis_tlast,
+    output logic [OUT_W-1:0] m_axis_tdata,
+    output logic             m_axis_tvalid,
+    input  logic             m_axis_tready,
+    output logic             m_axis_tlast
+);
+
+  localparam int SHW = 8;
+  localparam int OSH = PROD_F - OUT_F;
+  localparam int RW = YP_W + ((OSH < 0) ? -OSH : 0) + 1;
+  localparam int DIV_N = 31;  // the numerator 2^31 - 1
+  localparam int PW = SE_W + IN_W + 2;  // payload through the divider: e1, x, valid, last
+  localparam int PRW = SE_W + FACTOR_W;  // e1·factor before the shift
+
+  if (IN_W < 2 || IN_W > 32 || X0 >= 0 || EXP_N < 1 || EXP_N > 30 || ESUM_W > 31
+      || FACTOR_W != 31 || SIGMOID_SHIFT < 1 || YP_W > 62) begin : g_bad
+    $error("hwa_gelu_shiftgelu: invalid IN_W=%0d X0=%0d (< 0) EXP_N=%0d (1..30) ESUM_W=%0d (<= 31) FACTOR_W=%0d (31) SIGMOID_SHIFT=%0d",
+           IN_W, X0, EXP_N, ESUM_W, FACTOR_W, SIGMOID_SHIFT);
+  end
+
+  logic ce;
+  assign ce = ~m_axis_tvalid | m_axis_tready;
+  assign s_axis_tready = ce;
+
+  // ---- stage 1: both shift-exp arguments, t, clip and q -------------------------------
+  logic signed [IN_W-1:0] x_in;
+  logic [M_W-1:0] m_c;
+  logic signed [SX_W-1:0] v1_c, v2_c;
+  assign x_in = s_axis_tdata;
+  assign m_c = (x_in > 0) ? M_W'(x_in) : '0;
+  assign v1_c = SX_W'(x_in) - SX_W'($signed({1'b0, m_c}));
+  assign v2_c = -SX_W'($signed({1'b0, m_c}));
+  localparam logic signed [ST_W-1:0] CLIP = ST_W'(EXP_N * X0);
+
+  function automatic logic signed [ST_W-1:0] log2e_clip(input logic signed [SX_W-1:0] v);
+    logic signed [ST_W-1:0] vs, t;
+    vs = ST_W'(v);
+    t = vs + (vs >>> 1) - (vs >>> 4);
+    return (t < CLIP) ? CLIP : t;
+  endfunction
+  function automatic logic [SQ_W-1:0] quot(input logic signed [ST_W-1:0] t);
+    logic [SQ_W-1:0] q;
+    q = '0;
+    for (int j = 1; j <= EXP_N; j++) begin
+      if (32'(t) <= j * X0) q = q + 1'b1;  // t / X0 >= j
+    end
+    return q;
+  endfunction
+
+  logic s1_v, s1_l;
+  logic signed [IN_W-1:0] s1_x;
+  logic signed [ST_W-1:0] s1_t1, s1_t2;
+  logic [SQ_W-1:0] s1_q1, s1_q2;
+  logic signed [ST_W-1:0] t1_c, t2_c;
+  assign t1_c = log2e_clip(v1_c);
+  assign t2_c = log2e_clip(v2_c);
+  always_ff @(posedge clk) begin
+    if (rst) s1_v <= 1'b0;
+    else if (ce) s1_v <= s_axis_tvalid;
+    if (ce) begin
+      s1_l <= s_axis_tlast;
+      s1_x <= x_in;
+      s1_t1 <= t1_c;
+      s1_t2 <= t2_c;
+      s1_q1 <= quot(t1_c);
+      s1_q2 <= quot(t2_c);
+    end
+  end
+
+  // ---- stage 2: r = t - X0·q and the shifted exponent ---------------------------------
+  function automatic logic [SE_W-1:0] sexp(input logic signed [ST_W-1:0] t,
+                                           input logic [SQ_W-1:0] q);
+    logic signed [SR_W-1:0] r;
+    logic [SEI_W-1:0] b;
+    int sh;
+    r = SR_W'(t - ST_W'(X0) * ST_W'($signed({1'b0, q})));
+    sh = EXP_N - 32'(q);
+    if (TVM) begin
+      b = SEI_W'(SEI_W'(r >>> 1) - SEI_W'(X0));
+      return SE_W'(b << sh);
+    end
+    b = SEI_W'(SEI_W'(r) - SEI_W'(2 * X0));
+    return SE_W'((b << sh) >> 1);
+  endfunction
+  logic s2_v, s2_l;
+  logic signed [IN_W-1:0] s2_x;
+  logic [SE_W-1:0] s2_e1, s2_e2;
+  always_ff @(posedge clk) begin
+    if (rst) s2_v <= 1'b0;
+    else if (ce) s2_v <= s1_v;
+    if (ce) begin
+      s2_l <= s1_l;
+      s2_x <= s1_x;
+      s2_e1 <= sexp(s1_t1, s1_q1);
+      s2_e2 <= sexp(s1_t2, s1_q2);
+    end
+  end
+
+  // ---- stage 3: the sum; then (2^31 - 1) / sum, 31 stages --------------------------------
+  logic [ESUM_W-1:0] s3_sum;
+  logic [PW-1:0] s3_p;
+  always_ff @(posedge clk) begin
+    if (rst) s3_p[0] <= 1'b0;
+    else if (ce) s3_p[0] <= s2_v;
+    if (ce) begin
+      s3_sum <= ESUM_W'(s2_e1) + ESUM_W'(s2_e2);
+      s3_p[PW-1:1] <= {s2_e1, s2_x, s2_l};
+    end
+  end
+  logic [FACTOR_W-1:0] factor;
+  logic [PW-1:0] dv_p;
+  hwa_udiv #(
+      .N_W(DIV_N),
+      .D_W(ESUM_W),
+      .Q_W(FACTOR_W),
+      .P_W(PW)
+  ) u_div (
+      .clk  (clk),
+      .en   (ce),
+      .n    ({DIV_N{1'b1}}),
+      .d    (s3_sum),
+      .p_in (s3_p),
+      .q    (factor),
+      .p_out(dv_p)
+  );
+  // the divider's valid bit follows reset through its payload: clear it on reset
+  logic dv_v, dv_l;
+  logic [SE_W-1:0] dv_e1;
+  logic signed [IN_W-1:0] dv_x;
+  logic [DIV_N-1:0] dv_ok;  // stages filled since reset
+  always_ff @(posedge clk) begin
+    if (rst) dv_ok <= '0;
+    else if (ce) dv_ok <= {dv_ok[DIV_N-2:0], 1'b1};
+  end
+  assign {dv_e1, dv_x, dv_l} = dv_p[PW-1:1];
+  assign dv_v = dv_p[0] & dv_ok[DIV_N-1];
+
+  // ---- sigmoid, product, cast ---------------------------------------------------------------
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic [PRW-1:0] sigp_c;
+  /* verilator lint_on UNUSEDSIGNAL */
+  assign sigp_c = PRW'(dv_e1) * PRW'(factor);  // <= 2^31 - 1 (e1 <= e1 + e2): SIGP_W bits
+  logic s4_v, s4_l;
+  logic signed [IN_W-1:0] s4_x;
+  logic [SIG_W-1:0] s4_sig;
+  always_ff @(posedge clk) begin
+    if (rst) s4_v <= 1'b0;
+    else if (ce) s4_v <= dv_v;
+    if (ce) begin
+      s4_l <= dv_l;
+      s4_x <= dv_x;
+      s4_sig <= SIG_W'(SIGP_W'(sigp_c) >> SIGMOID_SHIFT);
+    end
+  end
+  logic s5_v, s5_l;
+  logic signed [YP_W-1:0] s5_y;
+  always_ff @(posedge clk) begin
+    if (rst) s5_v <= 1'b0;
+    else if (ce) s5_v <= s4_v;
+    if (ce) begin
+      s5_l <= s4_l;
+      s5_y <= YP_W'(s4_x) * YP_W'($signed({1'b0, s4_sig}));
+    end
+  end
+  logic signed [RW-1:0] rnd_c;
+  logic [OUT_W-1:0] out_c;
+  if (OSH > 0) begin : g_rshift
+    hwa_round_shift #(
+        .IN_W (YP_W),
+        .SH_W (SHW),
+        .OUT_W(RW),
+        .MODE (OUT_RND)
+    ) u_round (
+        .x (s5_y),
+        .sh(SHW'(OSH)),
+        .y (rnd_c)
+    );
+  end else begin : g_lshift
+    assign rnd_c = RW'(s5_y) <<< (-OSH);
+  end
+  hwa_sat #(
+      .IN_W      (RW),
+      .OUT_W     (OUT_W),
+      .OUT_SIGNED(OUT_SIGNED),
+      .OVF       (OUT_OVF)
+  ) u_sat (
+      .x(rnd_c),
+      .y(out_c)
+  );
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      m_axis_tvalid <= 1'b0;
+      m_axis_tlast <= 1'b0;
+    end else if (ce) begin
+      m_axis_tvalid <= s5_v;
+      m_axis_tlast <= s5_l;
+    end
+    if (ce) m_axis_tdata <= out_c;
+  end
+
+endmodule
