@@ -71,11 +71,16 @@ def rtl_params(spec, n: int) -> dict[str, int | str] | None:
 
 
 def sv_value(v: int | str) -> int:
-    """An SV parameter value as an integer (``64'd...`` literals included)."""
+    """An SV parameter value as an integer (``64'd...`` and two's-complement ``64'h...``
+    literals included)."""
     if isinstance(v, str):
         m = re.fullmatch(r"64'd(\d+)", v)
+        if m:
+            return int(m.group(1))
+        m = re.fullmatch(r"64'h([0-9A-F]{16})", v)
         assert m, v
-        return int(m.group(1))
+        u = int(m.group(1), 16)
+        return u - (1 << 64) if u >> 63 else u
     return int(v)
 
 
