@@ -134,4 +134,22 @@ CASES = [
         },
         24,
     ),
+    ("layernorm-rmsnorm-16b", "layernorm", "rmsnorm", {"max_n": 64}, 24),
+    (
+        "layernorm-rmsnorm-8b",
+        "layernorm",
+        "rmsnorm",
+        {
+            "in_fmt": "ap_fixed<8,3>",
+            "out_fmt": "ap_fixed<8,3,AP_RND,AP_SAT>",
+            "gamma_fmt": "ap_fixed<8,2>",
+            "beta_fmt": "ap_fixed<8,2>",
+            "max_n": 64,
+            "rsqrt_frac_bits": 14,
+            "newton_steps": 1,
+            "norm_frac_bits": 10,
+            "eps": 1e-3,
+        },
+        24,
+    ),
 ]

@@ -69,7 +69,7 @@ IMPLEMENTED: dict[str, dict[Operator, tuple[str, ...]]] = {
     "rtl": {
         Operator.SOFTMAX: ("online",),
         Operator.GELU: ("edgemoe", "ibert", "lut", "pwl", "shiftgelu"),
-        Operator.LAYERNORM: ("rsqrt_lut",),
+        Operator.LAYERNORM: ("rmsnorm", "rsqrt_lut"),
     },
 }
 

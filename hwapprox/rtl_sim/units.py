@@ -233,14 +233,14 @@ _LN = (
 
 
 def _layernorm_rsqrt(spec: Any, row_max: int) -> Config:
-    _signed_in(spec, "layernorm/rsqrt_lut")
+    _signed_in(spec, f"layernorm/{spec.method}")
     hw = spec.hw_params()
     if row_max > hw["MAX_N"]:
         raise SpecError(
             f"row_max={row_max} exceeds the spec's max_n={hw['MAX_N']} (its accumulator sizes)"
         )
     if not spec.gamma_fmt.signed or not spec.beta_fmt.signed:
-        raise SpecError("layernorm/rsqrt_lut RTL needs signed gamma_fmt and beta_fmt")
+        raise SpecError(f"layernorm/{spec.method} RTL needs signed gamma_fmt and beta_fmt")
     geometry = row_stream_params(row_max)
     del geometry["N_BITS"]  # the spec's N_BITS sizes the N·X and N·S2 multipliers
     table = spec.tables()["rsqrt_table"]
@@ -377,6 +377,15 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         _layernorm_rsqrt,
         rowwise=True,
         doc="single-pass S1/S2, pipelined 1/sqrt (table + Newton), gamma/beta memory",
+    ),
+    (Operator.LAYERNORM, "rmsnorm"): RtlUnit(
+        Operator.LAYERNORM,
+        "rmsnorm",
+        "hwa_layernorm_rsqrt",
+        (*_COMMON, "hwa_row_stream.sv", "hwa_layernorm_rsqrt.sv"),
+        _layernorm_rsqrt,
+        rowwise=True,
+        doc="the rsqrt_lut unit with CENTER = 0: single-pass S2, 1/sqrt(N·S2 + eps) per row",
     ),
 }
 
