@@ -185,3 +185,56 @@ def test_layernorm_latency_and_throughput_target() -> None:
     assert res.passed, st.get("summary")
     assert st["latency_last"]["max"] <= n + 16
     assert st["throughput_out"] > 0.95
+
+
+def _masked_rows(spec, n: int, seed: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Rows with a padding mask (tail), a causal pattern, a fully masked row, a row whose
+    first elements are masked, a random mask and an unmasked row."""
+    rng = np.random.default_rng(seed)
+    rows = [spec.in_fmt.quantize(rng.normal(0, 2, n)) for _ in range(7)]
+    idx = np.arange(n)
+    masks = [
+        idx >= n - n // 3,  # padding
+        idx > n // 2,  # causal: keys after the query
+        np.ones(n, bool),  # fully masked
+        idx < 3,  # masked head: the first unmasked element opens the state
+        rng.random(n) < 0.4,
+        np.zeros(n, bool),
+        idx != n - 1,  # one unmasked element, the last
+    ]
+    return rows, masks
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{}, {"off_by_one": True}, {"exp_unit": "lut", "recip_unit": "lut"}],
+    ids=["16b", "sm1", "lutexp"],
+)
+@pytest.mark.parametrize(("idle", "backpressure"), [(0.0, 0.0), (0.45, 0.45)], ids=["0", "0.45"])
+def test_softmax_mask_bits(fields: dict, idle: float, backpressure: float) -> None:
+    """Mask bits on s_axis_tuser: every output equals spec.model(row, mask=...) (masked
+    elements 0, the rest as if the masked ones were absent, fully masked rows zeros)."""
+    from hwapprox.rtl_sim.sim import simulate
+
+    spec = make_spec("softmax", "online", **fields)
+    rows, masks = _masked_rows(spec, 24, seed=8)
+    res = simulate(spec, rows, masks=masks, idle=idle, backpressure=backpressure, seed=4)
+    st = res.stats
+    assert res.passed, st.get("error") or st.get("summary") or res.log_tail
+    assert st["matched"] == st["n_expected"] == 7 * 24
+    # the model's masked contract holds on these rows, so the RTL met it too
+    for r, m in zip(rows, masks, strict=True):
+        y = spec.model(r[None], mask=m[None])[0]
+        assert not y[m].any()
+        if (~m).any():
+            assert np.array_equal(y[~m], spec.model(r[~m][None])[0])
+
+
+def test_masked_rows_discriminate() -> None:
+    """The masked test can fail: on its rows the masked model differs from the unmasked
+    one in at least 5 of 7 rows, so a unit that ignored s_axis_tuser would mismatch."""
+    spec = make_spec("softmax", "online")
+    rows, masks = _masked_rows(spec, 24, seed=8)
+    with_mask = [spec.model(r[None], mask=m[None])[0] for r, m in zip(rows, masks, strict=True)]
+    without = [spec.model(r[None])[0] for r in rows]
+    assert sum(not np.array_equal(a, b) for a, b in zip(with_mask, without, strict=True)) >= 5

@@ -66,6 +66,7 @@ def simulate(
     seed: int = 0,
     gamma: npt.ArrayLike | None = None,
     beta: npt.ArrayLike | None = None,
+    masks: list[npt.ArrayLike] | None = None,
     corrupt: int | None = None,
     long_rows: bool = False,
     expect_extra: int = 0,
@@ -82,6 +83,8 @@ def simulate(
     buffer size) defaults to the longest row; a longer row is refused unless
     ``long_rows``: then it is sent, and the unit must drop it (no output) and
     flag it (one ``row_err`` pulse, a run-time ``$error``).
+    ``masks`` (softmax units): one bool array per row, True = masked out, sent on
+    ``s_axis_tuser`` and given to ``spec.model`` as ``mask``.
     ``expect_extra`` and ``timeout_cycles`` are for testing the testbench (see
     :mod:`hwapprox.rtl_sim.tb.stream_test`).
     """
@@ -111,6 +114,14 @@ def simulate(
     }
     if rowwise:
         job["row_max"] = rmax
+    if masks is not None:
+        if len(masks) != len(rows):
+            raise SpecError(f"masks has {len(masks)} rows for {len(rows)} rows")
+        mk = [np.asarray(m, dtype=bool).ravel() for m in masks]
+        for i, (m, r) in enumerate(zip(mk, rows, strict=True)):
+            if m.size != r.size:
+                raise SpecError(f"mask {i} has {m.size} bits for a row of {r.size}")
+        job["masks"] = [m.astype(int).tolist() for m in mk]
     if spec.operator is Operator.LAYERNORM:
         rng = np.random.default_rng(seed + 7)
         gf, bf = spec.gamma_fmt, spec.beta_fmt  # type: ignore[attr-defined]

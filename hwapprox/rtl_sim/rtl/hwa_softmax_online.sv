@@ -1,14 +1,18 @@
 // hwa_softmax_online -- single-pass softmax (hwapprox.approx.softmax.OnlineSoftmax,
 // schedule "online"; exp_unit "base2" or "lut"; recip_unit "newton" or "lut").
 //
-// Per row of n <= ROW_MAX raw in_fmt codes x (s_axis, tlast on the last one):
+// Per row of n <= ROW_MAX raw in_fmt codes x (s_axis, tlast on the last one) with
+// one mask bit each (s_axis_tuser, 1 = masked out: the mask contract of
+// hwapprox.approx.softmax -- a masked element takes no part in max or sum and
+// outputs 0, the others get the codes of the row without it; a fully masked row
+// outputs zeros):
 //   ingest (one element per cycle, no second read of the input):
-//     element 0: m = x_0, d = ONE;
-//     element j: if x_j > m: d = R_s(d * E(x_j - m)) + ONE, m = x_j
-//                else        d = d + (E(m - x_j) << (SUM_F - EXP_F))
+//     first unmasked element: m = x_j, d = ONE;
+//     later unmasked element: if x_j > m: d = R_s(d * E(x_j - m)) + ONE, m = x_j
+//                             else        d = d + (E(m - x_j) << (SUM_F - EXP_F))
 //     with E = hwa_exp_unit and R_s = round_shift(., EXP_F, SUM_RND);
 //     OFF_BY_ONE (Softmax_1): the state starts at a zero logit, (m, d) = (0, ONE),
-//     and element 0 takes the element-j rule;
+//     and the first unmasked element takes the later-element rule;
 //   per row: r = 1/d (hwa_recip, one per row);
 //   output (row re-read from the buffer): y_i = cast_out(E(m - x_i) * r):
 //     round_shift by EXP_F + R_F - OUT_F (OUT_RND; negative: exact left
@@ -16,7 +20,7 @@
 // The running max is resolved one stage ahead of the sum, so E is pipelined
 // and only d = f(d, e) is a one-cycle loop.
 //
-// Buffering (hwa_row_stream): circular buffer of BUF_DEPTH input words (a row
+// Buffering (hwa_row_stream): circular buffer of BUF_DEPTH {mask, code} words (a row
 // streams out while the next streams in); up to ROWQ rows wait for output.
 // Latency: last input -> first output of its row = 9 + RECIP_LAT cycles
 // (RECIP_LAT = 3 + Newton steps; 14 at the defaults) when the output is free;
@@ -80,6 +84,7 @@ module hwa_softmax_online #(
     input  logic             s_axis_tvalid,
     output logic             s_axis_tready,
     input  logic             s_axis_tlast,
+    input  logic             s_axis_tuser,  // mask bit: 1 = masked out
     output logic [OUT_W-1:0] m_axis_tdata,
     output logic             m_axis_tvalid,
     input  logic             m_axis_tready,
@@ -97,36 +102,63 @@ module hwa_softmax_online #(
            IN_W, OUT_W, ROW_MAX, N_BITS, SUM_W, SUM_F, EXP_F);
   end
   // ---- input: row buffer, queue and output sequencer (hwa_row_stream) -------------
+  // the buffered word is {mask bit, code}
   localparam int CTX_W = IN_W + R_W;  // per row: the max m and r = 1/d
   logic in_v, in_first, in_last, ctx_v, ce, rd_issue, o1_v, o1_l;
-  logic [IN_W-1:0] in_x;
-  logic [IN_W-1:0] o1_x;  // the port's type (.* needs it equal); signed view o1_xs
+  logic [IN_W:0] in_w, o1_w;
+  logic in_mask, o1_mask;
   logic signed [IN_W-1:0] o1_xs;
-  assign o1_xs = $signed(o1_x);
+  assign {o1_mask, o1_xs} = o1_w;
   logic [N_BITS-1:0] in_n, o1_n, rd_idx;
   logic [CTX_W-1:0] ctx, o1_ctx;
   hwa_row_stream #(
-      .IN_W(IN_W),
+      .IN_W(IN_W + 1),
       .CTX_W(CTX_W),
       .ROW_MAX(ROW_MAX),
       .BUF_DEPTH(BUF_DEPTH),
       .ROWQ(ROWQ),
       .N_BITS(N_BITS)
-  ) u_rows (.*);  // every port: the signal of the same name
+  ) u_rows (
+      .clk(clk),
+      .rst(rst),
+      .s_axis_tdata({s_axis_tuser, s_axis_tdata}),
+      .s_axis_tvalid(s_axis_tvalid),
+      .s_axis_tready(s_axis_tready),
+      .s_axis_tlast(s_axis_tlast),
+      .in_v(in_v),
+      .in_x(in_w),
+      .in_first(in_first),
+      .in_last(in_last),
+      .in_n(in_n),
+      .ctx_v(ctx_v),
+      .ctx(ctx),
+      .ce(ce),
+      .rd_issue(rd_issue),
+      .rd_idx(rd_idx),
+      .o1_v(o1_v),
+      .o1_l(o1_l),
+      .o1_x(o1_w),
+      .o1_ctx(o1_ctx),
+      .o1_n(o1_n),
+      .row_err(row_err)
+  );
   /* verilator lint_off UNUSEDSIGNAL */
   logic unused_rows;  // the sequencer's length and position outputs: not needed here
   assign unused_rows = ^{in_n, o1_n, rd_idx, rd_issue};
   /* verilator lint_on UNUSEDSIGNAL */
 
-  // stage A: running max; the exp argument against the previous max. A row starts
-  // empty (its first element sets m), or with OFF_BY_ONE at the zero logit (m = 0)
+  // stage A: running max over the unmasked elements; the exp argument against the
+  // previous max. A row starts empty (its first unmasked element sets m), or with
+  // OFF_BY_ONE at the zero logit (m = 0). A masked element changes nothing.
   logic signed [IN_W-1:0] x_in, m_reg, m_prev;
   logic signed [IN_W:0] diff;
-  logic a_v, a_first, a_last, a_new, starts;
+  logic a_v, a_first, a_last, a_new, a_live, a_start, starts, live, seen_reg, seen_prev;
   logic [DW-1:0] a_delta;
   logic signed [IN_W-1:0] a_m;
-  assign x_in = in_x;
-  assign starts = in_first && !OFF_BY_ONE;  // the first element opens an empty state
+  assign {in_mask, x_in} = in_w;
+  assign live = !in_mask;
+  assign seen_prev = !in_first && seen_reg;  // an unmasked element earlier in this row
+  assign starts = live && !seen_prev && !OFF_BY_ONE;  // it opens the empty state
   assign m_prev = (OFF_BY_ONE && in_first) ? '0 : m_reg;
   assign diff = (IN_W + 1)'(x_in) - (IN_W + 1)'(m_prev);
   always_ff @(posedge clk) begin
@@ -135,10 +167,13 @@ module hwa_softmax_online #(
     if (in_v) begin
       a_first <= in_first;
       a_last <= in_last;
-      a_new <= ~starts && (diff > 0);
+      a_live <= live;
+      a_start <= starts;
+      a_new <= live && !starts && (diff > 0);
       a_delta <= starts ? '0 : DW'((diff > 0) ? diff : -diff);
-      m_reg <= (starts || diff > 0) ? x_in : m_prev;
-      a_m <= (starts || diff > 0) ? x_in : m_prev;
+      m_reg <= (starts || (live && diff > 0)) ? x_in : m_prev;
+      a_m <= (starts || (live && diff > 0)) ? x_in : m_prev;
+      seen_reg <= seen_prev || live;
     end
   end
 
@@ -169,7 +204,8 @@ module hwa_softmax_online #(
       .d  (a_delta),
       .e  (e_in)
   );
-  logic b_v, b_first, b_last, b_new, c_v, c_first, c_last, c_new;
+  logic b_v, b_first, b_last, b_new, b_live, b_start, c_v, c_first, c_last, c_new, c_live;
+  logic c_start;
   logic signed [IN_W-1:0] b_m, c_m;
   always_ff @(posedge clk) begin
     if (rst) begin
@@ -182,10 +218,14 @@ module hwa_softmax_online #(
     b_first <= a_first;
     b_last <= a_last;
     b_new <= a_new;
+    b_live <= a_live;
+    b_start <= a_start;
     b_m <= a_m;
     c_first <= b_first;
     c_last <= b_last;
     c_new <= b_new;
+    c_live <= b_live;
+    c_start <= b_start;
     c_m <= b_m;
   end
 
@@ -210,7 +250,8 @@ module hwa_softmax_online #(
       .y (de_r)
   );
   always_comb begin
-    if (c_first && !OFF_BY_ONE) d_nxt = ONE;
+    if (!c_live) d_nxt = d_cur;  // masked: no change
+    else if (c_start) d_nxt = ONE;
     else if (c_new) d_nxt = SUM_W'(de_r) + ONE;
     else d_nxt = d_cur + (SUM_W'(e_in) << (SUM_F - EXP_F));
   end
@@ -291,7 +332,7 @@ module hwa_softmax_online #(
       .d  (o_delta),
       .e  (e_out)
   );
-  logic o2_v, o2_l, o3_v, o3_l;
+  logic o2_v, o2_l, o2_mask, o3_v, o3_l, o3_mask;
   logic [R_W-1:0] o2_r, o3_r;
   always_ff @(posedge clk) begin
     if (rst) begin
@@ -303,8 +344,10 @@ module hwa_softmax_online #(
     end
     if (ce) begin
       o2_l <= o1_l;
+      o2_mask <= o1_mask;
       o2_r <= o1_r;
       o3_l <= o2_l;
+      o3_mask <= o2_mask;
       o3_r <= o2_r;
     end
   end
@@ -345,7 +388,7 @@ module hwa_softmax_online #(
       m_axis_tvalid <= o3_v;
       m_axis_tlast <= o3_l;
     end
-    if (ce) m_axis_tdata <= y_c;
+    if (ce) m_axis_tdata <= o3_mask ? '0 : y_c;  // a masked element outputs 0
   end
 
 endmodule

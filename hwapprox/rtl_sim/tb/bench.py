@@ -61,8 +61,10 @@ def expected_rows(
     rows: list[npt.NDArray[np.int64]],
     gamma: npt.ArrayLike | None = None,
     beta: npt.ArrayLike | None = None,
+    masks: list[npt.NDArray[np.bool_]] | None = None,
 ) -> list[npt.NDArray[np.int64]]:
-    """The model's raw output for each row (rows of equal length batched)."""
+    """The model's raw output for each row (rows of equal length batched); ``masks``
+    (softmax units: one bool per element, True = masked out) go to ``spec.model``."""
     out: list[Any] = [None] * len(rows)
     if spec.operator is Operator.GELU:
         flat = np.concatenate(rows) if rows else np.zeros(0, np.int64)
@@ -81,6 +83,8 @@ def expected_rows(
         if spec.operator is Operator.LAYERNORM:
             kw["gamma"] = None if gamma is None else np.asarray(gamma, np.int64)[:n]
             kw["beta"] = None if beta is None else np.asarray(beta, np.int64)[:n]
+        if masks is not None:
+            kw["mask"] = np.stack([np.asarray(masks[i], bool) for i in idx])
         y = spec.model(x, axis=-1, **kw)
         for j, i in enumerate(idx):
             out[i] = y[j]
@@ -198,20 +202,29 @@ class UnitTB:
         corrupt: int | None = None,
         *,
         row_max: int | None = None,
+        masks: list[npt.NDArray[np.bool_]] | None = None,
     ) -> None:
         """Queue rows on the source and their model outputs on the scoreboard.
 
         ``corrupt`` flips the LSB of that expected output (to prove the
         scoreboard fails). With ``row_max`` (row-wise units), rows longer than it
-        are sent too but expect no output and one ``row_err`` pulse each.
+        are sent too but expect no output and one ``row_err`` pulse each. ``masks``
+        (one bool array per row, True = masked out) drive ``s_axis_tuser`` and the
+        model's ``mask``.
         """
+        if masks is not None and self.source.user is None:
+            raise StreamError(f"masks given, but {self.spec.method}'s unit has no s_axis_tuser")
         long = [row_max is not None and r.size > row_max for r in rows]
         short = [r for r, lg in zip(rows, long, strict=True) if not lg]
-        exp = expected_rows(self.spec, short, self.gamma, self.beta)
+        short_masks = None
+        if masks is not None:
+            short_masks = [m for m, lg in zip(masks, long, strict=True) if not lg]
+        exp = expected_rows(self.spec, short, self.gamma, self.beta, short_masks)
         it = iter(exp)
         pos = 0
-        for r, lg in zip(rows, long, strict=True):
-            self.source.send(r.tolist())
+        for i, (r, lg) in enumerate(zip(rows, long, strict=True)):
+            user = None if masks is None else [int(b) for b in masks[i]]
+            self.source.send(r.tolist(), user=user)
             self.kept.append(not lg)
             if lg:
                 self.long_rows += 1

@@ -5,6 +5,8 @@ The job file named by ``$HWAPPROX_RTL_JOB`` (JSON) holds:
 * ``spec``: ``spec.to_config()`` (rebuilt with ``spec_from_config``);
 * ``rows``: list of rows of raw input codes (each row ends with ``tlast``);
 * ``gamma``/``beta``: raw codes for LayerNorm units (optional);
+* ``masks``: one list of 0/1 per row (softmax units: ``s_axis_tuser``, 1 = masked
+  out; the model gets the same bits as ``mask``; optional);
 * ``idle``/``backpressure``: per-cycle pause probabilities; ``seed``;
 * ``corrupt``: index of one expected output to falsify (negative test);
 * ``row_max``: rows longer than this are sent too, expecting no output and one
@@ -59,7 +61,10 @@ async def stream_matches_model(dut: Any) -> None:
     if job.get("gamma") is not None:
         await tb.load_affine(job["gamma"], job["beta"])
     rows = [np.asarray(r, dtype=np.int64) for r in job["rows"]]
-    tb.send_rows(rows, corrupt=job.get("corrupt"), row_max=job.get("row_max"))
+    masks = job.get("masks")
+    if masks is not None:
+        masks = [np.asarray(m, dtype=bool) for m in masks]
+    tb.send_rows(rows, corrupt=job.get("corrupt"), row_max=job.get("row_max"), masks=masks)
     extra = int(job.get("expect_extra", 0))
     tb.n_expected += extra
     timeout = job.get("timeout_cycles")
