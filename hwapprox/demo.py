@@ -127,6 +127,7 @@ def _echo(msg: str) -> None:
 # -- stage 1: validate ---------------------------------------------------------------
 def stage_validate(out: Path, budget: str) -> StageResult:
     """Import, calibrate, tune to ``budget`` and measure; report in ``out/validate``."""
+    from hwapprox.approx.costmodel import rank_score
     from hwapprox.export import example
     from hwapprox.export.report import write_report
     from hwapprox.export.validate import validate
@@ -158,7 +159,7 @@ def stage_validate(out: Path, budget: str) -> StageResult:
                 "site_max_abs": err.get("max_abs"),
                 "site_max_lsb": err.get("max_lsb"),
                 "e2e_max_abs_at_tuning": at_tuning.get(s.name),
-                "cost_score": None if spec is None else round(spec.cost().score(), 1),
+                "cost_score": None if spec is None else round(rank_score(spec), 1),
             }
         )
     e2e = {k: res.end_to_end[k] for k in ("max_abs", "mean_abs", "cosine_min", "top1")}
@@ -460,31 +461,57 @@ def stage_resources(
             row["source"] = f"yosys ({'cached' if counts.get('cached') else 'run'})"
             row.update({k: counts[k] for k in RES_KINDS})
         else:
-            c = spec.cost()
-            row["source"] = "ESTIMATE (cost)"
-            row.update({"LUT": round(c.score()), "FF": None, "DSP": None, "BRAM": None})
+            from hwapprox.approx.costmodel import FAMILIES as COST_FAMILIES
+            from hwapprox.approx.costmodel import estimate
+
+            fam = b.family if b.family in COST_FAMILIES else "7series"
+            est = estimate(spec, fam, row_max=_row_max(res, names))
+            row["source"] = f"ESTIMATE ({est.source} cost model, {fam})"
+            row.update({k: v for k, v in est.as_dict().items() if k in RES_KINDS})
             estimated.append(unit)
         for k in RES_KINDS:
             if row[k] is not None:
                 used[k] += row[k] * len(names)
         rows.append(row)
-    # only the kinds something was counted for (the estimate has LUTs only)
+    # the linear layers: a documented estimate (export.linear_cost), its own row
+    from hwapprox.export.linear_cost import linear_estimate
+
+    lin = linear_estimate(res.imported.model)
+    rows.append(
+        {
+            "unit": "linear layers (MatMul/Gemm)",
+            "sites": [f"{lin.layers} layers, {lin.weights} weights"],
+            "count": lin.layers,
+            "source": "ESTIMATE (formula)",
+            "LUT": None,
+            "FF": None,
+            "DSP": lin.dsp,
+            "BRAM": lin.bram,
+            "note": lin.formula,
+        }
+    )
+    used["DSP"] += lin.dsp
+    used["BRAM"] += lin.bram
+    # only the kinds something was counted for (a proxy estimate has LUTs only)
     measured = {k for r in rows for k in RES_KINDS if r[k] is not None}
     fit = fit_report({k: v for k, v in used.items() if k in measured}, b)
     basis = (
-        "Sum over the nonlinear units, one instance per site (the linear layers are not included). "
+        "Sum over the nonlinear units, one instance per site, plus the linear layers' "
+        f"DSP/BRAM ESTIMATE ({lin.formula}). "
     )
     if estimated:
         basis += (
-            f"ESTIMATED (Cost.score() LUT-equivalents, no FF/DSP/BRAM) for: {', '.join(estimated)}."
+            "ESTIMATED (cost model fitted to yosys, hwapprox.approx.costmodel) for: "
+            f"{', '.join(estimated)}."
         )
     resources = {
         "source": "yosys synth_xilinx where an RTL unit exists, else ESTIMATE"
         if why_not is None
         else "ESTIMATE from ApproxSpec.cost(), not synthesis",
         "note": (
-            "ESTIMATE rows: LUT = Cost.score() (table bits/64 + multiplier a·b/16 + adder "
-            "widths, no DSPs; for ranking only). yosys rows: hwapprox.rtl_sim.synth "
+            "ESTIMATE rows: the cost model fitted to yosys synthesis of the RTL units "
+            "(benchmarks/results/synth.md gives its error; 'proxy' rows: Cost.score() LUTs "
+            "only). yosys rows: hwapprox.rtl_sim.synth "
             "(yosys mapping, not Vivado), row buffer = the sites' longest row."
             + ("" if why_not is None else f" yosys not used: {why_not}.")
         ),

@@ -303,10 +303,10 @@ def test_each_point_is_on_disk_before_the_next_starts(
     seen: list[int] = []
     real = sweep.run_point
 
-    def spy(config, inputs):  # type: ignore[no-untyped-def]
+    def spy(config, inputs, family="7series"):  # type: ignore[no-untyped-def]
         path = out / RESULTS_JSONL
         seen.append(len(path.read_text().splitlines()) if path.exists() else 0)
-        return real(config, inputs)
+        return real(config, inputs, family)
 
     monkeypatch.setattr(sweep, "run_point", spy)
     res = run_sweep(exp.points, out, progress=False, jobs=1)

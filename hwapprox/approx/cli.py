@@ -235,6 +235,7 @@ def _grid_from_options(
         fields=fields,
         out_widths=widths,
         inputs=_input_sets(kw, many=True),
+        family=kw.pop("family", None) or "7series",
     )
 
 
@@ -382,6 +383,13 @@ def _grid_options(fn: Any) -> Any:
             default=None,
             metavar="ADDRESS",
             help="Dask scheduler (tcp://host:8786) instead of a local pool.",
+        ),
+        click.option(
+            "--family",
+            type=click.Choice(["7series", "ultrascale+"]),
+            default="7series",
+            show_default=True,
+            help="FPGA family whose yosys-fitted LUT/FF/DSP/BRAM estimate ranks candidates.",
         ),
     ]
     for opt in reversed(opts):
@@ -561,7 +569,10 @@ def tune_cmd(
     quiet: bool,
     **kw: Any,
 ) -> None:
-    """Find the cheapest spec (by cost score) that meets an error budget.
+    """Find the cheapest spec that meets an error budget.
+
+    Cheapest by the cost model fitted to yosys synthesis of the RTL units
+    (LUT/FF/DSP/BRAM of --family, in LUT-equivalents; hwapprox.approx.costmodel).
 
     The search space is built as in 'hwapprox sweep' (by default: the default
     spec of every method; widen it with --out-width, --out-fmt and --set

@@ -55,6 +55,7 @@ from typing import Any
 import numpy as np
 
 from hwapprox.approx.base import ApproxSpec, Operator, SpecError
+from hwapprox.approx.costmodel import FAMILIES, estimate, rank_score
 from hwapprox.approx.inputs import InputSet
 from hwapprox.approx.metrics import METRIC_NAMES, Metrics, compute_metrics
 from hwapprox.approx.registry import get_method, list_methods, make_spec, spec_from_config
@@ -80,7 +81,23 @@ RESULTS_JSONL = "results.jsonl"
 RESULTS_CSV = "results.csv"
 _TOOL = "hwapprox sweep"
 
-COST_COLUMNS = ("cost_score", "table_bits", "tables", "multipliers", "adders", "dividers")
+#: cost_score: the fitted estimate in LUT-equivalents of the grid's family
+#: (:func:`hwapprox.approx.costmodel.rank_score`); LUT/FF/DSP/BRAM: its parts; proxy_score:
+#: the pre-synthesis ``Cost.score()``; the rest: ``spec.cost()`` counts
+COST_COLUMNS = (
+    "cost_score",
+    "LUT",
+    "FF",
+    "DSP",
+    "BRAM",
+    "cost_source",
+    "proxy_score",
+    "table_bits",
+    "tables",
+    "multipliers",
+    "adders",
+    "dividers",
+)
 CSV_COLUMNS: tuple[str, ...] = (
     "key",
     "operator",
@@ -127,6 +144,7 @@ class SweepPoint:
     config: dict[str, Any]
     inputs: InputSet
     cost_score: float = math.nan
+    family: str = "7series"
 
     @property
     def key(self) -> str:
@@ -148,12 +166,20 @@ class Grid:
     fields: dict[str, Sequence[Any]] = field(default_factory=dict)
     out_widths: Sequence[int] = ()
     inputs: Sequence[InputSet] = (InputSet(),)
+    #: FPGA family whose fitted cost ranks the candidates (costmodel.FAMILIES)
+    family: str = "7series"
+
+    def __post_init__(self) -> None:
+        if self.family not in FAMILIES:
+            raise SweepError(
+                f"grid family {self.family!r} has no cost model; use one of {', '.join(FAMILIES)}"
+            )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Grid:
         """From plain data (YAML): ``operator``, ``methods``, ``fields``,
         ``out_widths``, ``inputs`` (list of input-set mappings)."""
-        known = {"operator", "methods", "fields", "out_widths", "inputs"}
+        known = {"operator", "methods", "fields", "out_widths", "inputs", "family"}
         if not isinstance(data, dict):
             raise SweepError(f"a grid must be a mapping with keys {sorted(known)}, got {data!r}")
         unknown = sorted(set(data) - known)
@@ -177,6 +203,7 @@ class Grid:
             fields={str(k): _as_list(v) for k, v in fields_.items()},
             out_widths=[int(w) for w in _as_list(data.get("out_widths") or [])],
             inputs=sets,
+            family=str(data.get("family") or "7series"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -186,6 +213,7 @@ class Grid:
             "fields": {k: [_plain(v) for v in vs] for k, vs in self.fields.items()},
             "out_widths": list(self.out_widths),
             "inputs": [s.to_dict() for s in self.inputs],
+            "family": self.family,
         }
 
 
@@ -239,9 +267,10 @@ def expand(grid: Grid) -> Expansion:
                     continue
                 cfg_key = json.dumps(spec.to_config(), sort_keys=True, default=str)
                 specs.setdefault(cfg_key, spec)
-    ordered = sorted(specs.values(), key=lambda s: (s.cost().score(), s.describe()))
+    fam = grid.family
+    ordered = sorted(specs.values(), key=lambda s: (rank_score(s, fam), s.describe()))
     points = [
-        SweepPoint(config=s.to_config(), inputs=i, cost_score=s.cost().score())
+        SweepPoint(config=s.to_config(), inputs=i, cost_score=rank_score(s, fam), family=fam)
         for s in ordered
         for i in grid.inputs
     ]
@@ -281,7 +310,9 @@ def _with_widths(
 
 
 # -- one point (runs in a worker) ----------------------------------------------
-def run_point(config: dict[str, Any], inputs: dict[str, Any]) -> dict[str, Any]:
+def run_point(
+    config: dict[str, Any], inputs: dict[str, Any], family: str = "7series"
+) -> dict[str, Any]:
     """Pure: build the spec, measure it on the input set, return one record.
 
     Never raises for a bad point: a spec the class refuses becomes an
@@ -318,8 +349,12 @@ def run_point(config: dict[str, Any], inputs: dict[str, Any]) -> dict[str, Any]:
         rec["out_width"] = spec.out_fmt.width
         cost = spec.cost()
         rec["cost"] = cost.as_dict()
-        rec["cost_score"] = cost.score()
-        for c in COST_COLUMNS[1:]:
+        est = estimate(spec, family)
+        rec["cost_score"] = rank_score(spec, family)
+        rec.update({k: v for k, v in est.as_dict().items() if k in ("LUT", "FF", "DSP", "BRAM")})
+        rec["cost_source"] = f"{est.source} ({family})"
+        rec["proxy_score"] = cost.score()
+        for c in COST_COLUMNS[7:]:
             rec[c] = getattr(cost, c)
         m = measure(spec, iset)
         rec.update(m.as_dict())
@@ -580,7 +615,7 @@ def run_sweep(
             while len(futures) >= window:
                 finished, _ = cf.wait(futures, return_when=cf.FIRST_COMPLETED)
                 finish(finished)
-            futures.add(executor.submit(run_point, p.config, p.inputs.to_dict()))  # type: ignore[union-attr]
+            futures.add(executor.submit(run_point, p.config, p.inputs.to_dict(), p.family))  # type: ignore[union-attr]
             finish([f for f in list(futures) if f.done()])
         while futures:
             finished, _ = cf.wait(futures, return_when=cf.FIRST_COMPLETED)

@@ -2,7 +2,10 @@
 
 The search space is a :class:`~hwapprox.approx.sweep.Grid` (methods × any
 spec fields × output widths) and its input sets. Candidates are visited in
-ascending ``spec.cost().score()``; each is measured on *every* input set and
+ascending fitted cost (:func:`hwapprox.approx.costmodel.rank_score`: the
+yosys-fitted LUT/FF/DSP/BRAM estimate of the grid's FPGA family in
+LUT-equivalents; the pre-synthesis proxy ``spec.cost().score()`` where the
+table has nothing); each is measured on *every* input set and
 judged on its worst metrics (:meth:`Metrics.worst`). The first cost level
 with a candidate inside the budget ends the search: of the candidates at that
 cost the most accurate (smallest budget ratio) is returned. So the answer is
@@ -30,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hwapprox.approx.base import ApproxSpec, SpecError
+from hwapprox.approx.costmodel import rank_score
 from hwapprox.approx.inputs import InputSet
 from hwapprox.approx.metrics import Metrics
 from hwapprox.approx.registry import spec_from_config
@@ -148,6 +152,7 @@ class TuneResult:
     evaluated: list[Candidate] = field(default_factory=list)
     space_size: int = 0
     skipped: list[tuple[dict[str, Any], str]] = field(default_factory=list)
+    family: str = "7series"
 
     def summary(self) -> str:
         """Human-readable verdict (what was chosen, or that nothing fits)."""
@@ -159,7 +164,8 @@ class TuneResult:
                 f"cheapest spec meeting {self.budget.describe()} "
                 f"(evaluated {n} of {self.space_size} candidates, cheapest first):\n"
                 f"  {b.spec.describe()}\n"
-                f"  cost score {b.score:.1f}; max error {b.metrics.max_lsb:.3g} LSB, "
+                f"  cost {b.score:.1f} LUT-eq. ({self.family}); "
+                f"max error {b.metrics.max_lsb:.3g} LSB, "
                 f"max abs {b.metrics.max_abs:.3g}"
             )
         lines = [
@@ -170,7 +176,8 @@ class TuneResult:
         if c is not None and c.metrics is not None:
             lines.append(
                 f"  closest: {c.spec.describe()}\n"
-                f"  cost score {c.score:.1f}; max error {c.metrics.max_lsb:.3g} LSB, "
+                f"  cost {c.score:.1f} LUT-eq. ({self.family}); "
+                f"max error {c.metrics.max_lsb:.3g} LSB, "
                 f"max abs {c.metrics.max_abs:.3g} ({c.ratio:.3g}x the budget)"
             )
         lines.append("  widen the search (more methods, wider formats, bigger tables) or relax it")
@@ -199,6 +206,7 @@ def tune(
         closest=None,
         space_size=len(specs),
         skipped=exp.skipped,
+        family=grid.family,
     )
     if not specs:
         return result
@@ -213,13 +221,13 @@ def tune(
         while i < len(specs):
             chunk = specs[i : i + batch]
             if found_score is not None:
-                chunk = [s for s in chunk if s.cost().score() <= found_score]
+                chunk = [s for s in chunk if rank_score(s, grid.family) <= found_score]
                 if not chunk:
                     break
             futs = [executor.submit(_evaluate_config, s.to_config(), inputs) for s in chunk]
             for spec, fut in zip(chunk, futs, strict=True):
                 out = fut.result()
-                cand = Candidate(spec=spec, score=spec.cost().score())
+                cand = Candidate(spec=spec, score=rank_score(spec, grid.family))
                 if "error" in out:
                     cand.error = out["error"]
                 else:

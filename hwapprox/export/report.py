@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from hwapprox.approx.costmodel import rank_score
 from hwapprox.export.errors import ExportError
 from hwapprox.export.validate import ValidationResult
 
@@ -73,7 +74,7 @@ def format_report(res: ValidationResult) -> str:
                 _g(err.get("max_lsb")),
                 _g(err.get("rel_rms")),
                 _g(err.get("row_sum_err")),
-                "-" if spec is None else f"{spec.cost().score():.0f}",
+                "-" if spec is None else f"{rank_score(spec):.0f}",
             ]
         )
     n_float = sum(res.specs.get(s.name) is None for s in res.imported.sites)

@@ -36,6 +36,7 @@ import numpy as np
 
 from hwapprox.approx.base import ApproxSpec, Operator, SpecError
 from hwapprox.approx.config import ApproxConfig
+from hwapprox.approx.costmodel import rank_score
 from hwapprox.approx.registry import METHODS, get_method
 from hwapprox.export.calibrate import SiteStats, parameter_format
 from hwapprox.export.emulate import apply_spec, rows_view
@@ -288,7 +289,7 @@ def screen(
         if ms is not None:
             d = d[~ms]
         rms = float(np.sqrt(np.mean(d**2))) if d.size else 0.0
-        scored.append((spec, spec.cost().score(), rms))
+        scored.append((spec, rank_score(spec), rms))
     scored.sort(key=lambda t: (t[1], t[2]))
     front: list[tuple[ApproxSpec, float]] = []
     best = math.inf
@@ -329,7 +330,7 @@ def walk_front(
         tried.append(
             {
                 "spec": spec.describe(),
-                "score": round(spec.cost().score(), 2),
+                "score": round(rank_score(spec), 2),
                 "screen_rms": rms,
                 "max_abs": m["max_abs"],
                 "cosine_min": m["cosine_min"],

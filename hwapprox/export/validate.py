@@ -40,6 +40,7 @@ from onnx import ModelProto
 
 from hwapprox.approx.base import ApproxSpec, Operator, SpecError
 from hwapprox.approx.config import ApproxConfig, load_config
+from hwapprox.approx.costmodel import rank_score
 from hwapprox.approx.registry import get_method
 from hwapprox.export import metrics as _metrics
 from hwapprox.export.calibrate import SiteStats, Trace, calibrate, parse_range, prepare_inputs
@@ -321,7 +322,7 @@ class ValidationResult:
                     **s.as_dict(),
                     "selected": s.name in sel,
                     "spec": None if spec is None else spec.to_config(),
-                    "cost_score": None if spec is None else round(spec.cost().score(), 2),
+                    "cost_score": None if spec is None else round(rank_score(spec), 2),
                     "calibrated_in_fmt": self.in_fmts.get(s.name),
                     "calibrated_out_fmt": None if spec is None else str(spec.out_fmt),
                     "input_stats": None if st is None else st.as_dict(),
@@ -821,7 +822,7 @@ def _tune(
             {
                 "site": s.name,
                 "chosen": None if pick is None else pick.describe(),
-                "cost_score": None if pick is None else round(pick.cost().score(), 2),
+                "cost_score": None if pick is None else round(rank_score(pick), 2),
                 "cost": None if pick is None else dataclasses.asdict(pick.cost()),
                 "met": how,
                 "share": target.describe(),

@@ -31,8 +31,11 @@ from hwapprox.rtl_sim.units import get_unit
 
 __all__ = ["FAMILIES", "synth_available", "synthesize", "synthesize_top"]
 
-#: CLI family name -> synth_xilinx -family
-FAMILIES = {"7series": "xc7", "ultrascale+": "xcup", "ultrascale": "xcu"}
+#: CLI family name -> synth_xilinx -family ("generic": yosys ``synth`` to simple gates)
+FAMILIES = {"7series": "xc7", "ultrascale+": "xcup", "ultrascale": "xcu", "generic": "generic"}
+
+#: the gate library of the generic count (``abc -g``)
+GENERIC_GATES = "AND,NAND,OR,NOR,XOR,XNOR,ANDNOT,ORNOT,MUX"
 
 
 def _yosys_cmd() -> list[str] | None:
@@ -137,7 +140,11 @@ def synthesize_top(
         [
             f"read_slang -j 1 -D SYNTHESIS --top {toplevel} {' '.join(gparams)} "
             + " ".join(s.name for s in srcs),
-            f"synth_xilinx -family {FAMILIES[family]} -top {toplevel}",
+            *(
+                [f"synth -flatten -top {toplevel}", f"abc -g {GENERIC_GATES}", "opt_clean"]
+                if family == "generic"
+                else [f"synth_xilinx -family {FAMILIES[family]} -top {toplevel}"]
+            ),
             "tee -q -o stat.json stat -json",
         ]
     )
@@ -160,6 +167,10 @@ def synthesize_top(
     cells = {str(k): int(v) for k, v in design.get("num_cells_by_type", {}).items()}
     out: dict[str, Any] = {
         **_count(cells),
+        "GATES": sum(n for c, n in cells.items() if not c.startswith("$_DFF"))
+        if family == "generic"
+        else None,
+        "DFF": sum(n for c, n in cells.items() if "DFF" in c) if family == "generic" else None,
         "cells": cells,
         "seconds": seconds,
         "family": family,

@@ -1,0 +1,213 @@
+"""Resource estimates fitted to yosys synthesis: LUT / FF / DSP / BRAM per FPGA family
+without running yosys.
+
+``benchmarks/bench_synth.py`` synthesises every RTL unit at a grid of specs
+(``synth_xilinx`` for 7-series and UltraScale+, plus a generic gate count) and
+writes the versioned table ``approx/data/cost_table.json``: the measured rows and,
+fitted to them, one non-negative linear model per (unit, family, resource) over
+the spec's :func:`features` (from :meth:`ApproxSpec.cost`: multiplier operand
+products, DSP tiles, table bits, adder bits, divider bits, I/O width, row buffer
+bits). :func:`estimate` evaluates it; methods without an RTL unit (the hls4ml
+baselines) use the family's pooled model over all units, marked ``"pooled"``.
+Fit error against yosys on held-out specs (leave-one-out) is in the table
+(``"loo"``) and in ``benchmarks/results/synth.md``.
+
+These are yosys's mappings, not Vivado's; ``hwapprox rtl synth`` still runs
+yosys for exact numbers of one spec.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from hwapprox.approx.base import ApproxSpec, Operator, SpecError
+
+__all__ = [
+    "FAMILIES",
+    "FEATURES",
+    "RESOURCES",
+    "Estimate",
+    "estimate",
+    "features",
+    "fit_table",
+    "load_table",
+    "nnls",
+    "rank_score",
+]
+
+#: resources estimated per family
+RESOURCES = ("LUT", "FF", "DSP", "BRAM")
+#: families of the table (CLI names, as ``rtl_sim.synth.FAMILIES``)
+FAMILIES = ("7series", "ultrascale+")
+#: feature names (see :func:`features`)
+FEATURES = ("one", "mult", "dsp_tiles", "table", "add", "div", "io", "buf")
+#: LUT-equivalents of one FF, DSP and BRAM36 for ranking: the LUT / resource ratios
+#: of a mid-size part of each family (xc7z020: 53,200 LUT, 106,400 FF, 220 DSP, 140
+#: BRAM36; xczu3eg: 70,560 LUT, 141,120 FF, 360 DSP, 216 BRAM36)
+RANK_WEIGHTS = {
+    "7series": {"LUT": 1.0, "FF": 0.5, "DSP": 53200 / 220, "BRAM": 53200 / 140},
+    "ultrascale+": {"LUT": 1.0, "FF": 0.5, "DSP": 70560 / 360, "BRAM": 70560 / 216},
+}
+
+_ROWWISE = (Operator.SOFTMAX, Operator.LAYERNORM)
+
+
+def features(spec: ApproxSpec, row_max: int = 64) -> dict[str, float]:
+    """The model's inputs for ``spec`` (row-wise units with a row buffer of ``row_max``):
+
+    ``mult`` = Σ a·b/100 over the multipliers' operand widths (``cost().mult_bits``),
+    ``dsp_tiles`` = Σ ceil(a/24)·ceil(b/17) over multipliers of at least 10 x 10 bits
+    (DSP48 tiles), ``table`` = table bits/1000, ``add`` = adders x widest bits / 10,
+    ``div`` = dividers x widest bits² / 100, ``io`` = in + out width, ``buf`` = the
+    row buffer, row_max x input width / 1000 (0 for elementwise units)."""
+    c = spec.cost()
+    pairs = list(c.mult_bits) or [(c.widest_bits, c.widest_bits)] * c.multipliers
+    tiles = sum(math.ceil(a / 24) * math.ceil(b / 17) for a, b in pairs if min(a, b) >= 10)
+    rowwise = spec.operator in _ROWWISE
+    return {
+        "one": 1.0,
+        "mult": sum(a * b for a, b in pairs) / 100.0,
+        "dsp_tiles": float(tiles),
+        "table": c.table_bits / 1000.0,
+        "add": c.adders * c.widest_bits / 10.0,
+        "div": c.dividers * c.widest_bits**2 / 100.0,
+        "io": float(spec.in_fmt.width + spec.out_fmt.width),
+        "buf": row_max * spec.in_fmt.width / 1000.0 if rowwise else 0.0,
+    }
+
+
+def nnls(a: npt.ArrayLike, b: npt.ArrayLike, max_iter: int = 500) -> npt.NDArray[np.float64]:
+    """Non-negative least squares ``min ||A x - b||, x >= 0`` (Lawson & Hanson's active
+    set method)."""
+    am = np.asarray(a, dtype=np.float64)
+    bv = np.asarray(b, dtype=np.float64)
+    n = am.shape[1]
+    x = np.zeros(n)
+    passive = np.zeros(n, bool)
+    w = am.T @ (bv - am @ x)
+    tol = 1e-10 * max(1.0, float(np.abs(am).max()) * max(1.0, float(np.abs(bv).max())))
+    for _ in range(max_iter):
+        if passive.all() or w[~passive].max(initial=-np.inf) <= tol:
+            break
+        j = int(np.argmax(np.where(passive, -np.inf, w)))
+        passive[j] = True
+        while True:
+            z = np.zeros(n)
+            z[passive] = np.linalg.lstsq(am[:, passive], bv, rcond=None)[0]
+            if (z[passive] > 0).all():
+                x = z
+                break
+            neg = passive & (z <= 0)
+            alpha = np.min(x[neg] / (x[neg] - z[neg]))
+            x = x + alpha * (z - x)
+            passive &= x > 1e-12
+            x[~passive] = 0.0
+        w = am.T @ (bv - am @ x)
+    return x
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Resources of one unit on one family; ``source``: ``"fit"`` (its own unit's model),
+    ``"pooled"`` (the family's model over all units: a method without an RTL unit) or
+    ``"proxy"`` (no table entry: LUT = ``cost().score()``, others unknown)."""
+
+    LUT: float
+    FF: float | None
+    DSP: float | None
+    BRAM: float | None
+    family: str
+    source: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "LUT": round(self.LUT),
+            "FF": None if self.FF is None else round(self.FF),
+            "DSP": None if self.DSP is None else round(self.DSP),
+            "BRAM": None if self.BRAM is None else round(self.BRAM, 1),
+            "family": self.family,
+            "source": self.source,
+        }
+
+
+def _fit_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """One model per resource over ``rows`` (each with ``features`` and the resources):
+    coefficients and the leave-one-out relative errors."""
+    a = np.array([[r["features"][f] for f in FEATURES] for r in rows])
+    out: dict[str, Any] = {"n": len(rows), "coef": {}, "loo": {}}
+    for res in RESOURCES:
+        b = np.array([float(r[res]) for r in rows])
+        out["coef"][res] = [round(float(v), 6) for v in nnls(a, b)]
+        errs = []
+        if len(rows) >= 3:
+            for i in range(len(rows)):
+                keep = np.arange(len(rows)) != i
+                coef = nnls(a[keep], b[keep])
+                pred = float(a[i] @ coef)
+                errs.append(abs(pred - b[i]) / max(b[i], 1.0))
+        out["loo"][res] = {
+            "mean": round(float(np.mean(errs)), 4) if errs else None,
+            "max": round(float(np.max(errs)), 4) if errs else None,
+        }
+    return out
+
+
+def fit_table(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Models for every (unit, family) of the measured ``rows`` (as the table stores
+    them: ``unit`` = ``"op/method"``, ``family``, ``features``, resources) and a pooled
+    model per family."""
+    models: dict[str, Any] = {}
+    for fam in sorted({r["family"] for r in rows}):
+        fam_rows = [r for r in rows if r["family"] == fam and r.get("LUT") is not None]
+        for unit in sorted({r["unit"] for r in fam_rows}):
+            models[f"{unit}@{fam}"] = _fit_rows([r for r in fam_rows if r["unit"] == unit])
+        if fam_rows:
+            models[f"*@{fam}"] = _fit_rows(fam_rows)
+    return models
+
+
+@functools.cache
+def load_table() -> dict[str, Any]:
+    """The shipped cost table (``approx/data/cost_table.json``); empty models when the
+    package has none."""
+    try:
+        text = resources.files("hwapprox.approx").joinpath("data/cost_table.json").read_text()
+    except FileNotFoundError:
+        return {"version": 0, "rows": [], "models": {}}
+    return json.loads(text)
+
+
+def estimate(spec: ApproxSpec, family: str = "7series", row_max: int = 64) -> Estimate:
+    """LUT / FF / DSP / BRAM of ``spec``'s unit on ``family`` from the fitted table."""
+    if family not in FAMILIES:
+        raise SpecError(f"unknown family {family!r}; the cost table has {', '.join(FAMILIES)}")
+    models = load_table().get("models", {})
+    key = f"{spec.operator.value}/{spec.method}@{family}"
+    source = "fit"
+    model = models.get(key)
+    if model is None:
+        model, source = models.get(f"*@{family}"), "pooled"
+    if model is None:
+        return Estimate(spec.cost().score(), None, None, None, family, "proxy")
+    f = features(spec, row_max)
+    x = np.array([f[k] for k in FEATURES])
+    vals = {res: max(0.0, float(x @ np.array(model["coef"][res]))) for res in RESOURCES}
+    return Estimate(vals["LUT"], vals["FF"], vals["DSP"], vals["BRAM"], family, source)
+
+
+def rank_score(spec: ApproxSpec, family: str = "7series", row_max: int = 64) -> float:
+    """One scalar for ranking candidates: the estimate in LUT-equivalents of ``family``'s
+    reference part (:data:`RANK_WEIGHTS`); the proxy score when the table has nothing."""
+    e = estimate(spec, family, row_max)
+    if e.source == "proxy":
+        return e.LUT
+    w = RANK_WEIGHTS[family]
+    return sum(w[r] * float(getattr(e, r) or 0.0) for r in RESOURCES)

@@ -1,0 +1,78 @@
+"""An ESTIMATE of the linear layers' DSPs and block RAM, for the board fit.
+
+The nonlinear units are synthesised (or taken from the fitted cost model); the
+MatMul / Gemm layers around them are what hls4ml or a hand-written systolic array
+implements, and their cost depends on choices hwapprox does not make. So the board
+fit adds this documented first-order estimate, marked as one:
+
+* a linear layer is a ``MatMul`` or ``Gemm`` with a constant weight of ``K x N``
+  (``K·N`` weights; the attention's activation-by-activation MatMuls ``Q·Kᵀ`` and
+  ``P·V`` have no constant weight and are counted separately as ``act_macs``);
+* **DSP** = ``ceil(K·N / reuse)`` per layer: ``K·N`` multipliers per token time-shared
+  ``reuse`` times (hls4ml's ``ReuseFactor``), one DSP48 per multiplier of at most
+  ``18 x 25`` bits (``weight_bits``, ``data_bits`` <= 18: one; wider: two);
+* **BRAM36** = ``ceil(K·N·weight_bits / 36864)`` per layer (weights held on chip,
+  no partitioning overhead: a lower bound when ``reuse`` is small).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from onnx import ModelProto, numpy_helper
+
+__all__ = ["LinearEstimate", "linear_estimate"]
+
+
+@dataclass(frozen=True)
+class LinearEstimate:
+    """The linear layers of a model: counts and the DSP / BRAM36 estimate."""
+
+    layers: int
+    weights: int
+    act_matmuls: int
+    dsp: int
+    bram: float
+    reuse: int
+    weight_bits: int
+    formula: str
+
+
+def linear_estimate(
+    model: ModelProto, *, reuse: int = 64, weight_bits: int = 16, data_bits: int = 16
+) -> LinearEstimate:
+    """:class:`LinearEstimate` of ``model``'s constant-weight MatMul / Gemm layers."""
+    if reuse < 1:
+        raise ValueError(f"reuse must be >= 1, got {reuse}")
+    inits = {t.name: t for t in model.graph.initializer}
+    consts = {}
+    for node in model.graph.node:
+        if node.op_type == "Constant" and node.attribute:
+            for a in node.attribute:
+                if a.name == "value":
+                    consts[node.output[0]] = a.t
+    per_mult = 1 if max(weight_bits, data_bits) <= 18 else 2
+    layers = weights = act = dsp = 0
+    bram = 0.0
+    for node in model.graph.node:
+        if node.op_type not in ("MatMul", "Gemm"):
+            continue
+        w = next(
+            (inits.get(n) or consts.get(n) for n in node.input[:2] if n in inits or n in consts),
+            None,
+        )
+        if w is None:
+            act += 1
+            continue
+        size = int(numpy_helper.to_array(w).size)
+        layers += 1
+        weights += size
+        dsp += math.ceil(size / reuse) * per_mult
+        bram += math.ceil(size * weight_bits / 36864)
+    formula = (
+        f"DSP = sum ceil(K*N / {reuse}) x {per_mult} (ReuseFactor {reuse}, "
+        f"{weight_bits}-bit weights x {data_bits}-bit data); BRAM36 = sum ceil(K*N*"
+        f"{weight_bits} / 36864); ESTIMATE, not synthesis"
+    )
+    return LinearEstimate(layers, weights, act, dsp, bram, reuse, weight_bits, formula)
