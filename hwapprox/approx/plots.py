@@ -7,10 +7,12 @@ with identical errors remain distinguishable.
   output bit-width the *best* spec of that method (smallest error over the
   other swept fields), where a spec's error is its *worst* over the input
   sets. Log y axis.
-* :func:`plot_pareto` -- per operator, every spec as a point (cost
-  ``spec.cost().score()`` vs worst error over the input sets), coloured by
-  method, with the Pareto front (no spec both cheaper and more accurate) drawn
-  as a step line.
+* :func:`plot_pareto` -- per operator, every spec as a point (cost vs worst
+  error over the input sets), coloured by method, with the Pareto front (no
+  spec both cheaper and more accurate) drawn as a step line. The cost is the
+  sweep's ``cost_score`` (the yosys-fitted estimate of
+  :mod:`hwapprox.approx.costmodel` in LUT-equivalents of the grid's family),
+  or its ``LUT`` / ``DSP`` part (``pareto_lut_*``, ``pareto_dsp_*``).
 
 Both read sweep records (``results.jsonl``) and return the files written.
 Figures are built with :class:`matplotlib.figure.Figure` directly (no pyplot
@@ -103,14 +105,30 @@ def plot_error_vs_width(
     return written
 
 
+_COST_AXES = {
+    "cost_score": ("pareto", "estimated cost (LUT-equivalents, yosys-fitted cost model)"),
+    "LUT": ("pareto_lut", "LUTs (yosys-fitted estimate)"),
+    "DSP": ("pareto_dsp", "DSP48s (yosys-fitted estimate)"),
+}
+
+
 def plot_pareto(
-    records: Iterable[dict[str, Any]], out_dir: str | Path, metric: str = "max_abs"
+    records: Iterable[dict[str, Any]],
+    out_dir: str | Path,
+    metric: str = "max_abs",
+    cost: str = "cost_score",
 ) -> list[Path]:
-    """``pareto_<operator>.{png,svg}`` (see the module docstring)."""
+    """``pareto_<operator>.{png,svg}`` (``cost``: ``cost_score``, ``LUT`` or ``DSP``; see
+    the module docstring); specs without that cost are left out."""
+    stem, xlabel = _COST_AXES[cost]
     from matplotlib.ticker import FormatStrFormatter, NullFormatter
 
     out = Path(out_dir)
-    specs = aggregate_by_spec(records, metric)
+    specs = [
+        {**s, "cost_score": float(s[cost])}
+        for s in aggregate_by_spec(records, metric)
+        if s.get(cost) is not None
+    ]
     by_op: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for s in specs:
         by_op[s["operator"]].append(s)
@@ -147,12 +165,12 @@ def plot_pareto(
         else:
             ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_yscale("log")
-        ax.set_xlabel("cost score (LUT-equivalent, spec.cost().score())")
+        ax.set_xlabel(xlabel)
         ax.set_ylabel(_LABELS.get(metric, metric) + " (worst input set)")
-        ax.set_title(f"{op}: error vs cost")
+        ax.set_title(f"{op}: error vs {cost if cost != 'cost_score' else 'cost'}")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize="small")
-        written += _save(fig, out, f"pareto_{op}")
+        written += _save(fig, out, f"{stem}_{op}")
     return written
 
 
@@ -161,4 +179,7 @@ def plot_sweep(
 ) -> list[Path]:
     """Both plots; returns every file written."""
     recs = list(records)
-    return plot_error_vs_width(recs, out_dir, metric) + plot_pareto(recs, out_dir, metric)
+    out = plot_error_vs_width(recs, out_dir, metric)
+    for cost in _COST_AXES:
+        out += plot_pareto(recs, out_dir, metric, cost)
+    return out

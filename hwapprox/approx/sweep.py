@@ -679,7 +679,8 @@ def aggregate_by_spec(
     """Worst ``metric`` over the input sets of each spec (ok records only).
 
     Returns one dict per spec: ``config``, ``operator``, ``method``,
-    ``out_width``, ``cost_score``, ``error`` (worst; for ``qsnr_db``/``top1``
+    ``out_width``, ``cost_score``, ``LUT``/``DSP`` (the fitted estimate, when
+    recorded), ``error`` (worst; for ``qsnr_db``/``top1``
     the smallest) and ``inputs`` (how many sets).
     """
     lower_is_worse = metric in ("qsnr_db", "top1")
@@ -697,6 +698,8 @@ def aggregate_by_spec(
                 "method": r["method"],
                 "out_width": r.get("out_width"),
                 "cost_score": float(r["cost_score"]),
+                "LUT": r.get("LUT"),
+                "DSP": r.get("DSP"),
                 "error": v,
                 "inputs": 1,
             }
