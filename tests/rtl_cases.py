@@ -152,4 +152,23 @@ CASES = [
         },
         24,
     ),
+    ("softmax-softermax-16b", "softmax", "softermax", {}, 24),
+    (
+        "softmax-softermax-10b",
+        "softmax",
+        "softermax",
+        {
+            "in_fmt": "ap_fixed<10,4>",
+            "out_fmt": "ap_ufixed<10,0,AP_TRN,AP_SAT>",
+            "t_fmt": "ap_fixed<14,6,AP_RND,AP_SAT>",
+            "pow2_fmt": "ap_ufixed<12,1,AP_RND>",
+            "pow2_segments_log2": 3,
+            "pow2_table_frac_bits": 14,
+            "sum_fmt": "ap_ufixed<22,8,AP_TRN>",
+            "recip_fmt": "ap_ufixed<12,1,AP_RND>",
+            "recip_segments_log2": 5,
+            "recip_work_frac_bits": 14,
+        },
+        24,
+    ),
 ]

@@ -107,6 +107,7 @@ def test_submodules_have_no_defaults_to_disagree_with(module: str) -> None:
         ("gelu", "ibert", {}, ()),
         ("gelu", "edgemoe", {}, ()),
         ("gelu", "shiftgelu", {}, ()),
+        ("softmax", "softermax", {}, ()),
     ],
 )
 def test_unit_defaults_are_the_default_spec(

@@ -206,17 +206,22 @@ def _masked_rows(spec, n: int, seed: int) -> tuple[list[np.ndarray], list[np.nda
 
 
 @pytest.mark.parametrize(
-    "fields",
-    [{}, {"off_by_one": True}, {"exp_unit": "lut", "recip_unit": "lut"}],
-    ids=["16b", "sm1", "lutexp"],
+    ("method", "fields"),
+    [
+        ("online", {}),
+        ("online", {"off_by_one": True}),
+        ("online", {"exp_unit": "lut", "recip_unit": "lut"}),
+        ("softermax", {}),
+    ],
+    ids=["online-16b", "online-sm1", "online-lutexp", "softermax"],
 )
 @pytest.mark.parametrize(("idle", "backpressure"), [(0.0, 0.0), (0.45, 0.45)], ids=["0", "0.45"])
-def test_softmax_mask_bits(fields: dict, idle: float, backpressure: float) -> None:
+def test_softmax_mask_bits(method: str, fields: dict, idle: float, backpressure: float) -> None:
     """Mask bits on s_axis_tuser: every output equals spec.model(row, mask=...) (masked
     elements 0, the rest as if the masked ones were absent, fully masked rows zeros)."""
     from hwapprox.rtl_sim.sim import simulate
 
-    spec = make_spec("softmax", "online", **fields)
+    spec = make_spec("softmax", method, **fields)
     rows, masks = _masked_rows(spec, 24, seed=8)
     res = simulate(spec, rows, masks=masks, idle=idle, backpressure=backpressure, seed=4)
     st = res.stats

@@ -26,7 +26,7 @@ __all__ = ["UNITS", "RtlUnit", "get_unit", "list_units", "overflow_code", "round
 Config = tuple[dict[str, int | str], dict[str, str]]
 
 #: SV parameters that are 64-bit constants (``longint``, written as 64-bit literals)
-_LONG = ("LOG2E", "EPS_Q", "C_INT", "MULT")
+_LONG = ("LOG2E", "EPS_Q", "C_INT", "MULT")  # LOG2E: longint in every unit
 
 
 def sv_long(v: int) -> str:
@@ -306,6 +306,55 @@ def _softmax_online(spec: Any, row_max: int) -> Config:
     return params, {"EXP_FILE": exp_mem, "RECIP_FILE": recip_mem}
 
 
+_SOFTERMAX = (
+    "IN_W",
+    "OUT_W",
+    "OUT_SIGNED",
+    "OUT_RND",
+    "OUT_OVF",
+    "OUT_SHIFT",
+    "LOG2E",
+    "LOG2E_W",
+    "PROD_W",
+    "PROD_SHIFT",
+    "T_RND",
+    "TX_W",
+    "T_F",
+    "M_W",
+    "SH_W",
+    "A_W",
+    "A_MIN",
+    "T_W",
+    "A",
+    "TABLE_F",
+    "EXP_W",
+    "EXP_F",
+    "EXP_RND",
+    "SUM_W",
+    "SUM_F",
+    "SUM_UP",
+    "R_W",
+    "R_F",
+    "R_OVF",
+    "R_RND",
+    "WF",
+    "TB",
+)
+
+
+def _softmax_softermax(spec: Any, row_max: int) -> Config:
+    _signed_in(spec, "softmax/softermax")
+    hw = spec.hw_params()
+    if row_max > int(spec.sum_fmt.max) // 2:
+        raise SpecError(f"row_max={row_max} exceeds what sum_fmt {spec.sum_fmt} can sum (< 2N)")
+    t = spec.tables()
+    mems = {
+        "POW2_FILE": memh_text(t["pow2_table"], hw["TABLE_F"] + 1),
+        "RECIP_FILE": memh_text(t["recip_table"], hw["WF"] + 1),
+    }
+    return {**row_stream_params(row_max), **_sv(hw, _SOFTERMAX)}, mems
+
+
 _COMMON = ("hwa_pkg.sv", "hwa_rom.sv", "hwa_round_shift.sv", "hwa_sat.sv")
 
 #: (operator, method) -> unit
@@ -368,6 +417,22 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
             "single pass: running max and sum, exp base2 (table + PWL) or LUT, "
             "1/d per row (Newton or PWL), circular row buffer"
         ),
+    ),
+    (Operator.SOFTMAX, "softermax"): RtlUnit(
+        Operator.SOFTMAX,
+        "softermax",
+        "hwa_softmax_softermax",
+        (
+            *_COMMON,
+            "hwa_row_stream.sv",
+            "hwa_exp_unit.sv",
+            "hwa_recip.sv",
+            "hwa_softmax_softermax.sv",
+        ),
+        _softmax_softermax,
+        rowwise=True,
+        doc="base 2, integer running max with shift rescaling, PWL 2^x and PWL 1/d, "
+        "mask bits; circular row buffer of t",
     ),
     (Operator.LAYERNORM, "rsqrt_lut"): RtlUnit(
         Operator.LAYERNORM,

@@ -1028,6 +1028,16 @@ class SoftermaxSoftmax(SoftmaxSpec):
             "RS_W": max(wf, f_r) + 3,
             "RPRE_W": f_r + 2,
             "OUTP_W": exp_w + self.recip_fmt.width,
+            # the SV unit's codes and shifts (the HLS unit takes them from its typedefs)
+            "T_RND": rounding_code(self.t_fmt.rounding),
+            "PROD_SHIFT": self.in_fmt.frac_bits + self.log2e_fmt.frac_bits - ft,
+            "EXP_RND": rounding_code(self.pow2_fmt.rounding),
+            "R_RND": rounding_code(self.recip_fmt.rounding),
+            "R_OVF": overflow_code(self.recip_fmt.overflow),
+            "OUT_SIGNED": int(self.out_fmt.signed),
+            "OUT_RND": rounding_code(self.out_fmt.rounding),
+            "OUT_OVF": overflow_code(self.out_fmt.overflow),
+            "OUT_SHIFT": fp + f_r - self.out_fmt.frac_bits,
         }
 
     def _t(self, x: RawArray) -> RawArray:

@@ -1,0 +1,377 @@
+// hwa_softmax_softermax -- Softermax (hwapprox.approx.softmax.SoftermaxSoftmax), bit-exact:
+// base 2, an integer running max, shift rescaling, PWL 2^x and PWL reciprocal.
+//
+// Per row of n <= ROW_MAX raw in_fmt codes x (s_axis, tlast on the last one) with one
+// mask bit each (s_axis_tuser, 1 = masked out: no part in max or sum, output 0; a
+// fully masked row outputs zeros):
+//   t = sat(round_shift(x * LOG2E, PROD_SHIFT, T_RND))           (t_fmt, TX_W bits;
+//       computed as the element enters, the row buffer holds {mask, t})
+//   pass 1 (ingest, one element per cycle), unmasked elements only:
+//       M' = max(M, t >>> T_F);  d = (d >> (M' - M)) + (P(t - M'·2^T_F) << SUM_UP)
+//       (the first unmasked element: M' = t >>> T_F, d = P)
+//   P(a) = 2^a, a < 1: exp2 of 2^T_F - max(a, A_MIN) by the table + interpolation of
+//       hwa_exp_unit (2^A + 1 entries of 2^-j/2^A, TABLE_F fraction bits; EXP_RND),
+//       P_F + 1 fraction bits read as P_F (2^a = 2·2^-(1-a));
+//   per row: r = 1/d (hwa_recip, PWL of 2^TB segments, no Newton; R_RND, R_OVF);
+//   output (row re-read): y = sat(round_shift(P(t - M·2^T_F) * r, OUT_SHIFT, OUT_RND))
+// The running max and shift are resolved one stage ahead of the sum, so only
+// d = (d >> sh) + P is a one-cycle loop.
+// Buffering (hwa_row_stream): circular buffer of BUF_DEPTH {mask, t} words; up to ROWQ
+// rows wait for output. Latency: last input -> first output 8 + 3 (reciprocal) cycles
+// when the output is free, then one element per cycle.
+// Rows longer than ROW_MAX are dropped with a row_err pulse (hwa_row_stream).
+// Parameter defaults: the default SoftermaxSoftmax spec's hw_params() with
+// row_stream_params(64) (tests/test_rtl_lint.py).
+module hwa_softmax_softermax #(
+    parameter int IN_W = 16,
+    parameter int OUT_W = 8,
+    parameter bit OUT_SIGNED = 1'b0,
+    parameter int OUT_RND = 2,
+    parameter int OUT_OVF = 1,
+    parameter int OUT_SHIFT = 22,
+    parameter int ROW_MAX = 64,
+    parameter int BUF_DEPTH = 128,
+    parameter int ROWQ = 4,
+    parameter int N_BITS = 8,
+    parameter longint LOG2E = 64'd2955,
+    parameter int LOG2E_W = 12,
+    parameter int PROD_W = 28,
+    parameter int PROD_SHIFT = 11,
+    parameter int T_RND = 2,
+    parameter int TX_W = 18,
+    parameter int T_F = 10,
+    parameter int M_W = 9,
+    parameter int SH_W = 9,
+    parameter int A_W = 19,
+    parameter int A_MIN = -17408,
+    parameter int T_W = 15,
+    parameter int A = 4,
+    parameter int TABLE_F = 16,
+    parameter int EXP_W = 17,
+    parameter int EXP_F = 16,
+    parameter int EXP_RND = 2,
+    parameter int SUM_W = 28,
+    parameter int SUM_F = 16,
+    parameter int SUM_UP = 1,
+    parameter int R_W = 16,
+    parameter int R_F = 15,
+    parameter int R_OVF = 0,
+    parameter int R_RND = 2,
+    parameter int WF = 16,
+    parameter int TB = 4,
+    parameter string POW2_FILE = "",
+    parameter string RECIP_FILE = ""
+) (
+    input  logic             clk,
+    input  logic             rst,
+    input  logic [IN_W-1:0]  s_axis_tdata,
+    input  logic             s_axis_tvalid,
+    output logic             s_axis_tready,
+    input  logic             s_axis_tlast,
+    input  logic             s_axis_tuser,  // mask bit: 1 = masked out
+    output logic [OUT_W-1:0] m_axis_tdata,
+    output logic             m_axis_tvalid,
+    input  logic             m_axis_tready,
+    output logic             m_axis_tlast,
+    output logic             row_err
+);
+
+  localparam int SW = 8;
+  localparam int PRW = PROD_W + ((PROD_SHIFT < 0) ? -PROD_SHIFT : 0) + 1;
+  localparam int CTX_W = M_W + R_W;  // per row: the integer max M and r = 1/d
+  localparam logic [SUM_W-1:0] ONE = SUM_W'(1) << SUM_F;
+
+  if (IN_W < 2 || IN_W > 32 || OUT_W < 1 || OUT_W > 40 || TX_W > 40 || T_F < 1
+      || SUM_UP < 0 || SUM_W > 62 || A_MIN >= 0 || EXP_F + 1 != EXP_W) begin : g_bad
+    $error("hwa_softmax_softermax: invalid IN_W=%0d OUT_W=%0d TX_W=%0d T_F=%0d SUM_W=%0d SUM_UP=%0d A_MIN=%0d EXP_W=%0d EXP_F=%0d",
+           IN_W, OUT_W, TX_W, T_F, SUM_W, SUM_UP, A_MIN, EXP_W, EXP_F);
+  end
+
+  // ---- t = x·log2(e) as the element enters; the buffer holds {mask, t} ---------------
+  logic signed [PROD_W-1:0] prod_in;
+  logic signed [PRW-1:0] t_sh;
+  logic [TX_W-1:0] t_in;
+  assign prod_in = PROD_W'($signed(s_axis_tdata)) * PROD_W'($signed({1'b0, LOG2E_W'(LOG2E)}));
+  if (PROD_SHIFT > 0) begin : g_t_rs
+    hwa_round_shift #(
+        .IN_W (PROD_W),
+        .SH_W (SW),
+        .OUT_W(PRW),
+        .MODE (T_RND)
+    ) u_t (
+        .x (prod_in),
+        .sh(SW'(PROD_SHIFT)),
+        .y (t_sh)
+    );
+  end else begin : g_t_ls
+    assign t_sh = PRW'(prod_in) <<< (-PROD_SHIFT);
+  end
+  hwa_sat #(
+      .IN_W      (PRW),
+      .OUT_W     (TX_W),
+      .OUT_SIGNED(1'b1),
+      .OVF       (hwa_pkg::OVF_SAT)
+  ) u_t_sat (
+      .x(t_sh),
+      .y(t_in)
+  );
+
+  logic in_v, in_first, in_last, ctx_v, ce, rd_issue, o1_v, o1_l;
+  logic [TX_W:0] in_w, o1_w;
+  logic in_mask, o1_mask;
+  logic signed [TX_W-1:0] x_t, o1_t;
+  assign {in_mask, x_t} = in_w;
+  assign {o1_mask, o1_t} = o1_w;
+  logic [N_BITS-1:0] in_n, o1_n, rd_idx;
+  logic [CTX_W-1:0] ctx, o1_ctx;
+  hwa_row_stream #(
+      .IN_W(TX_W + 1),
+      .CTX_W(CTX_W),
+      .ROW_MAX(ROW_MAX),
+      .BUF_DEPTH(BUF_DEPTH),
+      .ROWQ(ROWQ),
+      .N_BITS(N_BITS)
+  ) u_rows (
+      .clk(clk),
+      .rst(rst),
+      .s_axis_tdata({s_axis_tuser, t_in}),
+      .s_axis_tvalid(s_axis_tvalid),
+      .s_axis_tready(s_axis_tready),
+      .s_axis_tlast(s_axis_tlast),
+      .in_v(in_v),
+      .in_x(in_w),
+      .in_first(in_first),
+      .in_last(in_last),
+      .in_n(in_n),
+      .ctx_v(ctx_v),
+      .ctx(ctx),
+      .ce(ce),
+      .rd_issue(rd_issue),
+      .rd_idx(rd_idx),
+      .o1_v(o1_v),
+      .o1_l(o1_l),
+      .o1_x(o1_w),
+      .o1_ctx(o1_ctx),
+      .o1_n(o1_n),
+      .row_err(row_err)
+  );
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic unused_rows;  // the sequencer's length and position outputs: not needed here
+  assign unused_rows = ^{in_n, o1_n, rd_idx, rd_issue};
+  /* verilator lint_on UNUSEDSIGNAL */
+
+  // the exp2 argument of P(t - M·2^T_F): 2^T_F - max(a, A_MIN)
+  function automatic logic [T_W-1:0] p_arg(input logic signed [TX_W-1:0] t,
+                                           input logic signed [M_W-1:0] m);
+    logic signed [A_W-1:0] a;
+    a = A_W'(t) - (A_W'(m) <<< T_F);
+    if (a < A_W'(A_MIN)) a = A_W'(A_MIN);
+    return T_W'((A_W'(1) <<< T_F) - a);
+  endfunction
+
+  // ---- stage A: integer running max over the unmasked elements, shift, P argument ----
+  logic signed [M_W-1:0] m_reg, mj, m_new;
+  logic seen_reg, seen_prev, live, is_new;
+  logic a_v, a_last, a_live, a_first_live, a_any;
+  logic [SH_W-1:0] a_sh;
+  logic [T_W-1:0] a_arg;
+  logic signed [M_W-1:0] a_m;
+  assign live = !in_mask;
+  assign seen_prev = !in_first && seen_reg;
+  assign mj = M_W'(x_t >>> T_F);
+  assign is_new = live && (!seen_prev || mj > m_reg);
+  assign m_new = is_new ? mj : m_reg;
+  always_ff @(posedge clk) begin
+    if (rst) a_v <= 1'b0;
+    else a_v <= in_v;
+    if (in_v) begin
+      a_last <= in_last;
+      a_live <= live;
+      a_first_live <= live && !seen_prev;
+      a_any <= seen_prev || live;  // an unmasked element so far in the row
+      a_sh <= (is_new && seen_prev) ? SH_W'(mj - m_reg) : '0;
+      a_arg <= p_arg(x_t, m_new);
+      a_m <= m_new;
+      m_reg <= m_new;
+      seen_reg <= seen_prev || live;
+    end
+  end
+
+  // ---- stages B, C: P -------------------------------------------------------------------
+  logic [EXP_W-1:0] p_in;
+  hwa_exp_unit #(
+      .D_W(T_W),
+      .BASE2(1'b1),
+      .EXP_W(EXP_W),
+      .EXP_F(EXP_F),
+      .EXP_RND(EXP_RND),
+      .LOG2E(64'd1),
+      .LOG2E_W(2),
+      .PROD_SHIFT(0),
+      .T_W(T_W),
+      .T_F(T_F),
+      .T_RND(0),
+      .A(A),
+      .TABLE_F(TABLE_F),
+      .INTERP(1'b1),
+      .LUT_BITS(1),
+      .LIM_BITS(1),
+      .LUT_SHIFT(0),
+      .TABLE_FILE(POW2_FILE)
+  ) u_p_in (
+      .clk(clk),
+      .en (1'b1),
+      .d  (a_arg),
+      .e  (p_in)
+  );
+  logic b_v, b_last, b_live, b_first_live, b_any, c_v, c_last, c_live, c_first_live, c_any;
+  logic [SH_W-1:0] b_sh, c_sh;
+  logic signed [M_W-1:0] b_m, c_m;
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      b_v <= 1'b0;
+      c_v <= 1'b0;
+    end else begin
+      b_v <= a_v;
+      c_v <= b_v;
+    end
+    {b_last, b_live, b_first_live, b_any, b_sh, b_m} <=
+        {a_last, a_live, a_first_live, a_any, a_sh, a_m};
+    {c_last, c_live, c_first_live, c_any, c_sh, c_m} <=
+        {b_last, b_live, b_first_live, b_any, b_sh, b_m};
+  end
+
+  // ---- stage D: d = (d >> sh) + P, the one-cycle loop ------------------------------------
+  logic [SUM_W-1:0] d_reg, d_cur, d_shifted, d_nxt;
+  assign d_cur = c_first_live ? '0 : d_reg;
+  assign d_shifted = (32'(c_sh) >= SUM_W) ? '0 : (d_cur >> c_sh);
+  assign d_nxt = c_live ? d_shifted + (SUM_W'(p_in) << SUM_UP) : d_reg;
+  logic row_v, row_any;
+  logic signed [M_W-1:0] row_m;
+  always_ff @(posedge clk) begin
+    if (c_v) d_reg <= d_nxt;
+    if (rst) row_v <= 1'b0;
+    else row_v <= c_v & c_last;
+    if (c_v & c_last) begin
+      row_m <= c_m;
+      row_any <= c_any;
+    end
+  end
+
+  // ---- per row: r = 1/d (PWL, no Newton); M travels alongside -----------------------------
+  localparam int RLAT = 3;
+  logic r_v;
+  logic [R_W-1:0] r_val;
+  hwa_recip #(
+      .D_W(SUM_W),
+      .D_F(SUM_F),
+      .R_W(R_W),
+      .R_F(R_F),
+      .R_OVF(R_OVF),
+      .WF(WF),
+      .TB(TB),
+      .NEWTON(1'b0),
+      .STEPS(0),
+      .RND(R_RND),
+      .TABLE_FILE(RECIP_FILE)
+  ) u_recip (
+      .clk(clk),
+      .rst(rst),
+      .in_valid(row_v),
+      .d(row_any ? d_reg : ONE),
+      .out_valid(r_v),
+      .r(r_val)
+  );
+  logic signed [M_W-1:0] mq_pipe[RLAT];
+  always_ff @(posedge clk) begin
+    mq_pipe[0] <= row_m;
+    for (int s = 1; s < RLAT; s++) mq_pipe[s] <= mq_pipe[s-1];
+  end
+  assign ctx_v = r_v;
+  assign ctx = {mq_pipe[RLAT-1], r_val};
+
+  // ---- output: P(t - M·2^T_F) * r, stall-all pipeline -----------------------------------
+  logic signed [M_W-1:0] o1_m;
+  logic [R_W-1:0] o1_r;
+  assign ce = ~m_axis_tvalid | m_axis_tready;
+  assign {o1_m, o1_r} = o1_ctx;
+  logic [EXP_W-1:0] p_out;
+  hwa_exp_unit #(
+      .D_W(T_W),
+      .BASE2(1'b1),
+      .EXP_W(EXP_W),
+      .EXP_F(EXP_F),
+      .EXP_RND(EXP_RND),
+      .LOG2E(64'd1),
+      .LOG2E_W(2),
+      .PROD_SHIFT(0),
+      .T_W(T_W),
+      .T_F(T_F),
+      .T_RND(0),
+      .A(A),
+      .TABLE_F(TABLE_F),
+      .INTERP(1'b1),
+      .LUT_BITS(1),
+      .LIM_BITS(1),
+      .LUT_SHIFT(0),
+      .TABLE_FILE(POW2_FILE)
+  ) u_p_out (
+      .clk(clk),
+      .en (ce),
+      .d  (p_arg(o1_t, o1_m)),
+      .e  (p_out)
+  );
+  logic o2_v, o2_l, o2_mask, o3_v, o3_l, o3_mask;
+  logic [R_W-1:0] o2_r, o3_r;
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      o2_v <= 1'b0;
+      o3_v <= 1'b0;
+    end else if (ce) begin
+      o2_v <= o1_v;
+      o3_v <= o2_v;
+    end
+    if (ce) begin
+      {o2_l, o2_mask, o2_r} <= {o1_l, o1_mask, o1_r};
+      {o3_l, o3_mask, o3_r} <= {o2_l, o2_mask, o2_r};
+    end
+  end
+  localparam int YW = EXP_W + R_W + ((OUT_SHIFT < 0) ? -OUT_SHIFT : 0) + 2;
+  logic signed [YW-1:0] pr, pr_r;
+  logic [OUT_W-1:0] y_c;
+  assign pr = YW'(p_out) * YW'(o3_r);
+  if (OUT_SHIFT > 0) begin : g_rs
+    hwa_round_shift #(
+        .IN_W (YW),
+        .SH_W (SW),
+        .OUT_W(YW),
+        .MODE (OUT_RND)
+    ) u_out (
+        .x (pr),
+        .sh(SW'(OUT_SHIFT)),
+        .y (pr_r)
+    );
+  end else begin : g_ls
+    assign pr_r = pr <<< (-OUT_SHIFT);
+  end
+  hwa_sat #(
+      .IN_W      (YW),
+      .OUT_W     (OUT_W),
+      .OUT_SIGNED(OUT_SIGNED),
+      .OVF       (OUT_OVF)
+  ) u_sat (
+      .x(pr_r),
+      .y(y_c)
+  );
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      m_axis_tvalid <= 1'b0;
+      m_axis_tlast <= 1'b0;
+    end else if (ce) begin
+      m_axis_tvalid <= o3_v;
+      m_axis_tlast <= o3_l;
+    end
+    if (ce) m_axis_tdata <= o3_mask ? '0 : y_c;  // a masked element outputs 0
+  end
+
+endmodule
