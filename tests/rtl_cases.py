@@ -171,4 +171,19 @@ CASES = [
         },
         24,
     ),
+    # clipped softmax (Bondarenko et al. 2023): the online unit's clip stage
+    (
+        "softmax-online-clipped-16b",
+        "softmax",
+        "online",
+        {"clip_gamma": -0.03, "clip_zeta": 1.03},
+        24,
+    ),
+    (
+        "softmax-online-clipped-8b",
+        "softmax",
+        "online",
+        {"clip_gamma": -0.25, "clip_zeta": 1.5, "out_fmt": "ap_ufixed<8,0,AP_RND,AP_SAT>"},
+        24,
+    ),
 ]

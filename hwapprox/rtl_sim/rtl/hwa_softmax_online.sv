@@ -17,6 +17,9 @@
 //   output (row re-read from the buffer): y_i = cast_out(E(m - x_i) * r):
 //     round_shift by EXP_F + R_F - OUT_F (OUT_RND; negative: exact left
 //     shift), then the out_fmt overflow (OUT_OVF), OUT_W bits.
+//   CLIP (clipped softmax, Bondarenko et al. 2023): per row r_s = round(CLIP_S * r /
+//     2^CLIP_F) (half up: the stretch zeta - gamma folded into the reciprocal), then
+//     y_i = clamp(cast_out(E * r_s + CLIP_G * 2^(EXP_F + R_F - CLIP_F)), 0, CLIP_ONE).
 // The running max is resolved one stage ahead of the sum, so E is pipelined
 // and only d = f(d, e) is a one-cycle loop.
 //
@@ -45,6 +48,15 @@ module hwa_softmax_online #(
     parameter int N_BITS = 8,
     // Softmax_1 (OnlineSoftmax.off_by_one): every row's state starts at a zero logit
     parameter bit OFF_BY_ONE = 1'b0,
+    // clipped softmax (OnlineSoftmax.clip_gamma/clip_zeta): y = clamp(cast(E*r_s + G'), 0, ONE)
+    parameter bit CLIP = 1'b0,
+    parameter int CLIP_F = 16,
+    parameter int CLIP_S = 65536,
+    parameter int CLIP_G = 0,
+    parameter int CLIP_ONE = 65535,
+    parameter int CS_W = 21,
+    parameter int CRS_W = 47,
+    parameter int CZ_W = 54,
     // exp unit (see hwa_exp_unit)
     parameter bit BASE2 = 1'b1,
     parameter int EXP_W = 22,
@@ -97,13 +109,17 @@ module hwa_softmax_online #(
   localparam int SW = 8;
 
   if (IN_W < 2 || IN_W > 32 || OUT_W < 1 || OUT_W > 40 || ROW_MAX < 1
-      || (1 << N_BITS) <= ROW_MAX || SUM_F < EXP_F || SUM_W > 62) begin : g_bad_w
-    $error("hwa_softmax_online: invalid IN_W=%0d OUT_W=%0d ROW_MAX=%0d N_BITS=%0d SUM_W=%0d SUM_F=%0d EXP_F=%0d",
-           IN_W, OUT_W, ROW_MAX, N_BITS, SUM_W, SUM_F, EXP_F);
+      || (1 << N_BITS) <= ROW_MAX || SUM_F < EXP_F || SUM_W > 62
+      || (CLIP && (CLIP_F < 1 || CS_W < CLIP_F + 5 || CRS_W < R_W + CS_W
+                   || CZ_W < EXP_W + R_W + 6))) begin : g_bad_w
+    $error("hwa_softmax_online: invalid IN_W=%0d OUT_W=%0d ROW_MAX=%0d N_BITS=%0d SUM_W=%0d SUM_F=%0d EXP_F=%0d (CLIP=%0d: CLIP_F=%0d CS_W=%0d CRS_W=%0d CZ_W=%0d)",
+           IN_W, OUT_W, ROW_MAX, N_BITS, SUM_W, SUM_F, EXP_F, CLIP, CLIP_F, CS_W, CRS_W, CZ_W);
   end
   // ---- input: row buffer, queue and output sequencer (hwa_row_stream) -------------
   // the buffered word is {mask bit, code}
-  localparam int CTX_W = IN_W + R_W;  // per row: the max m and r = 1/d
+  // per row: the max m and r = 1/d (CLIP: r_s = round(S·r / 2^CLIP_F), the stretch folded in)
+  localparam int RC_W = CLIP ? CRS_W : R_W;
+  localparam int CTX_W = IN_W + RC_W;
   logic in_v, in_first, in_last, ctx_v, ce, rd_issue, o1_v, o1_l;
   logic [IN_W:0] in_w, o1_w;
   logic in_mask, o1_mask;
@@ -295,12 +311,20 @@ module hwa_softmax_online #(
     for (int s = 1; s < RLAT; s++) mq_pipe[s] <= mq_pipe[s-1];
   end
   assign ctx_v = r_v;
-  assign ctx = {mq_pipe[RLAT-1], r_val};
+  logic [RC_W-1:0] r_ctx;
+  if (CLIP) begin : g_clip_r
+    logic [CRS_W-1:0] rsp;
+    assign rsp = CRS_W'(r_val) * CRS_W'(CLIP_S);
+    assign r_ctx = RC_W'((rsp + (CRS_W'(1) << (CLIP_F - 1))) >> CLIP_F);  // half up
+  end else begin : g_plain_r
+    assign r_ctx = r_val;
+  end
+  assign ctx = {mq_pipe[RLAT-1], r_ctx};
 
   // ---- output: stall-all pipeline ---------------------------------------------------
   // o1 (in hwa_row_stream): the buffered x and the row context
   logic signed [IN_W-1:0] o1_m;
-  logic [R_W-1:0] o1_r;
+  logic [RC_W-1:0] o1_r;
   assign ce = ~m_axis_tvalid | m_axis_tready;
   assign {o1_m, o1_r} = o1_ctx;
   // o2, o3: E(m - x)
@@ -333,7 +357,7 @@ module hwa_softmax_online #(
       .e  (e_out)
   );
   logic o2_v, o2_l, o2_mask, o3_v, o3_l, o3_mask;
-  logic [R_W-1:0] o2_r, o3_r;
+  logic [RC_W-1:0] o2_r, o3_r;
   always_ff @(posedge clk) begin
     if (rst) begin
       o2_v <= 1'b0;
@@ -352,10 +376,14 @@ module hwa_softmax_online #(
     end
   end
   // o4: y = cast_out(e * r), output register
-  localparam int YW = EXP_W + R_W + ((OUT_SHIFT < 0) ? -OUT_SHIFT : 0) + 2;
+  localparam int YW = (CLIP ? CZ_W : EXP_W + R_W) + ((OUT_SHIFT < 0) ? -OUT_SHIFT : 0) + 2;
   logic signed [YW-1:0] er, er_r, er_l;
-  logic [OUT_W-1:0] y_c;
-  assign er = YW'(e_out) * YW'(o3_r);
+  logic [OUT_W-1:0] y_c, y_o;
+  if (CLIP) begin : g_clip_z  // z = E·r_s + G·2^(EXP_F + R_F - CLIP_F), exact
+    assign er = YW'(e_out) * YW'(o3_r) + (YW'(CLIP_G) <<< (EXP_F + R_F - CLIP_F));
+  end else begin : g_plain_z
+    assign er = YW'(e_out) * YW'(o3_r);
+  end
   if (OUT_SHIFT > 0) begin : g_rs
     hwa_round_shift #(
         .IN_W (YW),
@@ -380,6 +408,15 @@ module hwa_softmax_online #(
       .x(er_l),
       .y(y_c)
   );
+  if (CLIP) begin : g_clamp  // clamp to [0, 1.0] (CLIP_ONE: 1.0 or the largest code)
+    logic neg;
+    assign neg = OUT_SIGNED && y_c[OUT_W-1];
+    /* verilator lint_off CMPCONST */  // constant when 1.0 is above the largest code
+    assign y_o = neg ? '0 : (({1'b0, y_c} > (OUT_W + 1)'(CLIP_ONE)) ? OUT_W'(CLIP_ONE) : y_c);
+    /* verilator lint_on CMPCONST */
+  end else begin : g_noclamp
+    assign y_o = y_c;
+  end
   always_ff @(posedge clk) begin
     if (rst) begin
       m_axis_tvalid <= 1'b0;
@@ -388,7 +425,7 @@ module hwa_softmax_online #(
       m_axis_tvalid <= o3_v;
       m_axis_tlast <= o3_l;
     end
-    if (ce) m_axis_tdata <= o3_mask ? '0 : y_c;  // a masked element outputs 0
+    if (ce) m_axis_tdata <= o3_mask ? '0 : y_o;  // a masked element outputs 0
   end
 
 endmodule
