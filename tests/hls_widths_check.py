@@ -56,12 +56,12 @@ def read_widths(exe: Path, i: int) -> dict[str, list[int]]:
 def rtl_params(spec, n: int) -> dict[str, int | str] | None:
     """The SV parameters of the spec's RTL unit for rows of ``n``, or None (no unit)."""
     key = (spec.operator, spec.method)
-    if key == (Operator.LAYERNORM, "rmsnorm"):  # hwa_layernorm_rsqrt with CENTER = 0
-        key = (Operator.LAYERNORM, "rsqrt_lut")
     if key not in RTL_UNITS or not spec.in_fmt.signed:
         return None
-    if spec.operator == Operator.SOFTMAX and (spec.schedule != "online" or spec.clipped):
-        return None  # the SV unit is single-pass only, without a clipped output yet
+    if key == (Operator.SOFTMAX, "online") and spec.schedule != "online":
+        return None  # the SV unit is single-pass only
+    if key == (Operator.SOFTMAX, "softermax") and n > int(spec.sum_fmt.max) // 2:
+        return None
     if spec.operator == Operator.LAYERNORM and not (
         spec.gamma_fmt.signed and spec.beta_fmt.signed and n <= spec.max_n
     ):
