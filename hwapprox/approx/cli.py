@@ -318,6 +318,9 @@ def eval_cmd(
     except SpecError as exc:
         raise click.ClickException(f"{spec.describe()} on {iset.label()}: {exc}") from None
     cost = spec.cost()
+    from hwapprox.approx.costmodel import FAMILIES, estimate
+
+    est = {fam: estimate(spec, fam).as_dict() for fam in FAMILIES}
     if as_json:
         click.echo(
             json.dumps(
@@ -326,6 +329,7 @@ def eval_cmd(
                     "inputs": iset.to_dict(),
                     "metrics": m.as_dict(),
                     "cost": cost.as_dict(),
+                    "estimate": est,
                 },
                 indent=2,
             )
@@ -349,7 +353,10 @@ def eval_cmd(
             ("max |sum-1|", m.sum_dev),
             ("mean |sum-1|", m.mean_sum_dev),
         ]
-    rows.append(("cost score", round(cost.score(), 2)))
+    rows.append(("cost score (proxy)", round(cost.score(), 2)))
+    for fam, e in est.items():
+        parts = "  ".join(f"{k} {e[k]}" for k in ("LUT", "FF", "DSP", "BRAM") if e[k] is not None)
+        rows.append((f"{fam} (est., {e['source']})", parts))
     w = max(len(r[0]) for r in rows)
     for name, value in rows:
         click.echo(f"  {name:<{w}}  {_fmt_value(value)}")

@@ -154,7 +154,11 @@ def sim_cmd(
 @rtl_group.command("synth")
 @_spec_options
 @click.option(
-    "--family", type=click.Choice(["7series", "ultrascale+"]), default="7series", show_default=True
+    "--family",
+    type=click.Choice(["7series", "ultrascale+", "generic"]),
+    default="7series",
+    show_default=True,
+    help="synth_xilinx family, or 'generic': yosys synth to simple gates (a gate count).",
 )
 @click.option("--row-max", default=64, show_default=True, help="Row buffer size (row-wise units).")
 def synth_cmd(
@@ -165,7 +169,10 @@ def synth_cmd(
     family: str,
     row_max: int,
 ) -> None:
-    """Synthesise OPERATOR's unit with yosys synth_xilinx; print LUT/FF/DSP/BRAM."""
+    """Synthesise OPERATOR's unit with yosys synth_xilinx; print LUT/FF/DSP/BRAM.
+
+    Without yosys, 'hwapprox eval' shows the cost model's estimate (fitted to these
+    runs; hwapprox.approx.costmodel)."""
     from hwapprox.rtl_sim.runner import RtlToolError
     from hwapprox.rtl_sim.synth import synthesize
 
@@ -176,6 +183,9 @@ def synth_cmd(
     except (SpecError, RtlToolError) as exc:
         raise click.ClickException(str(exc)) from None
     took = "cached" if r["cached"] else f"{r['seconds']:.0f} s"
+    if family == "generic":
+        click.echo(f"{r['top']} (generic): gates {r['GATES']}  DFF {r['DFF']}  [{took}]")
+        return
     click.echo(
         f"{r['top']} ({family}): LUT {r['LUT']}  FF {r['FF']}  DSP {r['DSP']}  "
         f"BRAM {r['BRAM']}  LUTRAM {r['LUTRAM']}  CARRY {r['CARRY']}  [{took}]"
