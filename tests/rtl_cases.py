@@ -186,4 +186,21 @@ CASES = [
         {"clip_gamma": -0.25, "clip_zeta": 1.5, "out_fmt": "ap_ufixed<8,0,AP_RND,AP_SAT>"},
         24,
     ),
+    # pRMSNorm: the RMS of the first k elements (Zhang & Sennrich 2019)
+    ("layernorm-prmsnorm-16b", "layernorm", "rmsnorm", {"max_n": 64, "partial_k": 8}, 24),
+    (
+        "layernorm-prmsnorm-8b",
+        "layernorm",
+        "rmsnorm",
+        {
+            "in_fmt": "ap_fixed<8,3>",
+            "out_fmt": "ap_fixed<8,3,AP_RND,AP_SAT>",
+            "gamma_fmt": "ap_fixed<8,2>",
+            "beta_fmt": "ap_fixed<8,2>",
+            "max_n": 64,
+            "partial_k": 16,
+            "eps": 1e-3,
+        },
+        24,
+    ),
 ]

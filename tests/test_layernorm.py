@@ -607,3 +607,29 @@ def test_ibert_ivit_equal_scalar_rendition(cls):
             want = _ibert_scalar(spec, x.tolist(), g.tolist(), b.tolist())
             got = spec.model(x[None, :], gamma=g, beta=b)[0]
             assert np.array_equal(got, np.array(want)), f"N={n} row {k}"
+
+
+@pytest.mark.parametrize("k", [4, 16, 32])
+def test_prmsnorm_follows_its_own_reference(k: int) -> None:
+    """pRMSNorm (partial_k = k): within one output LSB of x / sqrt(mean(x[:k]²) + eps),
+    and not of the full-row RMSNorm when the tail differs from the head."""
+    spec = make_spec("layernorm", "rmsnorm", partial_k=k, max_n=64)
+    full = make_spec("layernorm", "rmsnorm", max_n=64)
+    rng = np.random.default_rng(k)
+    x = rng.normal(0, 1, (300, 64))
+    x[:, k:] *= 2.0  # the tail is louder than the head the RMS is taken from
+    raw = spec.in_fmt.quantize(x)
+    xf = spec.in_fmt.to_float(raw)
+    y = spec.out_fmt.to_float(spec.model(raw))
+    ref = spec.reference(xf)
+    inside = np.abs(ref) < spec.out_fmt.max  # out_fmt saturates beyond (k = 4: a loud tail)
+    assert inside.mean() > 0.9
+    assert np.abs(y - ref)[inside].max() <= spec.out_fmt.lsb
+    assert np.abs(y - full.reference(xf))[inside].max() > 10 * spec.out_fmt.lsb
+
+
+def test_prmsnorm_is_refused_for_layernorm_and_bad_k() -> None:
+    with pytest.raises(SpecError, match=r"partial RMS \(pRMSNorm\) is an option of method rmsnorm"):
+        make_spec("layernorm", "rsqrt_lut", partial_k=4)
+    with pytest.raises(SpecError, match=r"partial_k=100 must be in \[0, max_n=64\]"):
+        make_spec("layernorm", "rmsnorm", partial_k=100, max_n=64)

@@ -277,7 +277,9 @@ class _LayerNormSpec(RowwiseSpec):
             c = a - a.mean(axis=-1, keepdims=True)
             y = c / np.sqrt((c * c).mean(axis=-1, keepdims=True) + self.eps)
         else:
-            y = a / np.sqrt((a * a).mean(axis=-1, keepdims=True) + self.eps)
+            k = getattr(self, "partial_k", 0) or n  # pRMSNorm: the RMS of the first k
+            head = a[..., : min(k, n)]
+            y = a / np.sqrt((head * head).mean(axis=-1, keepdims=True) + self.eps)
         if gamma is not None:
             y = y * self._float_vec(gamma, n, "gamma")
         if beta is not None:
@@ -939,6 +941,10 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
     )
 
     max_n: int = 1024
+    #: pRMSNorm (Zhang & Sennrich 2019), ``rmsnorm`` only: the RMS is estimated from the
+    #: first ``partial_k`` elements of each row (p·d for the model's hidden size d);
+    #: 0 (or >= N) = the whole row
+    partial_k: int = 0
     #: defaults: one Newton step on a 256-entry table (<= 0.56 LSB at 16 bits), which
     #: keeps the RTL unit at last-in -> last-out N + 16 (two steps on 64: N + 19)
     rsqrt_table_bits: int = 8
@@ -950,6 +956,19 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
     def validate(self) -> None:
         super().validate()
         name = type(self).__name__
+        require(
+            not isinstance(self.partial_k, bool) and isinstance(self.partial_k, int),
+            f"{name}.partial_k must be an int, got {self.partial_k!r}",
+        )
+        require(
+            self.partial_k == 0 or not self.center,
+            f"{name}.partial_k={self.partial_k}: the partial RMS (pRMSNorm) is an option of "
+            "method rmsnorm; LayerNorm's mean needs the whole row",
+        )
+        require(
+            0 <= self.partial_k <= self.max_n,
+            f"{name}.partial_k={self.partial_k} must be in [0, max_n={self.max_n}]",
+        )
         for fname, lo, hi in (
             ("max_n", 1, 1 << 16),
             ("rsqrt_table_bits", 2, 12),
@@ -1017,6 +1036,11 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
         p = self.rsqrt_frac_bits
         y_max = 1 << p  # y < 2^P·(1 + tiny); one bit of margin
         z_int = math.isqrt(n) + 2  # |z| <= sqrt(N-1)·(1 + rel. error) < sqrt(N) + 1
+        if self.partial_k:
+            # pRMSNorm: an element after the first k can exceed sqrt(k) RMS units; only
+            # De >= k²·eps_q bounds it: |Z| <= xmax·2^(G/2) / sqrt(eps_q) (+ margin)
+            bound = (xmax << (self.eps_guard_bits // 2)) // max(1, math.isqrt(self.eps_q))
+            z_int = max(z_int, bound + 2)
         z_bits = z_int.bit_length() + self.norm_frac_bits + 1
         return {
             "n_bits": n.bit_length(),
@@ -1098,6 +1122,7 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
             "BETA_W": self.beta_fmt.width,
             "BETA_F": self.beta_fmt.frac_bits,
             "CENTER": int(self.center),
+            "PARTIAL_K": self.partial_k,
             "MAX_N": self.max_n,
             "N_BITS": w["n_bits"],
             "S1_W": w["s1_bits"],
@@ -1154,9 +1179,12 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
         self._check_n(n, self.max_n, "the accumulators are sized for max_n; raise max_n")
         g, b = self._affine_raw(n, gamma, beta)
         p, gb = self.rsqrt_frac_bits, self.eps_guard_bits
-        nn = np.int64(n)
+        k_rms = n if not self.partial_k or self.partial_k >= n else self.partial_k
+        nn = np.int64(k_rms)  # pRMSNorm: the first k elements stand for the row
+        n = k_rms
         # pass 1: exact sums
-        s2 = np.einsum("ij,ij->i", x, x)  # Σ X², exact int64
+        xs = x[:, :k_rms]
+        s2 = np.einsum("ij,ij->i", xs, xs)  # Σ X², exact int64
         s1 = x.sum(axis=1) if self.center else np.zeros(x.shape[0], dtype=np.int64)  # RMS: 0
         # per row: exact scaled variance, leading-one normalisation, 1/sqrt
         d = nn * s2 - s1 * s1
@@ -1216,6 +1244,13 @@ class RmsNorm(RsqrtLutLayerNorm):
 
     Identical to :class:`RsqrtLutLayerNorm` with ``S1`` forced to 0 (no mean):
     ``D = N·S2``, ``A = N·X``. :meth:`reference` is RMSNorm.
+
+    ``partial_k = k`` (0 < k < N) is pRMSNorm (Zhang & Sennrich 2019, "Root Mean Square
+    Layer Normalization", §4): the RMS is estimated from the first k elements,
+    ``x / sqrt(mean(x[:k]²) + eps)``: ``S2`` sums the first k, ``D = k·S2``,
+    ``De = (D << G) + k²·eps_q`` and ``A = k·X`` (the same datapath with k for N).
+    Deviation: the paper states p %; here k is the count (p·d for hidden size d), so
+    the unit needs no divider and the RTL knows k before the row ends.
     """
 
     method: ClassVar[str] = "rmsnorm"

@@ -212,6 +212,7 @@ _LN = (
     "GAMMA_W",
     "BETA_W",
     "CENTER",
+    "PARTIAL_K",
     "N_BITS",
     "S1_W",
     "S2_W",

@@ -35,6 +35,8 @@ module hwa_layernorm_rsqrt #(
     parameter int GAMMA_W = 16,
     parameter int BETA_W = 16,
     parameter bit CENTER = 1'b1,
+    // pRMSNorm (CENTER = 0): the statistics use the first PARTIAL_K elements (0: all)
+    parameter int PARTIAL_K = 0,
     parameter int ROW_MAX = 64,
     parameter int BUF_DEPTH = 128,
     parameter int ROWQ = 4,
@@ -113,13 +115,21 @@ module hwa_layernorm_rsqrt #(
   assign unused_rows = ^{rd_issue, rd_idx};
   /* verilator lint_on UNUSEDSIGNAL */
 
+  // the N of the statistics: the row length, or pRMSNorm's PARTIAL_K when the row is longer
+  function automatic logic [N_BITS-1:0] n_eff(input logic [N_BITS-1:0] n);
+    return (PARTIAL_K != 0 && 32'(n) > PARTIAL_K) ? N_BITS'(PARTIAL_K) : n;
+  endfunction
+
   // S1 = sum X, S2 = sum X^2 of the row so far (restarting at each row's first element)
   logic signed [S1_W-1:0] s1_reg, s1_nxt;
   logic signed [S2_W:0] s2_reg, s2_nxt;
   logic signed [IN_W-1:0] x_in;
   assign x_in = in_x;
   assign s1_nxt = (in_first ? '0 : s1_reg) + S1_W'(x_in);
-  assign s2_nxt = (in_first ? '0 : s2_reg) + (S2_W + 1)'(x_in) * (S2_W + 1)'(x_in);
+  logic in_stat;  // the element counts in the statistics (pRMSNorm: the first PARTIAL_K)
+  assign in_stat = (PARTIAL_K == 0) || (32'(in_n) <= PARTIAL_K);
+  assign s2_nxt = (in_first ? '0 : s2_reg)
+      + (in_stat ? (S2_W + 1)'(x_in) * (S2_W + 1)'(x_in) : '0);
   always_ff @(posedge clk) begin
     if (rst) begin
       s1_reg <= '0;
@@ -139,7 +149,7 @@ module hwa_layernorm_rsqrt #(
     else v0 <= in_v & in_last;
     s1_0 <= CENTER ? PW'(s1_nxt) : '0;
     s2_0 <= PW'(s2_nxt);
-    n_0 <= PW'({1'b0, in_n});
+    n_0 <= PW'({1'b0, n_eff(in_n)});
   end
   // stage 1: products
   logic v1;
@@ -333,7 +343,8 @@ module hwa_layernorm_rsqrt #(
     if (rst) o2_v <= 1'b0;
     else if (ce) o2_v <= o1_v;
     if (ce) begin
-      o2_a <= A_W'($signed({1'b0, o1_n})) * A_W'($signed(o1_x)) - (CENTER ? A_W'(o1_s1) : '0);
+      o2_a <= A_W'($signed({1'b0, n_eff(o1_n)})) * A_W'($signed(o1_x))
+          - (CENTER ? A_W'(o1_s1) : '0);
       o2_l <= o1_l;
       o2_g <= o1_g;
       o2_b <= o1_b;

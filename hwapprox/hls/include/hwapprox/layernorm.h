@@ -53,6 +53,8 @@ namespace hwapprox {
 // ---- rsqrt_lut / rmsnorm ---------------------------------------------------------------
 template <typename C>
 struct layernorm_rsqrt_types {
+    // the elements the statistics use: the whole row, or pRMSNorm's first PARTIAL_K
+    static const int NE = (C::PARTIAL_K > 0 && C::PARTIAL_K < C::n_in) ? C::PARTIAL_K : C::n_in;
     typedef ap_int<C::X_W> x_t;      // input code
     typedef ap_int<C::S1_W> s1_t;    // ΣX
     typedef ap_uint<C::S2_W> s2_t;   // ΣX²
@@ -105,13 +107,14 @@ struct layernorm_rsqrt_state {
 };
 
 // per row: D = N·S2 - S1² (>= 0), De = (D << G) + N²·eps_q, normalise, 1/sqrt
+// (N: T::NE, the row or pRMSNorm's first PARTIAL_K elements)
 template <typename C>
 inline layernorm_rsqrt_state<C> layernorm_rsqrt_row(
     const typename layernorm_rsqrt_types<C>::s1_t& s1,
     const typename layernorm_rsqrt_types<C>::s2_t& s2) {
     #pragma HLS INLINE
     typedef layernorm_rsqrt_types<C> T;
-    const int N = C::n_in;
+    const int N = T::NE;
     const typename T::d_t ns2 = HWAPPROX_NARROW(typename T::d_t, s2 * ap_uint<C::N_BITS>(N));
     const typename T::d_t s1sq = HWAPPROX_NARROW(typename T::d_t, s1 * s1);
     const typename T::d_t d = HWAPPROX_NARROW(typename T::d_t, ns2 - s1sq);  // >= 0
@@ -139,7 +142,7 @@ inline res_T layernorm_rsqrt_out(const typename layernorm_rsqrt_types<C>::x_t& x
     #pragma HLS INLINE
     typedef layernorm_rsqrt_types<C> T;
     const typename T::a_t a =
-        HWAPPROX_NARROW(typename T::a_t, x * ap_uint<C::N_BITS>(C::n_in) - st.s1);
+        HWAPPROX_NARROW(typename T::a_t, x * ap_uint<C::N_BITS>(T::NE) - st.s1);
     const typename T::ay_t ay = HWAPPROX_NARROW(typename T::ay_t, a * st.y);
     const typename T::z_t z = HWAPPROX_NARROW(
         typename T::z_t, round_half_up_shift<C::AYS_W>(typename T::ays_t(ay), st.sh));
@@ -170,7 +173,7 @@ sums:
     for (int i = 0; i < N; i++) {
         #pragma HLS UNROLL
         x[i] = code_of(typename CONFIG_T::in_t(data[i]));
-        s2 = HWAPPROX_NARROW(typename T::s2_t, s2 + x[i] * x[i]);
+        if (i < T::NE) s2 = HWAPPROX_NARROW(typename T::s2_t, s2 + x[i] * x[i]);
         if (CONFIG_T::CENTER) s1 = HWAPPROX_NARROW(typename T::s1_t, s1 + x[i]);
     }
     const layernorm_rsqrt_state<CONFIG_T> st = layernorm_rsqrt_row<CONFIG_T>(s1, s2);
@@ -420,7 +423,7 @@ sums:
         #pragma HLS PIPELINE II = 1
         const typename T::x_t x = code_of(typename C::in_t(data.read()));
         buf.write(x);
-        s2 = HWAPPROX_NARROW(typename T::s2_t, s2 + x * x);
+        if (i < T::NE) s2 = HWAPPROX_NARROW(typename T::s2_t, s2 + x * x);
         if (C::CENTER) s1 = HWAPPROX_NARROW(typename T::s1_t, s1 + x);
     }
     state.write(layernorm_rsqrt_row<C>(s1, s2));
