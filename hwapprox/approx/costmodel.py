@@ -7,8 +7,9 @@ writes the versioned table ``approx/data/cost_table.json``: the measured rows an
 fitted to them, one non-negative linear model per (unit, family, resource) over
 the spec's :func:`features` (from :meth:`ApproxSpec.cost`: multiplier operand
 products, DSP tiles, table bits, adder bits, divider bits, I/O width, row buffer
-bits). :func:`estimate` evaluates it; methods without an RTL unit (the hls4ml
-baselines) use the family's pooled model over all units, marked ``"pooled"``.
+bits; each model keeps at most three of them, chosen by leave-one-out).
+:func:`estimate` evaluates it; methods without an RTL unit (the hls4ml baselines)
+use the pooled model of their operator's units, marked ``"pooled"``.
 Fit error against yosys on held-out specs (leave-one-out) is in the table
 (``"loo"``) and in ``benchmarks/results/synth.md``.
 
@@ -138,24 +139,73 @@ class Estimate:
         }
 
 
+#: at most this many features besides ``one`` per model (chosen by leave-one-out)
+MAX_TERMS = 3
+
+
+def _loo_errors(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]) -> list[float]:
+    """Relative errors ``|pred - b| / max(b, 1)`` of each row predicted by the fit on the
+    others."""
+    errs = []
+    for i in range(len(b)):
+        keep = np.arange(len(b)) != i
+        pred = float(a[i] @ nnls(a[keep], b[keep]))
+        errs.append(abs(pred - b[i]) / max(b[i], 1.0))
+    return errs
+
+
+def _subsets(k: int) -> list[tuple[int, ...]]:
+    """Column subsets: ``one`` (column 0) plus up to MAX_TERMS of the others."""
+    import itertools
+
+    rest = range(1, k)
+    return [(0, *c) for r in range(MAX_TERMS + 1) for c in itertools.combinations(rest, r)]
+
+
+def _select(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]) -> tuple[int, ...]:
+    """The feature subset with the smallest mean leave-one-out error (ties: fewer terms)."""
+    best: tuple[float, int, tuple[int, ...]] | None = None
+    for cols in _subsets(a.shape[1]):
+        if np.allclose(a[:, cols[1:]], 0.0) and len(cols) > 1:
+            continue
+        err = float(np.mean(_loo_errors(a[:, cols], b)))
+        key = (round(err, 9), len(cols), cols)
+        if best is None or key < best:
+            best = key
+    assert best is not None
+    return best[2]
+
+
 def _fit_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """One model per resource over ``rows`` (each with ``features`` and the resources):
-    coefficients and the leave-one-out relative errors."""
+    """One model per resource over ``rows`` (each with ``features`` and the resources).
+
+    With few specs per unit and eight features a full fit over-fits, so each model
+    keeps ``one`` and at most :data:`MAX_TERMS` features, the subset with the smallest
+    leave-one-out error. The error reported (``loo``) is *nested*: each held-out spec
+    is predicted by a model whose subset was also selected without it, so it is an
+    honest held-out error; ``abs_mean`` is the mean absolute error in resource units
+    (relative errors of a resource that is near 0 say little)."""
     a = np.array([[r["features"][f] for f in FEATURES] for r in rows])
-    out: dict[str, Any] = {"n": len(rows), "coef": {}, "loo": {}}
+    out: dict[str, Any] = {"n": len(rows), "coef": {}, "terms": {}, "loo": {}}
     for res in RESOURCES:
         b = np.array([float(r[res]) for r in rows])
-        out["coef"][res] = [round(float(v), 6) for v in nnls(a, b)]
-        errs = []
-        if len(rows) >= 3:
+        cols = _select(a, b) if len(rows) >= 3 else tuple(range(a.shape[1]))
+        coef = np.zeros(a.shape[1])
+        coef[list(cols)] = nnls(a[:, cols], b)
+        out["coef"][res] = [round(float(v), 6) for v in coef]
+        out["terms"][res] = [FEATURES[c] for c in cols]
+        rel, absd = [], []
+        if len(rows) >= 4:
             for i in range(len(rows)):
                 keep = np.arange(len(rows)) != i
-                coef = nnls(a[keep], b[keep])
-                pred = float(a[i] @ coef)
-                errs.append(abs(pred - b[i]) / max(b[i], 1.0))
+                sub = _select(a[keep], b[keep])
+                pred = float(a[i, sub] @ nnls(a[keep][:, sub], b[keep]))
+                rel.append(abs(pred - b[i]) / max(b[i], 1.0))
+                absd.append(abs(pred - b[i]))
         out["loo"][res] = {
-            "mean": round(float(np.mean(errs)), 4) if errs else None,
-            "max": round(float(np.max(errs)), 4) if errs else None,
+            "mean": round(float(np.mean(rel)), 4) if rel else None,
+            "max": round(float(np.max(rel)), 4) if rel else None,
+            "abs_mean": round(float(np.mean(absd)), 2) if absd else None,
         }
     return out
 
@@ -163,14 +213,16 @@ def _fit_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def fit_table(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Models for every (unit, family) of the measured ``rows`` (as the table stores
     them: ``unit`` = ``"op/method"``, ``family``, ``features``, resources) and a pooled
-    model per family."""
+    model per operator and family (``"softmax/*@7series"``: for methods without an
+    RTL unit)."""
     models: dict[str, Any] = {}
     for fam in sorted({r["family"] for r in rows}):
         fam_rows = [r for r in rows if r["family"] == fam and r.get("LUT") is not None]
         for unit in sorted({r["unit"] for r in fam_rows}):
             models[f"{unit}@{fam}"] = _fit_rows([r for r in fam_rows if r["unit"] == unit])
-        if fam_rows:
-            models[f"*@{fam}"] = _fit_rows(fam_rows)
+        for op in sorted({r["unit"].split("/")[0] for r in fam_rows}):
+            pool = [r for r in fam_rows if r["unit"].startswith(op + "/")]
+            models[f"{op}/*@{fam}"] = _fit_rows(pool)
     return models
 
 
@@ -194,7 +246,7 @@ def estimate(spec: ApproxSpec, family: str = "7series", row_max: int = 64) -> Es
     source = "fit"
     model = models.get(key)
     if model is None:
-        model, source = models.get(f"*@{family}"), "pooled"
+        model, source = models.get(f"{spec.operator.value}/*@{family}"), "pooled"
     if model is None:
         return Estimate(spec.cost().score(), None, None, None, family, "proxy")
     f = features(spec, row_max)
