@@ -82,7 +82,13 @@ def test_chain_with_rtl(tmp_path):
     for f in ("summary.md", "validate/report.txt", "validate/validate.png", demo.MARKER):
         assert (out / f).is_file(), f
     md = (out / "summary.md").read_text()
-    assert "| softmax/online | layer0.softmax_41, layer1.softmax_114 | yes |" in md
+    # both softmax sites simulated bit-exact (one row per distinct spec: the tuner may give
+    # the two sites different formats)
+    rows_md = [ln for ln in md.splitlines() if ln.startswith("| softmax/online | ")]
+    assert {"layer0.softmax_41", "layer1.softmax_114"} <= {
+        name.strip() for ln in rows_md for name in ln.split("|")[2].split(",")
+    }
+    assert all(ln.split("|")[3].strip() == "yes" for ln in rows_md)
     assert "ESTIMATE" in md
     assert "[rtl] passed" in text
 

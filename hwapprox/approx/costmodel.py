@@ -237,6 +237,15 @@ def load_table() -> dict[str, Any]:
     return json.loads(text)
 
 
+def _hls_only(op: Operator) -> tuple[str, ...]:
+    """Methods with an HLS unit but no RTL unit (the hls4ml baselines): the pooled model
+    stands in for their yosys numbers; any other method without a model gets the proxy."""
+    from hwapprox.approx.registry import IMPLEMENTED
+
+    rtl = set(IMPLEMENTED["rtl"].get(op, ()))
+    return tuple(m for m in IMPLEMENTED["hls"].get(op, ()) if m not in rtl)
+
+
 def estimate(spec: ApproxSpec, family: str = "7series", row_max: int = 64) -> Estimate:
     """LUT / FF / DSP / BRAM of ``spec``'s unit on ``family`` from the fitted table."""
     if family not in FAMILIES:
@@ -245,7 +254,7 @@ def estimate(spec: ApproxSpec, family: str = "7series", row_max: int = 64) -> Es
     key = f"{spec.operator.value}/{spec.method}@{family}"
     source = "fit"
     model = models.get(key)
-    if model is None:
+    if model is None and spec.method in _hls_only(spec.operator):
         model, source = models.get(f"{spec.operator.value}/*@{family}"), "pooled"
     if model is None:
         return Estimate(spec.cost().score(), None, None, None, family, "proxy")
