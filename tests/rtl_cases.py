@@ -203,4 +203,17 @@ CASES = [
         },
         24,
     ),
+    ("softmax-shiftmax-16b", "softmax", "shiftmax", {}, 24),
+    (
+        "softmax-shiftmax-8b-tvm",
+        "softmax",
+        "shiftmax",
+        {
+            "in_fmt": "ap_fixed<8,3>",
+            "out_fmt": "ap_ufixed<8,0,AP_TRN,AP_SAT>",
+            "n": 7,
+            "variant": "tvm",
+        },
+        24,
+    ),
 ]

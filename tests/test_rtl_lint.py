@@ -108,6 +108,7 @@ def test_submodules_have_no_defaults_to_disagree_with(module: str) -> None:
         ("gelu", "edgemoe", {}, ()),
         ("gelu", "shiftgelu", {}, ()),
         ("softmax", "softermax", {}, ()),
+        ("softmax", "shiftmax", {}, ()),
     ],
 )
 def test_unit_defaults_are_the_default_spec(

@@ -11,7 +11,11 @@ buffer (``BUF_DEPTH`` = 32), with last-in -> last-out latency <= N + 16. At 64
 rows the fill-included rate is then >= 0.97 (measured: benchmarks/results/rtl.md).
 
 Every unit of :data:`hwapprox.rtl_sim.units.UNITS` with ``rowwise=True`` is
-checked at its default spec, so a new unit is covered when it is registered.
+checked at its default spec, so a new unit is covered when it is registered. A
+multi-pass unit (``row_passes = 2``: Shiftmax needs the max before its exps and the
+whole sum before its outputs) cannot meet N + 16 by its method; for it the test
+demands an input that never stalls and, on equal rows, one output per cycle at a
+constant latency.
 """
 
 from __future__ import annotations
@@ -68,6 +72,7 @@ def test_back_to_back_rows_lose_no_cycle(unit: str, lengths: list[int], row_max:
     from hwapprox.rtl_sim.sim import simulate
 
     spec = _spec(unit)
+    passes = UNITS[(spec.operator, spec.method)].row_passes
     res = simulate(spec, _rows(spec, lengths, seed=17), row_max=row_max)
     st = res.stats
     assert res.passed, st.get("error") or st.get("summary") or res.log_tail
@@ -75,6 +80,13 @@ def test_back_to_back_rows_lose_no_cycle(unit: str, lengths: list[int], row_max:
     assert st["throughput_in"] == 1.0, f"input stalled: {st['throughput_in']}"
     lat = st["latency_last_rows"]  # last in -> last out, per row
     assert len(lat) == len(lengths)
+    if passes > 1:
+        # a multi-pass unit (a full second pass before any output): equal rows still
+        # leave one per cycle at a constant latency (passes - 1)·N + N + c
+        if len(set(lengths)) == 1:
+            assert st["throughput_out"] == 1.0, st["throughput_out"]
+            assert len(set(lat)) == 1, lat
+        return
     last_in = np.cumsum(lengths)  # input never stalls: row k's last input, + a constant
     last_out = last_in + np.asarray(lat)
     c = lat[0] - lengths[0]

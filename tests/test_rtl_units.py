@@ -213,8 +213,9 @@ def _masked_rows(spec, n: int, seed: int) -> tuple[list[np.ndarray], list[np.nda
         ("online", {"exp_unit": "lut", "recip_unit": "lut"}),
         ("online", {"clip_gamma": -0.25, "clip_zeta": 1.5}),
         ("softermax", {}),
+        ("shiftmax", {}),
     ],
-    ids=["online-16b", "online-sm1", "online-lutexp", "online-clipped", "softermax"],
+    ids=["online-16b", "online-sm1", "online-lutexp", "online-clipped", "softermax", "shiftmax"],
 )
 @pytest.mark.parametrize(("idle", "backpressure"), [(0.0, 0.0), (0.45, 0.45)], ids=["0", "0.45"])
 def test_softmax_mask_bits(method: str, fields: dict, idle: float, backpressure: float) -> None:

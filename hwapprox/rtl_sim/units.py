@@ -58,6 +58,10 @@ class RtlUnit:
     configure: Callable[[Any, int], Config]
     rowwise: bool
     doc: str = ""
+    #: reads of a row before its first output (1: the row's statistics are gathered as
+    #: it enters; 2: a second full pass first, e.g. exp and sum after the max), so the
+    #: last-in -> last-out latency is (row_passes - 1)·N + N + a constant
+    row_passes: int = 1
 
     def config(self, spec: ApproxSpec, row_max: int = 64) -> Config:
         if (spec.operator, spec.method) != (self.operator, self.method):
@@ -358,6 +362,32 @@ def _softmax_softermax(spec: Any, row_max: int) -> Config:
     return {**row_stream_params(row_max), **_sv(hw, _SOFTERMAX)}, mems
 
 
+_SHIFTMAX = (
+    "IN_W",
+    "OUT_W",
+    "OUT_SIGNED",
+    "OUT_OVF",
+    "OUT_SHIFT",
+    "X0",
+    "EXP_N",
+    "TVM",
+    "DIFF_W",
+    "ST_W",
+    "SQ_W",
+    "SR_W",
+    "SEI_W",
+    "SE_W",
+    "SUM_W",
+    "FACTOR_W",
+    "PROD_W",
+)
+
+
+def _softmax_shiftmax(spec: Any, row_max: int) -> Config:
+    _signed_in(spec, "softmax/shiftmax")
+    return {**row_stream_params(row_max), **_sv(spec.hw_params(row_max), _SHIFTMAX)}, {}
+
+
 _COMMON = ("hwa_pkg.sv", "hwa_rom.sv", "hwa_round_shift.sv", "hwa_sat.sv")
 
 #: (operator, method) -> unit
@@ -436,6 +466,23 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         rowwise=True,
         doc="base 2, integer running max with shift rescaling, PWL 2^x and PWL 1/d, "
         "mask bits; circular row buffer of t",
+    ),
+    (Operator.SOFTMAX, "shiftmax"): RtlUnit(
+        Operator.SOFTMAX,
+        "shiftmax",
+        "hwa_softmax_shiftmax",
+        (
+            *_COMMON,
+            "hwa_row_stream.sv",
+            "hwa_shift_exp.sv",
+            "hwa_udiv.sv",
+            "hwa_softmax_shiftmax.sv",
+        ),
+        _softmax_shiftmax,
+        rowwise=True,
+        doc="three passes through two row buffers: max; shift-exp and sum; a 31-stage "
+        "pipelined divider per row; e·factor. Mask bits",
+        row_passes=2,
     ),
     (Operator.LAYERNORM, "rsqrt_lut"): RtlUnit(
         Operator.LAYERNORM,

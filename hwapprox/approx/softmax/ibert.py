@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from hwapprox.approx import intmath
 from hwapprox.approx.base import Cost, RawArray, SpecError, require
-from hwapprox.approx.hwparams import raw_width, sbits, ubits
+from hwapprox.approx.hwparams import overflow_code, raw_width, sbits, ubits
 from hwapprox.approx.softmax._common import (
     _FIX16_6,
     _MEMO_MAX_BITS,
@@ -389,6 +389,8 @@ class ShiftmaxSoftmax(SoftmaxSpec):
             "EXP_N": nn,
             "TVM": int(self.variant == "tvm"),
             "SUM_MAX": lim,
+            "OUT_SIGNED": int(self.out_fmt.signed),
+            "OUT_OVF": overflow_code(self.out_fmt.overflow),
             "OUT_SHIFT": 31 - f,
             "DIFF_W": sbits(d_lo, 0),
             "ST_W": sbits(min(d_lo + (d_lo >> 1), d_lo + (d_lo >> 1) - (d_lo >> 4), nn * x0), 0),
