@@ -433,7 +433,7 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         Operator.GELU,
         "shiftgelu",
         "hwa_gelu_shiftgelu",
-        (*_COMMON, "hwa_udiv.sv", "hwa_gelu_shiftgelu.sv"),
+        (*_COMMON, "hwa_shift_exp.sv", "hwa_udiv.sv", "hwa_gelu_shiftgelu.sv"),
         _gelu_shiftgelu,
         rowwise=False,
         doc="two shift-exps (shifts, adds, a compare chain for q), a 31-stage pipelined "

@@ -3,10 +3,8 @@
 //
 // For a raw input code x (in_fmt), with X0 < 0 and EXP_N from the spec:
 //   m = max(x, 0);  e1 = shift_exp(x - m);  e2 = shift_exp(-m)       (arguments <= 0)
-//   shift_exp(v): t = v + (v >>> 1) - (v >>> 4);  t = max(t, EXP_N·X0);
-//                 q = floor(t / X0) in [0, EXP_N] (a compare per value of q);
-//                 r = t - X0·q;  TVM = 0: e = ((r - 2·X0) << (EXP_N - q)) >> 1
-//                                TVM = 1: e = ((r >>> 1) - X0) << (EXP_N - q)
+//   shift_exp = hwa_shift_exp (I-ViT's shift-exp: log2 e by shifts, a compare chain
+//                 for q = floor(t / X0), r = t - X0·q, a shift by EXP_N - q)
 //   factor = floor((2^31 - 1) / (e1 + e2))     (hwa_udiv: 31 pipelined stages)
 //   sig    = (e1·factor) >> SIGMOID_SHIFT;  y = x·sig   (PROD_F fraction bits)
 //   out    = sat(round_shift(y, PROD_F - OUT_F, OUT_RND), OUT_OVF)
@@ -68,66 +66,55 @@ module hwa_gelu_shiftgelu #(
   assign ce = ~m_axis_tvalid | m_axis_tready;
   assign s_axis_tready = ce;
 
-  // ---- stage 1: both shift-exp arguments, t, clip and q -------------------------------
+  // ---- stage 1: both shift-exp arguments ---------------------------------------------
   logic signed [IN_W-1:0] x_in;
   logic [M_W-1:0] m_c;
-  logic signed [SX_W-1:0] v1_c, v2_c;
   assign x_in = s_axis_tdata;
   assign m_c = (x_in > 0) ? M_W'(x_in) : '0;
-  assign v1_c = SX_W'(x_in) - SX_W'($signed({1'b0, m_c}));
-  assign v2_c = -SX_W'($signed({1'b0, m_c}));
-  localparam logic signed [ST_W-1:0] CLIP = ST_W'(EXP_N * X0);
-
-  function automatic logic signed [ST_W-1:0] log2e_clip(input logic signed [SX_W-1:0] v);
-    logic signed [ST_W-1:0] vs, t;
-    vs = ST_W'(v);
-    t = vs + (vs >>> 1) - (vs >>> 4);
-    return (t < CLIP) ? CLIP : t;
-  endfunction
-  function automatic logic [SQ_W-1:0] quot(input logic signed [ST_W-1:0] t);
-    logic [SQ_W-1:0] q;
-    q = '0;
-    for (int j = 1; j <= EXP_N; j++) begin
-      if (32'(t) <= j * X0) q = q + 1'b1;  // t / X0 >= j
-    end
-    return q;
-  endfunction
-
   logic s1_v, s1_l;
   logic signed [IN_W-1:0] s1_x;
-  logic signed [ST_W-1:0] s1_t1, s1_t2;
-  logic [SQ_W-1:0] s1_q1, s1_q2;
-  logic signed [ST_W-1:0] t1_c, t2_c;
-  assign t1_c = log2e_clip(v1_c);
-  assign t2_c = log2e_clip(v2_c);
+  logic signed [SX_W-1:0] s1_v1, s1_v2;
   always_ff @(posedge clk) begin
     if (rst) s1_v <= 1'b0;
     else if (ce) s1_v <= s_axis_tvalid;
     if (ce) begin
       s1_l <= s_axis_tlast;
       s1_x <= x_in;
-      s1_t1 <= t1_c;
-      s1_t2 <= t2_c;
-      s1_q1 <= quot(t1_c);
-      s1_q2 <= quot(t2_c);
+      s1_v1 <= SX_W'(x_in) - SX_W'($signed({1'b0, m_c}));  // x - m
+      s1_v2 <= -SX_W'($signed({1'b0, m_c}));  // -m
     end
   end
 
-  // ---- stage 2: r = t - X0·q and the shifted exponent ---------------------------------
-  function automatic logic [SE_W-1:0] sexp(input logic signed [ST_W-1:0] t,
-                                           input logic [SQ_W-1:0] q);
-    logic signed [SR_W-1:0] r;
-    logic [SEI_W-1:0] b;
-    int sh;
-    r = SR_W'(t - ST_W'(X0) * ST_W'($signed({1'b0, q})));
-    sh = EXP_N - 32'(q);
-    if (TVM) begin
-      b = SEI_W'(SEI_W'(r >>> 1) - SEI_W'(X0));
-      return SE_W'(b << sh);
-    end
-    b = SEI_W'(SEI_W'(r) - SEI_W'(2 * X0));
-    return SE_W'((b << sh) >> 1);
-  endfunction
+  // ---- stage 2: the two shift-exps (hwa_shift_exp) ----------------------------------------
+  logic [SE_W-1:0] e1_c, e2_c;
+  hwa_shift_exp #(
+      .X0(X0),
+      .EXP_N(EXP_N),
+      .TVM(TVM),
+      .V_W(SX_W),
+      .ST_W(ST_W),
+      .SQ_W(SQ_W),
+      .SR_W(SR_W),
+      .SEI_W(SEI_W),
+      .SE_W(SE_W)
+  ) u_e1 (
+      .v(s1_v1),
+      .e(e1_c)
+  );
+  hwa_shift_exp #(
+      .X0(X0),
+      .EXP_N(EXP_N),
+      .TVM(TVM),
+      .V_W(SX_W),
+      .ST_W(ST_W),
+      .SQ_W(SQ_W),
+      .SR_W(SR_W),
+      .SEI_W(SEI_W),
+      .SE_W(SE_W)
+  ) u_e2 (
+      .v(s1_v2),
+      .e(e2_c)
+  );
   logic s2_v, s2_l;
   logic signed [IN_W-1:0] s2_x;
   logic [SE_W-1:0] s2_e1, s2_e2;
@@ -137,8 +124,8 @@ module hwa_gelu_shiftgelu #(
     if (ce) begin
       s2_l <= s1_l;
       s2_x <= s1_x;
-      s2_e1 <= sexp(s1_t1, s1_q1);
-      s2_e2 <= sexp(s1_t2, s1_q2);
+      s2_e1 <= e1_c;
+      s2_e2 <= e2_c;
     end
   end
 
