@@ -27,9 +27,19 @@ PRIMS = {
     "hwa_recip": ["hwa_pkg.sv", "hwa_round_shift.sv", "hwa_sat.sv", "hwa_recip.sv"],
     "hwa_rom": ["hwa_rom.sv"],
     "hwa_row_stream": ["hwa_row_stream.sv"],
+    "hwa_cast": ["hwa_pkg.sv", "hwa_round_shift.sv", "hwa_sat.sv", "hwa_cast.sv"],
+    "hwa_shift_exp": ["hwa_shift_exp.sv"],
+    "hwa_udiv": ["hwa_udiv.sv"],
 }
 #: submodules whose parameters must all be set by the parent (no defaults)
-NO_DEFAULTS = {"hwa_exp_unit": ("TABLE_FILE",), "hwa_recip": ("TABLE_FILE",), "hwa_row_stream": ()}
+NO_DEFAULTS = {
+    "hwa_exp_unit": ("TABLE_FILE",),
+    "hwa_recip": ("TABLE_FILE",),
+    "hwa_row_stream": (),
+    "hwa_cast": (),
+    "hwa_shift_exp": (),
+    "hwa_udiv": (),
+}
 
 
 def _online_params(**fields: str) -> dict:
@@ -47,6 +57,14 @@ def _prim_params(top: str) -> dict:
     if top == "hwa_recip":
         names = ("R_W", "R_F", "R_OVF", "WF", "TB", "NEWTON", "STEPS")
         return {"D_W": p["SUM_W"], "D_F": p["SUM_F"], "RND": p["R_RND"], **{k: p[k] for k in names}}
+    if top == "hwa_cast":
+        return {"IN_W": 20, "SHIFT": 4, "MODE": 2, "OUT_W": 12, "OUT_SIGNED": 1, "OVF": 1}
+    if top == "hwa_shift_exp":
+        names = ("X0", "EXP_N", "TVM", "ST_W", "SQ_W", "SR_W", "SEI_W", "SE_W")
+        hw = make_spec("gelu", "shiftgelu").hw_params()
+        return {"V_W": hw["SX_W"], **{k: hw[k] for k in names}}
+    if top == "hwa_udiv":
+        return {"N_W": 31, "D_W": 28, "Q_W": 31, "P_W": 4}
     if top == "hwa_row_stream":
         names = ("ROW_MAX", "BUF_DEPTH", "ROWQ", "N_BITS")
         return {"IN_W": p["IN_W"], "CTX_W": p["IN_W"] + p["R_W"], **{k: p[k] for k in names}}

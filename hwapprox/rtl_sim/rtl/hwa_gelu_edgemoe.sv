@@ -50,7 +50,6 @@ module hwa_gelu_edgemoe #(
   localparam int SHW = 8;
   localparam int AW = (TABLE_SIZE > 1) ? $clog2(TABLE_SIZE) : 1;
   localparam int OSH = FA - OUT_F;
-  localparam int RW = ACC_W + ((OSH < 0) ? -OSH : 0) + 1;
   localparam int G = (IN_F >= K) ? IN_F - K : 0;  // input bits below the index
 
   if (IN_W < 2 || IN_W > 40 || OUT_W < 1 || OUT_W > 62 || TABLE_SIZE < 2 || FT < 0
@@ -175,29 +174,16 @@ module hwa_gelu_edgemoe #(
   end
 
   // p4: cast into out_fmt
-  logic signed [RW-1:0] rnd_c;
   logic [OUT_W-1:0] out_c;
-  if (OSH > 0) begin : g_rshift
-    hwa_round_shift #(
-        .IN_W (ACC_W),
-        .SH_W (SHW),
-        .OUT_W(RW),
-        .MODE (OUT_RND)
-    ) u_round (
-        .x (p3_acc),
-        .sh(SHW'(OSH)),
-        .y (rnd_c)
-    );
-  end else begin : g_lshift
-    assign rnd_c = RW'(p3_acc) <<< (-OSH);
-  end
-  hwa_sat #(
-      .IN_W      (RW),
+  hwa_cast #(
+      .IN_W      (ACC_W),
+      .SHIFT     (OSH),
+      .MODE      (OUT_RND),
       .OUT_W     (OUT_W),
       .OUT_SIGNED(OUT_SIGNED),
       .OVF       (OUT_OVF)
-  ) u_sat (
-      .x(rnd_c),
+  ) u_cast (
+      .x(p3_acc),
       .y(out_c)
   );
   always_ff @(posedge clk) begin

@@ -47,8 +47,6 @@ module hwa_gelu_ibert #(
     output logic             m_axis_tlast
 );
 
-  localparam int SHW = 8;
-  localparam int RW = Q_W + ((MULT_SHIFT < 0) ? -MULT_SHIFT : 0) + 1;
 
   if (IN_W < 2 || IN_W > 40 || OUT_W < 1 || OUT_W > 62 || B_INT >= 0 || ERF_SHIFT < 0
       || Q_W > 62 || PROD_W > 62 || POLY_W > 62 || T_W < 1 || TB_W < 2
@@ -128,29 +126,16 @@ module hwa_gelu_ibert #(
   end
 
   // p5: cast into out_fmt
-  logic signed [RW-1:0] rnd_c;
   logic [OUT_W-1:0] out_c;
-  if (MULT_SHIFT > 0) begin : g_rshift
-    hwa_round_shift #(
-        .IN_W (Q_W),
-        .SH_W (SHW),
-        .OUT_W(RW),
-        .MODE (OUT_RND)
-    ) u_round (
-        .x (p4_q),
-        .sh(SHW'(MULT_SHIFT)),
-        .y (rnd_c)
-    );
-  end else begin : g_lshift
-    assign rnd_c = RW'(p4_q) <<< (-MULT_SHIFT);
-  end
-  hwa_sat #(
-      .IN_W      (RW),
+  hwa_cast #(
+      .IN_W      (Q_W),
+      .SHIFT     (MULT_SHIFT),
+      .MODE      (OUT_RND),
       .OUT_W     (OUT_W),
       .OUT_SIGNED(OUT_SIGNED),
       .OVF       (OUT_OVF)
-  ) u_sat (
-      .x(rnd_c),
+  ) u_cast (
+      .x(p4_q),
       .y(out_c)
   );
   always_ff @(posedge clk) begin

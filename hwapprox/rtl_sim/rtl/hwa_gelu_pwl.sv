@@ -43,7 +43,6 @@ module hwa_gelu_pwl #(
 );
 
   localparam int SEGW = (NSEG > 1) ? $clog2(NSEG) : 1;
-  localparam int SHW = 8;
 
   if (IN_W < 2 || IN_W > 40 || OUT_W < 1 || OUT_W > 62 || NSEG < 1 || NSEG > 256
       || SH_XS < 0 || SH_C < 0 || SH_X < 0 || ACC_W > 120 || OUT_SHIFT < -60
@@ -144,30 +143,16 @@ module hwa_gelu_pwl #(
   end
 
   // p4: cast into out_fmt (one rounding, then the overflow mode)
-  localparam int RW = ACC_W + ((OUT_SHIFT < 0) ? -OUT_SHIFT : 0) + 1;
-  logic signed [RW-1:0] rnd_c;
   logic [OUT_W-1:0] out_c;
-  if (OUT_SHIFT > 0) begin : g_rshift
-    hwa_round_shift #(
-        .IN_W (ACC_W),
-        .SH_W (SHW),
-        .OUT_W(RW),
-        .MODE (OUT_RND)
-    ) u_round (
-        .x (p3_acc),
-        .sh(SHW'(OUT_SHIFT)),
-        .y (rnd_c)
-    );
-  end else begin : g_lshift
-    assign rnd_c = RW'(p3_acc) <<< (-OUT_SHIFT);
-  end
-  hwa_sat #(
-      .IN_W      (RW),
+  hwa_cast #(
+      .IN_W      (ACC_W),
+      .SHIFT     (OUT_SHIFT),
+      .MODE      (OUT_RND),
       .OUT_W     (OUT_W),
       .OUT_SIGNED(OUT_SIGNED),
       .OVF       (OUT_OVF)
-  ) u_sat (
-      .x(rnd_c),
+  ) u_cast (
+      .x(p3_acc),
       .y(out_c)
   );
   always_ff @(posedge clk) begin

@@ -49,9 +49,7 @@ module hwa_gelu_shiftgelu #(
     output logic             m_axis_tlast
 );
 
-  localparam int SHW = 8;
   localparam int OSH = PROD_F - OUT_F;
-  localparam int RW = YP_W + ((OSH < 0) ? -OSH : 0) + 1;
   localparam int DIV_N = 31;  // the numerator 2^31 - 1
   localparam int PW = SE_W + IN_W + 2;  // payload through the divider: e1, x, valid, last
   localparam int PRW = SE_W + FACTOR_W;  // e1·factor before the shift
@@ -195,29 +193,16 @@ module hwa_gelu_shiftgelu #(
       s5_y <= YP_W'(s4_x) * YP_W'($signed({1'b0, s4_sig}));
     end
   end
-  logic signed [RW-1:0] rnd_c;
   logic [OUT_W-1:0] out_c;
-  if (OSH > 0) begin : g_rshift
-    hwa_round_shift #(
-        .IN_W (YP_W),
-        .SH_W (SHW),
-        .OUT_W(RW),
-        .MODE (OUT_RND)
-    ) u_round (
-        .x (s5_y),
-        .sh(SHW'(OSH)),
-        .y (rnd_c)
-    );
-  end else begin : g_lshift
-    assign rnd_c = RW'(s5_y) <<< (-OSH);
-  end
-  hwa_sat #(
-      .IN_W      (RW),
+  hwa_cast #(
+      .IN_W      (YP_W),
+      .SHIFT     (OSH),
+      .MODE      (OUT_RND),
       .OUT_W     (OUT_W),
       .OUT_SIGNED(OUT_SIGNED),
       .OVF       (OUT_OVF)
-  ) u_sat (
-      .x(rnd_c),
+  ) u_cast (
+      .x(s5_y),
       .y(out_c)
   );
   always_ff @(posedge clk) begin
