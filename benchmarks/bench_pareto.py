@@ -47,9 +47,13 @@ def main() -> None:
     ap.add_argument("--family", default="7series")
     args = ap.parse_args()
     recs = [json.loads(x) for x in RUNS.read_text().splitlines()]
-    recs = [r for r in recs if r["family"] == args.family]
-    points: list[dict[str, Any]] = []
+    latest: dict[str, dict[str, Any]] = {}  # one run per spec (the latest), as bench_synth
     for r in recs:
+        if r["family"] == args.family:
+            cfg = spec_from_config(r["spec"]).to_config()
+            latest[json.dumps(cfg, sort_keys=True)] = {**r, "spec": cfg}
+    points: list[dict[str, Any]] = []
+    for r in latest.values():
         spec = spec_from_config(r["spec"])
         m = measure(spec, InputSet())
         points.append(
