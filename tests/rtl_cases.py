@@ -216,4 +216,12 @@ CASES = [
         },
         24,
     ),
+    ("softmax-ibert-16b", "softmax", "ibert", {}, 24),
+    (
+        "softmax-ibert-8b-shift",
+        "softmax",
+        "ibert",
+        {"in_fmt": "ap_fixed<8,3>", "out_fmt": "ap_ufixed<8,0,AP_TRN,AP_SAT>", "requant": "shift"},
+        24,
+    ),
 ]

@@ -39,6 +39,8 @@ NO_DEFAULTS = {
     "hwa_cast": (),
     "hwa_shift_exp": (),
     "hwa_udiv": (),
+    "hwa_ibert_exp": (),
+    "hwa_softmax_3pass": (),
 }
 
 
@@ -127,6 +129,7 @@ def test_submodules_have_no_defaults_to_disagree_with(module: str) -> None:
         ("gelu", "shiftgelu", {}, ()),
         ("softmax", "softermax", {}, ()),
         ("softmax", "shiftmax", {}, ()),
+        ("softmax", "ibert", {}, ()),
     ],
 )
 def test_unit_defaults_are_the_default_spec(

@@ -154,8 +154,8 @@ def test_wait_done_raises_on_timeout() -> None:
 def test_methods_without_a_unit_are_named() -> None:
     from hwapprox.rtl_sim.units import get_unit
 
-    with pytest.raises(SpecError, match="no RTL unit for softmax/ibert; RTL units exist for"):
-        get_unit("softmax", "ibert")
+    with pytest.raises(SpecError, match="no RTL unit for layernorm/ibert; RTL units exist for"):
+        get_unit("layernorm", "ibert")
     with pytest.raises(SpecError, match="schedule='online'"):
         get_unit("softmax", "online").config(make_spec("softmax", "online", schedule="two_pass"))
 
@@ -214,8 +214,17 @@ def _masked_rows(spec, n: int, seed: int) -> tuple[list[np.ndarray], list[np.nda
         ("online", {"clip_gamma": -0.25, "clip_zeta": 1.5}),
         ("softermax", {}),
         ("shiftmax", {}),
+        ("ibert", {}),
     ],
-    ids=["online-16b", "online-sm1", "online-lutexp", "online-clipped", "softermax", "shiftmax"],
+    ids=[
+        "online-16b",
+        "online-sm1",
+        "online-lutexp",
+        "online-clipped",
+        "softermax",
+        "shiftmax",
+        "ibert",
+    ],
 )
 @pytest.mark.parametrize(("idle", "backpressure"), [(0.0, 0.0), (0.45, 0.45)], ids=["0", "0.45"])
 def test_softmax_mask_bits(method: str, fields: dict, idle: float, backpressure: float) -> None:

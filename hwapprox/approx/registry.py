@@ -67,7 +67,7 @@ IMPLEMENTED: dict[str, dict[Operator, tuple[str, ...]]] = {
         Operator.LAYERNORM: ("hls4ml_lut", "ibert", "ivit", "rmsnorm", "rsqrt_lut"),
     },
     "rtl": {
-        Operator.SOFTMAX: ("online", "shiftmax", "softermax"),
+        Operator.SOFTMAX: ("ibert", "online", "shiftmax", "softermax"),
         Operator.GELU: ("edgemoe", "ibert", "lut", "pwl", "shiftgelu"),
         Operator.LAYERNORM: ("rmsnorm", "rsqrt_lut"),
     },

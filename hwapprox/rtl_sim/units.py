@@ -26,7 +26,7 @@ __all__ = ["UNITS", "RtlUnit", "get_unit", "list_units", "overflow_code", "round
 Config = tuple[dict[str, int | str], dict[str, str]]
 
 #: SV parameters that are 64-bit constants (``longint``, written as 64-bit literals)
-_LONG = ("LOG2E", "EPS_Q", "C_INT", "MULT")  # LOG2E: longint in every unit
+_LONG = ("LOG2E", "EPS_Q", "C_INT", "MULT", "REQUANT_MULT")  # LOG2E: longint in every unit
 
 
 def sv_long(v: int) -> str:
@@ -388,6 +388,42 @@ def _softmax_shiftmax(spec: Any, row_max: int) -> Config:
     return {**row_stream_params(row_max), **_sv(spec.hw_params(row_max), _SHIFTMAX)}, {}
 
 
+_IBERT_SOFTMAX = (
+    "IN_W",
+    "OUT_W",
+    "OUT_SIGNED",
+    "OUT_OVF",
+    "OUT_SHIFT",
+    "X0",
+    "B_INT",
+    "C_INT",
+    "EXP_N",
+    "CALIBRATED",
+    "REQUANT_MULT",
+    "REQUANT_MULT_W",
+    "REQUANT_SHIFT",
+    "EXP_SHIFT",
+    "E16_MAX",
+    "FACTOR_BITS",
+    "DIFF_W",
+    "IT_W",
+    "IQ_W",
+    "IR_W",
+    "IZ_W",
+    "IE_W",
+    "RQ_W",
+    "E16_W",
+    "SUM_W",
+    "FACTOR_W",
+    "PROD_W",
+)
+
+
+def _softmax_ibert(spec: Any, row_max: int) -> Config:
+    _signed_in(spec, "softmax/ibert")
+    return {**row_stream_params(row_max), **_sv(spec.hw_params(row_max), _IBERT_SOFTMAX)}, {}
+
+
 _COMMON = ("hwa_pkg.sv", "hwa_rom.sv", "hwa_round_shift.sv", "hwa_sat.sv")
 
 #: (operator, method) -> unit
@@ -467,6 +503,24 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         doc="base 2, integer running max with shift rescaling, PWL 2^x and PWL 1/d, "
         "mask bits; circular row buffer of t",
     ),
+    (Operator.SOFTMAX, "ibert"): RtlUnit(
+        Operator.SOFTMAX,
+        "ibert",
+        "hwa_softmax_ibert",
+        (
+            *_COMMON,
+            "hwa_row_stream.sv",
+            "hwa_ibert_exp.sv",
+            "hwa_udiv.sv",
+            "hwa_softmax_3pass.sv",
+            "hwa_softmax_ibert.sv",
+        ),
+        _softmax_ibert,
+        rowwise=True,
+        doc="three passes through two row buffers: max; i-exp, requantisation and sum; a "
+        "33-stage pipelined divider 2^32 / sum per row; e16·factor. Mask bits",
+        row_passes=2,
+    ),
     (Operator.SOFTMAX, "shiftmax"): RtlUnit(
         Operator.SOFTMAX,
         "shiftmax",
@@ -476,6 +530,7 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
             "hwa_row_stream.sv",
             "hwa_shift_exp.sv",
             "hwa_udiv.sv",
+            "hwa_softmax_3pass.sv",
             "hwa_softmax_shiftmax.sv",
         ),
         _softmax_shiftmax,

@@ -199,6 +199,8 @@ class IBertSoftmax(SoftmaxSpec):
             "X_W": raw_width(self.in_fmt),
             "OUT_W": self.out_fmt.width,
             "OUT_F": self.out_fmt.frac_bits,
+            "OUT_SIGNED": int(self.out_fmt.signed),
+            "OUT_OVF": overflow_code(self.out_fmt.overflow),
             "X0": k.x0,
             "B_INT": k.b_int,
             "C_INT": k.c_int,

@@ -1,0 +1,251 @@
+// hwa_softmax_3pass -- the three-pass row pipeline of the integer softmaxes whose
+// exponent needs the row max and whose normalisation needs the whole sum (I-ViT
+// Shiftmax: hwa_softmax_shiftmax; I-BERT IntSoftmax: hwa_softmax_ibert):
+//   pass 1 (ingest into row buffer A): m = max of the unmasked x;
+//   pass 2 (A re-read into row buffer B): e = EXP(x - m), computed by the parent
+//       (p2_diff out, p2_e back in the same cycle; masked: 0), S = sum of e;
+//   per row: factor = floor(NUMERATOR / total) (hwa_udiv, NUM_W pipelined stages),
+//       total = max(S, 1) (CLAMP: S clamped at 2^NUM_W - 1 first);
+//   pass 3 (B re-read): y = sat((e * factor) >> OUT_SHIFT, OUT_OVF); masked: 0.
+// One element per cycle in and out back to back; a row passes both buffers, so its
+// last output comes 2N + a constant after its last input. Buffer A: BUF_DEPTH {mask, x}
+// words; buffer B: the power of two >= BUF_DEPTH + 64 {mask, e} words and 2·ROWQ rows
+// (it also covers the divider's latency). Rows longer than ROW_MAX are dropped with a row_err pulse.
+// Parameters: no defaults; the parent passes every one.
+module hwa_softmax_3pass #(
+    parameter int IN_W,
+    parameter int OUT_W,
+    parameter bit OUT_SIGNED,
+    parameter int OUT_OVF,
+    parameter int OUT_SHIFT,
+    parameter int ROW_MAX,
+    parameter int BUF_DEPTH,
+    parameter int ROWQ,
+    parameter int N_BITS,
+    parameter int DIFF_W,
+    parameter int E_W,
+    parameter int SUM_W,
+    parameter int NUM_W,
+    parameter bit NUM_ONES,
+    parameter bit CLAMP,
+    parameter int FACTOR_W,
+    parameter int PROD_W
+) (
+    input  logic                     clk,
+    input  logic                     rst,
+    input  logic [IN_W-1:0]          s_axis_tdata,
+    input  logic                     s_axis_tvalid,
+    output logic                     s_axis_tready,
+    input  logic                     s_axis_tlast,
+    input  logic                     s_axis_tuser,
+    output logic [OUT_W-1:0]         m_axis_tdata,
+    output logic                     m_axis_tvalid,
+    input  logic                     m_axis_tready,
+    output logic                     m_axis_tlast,
+    output logic                     row_err,
+    // pass 2: the exponent of x - m, by the parent (combinational)
+    output logic signed [DIFF_W-1:0] p2_diff,
+    input  logic        [E_W-1:0]    p2_e
+);
+
+  localparam int BUF_B = 1 << $clog2(BUF_DEPTH + 64);
+  localparam int PW = E_W + FACTOR_W;
+
+  if (IN_W < 2 || IN_W > 31 || OUT_W < 1 || OUT_W > 40 || FACTOR_W > NUM_W || NUM_W > 62
+      || SUM_W > 62 || DIFF_W != IN_W + 1 || OUT_SHIFT < 0 || PROD_W > PW) begin : g_bad
+    $error("hwa_softmax_3pass: invalid IN_W=%0d OUT_W=%0d NUM_W=%0d FACTOR_W=%0d SUM_W=%0d DIFF_W=%0d OUT_SHIFT=%0d PROD_W=%0d",
+           IN_W, OUT_W, NUM_W, FACTOR_W, SUM_W, DIFF_W, OUT_SHIFT, PROD_W);
+  end
+
+  // ---- pass 1: row buffer A, the max of the unmasked elements ---------------------------
+  logic a_in_v, a_in_first, a_in_last, a_ctx_v, a_ce, a_rd, a_o1_v, a_o1_l;
+  logic [IN_W:0] a_in_w, a_o1_w;
+  logic [N_BITS-1:0] a_in_n, a_o1_n, a_rd_idx;
+  logic [IN_W:0] a_ctx, a_o1_ctx;  // {any unmasked, max}
+  hwa_row_stream #(
+      .IN_W(IN_W + 1),
+      .CTX_W(IN_W + 1),
+      .ROW_MAX(ROW_MAX),
+      .BUF_DEPTH(BUF_DEPTH),
+      .ROWQ(ROWQ),
+      .N_BITS(N_BITS)
+  ) u_rows_a (
+      .clk(clk),
+      .rst(rst),
+      .s_axis_tdata({s_axis_tuser, s_axis_tdata}),
+      .s_axis_tvalid(s_axis_tvalid),
+      .s_axis_tready(s_axis_tready),
+      .s_axis_tlast(s_axis_tlast),
+      .in_v(a_in_v),
+      .in_x(a_in_w),
+      .in_first(a_in_first),
+      .in_last(a_in_last),
+      .in_n(a_in_n),
+      .ctx_v(a_ctx_v),
+      .ctx(a_ctx),
+      .ce(a_ce),
+      .rd_issue(a_rd),
+      .rd_idx(a_rd_idx),
+      .o1_v(a_o1_v),
+      .o1_l(a_o1_l),
+      .o1_x(a_o1_w),
+      .o1_ctx(a_o1_ctx),
+      .o1_n(a_o1_n),
+      .row_err(row_err)
+  );
+  logic signed [IN_W-1:0] x_in, m_reg, m_nxt;
+  logic live, seen_reg, seen_prev, any_nxt;
+  assign x_in = a_in_w[IN_W-1:0];
+  assign live = !a_in_w[IN_W];
+  assign seen_prev = !a_in_first && seen_reg;
+  assign m_nxt = (live && (!seen_prev || x_in > m_reg)) ? x_in : m_reg;
+  assign any_nxt = seen_prev || live;
+  always_ff @(posedge clk) begin
+    if (a_in_v) begin
+      m_reg <= m_nxt;
+      seen_reg <= any_nxt;
+    end
+    if (rst) a_ctx_v <= 1'b0;
+    else a_ctx_v <= a_in_v && a_in_last;
+    if (a_in_v && a_in_last) a_ctx <= {any_nxt, m_nxt};
+  end
+
+  // ---- pass 2: e = EXP(x - m) by the parent (p2_diff -> p2_e), into row buffer B -------
+  logic b_s_valid, b_s_ready, b_s_last, b_s_mask;
+  logic [E_W-1:0] b_s_e;
+  logic signed [IN_W-1:0] a_x, a_m;
+  logic a_mask;
+  assign {a_mask, a_x} = a_o1_w;
+  assign a_m = a_o1_ctx[IN_W-1:0];
+  assign p2_diff = a_mask ? '0 : DIFF_W'(a_x) - DIFF_W'(a_m);  // <= 0 for unmasked
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic unused_a;  // A's length/position outputs and the any flag: not needed here
+  assign unused_a = ^{a_in_n, a_o1_n, a_rd_idx, a_rd, a_o1_ctx[IN_W]};
+  /* verilator lint_on UNUSEDSIGNAL */
+  assign a_ce = ~b_s_valid | b_s_ready;
+  always_ff @(posedge clk) begin
+    if (rst) b_s_valid <= 1'b0;
+    else if (a_ce) b_s_valid <= a_o1_v;
+    if (a_ce) begin
+      b_s_last <= a_o1_l;
+      b_s_mask <= a_mask;
+      b_s_e <= a_mask ? '0 : p2_e;
+    end
+  end
+
+  // ---- row buffer B: the sum while e enters, then the per-row factor -----------------------
+  logic b_in_v, b_in_first, b_in_last, b_ctx_v, b_ce, b_rd, b_o1_v, b_o1_l;
+  logic [E_W:0] b_in_w, b_o1_w;
+  logic [N_BITS-1:0] b_in_n, b_o1_n, b_rd_idx;
+  logic [FACTOR_W-1:0] b_ctx, b_o1_ctx;
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic b_err;  // B never sees a row longer than ROW_MAX (A dropped those)
+  /* verilator lint_on UNUSEDSIGNAL */
+  hwa_row_stream #(
+      .IN_W(E_W + 1),
+      .CTX_W(FACTOR_W),
+      .ROW_MAX(ROW_MAX),
+      .BUF_DEPTH(BUF_B),
+      .ROWQ(2 * ROWQ),  // rows wait here through the divider too
+      .N_BITS(N_BITS)
+  ) u_rows_b (
+      .clk(clk),
+      .rst(rst),
+      .s_axis_tdata({b_s_mask, b_s_e}),
+      .s_axis_tvalid(b_s_valid),
+      .s_axis_tready(b_s_ready),
+      .s_axis_tlast(b_s_last),
+      .in_v(b_in_v),
+      .in_x(b_in_w),
+      .in_first(b_in_first),
+      .in_last(b_in_last),
+      .in_n(b_in_n),
+      .ctx_v(b_ctx_v),
+      .ctx(b_ctx),
+      .ce(b_ce),
+      .rd_issue(b_rd),
+      .rd_idx(b_rd_idx),
+      .o1_v(b_o1_v),
+      .o1_l(b_o1_l),
+      .o1_x(b_o1_w),
+      .o1_ctx(b_o1_ctx),
+      .o1_n(b_o1_n),
+      .row_err(b_err)
+  );
+  logic [SUM_W-1:0] sum_reg, sum_nxt;
+  assign sum_nxt = (b_in_first ? '0 : sum_reg) + SUM_W'(b_in_w[E_W-1:0]);  // masked e = 0
+  always_ff @(posedge clk) begin
+    if (b_in_v) sum_reg <= sum_nxt;
+  end
+  // total = max(S, 1) (CLAMP: max(min(S, 2^(NUM_W) - 1), 1)), then NUMERATOR / total;
+  // NUMERATOR = NUM_ONES ? 2^NUM_W - 1 : 2^(NUM_W - 1)
+  localparam logic [NUM_W-1:0] NUMERATOR = NUM_ONES ? {NUM_W{1'b1}} : (NUM_W'(1) << (NUM_W - 1));
+  localparam logic [NUM_W-1:0] SUM_CAP = {NUM_W{1'b1}};
+  logic [NUM_W-1:0] total;
+  always_comb begin
+    if (CLAMP && 64'(sum_nxt) >= 64'(SUM_CAP)) total = SUM_CAP;
+    else if (sum_nxt == '0) total = NUM_W'(1);
+    else total = NUM_W'(sum_nxt);
+  end
+  logic [FACTOR_W-1:0] factor;
+  logic dv_p, dv_v;
+  logic [NUM_W-1:0] dv_ok;  // divider stages filled since reset
+  hwa_udiv #(
+      .N_W(NUM_W),
+      .D_W(NUM_W),
+      .Q_W(FACTOR_W),
+      .P_W(1)
+  ) u_div (
+      .clk  (clk),
+      .en   (1'b1),
+      .n    (NUMERATOR),
+      .d    (total),
+      .p_in (b_in_v && b_in_last),
+      .q    (factor),
+      .p_out(dv_p)
+  );
+  always_ff @(posedge clk) begin
+    if (rst) dv_ok <= '0;
+    else dv_ok <= {dv_ok[NUM_W-2:0], 1'b1};
+  end
+  assign dv_v = dv_p && dv_ok[NUM_W-1];
+  assign b_ctx_v = dv_v;
+  assign b_ctx = factor;
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic unused_b;
+  assign unused_b = ^{b_in_n, b_o1_n, b_rd_idx, b_rd, b_in_last, b_in_w[E_W]};
+  /* verilator lint_on UNUSEDSIGNAL */
+
+  // ---- pass 3: y = sat((e * factor) >> OUT_SHIFT) ----------------------------------------
+  logic b_mask;
+  logic [E_W-1:0] b_e;
+  assign {b_mask, b_e} = b_o1_w;
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic [PW-1:0] prod;  // e * factor <= NUMERATOR (e <= S): PROD_W bits
+  /* verilator lint_on UNUSEDSIGNAL */
+  logic [PROD_W-1:0] ysh;
+  logic [OUT_W-1:0] y_c;
+  assign prod = PW'(b_e) * PW'(b_o1_ctx);
+  assign ysh = PROD_W'(prod) >> OUT_SHIFT;
+  hwa_sat #(
+      .IN_W      (PROD_W + 1),
+      .OUT_W     (OUT_W),
+      .OUT_SIGNED(OUT_SIGNED),
+      .OVF       (OUT_OVF)
+  ) u_sat (
+      .x($signed({1'b0, ysh})),
+      .y(y_c)
+  );
+  assign b_ce = ~m_axis_tvalid | m_axis_tready;
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      m_axis_tvalid <= 1'b0;
+      m_axis_tlast <= 1'b0;
+    end else if (b_ce) begin
+      m_axis_tvalid <= b_o1_v;
+      m_axis_tlast <= b_o1_l;
+    end
+    if (b_ce) m_axis_tdata <= b_mask ? '0 : y_c;  // a masked element outputs 0
+  end
+
+endmodule
