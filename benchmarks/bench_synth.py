@@ -129,6 +129,19 @@ def grid() -> list[tuple[str, str, dict[str, Any]]]:
                     },
                 )
             )
+    for w in (8, 10, 12, 16):
+        for requant in ("calibrated", "shift"):
+            g.append(
+                (
+                    "softmax",
+                    "ibert",
+                    {
+                        "in_fmt": f"ap_fixed<{w},4>",
+                        "out_fmt": f"ap_ufixed<{w},0,AP_TRN,AP_SAT>",
+                        "requant": requant,
+                    },
+                )
+            )
     for method in ("rsqrt_lut", "rmsnorm"):
         for w in (8, 12, 16):
             for newton in (1, 2):
