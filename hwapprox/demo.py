@@ -507,7 +507,7 @@ def stage_resources(
     resources = {
         "source": "yosys synth_xilinx where an RTL unit exists, else ESTIMATE"
         if why_not is None
-        else "ESTIMATE from ApproxSpec.cost(), not synthesis",
+        else "ESTIMATE from the cost model fitted to yosys runs (approx.costmodel), not synthesis",
         "note": (
             "ESTIMATE rows: the cost model fitted to yosys synthesis of the RTL units "
             "(benchmarks/results/synth.md gives its error; 'proxy' rows: Cost.score() LUTs "

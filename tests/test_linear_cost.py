@@ -45,6 +45,12 @@ def test_counts_and_formula() -> None:
     assert wide.dsp == 2 * e.dsp  # > 18-bit operands: two DSP48 per multiplier
 
 
+def test_default_reuse_is_one_multiplier_per_output() -> None:
+    e = linear_estimate(_model())  # ReuseFactor = K per layer: N DSPs each
+    assert e.dsp == 16 + 300
+    assert "ReuseFactor K" in e.formula
+
+
 def test_bad_reuse() -> None:
     with pytest.raises(ValueError, match="reuse must be >= 1"):
         linear_estimate(_model(), reuse=0)

@@ -9,8 +9,10 @@ fit adds this documented first-order estimate, marked as one:
   (``K·N`` weights; the attention's activation-by-activation MatMuls ``Q·Kᵀ`` and
   ``P·V`` have no constant weight and are counted separately as ``act_macs``);
 * **DSP** = ``ceil(K·N / reuse)`` per layer: ``K·N`` multipliers per token time-shared
-  ``reuse`` times (hls4ml's ``ReuseFactor``), one DSP48 per multiplier of at most
-  ``18 x 25`` bits (``weight_bits``, ``data_bits`` <= 18: one; wider: two);
+  ``reuse`` times (hls4ml's ``ReuseFactor``; default ``reuse = K``: one multiplier per
+  output, the K inputs streamed through it, so ``N`` DSPs per layer), one DSP48 per
+  multiplier of at most ``18 x 25`` bits (``weight_bits``, ``data_bits`` <= 18: one;
+  wider: two);
 * **BRAM36** = ``ceil(K·N·weight_bits / 36864)`` per layer (weights held on chip,
   no partitioning overhead: a lower bound when ``reuse`` is small).
 """
@@ -40,10 +42,11 @@ class LinearEstimate:
 
 
 def linear_estimate(
-    model: ModelProto, *, reuse: int = 64, weight_bits: int = 16, data_bits: int = 16
+    model: ModelProto, *, reuse: int | None = None, weight_bits: int = 16, data_bits: int = 16
 ) -> LinearEstimate:
-    """:class:`LinearEstimate` of ``model``'s constant-weight MatMul / Gemm layers."""
-    if reuse < 1:
+    """:class:`LinearEstimate` of ``model``'s constant-weight MatMul / Gemm layers
+    (``reuse`` None: each layer's K, one multiplier per output)."""
+    if reuse is not None and reuse < 1:
         raise ValueError(f"reuse must be >= 1, got {reuse}")
     inits = {t.name: t for t in model.graph.initializer}
     consts = {}
@@ -65,14 +68,20 @@ def linear_estimate(
         if w is None:
             act += 1
             continue
-        size = int(numpy_helper.to_array(w).size)
+        arr = numpy_helper.to_array(w)
+        size = int(arr.size)
+        k = int(arr.shape[0]) if arr.ndim >= 2 else size  # MatMul/Gemm weight [K, N]
+        if node.op_type == "Gemm" and arr.ndim == 2:
+            trans_b = any(a.name == "transB" and a.i for a in node.attribute)
+            k = int(arr.shape[1]) if trans_b else int(arr.shape[0])
         layers += 1
         weights += size
-        dsp += math.ceil(size / reuse) * per_mult
+        dsp += math.ceil(size / (k if reuse is None else reuse)) * per_mult
         bram += math.ceil(size * weight_bits / 36864)
+    rf = "K" if reuse is None else str(reuse)
     formula = (
-        f"DSP = sum ceil(K*N / {reuse}) x {per_mult} (ReuseFactor {reuse}, "
+        f"DSP = sum ceil(K*N / {rf}) x {per_mult} (ReuseFactor {rf}, "
         f"{weight_bits}-bit weights x {data_bits}-bit data); BRAM36 = sum ceil(K*N*"
         f"{weight_bits} / 36864); ESTIMATE, not synthesis"
     )
-    return LinearEstimate(layers, weights, act, dsp, bram, reuse, weight_bits, formula)
+    return LinearEstimate(layers, weights, act, dsp, bram, reuse or 0, weight_bits, formula)
