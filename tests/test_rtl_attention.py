@@ -4,7 +4,8 @@
 Two parameter sets (16-bit base-2 exp with Newton reciprocal and a scale; 8/10-bit
 LUT exp and PWL reciprocal, Softmax_1), each with padding masks, a causal pattern and a
 fully masked row, at no stalls and with 45 % / 70 % idle input cycles (each of q, K,
-V pausing on its own) and output backpressure. The scoreboard compares every output
+V pausing on its own) and output backpressure, with all output lanes at once and with
+the o·r multipliers time-shared (``out_lanes`` < ``dim_v``). The scoreboard compares every output
 lane on the same raw integers; falsifying one expected value makes it fail. The unit's
 SV parameter defaults equal the default spec's ``hw_params(8, 4)``; it lints clean.
 """
@@ -80,16 +81,30 @@ def _stimulus(spec: AttentionRowSpec, dim: int, dim_v: int, n: int, seed: int) -
     return q, k, v, mask
 
 
-@pytest.mark.parametrize("name", list(SETS))
+#: output lanes per cycle: all at once, or time-shared over 4 cycles (1 of 4, 2 of 8 lanes)
+OUT_LANES = {"wide-16b-scale": (None, 1), "narrow-8b-lut-sm1": (None, 2)}
+CASES = [(name, ol) for name, lanes in OUT_LANES.items() for ol in lanes]
+
+
+def _rlat(spec: AttentionRowSpec) -> int:
+    """Cycles of the reciprocal unit (hwa_recip): 3, plus one per Newton step."""
+    return 3 + (spec.softmax.newton_steps if spec.softmax.recip_unit == "newton" else 0)
+
+
+@pytest.mark.parametrize(("name", "out_lanes"), CASES, ids=[f"{n}-ol{o}" for n, o in CASES])
 @pytest.mark.parametrize(
     ("idle", "backpressure"), [(0.0, 0.0), (0.45, 0.45), (0.7, 0.7)], ids=["0", "0.45", "0.7"]
 )
-def test_attention_row_bit_exact(name: str, idle: float, backpressure: float) -> None:
+def test_attention_row_bit_exact(
+    name: str, out_lanes: int | None, idle: float, backpressure: float
+) -> None:
     from hwapprox.rtl_sim.attention import simulate_attention
 
     spec, dim, dim_v = SETS[name]()
     q, k, v, mask = _stimulus(spec, dim, dim_v, n=24, seed=5)
-    res = simulate_attention(spec, q, k, v, mask, idle=idle, backpressure=backpressure, seed=3)
+    res = simulate_attention(
+        spec, q, k, v, mask, idle=idle, backpressure=backpressure, seed=3, out_lanes=out_lanes
+    )
     st = res.stats
     assert st, res.log_tail
     assert st["mismatches"] == 0, st["first_mismatches"]
@@ -98,10 +113,11 @@ def test_attention_row_bit_exact(name: str, idle: float, backpressure: float) ->
     assert not st["axis_violations"]
     assert res.passed
     if idle == 0.0:
-        # one key per cycle across back-to-back rows; a fixed latency after the last key
+        # one key per cycle across back-to-back rows; a fixed latency after the last key:
+        # 8 + RLAT with all lanes at once, one cycle more per further output beat
         assert st["keys_per_cycle"] == 1.0
-        rlat = 3 + (spec.softmax.newton_steps if spec.softmax.recip_unit == "newton" else 0)
-        assert st["latency"]["min"] == st["latency"]["max"] == 8 + rlat
+        beats = 1 if out_lanes is None else dim_v // out_lanes
+        assert st["latency"]["min"] == st["latency"]["max"] == 7 + _rlat(spec) + beats
 
 
 def test_the_comparison_can_fail() -> None:
@@ -110,10 +126,11 @@ def test_the_comparison_can_fail() -> None:
 
     spec, dim, dim_v = _wide()
     q, k, v, mask = _stimulus(spec, dim, dim_v, n=24, seed=5)
-    bad = simulate_attention(spec, q, k, v, mask, corrupt=2 * dim_v + 1)
-    assert not bad.passed
-    assert bad.stats["mismatches"] == 1
-    assert bad.stats["first_mismatches"][0].startswith("row 2:")
+    for out_lanes in (None, 1):
+        bad = simulate_attention(spec, q, k, v, mask, out_lanes=out_lanes, corrupt=2 * dim_v + 1)
+        assert not bad.passed
+        assert bad.stats["mismatches"] == 1
+        assert bad.stats["first_mismatches"][0].startswith("row 2:")
 
 
 def test_short_rows_and_the_output_queue() -> None:
@@ -130,12 +147,29 @@ def test_short_rows_and_the_output_queue() -> None:
         assert res.stats["matched"] == q.shape[0]
 
 
-@pytest.mark.parametrize("name", list(SETS))
-def test_attention_row_lint(name: str) -> None:
+def test_time_shared_output_paces_short_rows() -> None:
+    """One o·r multiplier for 4 lanes (4 output cycles per row): rows of one key are
+    accepted every 4th cycle at most (the last key waits for the multiplier); rows of
+    5 keys (more than latency 16 / OUTQ 4) at full rate; results stay exact, in order."""
+    from hwapprox.rtl_sim.attention import simulate_attention
+
+    spec, dim, dim_v = _wide()
+    q, k, v, mask = _stimulus(spec, dim, dim_v, n=5, seed=9)
+    one = simulate_attention(spec, q, k[:, :1], v[:, :1], mask[:, :1], out_lanes=1)
+    assert one.passed, one.stats.get("first_mismatches") or one.log_tail
+    rows = q.shape[0]
+    assert one.stats["keys_per_cycle"] <= rows / ((rows - 1) * dim_v + 1)
+    five = simulate_attention(spec, q, k, v, mask, out_lanes=1)
+    assert five.passed, five.stats.get("first_mismatches") or five.log_tail
+    assert five.stats["keys_per_cycle"] == 1.0
+
+
+@pytest.mark.parametrize(("name", "out_lanes"), CASES, ids=[f"{n}-ol{o}" for n, o in CASES])
+def test_attention_row_lint(name: str, out_lanes: int | None) -> None:
     from hwapprox.rtl_sim.attention import lint_attention
 
     spec, dim, dim_v = SETS[name]()
-    assert lint_attention(spec, dim, dim_v) == ""
+    assert lint_attention(spec, dim, dim_v, out_lanes) == ""
 
 
 def test_sv_defaults_are_the_default_spec() -> None:
@@ -156,3 +190,15 @@ def test_bad_parameters_stop_elaboration() -> None:
     params["ACC_W"] = 12  # cannot hold v << V_SHIFT
     with pytest.raises(RtlToolError, match="ACC_W=12"):
         lint(ATTENTION_TOP, [RTL_DIR / s for s in ATTENTION_SOURCES], params)
+    params, _ = attention_config(AttentionRowSpec(), 8, 4)
+    params["OUT_LANES"] = 3  # does not divide DIM_V = 4
+    with pytest.raises(RtlToolError, match="OUT_LANES=3"):
+        lint(ATTENTION_TOP, [RTL_DIR / s for s in ATTENTION_SOURCES], params)
+
+
+def test_out_lanes_must_divide_dim_v() -> None:
+    from hwapprox.approx.base import SpecError
+    from hwapprox.rtl_sim.attention import attention_config
+
+    with pytest.raises(SpecError, match="out_lanes must divide dim_v=4, got 3"):
+        attention_config(AttentionRowSpec(), 8, 4, out_lanes=3)

@@ -92,18 +92,26 @@ _LONG = ("LOG2E", "SCALE_RAW")
 
 
 def attention_config(
-    spec: AttentionRowSpec, dim: int, dim_v: int, outq: int = 4
+    spec: AttentionRowSpec, dim: int, dim_v: int, outq: int = 4, out_lanes: int | None = None
 ) -> tuple[dict[str, int | str], dict[str, str]]:
     """SV parameters and ``$readmemh`` files of ``hwa_attention_row`` for ``spec`` with
     ``dim`` K lanes and ``dim_v`` V lanes; ``outq`` rows fit the output queue (a power of
-    two >= 2)."""
+    two >= 2); ``out_lanes`` output lanes are computed per cycle (``o·r`` multipliers,
+    a divisor of ``dim_v``; None: all ``dim_v`` at once)."""
     if outq < 2 or outq & (outq - 1):
         raise SpecError(f"outq must be a power of two >= 2, got {outq}")
+    lanes = dim_v if out_lanes is None else int(out_lanes)
+    if lanes < 1 or dim_v % lanes:
+        raise SpecError(
+            f"out_lanes must divide dim_v={dim_v}, got {out_lanes}; use a divisor such as 1 "
+            f"(one o·r multiplier) or {dim_v} (all lanes at once)"
+        )
     hw: Mapping[str, int] = spec.hw_params(dim, dim_v)
     base2 = bool(hw["BASE2"])
     names = _ROW + _SOFTMAX + (_BASE2 if base2 else _LUT)
     params: dict[str, int | str] = {k: f"64'd{hw[k]}" if k in _LONG else int(hw[k]) for k in names}
     params["OUTQ"] = outq
+    params["OUT_LANES"] = lanes
     t = spec.softmax.tables()
     if base2:
         exp_mem = memh_text(t["exp2_table"], hw["TABLE_F"] + 1)
@@ -114,12 +122,18 @@ def attention_config(
 
 
 def build_attention(
-    spec: AttentionRowSpec, dim: int, dim_v: int, *, outq: int = 4, waves: bool = False
+    spec: AttentionRowSpec,
+    dim: int,
+    dim_v: int,
+    *,
+    outq: int = 4,
+    out_lanes: int | None = None,
+    waves: bool = False,
 ) -> BuildInfo:
     """Build (or reuse from the cache) the Verilator model of one configuration."""
     from hwapprox.rtl_sim.runner import RTL_DIR
 
-    params, mems = attention_config(spec, dim, dim_v, outq)
+    params, mems = attention_config(spec, dim, dim_v, outq, out_lanes)
     return build(
         ATTENTION_TOP,
         [RTL_DIR / s for s in ATTENTION_SOURCES],
@@ -129,11 +143,13 @@ def build_attention(
     )
 
 
-def lint_attention(spec: AttentionRowSpec, dim: int, dim_v: int) -> str:
+def lint_attention(
+    spec: AttentionRowSpec, dim: int, dim_v: int, out_lanes: int | None = None
+) -> str:
     """``verilator --lint-only -Wall`` of the unit at ``spec``'s parameters (tables aside)."""
     from hwapprox.rtl_sim.runner import RTL_DIR
 
-    params, _ = attention_config(spec, dim, dim_v)
+    params, _ = attention_config(spec, dim, dim_v, out_lanes=out_lanes)
     return lint(ATTENTION_TOP, [RTL_DIR / s for s in ATTENTION_SOURCES], params)
 
 
@@ -148,6 +164,7 @@ def simulate_attention(
     backpressure: float = 0.0,
     seed: int = 0,
     outq: int = 4,
+    out_lanes: int | None = None,
     corrupt: int | None = None,
 ) -> SimResult:
     """Stream rows through ``hwa_attention_row`` and compare with ``spec.model``.
@@ -155,8 +172,9 @@ def simulate_attention(
     ``q`` ``[R, D]``, ``k`` ``[R, N, D]``, ``v`` ``[R, N, D_v]`` raw codes (rows may not
     differ in N here: pass equal-length rows), ``mask`` bool ``[R, N]`` (True = masked).
     ``idle`` / ``backpressure``: per-cycle pause probabilities of every input stream and
-    of the output. ``corrupt``: index of one expected output lane (row-major) to falsify,
-    so the comparison must fail (a test of the test). ``stats`` holds ``matched``,
+    of the output. ``out_lanes``: o·r multipliers (see :func:`attention_config`).
+    ``corrupt``: index of one expected output lane (row-major) to falsify, so the
+    comparison must fail (a test of the test). ``stats`` holds ``matched``,
     ``mismatches``, ``first_mismatches``, ``latency`` (last key accepted -> output, per
     row), ``keys_per_cycle`` (keys accepted / cycles from the first key to the last).
     """
@@ -176,7 +194,7 @@ def simulate_attention(
     if corrupt is not None:
         r, lane = divmod(int(corrupt), dim_v)
         exp_list[r][lane] += 1
-    info = build_attention(spec, dim, dim_v, outq=outq)
+    info = build_attention(spec, dim, dim_v, outq=outq, out_lanes=out_lanes)
     job: dict[str, Any] = {
         "q": qr.tolist(),
         "k": kr.tolist(),

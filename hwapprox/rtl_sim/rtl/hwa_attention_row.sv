@@ -12,7 +12,9 @@
 //   otherwise:                                  E = E(m - s_j)
 //       d = d + (E << SUM_F - EXP_F),  o = sat(o + R_a((v_j << V_SHIFT)*E))
 //   masked key: no change (no exp, no rescale)
-//   per row: r = 1/d (hwa_recip), y_i = cast_out(o_i * r) (Y_SHIFT/Y_RND, Y_W bits, Y_OVF);
+//   per row: r = 1/d (hwa_recip), y_i = cast_out(o_i * r) (Y_SHIFT/Y_RND, Y_W bits, Y_OVF),
+//   OUT_LANES lanes per cycle over BEATS = DIM_V / OUT_LANES cycles (OUT_LANES = DIM_V:
+//   all lanes at once; fewer: the o*r multipliers are time-shared over the lanes);
 //   a fully masked row outputs zeros. OFF_BY_ONE (Softmax_1): each row starts at
 //   (m, d, o) = (0, ONE, 0), a zero logit with V = 0.
 //   E = hwa_exp_unit, R_s = round_shift(., EXP_F, SUM_RND), R_a = sat(round_shift(.,
@@ -23,17 +25,23 @@
 // Pipeline: key in -> products -> dot -> score -> running max -> E (2 stages) ->
 //   (d, o) update, the one-cycle loop (per lane: a multiply, a rounding shift, two
 //   saturations and an add) -> per row 1/d (RLAT = 3 + Newton steps, o travels
-//   alongside) -> y -> output queue of OUTQ rows.
+//   alongside) -> y, OUT_LANES lanes per cycle (the first beat straight from the
+//   delay line, the rest from a hold register) -> output queue of OUTQ rows.
 // Throughput: one key per cycle while q, K and V are valid; the last key of a row is
-//   held back only while OUTQ rows are in flight or waiting at the output: full rate
-//   for rows of at least (8 + RLAT) / OUTQ keys (measured at the defaults, OUTQ = 4:
-//   1.00 keys/cycle from 4 keys per row, 0.87 at 3, 0.31 at 1). q for the next row is
-//   taken in the cycle of the last key, so rows follow back to back.
-// Latency: last key in -> output valid 8 + RLAT cycles (13 at the defaults).
+//   held back only while OUTQ rows are in flight or waiting at the output, or while
+//   fewer than BEATS cycles have passed since the previous row's last key (the output
+//   multipliers are then still busy): full rate for rows of at least BEATS keys and
+//   more than LAT / OUTQ keys, LAT the latency below (a row holds its queue slot from
+//   its last key until its output is taken). Measured over 8 rows, OUTQ = 4, dim_v = 4:
+//   OUT_LANES = 4: 1.00 keys/cycle from 4 keys per row, 0.92 at 3, 0.44 at 1;
+//   OUT_LANES = 1: 1.00 from 5 keys, 0.97 at 4, 0.75 at 3, 0.27 at 1. q for the next
+//   row is taken in the cycle of the last key, so rows follow back to back.
+// Latency: last key in -> output valid 7 + RLAT + BEATS cycles (13 at the defaults).
 // Preconditions: rows of 1..KEY_MAX keys (acc_fmt / sum_fmt headroom; simulation
 //   reports a longer row with $error, hardware saturates).
 // Parameter defaults: AttentionRowSpec() with dim = 8, dim_v = 4 (tests/test_rtl_attention.py
-//   checks they equal its hw_params()).
+//   checks they equal its hw_params()). OUTQ and OUT_LANES are micro-architecture
+//   choices, not widths (hwapprox.rtl_sim.attention.attention_config's outq, out_lanes).
 module hwa_attention_row #(
     parameter int DIM = 8,
     parameter int DIM_V = 4,
@@ -57,6 +65,7 @@ module hwa_attention_row #(
     parameter int Y_OVF = 1,
     parameter int KEY_MAX = 1024,
     parameter int OUTQ = 4,
+    parameter int OUT_LANES = 4,
     // the online softmax's units (OnlineSoftmax.hw_params)
     parameter bit OFF_BY_ONE = 1'b0,
     parameter int IN_W = 16,
@@ -119,21 +128,25 @@ module hwa_attention_row #(
   localparam int MUL_W = ACC_W + EXP_W + 1;
   localparam int RLAT = 3 + (NEWTON ? STEPS : 0);
   localparam int QA = $clog2(OUTQ);
+  localparam int BEATS = (OUT_LANES >= 1) ? DIM_V / OUT_LANES : 1;  // o*r cycles per row
+  localparam int GA = $clog2(BEATS + 1);
 
   if (DIM < 1 || DIM_V < 1 || IN_W < 2 || IN_W > 32 || ACC_W < V_W + V_SHIFT || ACC_W > 40
       || V_SHIFT < 0 || SC_W > 62 || DOT_W < QPW || SUM_F < EXP_F || SUM_W > 62
       || MUL_W > 62 || YP_W > 70 || OUTQ < 2 || (1 << QA) != OUTQ || KEY_MAX < 1
+      || OUT_LANES < 1 || OUT_LANES > DIM_V || DIM_V % OUT_LANES != 0
       || (HAS_SCALE && SC_W != DOT_W + SCALE_W + 1) || (!HAS_SCALE && SC_W != DOT_W))
   begin : g_bad
-    $error("hwa_attention_row: invalid DIM=%0d DIM_V=%0d IN_W=%0d ACC_W=%0d V_W=%0d V_SHIFT=%0d DOT_W=%0d SC_W=%0d SUM_W=%0d OUTQ=%0d (power of 2 >= 2)",
-           DIM, DIM_V, IN_W, ACC_W, V_W, V_SHIFT, DOT_W, SC_W, SUM_W, OUTQ);
+    $error("hwa_attention_row: invalid DIM=%0d DIM_V=%0d IN_W=%0d ACC_W=%0d V_W=%0d V_SHIFT=%0d DOT_W=%0d SC_W=%0d SUM_W=%0d OUTQ=%0d (power of 2 >= 2) OUT_LANES=%0d (divides DIM_V)",
+           DIM, DIM_V, IN_W, ACC_W, V_W, V_SHIFT, DOT_W, SC_W, SUM_W, OUTQ, OUT_LANES);
   end
 
   // ---- input join: q once per row, then K and V in step --------------------------------
   logic q_have, credit_ok, k_fire, first_key;
   logic [DIM*Q_W-1:0] q_reg;
   logic [QA:0] inflight, occ;  // rows past their last key, not yet queued; rows queued
-  assign credit_ok = (inflight + occ) < (QA + 1)'(OUTQ);
+  logic [GA-1:0] gap;  // cycles since the last key of the previous row (saturating)
+  assign credit_ok = (inflight + occ) < (QA + 1)'(OUTQ) && gap >= GA'(BEATS);
   assign s_k_tready = q_have && s_v_tvalid && (!s_k_tlast || credit_ok);
   assign s_v_tready = q_have && s_k_tvalid && (!s_k_tlast || credit_ok);
   assign k_fire = s_k_tvalid && s_k_tready;
@@ -142,10 +155,13 @@ module hwa_attention_row #(
     if (rst) begin
       q_have <= 1'b0;
       first_key <= 1'b1;
+      gap <= GA'(BEATS);
     end else begin
       if (s_q_tvalid && s_q_tready) q_have <= 1'b1;
       else if (k_fire && s_k_tlast) q_have <= 1'b0;
       if (k_fire) first_key <= s_k_tlast;
+      if (k_fire && s_k_tlast) gap <= GA'(1);
+      else if (gap < GA'(BEATS)) gap <= gap + 1'b1;
     end
     if (s_q_tvalid && s_q_tready) q_reg <= s_q_tdata;
   end
@@ -407,13 +423,63 @@ module hwa_attention_row #(
     for (int s = 1; s < RLAT; s++) o_pipe[s] <= o_pipe[s-1];
   end
 
-  // ---- y = cast_out(o * r), into the output queue -------------------------------------------
-  logic [DIM_V*Y_W-1:0] y_c;
-  for (genvar i = 0; i < DIM_V; i++) begin : g_out
+  // ---- y = cast_out(o * r), OUT_LANES lanes per cycle, into the output queue --------------
+  // beat 0 of a row is taken from the delay line in the cycle r arrives; beats 1..BEATS-1
+  // from a hold register shifted down by OUT_LANES lanes per cycle. Rows' last keys are
+  // >= BEATS cycles apart (gap), so r never arrives while a row is still being multiplied.
+  localparam int LW = OUT_LANES * ACC_W;  // o lanes of one beat
+  localparam int YB = OUT_LANES * Y_W;  // y lanes of one beat
+  logic [DIM_V*ACC_W-1:0] o_flat;
+  for (genvar i = 0; i < DIM_V; i++) begin : g_flat
+    assign o_flat[i*ACC_W+:ACC_W] = o_pipe[RLAT-1][i];
+  end
+  logic [LW-1:0] o_beat;
+  logic [R_W-1:0] r_beat;
+  logic any_beat, beat_last;
+  logic [YB-1:0] y_beat;
+  logic [DIM_V*Y_W-1:0] y_row;
+  if (BEATS == 1) begin : g_par
+    assign o_beat = o_flat;
+    assign r_beat = r_val;
+    assign any_beat = any_pipe[RLAT-1];
+    assign beat_last = r_v;
+    assign y_row = y_beat;
+  end else begin : g_ser
+    localparam int BA = $clog2(BEATS);
+    localparam int YA = (BEATS - 1) * YB;
+    logic [(BEATS-1)*LW-1:0] o_hold;  // the row's lanes not multiplied yet
+    logic [YA-1:0] y_asm;  // the row's lanes done, lane 0 lowest once complete
+    logic [R_W-1:0] r_hold;
+    logic any_hold;
+    logic [BA-1:0] left;  // beats still to do from o_hold
+    assign o_beat = r_v ? o_flat[LW-1:0] : o_hold[LW-1:0];
+    assign r_beat = r_v ? r_val : r_hold;
+    assign any_beat = r_v ? any_pipe[RLAT-1] : any_hold;
+    assign beat_last = !r_v && left == BA'(1);
+    assign y_row = {y_beat, y_asm};
+    always_ff @(posedge clk) begin
+      if (r_v) begin
+        o_hold <= o_flat[DIM_V*ACC_W-1:LW];
+        r_hold <= r_val;
+        any_hold <= any_pipe[RLAT-1];
+      end else begin
+        o_hold <= o_hold >> LW;
+      end
+      if (r_v || left != '0) y_asm <= YA'({y_beat, y_asm} >> YB);
+      if (rst) left <= '0;
+      else if (r_v) left <= BA'(BEATS - 1);
+      else if (left != '0) left <= left - 1'b1;
+    end
+`ifndef SYNTHESIS
+    always_ff @(posedge clk)
+      if (!rst && r_v && left != '0) $error("hwa_attention_row: a row's 1/d arrived early");
+`endif
+  end
+  for (genvar i = 0; i < OUT_LANES; i++) begin : g_out
     logic signed [YP_W-1:0] yp;
     logic signed [YRW-1:0] ysh;
     logic [Y_W-1:0] ycode;
-    assign yp = YP_W'(o_pipe[RLAT-1][i]) * $signed({1'b0, r_val});
+    assign yp = YP_W'($signed(o_beat[i*ACC_W+:ACC_W])) * $signed({1'b0, r_beat});
     if (Y_SHIFT > 0) begin : g_rs
       hwa_round_shift #(
           .IN_W (YP_W),
@@ -437,7 +503,7 @@ module hwa_attention_row #(
         .x(ysh),
         .y(ycode)
     );
-    assign y_c[i*Y_W+:Y_W] = any_pipe[RLAT-1] ? ycode : '0;
+    assign y_beat[i*Y_W+:Y_W] = any_beat ? ycode : '0;
   end
 
   logic [DIM_V*Y_W-1:0] q_mem[OUTQ];
@@ -445,17 +511,17 @@ module hwa_attention_row #(
   logic q_pop;
   assign q_pop = m_axis_tvalid && m_axis_tready;
   always_ff @(posedge clk) begin
-    if (r_v) q_mem[q_wr] <= y_c;
+    if (beat_last) q_mem[q_wr] <= y_row;
     if (rst) begin
       q_wr <= '0;
       q_rd <= '0;
       occ <= '0;
       inflight <= '0;
     end else begin
-      if (r_v) q_wr <= q_wr + 1'b1;
+      if (beat_last) q_wr <= q_wr + 1'b1;
       if (q_pop) q_rd <= q_rd + 1'b1;
-      occ <= occ + (QA + 1)'(r_v) - (QA + 1)'(q_pop);
-      inflight <= inflight + (QA + 1)'(k_fire && s_k_tlast) - (QA + 1)'(r_v);
+      occ <= occ + (QA + 1)'(beat_last) - (QA + 1)'(q_pop);
+      inflight <= inflight + (QA + 1)'(k_fire && s_k_tlast) - (QA + 1)'(beat_last);
     end
   end
   assign m_axis_tvalid = occ != 0;
