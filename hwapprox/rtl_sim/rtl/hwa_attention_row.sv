@@ -25,8 +25,8 @@
 // Pipeline: key in -> products -> dot -> score -> running max -> E (2 stages) ->
 //   (d, o) update, the one-cycle loop (per lane: a multiply, a rounding shift, two
 //   saturations and an add) -> per row 1/d (RLAT = 3 + Newton steps, o travels
-//   alongside) -> y, OUT_LANES lanes per cycle (the first beat straight from the
-//   delay line, the rest from a hold register) -> output queue of OUTQ rows.
+//   alongside, lane group g delayed g cycles more) -> y, OUT_LANES lanes per cycle ->
+//   output queue of OUTQ rows.
 // Throughput: one key per cycle while q, K and V are valid; the last key of a row is
 //   held back only while OUTQ rows are in flight or waiting at the output, or while
 //   fewer than BEATS cycles have passed since the previous row's last key (the output
@@ -415,66 +415,61 @@ module hwa_attention_row #(
       .out_valid(r_v),
       .r(r_val)
   );
-  logic signed [ACC_W-1:0] o_pipe[RLAT][DIM_V];
   logic [RLAT-1:0] any_pipe;
-  always_ff @(posedge clk) begin
-    o_pipe[0] <= o_reg;
-    any_pipe <= {any_pipe[RLAT-2:0], row_any};
-    for (int s = 1; s < RLAT; s++) o_pipe[s] <= o_pipe[s-1];
-  end
+  always_ff @(posedge clk) any_pipe <= {any_pipe[RLAT-2:0], row_any};
 
   // ---- y = cast_out(o * r), OUT_LANES lanes per cycle, into the output queue --------------
-  // beat 0 of a row is taken from the delay line in the cycle r arrives; beats 1..BEATS-1
-  // from a hold register shifted down by OUT_LANES lanes per cycle. Rows' last keys are
-  // >= BEATS cycles apart (gap), so r never arrives while a row is still being multiplied.
+  // The row's o leaves the state in lane groups of OUT_LANES: group g through a delay line
+  // of RLAT + g stages (no reset, so shift-register LUTs), read in beat g = g cycles after
+  // r arrives; r and "any" are held for beats 1..BEATS-1. Rows' last keys are >= BEATS
+  // cycles apart (gap), so r never arrives while a row is still being multiplied. Beat g
+  // writes its lanes straight into slice g of the output queue's entry.
   localparam int LW = OUT_LANES * ACC_W;  // o lanes of one beat
   localparam int YB = OUT_LANES * Y_W;  // y lanes of one beat
-  logic [DIM_V*ACC_W-1:0] o_flat;
-  for (genvar i = 0; i < DIM_V; i++) begin : g_flat
-    assign o_flat[i*ACC_W+:ACC_W] = o_pipe[RLAT-1][i];
+  localparam int BA = (BEATS > 1) ? $clog2(BEATS) : 1;
+  logic [LW-1:0] o_grp[BEATS];
+  for (genvar g = 0; g < BEATS; g++) begin : g_dl
+    logic [LW-1:0] dl[RLAT+g];
+    always_ff @(posedge clk) begin
+      for (int i = 0; i < OUT_LANES; i++) dl[0][i*ACC_W+:ACC_W] <= o_reg[g*OUT_LANES+i];
+      for (int s = 1; s < RLAT + g; s++) dl[s] <= dl[s-1];
+    end
+    assign o_grp[g] = dl[RLAT+g-1];
   end
+  logic [BA-1:0] beat;  // lane group multiplied in this cycle
+  logic beat_v, beat_last;
   logic [LW-1:0] o_beat;
   logic [R_W-1:0] r_beat;
-  logic any_beat, beat_last;
+  logic any_beat;
   logic [YB-1:0] y_beat;
-  logic [DIM_V*Y_W-1:0] y_row;
   if (BEATS == 1) begin : g_par
-    assign o_beat = o_flat;
+    assign beat = '0;
+    assign beat_v = r_v;
     assign r_beat = r_val;
     assign any_beat = any_pipe[RLAT-1];
-    assign beat_last = r_v;
-    assign y_row = y_beat;
   end else begin : g_ser
-    localparam int BA = $clog2(BEATS);
-    localparam int YA = (BEATS - 1) * YB;
-    logic [(BEATS-1)*LW-1:0] o_hold;  // the row's lanes not multiplied yet
-    logic [YA-1:0] y_asm;  // the row's lanes done, lane 0 lowest once complete
+    logic [BA-1:0] nxt;  // the next beat of the row being multiplied, 0: none
     logic [R_W-1:0] r_hold;
     logic any_hold;
-    logic [BA-1:0] left;  // beats still to do from o_hold
-    assign o_beat = r_v ? o_flat[LW-1:0] : o_hold[LW-1:0];
+    assign beat = r_v ? '0 : nxt;
+    assign beat_v = r_v || nxt != '0;
     assign r_beat = r_v ? r_val : r_hold;
     assign any_beat = r_v ? any_pipe[RLAT-1] : any_hold;
-    assign beat_last = !r_v && left == BA'(1);
-    assign y_row = {y_beat, y_asm};
     always_ff @(posedge clk) begin
       if (r_v) begin
-        o_hold <= o_flat[DIM_V*ACC_W-1:LW];
         r_hold <= r_val;
         any_hold <= any_pipe[RLAT-1];
-      end else begin
-        o_hold <= o_hold >> LW;
       end
-      if (r_v || left != '0) y_asm <= YA'({y_beat, y_asm} >> YB);
-      if (rst) left <= '0;
-      else if (r_v) left <= BA'(BEATS - 1);
-      else if (left != '0) left <= left - 1'b1;
+      if (rst) nxt <= '0;
+      else if (beat_v) nxt <= (beat == BA'(BEATS - 1)) ? '0 : beat + 1'b1;
     end
 `ifndef SYNTHESIS
     always_ff @(posedge clk)
-      if (!rst && r_v && left != '0) $error("hwa_attention_row: a row's 1/d arrived early");
+      if (!rst && r_v && nxt != '0) $error("hwa_attention_row: a row's 1/d arrived early");
 `endif
   end
+  assign o_beat = o_grp[beat];
+  assign beat_last = beat_v && beat == BA'(BEATS - 1);
   for (genvar i = 0; i < OUT_LANES; i++) begin : g_out
     logic signed [YP_W-1:0] yp;
     logic signed [YRW-1:0] ysh;
@@ -506,12 +501,16 @@ module hwa_attention_row #(
     assign y_beat[i*Y_W+:Y_W] = any_beat ? ycode : '0;
   end
 
-  logic [DIM_V*Y_W-1:0] q_mem[OUTQ];
+  // output queue: OUTQ rows, one slice per lane group
   logic [QA-1:0] q_wr, q_rd;
   logic q_pop;
   assign q_pop = m_axis_tvalid && m_axis_tready;
+  for (genvar g = 0; g < BEATS; g++) begin : g_q
+    logic [YB-1:0] mem[OUTQ];
+    always_ff @(posedge clk) if (beat_v && beat == BA'(g)) mem[q_wr] <= y_beat;
+    assign m_axis_tdata[g*YB+:YB] = mem[q_rd];
+  end
   always_ff @(posedge clk) begin
-    if (beat_last) q_mem[q_wr] <= y_row;
     if (rst) begin
       q_wr <= '0;
       q_rd <= '0;
@@ -525,7 +524,6 @@ module hwa_attention_row #(
     end
   end
   assign m_axis_tvalid = occ != 0;
-  assign m_axis_tdata = q_mem[q_rd];
   assign m_axis_tlast = 1'b1;
 
 endmodule
