@@ -2,7 +2,9 @@
 throughput (issue 16's headline comparison; accuracy is bench_attention.py's).
 
 * fused: ``hwa_attention_row`` synthesised with yosys (``synth_xilinx``) at d_k = d_v = D,
-  its latency and keys/cycle measured in cocotb + Verilator;
+  twice: all D output lanes at once (``out_lanes = D``, D o·r multipliers) and with one
+  o·r multiplier time-shared over the D lanes (``out_lanes = 1``); latency and keys/cycle
+  of each measured in cocotb + Verilator;
 * two-pass: ``hwa_softmax_online`` with a row buffer of N scores, synthesised at each N,
   its latency measured, plus the parts it needs that have no RTL unit here, estimated
   and marked ``est.``: the q·k dot product (D multipliers, as in the fused unit), the V
@@ -52,36 +54,41 @@ def main() -> None:
     lines = []
 
     t0 = time.perf_counter()
-    params, mems = attention_config(spec, d, d)
-    fused = synthesize_top(ATTENTION_TOP, list(ATTENTION_SOURCES), params, mems, family=args.family)
-    print(f"fused synth {fused['seconds']:.0f} s (cached {fused['cached']})", flush=True)
     rng = np.random.default_rng(1)
     n_sim = 64
     q = spec.q_fmt.quantize(rng.normal(0, 1, (8, d)))
     k = spec.k_fmt.quantize(rng.normal(0, 1, (8, n_sim, d)))
     v = spec.v_fmt.quantize(rng.normal(0, 1, (8, n_sim, d)))
-    fres = simulate_attention(spec, q, k, v)
-    assert fres.passed, fres.stats
-    f_lat = fres.stats["latency"]["max"]
-    f_kpc = fres.stats["keys_per_cycle"]
+    fused: dict[str, dict] = {}
+    for name, out_lanes in (("all lanes", d), ("1 o·r mult.", 1)):
+        params, mems = attention_config(spec, d, d, out_lanes=out_lanes)
+        f = synthesize_top(ATTENTION_TOP, list(ATTENTION_SOURCES), params, mems, family=args.family)
+        print(f"fused ({name}) synth {f['seconds']:.0f} s (cached {f['cached']})", flush=True)
+        fres = simulate_attention(spec, q, k, v, out_lanes=out_lanes)
+        assert fres.passed, fres.stats
+        f["lat"] = fres.stats["latency"]["max"]
+        f["kpc"] = fres.stats["keys_per_cycle"]
+        fused[name] = f
+    fa, fs = fused["all lanes"], fused["1 o·r mult."]
 
     # the two-pass parts without an RTL unit (estimates)
     pw, vw = sm.out_fmt.width, spec.v_fmt.width
     qk_dsp = d * dsp_count(spec.q_fmt.width, spec.k_fmt.width)
     pv_dsp = d * dsp_count(pw, vw)
-    lines.append(
-        f"Fused unit (`hwa_attention_row`, d_k = d_v = {d}, yosys `synth_xilinx -family "
-        f"{args.family}`, {fused['seconds']:.0f} s): LUT {fused['LUT']}, FF {fused['FF']}, "
-        f"DSP {fused['DSP']}, BRAM36 {fused['BRAM']:g}, LUTRAM {fused['LUTRAM']}; "
-        f"measured {f_kpc:.2f} keys/cycle, last key -> output {f_lat} cycles, for every N "
-        f"(no per-key storage)."
-    )
+    for name, f in fused.items():
+        lines.append(
+            f"* Fused unit, {name} (`hwa_attention_row`, d_k = d_v = {d}, yosys `synth_xilinx "
+            f"-family {args.family}`, {f['seconds']:.0f} s): LUT {f['LUT']}, FF {f['FF']}, "
+            f"DSP {f['DSP']}, BRAM36 {f['BRAM']:g}, LUTRAM {f['LUTRAM']}; measured "
+            f"{f['kpc']:.2f} keys/cycle, last key -> output {f['lat']} cycles, for every N "
+            f"(no per-key storage)."
+        )
     lines.append("")
     lines.append(
-        "| N | fused state bits | two-pass storage bits | fused LUT / FF / DSP / BRAM36 | "
-        "two-pass softmax unit LUT / FF / DSP / BRAM36 (yosys) | + q·k, P·V DSP (est.) | "
-        "+ V buffer BRAM36 (est.) | fused latency | two-pass latency | keys/cycle fused / "
-        "two-pass |"
+        "| N | fused state bits | two-pass storage bits | fused LUT / FF / DSP / BRAM36, all "
+        "lanes | fused, 1 o·r mult. | two-pass softmax unit LUT / FF / DSP / BRAM36 (yosys) | "
+        "+ q·k, P·V DSP (est.) | + V buffer BRAM36 (est.) | latency fused all / 1 mult. / "
+        "two-pass | keys/cycle fused all / 1 mult. / two-pass |"
     )
     lines.append("|---|---|---|---|---|---|---|---|---|---|")
     for n in NS:
@@ -95,11 +102,12 @@ def main() -> None:
         v_bram = math.ceil(2 * n * d * vw / 36864)
         # two-pass: P·V finishes 2 cycles (MAC pipeline) after the last P
         tp_lat = s_lat + 2
+        area = [f"{f['LUT']} / {f['FF']} / {f['DSP']} / {f['BRAM']:g}" for f in (fa, fs)]
         lines.append(
-            f"| {n} | {bits['fused']} | {bits['two_pass']} | {fused['LUT']} / {fused['FF']} / "
-            f"{fused['DSP']} / {fused['BRAM']:g} | {s['LUT']} / {s['FF']} / {s['DSP']} / "
-            f"{s['BRAM']:g} | {qk_dsp} + {pv_dsp} | {v_bram} | {f_lat} | {tp_lat} | "
-            f"{f_kpc:.2f} / {sres.stats['throughput_in']:.2f} |"
+            f"| {n} | {bits['fused']} | {bits['two_pass']} | {area[0]} | {area[1]} | "
+            f"{s['LUT']} / {s['FF']} / {s['DSP']} / {s['BRAM']:g} | {qk_dsp} + {pv_dsp} | "
+            f"{v_bram} | {fa['lat']} / {fs['lat']} / {tp_lat} | {fa['kpc']:.2f} / "
+            f"{fs['kpc']:.2f} / {sres.stats['throughput_in']:.2f} |"
         )
     lines.append("")
     lines.append(f"(bench wall time {time.perf_counter() - t0:.0f} s)")
