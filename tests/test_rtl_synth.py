@@ -28,3 +28,22 @@ def test_gelu_lut_maps_its_table_to_memory() -> None:
 def test_unknown_family_is_refused() -> None:
     with pytest.raises(SpecError, match="unknown family 'virtex2'"):
         synthesize(make_spec("gelu", "lut"), family="virtex2")
+
+
+def test_attention_row_time_shared_output_saves_dsps() -> None:
+    """hwa_attention_row at d_k = d_v = 4: one o·r multiplier (out_lanes = 1) instead of
+    four saves three o·r multipliers, each a 32 x 27-bit signed product tiled on
+    DSP48E1 (25 x 18 signed: 2 x 2 slices); no BRAM either way (no per-key storage)."""
+    from hwapprox.approx.attention import AttentionRowSpec
+    from hwapprox.rtl_sim.attention import ATTENTION_SOURCES, ATTENTION_TOP, attention_config
+    from hwapprox.rtl_sim.synth import synthesize_top
+
+    spec = AttentionRowSpec(scale=0.5)
+    hw = spec.hw_params(4, 4)
+    assert (hw["ACC_W"], hw["R_W"] + 1) == (32, 27)  # the widths the count below assumes
+    got = {}
+    for lanes in (4, 1):
+        params, mems = attention_config(spec, 4, 4, out_lanes=lanes)
+        got[lanes] = synthesize_top(ATTENTION_TOP, list(ATTENTION_SOURCES), params, mems)
+    assert got[4]["BRAM"] == got[1]["BRAM"] == 0
+    assert got[4]["DSP"] - got[1]["DSP"] == 3 * 2 * 2
