@@ -32,6 +32,8 @@ from hwapprox.rtl_sim.units import UNITS as RTL_UNITS
 WIDTHS_ID0 = 1000
 #: types wider than 64 bits, each documented in its header and spec docstring
 WIDE_OK = {("softmax", "ibert", "RQ_W")}
+#: widths only the SV unit types: its one-pass statistics (the HLS unit re-reads the row)
+SV_ONLY = {("layernorm", m, k) for m in ("ibert", "ivit") for k in ("S2_W", "MOM_W")}
 #: SV parameters that are not the spec's: the row buffer geometry of the instance
 ROW_BUFFER = {"ROW_MAX", "BUF_DEPTH", "ROWQ", "N_BITS"}
 
@@ -62,8 +64,9 @@ def rtl_params(spec, n: int) -> dict[str, int | str] | None:
         return None  # the SV unit is single-pass only
     if key == (Operator.SOFTMAX, "softermax") and n > int(spec.sum_fmt.max) // 2:
         return None
+    max_n = getattr(spec, "max_n", getattr(spec, "MAX_N", n))
     if spec.operator == Operator.LAYERNORM and not (
-        spec.gamma_fmt.signed and spec.beta_fmt.signed and n <= spec.max_n
+        spec.gamma_fmt.signed and spec.beta_fmt.signed and n <= max_n
     ):
         return None
     params, _ = RTL_UNITS[key].configure(spec, n)
@@ -87,7 +90,8 @@ def sv_value(v: int | str) -> int:
 def check_widths(spec, n: int, got: dict[str, list[int]]) -> dict[str, int]:
     """Assert the width identities for ``spec`` on rows of ``n``; return the HLS widths."""
     hw = spec.hw_params(n)
-    missing = {k for k in hw if k.endswith("_W")} - set(got)
+    sv_only = {k for k in hw if (str(spec.operator), spec.method, k) in SV_ONLY}
+    missing = {k for k in hw if k.endswith("_W")} - set(got) - sv_only
     assert not missing, f"hw_params widths that no type of the header uses: {sorted(missing)}"
     for name, ws in got.items():
         assert name in hw, f"the header types {name}, which hw_params() lacks"

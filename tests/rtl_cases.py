@@ -203,6 +203,22 @@ CASES = [
         },
         24,
     ),
+    # the integer LayerNorms: I-ViT (one pass, Newton chain) and I-BERT (two passes)
+    ("layernorm-ivit-16b", "layernorm", "ivit", {}, 24),
+    (
+        "layernorm-ivit-8b-6steps",
+        "layernorm",
+        "ivit",
+        {
+            "in_fmt": "ap_fixed<8,3>",
+            "out_fmt": "ap_fixed<8,3,AP_RND,AP_SAT>",
+            "gamma_fmt": "ap_fixed<8,2>",
+            "beta_fmt": "ap_fixed<8,2>",
+            "norm_frac_bits": 10,
+            "newton_iterations": 6,
+        },
+        24,
+    ),
     ("softmax-shiftmax-16b", "softmax", "shiftmax", {}, 24),
     (
         "softmax-shiftmax-8b-tvm",

@@ -41,6 +41,11 @@ NO_DEFAULTS = {
     "hwa_udiv": (),
     "hwa_ibert_exp": (),
     "hwa_softmax_3pass": (),
+    "hwa_fifo": (),
+    "hwa_udiv_iter": (),
+    "hwa_isqrt_iter": (),
+    "hwa_ln_int_stats": (),
+    "hwa_ln_int_out": (),
 }
 
 
@@ -130,6 +135,7 @@ def test_submodules_have_no_defaults_to_disagree_with(module: str) -> None:
         ("softmax", "softermax", {}, ()),
         ("softmax", "shiftmax", {}, ()),
         ("softmax", "ibert", {}, ()),
+        ("layernorm", "ivit", {}, ()),
     ],
 )
 def test_unit_defaults_are_the_default_spec(

@@ -443,7 +443,16 @@ class IBertLayerNorm(_LayerNormSpec):
         YQ_W       signed   ``y_int·sqrtn``
         Z_W        signed   ``Z = round(y_int·sqrtn / 2^ZSHIFT)``
         ACC_W      signed   ``Z·γ + (β << BETA_SHIFT)``
+        S2_W       unsigned ``S2 = ΣX² <= n·xmax²`` (``xmax = max(-lo, hi)``), RTL only
+        MOM_W      signed   the RTL's one-pass variance ``Σy² = S2 - mean·(2·S1 -
+                            n·mean)``: every term and partial result is within
+                            ``3·n·xmax²`` (``|mean| <= xmax``), RTL only
         ========== ======== ========================================================
+
+        ``S2_W``/``MOM_W`` size the SV units' one-pass statistics (they take ``Σy²``
+        from ``S1``, ``S2`` and the mean instead of re-reading the row); the HLS unit
+        re-reads its row and has no such types. ``OUT_SHIFT = ACC_F - OUT_F`` and the
+        ``OUT_*`` codes (``hwa_pkg``) are the output stage's.
         """
         rows = self.MAX_N if n is None else int(n)
         self._check_n(rows, self.MAX_N, "int64 range of y_int·√N")
@@ -463,11 +472,17 @@ class IBertLayerNorm(_LayerNormSpec):
         f_acc = self.norm_frac_bits + self.gamma_fmt.frac_bits
         beta_shift = f_acc - self.beta_fmt.frac_bits
         z_w = sbits(-z, z)
+        xmax = max(-lo, hi)
+        mom = 3 * rows * xmax * xmax
         return {
             "IN_W": self.in_fmt.width,
             "X_W": raw_width(self.in_fmt),
             "OUT_W": self.out_fmt.width,
             "OUT_F": self.out_fmt.frac_bits,
+            "OUT_SIGNED": int(self.out_fmt.signed),
+            "OUT_RND": rounding_code(self.out_fmt.rounding),
+            "OUT_OVF": overflow_code(self.out_fmt.overflow),
+            "OUT_SHIFT": f_acc - self.out_fmt.frac_bits,
             "GAMMA_W": self.gamma_fmt.width,
             "GAMMA_F": self.gamma_fmt.frac_bits,
             "BETA_W": self.beta_fmt.width,
@@ -476,6 +491,7 @@ class IBertLayerNorm(_LayerNormSpec):
             "VAR_LIMIT_BITS": self.VAR_LIMIT_BITS,
             "FACTOR_NUM_BITS": 31,
             "SQRTN": sqrtn,
+            "SQRTN_F": self.SQRTN_FRAC,
             "ZSHIFT": zshift,
             "ACC_F": f_acc,
             "BETA_SHIFT": beta_shift,
@@ -494,6 +510,8 @@ class IBertLayerNorm(_LayerNormSpec):
             "Z_W": z_w,
             "ACC_W": max(z_w + raw_width(self.gamma_fmt), raw_width(self.beta_fmt) + beta_shift)
             + 1,
+            "S2_W": ubits(rows * xmax * xmax),
+            "MOM_W": sbits(-mom, mom),
         }
 
     def cost(self) -> Cost:

@@ -62,6 +62,9 @@ class RtlUnit:
     #: it enters; 2: a second full pass first, e.g. exp and sum after the max), so the
     #: last-in -> last-out latency is (row_passes - 1)·N + N + a constant
     row_passes: int = 1
+    #: a one-pass unit's last-in -> last-out bound is N + this (the project's target,
+    #: 16; more only where the method's per-row chain needs it, said in ``doc``)
+    latency_extra: int = 16
 
     def config(self, spec: ApproxSpec, row_max: int = 64) -> Config:
         if (spec.operator, spec.method) != (self.operator, self.method):
@@ -252,6 +255,47 @@ def _layernorm_rsqrt(spec: Any, row_max: int) -> Config:
     return {**geometry, **_sv(hw, _LN)}, {"RSQRT_FILE": memh_text(table, hw["P"])}
 
 
+# the integer LayerNorms (I-BERT, I-ViT): what both units take
+_LN_INT = (
+    "IN_W",
+    "X_W",
+    "OUT_W",
+    "OUT_SIGNED",
+    "OUT_RND",
+    "OUT_OVF",
+    "OUT_SHIFT",
+    "GAMMA_W",
+    "BETA_W",
+    "SQRTN_F",
+    "ZSHIFT",
+    "BETA_SHIFT",
+    "S1_W",
+    "S2_W",
+    "MOM_W",
+    "YC_W",
+    "VAR0_W",
+    "STD_W",
+    "FACTOR_W",
+    "YF_W",
+    "YI_W",
+    "SQRTN_W",
+    "YQ_W",
+    "Z_W",
+    "ACC_W",
+)
+_LN_IBERT = ("SHIFT", "VAR_LIMIT_BITS", "FACTOR_NUM_BITS", "VAR_W", "YS_W", "ROOT_W")
+_LN_IVIT = ("NEWTON_ITERS", "NEWTON_K0", "FACTOR_NUM", "K_W", "Q_W", "KS_W")
+
+
+def _layernorm_int(spec: Any, row_max: int) -> Config:
+    _signed_in(spec, f"layernorm/{spec.method}")
+    if not spec.gamma_fmt.signed or not spec.beta_fmt.signed:
+        raise SpecError(f"layernorm/{spec.method} RTL needs signed gamma_fmt and beta_fmt")
+    hw = spec.hw_params(row_max)  # widths for rows of up to row_max (sqrt(n) per row)
+    names = _LN_INT + (_LN_IBERT if spec.method == "ibert" else _LN_IVIT)
+    return {**row_stream_params(row_max), **_sv(hw, names)}, {}
+
+
 # -- softmax ------------------------------------------------------------------------------
 _ONLINE = (
     "OFF_BY_ONE",
@@ -425,6 +469,14 @@ def _softmax_ibert(spec: Any, row_max: int) -> Config:
 
 
 _COMMON = ("hwa_pkg.sv", "hwa_rom.sv", "hwa_round_shift.sv", "hwa_sat.sv")
+_LN_INT_SOURCES = (
+    "hwa_row_stream.sv",
+    "hwa_fifo.sv",
+    "hwa_udiv_iter.sv",
+    "hwa_isqrt_iter.sv",
+    "hwa_ln_int_stats.sv",
+    "hwa_ln_int_out.sv",
+)
 
 #: (operator, method) -> unit
 UNITS: dict[tuple[Operator, str], RtlUnit] = {
@@ -547,6 +599,19 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         _layernorm_rsqrt,
         rowwise=True,
         doc="single-pass S1/S2, pipelined 1/sqrt (table + Newton), gamma/beta memory",
+    ),
+    (Operator.LAYERNORM, "ivit"): RtlUnit(
+        Operator.LAYERNORM,
+        "ivit",
+        "hwa_layernorm_ivit",
+        (*_COMMON, *_LN_INT_SOURCES, "hwa_layernorm_ivit.sv"),
+        _layernorm_int,
+        rowwise=True,
+        doc="single-pass S1/S2 (var0 from the moments), per row: mean divider, sqrt(n), "
+        "I-ViT's 10 Newton steps as a chain of iterative dividers, (2^31-1)/std; "
+        "gamma/beta memory. Last-in -> last-out N + 141 at the defaults (nine dependent "
+        "divisions per row: N + 16 is out of reach for this method)",
+        latency_extra=160,
     ),
     (Operator.LAYERNORM, "rmsnorm"): RtlUnit(
         Operator.LAYERNORM,

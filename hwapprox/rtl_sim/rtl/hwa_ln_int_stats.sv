@@ -1,0 +1,157 @@
+// hwa_ln_int_stats -- the per-row statistics of the integer LayerNorms (I-BERT, I-ViT:
+// hwa_layernorm_ibert, hwa_layernorm_ivit) from one pass over the row.
+//
+// Contract (one row at a time, valid/ready on both sides, rows leave in order): from
+// S1 = sum X, S2 = sum X^2 and the row length n (1 <= n < 2^N_BITS):
+//   mean  = round(S1 / n), ties to even (hwapprox.approx.layernorm._round_div_even:
+//           on |S1| by hwa_udiv_iter, quotient and remainder, then the sign);
+//   var0  = sum (X - mean)^2 = S2 - mean*(2*S1 - n*mean), exact (MOM_W-bit signed
+//           intermediates, the result >= 0 in VAR0_W bits);
+//   sqrtn = round(sqrt(n) * 2^SQRTN_F) = (isqrt(n << (2*SQRTN_F + 2)) + 1) >> 1
+//           (hwa_isqrt_iter; layernorm._round_sqrt), SQRTN_W bits for n <= ROW_MAX.
+// The payload p_in leaves with its row. Timing: the divider and the square root run
+// side by side (each <= II cycles per row), then two register stages: in -> out_v
+// about II + 3 cycles; one row every II cycles at most.
+// Parameters: no defaults; the parent passes every one (the spec's hw_params()).
+module hwa_ln_int_stats #(
+    parameter int X_W,
+    parameter int N_BITS,
+    parameter int S1_W,
+    parameter int S2_W,
+    parameter int MOM_W,
+    parameter int VAR0_W,
+    parameter int SQRTN_F,
+    parameter int SQRTN_W,
+    parameter int II,
+    parameter int P_W
+) (
+    input  logic                     clk,
+    input  logic                     rst,
+    input  logic                     in_v,
+    output logic                     in_rdy,
+    input  logic signed [S1_W-1:0]   s1,
+    input  logic        [S2_W-1:0]   s2,
+    input  logic        [N_BITS-1:0] n,
+    input  logic        [P_W-1:0]    p_in,
+    output logic                     out_v,
+    input  logic                     out_rdy,
+    output logic signed [X_W-1:0]    mean,
+    output logic        [VAR0_W-1:0] var0,
+    output logic        [SQRTN_W-1:0] sqrtn,
+    output logic        [P_W-1:0]    p_out
+);
+
+  localparam int RX = N_BITS + 2 * SQRTN_F + 2;  // the radicand n << (2*SQRTN_F + 2)
+  localparam int RB = (RX + 1) / 2;
+  localparam int DP = 1 + S1_W + S2_W + N_BITS + P_W;  // divider payload
+
+  if (X_W < 2 || N_BITS < 1 || S1_W < X_W || S2_W < 1 || MOM_W < S2_W + 1 || VAR0_W < 1
+      || SQRTN_W < 1 || SQRTN_F < 0 || MOM_W > 64 || RX > 64) begin : g_bad
+    $error("hwa_ln_int_stats: invalid X_W=%0d N_BITS=%0d S1_W=%0d S2_W=%0d MOM_W=%0d VAR0_W=%0d SQRTN_F=%0d SQRTN_W=%0d",
+           X_W, N_BITS, S1_W, S2_W, MOM_W, VAR0_W, SQRTN_F, SQRTN_W);
+  end
+
+  // ---- |S1| / n and isqrt(n << (2F + 2)), side by side -------------------------------
+  logic dv_rdy, sq_rdy, dv_v, sq_v, join_v, m_rdy;
+  logic [S1_W-1:0] mag;
+  logic [X_W-1:0] q;  // |S1| / n <= max |X| <= 2^(X_W-1)
+  logic [N_BITS-1:0] r;
+  logic [DP-1:0] dp;
+  logic [RB-1:0] root;
+  logic unused_sqp;
+  assign mag = s1[S1_W-1] ? S1_W'(-s1) : S1_W'(s1);  // -(-2^(S1_W-1)) reads as unsigned
+  assign in_rdy = dv_rdy & sq_rdy;
+  assign join_v = dv_v & sq_v;
+  hwa_udiv_iter #(
+      .N_W(S1_W),
+      .D_W(N_BITS),
+      .Q_W(X_W),
+      .II (II),
+      .P_W(DP)
+  ) u_mean (
+      .clk(clk),
+      .rst(rst),
+      .in_v(in_v & sq_rdy),
+      .in_rdy(dv_rdy),
+      .n(mag),
+      .d(n),
+      .p_in({s1[S1_W-1], s1, s2, n, p_in}),
+      .out_v(dv_v),
+      .out_rdy(join_v & m_rdy),
+      .q(q),
+      .r(r),
+      .p_out(dp)
+  );
+  hwa_isqrt_iter #(
+      .X_W(RX),
+      .II (II),
+      .P_W(1)
+  ) u_sqrtn (
+      .clk(clk),
+      .rst(rst),
+      .in_v(in_v & dv_rdy),
+      .in_rdy(sq_rdy),
+      .x(RX'(n) << (2 * SQRTN_F + 2)),
+      .p_in(1'b0),
+      .out_v(sq_v),
+      .out_rdy(join_v & m_rdy),
+      .root(root),
+      .p_out(unused_sqp)
+  );
+
+  // ---- stage M: the rounded mean, sqrtn ------------------------------------------------
+  logic m_v, v_rdy;
+  logic signed [X_W-1:0] m_mean;
+  logic signed [S1_W-1:0] m_s1;
+  logic [S2_W-1:0] m_s2;
+  logic [N_BITS-1:0] m_n;
+  logic [SQRTN_W-1:0] m_sqrtn;
+  logic [P_W-1:0] m_p;
+  logic d_neg;
+  logic signed [S1_W-1:0] d_s1;
+  logic [S2_W-1:0] d_s2;
+  logic [N_BITS-1:0] d_n;
+  logic [P_W-1:0] d_p;
+  logic [N_BITS:0] r2;
+  logic up;
+  logic [X_W:0] qr;
+  assign {d_neg, d_s1, d_s2, d_n, d_p} = dp;
+  assign r2 = {r, 1'b0};
+  assign up = (r2 > {1'b0, d_n}) || (r2 == {1'b0, d_n} && q[0]);
+  assign qr = {1'b0, q} + (X_W + 1)'(up);  // round(|S1| / n) <= 2^(X_W-1)
+  assign m_rdy = !m_v || v_rdy;
+  always_ff @(posedge clk) begin
+    if (rst) m_v <= 1'b0;
+    else if (m_rdy) m_v <= join_v;
+    if (m_rdy && join_v) begin
+      m_mean <= d_neg ? X_W'(-qr) : X_W'(qr);
+      m_s1 <= d_s1;
+      m_s2 <= d_s2;
+      m_n <= d_n;
+      m_sqrtn <= SQRTN_W'((RB + 1)'(root) + 1'b1 >> 1);
+      m_p <= d_p;
+    end
+  end
+
+  // ---- stage V: var0 = S2 - mean*(2*S1 - n*mean) ---------------------------------------
+  logic v_v;
+  logic signed [MOM_W-1:0] t_c;
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic signed [MOM_W-1:0] var_c;  // 0 <= var0 < 2^VAR0_W: the top bits are dropped
+  /* verilator lint_on UNUSEDSIGNAL */
+  assign t_c = (MOM_W'(m_s1) <<< 1) - MOM_W'($signed({1'b0, m_n})) * MOM_W'(m_mean);
+  assign var_c = MOM_W'($signed({1'b0, m_s2})) - MOM_W'(m_mean) * t_c;
+  assign v_rdy = !v_v || out_rdy;
+  always_ff @(posedge clk) begin
+    if (rst) v_v <= 1'b0;
+    else if (v_rdy) v_v <= m_v;
+    if (v_rdy && m_v) begin
+      mean <= m_mean;
+      var0 <= VAR0_W'(var_c);
+      sqrtn <= m_sqrtn;
+      p_out <= m_p;
+    end
+  end
+  assign out_v = v_v;
+
+endmodule
