@@ -142,6 +142,14 @@ def grid() -> list[tuple[str, str, dict[str, Any]]]:
                     },
                 )
             )
+    for w in (8, 12, 16):
+        g.append(
+            (
+                "layernorm",
+                "ivit",
+                {"in_fmt": f"ap_fixed<{w},4>", "out_fmt": _fx(w, 4)},
+            )
+        )
     for method in ("rsqrt_lut", "rmsnorm"):
         for w in (8, 12, 16):
             for newton in (1, 2):
