@@ -85,6 +85,8 @@ def test_estimates_follow_the_measured_rows_within_the_stated_error() -> None:
         e = costmodel.estimate(spec, r["family"])
         assert e.source == "fit"
         loo = TABLE["models"][f"{r['unit']}@{r['family']}"]["loo"]["LUT"]["max"]
+        if loo is None:  # too few specs for a held-out error: the fit must hit its own rows
+            loo = 0.05
         assert abs(e.LUT - r["LUT"]) <= max(loo, 0.05) * max(r["LUT"], 1.0) + 5
 
 
