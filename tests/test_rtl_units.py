@@ -16,7 +16,8 @@ from rtl_cases import CASES
 
 from hwapprox.approx.base import SpecError
 from hwapprox.approx.registry import make_spec
-from hwapprox.rtl_sim.runner import simulator_available
+from hwapprox.rtl_sim.runner import RTL_DIR, simulator_available
+from hwapprox.rtl_sim.units import UNITS
 
 pytestmark = [
     pytest.mark.rtl,
@@ -58,6 +59,16 @@ def test_unit_bit_exact(
     if idle == 0.0 and backpressure == 0.0:
         # without stalls a row's outputs leave one per cycle
         assert st["throughput_out"] > 0.5
+        unit = UNITS[(spec.operator, spec.method)]
+        if not unit.rowwise:
+            # elementwise: fully pipelined, every element in and out on consecutive
+            # cycles at the one latency the unit (and its contract header) states
+            assert unit.latency is not None, f"{unit.toplevel}: RtlUnit.latency not stated"
+            assert st["throughput_in"] == st["throughput_out"] == 1.0, st["summary"]
+            for key in ("latency_first", "latency_last"):
+                assert st[key]["min"] == st[key]["max"] == unit.latency, (key, st[key])
+            header = (RTL_DIR / f"{unit.toplevel}.sv").read_text()
+            assert f"// Latency: {unit.latency} cycles" in header
 
 
 def test_scoreboard_fails_on_a_wrong_expected_value() -> None:

@@ -65,6 +65,9 @@ class RtlUnit:
     #: a one-pass unit's last-in -> last-out bound is N + this (the project's target,
     #: 16; more only where the method's per-row chain needs it, said in ``doc``)
     latency_extra: int = 16
+    #: an elementwise unit's fixed input -> output latency in cycles at one element per
+    #: cycle (the contract header's "Latency:"; tests/test_rtl_units.py measures it)
+    latency: int | None = None
 
     def config(self, spec: ApproxSpec, row_max: int = 64) -> Config:
         if (spec.operator, spec.method) != (self.operator, self.method):
@@ -487,6 +490,7 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         ("hwa_rom.sv", "hwa_gelu_lut.sv"),
         _gelu_lut_indexed,
         rowwise=False,
+        latency=2,
         doc="direct table, one entry per input code (or per bin); latency 2",
     ),
     (Operator.GELU, "pwl"): RtlUnit(
@@ -496,6 +500,7 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         (*_COMMON, "hwa_cast.sv", "hwa_gelu_pwl.sv"),
         _gelu_pwl,
         rowwise=False,
+        latency=4,
         doc="parallel breakpoint compare, slope/intercept ROMs, one MAC; latency 4",
     ),
     (Operator.GELU, "ibert"): RtlUnit(
@@ -505,6 +510,7 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         (*_COMMON, "hwa_cast.sv", "hwa_gelu_ibert.sv"),
         _gelu_ibert,
         rowwise=False,
+        latency=5,
         doc="erf polynomial (abs, min, square), x·(erf + 1), dyadic requantisation; latency 5",
     ),
     (Operator.GELU, "edgemoe"): RtlUnit(
@@ -514,6 +520,7 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         (*_COMMON, "hwa_cast.sv", "hwa_gelu_edgemoe.sv"),
         _gelu_edgemoe,
         rowwise=False,
+        latency=4,
         doc="ReLU(x) - delta(|x|): two reads of the delta table, one interpolation multiply; "
         "latency 4",
     ),
@@ -524,6 +531,7 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         (*_COMMON, "hwa_cast.sv", "hwa_shift_exp.sv", "hwa_udiv.sv", "hwa_gelu_shiftgelu.sv"),
         _gelu_shiftgelu,
         rowwise=False,
+        latency=37,
         doc="two shift-exps (shifts, adds, a compare chain for q), a 31-stage pipelined "
         "divider, two multiplies; latency 37",
     ),
