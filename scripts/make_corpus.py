@@ -140,14 +140,90 @@ class SdpaSelfAttention(BertSelfAttention):
         return ctx.view(ctx.size()[:-2] + (self.heads * self.dh,))
 
 
+# Attention normalisers other than softmax (the ``bert_<norm>`` styles), written as
+# model code writes them. n = SEQ (the corpus sequence length) where a constant n is used.
+CLIP_GAMMA, CLIP_ZETA = -0.03, 1.02  # Bondarenko et al. 2023: gamma <= 0, zeta >= 1
+NORM_N = SEQ  # the constant n of sigmoid attention (b = -log n) and relu(x) * (1 / n)
+
+
+def softmax1_exp(scores: torch.Tensor) -> torch.Tensor:
+    """Softmax_1 spelled out: ``exp(x - m) / (exp(-m) + sum exp(x - m))``."""
+    m = scores.amax(dim=-1, keepdim=True)
+    e = torch.exp(scores - m)
+    return e / (torch.exp(-m) + e.sum(dim=-1, keepdim=True))
+
+
+def softmax1_cat(scores: torch.Tensor) -> torch.Tensor:
+    """Softmax_1 as a zero logit concatenated in front of the row, then sliced off."""
+    zero = torch.zeros_like(scores[..., :1])
+    return F.softmax(torch.cat([zero, scores], dim=-1), dim=-1)[..., 1:]
+
+
+def clipped_softmax(scores: torch.Tensor) -> torch.Tensor:
+    """Clipped softmax: ``clip((zeta - gamma) * softmax(x) + gamma, 0, 1)``."""
+    return torch.clip((CLIP_ZETA - CLIP_GAMMA) * F.softmax(scores, dim=-1) + CLIP_GAMMA, 0, 1)
+
+
+def sigmoid_attention(scores: torch.Tensor) -> torch.Tensor:
+    """Sigmoid attention: ``sigmoid(x + b)``, ``b = -log(n)`` for n = NORM_N."""
+    return torch.sigmoid(scores + (-math.log(NORM_N)))
+
+
+def relu_attention(scores: torch.Tensor) -> torch.Tensor:
+    """ReLU attention: ``relu(x) / n`` with n the key length (``scores.size(-1)``)."""
+    return torch.relu(scores) / scores.size(-1)
+
+
+def relu_attention_mul(scores: torch.Tensor) -> torch.Tensor:
+    """ReLU attention as ``relu(x) * (1 / n)`` with a constant n = NORM_N."""
+    return torch.relu(scores) * (1.0 / NORM_N)
+
+
+NORMALISERS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "softmax1": softmax1_exp,
+    "softmax1cat": softmax1_cat,
+    "clipped": clipped_softmax,
+    "sigmoid": sigmoid_attention,
+    "relu": relu_attention,
+    "relumul": relu_attention_mul,
+}
+
+
+class NormSelfAttention(BertSelfAttention):
+    """BERT self-attention with ``F.softmax`` replaced by ``NORMALISERS[norm]``."""
+
+    def __init__(self, d: int, heads: int, norm: str) -> None:
+        super().__init__(d, heads)
+        self.norm = norm
+
+    def forward(self, x: torch.Tensor, ext_mask: torch.Tensor | None) -> torch.Tensor:
+        q, k, v = self.split(self.query(x)), self.split(self.key(x)), self.split(self.value(x))
+        scores = torch.matmul(q, k.transpose(-1, -2))
+        scores = scores / math.sqrt(self.dh)
+        if ext_mask is not None:
+            scores = scores + ext_mask
+        probs = NORMALISERS[self.norm](scores)
+        ctx = torch.matmul(probs, v).permute(0, 2, 1, 3).contiguous()
+        return ctx.view(ctx.size()[:-2] + (self.heads * self.dh,))
+
+
 class BertLayer(nn.Module):
     """Post-LN: LN(x + attn(x)), LN(h + ffn(h))."""
 
     def __init__(
-        self, d: int, heads: int, ffn: int, eps: float = 1e-12, sdpa: bool = False
+        self,
+        d: int,
+        heads: int,
+        ffn: int,
+        eps: float = 1e-12,
+        sdpa: bool = False,
+        norm: str | None = None,
     ) -> None:
         super().__init__()
-        self.attention = (SdpaSelfAttention if sdpa else BertSelfAttention)(d, heads)
+        if norm is not None:
+            self.attention: BertSelfAttention = NormSelfAttention(d, heads, norm)
+        else:
+            self.attention = (SdpaSelfAttention if sdpa else BertSelfAttention)(d, heads)
         self.attn_out = nn.Linear(d, d)
         self.attn_ln = nn.LayerNorm(d, eps=eps)
         self.intermediate = nn.Linear(d, ffn)
@@ -161,7 +237,13 @@ class BertLayer(nn.Module):
 
 class Bert(nn.Module):
     def __init__(
-        self, d: int = 32, heads: int = 4, ffn: int = 64, layers: int = 2, sdpa: bool = False
+        self,
+        d: int = 32,
+        heads: int = 4,
+        ffn: int = 64,
+        layers: int = 2,
+        sdpa: bool = False,
+        norm: str | None = None,
     ) -> None:
         super().__init__()
         self.sdpa = sdpa
@@ -172,7 +254,9 @@ class Bert(nn.Module):
         self.register_buffer(
             "position_ids", torch.arange(MAX_POS).expand((1, -1)), persistent=False
         )
-        self.layer = nn.ModuleList(BertLayer(d, heads, ffn, sdpa=sdpa) for _ in range(layers))
+        self.layer = nn.ModuleList(
+            BertLayer(d, heads, ffn, sdpa=sdpa, norm=norm) for _ in range(layers)
+        )
 
     def forward(
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
