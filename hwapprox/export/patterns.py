@@ -774,7 +774,8 @@ class _Finder:
             clip = self._clip01(add.output[0])
             if clip is None:
                 self.skipped.setdefault(
-                    sm.name, "Softmax -> Mul -> Add not followed by a clip to [0, 1]: plain softmax"
+                    sm.name,
+                    "Softmax -> Mul -> Add not followed by a clip to [0, 1]: a plain softmax site",
                 )
                 continue
             zeta = stretch + gamma
@@ -788,7 +789,7 @@ class _Finder:
             if bad:
                 self.skipped[sm.name] = (
                     f"clipped softmax with {', '.join(bad)} (Bondarenko et al.: γ <= 0, ζ >= 1): "
-                    f"plain softmax site"
+                    f"a plain softmax site"
                 )
                 continue
             axis, trailing = self._softmax_axis(sm)
@@ -936,8 +937,6 @@ def find_all(model: ModelProto) -> SiteScan:
     order = {n.name: i for i, n in enumerate(model.graph.node)}
     f.sites.sort(key=lambda s: order[s.nodes[0]])
     f.unsupported.sort(key=lambda s: order[s.nodes[0]])
-    for s in f.sites:  # a candidate that ended up inside a site was not skipped
-        f.skipped.pop(s.name, None)
     return SiteScan(f.sites, f.unsupported, f.skipped)
 
 
