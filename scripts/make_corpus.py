@@ -51,9 +51,20 @@ depend on torch's RNG):
   ``torch.triu(torch.ones(S, S), 1).bool()`` and ``masked_fill`` (Trilu under a
   dynamic sequence axis).
 * ``encoder_nobatch`` -- two BERT post-LN blocks on [S, D] embeddings, no mask.
+* ``bert_<norm>`` -- ``bert`` (same weights, outliers and HF additive mask) with
+  ``F.softmax`` in the attention replaced by another normaliser
+  (:data:`NORMALISERS`), TorchScript opset 17 and dynamo opset 18 only:
+  ``softmax1`` (Softmax_1 spelled out, ``exp(x - m) / (exp(-m) + sum exp(x - m))``),
+  ``softmax1cat`` (a zero logit concatenated before ``F.softmax``, then sliced
+  off), ``clipped`` (``clip((zeta - gamma) * softmax + gamma, 0, 1)``, gamma -0.03,
+  zeta 1.02), ``sigmoid`` (``sigmoid(x + b)``, b = -log 12), ``relu``
+  (``relu(x) / x.size(-1)``: a run-time n) and ``relumul`` (``relu(x) * (1 / 12)``).
+  Their manifest entries add ``expected_kinds`` (site kind counts) and
+  ``expected_params`` (the constants the site finder must report).
 
-Deterministic: the same command writes byte-identical files. Existing files are
-not overwritten unless ``--force``.
+Deterministic: the same command writes byte-identical files. A file that exists
+is left alone when the new bytes are identical (so new styles are added without
+touching the old files) and is a refusal when they differ, unless ``--force``.
 """
 
 from __future__ import annotations
@@ -140,14 +151,90 @@ class SdpaSelfAttention(BertSelfAttention):
         return ctx.view(ctx.size()[:-2] + (self.heads * self.dh,))
 
 
+# Attention normalisers other than softmax (the ``bert_<norm>`` styles), written as
+# model code writes them. n = SEQ (the corpus sequence length) where a constant n is used.
+CLIP_GAMMA, CLIP_ZETA = -0.03, 1.02  # Bondarenko et al. 2023: gamma <= 0, zeta >= 1
+NORM_N = SEQ  # the constant n of sigmoid attention (b = -log n) and relu(x) * (1 / n)
+
+
+def softmax1_exp(scores: torch.Tensor) -> torch.Tensor:
+    """Softmax_1 spelled out: ``exp(x - m) / (exp(-m) + sum exp(x - m))``."""
+    m = scores.amax(dim=-1, keepdim=True)
+    e = torch.exp(scores - m)
+    return e / (torch.exp(-m) + e.sum(dim=-1, keepdim=True))
+
+
+def softmax1_cat(scores: torch.Tensor) -> torch.Tensor:
+    """Softmax_1 as a zero logit concatenated in front of the row, then sliced off."""
+    zero = torch.zeros_like(scores[..., :1])
+    return F.softmax(torch.cat([zero, scores], dim=-1), dim=-1)[..., 1:]
+
+
+def clipped_softmax(scores: torch.Tensor) -> torch.Tensor:
+    """Clipped softmax: ``clip((zeta - gamma) * softmax(x) + gamma, 0, 1)``."""
+    return torch.clip((CLIP_ZETA - CLIP_GAMMA) * F.softmax(scores, dim=-1) + CLIP_GAMMA, 0, 1)
+
+
+def sigmoid_attention(scores: torch.Tensor) -> torch.Tensor:
+    """Sigmoid attention: ``sigmoid(x + b)``, ``b = -log(n)`` for n = NORM_N."""
+    return torch.sigmoid(scores + (-math.log(NORM_N)))
+
+
+def relu_attention(scores: torch.Tensor) -> torch.Tensor:
+    """ReLU attention: ``relu(x) / n`` with n the key length (``scores.size(-1)``)."""
+    return torch.relu(scores) / scores.size(-1)
+
+
+def relu_attention_mul(scores: torch.Tensor) -> torch.Tensor:
+    """ReLU attention as ``relu(x) * (1 / n)`` with a constant n = NORM_N."""
+    return torch.relu(scores) * (1.0 / NORM_N)
+
+
+NORMALISERS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "softmax1": softmax1_exp,
+    "softmax1cat": softmax1_cat,
+    "clipped": clipped_softmax,
+    "sigmoid": sigmoid_attention,
+    "relu": relu_attention,
+    "relumul": relu_attention_mul,
+}
+
+
+class NormSelfAttention(BertSelfAttention):
+    """BERT self-attention with ``F.softmax`` replaced by ``NORMALISERS[norm]``."""
+
+    def __init__(self, d: int, heads: int, norm: str) -> None:
+        super().__init__(d, heads)
+        self.norm = norm
+
+    def forward(self, x: torch.Tensor, ext_mask: torch.Tensor | None) -> torch.Tensor:
+        q, k, v = self.split(self.query(x)), self.split(self.key(x)), self.split(self.value(x))
+        scores = torch.matmul(q, k.transpose(-1, -2))
+        scores = scores / math.sqrt(self.dh)
+        if ext_mask is not None:
+            scores = scores + ext_mask
+        probs = NORMALISERS[self.norm](scores)
+        ctx = torch.matmul(probs, v).permute(0, 2, 1, 3).contiguous()
+        return ctx.view(ctx.size()[:-2] + (self.heads * self.dh,))
+
+
 class BertLayer(nn.Module):
     """Post-LN: LN(x + attn(x)), LN(h + ffn(h))."""
 
     def __init__(
-        self, d: int, heads: int, ffn: int, eps: float = 1e-12, sdpa: bool = False
+        self,
+        d: int,
+        heads: int,
+        ffn: int,
+        eps: float = 1e-12,
+        sdpa: bool = False,
+        norm: str | None = None,
     ) -> None:
         super().__init__()
-        self.attention = (SdpaSelfAttention if sdpa else BertSelfAttention)(d, heads)
+        if norm is not None:
+            self.attention: BertSelfAttention = NormSelfAttention(d, heads, norm)
+        else:
+            self.attention = (SdpaSelfAttention if sdpa else BertSelfAttention)(d, heads)
         self.attn_out = nn.Linear(d, d)
         self.attn_ln = nn.LayerNorm(d, eps=eps)
         self.intermediate = nn.Linear(d, ffn)
@@ -161,7 +248,13 @@ class BertLayer(nn.Module):
 
 class Bert(nn.Module):
     def __init__(
-        self, d: int = 32, heads: int = 4, ffn: int = 64, layers: int = 2, sdpa: bool = False
+        self,
+        d: int = 32,
+        heads: int = 4,
+        ffn: int = 64,
+        layers: int = 2,
+        sdpa: bool = False,
+        norm: str | None = None,
     ) -> None:
         super().__init__()
         self.sdpa = sdpa
@@ -172,7 +265,9 @@ class Bert(nn.Module):
         self.register_buffer(
             "position_ids", torch.arange(MAX_POS).expand((1, -1)), persistent=False
         )
-        self.layer = nn.ModuleList(BertLayer(d, heads, ffn, sdpa=sdpa) for _ in range(layers))
+        self.layer = nn.ModuleList(
+            BertLayer(d, heads, ffn, sdpa=sdpa, norm=norm) for _ in range(layers)
+        )
 
     def forward(
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
@@ -496,7 +591,7 @@ def inject_outliers(model: nn.Module, style: str) -> str:
     in the tens and residual-stream values in the hundreds. Returns a note for the
     manifest."""
     with torch.no_grad():
-        if style in ("bert", "bert_sdpa", "encoder_nobatch"):
+        if style in ("bert", "bert_sdpa", "encoder_nobatch") or style in NORM_STYLES:
             for m in model.modules():
                 if isinstance(m, nn.LayerNorm):
                     m.weight[5], m.bias[5] = 22.0, -31.0
@@ -686,6 +781,70 @@ STYLES = [
     ),
 ]
 
+
+def _norm_style(norm: str, kinds: dict[str, int], params: dict[str, Any], notes: str) -> Style:
+    softmax_op = {"softmax1", "clipped_softmax"}.intersection(kinds)  # the softmax operator
+    sites = SITES_5LN if softmax_op else {"gelu": 2, "layernorm": 5}
+    return Style(
+        f"bert_{norm}",
+        lambda: Bert(norm=norm),
+        101,
+        lambda: text_batch(11, cls=True, token_types=True),
+        "last_hidden_state",
+        "embedding",
+        "additive",
+        {"input_ids": BS, "attention_mask": BS, "token_type_ids": BS, "last_hidden_state": BS},
+        sites,
+        notes="as bert (same weights, outliers, additive mask) but the attention normaliser "
+        f"is {notes}",
+        extra={"normaliser": norm, "expected_kinds": kinds, "expected_params": params},
+    )
+
+
+NORM_STYLES = {
+    s.name: s
+    for s in [
+        _norm_style(
+            "softmax1",
+            {"softmax1": 2},
+            {"off_by_one": True},
+            "Softmax_1 written out: m = amax(x, -1); e = exp(x - m); e / (exp(-m) + e.sum(-1))",
+        ),
+        _norm_style(
+            "softmax1cat",
+            {"softmax1": 2},
+            {"off_by_one": True},
+            "Softmax_1 as F.softmax(cat([zeros_like(x[..., :1]), x], -1), -1)[..., 1:]",
+        ),
+        _norm_style(
+            "clipped",
+            {"clipped_softmax": 2},
+            {"clip_gamma": CLIP_GAMMA, "clip_zeta": CLIP_ZETA},
+            f"clipped softmax clip((zeta - gamma) * softmax(x) + gamma, 0, 1), gamma {CLIP_GAMMA}, "
+            f"zeta {CLIP_ZETA}",
+        ),
+        _norm_style(
+            "sigmoid",
+            {"sigmoid_attention": 2},
+            {"bias": -math.log(NORM_N), "n": NORM_N},
+            f"sigmoid attention sigmoid(x + b), b = -log({NORM_N})",
+        ),
+        _norm_style(
+            "relu",
+            {"relu_attention": 2},
+            {"n": None, "n_form": "div"},
+            "ReLU attention relu(x) / x.size(-1) (n read from the shape at run time)",
+        ),
+        _norm_style(
+            "relumul",
+            {"relu_attention": 2},
+            {"n": NORM_N},
+            f"ReLU attention relu(x) * (1 / {NORM_N})",
+        ),
+    ]
+}
+STYLES += list(NORM_STYLES.values())
+
 # (exporter, opset) per style; the no-batch model only at TorchScript opset 17
 EXPORTS = [("ts", 14), ("ts", 17), ("dynamo", 18)]
 EXPORTS_BY_STYLE = {
@@ -694,6 +853,7 @@ EXPORTS_BY_STYLE = {
     "distilbert": [*EXPORTS, ("ts", 20), ("dynamo", 20)],
     # opset 23 has the Attention op: the dynamo exporter writes sdpa as one Attention node
     "bert_sdpa": [("ts", 14), ("dynamo", 18), ("dynamo", 23)],
+    **{name: [("ts", 17), ("dynamo", 18)] for name in NORM_STYLES},
 }
 IR14_SOURCE = "bert_ts17"
 
@@ -992,10 +1152,6 @@ def op_counts(m: onnx.ModelProto) -> dict[str, int]:
 
 
 def build_all(out: Path, force: bool, ort_python: Path) -> int:
-    existing = sorted(p.name for p in [*out.glob("*.onnx"), out / "manifest.json"] if p.exists())
-    if existing and not force:
-        print(f"refusing to overwrite {out} (it has {existing[0]}, ...); use --force")
-        return 2
     torch.set_num_threads(2)
     files: dict[str, bytes] = {}
     scratch: dict[str, bytes] = {}  # alt-shape inputs and outputs, checked but not written
@@ -1059,6 +1215,7 @@ def build_all(out: Path, force: bool, ort_python: Path) -> int:
                     "softmax_input_chain": softmax_input_chain(m),
                     "op_counts": op_counts(m),
                     "notes": style.notes,
+                    **style.extra,
                 }
             )
     # the one deliberately too-new IR version
@@ -1084,11 +1241,11 @@ def build_all(out: Path, force: bool, ort_python: Path) -> int:
     entries.append(e14)
 
     out.mkdir(parents=True, exist_ok=True)
-    clash = sorted(n for n in [*files, "manifest.json"] if (out / n).exists())
+    clash = sorted(n for n in files if (out / n).exists() and (out / n).read_bytes() != files[n])
     if clash and not force:
         print(
-            f"refusing to overwrite {len(clash)} existing file(s) in {out} "
-            f"(e.g. {clash[0]}); use --force"
+            f"refusing to overwrite {len(clash)} existing file(s) in {out} whose bytes would "
+            f"change (e.g. {clash[0]}); use --force"
         )
         return 2
     # check the final bytes in onnxruntime (in ort_python's environment)
@@ -1139,11 +1296,25 @@ def build_all(out: Path, force: bool, ort_python: Path) -> int:
         "failures": failures,
     }
     files["manifest.json"] = (json.dumps(manifest, indent=1, ensure_ascii=False) + "\n").encode()
+    old_manifest = out / "manifest.json"
+    if old_manifest.exists() and not force:
+        old_entries = {e["file"]: e for e in json.loads(old_manifest.read_text())["models"]}
+        changed = [e["file"] for e in entries if old_entries.get(e["file"], e) != e]
+        if changed:
+            print(f"refusing to rewrite manifest entries {changed[:3]}...; use --force")
+            return 2
+    unchanged = 0
     for n, b in sorted(files.items()):
+        if (out / n).exists() and (out / n).read_bytes() == b:
+            unchanged += 1
+            continue
         (out / n).write_bytes(b)
     total = sum(len(b) for b in files.values())
     digest = hashlib.sha256(b"".join(files[n] for n in sorted(files))).hexdigest()[:16]
-    print(f"wrote {len(files)} files, {total / 1024:.0f} KiB, to {out} (sha256 {digest})")
+    print(
+        f"{len(files)} files, {total / 1024:.0f} KiB, in {out} (sha256 {digest}): "
+        f"{len(files) - unchanged} written, {unchanged} already there with the same bytes"
+    )
     if bad:
         print(f"CHECK FAILED: {bad}")
         return 1

@@ -15,13 +15,20 @@ from onnx import TensorProto, helper, numpy_helper
 
 from hwapprox.approx.base import ApproxSpec, Operator
 from hwapprox.export.patterns import Site
-from hwapprox.export.refspec import FloatRefGelu, FloatRefLayerNorm, FloatRefSoftmax
+from hwapprox.export.refspec import (
+    FloatRefGelu,
+    FloatRefLayerNorm,
+    FloatRefNormaliser,
+    FloatRefSoftmax,
+)
 
 
 def float_ref_spec(site: Site, in_fmt: str | None = None) -> ApproxSpec:
     """The float-reference spec for a site (wide formats unless ``in_fmt`` is given)."""
     kw = {} if in_fmt is None else {"in_fmt": in_fmt}
     if site.operator is Operator.SOFTMAX:
+        if site.kind != "softmax":  # Softmax_1, clipped: the model's constants
+            return FloatRefNormaliser(**kw, **site.fields_for_spec())
         return FloatRefSoftmax(**kw)
     if site.operator is Operator.GELU:
         return FloatRefGelu(form="tanh" if site.approximate == "tanh" else "erf", **kw)

@@ -43,6 +43,8 @@ def fuse_site(index: GraphIndex, site: Site) -> tuple[Site | None, str]:
     why not."""
     if site.operator is not Operator.SOFTMAX:
         return None, f"{site.operator} site"
+    if site.kind == "clipped_softmax":
+        return None, "a clipped softmax has no fused attention form"
     rank = index.rank(site.input)
     if site.trailing or site.axis is None or rank is None or site.axis not in (-1, rank - 1):
         return None, "the softmax is not over the last axis (the keys)"

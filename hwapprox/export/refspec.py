@@ -28,11 +28,13 @@ from hwapprox.fixed import FixedFormat
 __all__ = [
     "FloatRefGelu",
     "FloatRefLayerNorm",
+    "FloatRefNormaliser",
     "FloatRefSoftmax",
     "erf",
     "gelu_erf",
     "gelu_tanh",
     "layernorm_ref",
+    "softmax1_ref",
     "softmax_ref",
 ]
 
@@ -74,6 +76,19 @@ def softmax_ref(
     e = np.where(m, 0.0, np.exp(np.where(m, 0.0, a - top)))
     s = e.sum(axis=axis, keepdims=True)
     return e / np.where(s == 0, 1.0, s)
+
+
+def softmax1_ref(
+    x: npt.ArrayLike, axis: int = -1, mask: npt.ArrayLike | None = None
+) -> npt.NDArray[np.float64]:
+    """Softmax_1 ``exp(x_i) / (1 + Σ_j exp(x_j))`` along ``axis`` in float64, as
+    ``exp(x_i - m) / (exp(-m) + Σ exp(x_j - m))`` with ``m = max(0, max x)``;
+    elements where ``mask`` is True are left out (output 0)."""
+    a = np.asarray(x, dtype=np.float64)
+    m = np.zeros(a.shape, dtype=bool) if mask is None else np.broadcast_to(mask, a.shape)
+    top = np.maximum(np.where(m, -np.inf, a).max(axis=axis, keepdims=True), 0.0)
+    e = np.where(m, 0.0, np.exp(np.where(m, 0.0, a - top)))
+    return e / (np.exp(-top) + e.sum(axis=axis, keepdims=True))
 
 
 def layernorm_ref(
@@ -122,6 +137,36 @@ class FloatRefSoftmax(RowwiseSpec):
 
     def cost(self) -> Cost:
         return _float_cost(self)
+
+
+@dataclass(frozen=True)
+class FloatRefNormaliser(FloatRefSoftmax):
+    """Softmax_1 (``off_by_one``) and clipped softmax (``clip((ζ - γ)·p + γ, 0, 1)``
+    with ``clip_gamma`` = γ, ``clip_zeta`` = ζ) in float64 between quantised input
+    and output: the options of the online softmax, computed exactly (constants
+    not quantised). Masked outputs are 0."""
+
+    off_by_one: bool = False
+    clip_gamma: float = 0.0
+    clip_zeta: float = 1.0
+
+    def _ref_rows(self, a: npt.ArrayLike, axis: int, mask: Any) -> npt.NDArray[np.float64]:
+        p = (softmax1_ref if self.off_by_one else softmax_ref)(a, axis=axis, mask=mask)
+        if (self.clip_gamma, self.clip_zeta) != (0.0, 1.0):
+            p = np.clip((self.clip_zeta - self.clip_gamma) * p + self.clip_gamma, 0.0, 1.0)
+            if mask is not None:
+                p = np.where(np.broadcast_to(mask, p.shape), 0.0, p)
+        return p
+
+    def _model_rows(
+        self, x: npt.NDArray[np.int64], mask: npt.NDArray[np.bool_] | None = None, **kw: Any
+    ) -> npt.NDArray[np.int64]:
+        return self.out_fmt.quantize(self._ref_rows(self.in_fmt.to_float(x), -1, mask))
+
+    def reference(
+        self, x: npt.ArrayLike, axis: int = -1, mask: npt.ArrayLike | None = None, **kw: Any
+    ) -> npt.NDArray[np.float64]:
+        return self._ref_rows(x, axis, mask)
 
 
 @dataclass(frozen=True)

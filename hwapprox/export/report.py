@@ -62,7 +62,7 @@ def format_report(res: ValidationResult) -> str:
         rows.append(
             [
                 s.name,
-                f"{s.operator}/{s.pattern}",
+                f"{s.kind}/{s.pattern}",
                 "float" if spec is None else spec.method,
                 "-" if spec is None else str(spec.in_fmt),
                 "-" if spec is None else str(spec.out_fmt),
@@ -123,6 +123,9 @@ def format_report(res: ValidationResult) -> str:
                 extra = f" [{st.masked} elements masked, {st.masked_rows}/{st.rows} rows fully]"
             roles = res.trace.mask_roles.get(s.name, s.mask.roles)
             parts.append(f"  {s.name}: {'+'.join(roles)}: {s.mask.describe()}{extra}")
+    if res.imported.unsupported:
+        parts += ["", "Found, not emulated (no operator in this build; they run float):"]
+        parts += [f"  {s.name}: {s.kind}/{s.pattern} {s.params}" for s in res.imported.unsupported]
     if res.imported.skipped:
         parts += ["", "Skipped candidates:"]
         parts += [f"  {k}: {v}" for k, v in res.imported.skipped.items()]

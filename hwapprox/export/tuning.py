@@ -194,6 +194,8 @@ def candidate_specs(
     for m in methods:
         cls = get_method(site.operator, m)
         names = {f.name for f in dataclasses.fields(cls)}
+        if site.kind != site.operator.value and not set(extra) <= names:
+            continue  # e.g. a Softmax_1 site: only methods with off_by_one compute it
         grid = PARAM_GRID.get((site.operator, m), ({},)) if space.params else ({},)
         for params in grid:
             if any(k in fixed for k in params):

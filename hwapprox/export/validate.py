@@ -47,7 +47,7 @@ from hwapprox.export.calibrate import SiteStats, Trace, calibrate, parse_range, 
 from hwapprox.export.emulate import Emulator, apply_spec, make_session, rows_view
 from hwapprox.export.errors import ExportError
 from hwapprox.export.graph import GraphIndex, load_model
-from hwapprox.export.patterns import Site, find_sites
+from hwapprox.export.patterns import Site, find_all
 from hwapprox.export.tuning import (
     SearchSpace,
     calibrated_fields,
@@ -65,6 +65,7 @@ __all__ = [
     "end_to_end_metrics",
     "import_model",
     "select_sites",
+    "unsupported_message",
     "validate",
 ]
 
@@ -82,12 +83,16 @@ DEFAULT_METHODS: dict[Operator, str] = {
 
 @dataclass
 class ImportedModel:
-    """A loaded, checked, shape-inferred model and its nonlinear sites."""
+    """A loaded, checked, shape-inferred model and its nonlinear sites.
+
+    ``unsupported``: sites whose function was recognised but has no operator in
+    this build (sigmoid and ReLU attention): they run float and are reported."""
 
     model: ModelProto
     sites: list[Site]
     skipped: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    unsupported: list[Site] = field(default_factory=list)
 
     def site(self, name: str) -> Site:
         for s in self.sites:
@@ -102,8 +107,24 @@ def import_model(source: str | Path | ModelProto) -> ImportedModel:
     """Load ``source`` (path or proto) and find every nonlinear site."""
     notes: list[str] = []
     model = load_model(source, notes=notes)
-    sites, skipped = find_sites(model)
-    return ImportedModel(model, sites, skipped, notes)
+    scan = find_all(model)
+    return ImportedModel(model, scan.sites, scan.skipped, notes, scan.unsupported)
+
+
+def unsupported_message(site: Site) -> str:
+    """The warning for a recognised site that cannot be emulated in this build."""
+    p = site.params
+    if site.kind == "sigmoid_attention":
+        what = f"sigmoid attention σ(x + b), b = {p['bias']:.6g} (= -log n, n = {p['n']:.6g})"
+    elif site.kind == "relu_attention":
+        n = f"{p['n']:.6g}" if p.get("n") is not None else f"run-time '{p['n_tensor']}'"
+        what = f"ReLU attention relu(x) / n ({p.get('n_form', site.pattern)}), n = {n}"
+    else:
+        what = site.kind
+    return (
+        f"site {site.name}: {what} found but not emulated: this build has no {site.kind} "
+        f"operator; it runs float (nodes {', '.join(site.nodes)})"
+    )
 
 
 def select_sites(sites: Sequence[Site], selectors: Iterable[str] | None) -> list[Site]:
@@ -351,6 +372,10 @@ class ValidationResult:
             ),
             "sites": sites,
             "skipped": self.imported.skipped,
+            "found_not_emulated": [
+                {**s.as_dict(), "message": unsupported_message(s)}
+                for s in self.imported.unsupported
+            ],
             "end_to_end": self.end_to_end,
             "timing_s": self.timing,
             "budget": None if self.budget is None else dataclasses.asdict(self.budget),
@@ -619,6 +644,9 @@ def validate(
         spec = chosen.get(s.name)
         if spec is None:
             continue
+        why = s.spec_mismatch(spec)
+        if why is not None:
+            raise ExportError(why)
         x, y = trace.site_inputs[s.name], trace.site_outputs[s.name]
         mask = trace.masks.get(s.name)
         site_errors[s.name] = site_metrics(s, spec, x, y, mask)
@@ -657,6 +685,7 @@ def validate(
         "approx_models": emu.approx_seconds,
         "sessions": float(emu.n_sessions),
     }
+    warnings += [unsupported_message(s) for s in imported.unsupported]
     notes = list(imported.notes)
     first = next(iter(feeds.values()), None)
     if axis is None:
