@@ -99,3 +99,17 @@ def test_auto_phi_without_calibration_is_refused():
                                                            "unified_max": "auto"}}})  # fmt: skip
     with pytest.raises(Exception, match=r"unified_max: auto needs a φ calibrated"):
         cfg.resolve_one("sm", Operator.SOFTMAX)
+
+
+def test_fused_attention_with_skipping_and_a_refused_unified_max():
+    """``--attention fused`` runs a skipping softmax as the fused row (no V loads for the
+    skipped keys); a unified-max softmax has no fused form and the site is named."""
+    from hwapprox.export.errors import ExportError
+
+    skip = {"defaults": {"softmax": {"method": "online", "skip_threshold": 8.0}}}
+    res = validate(CORPUS / ENTRY["file"], inputs=_inputs(), config=skip, attention="fused")
+    assert res.fused is not None
+    assert res.fused["end_to_end"]["cosine_min"] >= 0.99
+    uni = {"defaults": {"softmax": {"method": "online", "unified_max": 4.0}}}
+    with pytest.raises(ExportError, match=r"site .*Softmax: no fused attention row: .*unified"):
+        validate(CORPUS / ENTRY["file"], inputs=_inputs(), config=uni, attention="fused")
