@@ -145,8 +145,8 @@ class OnlineSoftmax(SoftmaxSpec):
       max. The decision uses the running max at the element, so an element that a
       later max pushes below the threshold is still counted (as in a stream).
       Deviation: a block-wise skip (a block of keys from its block max) would
-      decide once per block; here the block is one element. :meth:`model_stats` reports the skipped fraction and
-      the error it costs.
+      decide once per block; here the block is one element. :meth:`model_stats`
+      reports the skipped fraction and the error it costs.
 
     * **Log-coded outputs** (``out_code``): :class:`SoftmaxSpec`'s post-stage.
 
