@@ -25,6 +25,8 @@ Datapath, per query (raw codes; ``F_x`` = fraction bits of format ``x``)::
           d = d + E                                (exact, sum_fmt)
           o = sat(o + R_a(E·v_j))
     key j masked: no change (no exp, no rescale, no V read in hardware)
+    softmax.skip_threshold (BLASST): a key that is not a new max with
+      m - s_j > SKIP_TAU is skipped like a masked key (no exp, no V load)
     output y = cast_out(o · r),  r = 1/d  (OnlineSoftmax's reciprocal unit)
     a fully masked row outputs zeros
     softmax.off_by_one (Softmax_1): the state starts at a zero logit with V = 0,
@@ -109,6 +111,12 @@ class AttentionRowSpec:
                 "AttentionRowSpec.softmax is a clipped softmax (clip_gamma, clip_zeta): the "
                 "clip acts on each probability, which the fused row never forms; use the "
                 "two-pass schedule or an unclipped softmax"
+            )
+        if sm.unified_max is not None or sm.out_code != "linear":
+            raise SpecError(
+                "AttentionRowSpec.softmax has unified_max or a log out_code: the fused row "
+                "keeps a running max and never forms a probability code; use "
+                "unified_max=None, out_code='linear' (skip_threshold is supported)"
             )
         for name in ("q_fmt", "k_fmt", "v_fmt", "acc_fmt", "out_fmt"):
             fmt: FixedFormat = getattr(self, name)
@@ -333,6 +341,39 @@ class AttentionRowSpec:
         return self._recurrence(sr, vr, mk)
 
     def _recurrence(self, s: RawArray, vr: RawArray, mk: npt.NDArray[np.bool_] | None) -> RawArray:
+        return self._recurrence_detail(s, vr, mk)[0]
+
+    def skip_stats(
+        self, s: npt.ArrayLike, v: npt.ArrayLike, mask: npt.ArrayLike | None = None
+    ) -> dict[str, float | int | None]:
+        """Threshold skipping on scores ``s`` (as :meth:`model_scores`): ``keys`` (unmasked
+        keys), ``skip_fraction`` (skipped / unmasked: the V rows never loaded) and
+        ``skip_max_abs`` (max |y - y'| against the row without skipping, output units);
+        the last two None when ``softmax.skip_threshold`` is None."""
+        sr = self.score_fmt.check(np.atleast_2d(np.asarray(s)), "scores")
+        rows, n = sr.shape
+        vr = self.v_fmt.check(np.asarray(v), "v")
+        if vr.ndim == 2:
+            vr = np.broadcast_to(vr, (rows, *vr.shape))
+        mk = None if mask is None else np.broadcast_to(np.asarray(mask, bool), (rows, n))
+        y, skipped = self._recurrence_detail(sr, vr, mk)
+        live = n * rows if mk is None else int((~mk).sum())
+        out: dict[str, float | int | None] = {
+            "keys": live,
+            "skip_fraction": None,
+            "skip_max_abs": None,
+        }
+        if self.softmax.skip_threshold is not None:
+            plain = replace(self, softmax=replace(self.softmax, skip_threshold=None))
+            y0 = plain._recurrence(sr, vr, mk)
+            out["skip_fraction"] = float(skipped.sum() / max(1, live))
+            out["skip_max_abs"] = float(np.abs(self.out_fmt.to_float(y - y0)).max())
+        return out
+
+    def _recurrence_detail(
+        self, s: RawArray, vr: RawArray, mk: npt.NDArray[np.bool_] | None
+    ) -> tuple[RawArray, npt.NDArray[np.bool_]]:
+        """The fused row's outputs and the ``(R, N)`` flags of the skipped keys."""
         rows, n, dv = vr.shape
         sm = self.softmax
         tabs = sm.tables()
@@ -349,6 +390,8 @@ class AttentionRowSpec:
         d = np.zeros(rows, np.int64)
         o = np.zeros((rows, dv), np.int64)
         any_ = np.zeros(rows, bool)
+        tau = sm.skip_raw
+        skipped = np.zeros((rows, n), bool)
         if sm.off_by_one:  # Softmax_1: a zero logit with V = 0 already in the state
             d[:] = one
             any_[:] = True
@@ -358,6 +401,9 @@ class AttentionRowSpec:
             new = live & (~any_ | (sj > m))
             old = live & ~new
             delta = np.where(any_, np.abs(sj - m), 0)
+            if tau:  # BLASST: far below the running max, skipped (no exp, no V load)
+                skipped[:, j] = old & (delta > tau)
+                old &= ~skipped[:, j]
             e = sm.exp_unit_raw(delta, tabs)
             # new maximum: rescale d and o by E(s_j - m), then add the key at weight 1
             if new.any():
@@ -379,7 +425,7 @@ class AttentionRowSpec:
         prod = FixedFormat(a.width + sm.recip_fmt.width, a.int_bits + sm.recip_fmt.int_bits, True)
         y = cast(o * r[:, None], prod, self.out_fmt)
         y[~any_] = 0  # fully masked rows (Softmax_1: o stays 0, so y = 0 as well)
-        return y
+        return y, skipped
 
     def two_pass_model(
         self,

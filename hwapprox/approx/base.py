@@ -213,7 +213,12 @@ class ApproxSpec(abc.ABC):
         """Quantise reals to ``in_fmt``, run :meth:`model`, return reals."""
         arr = np.asarray(x, dtype=np.float64)
         raw = self.quantize_input(arr)
-        return self.out_fmt.to_float(self.model(raw, **kw))
+        return self.output_to_float(self.model(raw, **kw))
+
+    def output_to_float(self, raw: npt.ArrayLike) -> npt.NDArray[np.float64]:
+        """Reals of :meth:`model`'s raw outputs (``out_fmt`` values; a spec whose model
+        returns other codes, e.g. a softmax's log codes, decodes them here)."""
+        return self.out_fmt.to_float(raw)
 
     def quantize_input(self, x: npt.ArrayLike) -> RawArray:
         """Reals -> raw ``in_fmt`` codes (with the format's own modes)."""
@@ -272,6 +277,19 @@ class RowwiseSpec(ApproxSpec):
         and reaches ``_model_rows`` as a C-contiguous ``(R, N)`` bool array;
         a mask without any True reaches it as None (the unmasked path).
         """
+        x, lead, mk = self._rows_of(raw, axis, mask)
+        if mask is not None:
+            kw["mask"] = mk
+        y = self._model_rows(x, **kw)
+        n = x.shape[1]
+        return np.moveaxis(y.reshape(*lead, n), -1, axis)
+
+    def _rows_of(
+        self, raw: npt.ArrayLike, axis: int = -1, mask: npt.ArrayLike | None = None
+    ) -> tuple[RawArray, tuple[int, ...], npt.NDArray[np.bool_] | None]:
+        """:meth:`model`'s input handling: checked codes as a C-contiguous ``(R, N)``
+        array (rows along ``axis``), the leading shape, and the mask as ``(R, N)``
+        bools (None when there is none or it has no True)."""
         x = self.check_input(raw)
         if x.ndim == 0:
             raise SpecError(f"{self.operator}/{self.method} needs at least one axis, got a scalar")
@@ -292,11 +310,11 @@ class RowwiseSpec(ApproxSpec):
         if n == 0:
             raise SpecError(f"{self.operator}/{self.method}: rows of length 0 (shape {x.shape})")
         lead = x.shape[:-1]
+        rows_mask = None
         if mask is not None:
             mk = np.ascontiguousarray(np.moveaxis(mk, axis, -1).reshape(-1, n))
-            kw["mask"] = mk if mk.any() else None
-        y = self._model_rows(np.ascontiguousarray(x.reshape(-1, n)), **kw)
-        return np.moveaxis(y.reshape(*lead, n), -1, axis)
+            rows_mask = mk if mk.any() else None
+        return np.ascontiguousarray(x.reshape(-1, n)), lead, rows_mask
 
 
 class ElementwiseSpec(ApproxSpec):

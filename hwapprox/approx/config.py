@@ -228,7 +228,16 @@ class ApproxConfig:
             fields.pop("in_fmt", None)
             if in_fmt is not None:
                 fields["in_fmt"] = in_fmt
-        for k, v in (site_fields or {}).items():
+        calibrated = dict(site_fields or {})
+        phi = calibrated.pop("unified_max", None)  # used only where the config says auto
+        if fields.get("unified_max") == _AUTO:
+            if phi is None:
+                raise SpecError(
+                    f"{where}: unified_max: auto needs a φ calibrated from the site's rows "
+                    "(hwapprox validate computes it); give a number instead"
+                )
+            fields["unified_max"] = phi
+        for k, v in calibrated.items():
             if k in known and k not in fields:
                 fields[k] = v
         for k, v in list(fields.items()):

@@ -47,7 +47,14 @@ import numpy.typing as npt
 
 from hwapprox.fixed import FixedFormat
 
-__all__ = ["METRIC_NAMES", "Metrics", "compute_metrics"]
+__all__ = [
+    "LOG_CODE_FORMS",
+    "METRIC_NAMES",
+    "Metrics",
+    "compute_metrics",
+    "decode_log_code",
+    "log_code_metrics",
+]
 
 #: Names of every metric field, in report order.
 METRIC_NAMES: tuple[str, ...] = (
@@ -175,3 +182,52 @@ def compute_metrics(
         base["sum_dev"] = float(dev.max())
         base["mean_sum_dev"] = float(dev.mean())
     return Metrics(**base)
+
+
+# -- log2-quantised softmax outputs (RepQ-ViT) --------------------------------------------
+#: output code forms of the softmax specs' ``out_code`` option, besides ``"linear"``
+LOG_CODE_FORMS: tuple[str, ...] = ("log2", "log2sqrt2")
+
+
+def decode_log_code(codes: npt.ArrayLike, form: str, bits: int) -> npt.NDArray[np.float64]:
+    """Probabilities of ``bits``-bit log codes (``SoftmaxSpec.out_code``).
+
+    ``form="log2"``: code ``c`` -> ``2^-c``; ``"log2sqrt2"`` (RepQ-ViT's log√2
+    quantiser): ``c`` -> ``2^(-c/2)``. The top code ``2^bits - 1`` is the zero
+    code and decodes to exactly 0 (a deviation from RepQ-ViT, whose top code is the
+    smallest power: here it means "no contribution", so masked and skipped elements
+    stay exact zeros).
+
+    >>> decode_log_code([0, 1, 3, 15], "log2", 4).tolist()
+    [1.0, 0.5, 0.125, 0.0]
+    >>> decode_log_code([2, 3], "log2sqrt2", 4).round(4).tolist()
+    [0.5, 0.3536]
+    """
+    if form not in LOG_CODE_FORMS:
+        raise ValueError(f"form must be one of {', '.join(LOG_CODE_FORMS)}, got {form!r}")
+    c = np.asarray(codes, dtype=np.int64)
+    zero = (1 << bits) - 1
+    if c.size and (int(c.min()) < 0 or int(c.max()) > zero):
+        raise ValueError(f"log codes must lie in [0, {zero}] for bits={bits}")
+    step = 1.0 if form == "log2" else 0.5
+    out = np.exp2(-step * c.astype(np.float64))
+    out[c == zero] = 0.0
+    return out  # type: ignore[no-any-return]
+
+
+def log_code_metrics(
+    codes: npt.ArrayLike,
+    ref: npt.ArrayLike,
+    form: str,
+    bits: int,
+    *,
+    axis: int = -1,
+) -> Metrics:
+    """Error of log-coded softmax outputs in the probability domain: the codes are
+    decoded (:func:`decode_log_code`) and compared with the float64 probabilities
+    ``ref`` (:func:`compute_metrics` with ``softmax=True``). ``lsb`` is the
+    coarsest decoded step at 1.0 (``1 - 2^-1`` for log2, ``1 - 2^-0.5`` for log√2),
+    so ``max_lsb`` reads in units of the code's largest gap."""
+    y = decode_log_code(codes, form, bits)
+    lsb = 0.5 if form == "log2" else 1.0 - 2.0**-0.5
+    return compute_metrics(y, ref, lsb=lsb, softmax=True, axis=axis)

@@ -129,7 +129,7 @@ def measure(spec: ApproxSpec, inputs: InputSet) -> Metrics:
     same LayerNorm gamma/beta codes); the output LSB is ``spec.out_fmt``'s.
     """
     batch = inputs.generate(spec)
-    y = spec.out_fmt.to_float(spec.model(batch.raw, **batch.model_kw))
+    y = spec.output_to_float(spec.model(batch.raw, **batch.model_kw))
     ref = np.asarray(spec.reference(batch.x, **batch.ref_kw), dtype=np.float64)
     return compute_metrics(
         y, ref, lsb=float(spec.out_fmt.lsb), softmax=spec.operator is Operator.SOFTMAX

@@ -47,6 +47,8 @@ __all__ = [
     "parameter_format",
     "parse_range",
     "prepare_inputs",
+    "row_extents",
+    "unified_max_phi",
 ]
 
 #: Percentiles recorded per site.
@@ -355,6 +357,56 @@ class Trace:
     masks: dict[str, np.ndarray] = field(default_factory=dict)
     mask_roles: dict[str, list[str]] = field(default_factory=dict)
     feeds: dict[str, np.ndarray] = field(default_factory=dict)
+    #: softmax sites: (row max, row logsumexp) of the unmasked elements of each row with
+    #: one (:func:`row_extents`), for the unified-max calibration (:func:`unified_max_phi`)
+    row_extents: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+#: rows kept per site for the unified-max calibration (a seeded subsample beyond it)
+EXTENT_ROWS = 20_000
+
+
+def row_extents(site: Site, x: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    """``(R, 2)`` float64: each softmax row's max and logsumexp over its unmasked elements
+    (rows along the site's axis; fully masked rows left out; at most :data:`EXTENT_ROWS`
+    rows, a seeded subsample)."""
+    xv, ax = rows_view(site, np.asarray(x, dtype=np.float64))
+    rows = np.moveaxis(xv, ax, -1)
+    n = rows.shape[-1]
+    rows = rows.reshape(-1, n)
+    if mask is not None:
+        mv, _ = rows_view(site, np.broadcast_to(mask, np.shape(x)))
+        mk = np.moveaxis(mv, ax, -1).reshape(-1, n)
+        rows = np.where(mk, -np.inf, rows)
+        rows = rows[~mk.all(axis=1)]
+    if len(rows) > EXTENT_ROWS:
+        pick = np.random.default_rng(0).choice(len(rows), EXTENT_ROWS, replace=False)
+        rows = rows[np.sort(pick)]
+    mx = rows.max(axis=1)
+    lse = mx + np.log(np.exp(rows - mx[:, None]).sum(axis=1))
+    return np.stack([mx, lse], axis=1)
+
+
+def unified_max_phi(extents: np.ndarray, low_bits: int = 4) -> tuple[float, float]:
+    """The static φ of a unified-max softmax (FlashDecoding++) from a site's row extents,
+    and the fallback rate it predicts on them.
+
+    A row keeps the φ path when its max ``<= φ`` and ``Σ exp(x - φ) >= 2^-low_bits``,
+    i.e. ``lse >= φ - low_bits·ln 2`` (``OnlineSoftmax``'s safe range, in float). The
+    candidates are the rows' maxima (up to 2000 quantiles); φ is the median of those with
+    the lowest predicted fallback rate (the middle of the best interval).
+    """
+    e = np.asarray(extents, dtype=np.float64)
+    if e.ndim != 2 or e.shape[1] != 2 or len(e) == 0:
+        raise ExportError("unified_max_phi needs (R >= 1, 2) row extents (row max, lse)")
+    mx, lse = e[:, 0], e[:, 1] + low_bits * math.log(2.0)
+    cand = np.unique(np.quantile(mx, np.linspace(0.0, 1.0, min(2000, len(mx)))))
+    fall = np.empty(len(cand))
+    for i in range(0, len(cand), 256):
+        c = cand[i : i + 256, None]
+        fall[i : i + 256] = ((mx > c) | (lse < c)).mean(axis=1)
+    best = cand[fall == fall.min()]
+    return float(np.median(best)), float(fall.min())
 
 
 def _check_masked_input(site: Site, x: np.ndarray, mask: np.ndarray | None, g: GraphIndex) -> None:
@@ -410,6 +462,7 @@ def calibrate(
     mask_roles: dict[str, list[str]] = {}
     stats: dict[str, SiteStats] = {}
     out_stats: dict[str, SiteStats] = {}
+    extents: dict[str, np.ndarray] = {}
     for s in sites:
         x = values[s.input]
         mask = site_mask_bits(s, values, g, np.shape(x))
@@ -425,6 +478,8 @@ def calibrate(
                 full = mrows.all(axis=ax)
                 extra = {"masked_rows": int(np.count_nonzero(full)), "rows": int(full.size)}
         stats[s.name] = SiteStats.of(s.name, x, mask, **extra)
+        if s.operator is Operator.SOFTMAX:
+            extents[s.name] = row_extents(s, x, mask)
         y = values[s.output]
         out_stats[s.name] = SiteStats.of(s.name, y, mask)
     return Trace(
@@ -436,4 +491,5 @@ def calibrate(
         masks=masks,
         mask_roles=mask_roles,
         feeds=dict(feeds),
+        row_extents=extents,
     )

@@ -138,7 +138,7 @@ def apply_spec(
         gamma = _row_param(site.gamma, n, getattr(spec, "gamma_fmt", None), "gamma", site)
         beta = _row_param(site.beta, n, getattr(spec, "beta_fmt", None), "beta", site)
         out = spec.model(raw, axis=-1, gamma=gamma, beta=beta)
-    return spec.out_fmt.to_float(out).reshape(np.shape(x))
+    return spec.output_to_float(out).reshape(np.shape(x))
 
 
 _NP_OF = {

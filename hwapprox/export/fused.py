@@ -27,7 +27,7 @@ import numpy.typing as npt
 from onnx import ModelProto
 
 from hwapprox.approx.attention import AttentionRowSpec
-from hwapprox.approx.base import Operator
+from hwapprox.approx.base import Operator, SpecError
 from hwapprox.approx.softmax import OnlineSoftmax
 from hwapprox.export.calibrate import SiteStats
 from hwapprox.export.errors import ExportError
@@ -123,12 +123,15 @@ def fused_specs(
         )
         n = int(v.shape[-2]) if v.ndim >= 2 else 1
         ib = v_fmt.int_bits + max(1, math.ceil(math.log2(max(n, 2)))) + 1
-        out[s.name] = AttentionRowSpec(
-            v_fmt=v_fmt,
-            acc_fmt=FixedFormat(32, ib, True, *rs),
-            out_fmt=o_fmt,
-            softmax=sm,
-        )
+        try:
+            out[s.name] = AttentionRowSpec(
+                v_fmt=v_fmt,
+                acc_fmt=FixedFormat(32, ib, True, *rs),
+                out_fmt=o_fmt,
+                softmax=sm,
+            )
+        except SpecError as exc:  # e.g. a unified-max or log-coded softmax
+            raise ExportError(f"site {s.name}: no fused attention row: {exc}") from None
         o = np.asarray(vals[s.output], np.float64)
         sat[s.name] = {
             "v": int(np.sum((v < v_fmt.min) | (v > v_fmt.max))),

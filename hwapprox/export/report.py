@@ -126,6 +126,26 @@ def format_report(res: ValidationResult) -> str:
     if res.imported.unsupported:
         parts += ["", "Found, not emulated (no operator in this build; they run float):"]
         parts += [f"  {s.name}: {s.kind}/{s.pattern} {s.params}" for s in res.imported.unsupported]
+    vrows = [
+        [
+            s.name,
+            _g(err.get("unified_max")),
+            _g(err.get("fallback_rate")),
+            _g(err.get("skip_threshold")),
+            _g(err.get("skip_fraction")),
+            _g(err.get("skip_max_abs")),
+        ]
+        for s in res.imported.sites
+        for err in [res.site_errors.get(s.name) or {}]
+        if err.get("fallback_rate") is not None or err.get("skip_fraction") is not None
+    ]
+    if vrows:
+        parts += [
+            "",
+            "Softmax variants (unified max φ: rows that fall back to the exact path; "
+            "threshold skipping τ: skipped elements and the error vs no skipping):",
+            _table(["site", "φ", "fallback rate", "τ", "skip fraction", "skip max|err|"], vrows),
+        ]
     if res.imported.skipped:
         parts += ["", "Skipped candidates:"]
         parts += [f"  {k}: {v}" for k, v in res.imported.skipped.items()]

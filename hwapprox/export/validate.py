@@ -43,7 +43,14 @@ from hwapprox.approx.config import ApproxConfig, load_config
 from hwapprox.approx.costmodel import rank_score
 from hwapprox.approx.registry import get_method
 from hwapprox.export import metrics as _metrics
-from hwapprox.export.calibrate import SiteStats, Trace, calibrate, parse_range, prepare_inputs
+from hwapprox.export.calibrate import (
+    SiteStats,
+    Trace,
+    calibrate,
+    parse_range,
+    prepare_inputs,
+    unified_max_phi,
+)
 from hwapprox.export.emulate import Emulator, apply_spec, make_session, rows_view
 from hwapprox.export.errors import ExportError
 from hwapprox.export.graph import GraphIndex, load_model
@@ -424,19 +431,66 @@ def _resolve(
     sites: Sequence[Site],
     in_fmts: Mapping[str, str],
     known: Iterable[str] | None = None,
+    calibrated: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, ApproxSpec | None]:
+    cal = calibrated or {}
     try:
         return cfg.resolve(
             {s.name: s.operator for s in sites},
             known=known,
             in_fmts=in_fmts,
-            site_fields={s.name: s.fields_for_spec() for s in sites},
+            site_fields={s.name: {**s.fields_for_spec(), **cal.get(s.name, {})} for s in sites},
         )
     except ModuleNotFoundError as exc:
         raise ExportError(
             f"a configured method is not available yet (module {exc.name} is missing); "
             f"pick another with --method or a config file"
         ) from None
+
+
+def _config_field(cfg: ApproxConfig, site: Site, name: str) -> Any:
+    """The value the config gives ``name`` for ``site`` (its entry, else the operator's
+    default), or None."""
+    for e in (cfg.sites.get(site.name), cfg.defaults.get(site.operator)):
+        if isinstance(e, dict) and name in e:
+            return e[name]
+    return None
+
+
+def unified_phis(cfg: ApproxConfig, sites: Sequence[Site], trace: Trace) -> dict[str, dict]:
+    """``{site: {"unified_max": φ}}`` for the softmax sites whose config says
+    ``unified_max: auto``: φ from the site's row extents (:func:`unified_max_phi`, with
+    the configured ``unified_low``, default 4)."""
+    out: dict[str, dict] = {}
+    for s in sites:
+        if s.name not in trace.row_extents or _config_field(cfg, s, "unified_max") != "auto":
+            continue
+        low = _config_field(cfg, s, "unified_low")
+        phi, _ = unified_max_phi(trace.row_extents[s.name], 4 if low is None else int(low))
+        out[s.name] = {"unified_max": round(phi, 6)}
+    return out
+
+
+def variant_stats(
+    site: Site, spec: ApproxSpec, x: np.ndarray, mask: np.ndarray | None = None
+) -> dict[str, Any]:
+    """The softmax variants' statistics on the site's float input (``model_stats`` of an
+    online softmax with ``unified_max`` or ``skip_threshold``): ``fallback_rate``,
+    ``skip_fraction``, ``skip_max_abs``, and φ itself; {} for other specs."""
+    stats = getattr(spec, "model_stats", None)
+    if stats is None or (spec.unified_max is None and spec.skip_threshold is None):  # type: ignore[attr-defined]
+        return {}
+    xa = np.asarray(x, dtype=np.float64)
+    if mask is not None:
+        mask = np.broadcast_to(mask, xa.shape)
+        xa = np.where(mask, 0.0, xa)
+        mask, _ = rows_view(site, mask)
+    xv, axis = rows_view(site, xa)
+    st = stats(spec.quantize_input(xv), axis=axis, mask=mask)
+    out = {k: st[k] for k in ("fallback_rate", "skip_fraction", "skip_max_abs")}
+    out["unified_max"] = spec.unified_max  # type: ignore[attr-defined]
+    out["skip_threshold"] = spec.skip_threshold  # type: ignore[attr-defined]
+    return out
 
 
 def _keeps_float(cfg: ApproxConfig, site: Site) -> bool:
@@ -601,7 +655,9 @@ def validate(
     chosen: dict[str, ApproxSpec | None] = {}
     if b is None:
         to_resolve = [s for s in active if s.name not in given]
-        resolved = _resolve(cfg, to_resolve, in_fmts, all_names)
+        resolved = _resolve(
+            cfg, to_resolve, in_fmts, all_names, unified_phis(cfg, to_resolve, trace)
+        )
         for s in active:
             if s.name in given:
                 chosen[s.name] = given[s.name]
@@ -650,6 +706,7 @@ def validate(
         x, y = trace.site_inputs[s.name], trace.site_outputs[s.name]
         mask = trace.masks.get(s.name)
         site_errors[s.name] = site_metrics(s, spec, x, y, mask)
+        site_errors[s.name].update(variant_stats(s, spec, x, mask))
         sat[s.name] = saturation(spec, x, y, mask)
         c = sat[s.name]
         for side, fmt in (("in", spec.in_fmt), ("out", spec.out_fmt)):

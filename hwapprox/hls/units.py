@@ -13,6 +13,7 @@ typedef. Nothing is renamed or computed here.
 from __future__ import annotations
 
 from hwapprox.approx.base import ApproxSpec, SpecError
+from hwapprox.fixed import FixedFormat
 from hwapprox.hls.emit import Instance, instance_from_spec
 
 __all__ = ["HEADERS", "UNITS", "supported", "unit_instance"]
@@ -66,6 +67,15 @@ def unit_instance(name: str, spec: ApproxSpec, n_in: int) -> Instance:
             "(its accumulator widths); raise max_n"
         )
     extra_types = {}
+    code = getattr(spec, "out_code", "linear")
+    if code != "linear":
+        if key != ("softmax", "online"):
+            raise SpecError(
+                f"the HLS unit of {key[0]}/{key[1]} has no log-code output stage "
+                f"(out_code={code!r}); softmax/online has it, or use out_code='linear'"
+            )
+        # the log code as an unsigned integer type (res_T of the unit)
+        extra_types["code_t"] = FixedFormat(spec.out_code_bits, spec.out_code_bits, signed=False)  # type: ignore[attr-defined]
     if str(spec.operator) == "softmax" and spec.method.startswith("hls4ml"):
         extra_types["exp_addr_t"] = spec.exp_addr_fmt  # type: ignore[attr-defined]
     hw = spec.hw_params(n_in)  # type: ignore[attr-defined]

@@ -77,6 +77,11 @@ class RtlUnit:
             )
         if self.rowwise and row_max < 1:
             raise SpecError(f"row_max must be >= 1, got {row_max}")
+        if getattr(spec, "out_code", "linear") != "linear":
+            raise SpecError(
+                f"unit {self.toplevel} has no log-code output stage (out_code="
+                f"{spec.out_code!r}, issue 15): use out_code='linear' for the RTL"  # type: ignore[attr-defined]
+            )
         return self.configure(spec, row_max)
 
 
@@ -338,6 +343,17 @@ _ONLINE_LUT = ("LUT_BITS", "LIM_BITS", "LUT_SHIFT")
 
 def _softmax_online(spec: Any, row_max: int) -> Config:
     _signed_in(spec, "softmax/online")
+    for name in ("unified_max", "skip_threshold"):
+        if getattr(spec, name) is not None:
+            raise SpecError(
+                f"hwa_softmax_online has no {name} option yet (issue 15: the HLS unit and "
+                f"the model have it); got {name}={getattr(spec, name)!r}, use None for the RTL"
+            )
+    if spec.out_code != "linear":
+        raise SpecError(
+            f"hwa_softmax_online has no log-code output stage yet (issue 15); got "
+            f"out_code={spec.out_code!r}, use out_code='linear' for the RTL"
+        )
     if spec.schedule != "online":
         raise SpecError(
             f"the RTL unit implements schedule='online', got schedule={spec.schedule!r}"

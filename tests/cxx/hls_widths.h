@@ -74,6 +74,8 @@ void print(const softmax_online_op&, std::ostream& out) {
     W_(CS_W, typename T::cs_t);
     W_(CRS_W, typename T::crs_t);
     W_(CZ_W, typename T::cz_t);
+    W_(UOUTP_W, typename T::uoutp_t);
+    W_(U_S_W, typename T::us_t);
     online_exp<C::BASE2 != 0>::template print<C>(out);
 }
 

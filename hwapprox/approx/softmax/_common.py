@@ -8,6 +8,8 @@ Everything here is private to :mod:`hwapprox.approx.softmax` except
 from __future__ import annotations
 
 import functools
+import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,6 +22,7 @@ from hwapprox.approx.base import (
     broadcast_mask,
     require,
 )
+from hwapprox.approx.metrics import LOG_CODE_FORMS, decode_log_code
 from hwapprox.fixed import FixedFormat, Overflow, Rounding, cast
 
 _F = FixedFormat.parse
@@ -67,6 +70,51 @@ def _zero_masked(y: RawArray, mask: npt.NDArray[np.bool_] | None) -> RawArray:
     return y
 
 
+def log_code_constants(width: int) -> dict[str, int]:
+    """The rounding thresholds of :func:`log_encode` for a ``width``-bit normalised
+    mantissa ``n`` in ``[2^(W-1), 2^W)``: ``C12 = floor(2^(1/2)·2^(W-1))``, ``C14 =
+    floor(2^(1/4)·2^(W-1))``, ``C34 = floor(2^(3/4)·2^(W-1))``, exact integers
+    (integer square roots). The powers are irrational, so ``n > C`` is ``n > 2^f·2^(W-1)``
+    exactly (no ties)."""
+    w1 = width - 1
+    return {
+        "C12": math.isqrt(1 << (2 * w1 + 1)),
+        "C14": math.isqrt(math.isqrt(1 << (4 * w1 + 1))),
+        "C34": math.isqrt(math.isqrt(1 << (4 * w1 + 3))),
+    }
+
+
+def log_encode(p: RawArray, fmt: FixedFormat, form: str, bits: int) -> RawArray:
+    """Probability codes ``p`` (raw ``fmt``, ``F`` fraction bits) -> ``bits``-bit log codes.
+
+    The exact integer rule (RepQ-ViT's ``round(-log2 p)``, Li et al. 2023, rounded
+    in the log domain): ``p <= 0`` gives the zero code ``Z = 2^bits - 1``; otherwise
+    ``e = floor(log2 p)`` (the leading one's position: a count of leading zeros),
+    ``n = p << (W - 1 - e)`` the mantissa normalised to ``W = fmt.width`` bits, and
+
+    * ``log2``: ``c = F - e - [n > C12]`` (``p > √2·2^e``: rounds ``-log2 p``),
+    * ``log2sqrt2``: ``c = 2(F - e) - [n > C14] - [n > C34]`` (rounds ``-2·log2 p``),
+
+    clamped below at 0 (``p >= 1.0``); a ``c > 2^bits - 2`` (too small for the code)
+    becomes ``Z``. :func:`~hwapprox.approx.metrics.decode_log_code` inverts it.
+    """
+    w, f = fmt.width, fmt.frac_bits
+    k = log_code_constants(w)
+    pos = p > 0
+    q = np.where(pos, p, 1)
+    e = np.frexp(q.astype(np.float64))[1].astype(np.int64) - 1  # exact: |p| < 2^32
+    n = q << (np.int64(w - 1) - e)
+    c = f - e - (n > k["C12"]) if form == "log2" else 2 * (f - e) - (n > k["C14"]) - (n > k["C34"])
+    zero = (1 << bits) - 1
+    c = np.maximum(c, 0)
+    return np.where(pos & (c < zero), c, zero).astype(np.int64)  # type: ignore[no-any-return]
+
+
+#: the softmax specs' output codes: ``"linear"`` (``out_fmt`` codes) and the log forms
+OUT_CODES: tuple[str, ...] = ("linear", *LOG_CODE_FORMS)
+
+
+@dataclass(frozen=True)
 class SoftmaxSpec(RowwiseSpec):
     """Base of the softmax specs: the operator, the mask contract and the float64 reference.
 
@@ -92,9 +140,72 @@ class SoftmaxSpec(RowwiseSpec):
     element of the row, masked or not: the unit is sized for its row length.
     ``reference(x, axis, mask)``: the float64 softmax over the unmasked
     elements, exactly 0 at masked entries and on fully masked rows.
+
+    **Log-coded outputs** (``out_code``, every method; RepQ-ViT, Li et al.
+    2023): ``"log2"`` / ``"log2sqrt2"`` add one post-stage after the method's
+    ``out_fmt`` probability code: :func:`log_encode` turns it into an
+    ``out_code_bits``-bit code ``round(-log2 p)`` (``round(-log_√2 p)``), so
+    ``P·V`` becomes shifts; :meth:`model` then returns those codes and
+    :meth:`output_to_float` decodes them (top code = exactly 0). The error is
+    measured in the probability domain after decoding
+    (:func:`~hwapprox.approx.metrics.log_code_metrics`).
     """
 
     operator = Operator.SOFTMAX
+
+    #: output code: "linear" (``out_fmt`` codes), "log2" or "log2sqrt2" (RepQ-ViT)
+    out_code: str = "linear"
+    #: bits of a log code (``out_code`` other than "linear"); the top code means 0
+    out_code_bits: int = 4
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._choice("out_code", OUT_CODES)
+        self._int_in("out_code_bits", 2, 8)
+        if self.out_code != "linear":
+            self._require(
+                self.out_fmt.width <= 32,
+                "out_fmt",
+                self.out_fmt,
+                f"out_code={self.out_code!r} encodes codes of at most 32 bits",
+            )
+
+    def model(
+        self,
+        raw: npt.ArrayLike,
+        axis: int = -1,
+        mask: npt.ArrayLike | None = None,
+        **kw: Any,
+    ) -> RawArray:
+        """Raw ``in_fmt`` codes -> raw ``out_fmt`` codes (``out_code="linear"``), or
+        ``out_code_bits``-bit log codes of them (:func:`log_encode`)."""
+        y = super().model(raw, axis=axis, mask=mask, **kw)
+        if self.out_code == "linear":
+            return y
+        return log_encode(y, self.out_fmt, self.out_code, self.out_code_bits)
+
+    def output_to_float(self, raw: npt.ArrayLike) -> npt.NDArray[np.float64]:
+        """Reals of :meth:`model`'s codes: ``out_fmt`` values, or decoded log codes."""
+        if self.out_code == "linear":
+            return super().output_to_float(raw)
+        return decode_log_code(raw, self.out_code, self.out_code_bits)
+
+    def log_code_params(self) -> dict[str, int]:
+        """The post-stage's hardware constants: ``OUT_CODE`` (0 linear, 1 log2,
+        2 log2sqrt2), ``CODE_BITS``, ``CODE_ZERO`` (the zero code), ``CODE_NW`` (the
+        mantissa width, ``out_fmt.width``), ``CODE_F`` (``out_fmt.frac_bits``) and the
+        thresholds ``CODE_C12``/``CODE_C14``/``CODE_C34`` (:func:`log_code_constants`)."""
+        c = log_code_constants(self.out_fmt.width)
+        return {
+            "OUT_CODE": OUT_CODES.index(self.out_code),
+            "CODE_BITS": self.out_code_bits,
+            "CODE_ZERO": (1 << self.out_code_bits) - 1,
+            "CODE_NW": self.out_fmt.width,
+            "CODE_F": self.out_fmt.frac_bits,
+            "CODE_C12": c["C12"],
+            "CODE_C14": c["C14"],
+            "CODE_C34": c["C34"],
+        }
 
     def reference(
         self, x: npt.ArrayLike, axis: int = -1, mask: npt.ArrayLike | None = None, **kw: Any

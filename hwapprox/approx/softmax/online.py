@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -120,6 +120,36 @@ class OnlineSoftmax(SoftmaxSpec):
       ``[0, 1.0]``. ``(γ, ζ) = (0, 1)`` is the plain softmax, code for code.
       No RTL output stage yet (refused there); no fused attention form.
 
+    * **Unified max** (``unified_max`` = φ; FlashDecoding++, Hong et al. 2024):
+      φ (quantised to ``in_fmt``, code ``PHI``) replaces the running max, so
+      every element's term is independent: ``d_φ = Σ E(φ - x_j)`` (exact adds,
+      no rescale, no max dependency). **Safe range** of a row: every unmasked
+      ``x_j <= φ`` (the exp unit's input ``φ - x_j >= 0``, so ``E <= 1.0`` and
+      ``d_φ <= n·ONE`` fit ``exp_fmt``/``sum_fmt`` as on the exact path) and
+      ``d_φ >= ONE·2^-unified_low`` (the sum keeps at least ``F_e - unified_low``
+      bits of its largest term). Safe rows: ``s`` = the smallest shift with
+      ``d_φ << s >= ONE`` (``s <= unified_low``), ``r = 1/(d_φ << s)`` (the
+      reciprocal unit), ``y_i = cast_out((E(φ - x_i)·r) << s)``. Any other row
+      (with an unmasked element) **falls back** to the exact path above, code for
+      code (the hardware re-reads the buffered row); :meth:`model_stats` reports
+      the fallback rate. Deviation from the paper: it bounds ``x - φ`` on both
+      sides per element; here the lower side is a bound on the sum (an element far
+      below φ is harmless unless the whole row is). Not combined with
+      ``off_by_one``, the clip or skipping (refused).
+
+    * **Threshold skipping** (``skip_threshold`` = τ; BLASST): an element that is
+      not a new max and lies more than τ below the running max (raw
+      ``|x_j - m| > SKIP_TAU``, ``SKIP_TAU = round(τ·2^F_in)``: ``exp(x_j - m) <
+      e^-τ``) is skipped: no exp, ``d`` unchanged, output 0 (a skip bit travels
+      with the buffered code); ``two_pass``: ``m - x_j > SKIP_TAU`` against the row
+      max. The decision uses the running max at the element, so an element that a
+      later max pushes below the threshold is still counted (as in a stream).
+      Deviation: a block-wise skip (a block of keys from its block max) would
+      decide once per block; here the block is one element. :meth:`model_stats`
+      reports the skipped fraction and the error it costs.
+
+    * **Log-coded outputs** (``out_code``): :class:`SoftmaxSpec`'s post-stage.
+
     Intermediates for unit tests of the HLS/RTL ports: :meth:`exp_unit_raw`
     (E), :meth:`row_state` (``m``, ``d`` for either schedule) and
     :meth:`recip_raw` (``1/d``). The defaults reach <= 1 LSB max error at
@@ -159,9 +189,19 @@ class OnlineSoftmax(SoftmaxSpec):
     clip_gamma: float = 0.0
     clip_zeta: float = 1.0
     clip_frac_bits: int = 16
+    #: unified max (FlashDecoding++, Hong et al. 2024): a static φ (quantised to
+    #: ``in_fmt``) replaces the running max; rows outside the safe range (an element
+    #: above φ, or a sum below ``2^-unified_low``) take the exact path. None: off
+    unified_max: float | None = None
+    unified_low: int = 4
+    #: threshold skipping (BLASST): an element whose ``m - x`` against the running max
+    #: exceeds τ (``in_fmt`` units, i.e. ``exp(x - m) < e^-τ``) is skipped (E = 0,
+    #: output 0; no V load in the fused row). None: off
+    skip_threshold: float | None = None
 
     # -- validation ------------------------------------------------------------------
     def validate(self) -> None:
+        self._validate_variants()
         self._require(
             isinstance(self.off_by_one, bool), "off_by_one", repr(self.off_by_one), "a bool"
         )
@@ -259,6 +299,65 @@ class OnlineSoftmax(SoftmaxSpec):
         else:
             self._int_in("exp_lut_int_bits", 0, 8)
             self._int_in("exp_lut_bits", 1, min(20, self.in_fmt.frac_bits + self.exp_lut_int_bits))
+
+    def _validate_variants(self) -> None:
+        """The unified-max and skip fields (their own checks; see the class docstring)."""
+        phi, tau = self.unified_max, self.skip_threshold
+        if phi is not None:
+            self._require(
+                isinstance(phi, (int, float))
+                and not isinstance(phi, bool)
+                and math.isfinite(phi)
+                and self.in_fmt.min <= phi <= self.in_fmt.max,
+                "unified_max",
+                phi,
+                f"must be a real in in_fmt {self.in_fmt}'s range [{float(self.in_fmt.min)}, "
+                f"{float(self.in_fmt.max)}] (φ, quantised to in_fmt), or None",
+            )
+            self._int_in("unified_low", 0, min(16, self.sum_fmt.frac_bits))
+            self._require(
+                self.exp_fmt.width + self.recip_fmt.width + self.unified_low <= MAX_RAW_BITS,
+                "unified_low",
+                self.unified_low,
+                f"E·r << unified_low must fit {MAX_RAW_BITS} bits",
+            )
+            for name, bad, why in (
+                ("off_by_one", self.off_by_one, "the zero logit needs its own E(φ) term"),
+                ("clip_gamma", self.clipped, "the clip acts after the exact path's reciprocal"),
+                ("skip_threshold", tau is not None, "skipping is against the running max"),
+            ):
+                self._require(
+                    not bad,
+                    name,
+                    getattr(self, name),
+                    f"cannot combine with unified_max ({why}); use one of them",
+                )
+        if tau is not None:
+            self._require(
+                isinstance(tau, (int, float))
+                and not isinstance(tau, bool)
+                and math.isfinite(tau)
+                and tau > 0
+                and 1 <= self.skip_raw < 1 << self.in_fmt.width,
+                "skip_threshold",
+                tau,
+                f"must be a real τ > 0 (in_fmt units, skip when m - x > τ) whose code "
+                f"round(τ·2^{self.in_fmt.frac_bits}) lies in [1, 2^{self.in_fmt.width} - 1], "
+                "or None",
+            )
+
+    @property
+    def unified_phi_raw(self) -> int:
+        """φ as a raw ``in_fmt`` code (``unified_max`` quantised with in_fmt's modes)."""
+        require(self.unified_max is not None, "unified_max is None (no unified max)")
+        return int(self.in_fmt.quantize(np.array([float(self.unified_max)]))[0])  # type: ignore[arg-type]
+
+    @property
+    def skip_raw(self) -> int:
+        """τ as a raw difference code: ``floor(τ·2^F_in + 1/2)`` (0 when skipping is off)."""
+        if self.skip_threshold is None:
+            return 0
+        return math.floor(float(self.skip_threshold) * (1 << self.in_fmt.frac_bits) + 0.5)
 
     # -- constants and tables --------------------------------------------------------
     @property
@@ -368,7 +467,13 @@ class OnlineSoftmax(SoftmaxSpec):
         RPRE_W    signed   ``1/d <= 1`` (``d >= ONE``) before recip_fmt's overflow:
                            ``< 2^(R_F+1)``
         OUTP_W    unsigned ``E·r``, the exact output product
+        UOUTP_W   unsigned unified max: ``(E·r) << s`` with ``s <= U_LOW``
+        U_S_W     unsigned unified max: the normalising shift ``s``
         ========= ======== =========================================================
+
+        Options as constants: ``SKIP``/``SKIP_TAU`` (threshold skipping), ``UNIFIED``/
+        ``PHI``/``U_LOW``/``U_FLOOR`` (unified max), ``OUT_CODE``.. (the log-code
+        post-stage, :meth:`SoftmaxSpec.log_code_params`).
         """
         p = self.params()
         f_in, f_e, f_s = self.in_fmt.frac_bits, self.exp_fmt.frac_bits, self.sum_fmt.frac_bits
@@ -422,6 +527,18 @@ class OnlineSoftmax(SoftmaxSpec):
             "RS_W": max(wf, f_r) + 3,
             "RPRE_W": f_r + 2,
             "OUTP_W": self.exp_fmt.width + self.recip_fmt.width,
+            # threshold skipping: skip when |x - m| > SKIP_TAU (not a new max)
+            "SKIP": int(self.skip_threshold is not None),
+            "SKIP_TAU": self.skip_raw,
+            # unified max: PHI (an in_fmt code), the safe sum floor ONE >> U_LOW, the
+            # normalising shift s <= U_LOW (U_S_W bits) and E·r << s (UOUTP_W bits)
+            "UNIFIED": int(self.unified_max is not None),
+            "PHI": self.unified_phi_raw if self.unified_max is not None else 0,
+            "U_LOW": self.unified_low,
+            "U_FLOOR": self._one_sum() >> self.unified_low,
+            "U_S_W": ubits(self.unified_low),
+            "UOUTP_W": self.exp_fmt.width + self.recip_fmt.width + self.unified_low,
+            **self.log_code_params(),
         }
         if self.exp_unit == "base2":
             t_f, a = self.exp_arg_fmt.frac_bits, self.exp_frac_bits
@@ -527,7 +644,7 @@ class OnlineSoftmax(SoftmaxSpec):
         narrow = exp is None and self._narrow()
         if exp is None:
             exp = self._exp_fn(_cached(self, "tables"))
-        m, d, _ = self._row_state(x, sched, exp, narrow, mk)
+        m, d, _, _ = self._row_state(x, sched, exp, narrow, mk)
         return m, d
 
     def _narrow(self) -> bool:
@@ -545,8 +662,9 @@ class OnlineSoftmax(SoftmaxSpec):
         exp: Callable[[RawArray], RawArray],
         narrow: bool = False,
         mask: npt.NDArray[np.bool_] | None = None,
-    ) -> tuple[RawArray, RawArray, RawArray | None]:
-        """:meth:`row_state` of checked ``(R, N >= 1)`` codes, plus ``E(m - x)`` (two_pass).
+    ) -> tuple[RawArray, RawArray, RawArray | None, npt.NDArray[np.bool_] | None]:
+        """:meth:`row_state` of checked ``(R, N >= 1)`` codes, plus ``E(m - x)`` (two_pass)
+        and the ``(R, N)`` skip flags (``skip_threshold``; else None).
 
         The online recurrence runs element by element in stream order; only
         the parts that do not depend on ``d`` are computed for all elements at
@@ -555,19 +673,29 @@ class OnlineSoftmax(SoftmaxSpec):
         is ``((d·e [+ 2^(F_e-1)]) >> F_e) + ONE`` (AP_TRN [AP_RND]), which is
         :meth:`_rescale` plus ONE. ``narrow`` (:meth:`_narrow`, ``exp`` = the
         memo): the precompute in int32 (exact, less memory).
+
+        Skipping (``skip_threshold``): an element that is not a new max and whose
+        ``|x_j - m_(j-1)|`` exceeds ``skip_raw`` gets ``E = 0`` (``d`` unchanged) and a
+        skip flag; ``two_pass``: ``m - x_j > skip_raw`` against the row max.
         """
         if mask is not None:
             return self._row_state_masked(x, sched, exp, narrow, mask)
         one = np.int64(self._one_sum())
         up = np.int64(1 << (self.sum_fmt.frac_bits - self.exp_fmt.frac_bits))
+        tau = self.skip_raw
         if sched == "two_pass":
             m = x.max(axis=1)
-            e = exp(m[:, None] - x)
-            return m, (e * up).sum(axis=1), e
+            dl = m[:, None] - x
+            e = exp(dl)
+            skip = None
+            if tau:
+                skip = dl > tau
+                e = np.where(skip, 0, e)
+            return m, (e * up).sum(axis=1), e, skip
         rows, n = x.shape
         d = np.full(rows, one, dtype=np.int64)
         if n == 1:
-            return x[:, 0].copy(), d, None
+            return x[:, 0].copy(), d, None, None
         x_t = x.T.astype(np.int32 if narrow else np.int64, order="C")  # (N, R), stream-major
         run_max = np.maximum.accumulate(x_t, axis=0)
         prev = run_max[:-1]
@@ -576,8 +704,14 @@ class OnlineSoftmax(SoftmaxSpec):
         delta = xs - prev
         np.abs(delta, out=delta)
         e_t = _cached(self, "_exp_memo", True)[delta] if narrow else exp(delta)
+        skip = None
+        if tau:
+            sk_t = ~new_t & (delta > tau)
+            e_t = np.where(sk_t, 0, e_t)
+            skip = np.zeros((rows, n), bool)
+            skip[:, 1:] = sk_t.T
         self._stream_sum(d, e_t, new_t)
-        return run_max[-1].astype(np.int64), d, None
+        return run_max[-1].astype(np.int64), d, None, skip
 
     def _stream_sum(self, d: RawArray, e_t: RawArray, new_t: npt.NDArray[np.bool_]) -> None:
         """The running sum over a stream, in place on ``d`` (R,): for each element
@@ -605,7 +739,7 @@ class OnlineSoftmax(SoftmaxSpec):
         exp: Callable[[RawArray], RawArray],
         narrow: bool,
         mask: npt.NDArray[np.bool_],
-    ) -> tuple[RawArray, RawArray, RawArray | None]:
+    ) -> tuple[RawArray, RawArray, RawArray | None, npt.NDArray[np.bool_] | None]:
         """:meth:`_row_state` with a ``(R, N)`` mask (True = masked out).
 
         The state starts empty: ``m`` below every code (``in_fmt.min_raw -
@@ -626,7 +760,11 @@ class OnlineSoftmax(SoftmaxSpec):
             np.copyto(dl, 0, where=mask)
             e = exp(dl)
             np.copyto(e, 0, where=mask)
-            return m, (e * up).sum(axis=1), e
+            skip2 = None
+            if self.skip_raw:
+                skip2 = (dl > self.skip_raw) & ~mask
+                np.copyto(e, 0, where=skip2)
+            return m, (e * up).sum(axis=1), e, skip2
         rows = x.shape[0]
         x_t = x.T.astype(np.int32 if narrow else np.int64, order="C")  # (N, R), stream-major
         mask_t = np.ascontiguousarray(mask.T)
@@ -641,11 +779,16 @@ class OnlineSoftmax(SoftmaxSpec):
         np.minimum(delta, (1 << self.in_fmt.width) - 1, out=delta)
         e_t = _cached(self, "_exp_memo", True)[delta] if narrow else exp(delta)
         np.copyto(e_t, 0, where=mask_t)
+        skip = None
+        if self.skip_raw:
+            sk_t = ~new_t & ~mask_t & (delta > self.skip_raw)
+            np.copyto(e_t, 0, where=sk_t)
+            skip = np.ascontiguousarray(sk_t.T)
         d = np.zeros(rows, dtype=np.int64)
         self._stream_sum(d, e_t, new_t)
         m = run_max[-1].astype(np.int64)
         np.maximum(m, lo, out=m)  # fully masked rows: the empty state, reported as min_raw
-        return m, d, None
+        return m, d, None, skip
 
     def recip_raw(self, d: npt.ArrayLike, tables: dict[str, RawArray] | None = None) -> RawArray:
         """``r = 1/d``: raw ``sum_fmt`` codes (>= ONE) -> raw ``recip_fmt`` codes (saturated)."""
@@ -684,21 +827,25 @@ class OnlineSoftmax(SoftmaxSpec):
     def _model_rows(
         self, x: RawArray, mask: npt.NDArray[np.bool_] | None = None, **kw: Any
     ) -> RawArray:
-        if self.off_by_one:
-            # Softmax_1 = the softmax of the row behind a zero logit, that element
-            # dropped: the hardware starts the running state at (m, d) = (0, ONE)
-            zero = np.zeros((x.shape[0], 1), dtype=np.int64)
-            mk = None if mask is None else np.concatenate([zero.astype(bool), mask], axis=1)
-            y = self._rows(np.concatenate([zero, x], axis=1), mk)
-            return np.ascontiguousarray(y[:, 1:])
-        return self._rows(x, mask)
+        # Softmax_1 = the softmax of the row behind a zero logit, that element
+        # dropped: the hardware starts the running state at (m, d) = (0, ONE)
+        return self._model_rows_detail(x, mask)[0]
 
     def _rows(self, x: RawArray, mask: npt.NDArray[np.bool_] | None = None) -> RawArray:
+        return self._rows_detail(x, mask)[0]
+
+    def _rows_detail(
+        self, x: RawArray, mask: npt.NDArray[np.bool_] | None = None
+    ) -> tuple[RawArray, npt.NDArray[np.bool_] | None, npt.NDArray[np.bool_] | None]:
+        """The outputs of ``(R, N)`` rows, the per-row fallback flags (``unified_max``;
+        else None) and the ``(R, N)`` skip flags (``skip_threshold``; else None)."""
         n = x.shape[1]
         self._row_limit(n, int(self.sum_fmt.max), f"sum_fmt {self.sum_fmt}")
         tabs = _cached(self, "tables")
         exp = self._exp_fn(tabs)
-        m, d, e = self._row_state(x, self.schedule, exp, self._narrow(), mask)
+        if self.unified_max is not None:
+            return self._rows_unified(x, mask, exp)
+        m, d, e, skip = self._row_state(x, self.schedule, exp, self._narrow(), mask)
         if mask is not None:
             # only fully masked rows have d = 0 (unmasked rows: d >= ONE); their
             # outputs are 0 whatever r is, so any d > 0 stands in for the reciprocal
@@ -712,14 +859,108 @@ class OnlineSoftmax(SoftmaxSpec):
             e = exp(dl)
             np.copyto(e, 0, where=mask)
         if self.clipped:
-            return _zero_masked(self._clipped_out(e, r), mask)
-        prod_fmt = FixedFormat(
-            self.exp_fmt.width + self.recip_fmt.width,
-            self.exp_fmt.int_bits + self.recip_fmt.int_bits,
-            signed=False,
+            y = _zero_masked(self._clipped_out(e, r), mask)
+        else:
+            prod_fmt = FixedFormat(
+                self.exp_fmt.width + self.recip_fmt.width,
+                self.exp_fmt.int_bits + self.recip_fmt.int_bits,
+                signed=False,
+            )
+            e = e * r[:, None]
+            y = _zero_masked(_cast_prod(e, prod_fmt, self.out_fmt), mask)
+        return _zero_masked(y, skip), None, skip
+
+    # -- unified max -------------------------------------------------------------------
+    def _rows_unified(
+        self,
+        x: RawArray,
+        mask: npt.NDArray[np.bool_] | None,
+        exp: Callable[[RawArray], RawArray],
+    ) -> tuple[RawArray, npt.NDArray[np.bool_], None]:
+        """The unified-max path (class docstring) and the exact path for the rows that
+        leave the safe range. Returns the outputs, the per-row fallback flags and None."""
+        phi = np.int64(self.unified_phi_raw)
+        live = np.ones(x.shape, bool) if mask is None else ~mask
+        over = live & (x > phi)
+        fall = over.any(axis=1)
+        dl = np.where(live & ~over, phi - x, 0)  # in [0, 2^W - 1]: the memo's range
+        e = np.where(live & ~over, exp(dl), 0)
+        d = (e * np.int64(1 << (self.sum_fmt.frac_bits - self.exp_fmt.frac_bits))).sum(axis=1)
+        one = np.int64(self._one_sum())
+        empty = ~live.any(axis=1)
+        fall |= ~empty & (d < (one >> np.int64(self.unified_low)))
+        ok = ~fall & ~empty
+        dn = np.where(ok, d, one)
+        s = np.zeros(x.shape[0], np.int64)
+        for _ in range(self.unified_low):  # the normalising shift: dn << s >= ONE
+            low = dn < one
+            s += low
+            dn = np.where(low, dn << 1, dn)
+        r = self.recip_raw(dn, _cached(self, "tables"))
+        w = self.exp_fmt.width + self.recip_fmt.width + self.unified_low
+        f = self.exp_fmt.frac_bits + self.recip_fmt.frac_bits
+        p = (e * r[:, None]) << s[:, None]
+        y = cast(p, FixedFormat(w, w - f, signed=False), self.out_fmt)
+        y[~ok] = 0
+        if fall.any():
+            exact = replace(self, unified_max=None)
+            mk = None if mask is None else np.ascontiguousarray(mask[fall])
+            y[fall] = exact._rows(
+                np.ascontiguousarray(x[fall]), mk if mk is None or mk.any() else None
+            )
+        return _zero_masked(y, mask), fall, None
+
+    # -- statistics of the variants ------------------------------------------------------
+    def model_stats(
+        self, raw: npt.ArrayLike, axis: int = -1, mask: npt.ArrayLike | None = None
+    ) -> dict[str, float | int | None]:
+        """What the unified max and threshold skipping did on these rows (the outputs
+        are :meth:`model`'s; this reports alongside it).
+
+        ``rows``/``elements``: rows with an unmasked element / unmasked elements;
+        ``fallback_rate``: the fraction of those rows that took the exact path
+        (``unified_max``; else None); ``skip_fraction``: skipped / unmasked elements,
+        and ``skip_max_abs`` / ``skip_mean_abs``: the error skipping costs, |y - y'| in
+        probability units against the same spec without skipping (``out_fmt``
+        values, before any log code; ``skip_threshold``; else None).
+        """
+        x, _, mk = self._rows_of(raw, axis, mask)
+        live = np.ones(x.shape, bool) if mk is None else ~mk
+        y, fall, skip = self._model_rows_detail(x, mk)
+        rows = live.any(axis=1)
+        out: dict[str, float | int | None] = {
+            "rows": int(rows.sum()),
+            "elements": int(live.sum()),
+            "fallback_rate": None,
+            "skip_fraction": None,
+            "skip_max_abs": None,
+            "skip_mean_abs": None,
+        }
+        if fall is not None:
+            out["fallback_rate"] = float(fall[rows].mean()) if rows.any() else 0.0
+        if skip is not None:
+            n_live = max(1, int(live.sum()))
+            out["skip_fraction"] = float(skip.sum() / n_live)
+            y0, _, _ = replace(self, skip_threshold=None)._model_rows_detail(x, mk)
+            err = np.abs(self.out_fmt.to_float(y) - self.out_fmt.to_float(y0))
+            out["skip_max_abs"] = float(err.max())
+            out["skip_mean_abs"] = float(err[live].mean()) if live.any() else 0.0
+        return out
+
+    def _model_rows_detail(
+        self, x: RawArray, mask: npt.NDArray[np.bool_] | None
+    ) -> tuple[RawArray, npt.NDArray[np.bool_] | None, npt.NDArray[np.bool_] | None]:
+        """:meth:`_rows_detail` with Softmax_1's zero logit (as :meth:`_model_rows`)."""
+        if not self.off_by_one:
+            return self._rows_detail(x, mask)
+        zero = np.zeros((x.shape[0], 1), dtype=np.int64)
+        mk = None if mask is None else np.concatenate([zero.astype(bool), mask], axis=1)
+        y, fall, skip = self._rows_detail(np.concatenate([zero, x], axis=1), mk)
+        return (
+            np.ascontiguousarray(y[:, 1:]),
+            fall,
+            None if skip is None else np.ascontiguousarray(skip[:, 1:]),
         )
-        e *= r[:, None]  # e is a fresh array
-        return _zero_masked(_cast_prod(e, prod_fmt, self.out_fmt), mask)
 
     # -- clipped softmax -----------------------------------------------------------------
     @property

@@ -8,6 +8,8 @@
 //   otherwise:              E = E(m - s_j); d = d + E;         o = acc_t(o + acc_t(E.v_j))
 //   y = out_t(o . r), r = 1/d; a fully masked row outputs zeros.
 //   softmax_cfg::OFF_BY_ONE (Softmax_1): the state starts at (m, d, o) = (0, ONE, 0).
+//   softmax_cfg::SKIP (BLASST threshold skipping): a key that is not a new max with
+//   m - s_j > SKIP_TAU changes no state, like a masked key: no exp, no V use.
 // E, the d update and r are the online softmax unit's (softmax_online_op over
 // CONFIG_T::softmax_cfg, its hw_params widths); acc_t/out_t assignments round and
 // saturate as the formats say (ap_fixed semantics = hwapprox.fixed.cast).
@@ -84,6 +86,7 @@ void attention_step(attention_state<C>& st, const typename C::score_t& s, const 
     const typename T::delta_t dl = !st.any ? typename T::delta_t(0)
                                    : HWAPPROX_NARROW(typename T::delta_t,
                                                      is_new ? diff : ap_int<SM::X_W + 1>(-diff));
+    if (SM::SKIP && !is_new && dl > typename T::delta_t(SM::SKIP_TAU)) return;  // BLASST
     const typename T::e_t e = softmax_online_op::exp<SM>(dl);
     const typename A::e_fx ef = from_raw<typename A::e_fx>(e);
     if (is_new) {

@@ -8,7 +8,12 @@
 //                                              OFF_BY_ONE: Softmax_1, the state starts
 //                                              at the zero logit (m, d) = (0, ONE);
 //                                              CLIP: clipped softmax (Bondarenko et
-//                                              al.), the stretch folded into r
+//                                              al.), the stretch folded into r;
+//                                              SKIP: threshold skipping (BLASST);
+//                                              UNIFIED: unified max phi (FlashDecoding++)
+//                                              with the exact path as fallback;
+//                                              OUT_CODE: log2 / log-sqrt2 output codes
+//                                              (RepQ-ViT), res_T = the code type
 //   softmax_ibert_op      IBertSoftmax         I-BERT IntSoftmax: i-exp polynomial,
 //                                              16-bit requantisation (calibrated
 //                                              multiply or shift), 2^32 / sum
@@ -95,6 +100,17 @@ struct softmax_online_types {
     typedef ap_uint<C::CS_W> cs_t;           // clipped: the stretch S = ζ - γ
     typedef ap_uint<C::CRS_W> crs_t;         // clipped: S·r and r_s
     typedef ap_int<C::CZ_W> cz_t;            // clipped: E·r_s + γ
+    typedef ap_uint<C::UOUTP_W> uoutp_t;     // unified max: (E·r) << s
+    typedef ap_uint<C::U_S_W> us_t;          // unified max: the normalising shift s
+};
+
+// The per-row result of the ingest: what the output stage needs.
+template <typename C>
+struct softmax_online_state {
+    typename softmax_online_types<C>::x_t m;   // the row max
+    typename softmax_online_types<C>::r_t r;   // 1/d (unified rows: 1/(d_phi << s))
+    bool uni;                                  // UNIFIED: the row took the phi path
+    typename softmax_online_types<C>::us_t s;  // UNIFIED: its shift
 };
 template <typename C>
 struct softmax_online_base2_types {
@@ -161,8 +177,10 @@ struct softmax_online_op {
 
     // One element of the running state: the first element of the row sets
     // (m, d) = (x, ONE); then a new maximum rescales d, any other adds E.
+    // SKIP (BLASST): an element more than SKIP_TAU below m is skipped (no exp, d
+    // unchanged); the return value says so (its output is 0).
     template <typename C>
-    static void update(const typename softmax_online_types<C>::x_t& x,
+    static bool update(const typename softmax_online_types<C>::x_t& x,
                        typename softmax_online_types<C>::x_t& m,
                        typename softmax_online_types<C>::d_t& d, bool& any) {
         #pragma HLS INLINE
@@ -171,12 +189,13 @@ struct softmax_online_op {
             m = x;
             d = C::SUM_ONE;
             any = true;
-            return;
+            return false;
         }
         const ap_int<C::X_W + 1> diff = x - m;
         const bool is_new = diff > 0;
         const typename T::delta_t dl =
             HWAPPROX_NARROW(typename T::delta_t, is_new ? diff : ap_int<C::X_W + 1>(-diff));
+        if (C::SKIP && !is_new && dl > typename T::delta_t(C::SKIP_TAU)) return true;
         const typename T::e_t e = exp<C>(dl);
         if (is_new) {
             const typename T::rescale_t p = d * e;
@@ -187,6 +206,51 @@ struct softmax_online_op {
         } else {
             d = HWAPPROX_NARROW(typename T::d_t, d + HWAPPROX_SHL(typename T::d_t, e, C::SUM_UP));
         }
+        return false;
+    }
+
+    // UNIFIED: one element of the phi sum d_phi = sum E(PHI - x); an element above PHI
+    // leaves the safe range (the row falls back). No max dependency.
+    template <typename C>
+    static void unified_add(const typename softmax_online_types<C>::x_t& x,
+                            typename softmax_online_types<C>::d_t& du, bool& over) {
+        #pragma HLS INLINE
+        typedef softmax_online_types<C> T;
+        const typename T::x_t phi = C::PHI;
+        if (x > phi) {
+            over = true;
+            return;
+        }
+        const typename T::e_t e = exp<C>(HWAPPROX_NARROW(typename T::delta_t, phi - x));
+        du = HWAPPROX_NARROW(typename T::d_t, du + HWAPPROX_SHL(typename T::d_t, e, C::SUM_UP));
+    }
+
+    // The row's state for the output stage: the phi path when UNIFIED and the row is
+    // in the safe range (no element above PHI, d_phi >= U_FLOOR), with the shift s
+    // (d_phi << s >= ONE, s <= U_LOW) and r = 1/(d_phi << s); else the exact (m, d).
+    template <typename C>
+    static softmax_online_state<C> finish(const typename softmax_online_types<C>::x_t& m,
+                                          const typename softmax_online_types<C>::d_t& d,
+                                          bool any, const typename softmax_online_types<C>::d_t& du,
+                                          bool over) {
+        #pragma HLS INLINE
+        typedef softmax_online_types<C> T;
+        softmax_online_state<C> st;
+        st.m = m;
+        st.uni = C::UNIFIED && any && !over && du >= typename T::d_t(C::U_FLOOR);
+        st.s = 0;
+        typename T::d_t dn = du;
+    norm:
+        for (int k = 0; k < C::U_LOW; k++) {
+            #pragma HLS UNROLL
+            if (dn < typename T::d_t(C::SUM_ONE)) {
+                dn = HWAPPROX_NARROW(typename T::d_t, HWAPPROX_SHL(typename T::d_t, dn, 1));
+                st.s = HWAPPROX_NARROW(typename T::us_t, st.s + 1);
+            }
+        }
+        // one reciprocal per row; a fully masked row (no element) divides nothing
+        st.r = recip<C>(st.uni ? dn : any ? d : typename T::d_t(C::SUM_ONE));
+        return st;
     }
 
     // r = 1/d as a recip_fmt code (its overflow mode applied).
@@ -240,6 +304,69 @@ struct softmax_online_op {
         return y;
     }
 
+    // UNIFIED: y = cast_out((E(PHI - x)·r) << s)
+    template <class res_T, typename C>
+    static res_T output_unified(const typename softmax_online_types<C>::x_t& x,
+                                const softmax_online_state<C>& st) {
+        #pragma HLS INLINE
+        typedef softmax_online_types<C> T;
+        const typename T::x_t phi = C::PHI;
+        const typename T::e_t e = exp<C>(HWAPPROX_NARROW(typename T::delta_t, phi - x));
+        const typename T::outp_t p = e * st.r;
+        return cast_raw<C::EXP_F + C::R_F, res_T>(
+            HWAPPROX_SHL(typename T::uoutp_t, typename T::uoutp_t(p), st.s));
+    }
+
+    // OUT_CODE: the log code of a probability code p (SoftmaxSpec.log_encode): e =
+    // floor(log2 p) by a priority encoder, the mantissa normalised to CODE_NW bits,
+    // c = CODE_F - e - [n > C12] (log2) or 2(CODE_F - e) - [n > C14] - [n > C34]
+    // (log-sqrt2), clamped at 0; p <= 0 or c >= CODE_ZERO: CODE_ZERO (= 0).
+    template <typename C, class P>
+    static ap_uint<C::CODE_BITS> log_code(const P& p) {
+        #pragma HLS INLINE
+        const ap_int<C::CODE_NW + 1> q = p;
+        if (q <= 0) return C::CODE_ZERO;
+        int e = 0;
+    lead:
+        for (int b = 0; b < C::CODE_NW; b++) {
+            #pragma HLS UNROLL
+            if (q[b]) e = b;
+        }
+        const ap_uint<C::CODE_NW> n = ap_uint<C::CODE_NW>(q) << (C::CODE_NW - 1 - e);
+        int c = C::OUT_CODE == 1
+                    ? C::CODE_F - e - int(n > ap_uint<C::CODE_NW>(C::CODE_C12))
+                    : 2 * (C::CODE_F - e) - int(n > ap_uint<C::CODE_NW>(C::CODE_C14)) -
+                          int(n > ap_uint<C::CODE_NW>(C::CODE_C34));
+        if (c < 0) c = 0;
+        if (c >= C::CODE_ZERO) return C::CODE_ZERO;
+        return c;
+    }
+
+    // The probability of one buffered (unmasked, unskipped) element as a prob_T value.
+    template <class prob_T, typename C>
+    static prob_T prob(const typename softmax_online_types<C>::x_t& x,
+                       const softmax_online_state<C>& st,
+                       const typename softmax_online_types<C>::crs_t& rs) {
+        #pragma HLS INLINE
+        if (C::UNIFIED && st.uni) return output_unified<prob_T, C>(x, st);
+        if (C::CLIP) return output_clipped<prob_T, C>(x, st.m, rs);
+        return output<prob_T, C>(x, st.m, st.r);
+    }
+
+    // One output: 0 (the zero code) when masked or skipped, else the probability as
+    // res_T, or (OUT_CODE) its log code as res_T's raw bits.
+    template <class res_T, typename C>
+    static res_T emit_one(const typename softmax_online_types<C>::x_t& x, bool zero,
+                          const softmax_online_state<C>& st,
+                          const typename softmax_online_types<C>::crs_t& rs) {
+        #pragma HLS INLINE
+        if (C::OUT_CODE == 0) return zero ? res_T(0) : prob<res_T, C>(x, st, rs);
+        const ap_uint<C::CODE_BITS> c =
+            zero ? ap_uint<C::CODE_BITS>(C::CODE_ZERO)
+                 : log_code<C>(code_of(prob<typename C::out_t, C>(x, st, rs)));
+        return from_raw<res_T>(c);
+    }
+
     template <class data_T, class res_T, typename C, class M>
     static void row(const data_T data[C::n_in], const M& mask, res_T res[C::n_in]) {
         #pragma HLS INLINE
@@ -254,9 +381,20 @@ struct softmax_online_op {
         typename T::x_t m = 0;
         typename T::d_t d = 0;
         bool any = false;
+        bool skip[C::n_in];  // SKIP: a skip bit per buffered element
+        #pragma HLS ARRAY_PARTITION variable = skip complete
         if (C::OFF_BY_ONE) {  // Softmax_1: a zero logit in front of the row, counted
             d = C::SUM_ONE;
             any = true;
+        }
+        typename T::d_t du = 0;  // UNIFIED: the phi sum, and an element above PHI
+        bool over = false;
+        if (C::UNIFIED) {
+        phi_sum:
+            for (int j = 0; j < C::n_in; j++) {
+                #pragma HLS UNROLL
+                if (!mask[j]) unified_add<C>(x[j], du, over);
+            }
         }
         if (C::TWO_PASS) {
         max_pass:
@@ -272,7 +410,10 @@ struct softmax_online_op {
         sum_pass:
             for (int j = 0; j < C::n_in; j++) {
                 #pragma HLS UNROLL
-                if (mask[j]) continue;
+                skip[j] = C::SKIP && !mask[j] &&
+                          typename T::delta_t(HWAPPROX_NARROW(typename T::delta_t, m - x[j])) >
+                              typename T::delta_t(C::SKIP_TAU);
+                if (mask[j] || skip[j]) continue;
                 const typename T::e_t e = exp<C>(HWAPPROX_NARROW(typename T::delta_t, m - x[j]));
                 d = HWAPPROX_NARROW(typename T::d_t,
                                     d + HWAPPROX_SHL(typename T::d_t, e, C::SUM_UP));
@@ -281,18 +422,15 @@ struct softmax_online_op {
         online:
             for (int j = 0; j < C::n_in; j++) {
                 #pragma HLS UNROLL
-                if (!mask[j]) update<C>(x[j], m, d, any);
+                skip[j] = !mask[j] && update<C>(x[j], m, d, any);
             }
         }
-        // one reciprocal per row; a fully masked row (no element) divides nothing
-        const typename T::r_t r = recip<C>(any ? d : typename T::d_t(C::SUM_ONE));
-        const typename T::crs_t rs = clip_scale<C>(r);  // used when C::CLIP
+        const softmax_online_state<C> st = finish<C>(m, d, any, du, over);
+        const typename T::crs_t rs = clip_scale<C>(st.r);  // used when C::CLIP
     out:
         for (int i = 0; i < C::n_in; i++) {
             #pragma HLS UNROLL
-            res[i] = mask[i]   ? res_T(0)
-                     : C::CLIP ? output_clipped<res_T, C>(x[i], m, rs)
-                               : output<res_T, C>(x[i], m, r);
+            res[i] = emit_one<res_T, C>(x[i], mask[i] || skip[i], st, rs);
         }
     }
 
@@ -674,12 +812,6 @@ struct no_mask_stream {
     bool read() { return false; }
 };
 
-template <typename C>
-struct softmax_online_state {
-    typename softmax_online_types<C>::x_t m;  // the row max
-    typename softmax_online_types<C>::r_t r;  // 1/d
-};
-
 template <bool TWO_PASS>
 struct softmax_online_stream;
 
@@ -695,19 +827,20 @@ struct softmax_online_stream<false> {
         typename T::x_t m = 0;
         typename T::d_t d = C::OFF_BY_ONE ? C::SUM_ONE : 0;  // Softmax_1: the zero logit
         bool any = C::OFF_BY_ONE != 0;
+        typename T::d_t du = 0;  // UNIFIED: the phi sum
+        bool over = false;
     ingest:
         for (int i = 0; i < C::n_in; i++) {
             #pragma HLS PIPELINE II = 1
             const typename T::x_t x = code_of(typename C::in_t(data.read()));
             const bool b = mask.read();
             buf.write(x);
-            bits.write(b);
-            if (!b) softmax_online_op::update<C>(x, m, d, any);
+            // the bit the output stage zeroes on: masked, or skipped (SKIP)
+            const bool skipped = !b && softmax_online_op::update<C>(x, m, d, any);
+            bits.write(b || skipped);
+            if (C::UNIFIED && !b) softmax_online_op::unified_add<C>(x, du, over);
         }
-        softmax_online_state<C> st;
-        st.m = m;
-        st.r = softmax_online_op::recip<C>(any ? d : typename T::d_t(C::SUM_ONE));
-        state.write(st);
+        state.write(softmax_online_op::finish<C>(m, d, any, du, over));
     }
 
     template <class data_T, class res_T, typename C, class MS>
@@ -756,25 +889,27 @@ struct softmax_online_stream<true> {
                                C::SUM_UP)
                 : typename T::d_t(0);
         bool any = C::OFF_BY_ONE != 0;
+        typename T::d_t du = 0;  // UNIFIED: the phi sum
+        bool over = false;
     sum:
         for (int i = 0; i < C::n_in; i++) {
             #pragma HLS PIPELINE II = 1
             const typename T::x_t x = buf_in.read();
             const bool b = bits_in.read();
+            const typename T::delta_t dl =
+                b ? typename T::delta_t(0) : HWAPPROX_NARROW(typename T::delta_t, m - x);
+            const bool skipped = C::SKIP && !b && dl > typename T::delta_t(C::SKIP_TAU);
             buf.write(x);
-            bits.write(b);
-            if (!b) {
-                const typename T::e_t e =
-                    softmax_online_op::exp<C>(HWAPPROX_NARROW(typename T::delta_t, m - x));
+            bits.write(b || skipped);
+            if (!b && !skipped) {
+                const typename T::e_t e = softmax_online_op::exp<C>(dl);
                 d = HWAPPROX_NARROW(typename T::d_t,
                                     d + HWAPPROX_SHL(typename T::d_t, e, C::SUM_UP));
             }
+            if (C::UNIFIED && !b) softmax_online_op::unified_add<C>(x, du, over);
             any = any || !b;
         }
-        softmax_online_state<C> st;
-        st.m = m;
-        st.r = softmax_online_op::recip<C>(any ? d : typename T::d_t(C::SUM_ONE));
-        state.write(st);
+        state.write(softmax_online_op::finish<C>(m, d, any, du, over));
     }
 
     template <class data_T, class res_T, typename C, class MS>
@@ -793,10 +928,8 @@ emit:
     for (int i = 0; i < C::n_in; i++) {
         #pragma HLS PIPELINE II = 1
         const typename softmax_online_types<C>::x_t x = buf.read();
-        const bool b = bits.read();
-        res.write(b          ? res_T(0)
-                  : C::CLIP ? softmax_online_op::output_clipped<res_T, C>(x, st.m, rs)
-                            : softmax_online_op::output<res_T, C>(x, st.m, st.r));
+        const bool b = bits.read();  // masked or skipped
+        res.write(softmax_online_op::emit_one<res_T, C>(x, b, st, rs));
     }
 }
 
