@@ -219,6 +219,21 @@ CASES = [
         },
         24,
     ),
+    ("layernorm-ibert-16b", "layernorm", "ibert", {}, 24),
+    (
+        "layernorm-ibert-8b-shift1",
+        "layernorm",
+        "ibert",
+        {
+            "in_fmt": "ap_fixed<8,3>",
+            "out_fmt": "ap_fixed<8,3,AP_TRN,AP_WRAP>",
+            "gamma_fmt": "ap_fixed<8,2>",
+            "beta_fmt": "ap_fixed<8,2>",
+            "norm_frac_bits": 10,
+            "shift": 1,
+        },
+        24,
+    ),
     ("softmax-shiftmax-16b", "softmax", "shiftmax", {}, 24),
     (
         "softmax-shiftmax-8b-tvm",

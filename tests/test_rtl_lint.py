@@ -136,6 +136,7 @@ def test_submodules_have_no_defaults_to_disagree_with(module: str) -> None:
         ("softmax", "shiftmax", {}, ()),
         ("softmax", "ibert", {}, ()),
         ("layernorm", "ivit", {}, ()),
+        ("layernorm", "ibert", {}, ()),
     ],
 )
 def test_unit_defaults_are_the_default_spec(

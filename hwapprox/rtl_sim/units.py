@@ -62,8 +62,8 @@ class RtlUnit:
     #: it enters; 2: a second full pass first, e.g. exp and sum after the max), so the
     #: last-in -> last-out latency is (row_passes - 1)·N + N + a constant
     row_passes: int = 1
-    #: a one-pass unit's last-in -> last-out bound is N + this (the project's target,
-    #: 16; more only where the method's per-row chain needs it, said in ``doc``)
+    #: last-in -> last-out of a row is at most (row_passes - 1)·N + N + this (the
+    #: project's target is 16; more only where the method needs it, said in ``doc``)
     latency_extra: int = 16
 
     def config(self, spec: ApproxSpec, row_max: int = 64) -> Config:
@@ -599,6 +599,20 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         _layernorm_rsqrt,
         rowwise=True,
         doc="single-pass S1/S2, pipelined 1/sqrt (table + Newton), gamma/beta memory",
+    ),
+    (Operator.LAYERNORM, "ibert"): RtlUnit(
+        Operator.LAYERNORM,
+        "ibert",
+        "hwa_layernorm_ibert",
+        (*_COMMON, *_LN_INT_SOURCES, "hwa_layernorm_ibert.sv"),
+        _layernorm_int,
+        rowwise=True,
+        doc="two passes through two row buffers: S1/S2 (mean, var0 from the moments, the "
+        "shift s); y and the variance at s and s + 1; per row an iterative isqrt and "
+        "2^31/std; y·factor, sqrt(n), gamma/beta. Last-in -> last-out 2N + 46 (the "
+        "variance at the row's shift needs the row re-read once its mean is known)",
+        row_passes=2,
+        latency_extra=48,
     ),
     (Operator.LAYERNORM, "ivit"): RtlUnit(
         Operator.LAYERNORM,
