@@ -142,6 +142,24 @@ def grid() -> list[tuple[str, str, dict[str, Any]]]:
                     },
                 )
             )
+    for w in (8, 12, 16):  # the integer LayerNorms: widths; I-ViT also its step count
+        fmts = {"in_fmt": f"ap_fixed<{w},4>", "out_fmt": _fx(w, 4)}
+        g.append(("layernorm", "ibert", fmts))
+        for steps in (6, 10):
+            g.append(("layernorm", "ivit", {**fmts, "newton_iterations": steps}))
+    for w in (12, 16):  # pRMSNorm: the queue of codes behind k = ceil(p·N)
+        g.append(
+            (
+                "layernorm",
+                "rmsnorm",
+                {
+                    "in_fmt": f"ap_fixed<{w},4>",
+                    "out_fmt": _fx(w, 4),
+                    "max_n": ROW_MAX,
+                    "partial": 0.25,
+                },
+            )
+        )
     for method in ("rsqrt_lut", "rmsnorm"):
         for w in (8, 12, 16):
             for newton in (1, 2):

@@ -137,6 +137,7 @@ def test_submodules_have_no_defaults_to_disagree_with(module: str) -> None:
         ("softmax", "ibert", {}, ()),
         ("layernorm", "ivit", {}, ()),
         ("layernorm", "ibert", {}, ()),
+        ("layernorm", "rmsnorm", {}, ()),
     ],
 )
 def test_unit_defaults_are_the_default_spec(

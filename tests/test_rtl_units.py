@@ -257,6 +257,30 @@ def test_ibert_layernorm_variance_branches(idle: float, backpressure: float) -> 
     assert st["matched"] == st["n_expected"] == sum(r.size for r in rows)
 
 
+@pytest.mark.parametrize(("idle", "backpressure"), [(0.0, 0.0), (0.45, 0.45)], ids=["0", "0.45"])
+@pytest.mark.parametrize("p", [0.25, 0.3125])
+def test_prmsnorm_fraction_every_row_length(p: float, idle: float, backpressure: float) -> None:
+    """pRMSNorm with partial = p: rows of every length 1..30 back to back, each with its
+    own k = ceil(p·N) (the unit follows k(i) = ceil(p·i) while the row streams in),
+    bit-exact. The rows discriminate: the model at p differs from full-row RMSNorm and
+    from a fixed k on them, so a unit using either would mismatch."""
+    from hwapprox.rtl_sim.sim import simulate
+
+    spec = make_spec("layernorm", "rmsnorm", max_n=64, partial=p)
+    rng = np.random.default_rng(9)
+    rows = [spec.in_fmt.quantize(rng.normal(0, 2, n)) for n in range(1, 31)]
+    full = make_spec("layernorm", "rmsnorm", max_n=64)
+    fixed = make_spec("layernorm", "rmsnorm", max_n=64, partial_k=spec.stat_count(30))
+    for other in (full, fixed):
+        assert (
+            sum(not np.array_equal(spec.model(r[None]), other.model(r[None])) for r in rows) >= 20
+        )
+    res = simulate(spec, rows, row_max=30, idle=idle, backpressure=backpressure, seed=5)
+    st = res.stats
+    assert res.passed, st.get("error") or st.get("summary") or res.log_tail
+    assert st["matched"] == st["n_expected"] == sum(range(1, 31))
+
+
 def test_integer_layernorm_comparison_can_fail() -> None:
     """The I-BERT/I-ViT runs can fail: one falsified expected output is caught, and on
     quiet rows (var0 < 34596, where I-ViT's fixed Newton iteration is off) the two

@@ -255,6 +255,50 @@ def _layernorm_rsqrt(spec: Any, row_max: int) -> Config:
     return {**geometry, **_sv(hw, _LN)}, {"RSQRT_FILE": memh_text(table, hw["P"])}
 
 
+_RMS = (
+    "IN_W",
+    "OUT_W",
+    "OUT_SIGNED",
+    "OUT_RND",
+    "OUT_OVF",
+    "GAMMA_W",
+    "BETA_W",
+    "PARTIAL_K",
+    "PARTIAL_NUM",
+    "PARTIAL_F",
+    "N_BITS",
+    "S2_W",
+    "D_W",
+    "DE_W",
+    "EPS_Q",
+    "G",
+    "P",
+    "TB",
+    "NEWTON",
+    "FZ",
+    "BETA_SHIFT",
+    "OUT_SHIFT",
+    "M_W",
+    "Y_W",
+    "SQ_W",
+    "MSQ_W",
+    "U_W",
+    "YU_W",
+    "A_W",
+    "AY_W",
+    "AYS_W",
+    "Z_W",
+    "ACC_W",
+)
+
+
+def _layernorm_rmsnorm(spec: Any, row_max: int) -> Config:
+    params, mems = _layernorm_rsqrt(spec, row_max)  # the same checks and table
+    hw = spec.hw_params()
+    keep = {k: v for k, v in params.items() if k in ("ROW_MAX", "BUF_DEPTH", "ROWQ")}
+    return {**keep, **_sv(hw, _RMS)}, mems
+
+
 # the integer LayerNorms (I-BERT, I-ViT): what both units take
 _LN_INT = (
     "IN_W",
@@ -630,11 +674,13 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
     (Operator.LAYERNORM, "rmsnorm"): RtlUnit(
         Operator.LAYERNORM,
         "rmsnorm",
-        "hwa_layernorm_rsqrt",
-        (*_COMMON, "hwa_row_stream.sv", "hwa_layernorm_rsqrt.sv"),
-        _layernorm_rsqrt,
+        "hwa_layernorm_rmsnorm",
+        (*_COMMON, "hwa_row_stream.sv", "hwa_layernorm_rmsnorm.sv"),
+        _layernorm_rmsnorm,
         rowwise=True,
-        doc="the rsqrt_lut unit with CENTER = 0: single-pass S2, 1/sqrt(N·S2 + eps) per row",
+        doc="single-pass S2 over the first k = N, partial_k or ceil(partial·N) elements "
+        "(pRMSNorm: a queue of codes lets S2 follow k(i) = ceil(p·i)), pipelined "
+        "1/sqrt(k·S2 + eps) (table + Newton), gamma/beta memory",
     ),
 }
 
