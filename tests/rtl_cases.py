@@ -219,6 +219,38 @@ CASES = [
         },
         24,
     ),
+    ("layernorm-ibert-16b", "layernorm", "ibert", {}, 24),
+    (
+        "layernorm-ibert-8b-shift1",
+        "layernorm",
+        "ibert",
+        {
+            "in_fmt": "ap_fixed<8,3>",
+            "out_fmt": "ap_fixed<8,3,AP_TRN,AP_WRAP>",
+            "gamma_fmt": "ap_fixed<8,2>",
+            "beta_fmt": "ap_fixed<8,2>",
+            "norm_frac_bits": 10,
+            "shift": 1,
+        },
+        24,
+    ),
+    # pRMSNorm as the paper states it: k = ceil(p·N) per row (24 -> 6 and ceil(7.5) = 8)
+    ("layernorm-prmsnorm-p0.25-16b", "layernorm", "rmsnorm", {"max_n": 64, "partial": 0.25}, 24),
+    (
+        "layernorm-prmsnorm-p0.3125-8b",
+        "layernorm",
+        "rmsnorm",
+        {
+            "in_fmt": "ap_fixed<8,3>",
+            "out_fmt": "ap_fixed<8,3,AP_RND,AP_SAT>",
+            "gamma_fmt": "ap_fixed<8,2>",
+            "beta_fmt": "ap_fixed<8,2>",
+            "max_n": 64,
+            "partial": 0.3125,
+            "eps": 1e-3,
+        },
+        24,
+    ),
     ("softmax-shiftmax-16b", "softmax", "shiftmax", {}, 24),
     (
         "softmax-shiftmax-8b-tvm",

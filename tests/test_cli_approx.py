@@ -53,6 +53,9 @@ def test_list_shows_sources_and_missing_modules(monkeypatch: pytest.MonkeyPatch)
     assert any(" ".join(line.split()) == ideal for line in lines)
     assert any("ghost" in ln and "not available yet" in ln for ln in lines)
     assert run("list", "gelu").output.splitlines()[0] == "gelu:"
+    ln = run("list", "layernorm").output.splitlines()
+    opt = ln.index(next(x for x in ln if x.lstrip().startswith("rmsnorm"))) + 1
+    assert " ".join(ln[opt].split()).startswith("option partial: pRMSNorm, Zhang & Sennrich")
 
 
 def test_eval_prints_the_metrics_table() -> None:

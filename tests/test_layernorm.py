@@ -633,3 +633,52 @@ def test_prmsnorm_is_refused_for_layernorm_and_bad_k() -> None:
         make_spec("layernorm", "rsqrt_lut", partial_k=4)
     with pytest.raises(SpecError, match=r"partial_k=100 must be in \[0, max_n=64\]"):
         make_spec("layernorm", "rmsnorm", partial_k=100, max_n=64)
+
+
+@pytest.mark.parametrize("p", [0.0625, 0.25, 0.3125, 0.5])
+def test_prmsnorm_fraction_k_rule_and_reference(p: float) -> None:
+    """partial = p: k = ceil(p·N) for every N (hand-checked at N = 23, 24), the same
+    integers as partial_k = k row by row, and within one output LSB of the float64
+    pRMSNorm x / sqrt(mean(x[:ceil(p·N)]²) + eps)."""
+    spec = make_spec("layernorm", "rmsnorm", partial=p, max_n=64)
+    assert [spec.stat_count(n) for n in (1, 23, 24, 64)] == [
+        1,
+        math.ceil(p * 23),
+        math.ceil(p * 24),
+        math.ceil(p * 64),
+    ]
+    want = {0.0625: (2, 2), 0.25: (6, 6), 0.3125: (8, 8), 0.5: (12, 12)}[p]
+    assert (spec.stat_count(23), spec.stat_count(24)) == want
+    rng = np.random.default_rng(int(p * 64))
+    for n in (1, 7, 23, 64):
+        x = rng.normal(0, 1, (200, n))
+        k = spec.stat_count(n)
+        x[:, k:] *= 1.5
+        raw = spec.in_fmt.quantize(x)
+        fixed = make_spec("layernorm", "rmsnorm", partial_k=k, max_n=64)
+        assert np.array_equal(spec.model(raw), fixed.model(raw))
+        y = spec.out_fmt.to_float(spec.model(raw))
+        xf = spec.in_fmt.to_float(raw)
+        head = xf[:, :k]
+        ref = xf / np.sqrt((head * head).mean(axis=1, keepdims=True) + spec.eps)
+        assert np.allclose(spec.reference(xf), ref)
+        inside = np.abs(ref) < spec.out_fmt.max
+        assert np.abs(y - ref)[inside].max() <= spec.out_fmt.lsb
+
+
+def test_prmsnorm_fraction_is_checked() -> None:
+    full = make_spec("layernorm", "rmsnorm", max_n=64)
+    raw = full.in_fmt.quantize(np.random.default_rng(2).normal(0, 1, (5, 24)))
+    assert np.array_equal(
+        make_spec("layernorm", "rmsnorm", partial=1.0, max_n=64).model(raw), full.model(raw)
+    )
+    with pytest.raises(SpecError, match=r"^RmsNorm\.partial=0\.3 is not a multiple of 2\^-16"):
+        make_spec("layernorm", "rmsnorm", partial=0.3)
+    with pytest.raises(SpecError, match=r"^RmsNorm\.partial=0 must be a fraction in \(0, 1\]"):
+        make_spec("layernorm", "rmsnorm", partial=0)
+    with pytest.raises(SpecError, match=r"^RmsNorm\.partial=1\.5 must be a fraction in \(0, 1\]"):
+        make_spec("layernorm", "rmsnorm", partial=1.5)
+    with pytest.raises(SpecError, match=r"partial=0\.5 and partial_k=3 both choose"):
+        make_spec("layernorm", "rmsnorm", partial=0.5, partial_k=3)
+    with pytest.raises(SpecError, match=r"partial=0\.5: the partial RMS \(pRMSNorm\) is an option"):
+        make_spec("layernorm", "rsqrt_lut", partial=0.5)

@@ -23,17 +23,17 @@ def test_unknown_field_is_a_clear_error() -> None:
 
 
 def test_method_without_unit_is_a_clear_error() -> None:
-    res = CliRunner().invoke(cli, ["rtl", "sim", "layernorm", "--method", "ibert"])
+    res = CliRunner().invoke(cli, ["rtl", "sim", "layernorm", "--method", "hls4ml_lut"])
     assert res.exit_code == 1
-    assert "no RTL unit for layernorm/ibert" in res.output
+    assert "no RTL unit for layernorm/hls4ml_lut" in res.output
 
 
 def test_synth_of_a_method_without_unit_says_so() -> None:
     """A method without an RTL unit is named as such, whether or not yosys is installed
     (the unit lookup comes before the tool check)."""
-    res = CliRunner().invoke(cli, ["rtl", "synth", "layernorm", "-m", "ibert"])
+    res = CliRunner().invoke(cli, ["rtl", "synth", "layernorm", "-m", "hls4ml_lut"])
     assert res.exit_code == 1
-    assert "no RTL unit for layernorm/ibert; RTL units exist for:" in res.output
+    assert "no RTL unit for layernorm/hls4ml_lut; RTL units exist for:" in res.output
     assert "yowasp" not in res.output
 
 

@@ -30,6 +30,9 @@ PRIMS = {
     "hwa_cast": ["hwa_pkg.sv", "hwa_round_shift.sv", "hwa_sat.sv", "hwa_cast.sv"],
     "hwa_shift_exp": ["hwa_shift_exp.sv"],
     "hwa_udiv": ["hwa_udiv.sv"],
+    "hwa_udiv_iter": ["hwa_udiv_iter.sv"],
+    "hwa_isqrt_iter": ["hwa_isqrt_iter.sv"],
+    "hwa_fifo": ["hwa_fifo.sv"],
 }
 #: submodules whose parameters must all be set by the parent (no defaults)
 NO_DEFAULTS = {
@@ -72,6 +75,12 @@ def _prim_params(top: str) -> dict:
         return {"V_W": hw["SX_W"], **{k: hw[k] for k in names}}
     if top == "hwa_udiv":
         return {"N_W": 31, "D_W": 28, "Q_W": 31, "P_W": 4}
+    if top == "hwa_udiv_iter":
+        return {"N_W": 38, "D_W": 22, "Q_W": 22, "II": 16, "P_W": 4}
+    if top == "hwa_isqrt_iter":
+        return {"X_W": 32, "II": 16, "P_W": 4}
+    if top == "hwa_fifo":
+        return {"W": 12, "DEPTH": 8}
     if top == "hwa_row_stream":
         names = ("ROW_MAX", "BUF_DEPTH", "ROWQ", "N_BITS")
         return {"IN_W": p["IN_W"], "CTX_W": p["IN_W"] + p["R_W"], **{k: p[k] for k in names}}
@@ -136,6 +145,8 @@ def test_submodules_have_no_defaults_to_disagree_with(module: str) -> None:
         ("softmax", "shiftmax", {}, ()),
         ("softmax", "ibert", {}, ()),
         ("layernorm", "ivit", {}, ()),
+        ("layernorm", "ibert", {}, ()),
+        ("layernorm", "rmsnorm", {}, ()),
     ],
 )
 def test_unit_defaults_are_the_default_spec(
@@ -160,6 +171,25 @@ def test_unit_lint_test_parameters(op: str, method: str, fields: dict, n: int) -
     unit = get_unit(op, method)
     params, _ = unit.config(spec, n)
     assert lint(unit.toplevel, [RTL_DIR / s for s in unit.sources], params) == ""
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "msg"),
+    [
+        (
+            "ivit",
+            {"NEWTON_K0": 65535},
+            r"NEWTON_ITERS=10 \(1\.\.16\) NEWTON_K0=65535 \(a power of 2\)",
+        ),
+        ("ibert", {"SHIFT": 40}, r"invalid SHIFT=40 \(0\.\.31\)"),
+        ("rmsnorm", {"PARTIAL_NUM": 0}, r"PARTIAL_K=0 PARTIAL_NUM=0 PARTIAL_F=16"),
+        ("rmsnorm", {"PARTIAL_K": 8, "PARTIAL_NUM": 16384}, r"PARTIAL_K=8 PARTIAL_NUM=16384"),
+    ],
+)
+def test_bad_layernorm_parameters_stop_elaboration(method: str, params: dict, msg: str) -> None:
+    unit = get_unit("layernorm", method)
+    with pytest.raises(RtlToolError, match=msg):
+        lint(unit.toplevel, [RTL_DIR / s for s in unit.sources], params)
 
 
 def test_bad_parameters_stop_elaboration_with_the_values() -> None:

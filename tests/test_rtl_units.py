@@ -114,8 +114,9 @@ def test_rows_longer_than_the_buffer_are_refused() -> None:
         ("softmax", "online", {}),
         ("layernorm", "rsqrt_lut", {"max_n": 64}),
         ("layernorm", "ivit", {}),
+        ("layernorm", "ibert", {}),
     ],
-    ids=["softmax-online", "layernorm-rsqrt", "layernorm-ivit"],
+    ids=["softmax-online", "layernorm-rsqrt", "layernorm-ivit", "layernorm-ibert"],
 )
 @pytest.mark.parametrize(("idle", "backpressure"), [(0.0, 0.0), (0.3, 0.3)], ids=["0", "0.3"])
 def test_rows_longer_than_row_max_are_dropped_and_flagged(
@@ -169,8 +170,10 @@ def test_wait_done_raises_on_timeout() -> None:
 def test_methods_without_a_unit_are_named() -> None:
     from hwapprox.rtl_sim.units import get_unit
 
-    with pytest.raises(SpecError, match="no RTL unit for layernorm/ibert; RTL units exist for"):
-        get_unit("layernorm", "ibert")
+    with pytest.raises(
+        SpecError, match="no RTL unit for layernorm/hls4ml_lut; RTL units exist for"
+    ):
+        get_unit("layernorm", "hls4ml_lut")
     with pytest.raises(SpecError, match="schedule='online'"):
         get_unit("softmax", "online").config(make_spec("softmax", "online", schedule="two_pass"))
 
@@ -202,11 +205,13 @@ def test_layernorm_latency_and_throughput_target() -> None:
     assert st["throughput_out"] > 0.95
 
 
-@pytest.mark.parametrize("method", ["ivit"])
+@pytest.mark.parametrize("method", ["ivit", "ibert"])
 def test_integer_layernorm_latency_and_throughput(method: str) -> None:
     """The integer LayerNorms at their default spec: rows of 64 back to back leave one
     output per cycle at one constant latency, within the unit's stated bound (I-ViT:
-    N + 160, measured N + 141: its per-row chain is nine dependent divisions)."""
+    N + 160, measured N + 141: its per-row chain is nine dependent divisions; I-BERT:
+    two passes, 2N + 48, measured 2N + 46: the shifted variance needs the row re-read
+    once its mean is known)."""
     from hwapprox.rtl_sim.sim import simulate
     from hwapprox.rtl_sim.units import get_unit
 
@@ -222,6 +227,86 @@ def test_integer_layernorm_latency_and_throughput(method: str) -> None:
     assert lat["min"] == lat["max"] <= (unit.row_passes - 1) * n + n + unit.latency_extra
     assert st["throughput_out"] == 1.0
     assert st["throughput_in"] == 1.0
+
+
+def _ibert_variance_rows(spec, n: int) -> list[np.ndarray]:
+    """Rows that take every branch of I-BERT's variance: s = 0, s > 0, s raised once more
+    (the floors push Σ floor(y/2^s)² to 2^32: found by a seeded search over rows of
+    mostly extreme codes), a constant row (std = 0, factor 0) and a row of one."""
+    lo, hi = spec.in_fmt.min_raw, spec.in_fmt.max_raw
+    rng = np.random.default_rng(12)
+    x = rng.integers(lo, hi + 1, (50000, n))
+    ext = rng.random(x.shape) < 0.7
+    x = np.where(ext, np.where(rng.random(x.shape) < 0.5, lo, hi), x).astype(np.int64)
+    s1 = x.sum(axis=1)
+    mean = np.floor(s1 / n + 0.5).astype(np.int64)  # a near mean is enough to pick rows
+    ex = x - mean[:, None]
+    var0 = (ex * ex).sum(axis=1)
+    s = np.maximum((np.ceil(np.log2(np.maximum(var0, 1))).astype(np.int64) - 31) >> 1, 0)
+    var_s = ((ex >> s[:, None]) ** 2).sum(axis=1)
+    over = np.nonzero(var_s >= 1 << 32)[0][:2]
+    assert over.size == 2, "the search found no row whose floors push var to 2^32"
+    quiet = spec.in_fmt.quantize(rng.normal(0, 0.5, n))  # s = 0
+    loud = np.resize(np.array([lo, hi]), n)  # var0 = n·2^30: s = 2
+    return [quiet, loud, *x[over], np.full(n, 1234, dtype=np.int64), np.array([-7])]
+
+
+@pytest.mark.parametrize(("idle", "backpressure"), [(0.0, 0.0), (0.45, 0.45)], ids=["0", "0.45"])
+def test_ibert_layernorm_variance_branches(idle: float, backpressure: float) -> None:
+    """I-BERT's per-row shift, its second raise, std = 0 and a row of one, bit-exact."""
+    from hwapprox.rtl_sim.sim import simulate
+
+    spec = make_spec("layernorm", "ibert")
+    rows = _ibert_variance_rows(spec, 23)
+    # the rows discriminate: the model's own shift per row takes 0 and > 0
+    shifts = [int(spec._std((r - np.round(r.mean()).astype(np.int64))[None])[1][0]) for r in rows]
+    assert min(shifts) == 0
+    assert max(shifts) >= 2
+    res = simulate(spec, rows, row_max=23, idle=idle, backpressure=backpressure, seed=3)
+    st = res.stats
+    assert res.passed, st.get("error") or st.get("summary") or res.log_tail
+    assert st["matched"] == st["n_expected"] == sum(r.size for r in rows)
+
+
+@pytest.mark.parametrize(("idle", "backpressure"), [(0.0, 0.0), (0.45, 0.45)], ids=["0", "0.45"])
+@pytest.mark.parametrize("p", [0.25, 0.3125])
+def test_prmsnorm_fraction_every_row_length(p: float, idle: float, backpressure: float) -> None:
+    """pRMSNorm with partial = p: rows of every length 1..30 back to back, each with its
+    own k = ceil(p·N) (the unit follows k(i) = ceil(p·i) while the row streams in),
+    bit-exact. The rows discriminate: the model at p differs from full-row RMSNorm and
+    from a fixed k on them, so a unit using either would mismatch."""
+    from hwapprox.rtl_sim.sim import simulate
+
+    spec = make_spec("layernorm", "rmsnorm", max_n=64, partial=p)
+    rng = np.random.default_rng(9)
+    rows = [spec.in_fmt.quantize(rng.normal(0, 2, n)) for n in range(1, 31)]
+    full = make_spec("layernorm", "rmsnorm", max_n=64)
+    fixed = make_spec("layernorm", "rmsnorm", max_n=64, partial_k=spec.stat_count(30))
+    for other in (full, fixed):
+        assert (
+            sum(not np.array_equal(spec.model(r[None]), other.model(r[None])) for r in rows) >= 20
+        )
+    res = simulate(spec, rows, row_max=30, idle=idle, backpressure=backpressure, seed=5)
+    st = res.stats
+    assert res.passed, st.get("error") or st.get("summary") or res.log_tail
+    assert st["matched"] == st["n_expected"] == sum(range(1, 31))
+
+
+def test_integer_layernorm_comparison_can_fail() -> None:
+    """The I-BERT/I-ViT runs can fail: one falsified expected output is caught, and on
+    quiet rows (var0 < 34596, where I-ViT's fixed Newton iteration is off) the two
+    methods' models differ, so a unit computing the other method would mismatch."""
+    from hwapprox.rtl_sim.sim import simulate
+
+    ibert, ivit = make_spec("layernorm", "ibert"), make_spec("layernorm", "ivit")
+    rng = np.random.default_rng(6)
+    rows = [ibert.in_fmt.quantize(rng.normal(0, 0.02, 16)) for _ in range(3)]
+    assert all(not np.array_equal(ibert.model(r[None])[0], ivit.model(r[None])[0]) for r in rows)
+    for spec in (ibert, ivit):
+        assert simulate(spec, rows, seed=2).passed
+        bad = simulate(spec, rows, seed=2, corrupt=5)
+        assert not bad.passed
+        assert bad.stats["mismatches"] == 1
 
 
 def _masked_rows(spec, n: int, seed: int) -> tuple[list[np.ndarray], list[np.ndarray]]:

@@ -280,6 +280,8 @@ def list_cmd(operator: str | None) -> None:
             except (ModuleNotFoundError, AttributeError):
                 src = f"(not available yet: {METHODS[op][m]})"
             click.echo(f"  {m:<{width}}  {src}")
+            for opt, osrc in getattr(cls, "option_sources", {}).items():
+                click.echo(f"  {'':<{width}}    option {opt}: {osrc}")
 
 
 @click.command("eval")

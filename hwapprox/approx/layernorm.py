@@ -277,7 +277,8 @@ class _LayerNormSpec(RowwiseSpec):
             c = a - a.mean(axis=-1, keepdims=True)
             y = c / np.sqrt((c * c).mean(axis=-1, keepdims=True) + self.eps)
         else:
-            k = getattr(self, "partial_k", 0) or n  # pRMSNorm: the RMS of the first k
+            # pRMSNorm (Zhang & Sennrich 2019): the RMS of the first k = ceil(p·n) (or k)
+            k = self.stat_count(n) if hasattr(self, "stat_count") else n
             head = a[..., : min(k, n)]
             y = a / np.sqrt((head * head).mean(axis=-1, keepdims=True) + self.eps)
         if gamma is not None:
@@ -957,12 +958,18 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
     source: ClassVar[str] = (
         "hwapprox: single-pass Σx/Σx² statistics, leading-one normalised 1/sqrt table + Newton"
     )
+    #: ``partial`` is a multiple of 2^-PARTIAL_F: ``k = ceil(PARTIAL_NUM·N / 2^PARTIAL_F)``
+    PARTIAL_F: ClassVar[int] = 16
 
     max_n: int = 1024
     #: pRMSNorm (Zhang & Sennrich 2019), ``rmsnorm`` only: the RMS is estimated from the
     #: first ``partial_k`` elements of each row (p·d for the model's hidden size d);
     #: 0 (or >= N) = the whole row
     partial_k: int = 0
+    #: pRMSNorm as the paper states it, ``rmsnorm`` only: the RMS of the first
+    #: ``k = ceil(partial·N)`` elements of a row of N (1.0 = the whole row); a multiple
+    #: of 2^-PARTIAL_F so that hardware computes k exactly for any N
+    partial: float = 1.0
     #: defaults: one Newton step on a 256-entry table (<= 0.56 LSB at 16 bits), which
     #: keeps the RTL unit at last-in -> last-out N + 16 (two steps on 64: N + 19)
     rsqrt_table_bits: int = 8
@@ -986,6 +993,30 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
         require(
             0 <= self.partial_k <= self.max_n,
             f"{name}.partial_k={self.partial_k} must be in [0, max_n={self.max_n}]",
+        )
+        p = self.partial
+        require(
+            not isinstance(p, bool) and isinstance(p, int | float) and 0 < p <= 1,
+            f"{name}.partial={p!r} must be a fraction in (0, 1] (1.0: the whole row)",
+        )
+        grid = p * (1 << self.PARTIAL_F)
+        require(
+            grid == int(grid),
+            lambda: (
+                f"{name}.partial={p!r} is not a multiple of 2^-{self.PARTIAL_F} (hardware "
+                f"computes k = ceil(partial·N) exactly); use e.g. "
+                f"{math.floor(grid) / (1 << self.PARTIAL_F)!r}"
+            ),
+        )
+        require(
+            p == 1 or not self.center,
+            f"{name}.partial={p!r}: the partial RMS (pRMSNorm) is an option of method "
+            "rmsnorm; LayerNorm's mean needs the whole row",
+        )
+        require(
+            p == 1 or self.partial_k == 0,
+            f"{name}: partial={p!r} and partial_k={self.partial_k} both choose the first k "
+            "elements; give one (partial: k = ceil(partial·N); partial_k: k itself)",
         )
         for fname, lo, hi in (
             ("max_n", 1, 1 << 16),
@@ -1031,6 +1062,19 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
         )
 
     @property
+    def partial_num(self) -> int:
+        """``partial·2^PARTIAL_F`` (exact; ``2^PARTIAL_F`` = the whole row)."""
+        return int(self.partial * (1 << self.PARTIAL_F))
+
+    def stat_count(self, n: int) -> int:
+        """k, the elements of a row of ``n`` the statistics use: ``partial_k`` when set
+        (capped at n), else ``ceil(partial·n) = ceil(PARTIAL_NUM·n / 2^PARTIAL_F)``
+        (exact integers; n for ``partial = 1``)."""
+        if self.partial_k:
+            return min(self.partial_k, n)
+        return -((-self.partial_num * n) >> self.PARTIAL_F)
+
+    @property
     def eps_q(self) -> int:
         """``max(1, round(eps·2^(2F+G)))`` (half up, exact from the double eps).
 
@@ -1054,7 +1098,7 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
         p = self.rsqrt_frac_bits
         y_max = 1 << p  # y < 2^P·(1 + tiny); one bit of margin
         z_int = math.isqrt(n) + 2  # |z| <= sqrt(N-1)·(1 + rel. error) < sqrt(N) + 1
-        if self.partial_k:
+        if self.partial_k or self.partial < 1:
             # pRMSNorm: an element after the first k can exceed sqrt(k) RMS units; only
             # De >= k²·eps_q bounds it: |Z| <= xmax·2^(G/2) / sqrt(eps_q) (+ margin)
             bound = (xmax << (self.eps_guard_bits // 2)) // max(1, math.isqrt(self.eps_q))
@@ -1141,6 +1185,8 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
             "BETA_F": self.beta_fmt.frac_bits,
             "CENTER": int(self.center),
             "PARTIAL_K": self.partial_k,
+            "PARTIAL_NUM": self.partial_num,
+            "PARTIAL_F": self.PARTIAL_F,
             "MAX_N": self.max_n,
             "N_BITS": w["n_bits"],
             "S1_W": w["s1_bits"],
@@ -1197,7 +1243,7 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
         self._check_n(n, self.max_n, "the accumulators are sized for max_n; raise max_n")
         g, b = self._affine_raw(n, gamma, beta)
         p, gb = self.rsqrt_frac_bits, self.eps_guard_bits
-        k_rms = n if not self.partial_k or self.partial_k >= n else self.partial_k
+        k_rms = min(self.stat_count(n), n)
         nn = np.int64(k_rms)  # pRMSNorm: the first k elements stand for the row
         n = k_rms
         # pass 1: exact sums
@@ -1263,16 +1309,25 @@ class RmsNorm(RsqrtLutLayerNorm):
     Identical to :class:`RsqrtLutLayerNorm` with ``S1`` forced to 0 (no mean):
     ``D = N·S2``, ``A = N·X``. :meth:`reference` is RMSNorm.
 
-    ``partial_k = k`` (0 < k < N) is pRMSNorm (Zhang & Sennrich 2019, "Root Mean Square
-    Layer Normalization", §4): the RMS is estimated from the first k elements,
-    ``x / sqrt(mean(x[:k]²) + eps)``: ``S2`` sums the first k, ``D = k·S2``,
-    ``De = (D << G) + k²·eps_q`` and ``A = k·X`` (the same datapath with k for N).
-    Deviation: the paper states p %; here k is the count (p·d for hidden size d), so
-    the unit needs no divider and the RTL knows k before the row ends.
+    pRMSNorm (Zhang & Sennrich 2019, "Root Mean Square Layer Normalization", §4): the
+    RMS is estimated from the first k elements of the row, ``x / sqrt(mean(x[:k]²) +
+    eps)``, with the paper's ``k = ceil(p·N)`` (``partial = p``, a multiple of 2^-16 so
+    that k is exact: ``k = ceil(PARTIAL_NUM·N / 2^16)``) or a fixed count ``partial_k =
+    k`` (capped at N). The datapath is the same with k for N: ``S2`` sums the first k,
+    ``D = k·S2``, ``De = (D << G) + k²·eps_q`` and ``A = k·X``; the mean of squares is
+    never divided out (``x/sqrt(S2/k) = k·x/sqrt(k·S2)``), so no divide by k, shift or
+    reciprocal is needed for any k. Deviation: p is restricted to that 2^-16 grid (the
+    error names the nearest one below); :meth:`reference` uses the same k.
     """
 
     method: ClassVar[str] = "rmsnorm"
     source: ClassVar[str] = "Zhang & Sennrich, RMSNorm (2019), on the hwapprox rsqrt_lut unit"
+    #: where an option's method comes from (``hwapprox list``)
+    option_sources: ClassVar[dict[str, str]] = {
+        "partial": "pRMSNorm, Zhang & Sennrich (NeurIPS 2019) §4: RMS of the first "
+        "k = ceil(p·N) elements",
+        "partial_k": "pRMSNorm with the count k given (capped at N)",
+    }
     center: ClassVar[bool] = False
 
 

@@ -69,7 +69,7 @@ IMPLEMENTED: dict[str, dict[Operator, tuple[str, ...]]] = {
     "rtl": {
         Operator.SOFTMAX: ("ibert", "online", "shiftmax", "softermax"),
         Operator.GELU: ("edgemoe", "ibert", "lut", "pwl", "shiftgelu"),
-        Operator.LAYERNORM: ("ivit", "rmsnorm", "rsqrt_lut"),
+        Operator.LAYERNORM: ("ibert", "ivit", "rmsnorm", "rsqrt_lut"),
     },
 }
 

@@ -62,8 +62,8 @@ class RtlUnit:
     #: it enters; 2: a second full pass first, e.g. exp and sum after the max), so the
     #: last-in -> last-out latency is (row_passes - 1)·N + N + a constant
     row_passes: int = 1
-    #: a one-pass unit's last-in -> last-out bound is N + this (the project's target,
-    #: 16; more only where the method's per-row chain needs it, said in ``doc``)
+    #: last-in -> last-out of a row is at most (row_passes - 1)·N + N + this (the
+    #: project's target is 16; more only where the method needs it, said in ``doc``)
     latency_extra: int = 16
     #: an elementwise unit's fixed input -> output latency in cycles at one element per
     #: cycle (the contract header's "Latency:"; tests/test_rtl_units.py measures it)
@@ -261,6 +261,50 @@ def _layernorm_rsqrt(spec: Any, row_max: int) -> Config:
     del geometry["N_BITS"]  # the spec's N_BITS sizes the N·X and N·S2 multipliers
     table = spec.tables()["rsqrt_table"]
     return {**geometry, **_sv(hw, _LN)}, {"RSQRT_FILE": memh_text(table, hw["P"])}
+
+
+_RMS = (
+    "IN_W",
+    "OUT_W",
+    "OUT_SIGNED",
+    "OUT_RND",
+    "OUT_OVF",
+    "GAMMA_W",
+    "BETA_W",
+    "PARTIAL_K",
+    "PARTIAL_NUM",
+    "PARTIAL_F",
+    "N_BITS",
+    "S2_W",
+    "D_W",
+    "DE_W",
+    "EPS_Q",
+    "G",
+    "P",
+    "TB",
+    "NEWTON",
+    "FZ",
+    "BETA_SHIFT",
+    "OUT_SHIFT",
+    "M_W",
+    "Y_W",
+    "SQ_W",
+    "MSQ_W",
+    "U_W",
+    "YU_W",
+    "A_W",
+    "AY_W",
+    "AYS_W",
+    "Z_W",
+    "ACC_W",
+)
+
+
+def _layernorm_rmsnorm(spec: Any, row_max: int) -> Config:
+    params, mems = _layernorm_rsqrt(spec, row_max)  # the same checks and table
+    hw = spec.hw_params()
+    keep = {k: v for k, v in params.items() if k in ("ROW_MAX", "BUF_DEPTH", "ROWQ")}
+    return {**keep, **_sv(hw, _RMS)}, mems
 
 
 # the integer LayerNorms (I-BERT, I-ViT): what both units take
@@ -624,6 +668,20 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         rowwise=True,
         doc="single-pass S1/S2, pipelined 1/sqrt (table + Newton), gamma/beta memory",
     ),
+    (Operator.LAYERNORM, "ibert"): RtlUnit(
+        Operator.LAYERNORM,
+        "ibert",
+        "hwa_layernorm_ibert",
+        (*_COMMON, *_LN_INT_SOURCES, "hwa_layernorm_ibert.sv"),
+        _layernorm_int,
+        rowwise=True,
+        doc="two passes through two row buffers: S1/S2 (mean, var0 from the moments, the "
+        "shift s); y and the variance at s and s + 1; per row an iterative isqrt and "
+        "2^31/std; y·factor, sqrt(n), gamma/beta. Last-in -> last-out 2N + 46 (the "
+        "variance at the row's shift needs the row re-read once its mean is known)",
+        row_passes=2,
+        latency_extra=48,
+    ),
     (Operator.LAYERNORM, "ivit"): RtlUnit(
         Operator.LAYERNORM,
         "ivit",
@@ -640,11 +698,13 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
     (Operator.LAYERNORM, "rmsnorm"): RtlUnit(
         Operator.LAYERNORM,
         "rmsnorm",
-        "hwa_layernorm_rsqrt",
-        (*_COMMON, "hwa_row_stream.sv", "hwa_layernorm_rsqrt.sv"),
-        _layernorm_rsqrt,
+        "hwa_layernorm_rmsnorm",
+        (*_COMMON, "hwa_row_stream.sv", "hwa_layernorm_rmsnorm.sv"),
+        _layernorm_rmsnorm,
         rowwise=True,
-        doc="the rsqrt_lut unit with CENTER = 0: single-pass S2, 1/sqrt(N·S2 + eps) per row",
+        doc="single-pass S2 over the first k = N, partial_k or ceil(partial·N) elements "
+        "(pRMSNorm: a queue of codes lets S2 follow k(i) = ceil(p·i)), pipelined "
+        "1/sqrt(k·S2 + eps) (table + Newton), gamma/beta memory",
     ),
 }
 

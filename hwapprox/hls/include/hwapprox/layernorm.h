@@ -53,8 +53,12 @@ namespace hwapprox {
 // ---- rsqrt_lut / rmsnorm ---------------------------------------------------------------
 template <typename C>
 struct layernorm_rsqrt_types {
-    // the elements the statistics use: the whole row, or pRMSNorm's first PARTIAL_K
-    static const int NE = (C::PARTIAL_K > 0 && C::PARTIAL_K < C::n_in) ? C::PARTIAL_K : C::n_in;
+    // the elements the statistics use (pRMSNorm's k): the first PARTIAL_K when set, else
+    // ceil(PARTIAL_NUM·n_in / 2^PARTIAL_F) (PARTIAL_NUM = 2^PARTIAL_F: the whole row)
+    static const int NE_P =
+        (int)(((long long)C::PARTIAL_NUM * C::n_in + (1LL << C::PARTIAL_F) - 1) >> C::PARTIAL_F);
+    static const int NE = C::PARTIAL_K > 0 ? (C::PARTIAL_K < C::n_in ? C::PARTIAL_K : C::n_in)
+                                           : (NE_P < C::n_in ? NE_P : C::n_in);
     typedef ap_int<C::X_W> x_t;      // input code
     typedef ap_int<C::S1_W> s1_t;    // ΣX
     typedef ap_uint<C::S2_W> s2_t;   // ΣX²
