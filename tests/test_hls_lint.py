@@ -33,6 +33,8 @@ SECOND = {
     "softmax": {"in_fmt": "ap_fixed<12,4,AP_RND,AP_SAT>"},
     "gelu": {"in_fmt": "ap_fixed<12,4>", "out_fmt": "ap_fixed<10,3,AP_RND_CONV,AP_SAT>"},
     "layernorm": {"in_fmt": "ap_fixed<12,5>", "out_fmt": "ap_fixed<12,4,AP_TRN,AP_WRAP>"},
+    "sigmoid_attention": {"in_fmt": "ap_fixed<12,6>", "out_fmt": "ap_ufixed<8,0,AP_TRN,AP_SAT>"},
+    "relu_attention": {"in_fmt": "ap_fixed<12,5>", "seq_len": 100},
 }
 
 

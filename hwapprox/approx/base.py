@@ -82,6 +82,10 @@ class Operator(enum.StrEnum):
     SOFTMAX = "softmax"
     GELU = "gelu"
     LAYERNORM = "layernorm"
+    #: σ(x + b) per score (sigmoid attention): no row reduction
+    SIGMOID_ATTENTION = "sigmoid_attention"
+    #: ReLU(x) / n per score (ReLU attention): no row reduction
+    RELU_ATTENTION = "relu_attention"
 
 
 @dataclass(frozen=True, slots=True)

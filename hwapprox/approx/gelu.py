@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
@@ -36,11 +37,11 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from hwapprox.approx.base import Cost, ElementwiseSpec, Operator, SpecError
-from hwapprox.approx.hwparams import overflow_code, rounding_code, sbits, ubits
+from hwapprox.approx.base import Cost, Operator, SpecError
+from hwapprox.approx.fntable import FnSpec, LutTable, PwlTable
+from hwapprox.approx.hwparams import rounding_code, sbits, ubits
 from hwapprox.approx.intmath import shift_exp, shift_exp_x0
-from hwapprox.approx.pwl import PwlFit, fit_lines, fit_pwl, minimax_lines
-from hwapprox.fixed import MAX_RAW_BITS, FixedFormat, cast, round_shift
+from hwapprox.fixed import MAX_RAW_BITS, FixedFormat, round_shift
 
 __all__ = [
     "EdgeMoeGelu",
@@ -178,7 +179,7 @@ def _dyadic(m: Fraction, bits: int) -> tuple[int, int]:
 
 
 @dataclass(frozen=True)
-class _GeluSpec(ElementwiseSpec):
+class _GeluSpec(FnSpec):
     """Fields and checks every GELU method shares."""
 
     operator: ClassVar[Operator] = Operator.GELU
@@ -209,34 +210,11 @@ class _GeluSpec(ElementwiseSpec):
         """GELU in float64 (``form`` selects erf or tanh)."""
         return gelu_reference(x, self.form)
 
-    def _to_out(self, raw: RawArray, frac_bits: int) -> RawArray:
-        """Exact value ``raw·2^-frac_bits`` into ``out_fmt`` (its rounding, its overflow)."""
-        return cast(raw, _acc_fmt(frac_bits), self.out_fmt)
+    def _fn(self) -> Callable[[FloatArray], FloatArray]:
+        return functools.partial(gelu_reference, form=self.form)
 
-    def _common_params(self) -> dict[str, int]:
-        return {
-            "in_width": self.in_fmt.width,
-            "in_frac_bits": self.in_fmt.frac_bits,
-            "out_width": self.out_fmt.width,
-            "out_frac_bits": self.out_fmt.frac_bits,
-        }
-
-    def _hw_common(self) -> dict[str, int]:
-        """Formats of the hardware parameter set (:mod:`hwapprox.approx.hwparams`)."""
-        return {
-            "IN_W": self.in_fmt.width,
-            "IN_F": self.in_fmt.frac_bits,
-            "OUT_W": self.out_fmt.width,
-            "OUT_F": self.out_fmt.frac_bits,
-            "OUT_SIGNED": int(self.out_fmt.signed),
-            "OUT_RND": rounding_code(self.out_fmt.rounding),
-            "OUT_OVF": overflow_code(self.out_fmt.overflow),
-        }
-
-    def hw_params(self, n: int | None = None) -> dict[str, int]:
-        """The hardware parameter set (:mod:`hwapprox.approx.hwparams`); ``n`` is unused
-        (elementwise: no width depends on how many values a call takes)."""
-        raise NotImplementedError(f"gelu/{self.method} has no hardware unit")
+    def _fn_key(self) -> Hashable:
+        return ("gelu", self.form)
 
 
 # ---------------------------------------------------------------------------
@@ -817,13 +795,8 @@ class EdgeMoeGelu(_GeluSpec):
 # ---------------------------------------------------------------------------
 # piecewise linear
 # ---------------------------------------------------------------------------
-@functools.lru_cache(maxsize=64)
-def _pwl_breakpoints(form: str, lo: float, hi: float, segments: int) -> PwlFit:
-    return fit_pwl(lambda v: gelu_reference(v, form), lo, hi, segments)
-
-
 @dataclass(frozen=True)
-class PwlGelu(_GeluSpec):
+class PwlGelu(_GeluSpec, PwlTable):
     """Piecewise-linear GELU with minimax-fitted breakpoints.
 
     Fitting (offline, deterministic, cached per ``(form, lo, hi, segments)``):
@@ -834,9 +807,8 @@ class PwlGelu(_GeluSpec):
     ``y = x`` branch); breakpoints are rounded
     to ``in_fmt`` codes ``B_0 < ... < B_N``; per segment the minimax slope is
     rounded (``slope_fmt`` mode) and the best intercept for that slope refitted
-    and rounded (``intercept_fmt`` mode).
-
-    Datapath::
+    and rounded (``intercept_fmt`` mode). The datapath is
+    :class:`~hwapprox.approx.fntable.PwlTable` (shared with the sigmoid)::
 
         x <  B_0 : y = 0                     (GELU(lo) ≈ 0 for lo <= -4)
         x >= B_N : y = x                     (GELU(x) ≈ x for hi >= 4)
@@ -856,8 +828,6 @@ class PwlGelu(_GeluSpec):
     slope_fmt: FixedFormat = _FIX18_2
     intercept_fmt: FixedFormat = _FIX18_2
 
-    MAX_SEGMENTS: ClassVar[int] = 1024
-
     @property
     def fit_range(self) -> tuple[float, float]:
         """``[lo, hi]`` clipped to the ``in_fmt`` range (the interval actually fitted)."""
@@ -866,12 +836,6 @@ class PwlGelu(_GeluSpec):
 
     def validate(self) -> None:
         super().validate()
-        self._require(
-            1 <= self.segments <= self.MAX_SEGMENTS,
-            "segments",
-            repr(self.segments),
-            f"must be in [1, {self.MAX_SEGMENTS}]",
-        )
         for name in ("lo", "hi"):
             v = getattr(self, name)
             self._require(
@@ -890,154 +854,14 @@ class PwlGelu(_GeluSpec):
             f"[lo, hi] = [{self.lo}, {self.hi}] misses the in_fmt {self.in_fmt} "
             f"range [{fmin}, {fmax}]",
         )
-        for name in ("slope_fmt", "intercept_fmt"):
-            fmt = getattr(self, name)
-            self._require(fmt.signed, name, repr(str(fmt)), "must be signed")
-        fa, f_in = self._acc_frac_bits, self.in_fmt.frac_bits
-        acc = max(
-            self.in_fmt.width + self.slope_fmt.width + fa - f_in - self.slope_fmt.frac_bits,
-            self.intercept_fmt.width + fa - self.intercept_fmt.frac_bits,
-            self.in_fmt.width + fa - f_in,
-        )
-        self._require(
-            acc + 2 <= MAX_RAW_BITS,
-            "slope_fmt",
-            repr(str(self.slope_fmt)),
-            f"with in_fmt {self.in_fmt} and intercept_fmt "
-            f"{self.intercept_fmt} needs {acc + 2}-bit sums; int64 allows {MAX_RAW_BITS}",
-        )
-        self._fitted  # noqa: B018 - fits now: raises SpecError if the formats cannot hold it
-
-    @functools.cached_property
-    def _fitted(self) -> dict[str, RawArray]:
-        fit = _pwl_breakpoints(self.form, *self.fit_range, self.segments)
-        f_in = self.in_fmt.frac_bits
-        bp = np.array([_round_half_up(Fraction(b) * 2**f_in) for b in fit.breakpoints])
-        self._require(
-            not np.any(np.diff(bp) <= 0),
-            "segments",
-            repr(self.segments),
-            f"breakpoints collide after rounding to in_fmt {self.in_fmt}; "
-            "use fewer segments or more input fraction bits",
-        )
-        bpf = self.in_fmt.to_float(bp)
-        ref = functools.partial(gelu_reference, form=self.form)
-        m, _, _ = minimax_lines(ref, bpf[:-1], bpf[1:])
-        s_raw = self.slope_fmt.quantize(m)
-        _, c, _ = minimax_lines(ref, bpf[:-1], bpf[1:], slopes=self.slope_fmt.to_float(s_raw))
-        c_raw = self.intercept_fmt.quantize(c)
-        for name, fmt, vals, raw in (
-            ("slope_fmt", self.slope_fmt, m, s_raw),
-            ("intercept_fmt", self.intercept_fmt, c, c_raw),
-        ):
-            err = np.abs(fmt.to_float(raw) - vals)
-            self._require(
-                not (err > float(fmt.lsb)).any(),
-                name,
-                repr(str(fmt)),
-                lambda err=err, vals=vals: (
-                    f"cannot hold the fitted value {vals[int(np.argmax(err))]:.6g}"
-                ),
-            )
-        return {"breakpoints": bp.astype(np.int64), "slopes": s_raw, "intercepts": c_raw}
-
-    @property
-    def _acc_frac_bits(self) -> int:
-        f_in = self.in_fmt.frac_bits
-        return max(f_in + self.slope_fmt.frac_bits, self.intercept_fmt.frac_bits, f_in)
-
-    def fit(self) -> PwlFit:
-        """The float fit on the rounded breakpoints (before coefficient rounding)."""
-        bp = self.in_fmt.to_float(self._fitted["breakpoints"])
-        return fit_lines(functools.partial(gelu_reference, form=self.form), bp)
-
-    def tables(self) -> dict[str, RawArray]:
-        return {k: v.copy() for k, v in self._fitted.items()}
-
-    def _model_flat(self, x: RawArray) -> RawArray:
-        t = self._fitted
-        bp, s, c = t["breakpoints"], t["slopes"], t["intercepts"]
-        f_in, f_s = self.in_fmt.frac_bits, self.slope_fmt.frac_bits
-        f_c = self.intercept_fmt.frac_bits
-        fa = self._acc_frac_bits
-        seg = np.searchsorted(bp[1:-1], x, side="right")
-        y = x * s[seg] << np.int64(fa - f_in - f_s)
-        y = y + (c[seg] << np.int64(fa - f_c))
-        y = np.where(x < bp[0], 0, y)
-        y = np.where(x >= bp[-1], x << np.int64(fa - f_in), y)
-        return self._to_out(y, fa)
-
-    def params(self) -> dict[str, int]:
-        return {
-            **self._common_params(),
-            "segments": self.segments,
-            "slope_width": self.slope_fmt.width,
-            "slope_frac_bits": self.slope_fmt.frac_bits,
-            "intercept_width": self.intercept_fmt.width,
-            "intercept_frac_bits": self.intercept_fmt.frac_bits,
-            "acc_frac_bits": self._acc_frac_bits,
-        }
-
-    def hw_params(self, n: int | None = None) -> dict[str, int]:
-        """Hardware parameter set: the SV parameters of ``hwa_gelu_pwl`` and the HLS constants.
-
-        ``Fa = max(F_in + F_s, F_c, F_in)`` fraction bits of the exact sum;
-        ``SH_XS = Fa - F_in - F_s``, ``SH_C = Fa - F_c``, ``SH_X = Fa - F_in``
-        align the three terms; ``OUT_SHIFT = Fa - F_out``.
-
-        ========= ======== =========================================================
-        name      sign     value range -> bits
-        ========= ======== =========================================================
-        PROD_W    signed   ``x·s_i``: ``IN_W + S_W`` (``(-2^(IN_W-1))·(-2^(S_W-1))``
-                           needs the top bit)
-        ACC_W     signed   ``(x·s_i << SH_XS) + (c_i << SH_C)`` (one carry above the
-                           wider term) or ``x << SH_X`` (the ``x >= B_N`` branch)
-        ========= ======== =========================================================
-        """
-        f_in, f_s, f_c = (
-            self.in_fmt.frac_bits,
-            self.slope_fmt.frac_bits,
-            self.intercept_fmt.frac_bits,
-        )
-        fa = self._acc_frac_bits
-        w_in, w_s, w_c = self.in_fmt.width, self.slope_fmt.width, self.intercept_fmt.width
-        sh_xs, sh_c, sh_x = fa - f_in - f_s, fa - f_c, fa - f_in
-        prod_w = w_in + w_s
-        return {
-            **self._hw_common(),
-            "NSEG": self.segments,
-            "S_W": w_s,
-            "S_F": f_s,
-            "C_W": w_c,
-            "C_F": f_c,
-            "FA": fa,
-            "SH_XS": sh_xs,
-            "SH_C": sh_c,
-            "SH_X": sh_x,
-            "OUT_SHIFT": fa - self.out_fmt.frac_bits,
-            "PROD_W": prod_w,
-            "ACC_W": max(w_in + sh_x, max(prod_w + sh_xs, w_c + sh_c) + 1),
-        }
-
-    def cost(self) -> Cost:
-        n = self.segments
-        tb = (n + 1) * self.in_fmt.width + n * (self.slope_fmt.width + self.intercept_fmt.width)
-        return Cost(
-            table_bits=tb,
-            tables=3,
-            multipliers=1,
-            mult_bits=((self.in_fmt.width, self.slope_fmt.width),),
-            adders=n + 2,
-            widest_bits=self.in_fmt.width + self.slope_fmt.width + 1,
-            notes=f"{n + 1} breakpoint comparators (counted as adders), one MAC",
-        )
+        self._check_pwl()
 
 
 # ---------------------------------------------------------------------------
 # direct table
 # ---------------------------------------------------------------------------
 @dataclass(frozen=True)
-class LutGelu(_GeluSpec):
+class LutGelu(_GeluSpec, LutTable):
     """Direct table: ``y = T[(x - min_code) >> (W - index_bits)]``.
 
     ``index_bits = 0`` (default) means the full input width: one entry per
@@ -1047,6 +871,8 @@ class LutGelu(_GeluSpec):
     index bits each entry covers ``2^(W - index_bits)`` consecutive codes and
     holds the rounded midpoint of the reference's min and max over them (the
     best constant in L∞). The table has at most ``2^MAX_INDEX_BITS`` entries.
+    The datapath is :class:`~hwapprox.approx.fntable.LutTable` (shared with the
+    sigmoid).
     """
 
     method: ClassVar[str] = "lut"
@@ -1056,81 +882,6 @@ class LutGelu(_GeluSpec):
     out_fmt: FixedFormat = _FIX10_4
     index_bits: int = 0
 
-    MAX_INDEX_BITS: ClassVar[int] = 12
-
     def validate(self) -> None:
         super().validate()
-        w = self.in_fmt.width
-        self._require(
-            0 <= self.index_bits <= w,
-            "index_bits",
-            repr(self.index_bits),
-            f"must be in [0, {w}] (0 = the full in_fmt width)",
-        )
-        fits = self._index_bits <= self.MAX_INDEX_BITS
-        self._require(
-            fits or self.index_bits != 0,
-            "in_fmt",
-            repr(str(self.in_fmt)),
-            f"has {w} bits; a direct LUT allows at most {self.MAX_INDEX_BITS} index "
-            f"bits: set index_bits <= {self.MAX_INDEX_BITS} (index by the top bits) "
-            "or use a narrower in_fmt",
-        )
-        self._require(
-            fits, "index_bits", repr(self.index_bits), f"must be <= {self.MAX_INDEX_BITS}"
-        )
-        self._require(w <= 24, "in_fmt", repr(str(self.in_fmt)), "at most 24 bits for a binned LUT")
-
-    @property
-    def _index_bits(self) -> int:
-        return self.index_bits or self.in_fmt.width
-
-    @property
-    def _shift(self) -> int:
-        return self.in_fmt.width - self._index_bits
-
-    @functools.cached_property
-    def _table(self) -> RawArray:
-        codes = self.in_fmt.all_codes().reshape(1 << self._index_bits, 1 << self._shift)
-        ref = self.reference(self.in_fmt.to_float(codes))
-        target = ref[:, 0] if self._shift == 0 else (ref.max(axis=1) + ref.min(axis=1)) / 2.0
-        return self.out_fmt.quantize(target)
-
-    def tables(self) -> dict[str, RawArray]:
-        return {"lut": self._table.copy()}
-
-    def _model_flat(self, x: RawArray) -> RawArray:
-        idx = (x - np.int64(self.in_fmt.min_raw)) >> np.int64(self._shift)
-        return self._table[idx]
-
-    def params(self) -> dict[str, int]:
-        return {
-            **self._common_params(),
-            "index_bits": self._index_bits,
-            "index_shift": self._shift,
-            "table_size": 1 << self._index_bits,
-        }
-
-    def hw_params(self, n: int | None = None) -> dict[str, int]:
-        """Hardware parameter set: the SV parameters of ``hwa_gelu_lut`` and the HLS constants.
-
-        ``CODE_W``: the offset code ``x - min_code`` (the input with its sign
-        bit inverted), unsigned ``IN_W`` bits; ``INDEX_BITS`` of it address
-        the table (``INDEX_SHIFT`` low bits dropped).
-        """
-        return {
-            **self._hw_common(),
-            "IN_SIGNED": int(self.in_fmt.signed),
-            "INDEX_BITS": self._index_bits,
-            "INDEX_SHIFT": self._shift,
-            "TABLE_SIZE": 1 << self._index_bits,
-            "CODE_W": self.in_fmt.width,
-        }
-
-    def cost(self) -> Cost:
-        return Cost(
-            table_bits=(1 << self._index_bits) * self.out_fmt.width,
-            tables=1,
-            widest_bits=self.out_fmt.width,
-            notes="one ROM read; index = input with its sign bit inverted (top bits)",
-        )
+        self._check_lut()

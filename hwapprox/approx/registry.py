@@ -46,6 +46,13 @@ METHODS: dict[Operator, dict[str, str]] = {
         "rsqrt_lut": "hwapprox.approx.layernorm:RsqrtLutLayerNorm",
         "rmsnorm": "hwapprox.approx.layernorm:RmsNorm",
     },
+    Operator.SIGMOID_ATTENTION: {
+        "lut": "hwapprox.approx.attnact:SigmoidLut",
+        "pwl": "hwapprox.approx.attnact:SigmoidPwl",
+    },
+    Operator.RELU_ATTENTION: {
+        "wortsman": "hwapprox.approx.attnact:ReluAttention",
+    },
 }
 
 
@@ -65,11 +72,15 @@ IMPLEMENTED: dict[str, dict[Operator, tuple[str, ...]]] = {
         ),
         Operator.GELU: ("edgemoe", "ibert", "lut", "pwl", "shiftgelu"),
         Operator.LAYERNORM: ("hls4ml_lut", "ibert", "ivit", "rmsnorm", "rsqrt_lut"),
+        Operator.SIGMOID_ATTENTION: ("lut", "pwl"),
+        Operator.RELU_ATTENTION: ("wortsman",),
     },
     "rtl": {
         Operator.SOFTMAX: ("ibert", "online", "shiftmax", "softermax"),
         Operator.GELU: ("edgemoe", "ibert", "lut", "pwl", "shiftgelu"),
         Operator.LAYERNORM: ("ibert", "ivit", "rmsnorm", "rsqrt_lut"),
+        Operator.SIGMOID_ATTENTION: ("lut", "pwl"),
+        Operator.RELU_ATTENTION: ("wortsman",),
     },
 }
 

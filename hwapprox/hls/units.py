@@ -36,6 +36,9 @@ UNITS: dict[tuple[str, str], str] = {
     ("softmax", "softermax"): "hwapprox::softmax_softermax_op",
     ("softmax", "hls4ml_stable"): "hwapprox::softmax_hls4ml_op",
     ("softmax", "hls4ml_latency"): "hwapprox::softmax_hls4ml_op",
+    ("sigmoid_attention", "lut"): "hwapprox::lut_fn_op",
+    ("sigmoid_attention", "pwl"): "hwapprox::pwl_fn_op",
+    ("relu_attention", "wortsman"): "hwapprox::relu_attention_op",
 }
 
 #: header that defines each operator's units and entry function
@@ -43,6 +46,8 @@ HEADERS: dict[str, tuple[str, str]] = {
     "softmax": ("softmax.h", "hwapprox::softmax"),
     "gelu": ("gelu.h", "hwapprox::gelu"),
     "layernorm": ("layernorm.h", "hwapprox::layernorm"),
+    "sigmoid_attention": ("attnact.h", "hwapprox::sigmoid_attention"),
+    "relu_attention": ("attnact.h", "hwapprox::relu_attention"),
 }
 
 

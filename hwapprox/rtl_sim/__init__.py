@@ -2,7 +2,7 @@
 
 * ``rtl/*.sv`` -- synthesisable streaming units (AXI-Stream ``s_axis_*`` in,
   ``m_axis_*`` out, ``tlast`` ends a row, synchronous reset), each opening
-  with its contract: ``hwa_gelu_lut``, ``hwa_gelu_pwl``,
+  with its contract: ``hwa_lut``, ``hwa_pwl``,
   ``hwa_softmax_online`` (exp base2 or LUT, reciprocal Newton or PWL),
   ``hwa_layernorm_rsqrt``, ``hwa_layernorm_rmsnorm`` (and pRMSNorm),
   ``hwa_layernorm_ibert``, ``hwa_layernorm_ivit`` (and more: ``units.UNITS``);

@@ -26,7 +26,7 @@ __all__ = ["UNITS", "RtlUnit", "get_unit", "list_units", "overflow_code", "round
 Config = tuple[dict[str, int | str], dict[str, str]]
 
 #: SV parameters that are 64-bit constants (``longint``, written as 64-bit literals)
-_LONG = ("LOG2E", "EPS_Q", "C_INT", "MULT", "REQUANT_MULT")  # LOG2E: longint in every unit
+_LONG = ("LOG2E", "EPS_Q", "C_INT", "MULT", "REQUANT_MULT")  # longint in every unit
 
 
 def sv_long(v: int) -> str:
@@ -96,7 +96,9 @@ def _gelu_lut_indexed(spec: Any, row_max: int) -> Config:
     hw = spec.hw_params()
     lut = spec.tables()["lut"]
     if len(lut) != hw["TABLE_SIZE"]:
-        raise SpecError(f"gelu/lut: {len(lut)} table entries, hw_params say {hw['TABLE_SIZE']}")
+        raise SpecError(
+            f"{spec.operator}/lut: {len(lut)} table entries, hw_params say {hw['TABLE_SIZE']}"
+        )
     params = _sv(hw, ("IN_W", "IN_SIGNED", "OUT_W", "INDEX_BITS"))
     return params, {"LUT_FILE": memh_text(lut, spec.out_fmt.width)}
 
@@ -113,6 +115,8 @@ _PWL = (
     "SH_XS",
     "SH_C",
     "SH_X",
+    "FA",
+    "TOP_ONE",
     "OUT_SHIFT",
     "ACC_W",
 )
@@ -541,13 +545,30 @@ _LN_INT_SOURCES = (
     "hwa_ln_int_out.sv",
 )
 
+_RELU = (
+    "IN_W",
+    "OUT_W",
+    "OUT_SIGNED",
+    "OUT_RND",
+    "OUT_OVF",
+    "MULT",
+    "MULT_W",
+    "OUT_SHIFT",
+    "ACC_W",
+)
+
+
+def _relu_attention(spec: Any, row_max: int) -> Config:
+    return _sv(spec.hw_params(), _RELU), {}
+
+
 #: (operator, method) -> unit
 UNITS: dict[tuple[Operator, str], RtlUnit] = {
     (Operator.GELU, "lut"): RtlUnit(
         Operator.GELU,
         "lut",
-        "hwa_gelu_lut",
-        ("hwa_rom.sv", "hwa_gelu_lut.sv"),
+        "hwa_lut",
+        ("hwa_rom.sv", "hwa_lut.sv"),
         _gelu_lut_indexed,
         rowwise=False,
         latency=2,
@@ -556,8 +577,8 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
     (Operator.GELU, "pwl"): RtlUnit(
         Operator.GELU,
         "pwl",
-        "hwa_gelu_pwl",
-        (*_COMMON, "hwa_cast.sv", "hwa_gelu_pwl.sv"),
+        "hwa_pwl",
+        (*_COMMON, "hwa_cast.sv", "hwa_pwl.sv"),
         _gelu_pwl,
         rowwise=False,
         latency=4,
@@ -705,6 +726,36 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         doc="single-pass S2 over the first k = N, partial_k or ceil(partial·N) elements "
         "(pRMSNorm: a queue of codes lets S2 follow k(i) = ceil(p·i)), pipelined "
         "1/sqrt(k·S2 + eps) (table + Newton), gamma/beta memory",
+    ),
+    (Operator.SIGMOID_ATTENTION, "lut"): RtlUnit(
+        Operator.SIGMOID_ATTENTION,
+        "lut",
+        "hwa_lut",
+        ("hwa_rom.sv", "hwa_lut.sv"),
+        _gelu_lut_indexed,
+        rowwise=False,
+        latency=2,
+        doc="table of σ(x + b) (bias folded in), one entry per input code (or bin); latency 2",
+    ),
+    (Operator.SIGMOID_ATTENTION, "pwl"): RtlUnit(
+        Operator.SIGMOID_ATTENTION,
+        "pwl",
+        "hwa_pwl",
+        (*_COMMON, "hwa_cast.sv", "hwa_pwl.sv"),
+        _gelu_pwl,
+        rowwise=False,
+        latency=4,
+        doc="the GELU PWL unit with TOP_ONE (1 above the last breakpoint); latency 4",
+    ),
+    (Operator.RELU_ATTENTION, "wortsman"): RtlUnit(
+        Operator.RELU_ATTENTION,
+        "wortsman",
+        "hwa_relu_attention",
+        (*_COMMON, "hwa_cast.sv", "hwa_relu_attention.sv"),
+        _relu_attention,
+        rowwise=False,
+        latency=3,
+        doc="max(x, 0)·K, one cast (K = 1: a shift for n a power of two); latency 3",
     ),
 }
 

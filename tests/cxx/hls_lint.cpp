@@ -3,6 +3,7 @@
 // every entry point (arrays, mask bits, hls::stream), so g++ -Wall -Wextra
 // -Werror sees every template the units expand to.
 #include "hls_harness.h"
+#include "hwapprox/attnact.h"
 #include "hwapprox/gelu.h"
 #include "hwapprox/layernorm.h"
 #include "hwapprox/rows.h"
@@ -35,6 +36,28 @@ void lint_gelu(std::istream&, std::ostream& out) {
     hls::stream<typename C::in_t> xs;
     hls::stream<typename C::out_t> ys;
     hwapprox::gelu<typename C::in_t, typename C::out_t, C>(xs, ys);
+    harness::write_array(out, y, C::n_in);
+}
+
+template <typename C>
+void lint_sigmoid_attention(std::istream&, std::ostream& out) {
+    typename C::in_t x[C::n_in] = {};
+    typename C::out_t y[C::n_in];
+    hwapprox::sigmoid_attention<typename C::in_t, typename C::out_t, C>(x, y);
+    hls::stream<typename C::in_t> xs;
+    hls::stream<typename C::out_t> ys;
+    hwapprox::sigmoid_attention<typename C::in_t, typename C::out_t, C>(xs, ys);
+    harness::write_array(out, y, C::n_in);
+}
+
+template <typename C>
+void lint_relu_attention(std::istream&, std::ostream& out) {
+    typename C::in_t x[C::n_in] = {};
+    typename C::out_t y[C::n_in];
+    hwapprox::relu_attention<typename C::in_t, typename C::out_t, C>(x, y);
+    hls::stream<typename C::in_t> xs;
+    hls::stream<typename C::out_t> ys;
+    hwapprox::relu_attention<typename C::in_t, typename C::out_t, C>(xs, ys);
     harness::write_array(out, y, C::n_in);
 }
 

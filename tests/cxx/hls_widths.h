@@ -12,6 +12,7 @@
 
 #include <iostream>
 
+#include "hwapprox/attnact.h"
 #include "hwapprox/gelu.h"
 #include "hwapprox/layernorm.h"
 #include "hwapprox/softmax.h"
@@ -224,7 +225,7 @@ void print(const gelu_edgemoe_op&, std::ostream& out) {
 
 template <typename C>
 void print(const gelu_pwl_op&, std::ostream& out) {
-    typedef gelu_pwl_types<C> T;
+    typedef pwl_fn_types<C> T;
     W_(IN_W, typename C::in_t);
     W_(IN_W, typename T::x_t);
     W_(OUT_W, typename C::out_t);
@@ -238,11 +239,20 @@ void print(const gelu_pwl_op&, std::ostream& out) {
 
 template <typename C>
 void print(const gelu_lut_op&, std::ostream& out) {
-    typedef gelu_lut_types<C> T;
+    typedef lut_fn_types<C> T;
     W_(IN_W, typename C::in_t);
     W_(OUT_W, typename C::out_t);
     W_(CODE_W, typename T::code_t);
     W_(INDEX_BITS, typename T::index_t);
+}
+
+template <typename C>
+void print(const relu_attention_op&, std::ostream& out) {
+    typedef relu_attention_types<C> T;
+    W_(IN_W, typename C::in_t);
+    W_(OUT_W, typename C::out_t);
+    W_(MULT_W, typename T::mult_t);
+    W_(ACC_W, typename T::acc_t);
 }
 
 template <typename C>

@@ -16,8 +16,8 @@
 //
 // Widths: every intermediate is an ap_int/ap_uint of a width from the spec's
 // hw_params() (gelu_*_types<C>; derivations in each spec's hw_params
-// docstring); pwl and lut take the same numbers as the SV units hwa_gelu_pwl
-// and hwa_gelu_lut. Default specs: ibert requantising product 52 bits, pwl
+// docstring); pwl and lut take the same numbers as the SV units hwa_pwl
+// and hwa_lut. Default specs: ibert requantising product 52 bits, pwl
 // accumulator 35, edgemoe interpolation 29, shiftgelu divider 31/28 bits.
 //
 // Latency intent: io_parallel, fully unrolled over n_in, PIPELINE II=1; each
@@ -32,6 +32,7 @@
 #define HWAPPROX_GELU_H
 
 #include "common.h"
+#include "fntable.h"
 #include "hls_stream.h"
 #include "intmath.h"
 
@@ -156,61 +157,9 @@ struct gelu_edgemoe_op {
     }
 };
 
-template <typename C>
-struct gelu_pwl_types {
-    typedef ap_int<C::IN_W> x_t;      // input code (and breakpoints)
-    typedef ap_int<C::S_W> s_t;       // slope code
-    typedef ap_int<C::C_W> c_t;       // intercept code
-    typedef ap_int<C::PROD_W> prod_t; // x·s
-    typedef ap_int<C::ACC_W> acc_t;   // the exact sum, FA fraction bits
-};
-
-struct gelu_pwl_op {
-    // acc = (x·s_i << SH_XS) + (c_i << SH_C), exact (FA fraction bits, as the
-    // model and hwa_gelu_pwl), or x << SH_X above the last breakpoint, or 0
-    // below the first; then one cast to res_T. Segment select compares codes.
-    template <class res_T, typename C>
-    static res_T one(const ap_int<C::IN_W>& x) {
-        #pragma HLS INLINE
-        typedef gelu_pwl_types<C> T;
-        const int n = C::NSEG;
-        unsigned seg = 0;
-    compare:
-        for (int j = 1; j < n; j++) {
-            #pragma HLS UNROLL
-            if (x >= typename T::x_t(C::breakpoints(j))) seg++;
-        }
-        typename T::acc_t acc;
-        if (x < typename T::x_t(C::breakpoints(0))) {
-            acc = 0;
-        } else if (x >= typename T::x_t(C::breakpoints(n))) {
-            acc = HWAPPROX_SHL(typename T::acc_t, x, C::SH_X);
-        } else {
-            const typename T::prod_t p = x * typename T::s_t(C::slopes(seg));
-            acc = HWAPPROX_SHL(typename T::acc_t, p, C::SH_XS) +
-                  HWAPPROX_SHL(typename T::acc_t, typename T::c_t(C::intercepts(seg)), C::SH_C);
-        }
-        return cast_raw<C::FA, res_T>(acc);
-    }
-};
-
-template <typename C>
-struct gelu_lut_types {
-    typedef ap_uint<C::CODE_W> code_t;        // x - min_code: the sign bit inverted
-    typedef ap_uint<C::INDEX_BITS> index_t;   // its top INDEX_BITS bits
-};
-
-struct gelu_lut_op {
-    template <class res_T, typename C>
-    static res_T one(const ap_int<C::IN_W>& x) {
-        #pragma HLS INLINE
-        typedef gelu_lut_types<C> T;
-        typename T::code_t code = x;
-        code[C::CODE_W - 1] = !code[C::CODE_W - 1];
-        const typename T::index_t idx = code >> C::INDEX_SHIFT;
-        return from_raw<res_T>(C::lut(unsigned(idx)));
-    }
-};
+// pwl and lut are the shared table datapaths of fntable.h (also sigmoid attention)
+typedef pwl_fn_op gelu_pwl_op;
+typedef lut_fn_op gelu_lut_op;
 
 // Elementwise GELU over n_in values with the unit named by CONFIG_T::op.
 template <class data_T, class res_T, typename CONFIG_T>

@@ -1,4 +1,4 @@
-// hwa_gelu_lut -- GELU by a direct table (one entry per input code or per bin).
+// hwa_lut -- GELU by a direct table (one entry per input code or per bin).
 //
 // Computes (hwapprox.approx.gelu.LutGelu): y = T[(x - x_min) >> (IN_W - INDEX_BITS)],
 // where T is the spec's table (loaded with $readmemh from LUT_FILE,
@@ -7,7 +7,7 @@
 // Stream: s_axis -> m_axis, one element per cycle, tlast passed through.
 // Latency: 2 cycles (registered ROM read, output register). No buffering
 // beyond the pipeline; backpressure stalls the whole pipeline.
-module hwa_gelu_lut #(
+module hwa_lut #(
     parameter int IN_W = 10,
     parameter bit IN_SIGNED = 1'b1,
     parameter int OUT_W = 10,
@@ -28,7 +28,7 @@ module hwa_gelu_lut #(
 
   if (IN_W < 1 || IN_W > 24 || OUT_W < 1 || OUT_W > 62 || INDEX_BITS < 1
       || INDEX_BITS > IN_W || INDEX_BITS > 16) begin : g_bad
-    $error("hwa_gelu_lut: invalid IN_W=%0d (1..24) OUT_W=%0d (1..62) INDEX_BITS=%0d",
+    $error("hwa_lut: invalid IN_W=%0d (1..24) OUT_W=%0d (1..62) INDEX_BITS=%0d",
                    IN_W, OUT_W, INDEX_BITS);
   end
 

@@ -1,10 +1,11 @@
-// hwa_gelu_pwl -- piecewise-linear GELU (hwapprox.approx.gelu.PwlGelu).
+// hwa_pwl -- piecewise-linear GELU (hwapprox.approx.gelu.PwlGelu).
 //
 // Computes, for a raw input code x (in_fmt, F_in fraction bits), with the
 // spec's tables B (NSEG+1 breakpoints, in_fmt codes), S (NSEG slopes,
 // slope_fmt) and C (NSEG intercepts, intercept_fmt), loaded by $readmemh:
 //   x <  B_0 : acc = 0
-//   x >= B_N : acc = x << SH_X
+//   x >= B_N : acc = x << SH_X          (TOP_ONE = 0: GELU(x) ~ x)
+//              acc = 1 << FA            (TOP_ONE = 1: sigmoid ~ 1)
 //   else     : i = #{j in 1..NSEG-1 : x >= B_j};
 //              acc = (x*S_i << SH_XS) + (C_i << SH_C)      (exact, FA fraction bits)
 //   y = cast to out_fmt: round_shift(acc, OUT_SHIFT, OUT_RND) then the
@@ -12,7 +13,7 @@
 // Stream: one element per cycle, tlast passed through, stall-all pipeline.
 // Latency: 4 cycles (compare, coefficient ROM, multiply, round/saturate).
 // Parameter defaults: the default PwlGelu spec's hw_params() (tests/test_rtl_lint.py).
-module hwa_gelu_pwl #(
+module hwa_pwl #(
     parameter int IN_W = 16,
     parameter int OUT_W = 16,
     parameter bit OUT_SIGNED = 1'b1,
@@ -24,6 +25,8 @@ module hwa_gelu_pwl #(
     parameter int SH_XS = 0,
     parameter int SH_C = 11,
     parameter int SH_X = 16,
+    parameter int FA = 27,
+    parameter bit TOP_ONE = 1'b0,
     parameter int OUT_SHIFT = 16,
     parameter int ACC_W = 35,
     parameter string BP_FILE = "",
@@ -47,7 +50,7 @@ module hwa_gelu_pwl #(
   if (IN_W < 2 || IN_W > 40 || OUT_W < 1 || OUT_W > 62 || NSEG < 1 || NSEG > 256
       || SH_XS < 0 || SH_C < 0 || SH_X < 0 || ACC_W > 120 || OUT_SHIFT < -60
       || OUT_SHIFT > 100) begin : g_bad
-    $error("hwa_gelu_pwl: invalid IN_W=%0d OUT_W=%0d NSEG=%0d (1..256) SH_XS=%0d SH_C=%0d SH_X=%0d OUT_SHIFT=%0d ACC_W=%0d",
+    $error("hwa_pwl: invalid IN_W=%0d OUT_W=%0d NSEG=%0d (1..256) SH_XS=%0d SH_C=%0d SH_X=%0d OUT_SHIFT=%0d ACC_W=%0d",
            IN_W, OUT_W, NSEG, SH_XS, SH_C, SH_X, OUT_SHIFT, ACC_W);
   end
 
@@ -129,7 +132,7 @@ module hwa_gelu_pwl #(
   logic signed [ACC_W-1:0] p3_acc, acc_c;
   always_comb begin
     if (p2_lo) acc_c = '0;
-    else if (p2_hi) acc_c = ACC_W'(p2_x) <<< SH_X;
+    else if (p2_hi) acc_c = TOP_ONE ? (ACC_W'(1) <<< FA) : (ACC_W'(p2_x) <<< SH_X);
     else acc_c = ((ACC_W'(p2_x) * ACC_W'($signed(slope_q))) <<< SH_XS)
         + (ACC_W'($signed(icpt_q)) <<< SH_C);
   end
