@@ -9,7 +9,9 @@ out, or a zero logit concatenated), clipped softmax, sigmoid attention and ReLU 
   softmax) reproduces onnxruntime to float32 rounding, a plain softmax in its place
   does not; the default approximation (online softmax with ``off_by_one`` / ``clip_*``
   from the model) stays within the stated tolerance, and the same spec without the
-  options is far off; sigmoid / ReLU attention are reported found-but-not-emulated;
+  options is far off; sigmoid / ReLU attention are emulated by their operators with
+  the model's bias / n (a run-time n read per call), and a spec with another
+  constant is far off;
 * near misses (other clip bounds, an ``Add`` of a non-constant, a zero logit that is
   not zero, a slice that keeps it, a sigmoid that gates no ``P·V``, a ReLU divided
   by data) are not taken for these patterns.
@@ -34,7 +36,6 @@ from hwapprox.export.errors import ExportError
 from hwapprox.export.graph import load_model
 from hwapprox.export.patterns import find_all
 from hwapprox.export.refspec import FloatRefSoftmax
-from hwapprox.export.report import format_report
 from hwapprox.export.tuning import SearchSpace, candidate_specs
 from hwapprox.export.validate import import_model, validate
 
@@ -42,7 +43,7 @@ CORPUS = Path(__file__).parent / "corpus"
 MANIFEST = json.loads((CORPUS / "manifest.json").read_text())
 NORM = [e for e in MANIFEST["models"] if "expected_kinds" in e]
 EMULATED = [e for e in NORM if e["expected_sites"].get("softmax")]
-UNSUPPORTED = [e for e in NORM if not e["expected_sites"].get("softmax")]
+ELEMENTWISE = [e for e in NORM if not e["expected_sites"].get("softmax")]
 EPS32 = float(np.finfo(np.float32).eps)
 #: per-site limit of the default 16-bit approximation (out LSB 2^-16): the input
 #: quantisation to ap_fixed<16,7> (2^-9) dominates, as for the plain softmax sites
@@ -95,7 +96,11 @@ def test_sites_found_with_kind_and_constants(entry: dict[str, Any]) -> None:
         assert all(s.operator is Operator.SOFTMAX for s in norm_sites)
         assert not imp.unsupported
     else:
-        assert all(s.operator is None for s in norm_sites)
+        op = {"sigmoid": Operator.SIGMOID_ATTENTION}.get(
+            entry["normaliser"], Operator.RELU_ATTENTION
+        )
+        assert all(s.operator is op for s in norm_sites)
+        assert not imp.unsupported
 
 
 @pytest.mark.parametrize(
@@ -105,7 +110,8 @@ def test_relu_run_time_n_is_the_key_length(entry: dict[str, Any]) -> None:
     """``relu(x) / x.size(-1)``: n is a tensor computed from shapes; at run time it
     equals the length of the softmax axis (12 here, 9 on a shorter batch)."""
     imp = _imported(entry)
-    names = [s.params["n_tensor"] for s in imp.unsupported]
+    names = [s.params["n_tensor"] for s in imp.sites if s.params.get("n_tensor")]
+    assert len(names) == 2
     feeds = _inputs(entry)
     for seq in (12, 9):
         f = {k: np.ascontiguousarray(v[:, :seq]) for k, v in feeds.items()}
@@ -162,21 +168,57 @@ def test_validate_approximates_with_the_model_constants(entry: dict[str, Any]) -
         assert (got[np.broadcast_to(mask, got.shape)] == 0).all()
 
 
-@pytest.mark.parametrize("entry", UNSUPPORTED, ids=[e["file"] for e in UNSUPPORTED])
-def test_sigmoid_and_relu_are_reported_found_but_not_emulated(entry: dict[str, Any]) -> None:
+@pytest.mark.parametrize("entry", ELEMENTWISE, ids=[e["file"] for e in ELEMENTWISE])
+def test_sigmoid_and_relu_attention_emulated_with_the_model_constants(
+    entry: dict[str, Any],
+) -> None:
     imp = _imported(entry)
     res = validate(imp, inputs=_inputs(entry))
-    assert len(res.warnings) == len(imp.unsupported) == 2
-    for s, w in zip(imp.unsupported, res.warnings, strict=True):
-        assert w.startswith(f"site {s.name}: ")
-        assert f"this build has no {s.kind} operator; it runs float" in w
-    # they run float: the end-to-end error is only the other sites' (GELU, LayerNorm)
+    assert res.warnings == []  # masked scores neither saturate nor count as errors
     assert res.end_to_end["cosine_min"] >= COSINE
-    d = res.as_dict()
-    assert [x["kind"] for x in d["found_not_emulated"]] == [s.kind for s in imp.unsupported]
-    text = format_report(res)
-    assert "Found, not emulated" in text
-    assert imp.unsupported[0].name in text
+    sites = [s for s in imp.sites if s.kind.endswith("_attention")]
+    assert len(sites) == 2
+    for s in sites:
+        spec = res.specs[s.name]
+        assert spec is not None
+        assert spec.method == ("pwl" if s.kind == "sigmoid_attention" else "wortsman")
+        err = res.site_errors[s.name]
+        assert err["max_abs"] <= SITE_MAX_ABS
+        x, y = res.trace.site_inputs[s.name], res.trace.site_outputs[s.name]
+        mask = res.trace.masks[s.name]
+        live = ~np.broadcast_to(mask, y.shape)
+        n_run = res.trace.site_n.get(s.name)
+        if s.kind == "sigmoid_attention":
+            assert spec.bias == pytest.approx(entry["expected_params"]["bias"], rel=1e-6)
+            other = spec.replace(bias=0.0)  # the paper's b = -log n left out
+        else:
+            assert (n_run is None) == (
+                "n" in entry["expected_params"] and entry["expected_params"]["n"] is not None
+            )
+            other = spec.replace(seq_len=2 * (spec.seq_len if n_run is None else int(n_run)))
+        off = np.abs(apply_spec(s, other, x, mask, n_run if other is spec else None) - y)
+        assert float(off[live].max()) > 20 * err["max_abs"]
+        # masked scores give exactly zero
+        got = apply_spec(s, spec, x, mask, n_run)
+        assert (got[~live] == 0).all()
+
+
+@pytest.mark.parametrize(
+    "entry", [e for e in NORM if e["normaliser"] == "relu"], ids=lambda e: e["file"]
+)
+def test_relu_run_time_n_follows_the_batch(entry: dict[str, Any]) -> None:
+    """A shorter batch (9 keys instead of 12): the emulation divides by the new n, as
+    the model does (a fixed seq_len would be 33 % off)."""
+    imp = _imported(entry)
+    feeds = {k: np.ascontiguousarray(v[:, :9]) for k, v in _inputs(entry).items()}
+    ref = make_session(imp.model).run(None, feeds)[0]
+    specs = {
+        s.name: make_spec("relu_attention", "wortsman", in_fmt="ap_fixed<24,8>",
+                          out_fmt="ap_ufixed<24,4,AP_RND,AP_SAT>")
+        for s in imp.sites if s.kind == "relu_attention"
+    }  # fmt: skip
+    got = next(iter(Emulator(imp.model, imp.sites).run(feeds, specs).values()))
+    assert float(np.abs(got - ref).max()) <= 1e-3 * max(1.0, float(np.abs(ref).max()))
 
 
 def test_a_method_without_the_option_is_refused() -> None:
@@ -430,14 +472,20 @@ def _sigmoid(bias_input: str = "b", gate: bool = False) -> onnx.ModelProto:
 
 
 def test_sigmoid_attention_and_near_misses() -> None:
-    (site,) = find_all(load_model(_sigmoid())).unsupported
-    assert (site.kind, site.operator, site.input) == ("sigmoid_attention", None, "s")
+    scan = find_all(load_model(_sigmoid()))
+    assert scan.unsupported == []
+    (site,) = scan.sites
+    assert (site.kind, site.operator, site.input) == (
+        "sigmoid_attention",
+        Operator.SIGMOID_ATTENTION,
+        "s",
+    )
     assert site.nodes == ("bias", "sigmoid")
     assert site.params["bias"] == pytest.approx(-np.log(S), rel=1e-6)
     assert site.params["n"] == pytest.approx(S, rel=1e-6)
     assert site.mask is not None
     # Add of a non-constant (the mask a second time): no bias; the Add output is the input
-    (site2,) = find_all(load_model(_sigmoid(bias_input="mask"))).unsupported
+    (site2,) = find_all(load_model(_sigmoid(bias_input="mask"))).sites
     assert site2.params["bias"] == 0.0
     assert site2.input == "sb"
     # a gate (Sigmoid times the data, no P·V MatMul on the sigmoid): not attention
@@ -457,15 +505,17 @@ def _relu(op: str, other: list[onnx.NodeProto], name: str) -> onnx.ModelProto:
 
 
 def test_relu_attention_forms_and_near_misses() -> None:
-    (s1,) = find_all(load_model(_relu("Div", [], "n"))).unsupported
+    (s1,) = find_all(load_model(_relu("Div", [], "n"))).sites
     assert (s1.kind, s1.pattern, s1.params["n"]) == ("relu_attention", "div", S)
-    (s2,) = find_all(load_model(_relu("Mul", [], "inv"))).unsupported
+    assert s1.operator is Operator.RELU_ATTENTION
+    assert s1.fields_for_spec() == {"seq_len": S}
+    (s2,) = find_all(load_model(_relu("Mul", [], "inv"))).sites
     assert s2.params["n"] == pytest.approx(S, rel=1e-6)
     shape_n = [
         helper.make_node("Shape", ["s"], ["sh"], name="shape", start=-1),
         helper.make_node("Cast", ["sh"], ["len"], name="cast", to=TensorProto.FLOAT),
     ]
-    (s3,) = find_all(load_model(_relu("Div", shape_n, "len"))).unsupported
+    (s3,) = find_all(load_model(_relu("Div", shape_n, "len"))).sites
     assert s3.params == {"n": None, "n_tensor": "len", "n_form": "div"}
     data_n = [helper.make_node("ReduceMax", ["s"], ["len"], name="rmax", keepdims=1)]
     kinds, _ = _kinds(_relu("Div", data_n, "len"))  # divided by data: not a length

@@ -360,7 +360,12 @@ class Trace:
     #: softmax sites: (row max, row logsumexp) of the unmasked elements of each row with
     #: one (:func:`row_extents`), for the unified-max calibration (:func:`unified_max_phi`)
     row_extents: dict[str, np.ndarray] = field(default_factory=dict)
+    #: ReLU attention sites divided by a run-time n (``params["n_tensor"]``): its value
+    site_n: dict[str, float] = field(default_factory=dict)
 
+
+#: elementwise attention normalisers (a mask saturates their input; no row reduction)
+_ELEMENTWISE_ATTN = (Operator.SIGMOID_ATTENTION, Operator.RELU_ATTENTION)
 
 #: rows kept per site for the unified-max calibration (a seeded subsample beyond it)
 EXTENT_ROWS = 20_000
@@ -449,7 +454,10 @@ def calibrate(
         for t in s.mask.tensors()
         if g.const(t) is None and t not in feeds
     ]
-    tensors = list(dict.fromkeys([t for s in sites for t in (s.input, s.output)] + mask_tensors))
+    n_tensors = [s.params["n_tensor"] for s in sites if s.params.get("n_tensor")]
+    tensors = list(
+        dict.fromkeys([t for s in sites for t in (s.input, s.output)] + mask_tensors + n_tensors)
+    )
     sess = trace_model(model, tensors, threads=threads)
     names = [o.name for o in sess.get_outputs()]
     try:
@@ -477,6 +485,8 @@ def calibrate(
                 mrows, ax = rows_view(s, mask)
                 full = mrows.all(axis=ax)
                 extra = {"masked_rows": int(np.count_nonzero(full)), "rows": int(full.size)}
+        elif mask is not None and s.operator in _ELEMENTWISE_ATTN:
+            masks[s.name] = mask  # masked scores are left out of the errors and saturation
         stats[s.name] = SiteStats.of(s.name, x, mask, **extra)
         if s.operator is Operator.SOFTMAX:
             extents[s.name] = row_extents(s, x, mask)
@@ -492,4 +502,9 @@ def calibrate(
         mask_roles=mask_roles,
         feeds=dict(feeds),
         row_extents=extents,
+        site_n={
+            s.name: float(np.asarray(values[s.params["n_tensor"]]).reshape(-1)[0])
+            for s in sites
+            if s.params.get("n_tensor")
+        },
     )

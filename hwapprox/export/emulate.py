@@ -105,14 +105,21 @@ def site_mask_bits(
 
 
 def apply_spec(
-    site: Site, spec: ApproxSpec, x: np.ndarray, mask: np.ndarray | None = None
+    site: Site,
+    spec: ApproxSpec,
+    x: np.ndarray,
+    mask: np.ndarray | None = None,
+    n_value: Any = None,
 ) -> np.ndarray:
     """The approximation of ``site`` on float input ``x`` (float64 out, same shape).
 
     ``in_fmt.quantize -> spec.model -> out_fmt.to_float``; LayerNorm gamma/beta
     are quantised to ``spec.gamma_fmt``/``spec.beta_fmt``. ``mask`` (softmax
     sites; True = masked, broadcast to ``x``) gives masked elements exactly zero
-    probability, as the hardware's mask bits do.
+    probability, as the hardware's mask bits do; a masked score of a sigmoid or
+    ReLU attention site enters as the in_fmt minimum (what the -inf/float32-min
+    mask saturates to). ``n_value``: a ReLU attention site's run-time n (the
+    spec's ``seq_len`` is set to it for this call).
     """
     if spec.operator is not site.operator:
         raise ExportError(
@@ -123,9 +130,17 @@ def apply_spec(
     if mask is not None and site.operator is Operator.SOFTMAX:
         mask = np.broadcast_to(mask, xa.shape)
         xa = np.where(mask, 0.0, xa)  # masked scores (-inf, float32 min) never reach a format
+    elif mask is not None and site.operator in _ELEMENTWISE_ATTN:
+        xa = np.where(np.broadcast_to(mask, xa.shape), float(spec.in_fmt.min), xa)
+    if n_value is not None and site.operator is Operator.RELU_ATTENTION:
+        n = float(np.asarray(n_value).reshape(-1)[0])
+        if n != round(n) or n < 1:
+            raise ExportError(f"site {site.name}: run-time n = {n:g} is not a sequence length")
+        if int(n) != getattr(spec, "seq_len", None):
+            spec = spec.replace(seq_len=int(n))
     xv, axis = rows_view(site, xa)
     raw = spec.quantize_input(xv)
-    if site.operator is Operator.GELU:
+    if site.operator is Operator.GELU or site.operator in _ELEMENTWISE_ATTN:
         out = spec.model(raw)
     elif site.operator is Operator.SOFTMAX:
         if mask is None:
@@ -140,6 +155,8 @@ def apply_spec(
         out = spec.model(raw, axis=-1, gamma=gamma, beta=beta)
     return spec.output_to_float(out).reshape(np.shape(x))
 
+
+_ELEMENTWISE_ATTN = (Operator.SIGMOID_ATTENTION, Operator.RELU_ATTENTION)
 
 _NP_OF = {
     TensorProto.FLOAT: np.float32,
@@ -164,8 +181,12 @@ def _node_inputs(node: NodeProto) -> list[str]:
 
 
 def _site_inputs(site: Site) -> list[str]:
-    """The tensors a site reads: its input, and V for a fused attention site."""
-    return [site.input] if site.fused_v is None else [site.input, site.fused_v]
+    """The tensors a site reads: its input, V for a fused attention site, and the
+    run-time length n of a ReLU attention site divided by a shape-computed n."""
+    ins = [site.input] if site.fused_v is None else [site.input, site.fused_v]
+    if site.params.get("n_tensor"):
+        ins.append(site.params["n_tensor"])
+    return ins
 
 
 @dataclass
@@ -400,7 +421,8 @@ class Emulator:
 
                     y = apply_fused(site, spec, x, values[site.fused_v], mask)  # type: ignore[arg-type]
                 else:
-                    y = apply_spec(site, spec, x, mask)
+                    n_t = site.params.get("n_tensor")
+                    y = apply_spec(site, spec, x, mask, values[n_t] if n_t else None)
                 y = y.astype(dtype)
                 self.approx_seconds += time.perf_counter() - t0
             values[site.output] = y

@@ -47,8 +47,12 @@ Attention normalisers other than softmax (site ``kind``, constants in ``params``
   or a scalar computed from tensor shapes only (``torch ... / scores.size(-1)``;
   params ``n_tensor`` and ``n_form`` ``"div"``/``"mul"``: read at run time).
 
-Sigmoid and ReLU attention have no operator in this build: :func:`find_all`
-returns them as *unsupported* sites (``operator`` None), which run float.
+Sigmoid and ReLU attention are sites of the operators ``sigmoid_attention``
+(spec field ``bias`` = the model's b) and ``relu_attention`` (``seq_len`` = the
+model's constant n; a run-time n is read per call by the emulator, which sets
+``seq_len`` to it). A constant n that is not an integer leaves the site float
+(reason in ``skipped``). :func:`find_all`'s ``unsupported`` list (a recognised
+function with no operator in this build) is empty in this build.
 
 Constants must match to relative tolerance :data:`CONST_RTOL` (float32 exports).
 Every intermediate tensor of a pattern must be used only inside it.
@@ -74,7 +78,12 @@ CONST_RTOL = 1e-4
 #: Clipped-softmax constants the online softmax takes: γ in [-8, 0], ζ in [1, 8].
 CLIP_LIMITS = {"clip_gamma": (-8.0, 0.0), "clip_zeta": (1.0, 8.0)}
 #: Site kinds beyond the operator names, and what an approximating spec must set.
-KIND_FIELDS = {"softmax1": ("off_by_one",), "clipped_softmax": ("clip_gamma", "clip_zeta")}
+KIND_FIELDS = {
+    "softmax1": ("off_by_one",),
+    "clipped_softmax": ("clip_gamma", "clip_zeta"),
+    "sigmoid_attention": ("bias",),
+    "relu_attention": ("seq_len",),
+}
 #: Ops through which a tensor may be computed from shapes only (a run-time length n).
 _SHAPE_ONLY_OPS = frozenset(
     {"Shape", "Size", "Gather", "Slice", "Squeeze", "Unsqueeze", "Cast", "Concat", "Reshape"}
@@ -130,7 +139,7 @@ class Site:
         if self.operator is Operator.GELU:
             return {"form": "tanh" if self.approximate == "tanh" else "erf"}
         if self.kind in KIND_FIELDS:
-            return {k: self.params[k] for k in KIND_FIELDS[self.kind]}
+            return {k: self.params[k] for k in KIND_FIELDS[self.kind] if k in self.params}
         return {"eps": self.epsilon} if self.epsilon is not None else {}
 
     def spec_mismatch(self, spec: Any) -> str | None:
@@ -146,7 +155,10 @@ class Site:
                     f"use method online or keep the site float"
                 )
             got = getattr(spec, k)
-            ok = got == v if isinstance(v, bool) else math.isclose(got, v, abs_tol=1e-6)
+            if isinstance(v, bool | int):
+                ok = got == v
+            else:
+                ok = got is not None and math.isclose(got, v, abs_tol=1e-6)
             if not ok:
                 return (
                     f"site {self.name} is a {self.kind} with {k}={v!r} but the spec sets "
@@ -867,8 +879,8 @@ class _Finder:
                         covered.insert(0, a)
                         break
             self._norm_site(
-                sg.name, None, x, sg.output[0], covered, "sigmoid", "sigmoid_attention",
-                -1, {"bias": bias, "n": math.exp(-bias)},
+                sg.name, Operator.SIGMOID_ATTENTION, x, sg.output[0], covered, "sigmoid",
+                "sigmoid_attention", -1, {"bias": bias, "n": math.exp(-bias)},
             )  # fmt: skip
 
     def relu_attention(self) -> None:
@@ -893,14 +905,23 @@ class _Finder:
             if c is not None:
                 if c <= 0:
                     continue
-                params: dict[str, Any] = {"n": c if form == "div" else 1.0 / c}
+                n = c if form == "div" else 1.0 / c
+                params: dict[str, Any] = {"n": n}
+                if abs(n - round(n)) > CONST_RTOL * n or round(n) < 1:
+                    self.skipped[r.name] = (
+                        f"relu_attention: n = {n:.6g} is not a whole sequence length "
+                        "(the unit divides by an integer n)"
+                    )
+                    continue
+                params["seq_len"] = round(n)
             elif self._shape_scalar(other):
                 params = {"n": None, "n_tensor": other, "n_form": form}
             else:
                 continue
             x = r.input[0]
             self._norm_site(
-                r.name, None, x, d.output[0], [r, d], form, "relu_attention", -1, params,
+                r.name, Operator.RELU_ATTENTION, x, d.output[0], [r, d], form,
+                "relu_attention", -1, params,
             )  # fmt: skip
 
 

@@ -242,7 +242,13 @@ def prepare_outdir(path: str | Path, force: bool = False) -> Path:
 
 
 #: Bar colour per operator in ``validate.png`` (others take the next free colour).
-_OP_COLOURS = {"softmax": "#1f77b4", "gelu": "#ff7f0e", "layernorm": "#2ca02c"}
+_OP_COLOURS = {
+    "softmax": "#1f77b4",
+    "gelu": "#ff7f0e",
+    "layernorm": "#2ca02c",
+    "sigmoid_attention": "#9467bd",
+    "relu_attention": "#8c564b",
+}
 
 
 def _op_name(site: Any) -> str:

@@ -273,10 +273,12 @@ def screen(
     mask: np.ndarray | None = None,
     *,
     limit: int = 512,
+    n_value: float | None = None,
 ) -> list[tuple[ApproxSpec, float]]:
     """``(spec, rms error)`` on a sample of the site's float input (masked elements
-    left out), Pareto-pruned on (cost score, rms error), sorted by cost."""
-    if site.operator is Operator.GELU:
+    left out), Pareto-pruned on (cost score, rms error), sorted by cost
+    (``n_value``: a ReLU attention site's run-time n)."""
+    if site.operator in (Operator.GELU, Operator.SIGMOID_ATTENTION, Operator.RELU_ATTENTION):
         limit *= 128
     xs, ys, ms = _sample(site, x, y, mask, limit)
     flat_site = dataclasses.replace(site, axis=-1, trailing=False) if xs.ndim == 2 else site
@@ -284,7 +286,7 @@ def screen(
     ref = np.asarray(ys, dtype=np.float64)
     for spec in specs:
         try:
-            got = apply_spec(flat_site, spec, xs, ms)
+            got = apply_spec(flat_site, spec, xs, ms, n_value)
         except (SpecError, ExportError):
             continue
         d = got - ref

@@ -85,6 +85,8 @@ DEFAULT_METHODS: dict[Operator, str] = {
     Operator.SOFTMAX: "online",
     Operator.GELU: "edgemoe",
     Operator.LAYERNORM: "rsqrt_lut",
+    Operator.SIGMOID_ATTENTION: "pwl",
+    Operator.RELU_ATTENTION: "wortsman",
 }
 
 
@@ -235,8 +237,10 @@ def site_metrics(
     x: np.ndarray,
     y_float: np.ndarray,
     mask: np.ndarray | None = None,
+    n_value: float | None = None,
 ) -> dict:
-    """Per-site error of ``spec`` on the float input against the float output.
+    """Per-site error of ``spec`` on the float input against the float output
+    (``n_value``: a ReLU attention site's run-time n, :func:`apply_spec`).
 
     ``rel_rms`` = rms(error) / rms(float output); softmax sites also get
     ``row_sum_err`` = max over rows of |Σ approx - Σ float| (the probability
@@ -245,7 +249,7 @@ def site_metrics(
     model's output at masked elements is ~0 (not exactly) and the approximation's
     exactly 0.
     """
-    y = apply_spec(site, spec, x, mask)
+    y = apply_spec(site, spec, x, mask, n_value)
     yf = np.asarray(y_float, dtype=np.float64)
     if mask is not None:
         m = np.broadcast_to(mask, yf.shape)
@@ -705,7 +709,7 @@ def validate(
             raise ExportError(why)
         x, y = trace.site_inputs[s.name], trace.site_outputs[s.name]
         mask = trace.masks.get(s.name)
-        site_errors[s.name] = site_metrics(s, spec, x, y, mask)
+        site_errors[s.name] = site_metrics(s, spec, x, y, mask, trace.site_n.get(s.name))
         site_errors[s.name].update(variant_stats(s, spec, x, mask))
         sat[s.name] = saturation(spec, x, y, mask)
         c = sat[s.name]
@@ -893,7 +897,12 @@ def _tune(
             space,
         )
         front = screen(
-            s, cands, trace.site_inputs[s.name], trace.site_outputs[s.name], trace.masks.get(s.name)
+            s,
+            cands,
+            trace.site_inputs[s.name],
+            trace.site_outputs[s.name],
+            trace.masks.get(s.name),
+            n_value=trace.site_n.get(s.name),
         )
         state = emu.prefix(feeds, chosen, emu.site_level[s.name])
         target = share(budget, i, len(todo))
