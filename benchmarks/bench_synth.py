@@ -175,6 +175,35 @@ def grid() -> list[tuple[str, str, dict[str, Any]]]:
                         },
                     )
                 )
+    for w in (8, 10, 12):  # sigmoid attention: the GELU datapaths with sigma(x + b) tables
+        fmts = {"in_fmt": f"ap_fixed<{w},5>", "out_fmt": f"ap_ufixed<{w},0,AP_RND,AP_SAT>"}
+        g.append(("sigmoid_attention", "lut", fmts))
+    for w in (8, 12, 16):
+        for seg in (8, 16, 32):
+            g.append(
+                (
+                    "sigmoid_attention",
+                    "pwl",
+                    {
+                        "in_fmt": f"ap_fixed<{w},6>",
+                        "out_fmt": f"ap_ufixed<{w},0,AP_RND,AP_SAT>",
+                        "segments": seg,
+                    },
+                )
+            )
+    for w in (8, 12, 16, 20):  # ReLU attention: a shift (n = 128) or a multiply (n = 100)
+        for n in (128, 100):
+            g.append(
+                (
+                    "relu_attention",
+                    "wortsman",
+                    {
+                        "in_fmt": f"ap_fixed<{w},6>",
+                        "out_fmt": f"ap_ufixed<{w},1,AP_RND,AP_SAT>",
+                        "seq_len": n,
+                    },
+                )
+            )
     return g
 
 

@@ -784,7 +784,8 @@ STYLES = [
 
 def _norm_style(norm: str, kinds: dict[str, int], params: dict[str, Any], notes: str) -> Style:
     softmax_op = {"softmax1", "clipped_softmax"}.intersection(kinds)  # the softmax operator
-    sites = SITES_5LN if softmax_op else {"gelu": 2, "layernorm": 5}
+    # sigmoid / ReLU attention: their own operators (site kind = operator name)
+    sites = SITES_5LN if softmax_op else {"gelu": 2, "layernorm": 5, **kinds}
     return Style(
         f"bert_{norm}",
         lambda: Bert(norm=norm),

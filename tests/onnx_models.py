@@ -19,6 +19,8 @@ from hwapprox.export.refspec import (
     FloatRefGelu,
     FloatRefLayerNorm,
     FloatRefNormaliser,
+    FloatRefReluAttention,
+    FloatRefSigmoidAttention,
     FloatRefSoftmax,
 )
 
@@ -32,6 +34,10 @@ def float_ref_spec(site: Site, in_fmt: str | None = None) -> ApproxSpec:
         return FloatRefSoftmax(**kw)
     if site.operator is Operator.GELU:
         return FloatRefGelu(form="tanh" if site.approximate == "tanh" else "erf", **kw)
+    if site.operator is Operator.SIGMOID_ATTENTION:
+        return FloatRefSigmoidAttention(bias=site.params["bias"], **kw)
+    if site.operator is Operator.RELU_ATTENTION:  # a run-time n: the emulator sets seq_len
+        return FloatRefReluAttention(seq_len=site.params.get("seq_len", 1), **kw)
     return FloatRefLayerNorm(eps=site.epsilon, **kw)
 
 

@@ -174,7 +174,7 @@ def test_unsupported_op_names_op_node_and_what_is_supported(tmp_path):
         cli, ["hls", "project", str(model), "-c", str(cfg), "-o", str(tmp_path / "p")]
     )
     assert res.exit_code == 1
-    assert "unsupported ONNX op(s) TopK (node 'pick_top2')" in res.output
+    assert "unsupported ONNX op(s) TopK x1 (1 node(s); first 'pick_top2')" in res.output
     assert "Supported: whole encoder blocks" in res.output
     assert "softmax/online" in res.output
     assert "Traceback" not in res.output

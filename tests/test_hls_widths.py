@@ -2,9 +2,9 @@
 
 The per-unit, per-format-set width identities (HLS type widths =
 ``hw_params()`` = SV parameters) run in ``test_hls_softmax/gelu/layernorm.py``
-on the binaries of their bit-exactness tests. Here: every HLS unit is covered
-by at least two format sets there (including every RTL test's parameter set),
-the rounding/overflow codes are ``hwa_pkg.sv``'s, the only SV parameters
+and ``test_hls_attnact.py`` on the binaries of their bit-exactness tests. Here:
+every HLS unit is covered by at least two format sets there (including every RTL
+test's parameter set), the rounding/overflow codes are ``hwa_pkg.sv``'s, the only SV parameters
 outside ``hw_params()`` are the row buffer's, and no unit header names a fixed
 64-bit (or wider) type.
 """
@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 import pytest
+import test_hls_attnact
 import test_hls_gelu
 import test_hls_layernorm
 import test_hls_softmax
@@ -36,6 +37,7 @@ def _hls_cases() -> list[tuple[str, str, dict]]:
         [("softmax", m, f) for m, f, _ in test_hls_softmax.CASES]
         + [("gelu", m, f) for m, f in test_hls_gelu.CASES]
         + [("layernorm", m, f) for m, f, _ in test_hls_layernorm.CASES]
+        + list(test_hls_attnact.CASES)
     )
 
 

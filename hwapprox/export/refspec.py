@@ -29,6 +29,8 @@ __all__ = [
     "FloatRefGelu",
     "FloatRefLayerNorm",
     "FloatRefNormaliser",
+    "FloatRefReluAttention",
+    "FloatRefSigmoidAttention",
     "FloatRefSoftmax",
     "erf",
     "gelu_erf",
@@ -218,3 +220,33 @@ class FloatRefLayerNorm(FloatRefSoftmax):
         **kw: Any,
     ) -> npt.NDArray[np.float64]:
         return layernorm_ref(x, axis, gamma, beta, self.eps)
+
+
+@dataclass(frozen=True)
+class FloatRefSigmoidAttention(FloatRefSoftmax):
+    """Sigmoid attention ``σ(x + bias)`` in float64 between quantised input and output
+    (the bias exact)."""
+
+    operator: ClassVar[Operator] = Operator.SIGMOID_ATTENTION
+    bias: float = 0.0
+
+    def model(self, raw: npt.ArrayLike, **kw: Any) -> npt.NDArray[np.int64]:
+        x = self.check_input(raw)
+        return self.out_fmt.quantize(self.reference(self.in_fmt.to_float(x)))
+
+    def reference(self, x: npt.ArrayLike, **kw: Any) -> npt.NDArray[np.float64]:
+        z = np.asarray(x, dtype=np.float64) + float(self.bias)
+        e = np.exp(-np.abs(z))
+        return np.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+@dataclass(frozen=True)
+class FloatRefReluAttention(FloatRefSigmoidAttention):
+    """ReLU attention ``max(x, 0) / seq_len`` in float64 between quantised input and
+    output."""
+
+    operator: ClassVar[Operator] = Operator.RELU_ATTENTION
+    seq_len: int = 1
+
+    def reference(self, x: npt.ArrayLike, **kw: Any) -> npt.NDArray[np.float64]:
+        return np.maximum(np.asarray(x, dtype=np.float64), 0.0) / float(self.seq_len)

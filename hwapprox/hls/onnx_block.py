@@ -554,7 +554,7 @@ def _float_layernorm(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float) ->
 def float_block(bm: BlockMatch, x: np.ndarray, keep: np.ndarray | None = None) -> np.ndarray:
     """The matched block in float64 on ``x`` ``[B, S, D]`` (``keep`` ``[B, S]``: real
     tokens): what the matcher believes the graph computes (checked against it)."""
-    from hwapprox.export.refspec import gelu_erf, gelu_tanh, softmax_ref
+    from hwapprox.export.refspec import FloatRefNormaliser, gelu_erf, gelu_tanh
 
     w = bm.weights
     d = w["wo"].shape[1]
@@ -576,7 +576,9 @@ def float_block(bm: BlockMatch, x: np.ndarray, keep: np.ndarray | None = None) -
         mask |= ~keep.astype(bool)[:, None, None, :]
     if bm.causal:
         mask |= np.triu(np.ones((s_, s_), dtype=bool), 1)
-    p = softmax_ref(scores, axis=-1, mask=np.broadcast_to(mask, scores.shape))
+    # the site's normaliser: softmax, or Softmax_1 / clipped softmax with the model's constants
+    norm = FloatRefNormaliser(**bm.softmax.fields_for_spec())
+    p = norm.reference(scores, axis=-1, mask=np.broadcast_to(mask, scores.shape))
     ctx = (p @ v).transpose(0, 2, 1, 3).reshape(b_, s_, d)
     r1 = x + ctx @ w["wo"] + w["bo"]
     y1 = (

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +33,7 @@ import numpy.typing as npt
 import onnx
 from onnx import ModelProto, helper
 
-from hwapprox.approx.base import SpecError
+from hwapprox.approx.base import Operator, SpecError
 from hwapprox.approx.config import load_config
 from hwapprox.export.errors import ExportError
 from hwapprox.fixed import FixedFormat, Overflow, Rounding
@@ -479,13 +480,30 @@ def _prepare_sites(source: str | Path | ModelProto, cfg: Any) -> Prepared:
     if others:
         from hwapprox.hls.units import supported
 
-        found = ", ".join(f"{n.op_type} (node {n.name or '<unnamed>'!r})" for n in others)
+        counts = Counter(n.op_type for n in others)
+        first = ", ".join(repr(n.name or "<unnamed>") for n in others[:4])
+        found = (
+            ", ".join(f"{op} x{c}" for op, c in counts.most_common())
+            + f" ({len(others)} node(s); first {first}{', ...' if len(others) > 4 else ''})"
+        )
+        elementwise = [
+            s for s in sites if s.operator in (Operator.SIGMOID_ATTENTION, Operator.RELU_ATTENTION)
+        ]
+        why = (
+            f" Its attention normaliser is {elementwise[0].kind} (site {elementwise[0].name}): "
+            "the HLS encoder block computes softmax attention, so these blocks are not "
+            "matched; the unit itself exists (hwapprox/attnact.h, RTL) for a design of "
+            "your own, and `hwapprox validate` emulates the model."
+            if elementwise
+            else ""
+        )
         raise SpecError(
             f"unsupported ONNX op(s) {found}: the model has no whole encoder block, and "
-            "hls4ml 1.3's stock layers mishandle sequence-shaped tensors. Supported: whole "
-            "encoder blocks (MHSA + residual + LayerNorm + FFN with GELU + residual + "
-            "LayerNorm, as PyTorch exports them), or chains of Softmax, GELU (Erf/Tanh "
-            "forms) and LayerNorm sites; HLS units: " + ", ".join(supported())
+            "hls4ml 1.3's stock layers mishandle sequence-shaped tensors." + why + " Supported: "
+            "whole encoder blocks (MHSA + residual + LayerNorm + FFN with GELU + residual + "
+            "LayerNorm, as PyTorch exports them; softmax, Softmax_1 or clipped softmax), or "
+            "chains of Softmax, GELU (Erf/Tanh forms) and LayerNorm sites; HLS units: "
+            + ", ".join(supported())
         )
     names = {s.name: str(s.operator) for s in sites}
     fields = {s.name: s.fields_for_spec() for s in sites}
