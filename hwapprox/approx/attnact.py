@@ -151,10 +151,11 @@ class SigmoidLut(_SigmoidSpec, LutTable):
 class SigmoidPwl(_SigmoidSpec, PwlTable):
     """Sigmoid attention by minimax piecewise-linear segments of ``σ(x + b)``.
 
-    The fit covers ``[lo, hi]`` (default ``[-b - 8, -b + 8]``, centred on the
-    sigmoid's midpoint ``x = -b``, clipped to the in_fmt range); below the first
-    breakpoint the output is 0, from the last one on it is 1 (``TOP_ONE``; the
-    error there is ``σ(-8) ≈ 3.4e-4`` at most with the default range). Datapath
+    The fit covers ``[lo, hi]`` (default ``-b ∓ T`` with ``T = ln(2^(F_out + 1))``,
+    centred on the sigmoid's midpoint ``x = -b``, clipped to the in_fmt range);
+    below the first breakpoint the output is 0, from the last one on it is 1
+    (``TOP_ONE``): the default T puts those tails within half an output LSB
+    (``σ(-T) <= 2^-(F_out+1)``; T = 8.3 at F_out = 12, 11.8 at 16). Datapath
     :class:`~hwapprox.approx.fntable.PwlTable` (the GELU unit's compare + MAC),
     RTL ``hwa_pwl`` with ``TOP_ONE = 1``.
     """
@@ -167,7 +168,7 @@ class SigmoidPwl(_SigmoidSpec, PwlTable):
     TOP_ONE: ClassVar[bool] = True
 
     segments: int = 32
-    #: fitted interval in score units; None: -b ∓ 8
+    #: fitted interval in score units; None: -b ∓ T (T: the tails within LSB/2)
     lo: float | None = None
     hi: float | None = None
     slope_fmt: FixedFormat = _FIX18_0
@@ -175,9 +176,11 @@ class SigmoidPwl(_SigmoidSpec, PwlTable):
 
     @property
     def fit_range(self) -> tuple[float, float]:
-        """``[lo, hi]`` (defaults ``-b ∓ 8``) clipped to the in_fmt range."""
-        lo = -self.b - 8.0 if self.lo is None else float(self.lo)
-        hi = -self.b + 8.0 if self.hi is None else float(self.hi)
+        """``[lo, hi]`` (defaults ``-b ∓ T``, ``T = ln 2^(F_out+1)``) clipped to the
+        in_fmt range."""
+        t = (self.out_fmt.frac_bits + 1) * math.log(2.0)
+        lo = -self.b - t if self.lo is None else float(self.lo)
+        hi = -self.b + t if self.hi is None else float(self.hi)
         fmin, fmax = float(self.in_fmt.min), float(self.in_fmt.max)
         return max(lo, fmin), min(hi, fmax)
 
@@ -187,7 +190,7 @@ class SigmoidPwl(_SigmoidSpec, PwlTable):
             v = getattr(self, name)
             self._require(
                 v is None or (isinstance(v, int | float) and math.isfinite(v)),
-                name, repr(v), "must be a finite number or None (None: -b ∓ 8)",
+                name, repr(v), "must be a finite number or None (None: -b ∓ T)",
             )  # fmt: skip
         lo, hi = self.fit_range
         self._require(
