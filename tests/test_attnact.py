@@ -148,3 +148,17 @@ def test_relu_negative_scores_are_zero() -> None:
 def test_bad_fields_named(op, method, fields, needle) -> None:
     with pytest.raises(SpecError, match=needle.replace("(", r"\(")):
         make_spec(op, method, **fields)
+
+
+def test_hwapprox_list_names_every_issue15_method_with_its_source() -> None:
+    from click.testing import CliRunner
+
+    from hwapprox.cli import cli
+
+    res = CliRunner().invoke(cli, ["list"])
+    assert res.exit_code == 0, res.output
+    for source in ("OutEffHop", "Quantizable Transformers", "FlashDecoding++", "BLASST",
+                   "RepQ-ViT", "pRMSNorm", "Ramapuram", "Wortsman"):  # fmt: skip
+        assert source in res.output, source
+    assert "relu_attention:" in res.output
+    assert "sigmoid_attention:" in res.output

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -155,6 +155,10 @@ class SoftmaxSpec(RowwiseSpec):
 
     #: output code: "linear" (``out_fmt`` codes), "log2" or "log2sqrt2" (RepQ-ViT)
     out_code: str = "linear"
+    #: where an option's method comes from (``hwapprox list``)
+    option_sources: ClassVar[dict[str, str]] = {
+        "out_code": "log2 / log√2 output codes: Li et al., RepQ-ViT (ICCV 2023)",
+    }
     #: bits of a log code (``out_code`` other than "linear"); the top code means 0
     out_code_bits: int = 4
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -158,6 +158,17 @@ class OnlineSoftmax(SoftmaxSpec):
 
     method = "online"
     source = "Milakov & Gimelshein 2018 (online normaliser); Edge-MoE finalize_attn"
+    #: where an option's method comes from (``hwapprox list``)
+    option_sources: ClassVar[dict[str, str]] = {
+        **SoftmaxSpec.option_sources,
+        "off_by_one": "Softmax_1, exp(x_i) / (1 + Σ exp(x_j)): Hu et al., OutEffHop (ICML "
+        "2024); Miller, 'Attention is off by one' (2023)",
+        "clip_gamma/clip_zeta": "clipped softmax clip((ζ - γ)·p + γ, 0, 1): Bondarenko, "
+        "Nagel & Blankevoort, 'Quantizable Transformers' (NeurIPS 2023)",
+        "unified_max": "unified max φ with exact-path fallback: Hong et al., "
+        "FlashDecoding++ (MLSys 2024)",
+        "skip_threshold": "threshold skipping of exp(x - m) < e^-τ: BLASST",
+    }
 
     in_fmt: FixedFormat = _FIX16_6
     out_fmt: FixedFormat = _UFIX16_0_RND_SAT
