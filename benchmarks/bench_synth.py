@@ -175,6 +175,10 @@ def grid() -> list[tuple[str, str, dict[str, Any]]]:
                         },
                     )
                 )
+    for w in (8, 12, 16):  # issue 15's options of the online unit: Softmax_1, clipped
+        fmts = {"in_fmt": f"ap_fixed<{w},4>", "out_fmt": f"ap_ufixed<{w},0,AP_RND,AP_SAT>"}
+        g.append(("softmax", "online", {**fmts, "off_by_one": True}))
+        g.append(("softmax", "online", {**fmts, "clip_gamma": -0.03, "clip_zeta": 1.03}))
     for w in (8, 10, 12):  # sigmoid attention: the GELU datapaths with sigma(x + b) tables
         fmts = {"in_fmt": f"ap_fixed<{w},5>", "out_fmt": f"ap_ufixed<{w},0,AP_RND,AP_SAT>"}
         g.append(("sigmoid_attention", "lut", fmts))

@@ -1027,12 +1027,17 @@ class OnlineSoftmax(SoftmaxSpec):
                 mults.append(
                     (self.exp_table_frac_bits, self.exp_arg_fmt.frac_bits - self.exp_frac_bits)
                 )
+        adders = 3
+        clipped = (self.clip_gamma, self.clip_zeta) != (0.0, 1.0)
+        if clipped:  # per row r_s = S·r; per element + G·2^k and the [0, 1] clamp
+            mults.append((self.recip_fmt.width, self.clip_frac_bits + 5))
+            adders += 2
         return Cost(
             table_bits=tb,
             tables=len(t),
             multipliers=len(mults),
             mult_bits=tuple(mults),
-            adders=3,
+            adders=adders,
             widest_bits=max(a + b for a, b in mults),
             notes=(
                 "per element: 2 exp evaluations (stream + output), rescale multiply, "
