@@ -33,6 +33,7 @@ PRIMS = {
     "hwa_udiv_iter": ["hwa_udiv_iter.sv"],
     "hwa_isqrt_iter": ["hwa_isqrt_iter.sv"],
     "hwa_fifo": ["hwa_fifo.sv"],
+    "hwa_log_code": ["hwa_log_code.sv"],
 }
 #: submodules whose parameters must all be set by the parent (no defaults)
 NO_DEFAULTS = {
@@ -45,6 +46,7 @@ NO_DEFAULTS = {
     "hwa_ibert_exp": (),
     "hwa_softmax_3pass": (),
     "hwa_fifo": (),
+    "hwa_log_code": (),
     "hwa_udiv_iter": (),
     "hwa_isqrt_iter": (),
     "hwa_ln_int_stats": (),
@@ -81,6 +83,19 @@ def _prim_params(top: str) -> dict:
         return {"X_W": 32, "II": 16, "P_W": 4}
     if top == "hwa_fifo":
         return {"W": 12, "DEPTH": 8}
+    if top == "hwa_log_code":  # a signed log-sqrt2 stage (the online unit's set)
+        q = _online_params(
+            out_code="log2sqrt2", out_code_bits=6, out_fmt="ap_fixed<12,2,AP_RND,AP_SAT>"
+        )
+        names = ("C12", "C14", "C34")
+        return {
+            "W": q["CODE_NW"],
+            "SIGNED": q["OUT_SIGNED"],
+            "F": q["CODE_F"],
+            "FORM": q["OUT_CODE"],
+            "BITS": q["CODE_BITS"],
+            **{k: q[f"CODE_{k}"] for k in names},
+        }
     if top == "hwa_row_stream":
         names = ("ROW_MAX", "BUF_DEPTH", "ROWQ", "N_BITS")
         return {"IN_W": p["IN_W"], "CTX_W": p["IN_W"] + p["R_W"], **{k: p[k] for k in names}}
