@@ -212,3 +212,21 @@ def test_bad_parameters_stop_elaboration_with_the_values() -> None:
     msg = r"ROW_MAX=64 N_BITS=11 BUF_DEPTH=48 \(power of 2 >= ROW_MAX\)"
     with pytest.raises(RtlToolError, match=msg):
         lint(unit.toplevel, [RTL_DIR / s for s in unit.sources], {"ROW_MAX": 64, "BUF_DEPTH": 48})
+
+
+@pytest.mark.parametrize(
+    ("params", "msg"),
+    [
+        ({"UNIFIED": 1, "OFF_BY_ONE": 1}, r"UNIFIED=1 \(not with OFF_BY_ONE=1"),
+        ({"UNIFIED": 1, "U_FLOOR": "64'd1"}, r"U_FLOOR=1 \(ONE >> U_LOW\)"),
+        ({"SKIP": 1}, r"SKIP=1 SKIP_TAU=0 \(1\.\.2\^IN_W-1\)"),
+        ({"OUT_CODE": 1, "CODE_NW": 12}, r"CODE_NW=12 \(= OUT_W=16\)"),
+    ],
+    ids=["unified-sm1", "unified-floor", "skip-tau-0", "code-width"],
+)
+def test_bad_online_option_parameters_stop_elaboration(params: dict, msg: str) -> None:
+    """The online unit's options refuse inconsistent parameters (the spec never makes
+    them) by name and value."""
+    unit = get_unit("softmax", "online")
+    with pytest.raises(RtlToolError, match=msg):
+        lint(unit.toplevel, [RTL_DIR / s for s in unit.sources], params)
