@@ -20,16 +20,39 @@
 //   CLIP (clipped softmax, Bondarenko et al. 2023): per row r_s = round(CLIP_S * r /
 //     2^CLIP_F) (half up: the stretch zeta - gamma folded into the reciprocal), then
 //     y_i = clamp(cast_out(E * r_s + CLIP_G * 2^(EXP_F + R_F - CLIP_F)), 0, CLIP_ONE).
+// Options (OnlineSoftmax / SoftmaxSpec, issue 15; all off by default: the unit is then
+// exactly the one above):
+//   SKIP (threshold skipping, BLASST): a live element that is not a new max (and does
+//     not open the row) with m - x_j > SKIP_TAU (m = the running max before it) is
+//     skipped: decided as it enters, from the input port and the running max, and
+//     buffered with its zero bit set -- so it leaves m and d unchanged and outputs 0,
+//     exactly as a masked element. One comparator on the difference stage A forms.
+//   UNIFIED (unified max phi, FlashDecoding++): alongside the exact (m, d), a second
+//     exp unit sums d_phi = sum (E(PHI - x_j) << (SUM_F - EXP_F)) over the live
+//     elements (exact adds: no max, no rescale) and flags a live x_j > PHI. At the
+//     row's end a row in the safe range (a live element, none above PHI, d_phi >=
+//     U_FLOOR = ONE >> U_LOW) divides d_phi << s (s the smallest shift with
+//     d_phi << s >= ONE, s <= U_LOW) and outputs y_i = cast_out((E(PHI - x_i) * r) << s)
+//     (UOUTP_W bits before the cast); any other row is on the exact path already: the
+//     fallback needs no second read of the row and costs no cycle. Not with
+//     OFF_BY_ONE, CLIP or SKIP (the spec refuses them; elaboration too).
+//   OUT_CODE (log-coded outputs, RepQ-ViT): 1 log2, 2 log-sqrt2: one more output
+//     register stage, hwa_log_code: the CODE_BITS-bit code round(-log2 p) (round(-2
+//     log2 p)) of the out_fmt code p by a priority encoder and constant compares
+//     (CODE_C12 / CODE_C14, CODE_C34); p <= 0 -- masked, skipped, underflowed -- gives
+//     the zero code CODE_ZERO. m_axis_tdata is then CODE_BITS wide (unsigned).
 // The running max is resolved one stage ahead of the sum, so E is pipelined
 // and only d = f(d, e) is a one-cycle loop.
 //
-// Buffering (hwa_row_stream): circular buffer of BUF_DEPTH {mask, code} words (a row
-// streams out while the next streams in); up to ROWQ rows wait for output.
+// Buffering (hwa_row_stream): circular buffer of BUF_DEPTH {zero bit, code} words (a
+// row streams out while the next streams in); up to ROWQ rows wait for output.
 // Latency: last input -> first output of its row = 9 + RECIP_LAT cycles
 // (RECIP_LAT = 3 + Newton steps; 14 at the defaults) when the output is free;
 // then one element per cycle: last input -> last output N + 13 at the defaults.
+// SKIP and UNIFIED add no cycle; OUT_CODE adds one (N + 14 at the defaults).
 // Throughput: with row_stream_params' geometry back-to-back rows of N >= 16 never
-// stall the input and lose no output cycle (tests/test_rtl_throughput.py).
+// stall the input and lose no output cycle (tests/test_rtl_throughput.py), with or
+// without the options (tests/test_rtl_units.py).
 // Rows of 1..ROW_MAX elements. A longer row is dropped (consumed up to its
 // tlast, nothing output for it) and row_err pulses for one cycle; the next row
 // is processed normally (see hwa_row_stream).
