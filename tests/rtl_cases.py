@@ -2,6 +2,35 @@
 
 from __future__ import annotations
 
+#: the online softmax's narrow format sets (shared by several cases)
+ONLINE_8B = {
+    "in_fmt": "ap_fixed<8,3>",
+    "out_fmt": "ap_ufixed<8,0,AP_RND,AP_SAT>",
+    "exp_fmt": "ap_ufixed<12,1,AP_RND>",
+    "sum_fmt": "ap_ufixed<20,8,AP_TRN>",
+    "recip_fmt": "ap_ufixed<14,1,AP_RND>",
+    "exp_frac_bits": 5,
+    "exp_table_frac_bits": 14,
+    "log2e_fmt": "ap_ufixed<12,1,AP_RND>",
+    "exp_arg_fmt": "ap_ufixed<16,5,AP_RND,AP_SAT>",
+    "recip_table_bits": 6,
+    "recip_work_frac_bits": 16,
+    "newton_steps": 1,
+}
+ONLINE_10B = {
+    "in_fmt": "ap_fixed<10,4>",
+    "out_fmt": "ap_ufixed<10,0,AP_TRN,AP_SAT>",
+    "exp_unit": "lut",
+    "exp_lut_bits": 8,
+    "exp_lut_int_bits": 3,
+    "exp_fmt": "ap_ufixed<14,1,AP_RND>",
+    "sum_fmt": "ap_ufixed<24,8,AP_RND>",
+    "recip_unit": "lut",
+    "recip_fmt": "ap_ufixed<16,1,AP_RND>",
+    "recip_table_bits": 6,
+    "recip_work_frac_bits": 18,
+}
+
 #: (id, operator, method, fields, row length) -- two parameter sets per unit.
 CASES = [
     ("gelu-lut-10b", "gelu", "lut", {}, 48),
@@ -74,20 +103,7 @@ CASES = [
         "softmax-online-8b",
         "softmax",
         "online",
-        {
-            "in_fmt": "ap_fixed<8,3>",
-            "out_fmt": "ap_ufixed<8,0,AP_RND,AP_SAT>",
-            "exp_fmt": "ap_ufixed<12,1,AP_RND>",
-            "sum_fmt": "ap_ufixed<20,8,AP_TRN>",
-            "recip_fmt": "ap_ufixed<14,1,AP_RND>",
-            "exp_frac_bits": 5,
-            "exp_table_frac_bits": 14,
-            "log2e_fmt": "ap_ufixed<12,1,AP_RND>",
-            "exp_arg_fmt": "ap_ufixed<16,5,AP_RND,AP_SAT>",
-            "recip_table_bits": 6,
-            "recip_work_frac_bits": 16,
-            "newton_steps": 1,
-        },
+        ONLINE_8B,
         24,
     ),
     (
@@ -101,19 +117,7 @@ CASES = [
         "softmax-online-lutexp-10b",
         "softmax",
         "online",
-        {
-            "in_fmt": "ap_fixed<10,4>",
-            "out_fmt": "ap_ufixed<10,0,AP_TRN,AP_SAT>",
-            "exp_unit": "lut",
-            "exp_lut_bits": 8,
-            "exp_lut_int_bits": 3,
-            "exp_fmt": "ap_ufixed<14,1,AP_RND>",
-            "sum_fmt": "ap_ufixed<24,8,AP_RND>",
-            "recip_unit": "lut",
-            "recip_fmt": "ap_ufixed<16,1,AP_RND>",
-            "recip_table_bits": 6,
-            "recip_work_frac_bits": 18,
-        },
+        ONLINE_10B,
         24,
     ),
     ("layernorm-rsqrt-16b", "layernorm", "rsqrt_lut", {"max_n": 64}, 24),
@@ -184,6 +188,39 @@ CASES = [
         "softmax",
         "online",
         {"clip_gamma": -0.25, "clip_zeta": 1.5, "out_fmt": "ap_ufixed<8,0,AP_RND,AP_SAT>"},
+        24,
+    ),
+    # issue 15 options of the online unit: log-coded outputs (RepQ-ViT), threshold
+    # skipping (BLASST), unified max (FlashDecoding++); tests/test_rtl_units.py adds rows
+    # that exercise each (every code, skipped elements, rows that fall back or not)
+    ("softmax-online-log2-16b", "softmax", "online", {"out_code": "log2"}, 24),
+    (
+        "softmax-online-log2sqrt2-10b-signed",
+        "softmax",
+        "online",
+        {**ONLINE_10B, "out_fmt": "ap_fixed<10,1,AP_TRN,AP_SAT>", "out_code": "log2sqrt2"},
+        24,
+    ),
+    ("softmax-online-skip-16b", "softmax", "online", {"skip_threshold": 3.0}, 24),
+    (
+        "softmax-online-skip-sm1-clipped-8b",
+        "softmax",
+        "online",
+        {
+            **ONLINE_8B,
+            "skip_threshold": 1.5,
+            "off_by_one": True,
+            "clip_gamma": -0.1,
+            "clip_zeta": 1.1,
+        },
+        24,
+    ),
+    ("softmax-online-unified-16b", "softmax", "online", {"unified_max": 6.0}, 24),
+    (
+        "softmax-online-unified-lutexp-10b",
+        "softmax",
+        "online",
+        {**ONLINE_10B, "unified_max": 3.5, "unified_low": 2},
         24,
     ),
     # pRMSNorm: the RMS of the first k elements (Zhang & Sennrich 2019)

@@ -18,6 +18,7 @@ from rtl_cases import CASES as RTL_CASES
 
 from hwapprox.approx.registry import make_spec
 from hwapprox.approx.stimulus import edge_rows
+from hwapprox.fixed import FixedFormat
 from hwapprox.hls.csim import build_harness, run_harness
 from hwapprox.hls.units import unit_instance
 
@@ -160,6 +161,14 @@ def setup():
     return specs, build_harness(HARNESS, insts, rows, name="hls_softmax")
 
 
+def _out_format(spec):
+    """How the harness's output bits read: out_fmt codes, or (out_code, the RTL cases'
+    log-coded outputs) unsigned integers of out_code_bits."""
+    if spec.out_code == "linear":
+        return spec.out_fmt
+    return FixedFormat(spec.out_code_bits, spec.out_code_bits, signed=False)
+
+
 def _rows(fmt, n, rng):
     lo, hi = fmt.min_raw, fmt.max_raw
     one = 1 << fmt.frac_bits
@@ -181,7 +190,7 @@ def test_softmax_csim_bit_exact(setup, i, io):
     spec, n = specs[i], CASES[i][2]
     x = _rows(spec.in_fmt, n, np.random.default_rng(300 + i))
     uid = i if io == "parallel" else STREAM_ID0 + i
-    (got,) = run_harness(exe, [[uid, len(x), *x.ravel()]], [spec.out_fmt])
+    (got,) = run_harness(exe, [[uid, len(x), *x.ravel()]], [_out_format(spec)])
     want = spec.model(x).ravel()
     bad = np.flatnonzero(got != want)
     assert bad.size == 0, f"{bad.size} mismatches, first rows {sorted(set(bad // n))[:3]}"
@@ -230,11 +239,13 @@ def test_softmax_masked_csim_bit_exact(setup, i, io):
     x, m = _masked_rows(spec, n, _masked_rows_per_case(i), rng)
     uid = (MASKED_ID0 if io == "parallel" else MASKED_STREAM_ID0) + i
     rec = [uid, len(x), *x.ravel(), *m.ravel().astype(np.int64)]
-    (got,) = run_harness(exe, [rec], [spec.out_fmt])
+    (got,) = run_harness(exe, [rec], [_out_format(spec)])
     want = spec.model(x, mask=m).ravel()
     bad = np.flatnonzero(got != want)
     assert bad.size == 0, f"{bad.size} mismatches, first rows {sorted(set(bad // n))[:3]}"
-    assert not got[m.ravel()].any()  # masked outputs are 0
+    # masked outputs are 0 (log codes: the zero code)
+    zero = 0 if spec.out_code == "linear" else (1 << spec.out_code_bits) - 1
+    assert (got[m.ravel()] == zero).all()
 
 
 def test_masked_rows_cover_every_method():

@@ -169,11 +169,11 @@ def test_other_units_refuse_the_options():
 
     with pytest.raises(SpecError, match=r"the HLS unit of softmax/ibert has no log-code"):
         unit_instance("x", make_spec("softmax", "ibert", out_code="log2"), 8)
+    # the online RTL unit has all three options (tests/test_rtl_units.py); the others
+    # have no log-code stage
     unit = get_unit("softmax", "online")
-    for kw in ({"unified_max": 2.0}, {"skip_threshold": 3.0}):
-        with pytest.raises(SpecError, match=r"hwa_softmax_online has no (unified_max|skip_thr)"):
-            unit.config(make_spec("softmax", "online", **kw), 16)
-    with pytest.raises(SpecError, match=r"has no log-code output stage"):
-        unit.config(make_spec("softmax", "online", out_code="log2sqrt2"), 16)
+    for kw in ({"unified_max": 2.0}, {"skip_threshold": 3.0}, {"out_code": "log2sqrt2"}):
+        params, _ = unit.config(make_spec("softmax", "online", **kw), 16)
+        assert params["UNIFIED"] + params["SKIP"] + (params["OUT_CODE"] == 2) == 1
     with pytest.raises(SpecError, match=r"has no log-code output stage"):
         get_unit("softmax", "shiftmax").config(make_spec("softmax", "shiftmax", out_code="log2"))

@@ -33,6 +33,7 @@ PRIMS = {
     "hwa_udiv_iter": ["hwa_udiv_iter.sv"],
     "hwa_isqrt_iter": ["hwa_isqrt_iter.sv"],
     "hwa_fifo": ["hwa_fifo.sv"],
+    "hwa_log_code": ["hwa_log_code.sv"],
 }
 #: submodules whose parameters must all be set by the parent (no defaults)
 NO_DEFAULTS = {
@@ -45,6 +46,7 @@ NO_DEFAULTS = {
     "hwa_ibert_exp": (),
     "hwa_softmax_3pass": (),
     "hwa_fifo": (),
+    "hwa_log_code": (),
     "hwa_udiv_iter": (),
     "hwa_isqrt_iter": (),
     "hwa_ln_int_stats": (),
@@ -81,6 +83,19 @@ def _prim_params(top: str) -> dict:
         return {"X_W": 32, "II": 16, "P_W": 4}
     if top == "hwa_fifo":
         return {"W": 12, "DEPTH": 8}
+    if top == "hwa_log_code":  # a signed log-sqrt2 stage (the online unit's set)
+        q = _online_params(
+            out_code="log2sqrt2", out_code_bits=6, out_fmt="ap_fixed<12,2,AP_RND,AP_SAT>"
+        )
+        names = ("C12", "C14", "C34")
+        return {
+            "W": q["CODE_NW"],
+            "SIGNED": q["OUT_SIGNED"],
+            "F": q["CODE_F"],
+            "FORM": q["OUT_CODE"],
+            "BITS": q["CODE_BITS"],
+            **{k: q[f"CODE_{k}"] for k in names},
+        }
     if top == "hwa_row_stream":
         names = ("ROW_MAX", "BUF_DEPTH", "ROWQ", "N_BITS")
         return {"IN_W": p["IN_W"], "CTX_W": p["IN_W"] + p["R_W"], **{k: p[k] for k in names}}
@@ -197,3 +212,21 @@ def test_bad_parameters_stop_elaboration_with_the_values() -> None:
     msg = r"ROW_MAX=64 N_BITS=11 BUF_DEPTH=48 \(power of 2 >= ROW_MAX\)"
     with pytest.raises(RtlToolError, match=msg):
         lint(unit.toplevel, [RTL_DIR / s for s in unit.sources], {"ROW_MAX": 64, "BUF_DEPTH": 48})
+
+
+@pytest.mark.parametrize(
+    ("params", "msg"),
+    [
+        ({"UNIFIED": 1, "OFF_BY_ONE": 1}, r"UNIFIED=1 \(not with OFF_BY_ONE=1"),
+        ({"UNIFIED": 1, "U_FLOOR": "64'd1"}, r"U_FLOOR=1 \(ONE >> U_LOW\)"),
+        ({"SKIP": 1}, r"SKIP=1 SKIP_TAU=0 \(1\.\.2\^IN_W-1\)"),
+        ({"OUT_CODE": 1, "CODE_NW": 12}, r"CODE_NW=12 \(= OUT_W=16\)"),
+    ],
+    ids=["unified-sm1", "unified-floor", "skip-tau-0", "code-width"],
+)
+def test_bad_online_option_parameters_stop_elaboration(params: dict, msg: str) -> None:
+    """The online unit's options refuse inconsistent parameters (the spec never makes
+    them) by name and value."""
+    unit = get_unit("softmax", "online")
+    with pytest.raises(RtlToolError, match=msg):
+        lint(unit.toplevel, [RTL_DIR / s for s in unit.sources], params)

@@ -35,3 +35,55 @@ def test_prim_check_fails_on_a_wrong_expected_value(prim_build) -> None:
     res = run_job(prim_build, {"seed": 4, "corrupt": 100}, test_module=MODULE)
     assert not res.passed
     assert res.stats["mismatches"] == 1
+
+
+# -- the log-code post-stage (hwa_log_code) ---------------------------------------------
+LOG_MODULE = "hwapprox.rtl_sim.tb.log_code_test"
+FORMS = {"log2": 1, "log2sqrt2": 2}
+#: (W, signed, frac_bits, form, bits): both forms, signed and unsigned codes, p >= 1.0
+#: (ap_ufixed<10,3>: c < 0 clamps to 0), more fraction bits than bits
+#: (ap_ufixed<16,-2>), narrow and wide code widths
+LOG_SETS = [
+    (12, False, 12, "log2", 5),
+    (12, True, 11, "log2sqrt2", 6),
+    (10, False, 7, "log2", 3),
+    (16, False, 18, "log2sqrt2", 8),
+]
+
+
+def _log_build(w: int, signed: bool, frac: int, form: str, bits: int):
+    from hwapprox.approx.softmax._common import log_code_constants
+    from hwapprox.rtl_sim.units import sv_long
+
+    c = log_code_constants(w)
+    params = {"W": w, "SIGNED": int(signed), "F": frac, "FORM": FORMS[form], "BITS": bits}
+    params |= {k: sv_long(v) for k, v in c.items()}
+    return build("hwa_log_code", ["hwa_log_code.sv"], params)
+
+
+@pytest.mark.parametrize(
+    ("w", "signed", "frac", "form", "bits"),
+    LOG_SETS,
+    ids=[f"{f}-{w}b-{'s' if s else 'u'}-{b}bits" for w, s, _, f, b in LOG_SETS],
+)
+def test_log_code_stage_every_input(w: int, signed: bool, frac: int, form: str, bits: int):
+    """Every W-bit code through hwa_log_code equals log_encode, threshold ties (where a
+    >= would differ from >) included; the outputs reach the top (zero) code."""
+    info = _log_build(w, signed, frac, form, bits)
+    job = {"signed": signed, "frac_bits": frac, "form": form, "bits": bits}
+    res = run_job(info, job, test_module=LOG_MODULE)
+    st = res.stats
+    assert st["mismatches"] == 0, st["first"]
+    assert st["checked"] == 1 << w
+    assert st["ties"] >= 3
+    assert (1 << bits) - 1 in st["codes"]
+    assert len(st["codes"]) >= min(1 << bits, 8)
+    assert res.passed
+
+
+def test_log_code_check_fails_on_a_wrong_expected_value():
+    info = _log_build(*LOG_SETS[0])
+    job = {"signed": False, "frac_bits": 12, "form": "log2", "bits": 5, "corrupt": 1000}
+    res = run_job(info, job, test_module=LOG_MODULE)
+    assert not res.passed
+    assert res.stats["mismatches"] == 1

@@ -37,12 +37,21 @@ pytestmark = [
 ]
 
 ROWWISE = sorted(f"{op}/{m}" for (op, m), u in UNITS.items() if u.rowwise)
+#: unit options that change the datapath (issue 15 of the online softmax): the same
+#: schedule is demanded with each on (unified max keeps the exact state alongside, so a
+#: row that falls back costs no cycle; the log-code stage adds one cycle of latency)
+OPTIONS = {
+    "softmax/online:skip": {"skip_threshold": 3.0},
+    "softmax/online:unified": {"unified_max": 6.0},
+    "softmax/online:log2": {"out_code": "log2"},
+}
 
 
 def _spec(unit: str) -> ApproxSpec:
-    op, method = unit.split("/")
+    name, _, _ = unit.partition(":")
+    op, method = name.split("/")
     fields = {"max_n": 64} if op == "layernorm" and method == "rsqrt_lut" else {}
-    return make_spec(op, method, **fields)
+    return make_spec(op, method, **fields, **OPTIONS.get(unit, {}))
 
 
 def _rows(spec: ApproxSpec, lengths: list[int], seed: int) -> list[np.ndarray]:
@@ -53,7 +62,7 @@ def _rows(spec: ApproxSpec, lengths: list[int], seed: int) -> list[np.ndarray]:
 MIXED = [16 + (7 * i) % 30 for i in range(30)]  # 16, 23, ..., 44, 21, ...: up and down
 
 
-@pytest.mark.parametrize("unit", ROWWISE)
+@pytest.mark.parametrize("unit", ROWWISE + list(OPTIONS))
 @pytest.mark.parametrize(
     ("lengths", "row_max"),
     [

@@ -10,6 +10,8 @@ repeated runs cost only the simulation.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from rtl_cases import CASES
@@ -334,6 +336,11 @@ def _masked_rows(spec, n: int, seed: int) -> tuple[list[np.ndarray], list[np.nda
         ("online", {"off_by_one": True}),
         ("online", {"exp_unit": "lut", "recip_unit": "lut"}),
         ("online", {"clip_gamma": -0.25, "clip_zeta": 1.5}),
+        ("online", {"skip_threshold": 2.0}),
+        ("online", {"unified_max": 4.0}),
+        ("online", {"out_code": "log2sqrt2", "out_code_bits": 5}),
+        ("online", {"skip_threshold": 2.0, "off_by_one": True, "out_code": "log2"}),
+        ("online", {"unified_max": 4.0, "out_code": "log2", "out_code_bits": 5}),
         ("softermax", {}),
         ("shiftmax", {}),
         ("ibert", {}),
@@ -343,6 +350,11 @@ def _masked_rows(spec, n: int, seed: int) -> tuple[list[np.ndarray], list[np.nda
         "online-sm1",
         "online-lutexp",
         "online-clipped",
+        "online-skip",
+        "online-unified",
+        "online-log2sqrt2",
+        "online-skip-sm1-log2",
+        "online-unified-log2",
         "softermax",
         "shiftmax",
         "ibert",
@@ -361,9 +373,10 @@ def test_softmax_mask_bits(method: str, fields: dict, idle: float, backpressure:
     assert res.passed, st.get("error") or st.get("summary") or res.log_tail
     assert st["matched"] == st["n_expected"] == 7 * 24
     # the model's masked contract holds on these rows, so the RTL met it too
+    zero = 0 if spec.out_code == "linear" else (1 << spec.out_code_bits) - 1  # log: zero code
     for r, m in zip(rows, masks, strict=True):
         y = spec.model(r[None], mask=m[None])[0]
-        assert not y[m].any()
+        assert (y[m] == zero).all()
         if (~m).any():
             assert np.array_equal(y[~m], spec.model(r[~m][None])[0])
 
@@ -376,3 +389,261 @@ def test_masked_rows_discriminate() -> None:
     with_mask = [spec.model(r[None], mask=m[None])[0] for r, m in zip(rows, masks, strict=True)]
     without = [spec.model(r[None])[0] for r in rows]
     assert sum(not np.array_equal(a, b) for a, b in zip(with_mask, without, strict=True)) >= 5
+
+
+# -- the issue-15 options of hwa_softmax_online ----------------------------------------
+# Each option at the two parameter sets rtl_cases.py gives it, at the four stall points,
+# on rows built to exercise it; every expected value is spec.model's (the scoreboard),
+# and the model itself shows that the rows take the option's branches.
+def _option_cases(field: str) -> list:
+    out = [
+        pytest.param(c[3], c[4], id=c[0])
+        for c in CASES
+        if c[2] == "online" and c[3].get(field) not in (None, "linear")
+    ]
+    assert len(out) >= 2, field
+    return out
+
+
+def _zero_code(spec) -> int:
+    return 0 if spec.out_code == "linear" else (1 << spec.out_code_bits) - 1
+
+
+def _simulate_rows(spec, rows, masks, n, idle, backpressure, seed):
+    from hwapprox.rtl_sim.sim import simulate
+
+    res = simulate(
+        spec, rows, masks=masks, row_max=n, idle=idle, backpressure=backpressure, seed=seed
+    )
+    st = res.stats
+    assert res.passed, st.get("error") or st.get("summary") or res.log_tail
+    assert st["matched"] == st["n_expected"] == sum(r.size for r in rows)
+    return res
+
+
+def _codes(fmt, v) -> np.ndarray:
+    """Reals -> raw codes of ``fmt``, clipped to its range first (no wrap-around)."""
+    return fmt.quantize(np.clip(np.asarray(v, np.float64), float(fmt.min), float(fmt.max)))
+
+
+def _log_code_rows(spec, n: int, seed: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Rows whose probabilities fall on every log code: geometric ramps of several
+    steps (p halves every few elements), one-hot rows (p = 1: code 0, the rest tiny: the
+    zero code), two-level rows, random rows; then the same rows with random masks (masked
+    outputs: the zero code) and a fully masked row."""
+    rng = np.random.default_rng(seed)
+    fmt = spec.in_fmt
+    i = np.arange(n)
+    rows = [_codes(fmt, -i * step) for step in (0.125, 0.25, 0.375, 0.5, 0.75, 1.0, 1.5)]
+    rows += [_codes(fmt, np.where(i == k, 3.0, -3.0)) for k in (0, n // 2)]
+    rows += [_codes(fmt, np.where(i < k, 0.0, -1.0)) for k in (1, 3, 8)]
+    rows += [_codes(fmt, rng.normal(0, 2, n)) for _ in range(4)]
+    masks = [np.zeros(n, bool) for _ in rows]
+    rows += rows[:6]
+    masks += [rng.random(n) < 0.3 for _ in range(6)]
+    rows.append(_codes(fmt, rng.normal(0, 2, n)))
+    masks.append(np.ones(n, bool))
+    return rows, masks
+
+
+@pytest.mark.parametrize(("fields", "n"), _option_cases("out_code"))
+@pytest.mark.parametrize(("idle", "backpressure"), STALLS)
+def test_online_log_codes(fields: dict, n: int, idle: float, backpressure: float) -> None:
+    """out_code: the post-stage's codes equal spec.model's, and the rows reach every
+    code 0 .. 2^bits - 1 (the top one is the zero code: masked, fully masked and tiny
+    outputs), so a wrong threshold, offset or clamp at any code would mismatch."""
+    spec = make_spec("softmax", "online", **fields)
+    rows, masks = _log_code_rows(spec, n, seed=31)
+    codes = np.concatenate(
+        [spec.model(r[None], mask=m[None])[0] for r, m in zip(rows, masks, strict=True)]
+    )
+    assert set(codes.tolist()) == set(range(_zero_code(spec) + 1))
+    _simulate_rows(spec, rows, masks, n, idle, backpressure, seed=6)
+
+
+def _skip_rows(spec, n: int, seed: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Rows for threshold skipping: decreasing ramps (skipped once more than τ below
+    the first element), increasing ramps (every element a new max: none skipped), the
+    threshold itself (m - x = SKIP_TAU kept, one LSB more skipped), an element kept
+    just inside τ that a later max pushes far below (still counted), random rows; the
+    same with masks (a masked element never raises the running max) and a fully masked
+    row."""
+    rng = np.random.default_rng(seed)
+    fmt, tau = spec.in_fmt, spec.skip_raw
+    i = np.arange(n)
+    step = max(1, tau // 5)
+    rows = [np.clip(-i * step, fmt.min_raw, None), np.clip(i * step, None, fmt.max_raw)]
+    edge = np.zeros(n, np.int64)
+    edge[1::3], edge[2::3] = -tau, -tau - 1
+    rows.append(edge)
+    later = np.full(n, -(tau - 1))
+    later[0], later[n // 2] = 0, min(fmt.max_raw, 2 * tau)
+    rows.append(later)
+    rows += [_codes(fmt, rng.normal(0, 2, n)) for _ in range(6)]
+    masks = [np.zeros(n, bool) for _ in rows]
+    rows += rows[:6]
+    masks += [rng.random(n) < 0.3 for _ in range(5)]
+    masks[-5][0] = True  # the row's first element masked: the second opens it
+    top = np.zeros(n, bool)
+    top[np.argmax(rows[-1])] = True  # the max masked: the rest measured from a lower max
+    masks.append(top)
+    rows.append(rows[0])
+    masks.append(np.ones(n, bool))
+    return [np.asarray(r, np.int64) for r in rows], masks
+
+
+@pytest.mark.parametrize(("fields", "n"), _option_cases("skip_threshold"))
+@pytest.mark.parametrize(("idle", "backpressure"), STALLS)
+def test_online_threshold_skipping(fields: dict, n: int, idle: float, backpressure: float) -> None:
+    """skip_threshold: bit-exact with spec.model on rows where elements are skipped and
+    rows where none is; per the model, rows of each kind occur, and the outputs differ
+    from the same spec without skipping on most rows (a unit that did not skip, or
+    skipped at the wrong compare, would mismatch)."""
+    from dataclasses import replace
+
+    spec = make_spec("softmax", "online", **fields)
+    rows, masks = _skip_rows(spec, n, seed=41)
+    plain = replace(spec, skip_threshold=None)
+    frac, differ = [], 0
+    for r, m in zip(rows, masks, strict=True):
+        frac.append(spec.model_stats(r[None], mask=m[None])["skip_fraction"])
+        y = spec.model(r[None], mask=m[None])
+        differ += not np.array_equal(y, plain.model(r[None], mask=m[None]))
+    assert frac[1] == 0.0  # increasing: none skipped
+    assert sum(f > 0 for f in frac) >= 10, frac
+    assert sum(f == 0 for f in frac) >= 3, frac
+    assert differ >= 10
+    # the threshold row: exactly the elements one LSB beyond τ are skipped (output 0)
+    assert frac[2] == len(range(2, n, 3)) / n
+    assert (spec.model(rows[2][None])[0][2::3] == 0).all()
+    _simulate_rows(spec, rows, masks, n, idle, backpressure, seed=7)
+
+
+def _unified_rows(spec, n: int, seed: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Rows for the unified max φ: inside the safe range at several distances below φ
+    (the shift s from 0 up; four of them with outputs that differ from the exact
+    path's), the max exactly φ (safe), one element φ + 1 LSB (falls
+    back), everything far below φ (the sum under the floor: falls back), random rows
+    around φ (either), rows of one element; with masks: a masked element above φ (the
+    row stays safe), random masks, a fully masked row."""
+    from dataclasses import replace
+
+    rng = np.random.default_rng(seed)
+    fmt, phi = spec.in_fmt, spec.unified_phi_raw
+    one = 1 << fmt.frac_bits
+    low = math.log(2 * n * (1 << spec.unified_low))  # n·e^-low < 2^-L / 2
+    exact = replace(spec, unified_max=None)
+
+    def below_phi(c: float) -> np.ndarray:
+        return np.minimum(_codes(fmt, rng.normal(phi / one - c, 0.5, n)), phi)
+
+    def differing(c: float, mask: np.ndarray | None = None) -> np.ndarray:
+        """A safe row (under ``mask``) whose φ-path outputs differ from the exact path's
+        (a seeded search: at wide exp formats most safe rows agree code for code)."""
+        mk = None if mask is None else mask[None]
+        for _ in range(200):
+            r = below_phi(c)
+            if spec.model_stats(r[None], mask=mk)["fallback_rate"] == 0.0 and not np.array_equal(
+                spec.model(r[None], mask=mk), exact.model(r[None], mask=mk)
+            ):
+                return r
+        raise AssertionError(f"no safe row {c} below φ differs from the exact path")
+
+    rows = [below_phi(0.5), below_phi(1.5)]
+    rows += [differing(c) for c in (2.5, 3.5, low - 1.5, low - 1.0)]
+    at = rows[0].copy()
+    at[3] = phi
+    above = rows[1].copy()
+    above[n // 2] = phi + 1
+    rows += [at, above, _codes(fmt, np.full(n, phi / one - low - 0.5))]
+    rows += [_codes(fmt, rng.normal(phi / one - 1.0, 1.5, n)) for _ in range(5)]
+    masks = [np.zeros(n, bool) for _ in rows]
+    hidden = np.arange(n) == n // 2
+    masked_above = differing(2.0, hidden)
+    masked_above[n // 2] = phi + 1
+    rows.append(masked_above)
+    masks.append(hidden)  # the one element above φ masked: safe
+    rows += rows[:4]
+    masks += [rng.random(n) < 0.4 for _ in range(4)]
+    rows.append(above)
+    masks.append(np.ones(n, bool))
+    return [np.asarray(r, np.int64) for r in rows], masks
+
+
+@pytest.mark.parametrize(("fields", "n"), _option_cases("unified_max"))
+@pytest.mark.parametrize(("idle", "backpressure"), STALLS)
+def test_online_unified_max(fields: dict, n: int, idle: float, backpressure: float) -> None:
+    """unified_max: bit-exact with spec.model on rows on the φ path and rows that fall
+    back (an element above φ, or a sum under the floor); per the model both kinds occur,
+    the masked element above φ keeps its row on the φ path, and the φ rows' outputs
+    differ from the exact path's on most of them (a unit that always took either path
+    would mismatch)."""
+    from dataclasses import replace
+
+    spec = make_spec("softmax", "online", **fields)
+    rows, masks = _unified_rows(spec, n, seed=51)
+    exact = replace(spec, unified_max=None)
+    fall, differ = [], 0
+    for r, m in zip(rows, masks, strict=True):
+        st = spec.model_stats(r[None], mask=m[None])
+        fall.append(st["fallback_rate"] if st["rows"] else None)
+        y = spec.model(r[None], mask=m[None])
+        if fall[-1] == 0.0:
+            differ += not np.array_equal(y, exact.model(r[None], mask=m[None]))
+    assert fall[6] == 0.0  # the max at φ: safe
+    assert fall[7] == 1.0  # φ + 1 LSB: falls back
+    assert fall[8] == 1.0  # far below φ: the sum under the floor
+    assert fall[14] == 0.0  # the element above φ masked
+    assert spec.model_stats(rows[14][None])["fallback_rate"] == 1.0  # unmasked: falls back
+    assert fall[-1] is None  # fully masked: no row to fall back
+    safe = sum(f == 0.0 for f in fall)
+    assert safe >= 6, fall
+    assert sum(f == 1.0 for f in fall) >= 4, fall
+    assert differ >= 4, (differ, safe)
+    _simulate_rows(spec, rows, masks, n, idle, backpressure, seed=8)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"out_code": "log2"}, {"skip_threshold": 3.0}, {"unified_max": 6.0}],
+    ids=["log2", "skip", "unified"],
+)
+def test_online_option_comparison_can_fail(fields: dict) -> None:
+    """One falsified expected output (the model's value + 1) on each option's run fails."""
+    from hwapprox.rtl_sim.sim import simulate
+
+    spec = make_spec("softmax", "online", **fields)
+    rng = np.random.default_rng(2)
+    rows = [_codes(spec.in_fmt, rng.normal(0, 2, 16)) for _ in range(3)]
+    assert simulate(spec, rows, seed=2).passed
+    bad = simulate(spec, rows, seed=2, corrupt=9)
+    assert not bad.passed
+    assert bad.stats["mismatches"] == 1
+    assert "output #9" in bad.stats["first_mismatches"][0]
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{}, {"out_code": "log2"}, {"skip_threshold": 3.0}, {"unified_max": 6.0}],
+    ids=["plain", "log2", "skip", "unified"],
+)
+def test_online_options_keep_throughput_and_latency(fields: dict) -> None:
+    """Rows of 64 back to back: one element per cycle in and out with every option, and
+    the same last-in -> last-out latency as the plain unit (N + 13 at the defaults;
+    the log-code stage adds one register: N + 14), within N + latency_extra."""
+    from hwapprox.rtl_sim.sim import simulate
+    from hwapprox.rtl_sim.units import get_unit
+
+    spec = make_spec("softmax", "online", **fields)
+    rng = np.random.default_rng(3)
+    n = 64
+    rows = [_codes(spec.in_fmt, rng.normal(0, 2, n)) for _ in range(12)]
+    res = simulate(spec, rows, row_max=n)
+    st = res.stats
+    assert res.passed, st.get("summary")
+    lat = st["latency_last"]
+    extra = 13 + (spec.out_code != "linear")
+    assert lat["min"] == lat["max"] == n + extra, lat
+    assert n + extra <= n + get_unit("softmax", "online").latency_extra
+    assert st["throughput_in"] == 1.0
+    assert st["throughput_out"] > 0.95

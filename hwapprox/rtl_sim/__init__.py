@@ -2,12 +2,14 @@
 
 * ``rtl/*.sv`` -- synthesisable streaming units (AXI-Stream ``s_axis_*`` in,
   ``m_axis_*`` out, ``tlast`` ends a row, synchronous reset), each opening
-  with its contract: ``hwa_lut``, ``hwa_pwl``,
-  ``hwa_softmax_online`` (exp base2 or LUT, reciprocal Newton or PWL),
+  with its contract: ``hwa_lut``, ``hwa_pwl`` (GELU and sigmoid attention),
+  ``hwa_relu_attention``,
+  ``hwa_softmax_online`` (exp base2 or LUT, reciprocal Newton or PWL; options:
+  Softmax_1, clip, threshold skipping, unified max, log-coded outputs),
   ``hwa_layernorm_rsqrt``, ``hwa_layernorm_rmsnorm`` (and pRMSNorm),
   ``hwa_layernorm_ibert``, ``hwa_layernorm_ivit`` (and more: ``units.UNITS``);
   shared ``hwa_round_shift`` / ``hwa_sat`` (every ap_fixed rounding/overflow
-  mode), ``hwa_exp_unit``, ``hwa_recip``, ``hwa_rom``.
+  mode), ``hwa_exp_unit``, ``hwa_recip``, ``hwa_rom``, ``hwa_log_code``.
 * :mod:`~hwapprox.rtl_sim.units` -- which unit implements which spec and its
   SV parameters, taken from the spec's ``params()``/``tables()``;
   :mod:`~hwapprox.rtl_sim.emit` writes the ``$readmemh`` data.

@@ -26,7 +26,18 @@ __all__ = ["UNITS", "RtlUnit", "get_unit", "list_units", "overflow_code", "round
 Config = tuple[dict[str, int | str], dict[str, str]]
 
 #: SV parameters that are 64-bit constants (``longint``, written as 64-bit literals)
-_LONG = ("LOG2E", "EPS_Q", "C_INT", "MULT", "REQUANT_MULT")  # longint in every unit
+_LONG = (  # longint in every unit
+    "LOG2E",
+    "EPS_Q",
+    "C_INT",
+    "MULT",
+    "REQUANT_MULT",
+    "SKIP_TAU",
+    "U_FLOOR",
+    "CODE_C12",
+    "CODE_C14",
+    "CODE_C34",
+)
 
 
 def sv_long(v: int) -> str:
@@ -68,6 +79,8 @@ class RtlUnit:
     #: an elementwise unit's fixed input -> output latency in cycles at one element per
     #: cycle (the contract header's "Latency:"; tests/test_rtl_units.py measures it)
     latency: int | None = None
+    #: the unit has the log-code output post-stage (``out_code`` "log2"/"log2sqrt2")
+    out_codes: bool = False
 
     def config(self, spec: ApproxSpec, row_max: int = 64) -> Config:
         if (spec.operator, spec.method) != (self.operator, self.method):
@@ -77,7 +90,7 @@ class RtlUnit:
             )
         if self.rowwise and row_max < 1:
             raise SpecError(f"row_max must be >= 1, got {row_max}")
-        if getattr(spec, "out_code", "linear") != "linear":
+        if getattr(spec, "out_code", "linear") != "linear" and not self.out_codes:
             raise SpecError(
                 f"unit {self.toplevel} has no log-code output stage (out_code="
                 f"{spec.out_code!r}, issue 15): use out_code='linear' for the RTL"  # type: ignore[attr-defined]
@@ -354,6 +367,22 @@ def _layernorm_int(spec: Any, row_max: int) -> Config:
 
 # -- softmax ------------------------------------------------------------------------------
 _ONLINE = (
+    "SKIP",
+    "SKIP_TAU",
+    "UNIFIED",
+    "PHI",
+    "U_LOW",
+    "U_FLOOR",
+    "U_S_W",
+    "UOUTP_W",
+    "OUT_CODE",
+    "CODE_BITS",
+    "CODE_ZERO",
+    "CODE_NW",
+    "CODE_F",
+    "CODE_C12",
+    "CODE_C14",
+    "CODE_C34",
     "OFF_BY_ONE",
     "CLIP",
     "CLIP_F",
@@ -391,17 +420,6 @@ _ONLINE_LUT = ("LUT_BITS", "LIM_BITS", "LUT_SHIFT")
 
 def _softmax_online(spec: Any, row_max: int) -> Config:
     _signed_in(spec, "softmax/online")
-    for name in ("unified_max", "skip_threshold"):
-        if getattr(spec, name) is not None:
-            raise SpecError(
-                f"hwa_softmax_online has no {name} option yet (issue 15: the HLS unit and "
-                f"the model have it); got {name}={getattr(spec, name)!r}, use None for the RTL"
-            )
-    if spec.out_code != "linear":
-        raise SpecError(
-            f"hwa_softmax_online has no log-code output stage yet (issue 15); got "
-            f"out_code={spec.out_code!r}, use out_code='linear' for the RTL"
-        )
     if spec.schedule != "online":
         raise SpecError(
             f"the RTL unit implements schedule='online', got schedule={spec.schedule!r}"
@@ -620,13 +638,23 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         Operator.SOFTMAX,
         "online",
         "hwa_softmax_online",
-        (*_COMMON, "hwa_row_stream.sv", "hwa_exp_unit.sv", "hwa_recip.sv", "hwa_softmax_online.sv"),
+        (
+            *_COMMON,
+            "hwa_row_stream.sv",
+            "hwa_exp_unit.sv",
+            "hwa_recip.sv",
+            "hwa_log_code.sv",
+            "hwa_softmax_online.sv",
+        ),
         _softmax_online,
         rowwise=True,
         doc=(
             "single pass: running max and sum, exp base2 (table + PWL) or LUT, "
-            "1/d per row (Newton or PWL), circular row buffer"
+            "1/d per row (Newton or PWL), circular row buffer; options: threshold "
+            "skipping, unified max (the exact state kept alongside: fallback without a "
+            "re-read), log-coded outputs (one more output stage)"
         ),
+        out_codes=True,
     ),
     (Operator.SOFTMAX, "softermax"): RtlUnit(
         Operator.SOFTMAX,

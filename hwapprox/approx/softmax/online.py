@@ -118,7 +118,7 @@ class OnlineSoftmax(SoftmaxSpec):
       2^CF)`` (one added rounding per row: the stated deviation), then
       ``z = E·r_s + G`` exactly, cast to ``out_fmt`` and clamped to
       ``[0, 1.0]``. ``(γ, ζ) = (0, 1)`` is the plain softmax, code for code.
-      No RTL output stage yet (refused there); no fused attention form.
+      RTL: the ``CLIP`` stage of ``hwa_softmax_online``; no fused attention form.
 
     * **Unified max** (``unified_max`` = φ; FlashDecoding++, Hong et al. 2024):
       φ (quantised to ``in_fmt``, code ``PHI``) replaces the running max, so
@@ -131,7 +131,8 @@ class OnlineSoftmax(SoftmaxSpec):
       ``d_φ << s >= ONE`` (``s <= unified_low``), ``r = 1/(d_φ << s)`` (the
       reciprocal unit), ``y_i = cast_out((E(φ - x_i)·r) << s)``. Any other row
       (with an unmasked element) **falls back** to the exact path above, code for
-      code (the hardware re-reads the buffered row); :meth:`model_stats` reports
+      code (the HLS and RTL units keep the exact state alongside the φ sum, so
+      the fallback needs no re-read of the row); :meth:`model_stats` reports
       the fallback rate. Deviation from the paper: it bounds ``x - φ`` on both
       sides per element; here the lower side is a bound on the sum (an element far
       below φ is harmless unless the whole row is). Not combined with

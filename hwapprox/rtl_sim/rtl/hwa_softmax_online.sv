@@ -20,16 +20,39 @@
 //   CLIP (clipped softmax, Bondarenko et al. 2023): per row r_s = round(CLIP_S * r /
 //     2^CLIP_F) (half up: the stretch zeta - gamma folded into the reciprocal), then
 //     y_i = clamp(cast_out(E * r_s + CLIP_G * 2^(EXP_F + R_F - CLIP_F)), 0, CLIP_ONE).
+// Options (OnlineSoftmax / SoftmaxSpec, issue 15; all off by default: the unit is then
+// exactly the one above):
+//   SKIP (threshold skipping, BLASST): a live element that is not a new max (and does
+//     not open the row) with m - x_j > SKIP_TAU (m = the running max before it) is
+//     skipped: decided as it enters, from the input port and the running max, and
+//     buffered with its zero bit set -- so it leaves m and d unchanged and outputs 0,
+//     exactly as a masked element. One comparator on the difference stage A forms.
+//   UNIFIED (unified max phi, FlashDecoding++): alongside the exact (m, d), a second
+//     exp unit sums d_phi = sum (E(PHI - x_j) << (SUM_F - EXP_F)) over the live
+//     elements (exact adds: no max, no rescale) and flags a live x_j > PHI. At the
+//     row's end a row in the safe range (a live element, none above PHI, d_phi >=
+//     U_FLOOR = ONE >> U_LOW) divides d_phi << s (s the smallest shift with
+//     d_phi << s >= ONE, s <= U_LOW) and outputs y_i = cast_out((E(PHI - x_i) * r) << s)
+//     (UOUTP_W bits before the cast); any other row is on the exact path already: the
+//     fallback needs no second read of the row and costs no cycle. Not with
+//     OFF_BY_ONE, CLIP or SKIP (the spec refuses them; elaboration too).
+//   OUT_CODE (log-coded outputs, RepQ-ViT): 1 log2, 2 log-sqrt2: one more output
+//     register stage, hwa_log_code: the CODE_BITS-bit code round(-log2 p) (round(-2
+//     log2 p)) of the out_fmt code p by a priority encoder and constant compares
+//     (CODE_C12 / CODE_C14, CODE_C34); p <= 0 -- masked, skipped, underflowed -- gives
+//     the zero code CODE_ZERO. m_axis_tdata is then CODE_BITS wide (unsigned).
 // The running max is resolved one stage ahead of the sum, so E is pipelined
 // and only d = f(d, e) is a one-cycle loop.
 //
-// Buffering (hwa_row_stream): circular buffer of BUF_DEPTH {mask, code} words (a row
-// streams out while the next streams in); up to ROWQ rows wait for output.
+// Buffering (hwa_row_stream): circular buffer of BUF_DEPTH {zero bit, code} words (a
+// row streams out while the next streams in); up to ROWQ rows wait for output.
 // Latency: last input -> first output of its row = 9 + RECIP_LAT cycles
 // (RECIP_LAT = 3 + Newton steps; 14 at the defaults) when the output is free;
 // then one element per cycle: last input -> last output N + 13 at the defaults.
+// SKIP and UNIFIED add no cycle; OUT_CODE adds one (N + 14 at the defaults).
 // Throughput: with row_stream_params' geometry back-to-back rows of N >= 16 never
-// stall the input and lose no output cycle (tests/test_rtl_throughput.py).
+// stall the input and lose no output cycle (tests/test_rtl_throughput.py), with or
+// without the options (tests/test_rtl_units.py).
 // Rows of 1..ROW_MAX elements. A longer row is dropped (consumed up to its
 // tlast, nothing output for it) and row_err pulses for one cycle; the next row
 // is processed normally (see hwa_row_stream).
@@ -87,6 +110,27 @@ module hwa_softmax_online #(
     parameter bit NEWTON = 1'b1,
     parameter int STEPS = 2,
     parameter int R_RND = 2,
+    // threshold skipping (OnlineSoftmax.skip_threshold; BLASST): skip when m - x > SKIP_TAU
+    parameter bit SKIP = 1'b0,
+    parameter longint SKIP_TAU = 64'd0,
+    // unified max (OnlineSoftmax.unified_max; FlashDecoding++): the static max PHI, the
+    // safe sum floor U_FLOOR = ONE >> U_LOW, the shift s <= U_LOW (U_S_W bits) and
+    // (E*r) << s (UOUTP_W bits)
+    parameter bit UNIFIED = 1'b0,
+    parameter int PHI = 0,
+    parameter int U_LOW = 4,
+    parameter longint U_FLOOR = 64'd1048576,
+    parameter int U_S_W = 3,
+    parameter int UOUTP_W = 52,
+    // log-coded outputs (SoftmaxSpec.out_code; RepQ-ViT): 0 linear, 1 log2, 2 log-sqrt2
+    parameter int OUT_CODE = 0,
+    parameter int CODE_BITS = 4,
+    parameter int CODE_ZERO = 15,
+    parameter int CODE_NW = 16,
+    parameter int CODE_F = 16,
+    parameter longint CODE_C12 = 64'd46340,
+    parameter longint CODE_C14 = 64'd38967,
+    parameter longint CODE_C34 = 64'd55108,
     parameter string EXP_FILE = "",
     parameter string RECIP_FILE = ""
 ) (
@@ -97,7 +141,8 @@ module hwa_softmax_online #(
     output logic             s_axis_tready,
     input  logic             s_axis_tlast,
     input  logic             s_axis_tuser,  // mask bit: 1 = masked out
-    output logic [OUT_W-1:0] m_axis_tdata,
+    // out_fmt codes, or (OUT_CODE) CODE_BITS-bit log codes
+    output logic [(OUT_CODE != 0 ? CODE_BITS : OUT_W)-1:0] m_axis_tdata,
     output logic             m_axis_tvalid,
     input  logic             m_axis_tready,
     output logic             m_axis_tlast,
@@ -115,18 +160,35 @@ module hwa_softmax_online #(
     $error("hwa_softmax_online: invalid IN_W=%0d OUT_W=%0d ROW_MAX=%0d N_BITS=%0d SUM_W=%0d SUM_F=%0d EXP_F=%0d (CLIP=%0d: CLIP_F=%0d CS_W=%0d CRS_W=%0d CZ_W=%0d)",
            IN_W, OUT_W, ROW_MAX, N_BITS, SUM_W, SUM_F, EXP_F, CLIP, CLIP_F, CS_W, CRS_W, CZ_W);
   end
+  if ((SKIP && (SKIP_TAU < 1 || SKIP_TAU >= (64'd1 << IN_W) || UNIFIED))
+      || (UNIFIED && (OFF_BY_ONE || CLIP || U_LOW < 0 || U_LOW > SUM_F || U_LOW > 16
+                      || U_FLOOR != (64'd1 << (SUM_F - U_LOW)) || (1 << U_S_W) <= U_LOW
+                      || UOUTP_W < EXP_W + R_W + U_LOW))) begin : g_bad_opt
+    $error("hwa_softmax_online: invalid options SKIP=%0d SKIP_TAU=%0d (1..2^IN_W-1) UNIFIED=%0d (not with OFF_BY_ONE=%0d, CLIP=%0d, SKIP) U_LOW=%0d U_FLOOR=%0d (ONE >> U_LOW) U_S_W=%0d UOUTP_W=%0d",
+           SKIP, SKIP_TAU, UNIFIED, OFF_BY_ONE, CLIP, U_LOW, U_FLOOR, U_S_W, UOUTP_W);
+  end
+  if (OUT_CODE != 0 && (OUT_CODE > 2 || CODE_NW != OUT_W || CODE_BITS < 2 || CODE_BITS > 8
+                        || CODE_ZERO != (1 << CODE_BITS) - 1)) begin : g_bad_code
+    $error("hwa_softmax_online: invalid OUT_CODE=%0d (0..2) CODE_NW=%0d (= OUT_W=%0d) CODE_BITS=%0d (2..8) CODE_ZERO=%0d (2^CODE_BITS - 1)",
+           OUT_CODE, CODE_NW, OUT_W, CODE_BITS, CODE_ZERO);
+  end
   // ---- input: row buffer, queue and output sequencer (hwa_row_stream) -------------
-  // the buffered word is {mask bit, code}
-  // per row: the max m and r = 1/d (CLIP: r_s = round(S·r / 2^CLIP_F), the stretch folded in)
+  // the buffered word is {zero bit, code}: the zero bit is the mask bit, or (SKIP) the
+  // skip decision made as the element enters -- either way the element takes no part
+  // in max or sum and outputs 0
+  // per row: the output's reference max (m, or UNIFIED's PHI on a safe row), (UNIFIED)
+  // the shift s, and r = 1/d (CLIP: r_s = round(S·r / 2^CLIP_F), the stretch folded in)
   localparam int RC_W = CLIP ? CRS_W : R_W;
-  localparam int CTX_W = IN_W + RC_W;
+  localparam int S_W = UNIFIED ? U_S_W : 0;
+  localparam int CTX_W = IN_W + S_W + RC_W;
   logic in_v, in_first, in_last, ctx_v, ce, rd_issue, o1_v, o1_l;
   logic [IN_W:0] in_w, o1_w;
-  logic in_mask, o1_mask;
+  logic o1_mask;
   logic signed [IN_W-1:0] o1_xs;
   assign {o1_mask, o1_xs} = o1_w;
   logic [N_BITS-1:0] in_n, o1_n, rd_idx;
   logic [CTX_W-1:0] ctx, o1_ctx;
+  logic zero_in;  // masked or skipped
   hwa_row_stream #(
       .IN_W(IN_W + 1),
       .CTX_W(CTX_W),
@@ -137,7 +199,7 @@ module hwa_softmax_online #(
   ) u_rows (
       .clk(clk),
       .rst(rst),
-      .s_axis_tdata({s_axis_tuser, s_axis_tdata}),
+      .s_axis_tdata({zero_in, s_axis_tdata}),
       .s_axis_tvalid(s_axis_tvalid),
       .s_axis_tready(s_axis_tready),
       .s_axis_tlast(s_axis_tlast),
@@ -159,24 +221,38 @@ module hwa_softmax_online #(
       .row_err(row_err)
   );
   /* verilator lint_off UNUSEDSIGNAL */
-  logic unused_rows;  // the sequencer's length and position outputs: not needed here
-  assign unused_rows = ^{in_n, o1_n, rd_idx, rd_issue};
+  logic unused_rows;  // the sequencer's length and position outputs and the ingest view's
+  assign unused_rows = ^{in_n, o1_n, rd_idx, rd_issue, in_w};  // word (= the input here)
   /* verilator lint_on UNUSEDSIGNAL */
 
   // stage A: running max over the unmasked elements; the exp argument against the
   // previous max. A row starts empty (its first unmasked element sets m), or with
   // OFF_BY_ONE at the zero logit (m = 0). A masked element changes nothing.
+  // SKIP: an element that is not a new max (and does not open the row) and lies more
+  // than SKIP_TAU below the running max before it is skipped: decided here, from the
+  // input port and the running max, so its zero bit is buffered with its code.
   logic signed [IN_W-1:0] x_in, m_reg, m_prev;
   logic signed [IN_W:0] diff;
   logic a_v, a_first, a_last, a_new, a_live, a_start, starts, live, seen_reg, seen_prev;
+  logic skip_in;
   logic [DW-1:0] a_delta;
   logic signed [IN_W-1:0] a_m;
-  assign {in_mask, x_in} = in_w;
-  assign live = !in_mask;
+  assign x_in = s_axis_tdata;
   assign seen_prev = !in_first && seen_reg;  // an unmasked element earlier in this row
-  assign starts = live && !seen_prev && !OFF_BY_ONE;  // it opens the empty state
   assign m_prev = (OFF_BY_ONE && in_first) ? '0 : m_reg;
   assign diff = (IN_W + 1)'(x_in) - (IN_W + 1)'(m_prev);
+  if (SKIP) begin : g_skip
+    localparam logic [IN_W:0] TAU = (IN_W + 1)'(SKIP_TAU);
+    logic signed [IN_W:0] below;  // m - x when not a new max: in [0, 2^IN_W - 1]
+    assign below = -diff;
+    assign skip_in = !s_axis_tuser && (seen_prev || OFF_BY_ONE) && (diff <= 0)
+        && ($unsigned(below) > TAU);
+  end else begin : g_noskip
+    assign skip_in = 1'b0;
+  end
+  assign zero_in = s_axis_tuser || skip_in;
+  assign live = !zero_in;
+  assign starts = live && !seen_prev && !OFF_BY_ONE;  // it opens the empty state
   always_ff @(posedge clk) begin
     if (rst) a_v <= 1'b0;
     else a_v <= in_v;
@@ -266,7 +342,7 @@ module hwa_softmax_online #(
       .y (de_r)
   );
   always_comb begin
-    if (!c_live) d_nxt = d_cur;  // masked: no change
+    if (!c_live) d_nxt = d_cur;  // masked or skipped: no change
     else if (c_start) d_nxt = ONE;
     else if (c_new) d_nxt = SUM_W'(de_r) + ONE;
     else d_nxt = d_cur + (SUM_W'(e_in) << (SUM_F - EXP_F));
@@ -281,8 +357,99 @@ module hwa_softmax_online #(
     if (c_v & c_last) row_m <= c_m;
   end
 
-  // per row: r = 1/d; the row's max travels alongside and both go to the row queue
+  // per row: what the reciprocal divides and what the output stage takes. Exact path:
+  // d and (m, s = 0). UNIFIED: alongside the exact state, d_phi = sum E(PHI - x) over
+  // the unmasked elements (its own exp unit, exact adds: no max, no rescale) and
+  // whether one lies above PHI; a row in the safe range (an unmasked element, none
+  // above PHI, d_phi >= U_FLOOR) takes d_phi << s (the smallest s with d_phi << s >=
+  // ONE, s <= U_LOW) and (PHI, s); any other row is already on the exact path, so the
+  // fallback costs no second read of the row and no cycle.
+  logic [SUM_W-1:0] rd_in;  // what 1/. takes at row_v
+  logic signed [IN_W-1:0] row_ref;  // the output's reference max
+  logic [(UNIFIED ? U_S_W : 1)-1:0] row_s;
+  if (UNIFIED) begin : g_uni
+    localparam logic signed [IN_W-1:0] PHI_X = IN_W'(PHI);
+    localparam logic [SUM_W-1:0] FLOOR = SUM_W'(U_FLOOR);
+    // stage A: the phi argument (an element above PHI leaves the safe range)
+    logic a_uover, b_uover, c_uover;
+    logic [DW-1:0] a_udelta;
+    always_ff @(posedge clk) begin
+      if (in_v) begin
+        a_uover <= live && (x_in > PHI_X);
+        a_udelta <= (live && !(x_in > PHI_X)) ? DW'(PHI_X - x_in) : '0;
+      end
+      b_uover <= a_uover;
+      c_uover <= b_uover;
+    end
+    logic [EXP_W-1:0] e_phi;
+    hwa_exp_unit #(
+        .D_W(DW),
+        .BASE2(BASE2),
+        .EXP_W(EXP_W),
+        .EXP_F(EXP_F),
+        .EXP_RND(EXP_RND),
+        .LOG2E(LOG2E),
+        .LOG2E_W(LOG2E_W),
+        .PROD_SHIFT(PROD_SHIFT),
+        .T_W(T_W),
+        .T_F(T_F),
+        .T_RND(T_RND),
+        .A(A),
+        .TABLE_F(TABLE_F),
+        .INTERP(INTERP),
+        .LUT_BITS(LUT_BITS),
+        .LIM_BITS(LIM_BITS),
+        .LUT_SHIFT(LUT_SHIFT),
+        .TABLE_FILE(EXP_FILE)
+    ) u_exp_phi (
+        .clk(clk),
+        .en (1'b1),
+        .d  (a_udelta),
+        .e  (e_phi)
+    );
+    // stage D: the phi sum (a row start clears it)
+    logic [SUM_W-1:0] du_reg, du_cur;
+    logic uover_reg, uany_reg;
+    assign du_cur = c_first ? '0 : du_reg;
+    always_ff @(posedge clk) begin
+      if (rst) begin
+        du_reg <= '0;
+        uover_reg <= 1'b0;
+        uany_reg <= 1'b0;
+      end else if (c_v) begin
+        du_reg <= du_cur + ((c_live && !c_uover) ? (SUM_W'(e_phi) << (SUM_F - EXP_F)) : '0);
+        uover_reg <= (!c_first && uover_reg) || (c_live && c_uover);
+        uany_reg <= (!c_first && uany_reg) || c_live;
+      end
+    end
+    // at row_v: the safe-range test and the normalising shift
+    logic safe;
+    logic [SUM_W-1:0] dn;
+    logic [U_S_W-1:0] s_n;
+    assign safe = uany_reg && !uover_reg && (du_reg >= FLOOR);
+    always_comb begin
+      dn = du_reg;
+      s_n = '0;
+      for (int k = 0; k < U_LOW; k++) begin
+        if (dn < ONE) begin
+          dn = dn << 1;
+          s_n = s_n + 1'b1;
+        end
+      end
+    end
+    assign rd_in = safe ? dn : d_reg;
+    assign row_ref = safe ? PHI_X : row_m;
+    assign row_s = safe ? s_n : '0;
+  end else begin : g_exact
+    assign rd_in = d_reg;
+    assign row_ref = row_m;
+    assign row_s = '0;
+  end
+
+  // per row: r = 1/d; the row's reference max (and shift) travel alongside, and all go
+  // to the row queue
   localparam int RLAT = 3 + (NEWTON ? STEPS : 0);
+  localparam int MQ_W = IN_W + (UNIFIED ? U_S_W : 1);
   logic r_v;
   logic [R_W-1:0] r_val;
   hwa_recip #(
@@ -301,13 +468,13 @@ module hwa_softmax_online #(
       .clk(clk),
       .rst(rst),
       .in_valid(row_v),
-      .d(d_reg),
+      .d(rd_in),
       .out_valid(r_v),
       .r(r_val)
   );
-  logic signed [IN_W-1:0] mq_pipe[RLAT];
+  logic [MQ_W-1:0] mq_pipe[RLAT];
   always_ff @(posedge clk) begin
-    mq_pipe[0] <= row_m;
+    mq_pipe[0] <= {row_ref, row_s};
     for (int s = 1; s < RLAT; s++) mq_pipe[s] <= mq_pipe[s-1];
   end
   assign ctx_v = r_v;
@@ -319,15 +486,26 @@ module hwa_softmax_online #(
   end else begin : g_plain_r
     assign r_ctx = r_val;
   end
-  assign ctx = {mq_pipe[RLAT-1], r_ctx};
 
   // ---- output: stall-all pipeline ---------------------------------------------------
   // o1 (in hwa_row_stream): the buffered x and the row context
   logic signed [IN_W-1:0] o1_m;
+  logic [(UNIFIED ? U_S_W : 1)-1:0] o1_s;
   logic [RC_W-1:0] o1_r;
   assign ce = ~m_axis_tvalid | m_axis_tready;
-  assign {o1_m, o1_r} = o1_ctx;
-  // o2, o3: E(m - x)
+  if (UNIFIED) begin : g_ctx_s
+    assign ctx = {mq_pipe[RLAT-1], r_ctx};
+    assign {o1_m, o1_s, o1_r} = o1_ctx;
+  end else begin : g_ctx
+    /* verilator lint_off UNUSEDSIGNAL */
+    logic unused_s;  // s is always 0 on the exact path
+    assign unused_s = mq_pipe[RLAT-1][0];
+    /* verilator lint_on UNUSEDSIGNAL */
+    assign ctx = {mq_pipe[RLAT-1][MQ_W-1:1], r_ctx};
+    assign {o1_m, o1_r} = o1_ctx;
+    assign o1_s = '0;
+  end
+  // o2, o3: E(m - x) (UNIFIED safe rows: E(PHI - x))
   logic [EXP_W-1:0] e_out;
   logic [DW-1:0] o_delta;
   assign o_delta = DW'((IN_W + 1)'(o1_m) - (IN_W + 1)'(o1_xs));
@@ -358,6 +536,7 @@ module hwa_softmax_online #(
   );
   logic o2_v, o2_l, o2_mask, o3_v, o3_l, o3_mask;
   logic [RC_W-1:0] o2_r, o3_r;
+  logic [(UNIFIED ? U_S_W : 1)-1:0] o2_s, o3_s;
   always_ff @(posedge clk) begin
     if (rst) begin
       o2_v <= 1'b0;
@@ -370,19 +549,37 @@ module hwa_softmax_online #(
       o2_l <= o1_l;
       o2_mask <= o1_mask;
       o2_r <= o1_r;
+      o2_s <= o1_s;
       o3_l <= o2_l;
       o3_mask <= o2_mask;
       o3_r <= o2_r;
+      o3_s <= o2_s;
     end
   end
-  // o4: y = cast_out(e * r), output register
-  localparam int YW = (CLIP ? CZ_W : EXP_W + R_W) + ((OUT_SHIFT < 0) ? -OUT_SHIFT : 0) + 2;
+  // o4: y = cast_out(e * r) (UNIFIED: cast_out((e * r) << s), UOUTP_W bits)
+  localparam int EP_W = CLIP ? CZ_W : (UNIFIED ? UOUTP_W : EXP_W + R_W);
+  localparam int YW = EP_W + ((OUT_SHIFT < 0) ? -OUT_SHIFT : 0) + 2;
   logic signed [YW-1:0] er, er_r, er_l;
-  logic [OUT_W-1:0] y_c, y_o;
+  logic [OUT_W-1:0] y_c, y_o, y_z;
   if (CLIP) begin : g_clip_z  // z = E·r_s + G·2^(EXP_F + R_F - CLIP_F), exact
-    assign er = YW'(e_out) * YW'(o3_r) + (YW'(CLIP_G) <<< (EXP_F + R_F - CLIP_F));
+    // r_s < 2^(R_F + 4) (S < 2^(CLIP_F + 4)): CRS_W may exceed YW at narrow formats, so
+    // the product is formed at the wider of the two; z itself fits CZ_W < YW bits
+    localparam int ZP_W = (YW > RC_W) ? YW : RC_W;
+    /* verilator lint_off UNUSEDSIGNAL */
+    logic signed [ZP_W-1:0] z_full;  // the bits above YW are sign copies
+    /* verilator lint_on UNUSEDSIGNAL */
+    assign z_full = ZP_W'(e_out) * ZP_W'(o3_r) + (ZP_W'(CLIP_G) <<< (EXP_F + R_F - CLIP_F));
+    assign er = YW'(z_full);
+  end else if (UNIFIED) begin : g_uni_z
+    assign er = (YW'(e_out) * YW'(o3_r)) <<< o3_s;
   end else begin : g_plain_z
     assign er = YW'(e_out) * YW'(o3_r);
+  end
+  if (!UNIFIED) begin : g_no_s
+    /* verilator lint_off UNUSEDSIGNAL */
+    logic unused_o3s;  // s is 0 on the exact path
+    assign unused_o3s = o3_s[0];
+    /* verilator lint_on UNUSEDSIGNAL */
   end
   if (OUT_SHIFT > 0) begin : g_rs
     hwa_round_shift #(
@@ -417,15 +614,52 @@ module hwa_softmax_online #(
   end else begin : g_noclamp
     assign y_o = y_c;
   end
-  always_ff @(posedge clk) begin
-    if (rst) begin
-      m_axis_tvalid <= 1'b0;
-      m_axis_tlast <= 1'b0;
-    end else if (ce) begin
-      m_axis_tvalid <= o3_v;
-      m_axis_tlast <= o3_l;
+  assign y_z = o3_mask ? '0 : y_o;  // a masked (or skipped) element outputs 0
+  if (OUT_CODE != 0) begin : g_code
+    // o5: the log code of the o4 probability code (hwa_log_code; 0 -> the zero code)
+    logic o4_v, o4_l;
+    logic [OUT_W-1:0] o4_y;
+    logic [CODE_BITS-1:0] code;
+    always_ff @(posedge clk) begin
+      if (rst) begin
+        o4_v <= 1'b0;
+        m_axis_tvalid <= 1'b0;
+        m_axis_tlast <= 1'b0;
+      end else if (ce) begin
+        o4_v <= o3_v;
+        m_axis_tvalid <= o4_v;
+        m_axis_tlast <= o4_l;
+      end
+      if (ce) begin
+        o4_l <= o3_l;
+        o4_y <= y_z;
+        m_axis_tdata <= code;
+      end
     end
-    if (ce) m_axis_tdata <= o3_mask ? '0 : y_o;  // a masked element outputs 0
+    hwa_log_code #(
+        .W(OUT_W),
+        .SIGNED(OUT_SIGNED),
+        .F(CODE_F),
+        .FORM(OUT_CODE),
+        .BITS(CODE_BITS),
+        .C12(CODE_C12),
+        .C14(CODE_C14),
+        .C34(CODE_C34)
+    ) u_code (
+        .p(o4_y),
+        .c(code)
+    );
+  end else begin : g_linear
+    always_ff @(posedge clk) begin
+      if (rst) begin
+        m_axis_tvalid <= 1'b0;
+        m_axis_tlast <= 1'b0;
+      end else if (ce) begin
+        m_axis_tvalid <= o3_v;
+        m_axis_tlast <= o3_l;
+      end
+      if (ce) m_axis_tdata <= y_z;
+    end
   end
 
 endmodule

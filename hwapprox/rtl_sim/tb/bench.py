@@ -148,7 +148,8 @@ class UnitTB:
             dut.clk,
             self.counter,
             random_pauses(backpressure, seed * 2 + 2),
-            signed=spec.out_fmt.signed,
+            # log codes (out_code) are unsigned integers of out_code_bits
+            signed=spec.out_fmt.signed and getattr(spec, "out_code", "linear") == "linear",
             on_beat=self.scoreboard.check,
         )
         self.n_expected = 0
