@@ -43,9 +43,11 @@ def main() -> None:
         t0 = time.perf_counter()
         imp = import_model(CORPUS / e["file"])
         t_imp = time.perf_counter() - t0
+        attn = [s for s in imp.sites if s.operator.value not in ("gelu", "layernorm")]
+        kinds = sorted({s.kind for s in attn})
         ops = "/".join(
-            str(sum(s.operator.value == o for s in imp.sites))
-            for o in ("softmax", "gelu", "layernorm")
+            [f"{len(attn)}" + ("" if kinds in ([], ["softmax"]) else f" {'+'.join(kinds)}")]
+            + [str(sum(s.operator.value == o for s in imp.sites)) for o in ("gelu", "layernorm")]
         )
         t0 = time.perf_counter()
         d = validate(imp, inputs=feeds)
@@ -82,7 +84,7 @@ def main() -> None:
         print(json.dumps(row, default=str), flush=True)
     print()
     print(
-        "| model | exporter, opset | sites sm/gelu/ln | masks | defaults: float sites | "
+        "| model | exporter, opset | sites attention/gelu/ln | masks | defaults: float sites | "
         "warnings | cosine min | pooled min | top-1 | time s |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|")

@@ -4,7 +4,9 @@
   width and unified_low, φ calibrated from the float rows (export.calibrate);
 * threshold skipping (BLASST): skipped fraction and the error it costs per τ and row
   length, for the softmax and the fused attention row (V loads saved);
-* log2 / log-sqrt2 output codes (RepQ-ViT): probability-domain error per code width.
+* log2 / log-sqrt2 output codes (RepQ-ViT): probability-domain error per code width;
+* Softmax_1 (OutEffHop) and clipped softmax (Quantizable Transformers): max error per
+  width against their own float64 references, beside the plain online softmax.
 
 Rows: attention-like scores, each row N(μ_r, 2²) with a row offset μ_r ~ N(2, 1.5²)
 (heads and queries differ in scale), seeded. Errors against the float64 softmax of the
@@ -146,6 +148,39 @@ def log_codes() -> list[str]:
     return out
 
 
+def softmax1_clipped() -> list[str]:
+    out = [
+        "### Softmax_1 and clipped softmax",
+        "",
+        "The online unit with `off_by_one=True`, and with `clip_gamma=-0.03, "
+        "clip_zeta=1.03`, at `in_fmt` ap_fixed<W,6>, `out_fmt` ap_ufixed<W,0> "
+        "(AP_RND, AP_SAT), against each spec's own float64 reference (Softmax_1: "
+        "exp(x_i) / (1 + Σ exp(x_j)); clipped: clip((ζ - γ)·p + γ, 0, 1)); 2000 rows of "
+        "64 and 100 rows of 1024 (seed 3). Max error in output LSBs (2^-W).",
+        "",
+        "| W | plain online (64 / 1024) | Softmax_1 (64 / 1024) | clipped (64 / 1024) |",
+        "|---|---|---|---|",
+    ]
+    sets = (scores(2000, 64, 3), scores(100, 1024, 3))
+    for w in (8, 10, 12, 16):
+        base = {
+            "in_fmt": f"ap_fixed<{w},6,AP_RND,AP_SAT>",
+            "out_fmt": f"ap_ufixed<{w},0,AP_RND,AP_SAT>",
+        }
+        cells = []
+        for extra in ({}, {"off_by_one": True}, {"clip_gamma": -0.03, "clip_zeta": 1.03}):
+            spec = make_spec("softmax", "online", **base, **extra)
+            errs = []
+            for x in sets:
+                raw = spec.quantize_input(x)
+                y = spec.output_to_float(spec.model(raw))
+                ref = spec.reference(spec.in_fmt.to_float(raw))
+                errs.append(float(np.abs(y - ref).max() / float(spec.out_fmt.lsb)))
+            cells.append(f"{errs[0]:.2f} / {errs[1]:.2f}")
+        out.append(f"| {w} | " + " | ".join(cells) + " |")
+    return out
+
+
 def main() -> None:
     t0 = time.perf_counter()
     parts = [
@@ -160,6 +195,8 @@ def main() -> None:
         *skipping(),
         "",
         *log_codes(),
+        "",
+        *softmax1_clipped(),
     ]
     parts += ["", f"Run time {time.perf_counter() - t0:.0f} s (shared 2-core box)."]
     print("\n".join(parts))

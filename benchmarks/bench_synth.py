@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from hwapprox.approx.base import SpecError
-from hwapprox.approx.costmodel import FAMILIES, FEATURES, features, fit_table
+from hwapprox.approx.costmodel import FAMILIES, FEATURES, features, fit_table, unit_key
 from hwapprox.approx.registry import make_spec, spec_from_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -99,6 +99,7 @@ def grid() -> list[tuple[str, str, dict[str, Any]]]:
                     "out_fmt": out,
                     "exp_unit": "lut",
                     "recip_unit": "lut",
+                    **({"exp_lut_bits": w} if w < 12 else {}),
                 },
             )
         )
@@ -179,9 +180,16 @@ def grid() -> list[tuple[str, str, dict[str, Any]]]:
         fmts = {"in_fmt": f"ap_fixed<{w},4>", "out_fmt": f"ap_ufixed<{w},0,AP_RND,AP_SAT>"}
         g.append(("softmax", "online", {**fmts, "off_by_one": True}))
         g.append(("softmax", "online", {**fmts, "clip_gamma": -0.03, "clip_zeta": 1.03}))
+    for w in (10, 16):  # unified max, threshold skipping, log-coded outputs
+        fmts = {"in_fmt": f"ap_fixed<{w},4>", "out_fmt": f"ap_ufixed<{w},0,AP_RND,AP_SAT>"}
+        g.append(("softmax", "online", {**fmts, "unified_max": 2.0}))
+        g.append(("softmax", "online", {**fmts, "skip_threshold": 8.0}))
+        g.append(("softmax", "online", {**fmts, "out_code": "log2", "out_code_bits": 4}))
     for w in (8, 10, 12):  # sigmoid attention: the GELU datapaths with sigma(x + b) tables
         fmts = {"in_fmt": f"ap_fixed<{w},5>", "out_fmt": f"ap_ufixed<{w},0,AP_RND,AP_SAT>"}
         g.append(("sigmoid_attention", "lut", fmts))
+        if w > 8:  # binned: the top w - 2 bits index the table
+            g.append(("sigmoid_attention", "lut", {**fmts, "index_bits": w - 2}))
     for w in (8, 12, 16):
         for seg in (8, 16, 32):
             g.append(
@@ -282,7 +290,12 @@ def main() -> None:
             continue
         spec = spec_from_config(rec["spec"])
         key = (json.dumps(spec.to_config(), sort_keys=True), rec["family"])
-        latest[key] = {**rec, "spec": spec.to_config(), "features": features(spec, ROW_MAX)}
+        latest[key] = {
+            **rec,
+            "unit": unit_key(spec),
+            "spec": spec.to_config(),
+            "features": features(spec, ROW_MAX),
+        }
     rows = list(latest.values())
     models = fit_table(rows)
     from importlib.metadata import version

@@ -42,6 +42,7 @@ __all__ = [
     "load_table",
     "nnls",
     "rank_score",
+    "unit_key",
 ]
 
 #: resources estimated per family
@@ -59,6 +60,15 @@ RANK_WEIGHTS = {
 }
 
 _ROWWISE = (Operator.SOFTMAX, Operator.LAYERNORM)
+
+
+def unit_key(spec: ApproxSpec) -> str:
+    """The cost table's unit of ``spec``: ``"op/method"``, or ``"op/method[variant]"`` for
+    a spec whose ``cost_variant`` names structurally different hardware (the online
+    softmax's LUT exp + PWL reciprocal datapath), fitted as a unit of its own."""
+    base = f"{spec.operator.value}/{spec.method}"
+    variant = getattr(spec, "cost_variant", "")
+    return f"{base}[{variant}]" if variant else base
 
 
 def features(spec: ApproxSpec, row_max: int = 64) -> dict[str, float]:
@@ -251,9 +261,10 @@ def estimate(spec: ApproxSpec, family: str = "7series", row_max: int = 64) -> Es
     if family not in FAMILIES:
         raise SpecError(f"unknown family {family!r}; the cost table has {', '.join(FAMILIES)}")
     models = load_table().get("models", {})
-    key = f"{spec.operator.value}/{spec.method}@{family}"
     source = "fit"
-    model = models.get(key)
+    model = models.get(f"{unit_key(spec)}@{family}") or models.get(
+        f"{spec.operator.value}/{spec.method}@{family}"
+    )
     if model is None and spec.method in _hls_only(spec.operator):
         model, source = models.get(f"{spec.operator.value}/*@{family}"), "pooled"
     if model is None:

@@ -487,6 +487,9 @@ def calibrate(
                 extra = {"masked_rows": int(np.count_nonzero(full)), "rows": int(full.size)}
         elif mask is not None and s.operator in _ELEMENTWISE_ATTN:
             masks[s.name] = mask  # masked scores are left out of the errors and saturation
+            assert s.mask is not None
+            mvals = {t: values[t] if t in values else g.const(t) for t in s.mask.tensors()}
+            mask_roles[s.name] = s.mask.observed_roles(mvals, np.shape(x))
         stats[s.name] = SiteStats.of(s.name, x, mask, **extra)
         if s.operator is Operator.SOFTMAX:
             extents[s.name] = row_extents(s, x, mask)

@@ -1015,6 +1015,12 @@ class OnlineSoftmax(SoftmaxSpec):
             z = np.where(np.broadcast_to(np.asarray(mask, bool), z.shape), 0.0, z)
         return z
 
+    @property
+    def cost_variant(self) -> str:
+        """The cost table's variant (:func:`hwapprox.approx.costmodel.unit_key`): the LUT
+        exp + PWL reciprocal datapath is other hardware than base 2 + Newton."""
+        return "lut_exp" if self.exp_unit == "lut" else ""
+
     def cost(self) -> Cost:
         t = self.tables()
         tb = sum(len(v) * int(max(1, int(v.max()).bit_length())) for v in t.values())
@@ -1032,6 +1038,14 @@ class OnlineSoftmax(SoftmaxSpec):
         clipped = (self.clip_gamma, self.clip_zeta) != (0.0, 1.0)
         if clipped:  # per row r_s = S·r; per element + G·2^k and the [0, 1] clamp
             mults.append((self.recip_fmt.width, self.clip_frac_bits + 5))
+            adders += 2
+        if self.unified_max is not None:  # a second exp (of phi - x) and its sum
+            if self.exp_unit == "base2":
+                mults.append((self.in_fmt.width + 1, self.log2e_fmt.width))
+            adders += 2
+        if self.skip_threshold is not None:  # one compare against m - tau
+            adders += 1
+        if self.out_code != "linear":  # priority encoder + constant compares
             adders += 2
         return Cost(
             table_bits=tb,
