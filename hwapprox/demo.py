@@ -534,6 +534,19 @@ def stage_resources(
         f"{src}: " + ", ".join(f"{k} {v:.0f}" for k, v in fit.used.items()) + f"; {b.name}: "
         f"{'fits' if fit.fits else 'does NOT fit'}"
     )
+    if not fit.fits and fit.utilisation.get("DSP", 0.0) > 1.0:
+        from hwapprox.export.linear_cost import reuse_to_fit
+
+        left = b.resources["DSP"] - (used["DSP"] - lin.dsp)
+        alt = reuse_to_fit(res.imported.model, left)
+        if alt is not None:
+            fitd["linear_reuse_to_fit"] = {"reuse": alt.reuse, "dsp": alt.dsp}
+            note += (
+                f"; the linear layers fit the DSPs left ({left:.0f}) at ReuseFactor "
+                f"{alt.reuse} ({alt.dsp} DSP, ESTIMATE)"
+            )
+        else:
+            note += "; the nonlinear units alone exceed the board's DSPs"
     if why_not is not None:
         note += f" (yosys not used: {why_not})"
     return StageResult("passed", note=note, data={"resources": resources, "fit": fitd})

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from hwapprox.export.linear_cost import linear_estimate
+from hwapprox.export.linear_cost import linear_estimate, reuse_to_fit
 
 
 def _model() -> object:
@@ -54,3 +54,15 @@ def test_default_reuse_is_one_multiplier_per_output() -> None:
 def test_bad_reuse() -> None:
     with pytest.raises(ValueError, match="reuse must be >= 1"):
         linear_estimate(_model(), reuse=0)
+
+
+def test_reuse_to_fit_is_the_smallest_reuse_within_the_budget() -> None:
+    m = _model()
+    for budget in (1000, 100, 37, 10, 2):
+        e = reuse_to_fit(m, budget)
+        assert e is not None
+        assert e.dsp <= budget
+        if e.reuse > 1:  # one less reuse would not fit
+            assert linear_estimate(m, reuse=e.reuse - 1).dsp > budget
+    assert reuse_to_fit(m, 1) is None  # two layers need at least two multipliers
+    assert reuse_to_fit(m, -5) is None

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from onnx import ModelProto, numpy_helper
 
-__all__ = ["LinearEstimate", "linear_estimate"]
+__all__ = ["LinearEstimate", "linear_estimate", "reuse_to_fit"]
 
 
 @dataclass(frozen=True)
@@ -85,3 +85,30 @@ def linear_estimate(
         f"{weight_bits} / 36864); ESTIMATE, not synthesis"
     )
     return LinearEstimate(layers, weights, act, dsp, bram, reuse or 0, weight_bits, formula)
+
+
+def reuse_to_fit(
+    model: ModelProto, dsp_budget: float, *, weight_bits: int = 16, data_bits: int = 16
+) -> LinearEstimate | None:
+    """The smallest uniform ReuseFactor whose linear-layer DSP estimate is at most
+    ``dsp_budget`` (the board's DSPs left after the nonlinear units), or None when even
+    one multiplier per layer (reuse = the largest layer's K·N) does not fit."""
+    if dsp_budget < 0:
+        return None
+    top = linear_estimate(model, reuse=1, weight_bits=weight_bits, data_bits=data_bits)
+    if top.layers == 0:
+        return top
+    largest = max(1, top.dsp)  # reuse >= every layer's K·N gives one multiplier per layer
+    lo, hi = 1, largest
+    if linear_estimate(model, reuse=hi, weight_bits=weight_bits, data_bits=data_bits).dsp > (
+        dsp_budget
+    ):
+        return None
+    while lo < hi:  # DSP(reuse) is non-increasing: bisect on the smallest reuse that fits
+        mid = (lo + hi) // 2
+        e = linear_estimate(model, reuse=mid, weight_bits=weight_bits, data_bits=data_bits)
+        if e.dsp <= dsp_budget:
+            hi = mid
+        else:
+            lo = mid + 1
+    return linear_estimate(model, reuse=lo, weight_bits=weight_bits, data_bits=data_bits)
