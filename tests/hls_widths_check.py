@@ -10,7 +10,8 @@ tests. :func:`check_widths` then demands, per unit and format set:
 * every ``*_W`` of ``hw_params()`` types something in the header, and every
   type has exactly the width of its parameter (a header typedef that changes
   fails);
-* the generated config carries ``hw_params()`` unchanged;
+* the generated config carries ``hw_params()`` unchanged (softmax: plus
+  ``log_code_params()``, the constants of softmax.h's log-code post-stage);
 * for the units that also exist in SystemVerilog (GELU lut and pwl, softmax
   online, LayerNorm rsqrt_lut / rmsnorm) the SV parameters ``rtl_sim.units``
   gives the unit are the same numbers under the same names (a mapping that
@@ -99,13 +100,17 @@ def check_widths(spec, n: int, got: dict[str, list[int]]) -> dict[str, int]:
         if max(ws) > 64:
             assert (str(spec.operator), spec.method, name) in WIDE_OK, f"{name} = {ws} > 64 bits"
     inst = unit_instance("w", spec, n)
-    assert dict(inst.consts) == {**hw, "n_in": n}, "the config is not hw_params() unchanged"
+    # softmax configs also carry the log-code post-stage's constants (SoftmaxSpec)
+    post = spec.log_code_params() if str(spec.operator) == "softmax" else {}
+    want = {**post, **hw, "n_in": n}
+    assert dict(inst.consts) == want, "the config is not hw_params() unchanged"
     rtl = rtl_params(spec, n)
     if rtl is not None:
-        outside = set(rtl) - set(hw)
+        full = {**post, **hw}  # the SV units take the log-code constants too
+        outside = set(rtl) - set(full)
         assert outside <= ROW_BUFFER, f"SV parameters outside hw_params: {sorted(outside)}"
-        for k in set(rtl) & set(hw):
-            assert sv_value(rtl[k]) == hw[k], f"SV {k}={rtl[k]}, hw_params {hw[k]}"
+        for k in set(rtl) & set(full):
+            assert sv_value(rtl[k]) == full[k], f"SV {k}={rtl[k]}, hw_params {full[k]}"
         for name, ws in got.items():
             if name in rtl:
                 assert ws[0] == sv_value(rtl[name]), f"HLS {name}={ws[0]}, SV {rtl[name]}"

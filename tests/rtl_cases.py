@@ -349,4 +349,20 @@ CASES = [
         },
         48,
     ),
+    # log-coded outputs of the other softmax units (hwa_out_code after the unit)
+    (
+        "softmax-softermax-log2-5b",
+        "softmax",
+        "softermax",
+        {"out_code": "log2", "out_code_bits": 5},
+        24,
+    ),
+    (
+        "softmax-shiftmax-logsqrt2-4b",
+        "softmax",
+        "shiftmax",
+        {"out_code": "log2sqrt2", "out_code_bits": 4},
+        24,
+    ),
+    ("softmax-ibert-log2-6b", "softmax", "ibert", {"out_code": "log2", "out_code_bits": 6}, 24),
 ]

@@ -61,14 +61,31 @@ CASES = [
         10,
         0.0,
     ),
+    # log codes of the other methods: their unit, then softmax.h's post-stage
+    ("log2_softermax", {"_method": "softermax", "out_code": "log2", "out_code_bits": 5}, 8, 0.0),
+    (
+        "log2sqrt2_shiftmax",
+        {"_method": "shiftmax", "out_code": "log2sqrt2", "out_code_bits": 4},
+        8,
+        0.0,
+    ),
+    ("log2_ibert", {"_method": "ibert", "out_code": "log2", "out_code_bits": 6}, 12, 0.0),
+    ("log2_hls4ml", {"_method": "hls4ml_stable", "out_code": "log2"}, 8, 0.0),
 ]
 IDS = [c[0] for c in CASES]
+
+
+def _spec(fields: dict):
+    f = {k: v for k, v in fields.items() if k != "_method"}
+    return make_spec("softmax", fields.get("_method", "online"), **f)
+
+
 STREAM_ID0 = 100
 
 
 @pytest.fixture(scope="module")
 def setup():
-    specs = [make_spec("softmax", "online", **f) for _, f, _, _ in CASES]
+    specs = [_spec(f) for _, f, _, _ in CASES]
     insts = [
         unit_instance(f"v{i}", s, c[2]) for i, (s, c) in enumerate(zip(specs, CASES, strict=True))
     ]
@@ -121,12 +138,14 @@ def test_variant_csim_bit_exact(setup, i, io):
     want = spec.model(x, mask=mask)
     bad = np.argwhere(got != want)
     assert bad.size == 0, f"{len(bad)} of {want.size} differ, first at {tuple(bad[0])}"
+    assert len(np.unique(want)) > 4
+    if spec.method != "online":  # log codes of another unit: no unified / skip options
+        return
     st = spec.model_stats(x, mask=mask)
     if spec.unified_max is not None:  # both paths are exercised
         assert 0.05 < st["fallback_rate"] < 0.95, st
     if spec.skip_threshold is not None:
         assert 0.02 < st["skip_fraction"] < 0.9, st
-    assert len(np.unique(want)) > 4
 
 
 @pytest.mark.parametrize("i", range(len(CASES)), ids=IDS)
@@ -134,7 +153,8 @@ def test_variant_widths_are_hw_params(setup, i):
     specs, exe = setup
     hw = specs[i].hw_params(CASES[i][2])
     got = read_widths(exe, i)
-    assert {"UOUTP_W", "U_S_W"} <= set(got)
+    if specs[i].method == "online":
+        assert {"UOUTP_W", "U_S_W"} <= set(got)
     for name, ws in got.items():
         assert ws == [hw[name]] * len(ws), f"{name}: HLS {ws}, hw_params {hw[name]}"
     assert STREAM_ID0 + len(CASES) < WIDTHS_ID0
@@ -149,6 +169,8 @@ def test_variant_widths_are_hw_params(setup, i):
         (4, {"skip_threshold": None}),
         (6, {"out_code": "log2", "out_code_bits": 6}),
         (7, {"out_code": "log2"}),
+        (10, {"out_code": "log2sqrt2"}),  # softermax's codes through the post-stage
+        (12, {"out_code_bits": 5}),  # I-BERT's
     ],
 )
 def test_variant_csim_check_can_fail(setup, i, change):
@@ -164,16 +186,15 @@ def test_variant_csim_check_can_fail(setup, i, change):
 
 
 def test_other_units_refuse_the_options():
-    from hwapprox.approx.base import SpecError
     from hwapprox.rtl_sim.units import get_unit
 
-    with pytest.raises(SpecError, match=r"the HLS unit of softmax/ibert has no log-code"):
-        unit_instance("x", make_spec("softmax", "ibert", out_code="log2"), 8)
-    # the online RTL unit has all three options (tests/test_rtl_units.py); the others
-    # have no log-code stage
+    # every HLS softmax unit has log codes (above); the online RTL unit has all three
+    # options (tests/test_rtl_units.py)
     unit = get_unit("softmax", "online")
     for kw in ({"unified_max": 2.0}, {"skip_threshold": 3.0}, {"out_code": "log2sqrt2"}):
         params, _ = unit.config(make_spec("softmax", "online", **kw), 16)
         assert params["UNIFIED"] + params["SKIP"] + (params["OUT_CODE"] == 2) == 1
-    with pytest.raises(SpecError, match=r"has no log-code output stage"):
-        get_unit("softmax", "shiftmax").config(make_spec("softmax", "shiftmax", out_code="log2"))
+    # every RTL softmax unit has the log-code stage (hwa_out_code after the unit)
+    for m in ("softermax", "shiftmax", "ibert"):
+        params, _ = get_unit("softmax", m).config(make_spec("softmax", m, out_code="log2"), 16)
+        assert params["OUT_CODE"] == 1

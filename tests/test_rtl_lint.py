@@ -12,7 +12,7 @@ from rtl_cases import CASES
 
 from hwapprox.approx.registry import make_spec
 from hwapprox.rtl_sim.runner import RTL_DIR, RtlToolError, lint, simulator_available
-from hwapprox.rtl_sim.units import UNITS, get_unit
+from hwapprox.rtl_sim.units import UNITS, get_unit, sv_long
 
 pytestmark = [
     pytest.mark.rtl,
@@ -34,6 +34,7 @@ PRIMS = {
     "hwa_isqrt_iter": ["hwa_isqrt_iter.sv"],
     "hwa_fifo": ["hwa_fifo.sv"],
     "hwa_log_code": ["hwa_log_code.sv"],
+    "hwa_out_code": ["hwa_log_code.sv", "hwa_out_code.sv"],
 }
 #: submodules whose parameters must all be set by the parent (no defaults)
 NO_DEFAULTS = {
@@ -47,6 +48,7 @@ NO_DEFAULTS = {
     "hwa_softmax_3pass": (),
     "hwa_fifo": (),
     "hwa_log_code": (),
+    "hwa_out_code": (),
     "hwa_udiv_iter": (),
     "hwa_isqrt_iter": (),
     "hwa_ln_int_stats": (),
@@ -83,6 +85,17 @@ def _prim_params(top: str) -> dict:
         return {"X_W": 32, "II": 16, "P_W": 4}
     if top == "hwa_fifo":
         return {"W": 12, "DEPTH": 8}
+    if top == "hwa_out_code":  # softermax's default out_fmt, log-sqrt2 codes of 5 bits
+        c = make_spec("softmax", "softermax", out_code="log2sqrt2", out_code_bits=5)
+        q = c.log_code_params()
+        return {
+            "W": q["CODE_NW"],
+            "SIGNED": int(c.out_fmt.signed),
+            "F": q["CODE_F"],
+            "FORM": q["OUT_CODE"],
+            "BITS": q["CODE_BITS"],
+            **{k: sv_long(q[f"CODE_{k}"]) for k in ("C12", "C14", "C34")},
+        }
     if top == "hwa_log_code":  # a signed log-sqrt2 stage (the online unit's set)
         q = _online_params(
             out_code="log2sqrt2", out_code_bits=6, out_fmt="ap_fixed<12,2,AP_RND,AP_SAT>"
@@ -162,6 +175,7 @@ def test_submodules_have_no_defaults_to_disagree_with(module: str) -> None:
         ("layernorm", "ivit", {}, ()),
         ("layernorm", "ibert", {}, ()),
         ("layernorm", "rmsnorm", {}, ()),
+        ("relu_attention", "wortsman", {}, ()),
     ],
 )
 def test_unit_defaults_are_the_default_spec(

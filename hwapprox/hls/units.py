@@ -74,16 +74,14 @@ def unit_instance(name: str, spec: ApproxSpec, n_in: int) -> Instance:
     extra_types = {}
     code = getattr(spec, "out_code", "linear")
     if code != "linear":
-        if key != ("softmax", "online"):
-            raise SpecError(
-                f"the HLS unit of {key[0]}/{key[1]} has no log-code output stage "
-                f"(out_code={code!r}); softmax/online has it, or use out_code='linear'"
-            )
-        # the log code as an unsigned integer type (res_T of the unit)
+        # every softmax unit: the online unit encodes inside, the others through
+        # softmax.h's post-stage; the log code as an unsigned integer type (res_T)
         extra_types["code_t"] = FixedFormat(spec.out_code_bits, spec.out_code_bits, signed=False)  # type: ignore[attr-defined]
     if str(spec.operator) == "softmax" and spec.method.startswith("hls4ml"):
         extra_types["exp_addr_t"] = spec.exp_addr_fmt  # type: ignore[attr-defined]
     hw = spec.hw_params(n_in)  # type: ignore[attr-defined]
+    if str(spec.operator) == "softmax":  # softmax.h's log-code post-stage reads these
+        hw = {**spec.log_code_params(), **hw}  # type: ignore[attr-defined]
     inst = instance_from_spec(name, spec, extra_types=extra_types, consts={**hw, "n_in": n_in})
     return Instance(
         inst.name,

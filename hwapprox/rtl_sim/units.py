@@ -442,6 +442,18 @@ def _softmax_online(spec: Any, row_max: int) -> Config:
     return params, {"EXP_FILE": exp_mem, "RECIP_FILE": recip_mem}
 
 
+#: the log-code output stage's parameters (SoftmaxSpec.log_code_params; hwa_out_code)
+_CODE = (
+    "OUT_CODE",
+    "CODE_BITS",
+    "CODE_ZERO",
+    "CODE_NW",
+    "CODE_F",
+    "CODE_C12",
+    "CODE_C14",
+    "CODE_C34",
+)
+
 _SOFTERMAX = (
     "IN_W",
     "OUT_W",
@@ -488,7 +500,11 @@ def _softmax_softermax(spec: Any, row_max: int) -> Config:
         "POW2_FILE": memh_text(t["pow2_table"], hw["TABLE_F"] + 1),
         "RECIP_FILE": memh_text(t["recip_table"], hw["WF"] + 1),
     }
-    return {**row_stream_params(row_max), **_sv(hw, _SOFTERMAX)}, mems
+    return {
+        **row_stream_params(row_max),
+        **_sv(hw, _SOFTERMAX),
+        **_sv(spec.log_code_params(), _CODE),
+    }, mems
 
 
 _SHIFTMAX = (
@@ -514,7 +530,11 @@ _SHIFTMAX = (
 
 def _softmax_shiftmax(spec: Any, row_max: int) -> Config:
     _signed_in(spec, "softmax/shiftmax")
-    return {**row_stream_params(row_max), **_sv(spec.hw_params(row_max), _SHIFTMAX)}, {}
+    return {
+        **row_stream_params(row_max),
+        **_sv(spec.hw_params(row_max), _SHIFTMAX),
+        **_sv(spec.log_code_params(), _CODE),
+    }, {}
 
 
 _IBERT_SOFTMAX = (
@@ -550,7 +570,11 @@ _IBERT_SOFTMAX = (
 
 def _softmax_ibert(spec: Any, row_max: int) -> Config:
     _signed_in(spec, "softmax/ibert")
-    return {**row_stream_params(row_max), **_sv(spec.hw_params(row_max), _IBERT_SOFTMAX)}, {}
+    return {
+        **row_stream_params(row_max),
+        **_sv(spec.hw_params(row_max), _IBERT_SOFTMAX),
+        **_sv(spec.log_code_params(), _CODE),
+    }, {}
 
 
 _COMMON = ("hwa_pkg.sv", "hwa_rom.sv", "hwa_round_shift.sv", "hwa_sat.sv")
@@ -665,12 +689,15 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
             "hwa_row_stream.sv",
             "hwa_exp_unit.sv",
             "hwa_recip.sv",
+            "hwa_log_code.sv",
+            "hwa_out_code.sv",
             "hwa_softmax_softermax.sv",
         ),
         _softmax_softermax,
         rowwise=True,
         doc="base 2, integer running max with shift rescaling, PWL 2^x and PWL 1/d, "
-        "mask bits; circular row buffer of t",
+        "mask bits; circular row buffer of t; log-coded outputs (one more stage)",
+        out_codes=True,
     ),
     (Operator.SOFTMAX, "ibert"): RtlUnit(
         Operator.SOFTMAX,
@@ -681,14 +708,18 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
             "hwa_row_stream.sv",
             "hwa_ibert_exp.sv",
             "hwa_udiv.sv",
+            "hwa_log_code.sv",
+            "hwa_out_code.sv",
             "hwa_softmax_3pass.sv",
             "hwa_softmax_ibert.sv",
         ),
         _softmax_ibert,
         rowwise=True,
         doc="three passes through two row buffers: max; i-exp, requantisation and sum; a "
-        "33-stage pipelined divider 2^32 / sum per row; e16·factor. Mask bits",
+        "33-stage pipelined divider 2^32 / sum per row; e16·factor. Mask bits; log-coded "
+        "outputs (one more stage)",
         row_passes=2,
+        out_codes=True,
     ),
     (Operator.SOFTMAX, "shiftmax"): RtlUnit(
         Operator.SOFTMAX,
@@ -699,14 +730,17 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
             "hwa_row_stream.sv",
             "hwa_shift_exp.sv",
             "hwa_udiv.sv",
+            "hwa_log_code.sv",
+            "hwa_out_code.sv",
             "hwa_softmax_3pass.sv",
             "hwa_softmax_shiftmax.sv",
         ),
         _softmax_shiftmax,
         rowwise=True,
         doc="three passes through two row buffers: max; shift-exp and sum; a 31-stage "
-        "pipelined divider per row; e·factor. Mask bits",
+        "pipelined divider per row; e·factor. Mask bits; log-coded outputs (one more stage)",
         row_passes=2,
+        out_codes=True,
     ),
     (Operator.LAYERNORM, "rsqrt_lut"): RtlUnit(
         Operator.LAYERNORM,

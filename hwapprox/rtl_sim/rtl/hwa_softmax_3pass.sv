@@ -29,7 +29,13 @@ module hwa_softmax_3pass #(
     parameter bit NUM_ONES,
     parameter bit CLAMP,
     parameter int FACTOR_W,
-    parameter int PROD_W
+    parameter int PROD_W,
+    parameter int OUT_CODE,
+    parameter int CODE_BITS,
+    parameter int CODE_F,
+    parameter longint CODE_C12,
+    parameter longint CODE_C14,
+    parameter longint CODE_C34
 ) (
     input  logic                     clk,
     input  logic                     rst,
@@ -38,7 +44,7 @@ module hwa_softmax_3pass #(
     output logic                     s_axis_tready,
     input  logic                     s_axis_tlast,
     input  logic                     s_axis_tuser,
-    output logic [OUT_W-1:0]         m_axis_tdata,
+    output logic [(OUT_CODE != 0 ? CODE_BITS : OUT_W)-1:0] m_axis_tdata,
     output logic                     m_axis_tvalid,
     input  logic                     m_axis_tready,
     output logic                     m_axis_tlast,
@@ -237,15 +243,28 @@ module hwa_softmax_3pass #(
       .y(y_c)
   );
   assign b_ce = ~m_axis_tvalid | m_axis_tready;
-  always_ff @(posedge clk) begin
-    if (rst) begin
-      m_axis_tvalid <= 1'b0;
-      m_axis_tlast <= 1'b0;
-    end else if (b_ce) begin
-      m_axis_tvalid <= b_o1_v;
-      m_axis_tlast <= b_o1_l;
-    end
-    if (b_ce) m_axis_tdata <= b_mask ? '0 : y_c;  // a masked element outputs 0
-  end
+  logic [OUT_W-1:0] y_z;
+  assign y_z = b_mask ? '0 : y_c;  // a masked element outputs 0
+  // the output register, or (OUT_CODE) one more and the log code: one cycle more
+  hwa_out_code #(
+      .W(OUT_W),
+      .SIGNED(OUT_SIGNED),
+      .F(CODE_F),
+      .FORM(OUT_CODE),
+      .BITS(CODE_BITS),
+      .C12(CODE_C12),
+      .C14(CODE_C14),
+      .C34(CODE_C34)
+  ) u_out (
+      .clk  (clk),
+      .rst  (rst),
+      .ce   (b_ce),
+      .in_v (b_o1_v),
+      .in_l (b_o1_l),
+      .in_y (y_z),
+      .out_v(m_axis_tvalid),
+      .out_l(m_axis_tlast),
+      .out_y(m_axis_tdata)
+  );
 
 endmodule

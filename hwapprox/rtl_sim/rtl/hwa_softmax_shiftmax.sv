@@ -40,7 +40,15 @@ module hwa_softmax_shiftmax #(
     parameter int SE_W = 26,
     parameter int SUM_W = 32,
     parameter int FACTOR_W = 31,
-    parameter int PROD_W = 31
+    parameter int PROD_W = 31,
+    parameter int OUT_CODE = 0,
+    parameter int CODE_BITS = 4,
+    parameter int CODE_ZERO = 15,
+    parameter int CODE_NW = 9,
+    parameter int CODE_F = 8,
+    parameter longint CODE_C12 = 64'd362,
+    parameter longint CODE_C14 = 64'd304,
+    parameter longint CODE_C34 = 64'd430
 ) (
     input  logic             clk,
     input  logic             rst,
@@ -49,7 +57,8 @@ module hwa_softmax_shiftmax #(
     output logic             s_axis_tready,
     input  logic             s_axis_tlast,
     input  logic             s_axis_tuser,  // mask bit: 1 = masked out
-    output logic [OUT_W-1:0] m_axis_tdata,
+    // out_fmt codes, or (OUT_CODE) CODE_BITS-bit log codes
+    output logic [(OUT_CODE != 0 ? CODE_BITS : OUT_W)-1:0] m_axis_tdata,
     output logic             m_axis_tvalid,
     input  logic             m_axis_tready,
     output logic             m_axis_tlast,
@@ -75,6 +84,11 @@ module hwa_softmax_shiftmax #(
       .v(p2_diff),
       .e(p2_e)
   );
+  if (OUT_CODE != 0 && (OUT_CODE > 2 || CODE_NW != OUT_W || CODE_BITS < 2 || CODE_BITS > 8
+                        || CODE_ZERO != (1 << CODE_BITS) - 1)) begin : g_bad_code
+    $error("hwa_softmax_shiftmax: invalid OUT_CODE=%0d (0..2) CODE_NW=%0d (= OUT_W=%0d) CODE_BITS=%0d (2..8) CODE_ZERO=%0d (2^CODE_BITS - 1)",
+           OUT_CODE, CODE_NW, OUT_W, CODE_BITS, CODE_ZERO);
+  end
   hwa_softmax_3pass #(
       .IN_W(IN_W),
       .OUT_W(OUT_W),
@@ -92,7 +106,13 @@ module hwa_softmax_shiftmax #(
       .NUM_ONES(1'b1),
       .CLAMP(1'b1),
       .FACTOR_W(FACTOR_W),
-      .PROD_W(PROD_W)
+      .PROD_W(PROD_W),
+      .OUT_CODE(OUT_CODE),
+      .CODE_BITS(CODE_BITS),
+      .CODE_F(CODE_F),
+      .CODE_C12(CODE_C12),
+      .CODE_C14(CODE_C14),
+      .CODE_C34(CODE_C34)
   ) u_core (
       .*
   );

@@ -60,6 +60,14 @@ module hwa_softmax_softermax #(
     parameter int WF = 16,
     parameter int TB = 4,
     parameter string POW2_FILE = "",
+    parameter int OUT_CODE = 0,
+    parameter int CODE_BITS = 4,
+    parameter int CODE_ZERO = 15,
+    parameter int CODE_NW = 8,
+    parameter int CODE_F = 8,
+    parameter longint CODE_C12 = 64'd181,
+    parameter longint CODE_C14 = 64'd152,
+    parameter longint CODE_C34 = 64'd215,
     parameter string RECIP_FILE = ""
 ) (
     input  logic             clk,
@@ -69,7 +77,8 @@ module hwa_softmax_softermax #(
     output logic             s_axis_tready,
     input  logic             s_axis_tlast,
     input  logic             s_axis_tuser,  // mask bit: 1 = masked out
-    output logic [OUT_W-1:0] m_axis_tdata,
+    // out_fmt codes, or (OUT_CODE) CODE_BITS-bit log codes
+    output logic [(OUT_CODE != 0 ? CODE_BITS : OUT_W)-1:0] m_axis_tdata,
     output logic             m_axis_tvalid,
     input  logic             m_axis_tready,
     output logic             m_axis_tlast,
@@ -363,15 +372,33 @@ module hwa_softmax_softermax #(
       .x(pr_r),
       .y(y_c)
   );
-  always_ff @(posedge clk) begin
-    if (rst) begin
-      m_axis_tvalid <= 1'b0;
-      m_axis_tlast <= 1'b0;
-    end else if (ce) begin
-      m_axis_tvalid <= o3_v;
-      m_axis_tlast <= o3_l;
-    end
-    if (ce) m_axis_tdata <= o3_mask ? '0 : y_c;  // a masked element outputs 0
+  if (OUT_CODE != 0 && (OUT_CODE > 2 || CODE_NW != OUT_W || CODE_BITS < 2 || CODE_BITS > 8
+                        || CODE_ZERO != (1 << CODE_BITS) - 1)) begin : g_bad_code
+    $error("hwa_softmax_softermax: invalid OUT_CODE=%0d (0..2) CODE_NW=%0d (= OUT_W=%0d) CODE_BITS=%0d (2..8) CODE_ZERO=%0d (2^CODE_BITS - 1)",
+           OUT_CODE, CODE_NW, OUT_W, CODE_BITS, CODE_ZERO);
   end
+  logic [OUT_W-1:0] y_z;
+  assign y_z = o3_mask ? '0 : y_c;  // a masked element outputs 0
+  // the output register, or (OUT_CODE) one more and the log code: one cycle more
+  hwa_out_code #(
+      .W(OUT_W),
+      .SIGNED(OUT_SIGNED),
+      .F(CODE_F),
+      .FORM(OUT_CODE),
+      .BITS(CODE_BITS),
+      .C12(CODE_C12),
+      .C14(CODE_C14),
+      .C34(CODE_C34)
+  ) u_out (
+      .clk  (clk),
+      .rst  (rst),
+      .ce   (ce),
+      .in_v (o3_v),
+      .in_l (o3_l),
+      .in_y (y_z),
+      .out_v(m_axis_tvalid),
+      .out_l(m_axis_tlast),
+      .out_y(m_axis_tdata)
+  );
 
 endmodule

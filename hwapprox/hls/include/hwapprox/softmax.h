@@ -1115,13 +1115,98 @@ struct softmax_stream_of<softmax_shiftmax_op> {
     }
 };
 
+// Log-coded outputs (OUT_CODE, SoftmaxSpec.out_code) of every method: the online unit
+// encodes inside its output stage; any other unit runs as usual into out_t
+// probabilities and softmax_code_post encodes each one (softmax_online_op::log_code:
+// the priority encoder and constant compares, the same function) into res_T's raw
+// bits -- one more step after the unit, elementwise, at the stream rate.
+template <class OP>
+struct softmax_codes_inside {
+    static const bool value = false;
+};
+template <>
+struct softmax_codes_inside<softmax_online_op> {
+    static const bool value = true;
+};
+
+template <bool POST>
+struct softmax_code_post;
+
+template <>
+struct softmax_code_post<false> {
+    template <class data_T, class res_T, typename C>
+    static void run(const data_T data[C::n_in], res_T res[C::n_in]) {
+        #pragma HLS INLINE
+        C::op::template run<data_T, res_T, C>(data, res);
+    }
+    template <class data_T, class res_T, typename C>
+    static void run(const data_T data[C::n_in], const bool mask[C::n_in], res_T res[C::n_in]) {
+        #pragma HLS INLINE
+        C::op::template run<data_T, res_T, C>(data, mask, res);
+    }
+    template <class data_T, class res_T, typename C, class MS>
+    static void stream(hls::stream<data_T>& data, MS& mask, hls::stream<res_T>& res) {
+        #pragma HLS INLINE
+        softmax_stream_of<typename C::op>::template run<data_T, res_T, C>(data, mask, res);
+    }
+};
+
+template <>
+struct softmax_code_post<true> {
+    template <class res_T, typename C>
+    static void encode(const typename C::out_t p[C::n_in], res_T res[C::n_in]) {
+        #pragma HLS INLINE
+    codes:
+        for (int i = 0; i < C::n_in; i++) {
+            #pragma HLS UNROLL
+            res[i] = from_raw<res_T>(softmax_online_op::template log_code<C>(code_of(p[i])));
+        }
+    }
+    template <class data_T, class res_T, typename C>
+    static void run(const data_T data[C::n_in], res_T res[C::n_in]) {
+        #pragma HLS INLINE
+        typename C::out_t p[C::n_in];
+        #pragma HLS ARRAY_PARTITION variable = p complete
+        C::op::template run<data_T, typename C::out_t, C>(data, p);
+        encode<res_T, C>(p, res);
+    }
+    template <class data_T, class res_T, typename C>
+    static void run(const data_T data[C::n_in], const bool mask[C::n_in], res_T res[C::n_in]) {
+        #pragma HLS INLINE
+        typename C::out_t p[C::n_in];
+        #pragma HLS ARRAY_PARTITION variable = p complete
+        C::op::template run<data_T, typename C::out_t, C>(data, mask, p);
+        encode<res_T, C>(p, res);
+    }
+    template <class data_T, class res_T, typename C, class MS>
+    static void stream(hls::stream<data_T>& data, MS& mask, hls::stream<res_T>& res) {
+        #pragma HLS INLINE
+        #pragma HLS DATAFLOW
+        hls::stream<typename C::out_t> p;
+        #pragma HLS STREAM variable = p depth = 2
+        softmax_stream_of<typename C::op>::template run<data_T, typename C::out_t, C>(data, mask,
+                                                                                     p);
+    codes:
+        for (int i = 0; i < C::n_in; i++) {
+            #pragma HLS PIPELINE II = 1
+            res.write(from_raw<res_T>(softmax_online_op::template log_code<C>(code_of(p.read()))));
+        }
+    }
+};
+
+template <typename C>
+struct softmax_post_of {
+    typedef softmax_code_post<C::OUT_CODE != 0 && !softmax_codes_inside<typename C::op>::value>
+        type;
+};
+
 // Softmax over one row of n_in values with the unit named by CONFIG_T::op.
 template <class data_T, class res_T, typename CONFIG_T>
 void softmax(const data_T data[CONFIG_T::n_in], res_T res[CONFIG_T::n_in]) {
     #pragma HLS PIPELINE
     #pragma HLS ARRAY_PARTITION variable = data complete
     #pragma HLS ARRAY_PARTITION variable = res complete
-    CONFIG_T::op::template run<data_T, res_T, CONFIG_T>(data, res);
+    softmax_post_of<CONFIG_T>::type::template run<data_T, res_T, CONFIG_T>(data, res);
 }
 
 // The same with mask bits (true = masked out); a fully masked row is all zeros.
@@ -1132,7 +1217,7 @@ void softmax(const data_T data[CONFIG_T::n_in], const bool mask[CONFIG_T::n_in],
     #pragma HLS ARRAY_PARTITION variable = data complete
     #pragma HLS ARRAY_PARTITION variable = mask complete
     #pragma HLS ARRAY_PARTITION variable = res complete
-    CONFIG_T::op::template run<data_T, res_T, CONFIG_T>(data, mask, res);
+    softmax_post_of<CONFIG_T>::type::template run<data_T, res_T, CONFIG_T>(data, mask, res);
 }
 
 // io_stream: one row of n_in elements from data, n_in results to res.
@@ -1140,16 +1225,14 @@ template <class data_T, class res_T, typename CONFIG_T>
 void softmax(hls::stream<data_T>& data, hls::stream<res_T>& res) {
     #pragma HLS INLINE off
     no_mask_stream none;
-    softmax_stream_of<typename CONFIG_T::op>::template run<data_T, res_T, CONFIG_T>(data, none,
-                                                                                   res);
+    softmax_post_of<CONFIG_T>::type::template stream<data_T, res_T, CONFIG_T>(data, none, res);
 }
 
 // io_stream with one mask bit per element (true = masked out).
 template <class data_T, class res_T, typename CONFIG_T>
 void softmax(hls::stream<data_T>& data, hls::stream<bool>& mask, hls::stream<res_T>& res) {
     #pragma HLS INLINE off
-    softmax_stream_of<typename CONFIG_T::op>::template run<data_T, res_T, CONFIG_T>(data, mask,
-                                                                                   res);
+    softmax_post_of<CONFIG_T>::type::template stream<data_T, res_T, CONFIG_T>(data, mask, res);
 }
 
 }  // namespace hwapprox
