@@ -143,9 +143,11 @@ def grid() -> list[tuple[str, str, dict[str, Any]]]:
                     },
                 )
             )
-    for w in (8, 12, 16):  # the integer LayerNorms: widths; I-ViT also its step count
+    for w in (8, 10, 12, 14, 16):  # the integer LayerNorms: widths; I-ViT its step count
         fmts = {"in_fmt": f"ap_fixed<{w},4>", "out_fmt": _fx(w, 4)}
         g.append(("layernorm", "ibert", fmts))
+        if w in (10, 14):
+            continue
         for steps in (6, 10):
             g.append(("layernorm", "ivit", {**fmts, "newton_iterations": steps}))
     for w in (12, 16):  # pRMSNorm: the queue of codes behind k = ceil(p·N)
