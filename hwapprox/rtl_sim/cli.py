@@ -71,8 +71,11 @@ def units_cmd() -> None:
     """List the RTL units and the spec methods they implement."""
     from hwapprox.rtl_sim.units import UNITS
 
-    for (op, method), unit in UNITS.items():
-        click.echo(f"{op}/{method:<10} {unit.toplevel:<22} {unit.doc}")
+    names = {key: f"{key[0]}/{key[1]}" for key in UNITS}
+    w_name = max(len(n) for n in names.values())
+    w_top = max(len(u.toplevel) for u in UNITS.values())
+    for key, unit in UNITS.items():
+        click.echo(f"{names[key]:<{w_name}}  {unit.toplevel:<{w_top}}  {unit.doc}")
 
 
 @rtl_group.command("sim")
