@@ -68,6 +68,9 @@ PARAM_GRID: dict[tuple[Operator, str], tuple[dict[str, Any], ...]] = {
         {"rsqrt_table_bits": 6, "newton_steps": 2},
     ),
     (Operator.SOFTMAX, "online"): ({"newton_steps": 1}, {"newton_steps": 2}),
+    (Operator.SIGMOID_ATTENTION, "pwl"): ({"segments": 16}, {"segments": 32}, {"segments": 64}),
+    (Operator.SIGMOID_ATTENTION, "lut"): ({"index_bits": 0}, {"index_bits": 10}),
+    (Operator.RELU_ATTENTION, "wortsman"): ({"recip_bits": 10}, {"recip_bits": 16}),
 }
 
 #: Methods that do not compute the site's operator as exported (RMSNorm has no mean).
