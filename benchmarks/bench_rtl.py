@@ -117,6 +117,7 @@ def main() -> None:
         "lat last->last | N+16 | cycles/s | build s |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
+
     def f(v: object, spec: str) -> str:  # a missing figure (e.g. a cached build) as "-"
         return "-" if v is None else format(v, spec)
 
