@@ -88,6 +88,11 @@ class Operator(enum.StrEnum):
     RELU_ATTENTION = "relu_attention"
 
 
+#: attention normalisers computed per score (no row reduction; a padding mask's -inf
+#: saturates their input): the sites export treats elementwise, like GELU
+ELEMENTWISE_ATTENTION = (Operator.SIGMOID_ATTENTION, Operator.RELU_ATTENTION)
+
+
 @dataclass(frozen=True, slots=True)
 class Cost:
     """Pre-synthesis cost of one lane of a unit.

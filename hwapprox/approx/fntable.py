@@ -34,7 +34,7 @@ from hwapprox.approx.hwparams import overflow_code, rounding_code
 from hwapprox.approx.pwl import PwlFit, fit_lines, fit_pwl, minimax_lines
 from hwapprox.fixed import MAX_RAW_BITS, FixedFormat, cast
 
-__all__ = ["FnSpec", "LutTable", "PwlTable"]
+__all__ = ["FnSpec", "LutTable", "PwlTable", "acc_fmt", "round_half_up"]
 
 RawArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -43,7 +43,8 @@ Func = Callable[[FloatArray], FloatArray]
 _FITS: dict[tuple[Hashable, float, float, int], PwlFit] = {}
 
 
-def _round_half_up(q: Fraction) -> int:
+def round_half_up(q: Fraction) -> int:
+    """``floor(q + 1/2)``: exact rounding of a rational, ties up."""
     return math.floor(q + Fraction(1, 2))
 
 
@@ -146,7 +147,7 @@ class PwlTable(FnSpec):
     def _fitted(self) -> dict[str, RawArray]:
         fit = self._fit()
         f_in = self.in_fmt.frac_bits
-        bp = np.array([_round_half_up(Fraction(b) * 2**f_in) for b in fit.breakpoints])
+        bp = np.array([round_half_up(Fraction(b) * 2**f_in) for b in fit.breakpoints])
         self._require(
             not np.any(np.diff(bp) <= 0),
             "segments",

@@ -38,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hwapprox.approx.base import Cost, Operator, SpecError
-from hwapprox.approx.fntable import FnSpec, LutTable, PwlTable
+from hwapprox.approx.fntable import FnSpec, LutTable, PwlTable, round_half_up
 from hwapprox.approx.hwparams import rounding_code, sbits, ubits
 from hwapprox.approx.intmath import shift_exp, shift_exp_x0
 from hwapprox.fixed import MAX_RAW_BITS, FixedFormat, round_shift
@@ -154,15 +154,6 @@ def _floor(q: Fraction) -> int:
     return math.floor(q)
 
 
-def _round_half_up(q: Fraction) -> int:
-    return math.floor(q + Fraction(1, 2))
-
-
-def _acc_fmt(frac_bits: int) -> FixedFormat:
-    """A 62-bit signed carrier format with ``frac_bits`` fraction bits (for :func:`cast`)."""
-    return FixedFormat(MAX_RAW_BITS, MAX_RAW_BITS - frac_bits, True)
-
-
 def _bits(v: int) -> int:
     """Signed two's-complement width that holds ``v`` and ``-v``."""
     return abs(int(v)).bit_length() + 1
@@ -174,7 +165,7 @@ def _dyadic(m: Fraction, bits: int) -> tuple[int, int]:
     if Fraction(2) ** e > m:
         e -= 1
     shift = bits - 1 - e
-    mant = _round_half_up(m * Fraction(2) ** shift)
+    mant = round_half_up(m * Fraction(2) ** shift)
     return mant, shift
 
 

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 from onnx import ModelProto, TensorProto, helper
 
-from hwapprox.approx.base import Operator
+from hwapprox.approx.base import ELEMENTWISE_ATTENTION, Operator
 from hwapprox.export.emulate import rows_view, site_mask_bits, trace_model
 from hwapprox.export.errors import ExportError
 from hwapprox.export.graph import GraphIndex
@@ -364,9 +364,6 @@ class Trace:
     site_n: dict[str, float] = field(default_factory=dict)
 
 
-#: elementwise attention normalisers (a mask saturates their input; no row reduction)
-_ELEMENTWISE_ATTN = (Operator.SIGMOID_ATTENTION, Operator.RELU_ATTENTION)
-
 #: rows kept per site for the unified-max calibration (a seeded subsample beyond it)
 EXTENT_ROWS = 20_000
 
@@ -485,7 +482,7 @@ def calibrate(
                 mrows, ax = rows_view(s, mask)
                 full = mrows.all(axis=ax)
                 extra = {"masked_rows": int(np.count_nonzero(full)), "rows": int(full.size)}
-        elif mask is not None and s.operator in _ELEMENTWISE_ATTN:
+        elif mask is not None and s.operator in ELEMENTWISE_ATTENTION:
             masks[s.name] = mask  # masked scores are left out of the errors and saturation
             assert s.mask is not None
             mvals = {t: values[t] if t in values else g.const(t) for t in s.mask.tensors()}

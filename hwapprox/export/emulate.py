@@ -27,7 +27,7 @@ import onnx
 import onnxruntime as ort
 from onnx import ModelProto, NodeProto, TensorProto, helper, numpy_helper
 
-from hwapprox.approx.base import ApproxSpec, Operator
+from hwapprox.approx.base import ELEMENTWISE_ATTENTION, ApproxSpec, Operator
 from hwapprox.export.errors import ExportError
 from hwapprox.export.graph import GraphIndex
 from hwapprox.export.patterns import Site
@@ -130,7 +130,7 @@ def apply_spec(
     if mask is not None and site.operator is Operator.SOFTMAX:
         mask = np.broadcast_to(mask, xa.shape)
         xa = np.where(mask, 0.0, xa)  # masked scores (-inf, float32 min) never reach a format
-    elif mask is not None and site.operator in _ELEMENTWISE_ATTN:
+    elif mask is not None and site.operator in ELEMENTWISE_ATTENTION:
         xa = np.where(np.broadcast_to(mask, xa.shape), float(spec.in_fmt.min), xa)
     if n_value is not None and site.operator is Operator.RELU_ATTENTION:
         n = float(np.asarray(n_value).reshape(-1)[0])
@@ -140,7 +140,7 @@ def apply_spec(
             spec = spec.replace(seq_len=int(n))
     xv, axis = rows_view(site, xa)
     raw = spec.quantize_input(xv)
-    if site.operator is Operator.GELU or site.operator in _ELEMENTWISE_ATTN:
+    if site.operator is Operator.GELU or site.operator in ELEMENTWISE_ATTENTION:
         out = spec.model(raw)
     elif site.operator is Operator.SOFTMAX:
         if mask is None:
@@ -155,8 +155,6 @@ def apply_spec(
         out = spec.model(raw, axis=-1, gamma=gamma, beta=beta)
     return spec.output_to_float(out).reshape(np.shape(x))
 
-
-_ELEMENTWISE_ATTN = (Operator.SIGMOID_ATTENTION, Operator.RELU_ATTENTION)
 
 _NP_OF = {
     TensorProto.FLOAT: np.float32,

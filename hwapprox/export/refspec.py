@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from hwapprox.approx.attnact import relu_attention_reference, sigmoid_attention_reference
 from hwapprox.approx.base import Cost, Operator, RowwiseSpec, SpecError
 from hwapprox.fixed import FixedFormat
 
@@ -172,7 +173,16 @@ class FloatRefNormaliser(FloatRefSoftmax):
 
 
 @dataclass(frozen=True)
-class FloatRefGelu(FloatRefSoftmax):
+class _FloatRefElementwise(FloatRefSoftmax):
+    """An elementwise function (``reference``) between quantised input and output."""
+
+    def model(self, raw: npt.ArrayLike, **kw: Any) -> npt.NDArray[np.int64]:
+        x = self.check_input(raw)
+        return self.out_fmt.quantize(self.reference(self.in_fmt.to_float(x)))
+
+
+@dataclass(frozen=True)
+class FloatRefGelu(_FloatRefElementwise):
     """GELU (erf or tanh form) in float64 between quantised input and output."""
 
     operator: ClassVar[Operator] = Operator.GELU
@@ -181,10 +191,6 @@ class FloatRefGelu(FloatRefSoftmax):
     def validate(self) -> None:
         if self.form not in ("erf", "tanh"):
             raise SpecError(f"FloatRefGelu.form must be 'erf' or 'tanh', got {self.form!r}")
-
-    def model(self, raw: npt.ArrayLike, **kw: Any) -> npt.NDArray[np.int64]:
-        x = self.check_input(raw)
-        return self.out_fmt.quantize(self.reference(self.in_fmt.to_float(x)))
 
     def reference(self, x: npt.ArrayLike, **kw: Any) -> npt.NDArray[np.float64]:
         return gelu_tanh(x) if self.form == "tanh" else gelu_erf(x)
@@ -223,25 +229,19 @@ class FloatRefLayerNorm(FloatRefSoftmax):
 
 
 @dataclass(frozen=True)
-class FloatRefSigmoidAttention(FloatRefSoftmax):
+class FloatRefSigmoidAttention(_FloatRefElementwise):
     """Sigmoid attention ``σ(x + bias)`` in float64 between quantised input and output
     (the bias exact)."""
 
     operator: ClassVar[Operator] = Operator.SIGMOID_ATTENTION
     bias: float = 0.0
 
-    def model(self, raw: npt.ArrayLike, **kw: Any) -> npt.NDArray[np.int64]:
-        x = self.check_input(raw)
-        return self.out_fmt.quantize(self.reference(self.in_fmt.to_float(x)))
-
     def reference(self, x: npt.ArrayLike, **kw: Any) -> npt.NDArray[np.float64]:
-        z = np.asarray(x, dtype=np.float64) + float(self.bias)
-        e = np.exp(-np.abs(z))
-        return np.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+        return sigmoid_attention_reference(x, self.bias)
 
 
 @dataclass(frozen=True)
-class FloatRefReluAttention(FloatRefSigmoidAttention):
+class FloatRefReluAttention(_FloatRefElementwise):
     """ReLU attention ``max(x, 0) / seq_len`` in float64 between quantised input and
     output."""
 
@@ -249,4 +249,4 @@ class FloatRefReluAttention(FloatRefSigmoidAttention):
     seq_len: int = 1
 
     def reference(self, x: npt.ArrayLike, **kw: Any) -> npt.NDArray[np.float64]:
-        return np.maximum(np.asarray(x, dtype=np.float64), 0.0) / float(self.seq_len)
+        return relu_attention_reference(x, self.seq_len)

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from hwapprox.approx.base import ApproxSpec, Operator, SpecError
+from hwapprox.approx.base import ELEMENTWISE_ATTENTION, ApproxSpec, Operator, SpecError
 from hwapprox.approx.config import ApproxConfig
 from hwapprox.approx.costmodel import rank_score
 from hwapprox.approx.registry import METHODS, get_method
@@ -281,7 +281,7 @@ def screen(
     """``(spec, rms error)`` on a sample of the site's float input (masked elements
     left out), Pareto-pruned on (cost score, rms error), sorted by cost
     (``n_value``: a ReLU attention site's run-time n)."""
-    if site.operator in (Operator.GELU, Operator.SIGMOID_ATTENTION, Operator.RELU_ATTENTION):
+    if site.operator is Operator.GELU or site.operator in ELEMENTWISE_ATTENTION:
         limit *= 128
     xs, ys, ms = _sample(site, x, y, mask, limit)
     flat_site = dataclasses.replace(site, axis=-1, trailing=False) if xs.ndim == 2 else site

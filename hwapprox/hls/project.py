@@ -33,7 +33,7 @@ import numpy.typing as npt
 import onnx
 from onnx import ModelProto, helper
 
-from hwapprox.approx.base import Operator, SpecError
+from hwapprox.approx.base import ELEMENTWISE_ATTENTION, SpecError
 from hwapprox.approx.config import load_config
 from hwapprox.export.errors import ExportError
 from hwapprox.fixed import FixedFormat, Overflow, Rounding
@@ -486,9 +486,7 @@ def _prepare_sites(source: str | Path | ModelProto, cfg: Any) -> Prepared:
             ", ".join(f"{op} x{c}" for op, c in counts.most_common())
             + f" ({len(others)} node(s); first {first}{', ...' if len(others) > 4 else ''})"
         )
-        elementwise = [
-            s for s in sites if s.operator in (Operator.SIGMOID_ATTENTION, Operator.RELU_ATTENTION)
-        ]
+        elementwise = [s for s in sites if s.operator in ELEMENTWISE_ATTENTION]
         why = (
             f" Its attention normaliser is {elementwise[0].kind} (site {elementwise[0].name}): "
             "the HLS encoder block computes softmax attention, so these blocks are not "

@@ -13,7 +13,7 @@ renamed or recomputed here. Memory files come from ``tables()``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from hwapprox.approx.base import ApproxSpec, Operator, SpecError
@@ -105,7 +105,7 @@ def _signed_in(spec: ApproxSpec, unit: str) -> FixedFormat:
 
 
 # -- GELU ------------------------------------------------------------------------------
-def _gelu_lut_indexed(spec: Any, row_max: int) -> Config:
+def _fn_lut(spec: Any, row_max: int) -> Config:
     hw = spec.hw_params()
     lut = spec.tables()["lut"]
     if len(lut) != hw["TABLE_SIZE"]:
@@ -135,7 +135,7 @@ _PWL = (
 )
 
 
-def _gelu_pwl(spec: Any, row_max: int) -> Config:
+def _fn_pwl(spec: Any, row_max: int) -> Config:
     hw = spec.hw_params()
     t = spec.tables()
     mems = {
@@ -611,7 +611,7 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         "lut",
         "hwa_lut",
         ("hwa_rom.sv", "hwa_lut.sv"),
-        _gelu_lut_indexed,
+        _fn_lut,
         rowwise=False,
         latency=2,
         doc="direct table, one entry per input code (or per bin); latency 2",
@@ -621,7 +621,7 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         "pwl",
         "hwa_pwl",
         (*_COMMON, "hwa_cast.sv", "hwa_pwl.sv"),
-        _gelu_pwl,
+        _fn_pwl,
         rowwise=False,
         latency=4,
         doc="parallel breakpoint compare, slope/intercept ROMs, one MAC; latency 4",
@@ -668,6 +668,7 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
             "hwa_exp_unit.sv",
             "hwa_recip.sv",
             "hwa_log_code.sv",
+            "hwa_out_code.sv",
             "hwa_softmax_online.sv",
         ),
         _softmax_online,
@@ -789,26 +790,6 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         "(pRMSNorm: a queue of codes lets S2 follow k(i) = ceil(p·i)), pipelined "
         "1/sqrt(k·S2 + eps) (table + Newton), gamma/beta memory",
     ),
-    (Operator.SIGMOID_ATTENTION, "lut"): RtlUnit(
-        Operator.SIGMOID_ATTENTION,
-        "lut",
-        "hwa_lut",
-        ("hwa_rom.sv", "hwa_lut.sv"),
-        _gelu_lut_indexed,
-        rowwise=False,
-        latency=2,
-        doc="table of σ(x + b) (bias folded in), one entry per input code (or bin); latency 2",
-    ),
-    (Operator.SIGMOID_ATTENTION, "pwl"): RtlUnit(
-        Operator.SIGMOID_ATTENTION,
-        "pwl",
-        "hwa_pwl",
-        (*_COMMON, "hwa_cast.sv", "hwa_pwl.sv"),
-        _gelu_pwl,
-        rowwise=False,
-        latency=4,
-        doc="the GELU PWL unit with TOP_ONE (1 above the last breakpoint); latency 4",
-    ),
     (Operator.RELU_ATTENTION, "wortsman"): RtlUnit(
         Operator.RELU_ATTENTION,
         "wortsman",
@@ -820,6 +801,17 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         doc="max(x, 0)·K, one cast (K = 1: a shift for n a power of two); latency 3",
     ),
 }
+# sigmoid attention runs on GELU's table units (the function lives in the tables)
+UNITS[(Operator.SIGMOID_ATTENTION, "lut")] = replace(
+    UNITS[(Operator.GELU, "lut")],
+    operator=Operator.SIGMOID_ATTENTION,
+    doc="table of σ(x + b) (bias folded in), one entry per input code (or bin); latency 2",
+)
+UNITS[(Operator.SIGMOID_ATTENTION, "pwl")] = replace(
+    UNITS[(Operator.GELU, "pwl")],
+    operator=Operator.SIGMOID_ATTENTION,
+    doc="the GELU PWL unit with TOP_ONE (1 above the last breakpoint); latency 4",
+)
 
 
 def get_unit(op: str | Operator, method: str) -> RtlUnit:

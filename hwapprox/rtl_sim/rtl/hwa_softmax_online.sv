@@ -615,51 +615,26 @@ module hwa_softmax_online #(
     assign y_o = y_c;
   end
   assign y_z = o3_mask ? '0 : y_o;  // a masked (or skipped) element outputs 0
-  if (OUT_CODE != 0) begin : g_code
-    // o5: the log code of the o4 probability code (hwa_log_code; 0 -> the zero code)
-    logic o4_v, o4_l;
-    logic [OUT_W-1:0] o4_y;
-    logic [CODE_BITS-1:0] code;
-    always_ff @(posedge clk) begin
-      if (rst) begin
-        o4_v <= 1'b0;
-        m_axis_tvalid <= 1'b0;
-        m_axis_tlast <= 1'b0;
-      end else if (ce) begin
-        o4_v <= o3_v;
-        m_axis_tvalid <= o4_v;
-        m_axis_tlast <= o4_l;
-      end
-      if (ce) begin
-        o4_l <= o3_l;
-        o4_y <= y_z;
-        m_axis_tdata <= code;
-      end
-    end
-    hwa_log_code #(
-        .W(OUT_W),
-        .SIGNED(OUT_SIGNED),
-        .F(CODE_F),
-        .FORM(OUT_CODE),
-        .BITS(CODE_BITS),
-        .C12(CODE_C12),
-        .C14(CODE_C14),
-        .C34(CODE_C34)
-    ) u_code (
-        .p(o4_y),
-        .c(code)
-    );
-  end else begin : g_linear
-    always_ff @(posedge clk) begin
-      if (rst) begin
-        m_axis_tvalid <= 1'b0;
-        m_axis_tlast <= 1'b0;
-      end else if (ce) begin
-        m_axis_tvalid <= o3_v;
-        m_axis_tlast <= o3_l;
-      end
-      if (ce) m_axis_tdata <= y_z;
-    end
-  end
+  // the output register, or (OUT_CODE) one more and the log code (hwa_log_code)
+  hwa_out_code #(
+      .W(OUT_W),
+      .SIGNED(OUT_SIGNED),
+      .F(CODE_F),
+      .FORM(OUT_CODE),
+      .BITS(CODE_BITS),
+      .C12(CODE_C12),
+      .C14(CODE_C14),
+      .C34(CODE_C34)
+  ) u_out (
+      .clk  (clk),
+      .rst  (rst),
+      .ce   (ce),
+      .in_v (o3_v),
+      .in_l (o3_l),
+      .in_y (y_z),
+      .out_v(m_axis_tvalid),
+      .out_l(m_axis_tlast),
+      .out_y(m_axis_tdata)
+  );
 
 endmodule
