@@ -39,42 +39,19 @@ struct relu_attention_op {
     }
 };
 
-// Elementwise over n_in values with the unit named by CONFIG_T::op.
-template <class data_T, class res_T, typename CONFIG_T>
-void attnact_array(const data_T data[CONFIG_T::n_in], res_T res[CONFIG_T::n_in]) {
-    #pragma HLS INLINE
-elems:
-    for (int i = 0; i < CONFIG_T::n_in; i++) {
-        #pragma HLS UNROLL
-        const typename CONFIG_T::in_t x = data[i];
-        res[i] = CONFIG_T::op::template one<res_T, CONFIG_T>(code_of(x));
-    }
-}
-
-template <class data_T, class res_T, typename CONFIG_T>
-void attnact_stream(hls::stream<data_T>& data, hls::stream<res_T>& res) {
-    #pragma HLS INLINE
-elems:
-    for (int i = 0; i < CONFIG_T::n_in; i++) {
-        #pragma HLS PIPELINE II = 1
-        const typename CONFIG_T::in_t x = data.read();
-        res.write(CONFIG_T::op::template one<res_T, CONFIG_T>(code_of(x)));
-    }
-}
-
 // sigmoid attention p = sigmoid(x + b) per score
 template <class data_T, class res_T, typename CONFIG_T>
 void sigmoid_attention(const data_T data[CONFIG_T::n_in], res_T res[CONFIG_T::n_in]) {
     #pragma HLS PIPELINE
     #pragma HLS ARRAY_PARTITION variable = data complete
     #pragma HLS ARRAY_PARTITION variable = res complete
-    attnact_array<data_T, res_T, CONFIG_T>(data, res);
+    elementwise_array<data_T, res_T, CONFIG_T>(data, res);
 }
 
 template <class data_T, class res_T, typename CONFIG_T>
 void sigmoid_attention(hls::stream<data_T>& data, hls::stream<res_T>& res) {
     #pragma HLS INLINE off
-    attnact_stream<data_T, res_T, CONFIG_T>(data, res);
+    elementwise_stream<data_T, res_T, CONFIG_T>(data, res);
 }
 
 // ReLU attention p = max(x, 0) / n per score
@@ -83,13 +60,13 @@ void relu_attention(const data_T data[CONFIG_T::n_in], res_T res[CONFIG_T::n_in]
     #pragma HLS PIPELINE
     #pragma HLS ARRAY_PARTITION variable = data complete
     #pragma HLS ARRAY_PARTITION variable = res complete
-    attnact_array<data_T, res_T, CONFIG_T>(data, res);
+    elementwise_array<data_T, res_T, CONFIG_T>(data, res);
 }
 
 template <class data_T, class res_T, typename CONFIG_T>
 void relu_attention(hls::stream<data_T>& data, hls::stream<res_T>& res) {
     #pragma HLS INLINE off
-    attnact_stream<data_T, res_T, CONFIG_T>(data, res);
+    elementwise_stream<data_T, res_T, CONFIG_T>(data, res);
 }
 
 }  // namespace hwapprox

@@ -7,12 +7,38 @@
 //              else s_i·x + c_i exact, one cast to res_T (N-1 comparators + one MAC)
 //   lut_fn_op  T[(x - min_code) >> INDEX_SHIFT] (one ROM read)
 // Widths from the spec's hw_params(), the numbers the SV units hwa_pwl and hwa_lut take.
+// elementwise_array / elementwise_stream: the shared entry loops.
 #ifndef HWAPPROX_FNTABLE_H
 #define HWAPPROX_FNTABLE_H
 
 #include "common.h"
+#include "hls_stream.h"
 
 namespace hwapprox {
+
+// The elementwise loops every such unit's entry function runs (gelu.h, attnact.h):
+// n_in values through CONFIG_T::op::one, unrolled (arrays) or one per cycle (streams).
+template <class data_T, class res_T, typename CONFIG_T>
+void elementwise_array(const data_T data[CONFIG_T::n_in], res_T res[CONFIG_T::n_in]) {
+    #pragma HLS INLINE
+elems:
+    for (int i = 0; i < CONFIG_T::n_in; i++) {
+        #pragma HLS UNROLL
+        const typename CONFIG_T::in_t x = data[i];
+        res[i] = CONFIG_T::op::template one<res_T, CONFIG_T>(code_of(x));
+    }
+}
+
+template <class data_T, class res_T, typename CONFIG_T>
+void elementwise_stream(hls::stream<data_T>& data, hls::stream<res_T>& res) {
+    #pragma HLS INLINE
+elems:
+    for (int i = 0; i < CONFIG_T::n_in; i++) {
+        #pragma HLS PIPELINE II = 1
+        const typename CONFIG_T::in_t x = data.read();
+        res.write(CONFIG_T::op::template one<res_T, CONFIG_T>(code_of(x)));
+    }
+}
 
 template <typename C>
 struct pwl_fn_types {

@@ -167,24 +167,14 @@ void gelu(const data_T data[CONFIG_T::n_in], res_T res[CONFIG_T::n_in]) {
     #pragma HLS PIPELINE
     #pragma HLS ARRAY_PARTITION variable = data complete
     #pragma HLS ARRAY_PARTITION variable = res complete
-elems:
-    for (int i = 0; i < CONFIG_T::n_in; i++) {
-        #pragma HLS UNROLL
-        const typename CONFIG_T::in_t x = data[i];
-        res[i] = CONFIG_T::op::template one<res_T, CONFIG_T>(code_of(x));
-    }
+    elementwise_array<data_T, res_T, CONFIG_T>(data, res);
 }
 
 // io_stream: n_in values from data, one per cycle, their GELU to res.
 template <class data_T, class res_T, typename CONFIG_T>
 void gelu(hls::stream<data_T>& data, hls::stream<res_T>& res) {
     #pragma HLS INLINE off
-elems:
-    for (int i = 0; i < CONFIG_T::n_in; i++) {
-        #pragma HLS PIPELINE II = 1
-        const typename CONFIG_T::in_t x = data.read();
-        res.write(CONFIG_T::op::template one<res_T, CONFIG_T>(code_of(x)));
-    }
+    elementwise_stream<data_T, res_T, CONFIG_T>(data, res);
 }
 
 }  // namespace hwapprox
