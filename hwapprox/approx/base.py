@@ -20,6 +20,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import enum
+import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -326,12 +327,42 @@ class RowwiseSpec(ApproxSpec):
         return np.ascontiguousarray(x.reshape(-1, n)), lead, rows_mask
 
 
+#: elementwise inputs up to this width are mapped through a memo of the model over
+#: every input code (2^20 int64 entries: 8 MiB at most)
+ELEMENTWISE_MEMO_BITS = 20
+#: ... built at once up to this width; between it and ELEMENTWISE_MEMO_BITS only for
+#: calls with at least an eighth as many elements as there are codes
+_MEMO_EAGER_BITS = 16
+
+
+@functools.lru_cache(maxsize=24)
+def _elementwise_memo(spec: ElementwiseSpec) -> RawArray:
+    """``spec._model_flat`` of every ``in_fmt`` code, index ``x - in_fmt.min_raw``
+    (read-only). Only a speed-up: the model is a function of the code alone."""
+    memo = spec._model_flat(spec.in_fmt.all_codes())
+    memo.setflags(write=False)
+    return memo
+
+
 class ElementwiseSpec(ApproxSpec):
-    """GELU-like elementwise units: subclasses implement :meth:`_model_flat`."""
+    """GELU-like elementwise units: subclasses implement :meth:`_model_flat`, a pure
+    function of each input code.
+
+    :meth:`model` maps inputs of at most :data:`ELEMENTWISE_MEMO_BITS` through a
+    memo of ``_model_flat`` over every input code (built once per spec: eagerly
+    up to 16 bits, above that when a call is large enough to repay it), so a
+    call costs one gather; the values are ``_model_flat``'s by construction
+    (``tests/test_model_fastpath.py`` compares the two on every code).
+    """
 
     @abc.abstractmethod
     def _model_flat(self, x: RawArray) -> RawArray: ...
 
     def model(self, raw: npt.ArrayLike, **kw: Any) -> RawArray:
         x = self.check_input(raw)
+        w = self.in_fmt.width
+        if w <= _MEMO_EAGER_BITS or (w <= ELEMENTWISE_MEMO_BITS and x.size << 3 >= 1 << w):
+            memo = _elementwise_memo(self)
+            lo = self.in_fmt.min_raw
+            return memo[x - np.int64(lo)] if lo else memo[x]
         return self._model_flat(x.ravel()).reshape(x.shape)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -288,6 +289,62 @@ def _cached(spec: SoftmaxSpec, name: str, narrow: bool = False) -> Any:
         if isinstance(a, np.ndarray):
             a.setflags(write=False)
     return val
+
+
+def event_scan(
+    d0: RawArray,
+    inc: npt.NDArray[np.integer[Any]],
+    new: npt.NDArray[np.bool_],
+    rescale: Callable[[RawArray, npt.NDArray[np.intp]], RawArray],
+) -> RawArray:
+    """The running state of a streaming normaliser after ``J`` elements, per row.
+
+    For every row ``r`` of the ``(R, J)`` arrays and element ``j`` in stream
+    order::
+
+        d <- g_j(d) + inc[r, j]      g_j = rescale at a new max (new[r, j]),
+                                      the identity elsewhere
+
+    starting from ``d0`` (R,). An exact re-expression of that loop (no
+    arithmetic of its own): between two new maxima ``d`` only gains exact
+    integers, so with the prefix sums ``S_j = Σ_{i<j} inc_i`` the state before
+    element ``j`` is ``base + S_j``, and ``base`` changes only at a new max.
+    The loop runs over the rank of a new max within its row (step k: every
+    row's k-th new max at once), so it takes as many steps as the row with
+    the most new maxima has (a handful for typical rows, ``J`` only for an
+    ascending one) instead of ``J``. ``rescale(dv, flat)`` gets the states at
+    the events (a fresh array it may modify) and their flat indices
+    ``r·J + j`` into the ``(R, J)`` arrays.
+    """
+    rows, n_el = inc.shape
+    pre = np.empty((rows, n_el + 1), dtype=np.int64)
+    pre[:, 0] = 0
+    np.cumsum(inc, axis=1, dtype=np.int64, out=pre[:, 1:])
+    base = np.asarray(d0, dtype=np.int64).copy()
+    r_ev, j_ev = np.nonzero(new)  # row by row, in stream order within a row
+    if r_ev.size:
+        counts = np.bincount(r_ev, minlength=rows)
+        starts = np.zeros(rows, dtype=np.intp)
+        np.cumsum(counts[:-1], out=starts[1:])
+        rank = np.arange(r_ev.size, dtype=np.intp) - starts[r_ev]
+        order = np.argsort(rank, kind="stable")  # by rank, then row
+        bounds = np.zeros(int(counts.max()) + 1, dtype=np.intp)
+        np.cumsum(np.bincount(rank), out=bounds[1:])
+        r_all = r_ev[order]
+        flat_all = r_all * n_el + j_ev[order]  # into (R, J)
+        pflat_all = flat_all + r_all  # into (R, J + 1): r·(J+1) + j
+        pre_f = pre.ravel()
+        inc_f = inc.ravel()
+        for k in range(bounds.size - 1):
+            sl = slice(bounds[k], bounds[k + 1])
+            rr, flat, pflat = r_all[sl], flat_all[sl], pflat_all[sl]
+            dv = base[rr] + pre_f[pflat]
+            dv = rescale(dv, flat)
+            dv += inc_f[flat]
+            dv -= pre_f[pflat + 1]
+            base[rr] = dv
+    base += pre[:, n_el]
+    return base
 
 
 def _cast_prod(r: RawArray, src: FixedFormat, dst: FixedFormat) -> RawArray:

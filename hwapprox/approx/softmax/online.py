@@ -25,6 +25,7 @@ from hwapprox.approx.softmax._common import (
     _cached,
     _cast_prod,
     _zero_masked,
+    event_scan,
 )
 from hwapprox.fixed import MAX_RAW_BITS, FixedFormat, Rounding, cast
 
@@ -708,27 +709,52 @@ class OnlineSoftmax(SoftmaxSpec):
         d = np.full(rows, one, dtype=np.int64)
         if n == 1:
             return x[:, 0].copy(), d, None, None
-        x_t = x.T.astype(np.int32 if narrow else np.int64, order="C")  # (N, R), stream-major
-        run_max = np.maximum.accumulate(x_t, axis=0)
-        prev = run_max[:-1]
-        xs = x_t[1:]
-        new_t = xs > prev
+        xc = x.astype(np.int32) if narrow else x
+        run_max = np.maximum.accumulate(xc, axis=1)
+        prev = run_max[:, :-1]
+        xs = xc[:, 1:]
+        new = xs > prev
         delta = xs - prev
         np.abs(delta, out=delta)
-        e_t = _cached(self, "_exp_memo", True)[delta] if narrow else exp(delta)
+        e = _cached(self, "_exp_memo", True)[delta] if narrow else exp(delta)
         skip = None
         if tau:
-            sk_t = ~new_t & (delta > tau)
-            e_t = np.where(sk_t, 0, e_t)
+            sk = ~new & (delta > tau)
+            e = np.where(sk, 0, e)
             skip = np.zeros((rows, n), bool)
-            skip[:, 1:] = sk_t.T
-        self._stream_sum(d, e_t, new_t)
-        return run_max[-1].astype(np.int64), d, None, skip
+            skip[:, 1:] = sk
+        self._stream_sum(d, e, new)
+        return run_max[:, -1].astype(np.int64), d, None, skip
 
-    def _stream_sum(self, d: RawArray, e_t: RawArray, new_t: npt.NDArray[np.bool_]) -> None:
+    def _stream_sum(self, d: RawArray, e: RawArray, new: npt.NDArray[np.bool_]) -> None:
         """The running sum over a stream, in place on ``d`` (R,): for each element
-        ``j`` (rows of ``e_t``/``new_t``, (J, R)), ``d = R_s(d·E_j) + ONE`` where
-        ``new_t[j]`` (a new max), else ``d + E_j`` (exact, scaled to ``sum_fmt``)."""
+        ``j`` (columns of the (R, J) ``e``/``new``), ``d = R_s(d·E_j) + ONE`` where
+        ``new[:, j]`` (a new max), else ``d + E_j`` (exact, scaled to ``sum_fmt``).
+
+        Computed by :func:`event_scan` (prefix sums between new maxima, the
+        rescale only at them); :meth:`_stream_sum_loop` is the element-by-element
+        loop it replaces (kept as the reference of the fast-path test)."""
+        one = np.int64(self._one_sum())
+        up = int(1 << (self.sum_fmt.frac_bits - self.exp_fmt.frac_bits))
+        inc = np.multiply(e, up, dtype=np.int64)
+        np.copyto(inc, one, where=new)
+        fe = np.int64(self.exp_fmt.frac_bits)
+        half = np.int64(1 << (self.exp_fmt.frac_bits - 1))
+        rnd = self.sum_fmt.rounding is Rounding.RND
+        e_f = np.ascontiguousarray(e).ravel()
+
+        def rescale(dv: RawArray, flat: npt.NDArray[np.intp]) -> RawArray:
+            dv *= e_f[flat]
+            if rnd:
+                dv += half
+            dv >>= fe
+            return dv
+
+        d[...] = event_scan(d, inc, new, rescale)
+
+    def _stream_sum_loop(self, d: RawArray, e: RawArray, new: npt.NDArray[np.bool_]) -> None:
+        """:meth:`_stream_sum` element by element (the direct form of the recurrence)."""
+        e_t, new_t = e.T, new.T
         one = np.int64(self._one_sum())
         eup_t = e_t * int(1 << (self.sum_fmt.frac_bits - self.exp_fmt.frac_bits))
         fe = np.int64(self.exp_fmt.frac_bits)
@@ -778,27 +804,25 @@ class OnlineSoftmax(SoftmaxSpec):
                 np.copyto(e, 0, where=skip2)
             return m, (e * up).sum(axis=1), e, skip2
         rows = x.shape[0]
-        x_t = x.T.astype(np.int32 if narrow else np.int64, order="C")  # (N, R), stream-major
-        mask_t = np.ascontiguousarray(mask.T)
-        np.copyto(x_t, lo - 1, where=mask_t)  # masked: below every code, never a new max
-        run_max = np.maximum.accumulate(x_t, axis=0)
+        xc = x.astype(np.int32 if narrow else np.int64)  # a copy: masked entries change
+        np.copyto(xc, lo - 1, where=mask)  # masked: below every code, never a new max
+        run_max = np.maximum.accumulate(xc, axis=1)
         prev = np.empty_like(run_max)  # m before each element (min_raw - 1 = empty)
-        prev[0] = lo - 1
-        prev[1:] = run_max[:-1]
-        new_t = x_t > prev  # False at masked elements
-        delta = x_t - prev
+        prev[:, 0] = lo - 1
+        prev[:, 1:] = run_max[:, :-1]
+        new = xc > prev  # False at masked elements
+        delta = xc - prev
         np.abs(delta, out=delta)
         np.minimum(delta, (1 << self.in_fmt.width) - 1, out=delta)
-        e_t = _cached(self, "_exp_memo", True)[delta] if narrow else exp(delta)
-        np.copyto(e_t, 0, where=mask_t)
+        e = _cached(self, "_exp_memo", True)[delta] if narrow else exp(delta)
+        np.copyto(e, 0, where=mask)
         skip = None
         if self.skip_raw:
-            sk_t = ~new_t & ~mask_t & (delta > self.skip_raw)
-            np.copyto(e_t, 0, where=sk_t)
-            skip = np.ascontiguousarray(sk_t.T)
+            skip = ~new & ~mask & (delta > self.skip_raw)
+            np.copyto(e, 0, where=skip)
         d = np.zeros(rows, dtype=np.int64)
-        self._stream_sum(d, e_t, new_t)
-        m = run_max[-1].astype(np.int64)
+        self._stream_sum(d, e, new)
+        m = run_max[:, -1].astype(np.int64)
         np.maximum(m, lo, out=m)  # fully masked rows: the empty state, reported as min_raw
         return m, d, None, skip
 
@@ -1402,28 +1426,24 @@ class SoftermaxSoftmax(SoftmaxSpec):
         else:
             t = self._t(x)
         up = 1 << (self.sum_fmt.frac_bits - self.pow2_fmt.frac_bits)
-        t_t = np.ascontiguousarray(t.T)  # (N, R), stream-major
-        run_m = t_t >> ft
-        mask_t = None if mask is None else np.ascontiguousarray(mask.T)
-        if mask_t is not None:
-            np.copyto(run_m, (self.t_fmt.min_raw >> ft) - 1, where=mask_t)
-        np.maximum.accumulate(run_m, axis=0, out=run_m)  # M after each element
-        p_t = run_m << ft
-        np.subtract(t_t, p_t, out=p_t)
-        if mask_t is not None:
-            np.copyto(p_t, 0, where=mask_t)
-        p_t = pow2(p_t)
-        if mask_t is not None:
-            np.copyto(p_t, 0, where=mask_t)
-        p_t *= up
-        d = p_t[0].astype(np.int64)
+        run_m = t >> ft
+        if mask is not None:
+            np.copyto(run_m, (self.t_fmt.min_raw >> ft) - 1, where=mask)
+        np.maximum.accumulate(run_m, axis=1, out=run_m)  # M after each element
+        p = run_m << ft
+        np.subtract(t, p, out=p)
+        if mask is not None:
+            np.copyto(p, 0, where=mask)
+        p = pow2(p)
+        if mask is not None:
+            np.copyto(p, 0, where=mask)
+        p *= up
+        d = p[:, 0].astype(np.int64)
         if n > 1:
-            sh_t = run_m[1:] - run_m[:-1]
-            np.minimum(sh_t, 62, out=sh_t)
-            for j in range(1, n):
-                d >>= sh_t[j - 1]
-                d += p_t[j]
-        big_m = run_m[-1]
+            sh = run_m[:, 1:] - run_m[:, :-1]
+            np.minimum(sh, 62, out=sh)
+            d = self._shift_sum(d, p[:, 1:], sh)
+        big_m = run_m[:, -1]
         if mask is not None:
             # only fully masked rows have d = 0 (unmasked rows hold a P >= 1.0);
             # their outputs are 0 whatever r is
@@ -1455,6 +1475,29 @@ class SoftermaxSoftmax(SoftmaxSpec):
         )
         p = np.multiply(p, r[:, None], dtype=np.int64)
         return _zero_masked(_cast_prod(p, prod_fmt, self.out_fmt), mask)
+
+    @staticmethod
+    def _shift_sum(d: RawArray, p: RawArray, sh: RawArray) -> RawArray:
+        """Pass 1's sum: for each element ``j`` (columns of the (R, J) ``p``/``sh``),
+        ``d = (d >> sh_j) + P_j``; ``sh_j > 0`` only where the integer max rises. By
+        :func:`event_scan` (prefix sums of P between rises, the shift only at them);
+        :meth:`_shift_sum_loop` is the direct loop (the fast-path test's reference)."""
+        sh_f = np.ascontiguousarray(sh).ravel()
+
+        def rescale(dv: RawArray, flat: npt.NDArray[np.intp]) -> RawArray:
+            dv >>= sh_f[flat]
+            return dv
+
+        return event_scan(d, p, sh > 0, rescale)
+
+    @staticmethod
+    def _shift_sum_loop(d: RawArray, p: RawArray, sh: RawArray) -> RawArray:
+        """:meth:`_shift_sum` element by element."""
+        d = d.copy()
+        for j in range(p.shape[1]):
+            d >>= sh[:, j]
+            d += p[:, j]
+        return d
 
     def cost(self) -> Cost:
         tabs = self.tables()

@@ -1,0 +1,187 @@
+"""The fast paths of the integer models against the direct forms they replace.
+
+* Online softmax and Softermax: the running sum by :func:`event_scan` (prefix
+  sums between new maxima, the rescale only at them) against the
+  element-by-element loop (``_stream_sum_loop`` / ``_shift_sum_loop``), swapped in
+  on the same spec, over more than 10^5 rows: Gaussian rows at several widths
+  and lengths, and the edge rows the event form is most likely to get wrong
+  (ascending ramps: a new max at every element; descending ramps: none;
+  plateaus, one or two dominant keys over a flat background, all-equal rows,
+  alternating extremes), with masks, threshold skipping, Softmax_1 and both
+  sum roundings.
+* Elementwise models: :meth:`ElementwiseSpec.model` (a memo over every input
+  code) against ``_model_flat`` on every input code, in shuffled and reshaped
+  arrays, for every elementwise method at its default spec and at other widths.
+
+Each comparison is ``np.array_equal`` on raw integers; a planted one-LSB error
+in the fast path is shown to be caught (``test_*_detects_*``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+from unittest.mock import patch
+
+import numpy as np
+import pytest
+
+from hwapprox.approx.base import ElementwiseSpec, _elementwise_memo
+from hwapprox.approx.registry import get_method, list_methods, make_spec
+from hwapprox.approx.softmax import OnlineSoftmax, SoftermaxSoftmax
+
+
+def _edge_rows(fmt: Any, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Rows of length ``n`` in raw ``fmt`` codes that stress the event form."""
+    lo, hi = fmt.min_raw, fmt.max_raw
+    span = hi - lo
+    rows = []
+    ramp = np.linspace(lo, hi, n).round().astype(np.int64)
+    rows += [ramp, ramp[::-1].copy()]  # a new max at every element / never
+    step = np.repeat(np.linspace(lo // 2, hi // 2, 8).round(), -(-n // 8))[:n].astype(np.int64)
+    rows.append(step)  # plateaus rising in steps
+    rows.append(np.full(n, hi // 3))  # all equal
+    rows.append(np.where(np.arange(n) % 2, lo, hi).astype(np.int64))  # alternating extremes
+    for height in (0.05, 0.2, 0.5):
+        for k in (1, 2):
+            bg = np.full(n, lo // 4)
+            pos = rng.choice(n, size=min(k, n), replace=False)
+            bg[pos] = lo // 4 + int(height * span)
+            rows.append(bg)  # one or two dominant keys over a flat background
+    sawtooth = (np.arange(n) % 7) * (span // 64) + lo // 2
+    rows.append(sawtooth.astype(np.int64))
+    return np.clip(np.stack(rows), lo, hi)
+
+
+def _row_sets(spec: Any, seed: int) -> Iterator[tuple[np.ndarray, np.ndarray | None]]:
+    rng = np.random.default_rng(seed)
+    fmt = spec.in_fmt
+    for n in (1, 2, 3, 17, 64, 257):
+        for sigma in (0.5, 2.0, 8.0):
+            x = fmt.quantize(rng.normal(0.0, sigma, size=(max(8, 4096 // n), n)))
+            yield x, None
+            yield x, rng.random(x.shape) < 0.3
+        edge = _edge_rows(fmt, n, rng)
+        yield edge, None
+        mk = np.zeros(edge.shape, bool)
+        mk[:, : n // 2] = True  # a masked prefix: the first live element starts the state
+        yield edge, mk
+        mk2 = np.ones(edge.shape, bool)  # fully masked rows
+        yield edge, mk2
+
+
+ONLINE_SPECS = [
+    make_spec("softmax", "online"),
+    make_spec("softmax", "online", in_fmt="ap_fixed<8,4>", out_fmt="ap_ufixed<8,0,AP_RND,AP_SAT>"),
+    make_spec("softmax", "online", schedule="two_pass"),
+    make_spec("softmax", "online", sum_fmt="ap_ufixed<34,12,AP_TRN>"),
+    make_spec("softmax", "online", skip_threshold=4.0),
+    make_spec("softmax", "online", off_by_one=True),
+    make_spec("softmax", "online", in_fmt="ap_fixed<22,8>"),  # no memo: the direct exp
+]
+SOFTERMAX_SPECS = [
+    make_spec("softmax", "softermax"),
+    make_spec(
+        "softmax", "softermax", in_fmt="ap_fixed<8,4>", out_fmt="ap_ufixed<8,0,AP_RND,AP_SAT>"
+    ),
+    make_spec(
+        "softmax", "softermax", in_fmt="ap_fixed<22,7>", t_fmt="ap_fixed<24,9,AP_RND,AP_SAT>"
+    ),
+]
+
+
+@contextmanager
+def _slow_paths() -> Iterator[None]:
+    """Swap the element-by-element loops in for the event scans."""
+    with (
+        patch.object(OnlineSoftmax, "_stream_sum", OnlineSoftmax._stream_sum_loop),
+        patch.object(SoftermaxSoftmax, "_shift_sum", SoftermaxSoftmax.__dict__["_shift_sum_loop"]),
+    ):
+        yield
+
+
+def _compare(spec: Any, seed: int) -> int:
+    rows = 0
+    for x, mk in _row_sets(spec, seed):
+        fast = spec.model(x, mask=mk)
+        with _slow_paths():
+            slow = spec.model(x, mask=mk)
+        assert np.array_equal(fast, slow), (spec.describe(), x.shape, mk is not None)
+        rows += x.shape[0]
+    return rows
+
+
+@pytest.mark.parametrize("spec", ONLINE_SPECS + SOFTERMAX_SPECS, ids=lambda s: s.describe()[:60])
+def test_event_scan_matches_loop(spec: Any) -> None:
+    rows = _compare(spec, seed=7)
+    assert rows > 10_000
+
+
+def test_event_scan_rows_total_over_1e5() -> None:
+    """The specs above together see more than 10^5 rows (the issue's floor)."""
+    total = sum(x.shape[0] for s in ONLINE_SPECS + SOFTERMAX_SPECS for x, _ in _row_sets(s, 7))
+    assert total > 100_000
+
+
+def test_online_row_state_event_scan_matches_loop() -> None:
+    spec = make_spec("softmax", "online")
+    x = spec.in_fmt.quantize(np.random.default_rng(3).normal(0, 3, (500, 100)))
+    fast = spec.row_state(x)
+    with _slow_paths():
+        slow = spec.row_state(x)
+    assert all(np.array_equal(a, b) for a, b in zip(fast, slow, strict=True))
+
+
+def test_event_scan_comparison_detects_a_planted_error() -> None:
+    """The comparison can fail: a sum 1/256 high in rows with more than three new maxima
+    (what a rescale dropped or applied twice would do) is caught."""
+    spec = make_spec("softmax", "online")
+    good = OnlineSoftmax._stream_sum
+
+    def off_by_one(self: OnlineSoftmax, d: Any, e: Any, new: Any) -> None:
+        good(self, d, e, new)
+        d += np.where(new.sum(axis=1) > 3, d >> 8, 0)
+
+    with patch.object(OnlineSoftmax, "_stream_sum", off_by_one), pytest.raises(AssertionError):
+        _compare(spec, seed=7)
+
+
+def _elementwise_specs() -> list[ElementwiseSpec]:
+    out: list[ElementwiseSpec] = []
+    for op, methods in list_methods().items():
+        for m in methods:
+            cls = get_method(op, m)
+            if not issubclass(cls, ElementwiseSpec):
+                continue
+            out.append(cls())
+            for in_fmt in ("ap_fixed<10,4>", "ap_fixed<18,6>"):
+                try:
+                    out.append(cls(in_fmt=in_fmt))
+                except Exception:
+                    continue
+    return out
+
+
+@pytest.mark.parametrize("spec", _elementwise_specs(), ids=lambda s: s.describe()[:60])
+def test_elementwise_memo_matches_direct_model_on_every_code(spec: ElementwiseSpec) -> None:
+    codes = spec.in_fmt.all_codes()
+    rng = np.random.default_rng(0)
+    shuffled = rng.permutation(codes)
+    direct = spec._model_flat(shuffled.copy())
+    got = spec.model(shuffled.reshape(-1, 2) if shuffled.size % 2 == 0 else shuffled)
+    assert got.shape == (
+        shuffled.reshape(-1, 2).shape if shuffled.size % 2 == 0 else shuffled.shape
+    )
+    assert np.array_equal(got.ravel(), direct)
+
+
+def test_elementwise_memo_comparison_detects_a_planted_error() -> None:
+    """The comparison above can fail: a memo with one entry off by one LSB is caught."""
+    spec = make_spec("gelu", "pwl")
+    memo = _elementwise_memo(spec)
+    bad = memo.copy()
+    bad[len(bad) // 3] += 1
+    codes = spec.in_fmt.all_codes()
+    assert not np.array_equal(bad[codes - spec.in_fmt.min_raw], spec._model_flat(codes))
+    assert np.array_equal(memo[codes - spec.in_fmt.min_raw], spec._model_flat(codes))
