@@ -36,6 +36,7 @@ from hwapprox.export.errors import ExportError
 from hwapprox.export.graph import GraphIndex
 from hwapprox.export.masks import MASK_LIMIT
 from hwapprox.export.patterns import Site
+from hwapprox.export.stats import RunningStats
 from hwapprox.fixed import FixedFormat, Overflow, Rounding
 
 __all__ = [
@@ -237,32 +238,35 @@ class SiteStats:
         masked_rows: int = 0,
         rows: int = 0,
     ) -> SiteStats:
-        """Statistics of ``x`` without the elements where ``mask`` is True."""
-        a = np.asarray(x, dtype=np.float64)
-        masked = 0
-        if mask is not None:
-            keep = ~np.broadcast_to(mask, a.shape)
-            masked = int(a.size - np.count_nonzero(keep))
-            a = a[keep]
-        a = a.ravel()
-        fin = a[np.isfinite(a)]
-        if fin.size == 0:
-            what = "unmasked values" if mask is not None else "values"
+        """Statistics of ``x`` without the elements where ``mask`` is True (one pass:
+        :class:`~hwapprox.export.stats.RunningStats`, percentiles from its histogram)."""
+        return cls.from_running(
+            name, RunningStats().add(x, mask), masked_rows=masked_rows, rows=rows
+        )
+
+    @classmethod
+    def from_running(
+        cls, name: str, rs: RunningStats, *, masked_rows: int = 0, rows: int = 0
+    ) -> SiteStats:
+        """The summary of running statistics (several batches merged)."""
+        if rs.count == 0:
+            what = "unmasked values" if rs.masked else "values"
+            size = rs.count + rs.nonfinite + rs.masked
             raise ExportError(
-                f"site {name}: no finite {what} to calibrate on (size {a.size}, {masked} masked); "
-                f"give sample inputs (--inputs) in which the site sees real data"
+                f"site {name}: no finite {what} to calibrate on (size {size}, {rs.masked} "
+                f"masked); give sample inputs (--inputs) in which the site sees real data"
             )
-        pct = np.percentile(fin, PERCENTILES)
+        pct = rs.percentile(PERCENTILES)
         return cls(
             name,
-            int(a.size),
-            float(fin.min()),
-            float(fin.max()),
-            float(fin.mean()),
-            float(fin.std()),
+            int(rs.count + rs.nonfinite),
+            float(rs.min),
+            float(rs.max),
+            float(rs.mean),
+            rs.std,
             tuple((float(p), float(v)) for p, v in zip(PERCENTILES, pct, strict=True)),
-            int(a.size - fin.size),
-            masked,
+            int(rs.nonfinite),
+            int(rs.masked),
             masked_rows,
             rows,
         )

@@ -1,0 +1,160 @@
+"""Running, mergeable statistics of a site tensor over calibration data.
+
+:class:`RunningStats` takes a tensor batch by batch (:meth:`~RunningStats.add`)
+and merges with another over the same site (:meth:`~RunningStats.merge`: two
+workers' batches, two files of a dataset), so calibration needs neither the
+whole dataset in memory nor a sort per percentile. It keeps, over the finite
+unmasked values:
+
+* ``count``, exact ``min`` and ``max``;
+* ``mean`` and ``m2`` (sum of squared deviations), merged with Chan et al.'s
+  pairwise update (exact up to float64 rounding);
+* a 65,536-bin histogram of the values' **bfloat16 buckets**: the high 16 bits
+  of the float32 encoding (sign, 8 exponent bits, 7 mantissa bits). Counting a
+  batch is one ``bincount`` over a strided ``uint16`` view of the data, and
+  merging adds counts, so the histogram of several batches is exactly the
+  histogram of their concatenation (no rank error is introduced by merging).
+
+Percentiles (:meth:`~RunningStats.percentile`) come from the histogram: the
+order statistic of rank ``⌊(n-1)·q/100⌋`` (as in numpy's ``"lower"`` method)
+is located exactly among the bins, and its bin's edge nearest zero is
+returned. Rank error: none at bin resolution. Value error: the returned value
+has the order statistic's sign and **binade** (the same ``floor(log2|v|)``) and
+lies within one bfloat16 step of it (relative error below ``2^-7``, rounded
+toward zero). The formats :meth:`SiteStats.choose_format` picks depend on
+``floor(log2 m)`` only, so they are those of the exact order statistic;
+numpy's default linear interpolation between two adjacent order statistics
+differs from it only where those two straddle a power of two.
+
+float64 inputs are rounded to float32 for the histogram (at most one float32
+step, far below a bin); the moments and extremes use the values as given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["HIST_BINS", "RunningStats"]
+
+#: bins of the bfloat16 histogram (every 16-bit pattern)
+HIST_BINS = 1 << 16
+_EXP_ALL_ONES = 0x7F80  # exponent field all ones (inf / NaN), sign bit clear
+_F32_MAX = float(np.finfo(np.float32).max)
+_LITTLE = np.array([1], dtype=np.uint16).view(np.uint8)[0] == 1
+
+
+def _order() -> npt.NDArray[np.intp]:
+    """Bin indices (16-bit patterns) in ascending value order: negative patterns by
+    descending magnitude, then non-negative ones by ascending magnitude; inf/NaN
+    patterns are left out."""
+    mag = np.arange(_EXP_ALL_ONES, dtype=np.intp)  # finite magnitudes 0x0000..0x7F7F
+    return np.concatenate([(mag | 0x8000)[::-1], mag])
+
+
+_ORDER = _order()
+
+
+def _high_halves(f32: npt.NDArray[np.float32]) -> npt.NDArray[np.uint16]:
+    """The high 16 bits (bfloat16 pattern) of each float32 value, as a strided view."""
+    halves = np.ascontiguousarray(f32).view(np.uint16)
+    return halves[1::2] if _LITTLE else halves[0::2]
+
+
+def _edge_toward_zero(pattern: int) -> float:
+    """The value of bin ``pattern``'s edge nearest zero (its pattern, low bits 0)."""
+    return float(np.array([pattern << 16], dtype=np.uint32).view(np.float32)[0])
+
+
+@dataclass
+class RunningStats:
+    """Statistics of one tensor over many batches (see the module docstring)."""
+
+    count: int = 0
+    nonfinite: int = 0
+    masked: int = 0
+    min: float = np.inf
+    max: float = -np.inf
+    mean: float = 0.0
+    m2: float = 0.0
+    hist: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(HIST_BINS, dtype=np.int64))
+
+    def add(self, x: npt.ArrayLike, mask: npt.ArrayLike | None = None) -> RunningStats:
+        """Fold in a batch; ``mask`` (broadcastable, True = left out) drops elements."""
+        a = np.asarray(x)
+        if a.dtype != np.float32:
+            small = a.dtype.kind == "f" and a.dtype.itemsize < 4
+            a = a.astype(np.float32 if small else np.float64)
+        if mask is not None:
+            keep = ~np.broadcast_to(np.asarray(mask, dtype=bool), a.shape)
+            self.masked += int(a.size - np.count_nonzero(keep))
+            a = a[keep]
+        a = a.ravel()
+        if a.size == 0:
+            return self
+        if a.dtype == np.float32:
+            h = np.bincount(_high_halves(a), minlength=HIST_BINS)
+            bad = int(h[_EXP_ALL_ONES:0x8000].sum() + h[_EXP_ALL_ONES | 0x8000 :].sum())
+            h[_EXP_ALL_ONES:0x8000] = 0  # inf / NaN patterns: counted, not binned
+            h[_EXP_ALL_ONES | 0x8000 :] = 0
+            if bad:
+                a = a[np.isfinite(a)]
+        else:  # float64: finiteness on the values as given, the histogram in float32
+            fin = np.isfinite(a)
+            bad = int(a.size - np.count_nonzero(fin))
+            if bad:
+                a = a[fin]
+            f32 = np.clip(a, -_F32_MAX, _F32_MAX).astype(np.float32)
+            h = np.bincount(_high_halves(f32), minlength=HIST_BINS)
+        self.nonfinite += bad
+        if a.size == 0:
+            return self
+        self.hist += h
+        n_b = int(a.size)
+        lo, hi = float(a.min()), float(a.max())
+        mean_b = float(a.sum(dtype=np.float64)) / n_b
+        dev = np.subtract(a, mean_b, dtype=np.float64)
+        m2_b = float(np.dot(dev, dev))
+        self._merge_moments(n_b, lo, hi, mean_b, m2_b)
+        return self
+
+    def _merge_moments(self, n_b: int, lo: float, hi: float, mean_b: float, m2_b: float) -> None:
+        n_a = self.count
+        n = n_a + n_b
+        delta = mean_b - self.mean
+        self.mean += delta * n_b / n
+        self.m2 += m2_b + delta * delta * n_a * n_b / n
+        self.count = n
+        self.min = min(self.min, lo)
+        self.max = max(self.max, hi)
+
+    def merge(self, other: RunningStats) -> RunningStats:
+        """Fold in another tensor's statistics (in place; returns self)."""
+        self.nonfinite += other.nonfinite
+        self.masked += other.masked
+        if other.count:
+            self.hist += other.hist
+            self._merge_moments(other.count, other.min, other.max, other.mean, other.m2)
+        return self
+
+    @property
+    def std(self) -> float:
+        """Population standard deviation of the finite values."""
+        return float(np.sqrt(self.m2 / self.count)) if self.count else 0.0
+
+    def percentile(self, q: float | npt.ArrayLike) -> npt.NDArray[np.float64]:
+        """Percentiles ``q`` (0..100) of the finite values, from the histogram (module
+        docstring: the order statistic ``⌊(n-1)·q/100⌋``'s bin edge nearest zero)."""
+        qs = np.atleast_1d(np.asarray(q, dtype=np.float64))
+        if self.count == 0:
+            raise ValueError("percentile of an empty RunningStats")
+        ordered = self.hist[_ORDER]
+        cum = np.cumsum(ordered)
+        ranks = np.floor((self.count - 1) * qs / 100.0).astype(np.int64)
+        pos = np.searchsorted(cum, ranks, side="right")
+        vals = np.array([_edge_toward_zero(int(_ORDER[p])) for p in pos], dtype=np.float64)
+        # the extremes are known exactly
+        vals = np.where(ranks <= 0, self.min, vals)
+        return np.where(ranks >= self.count - 1, self.max, vals)
