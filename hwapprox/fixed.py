@@ -280,10 +280,37 @@ class FixedFormat:
             raise FixedPointError(
                 "integer input with |x| >= 2**53 cannot be converted exactly; pass floats"
             )
+        if arr.size and arr.dtype in (np.float32, np.float64):
+            fast = self._quantize_fast(arr)
+            if fast is not None:
+                return fast
         arr = np.asarray(arr, dtype=np.float64)
         if arr.size == 0:
             return np.zeros(arr.shape, dtype=np.int64)
         return self._quantize_flat(arr.reshape(-1)).reshape(arr.shape)
+
+    def _quantize_fast(self, arr: npt.NDArray[np.floating[Any]]) -> RawArray | None:
+        """:meth:`quantize` without the float64 copy, or None when it does not apply.
+
+        The case: float32/float64 input, all finite, ``F >= 0``, ``W <= 53``,
+        ``AP_SAT``/``AP_SAT_SYM``. Then ``s = x·2^F`` is exact in one pass
+        (a float32 widens exactly; ``F >= 0`` cannot underflow) and the rest is
+        :meth:`_quantize_flat`'s: clip to the integer code bounds (exact, rounding
+        is monotone), then :func:`_round_float`. The same values, fewer passes.
+        """
+        if not (
+            self.frac_bits >= 0
+            and self.width <= 53
+            and self.overflow in (Overflow.SAT, Overflow.SAT_SYM)
+        ):
+            return None
+        if not (np.isfinite(arr.min()) and np.isfinite(arr.max())):
+            return None  # the general path names the bad value
+        with np.errstate(over="ignore"):  # ±inf is clipped below
+            scaled = np.multiply(arr.reshape(-1), 2.0**self.frac_bits, dtype=np.float64)
+        lo, hi = self._sat_bounds()
+        np.clip(scaled, float(lo), float(hi), out=scaled)
+        return _round_float(scaled, self.rounding).reshape(arr.shape)
 
     def _quantize_flat(self, arr: npt.NDArray[np.float64]) -> RawArray:
         """:meth:`quantize` of a non-empty 1-D float64 array."""
@@ -328,6 +355,8 @@ class FixedFormat:
     def to_float(self, raw: npt.ArrayLike) -> npt.NDArray[np.float64]:
         """Real value of raw codes as float64 (exact for widths <= 53)."""
         r = _as_raw(raw, f"to_float of {self}")
+        if abs(self.frac_bits) <= 960:  # 2^-F and every product stay normal: exact scaling
+            return np.multiply(r, 2.0**-self.frac_bits, dtype=np.float64)
         return np.ldexp(r.astype(np.float64), -self.frac_bits)
 
     def to_fractions(self, raw: npt.ArrayLike) -> list[Fraction]:
