@@ -310,6 +310,14 @@ class FixedFormat:
             scaled = np.multiply(arr.reshape(-1), 2.0**self.frac_bits, dtype=np.float64)
         lo, hi = self._sat_bounds()
         np.clip(scaled, float(lo), float(hi), out=scaled)
+        if arr.dtype == np.float32 and self.rounding is Rounding.RND and self.width <= 52:
+            # floor(s + 1/2) is AP_RND here: s has 24 significant bits and |s| <= 2^51,
+            # so s + 1/2 is exact unless |s| < 2^-30, where it rounds to within
+            # 2^-30 of 1/2 and the floor is 0 either way (tests/test_fixed.py)
+            scaled += 0.5
+            out = np.empty(scaled.shape, dtype=np.int64)
+            np.floor(scaled, out=out, casting="unsafe")
+            return out.reshape(arr.shape)
         return _round_float(scaled, self.rounding).reshape(arr.shape)
 
     def _quantize_flat(self, arr: npt.NDArray[np.float64]) -> RawArray:

@@ -543,3 +543,46 @@ def test_round_shift_refuses_overflow_and_bad_arguments() -> None:
         round_shift([1], 1, "AP_ROUND")
     with pytest.raises(FixedPointError, match=r"^shift amount must be >= 0, got -1$"):
         shl([1], F8, -1)
+
+
+def _float32_stress(fmt: FixedFormat, rng: np.random.Generator) -> np.ndarray:
+    """float32 values around every rounding decision of ``fmt``: halves of the LSB and
+    their float32 neighbours, tiny values, random values over many binades."""
+    lsb = 2.0**-fmt.frac_bits
+    k = rng.integers(-(1 << min(fmt.width, 20)), 1 << min(fmt.width, 20), 2000)
+    half = ((k + 0.5) * lsb).astype(np.float32)
+    vals = [
+        half,
+        np.nextafter(half, np.float32(np.inf)),
+        np.nextafter(half, np.float32(-np.inf)),
+        (k * lsb).astype(np.float32),
+        np.float32([0.0, -0.0, 2.0**-40, -(2.0**-40), 2.0**-149, -(2.0**-149)]),
+        (rng.standard_normal(4000) * 2.0 ** rng.integers(-30, 30, 4000)).astype(np.float32),
+        np.float32([fmt.max, fmt.min, 1e30, -1e30]),
+    ]
+    return np.concatenate(vals).astype(np.float32)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ap_fixed<8,3,AP_RND,AP_SAT>",
+        "ap_fixed<16,6,AP_RND,AP_SAT>",
+        "ap_fixed<16,6,AP_TRN,AP_SAT_SYM>",
+        "ap_ufixed<12,2,AP_RND,AP_SAT>",
+        "ap_fixed<24,1,AP_RND,AP_SAT>",
+        "ap_fixed<32,12,AP_RND,AP_SAT>",
+        "ap_fixed<52,20,AP_RND,AP_SAT>",
+        "ap_fixed<53,20,AP_RND,AP_SAT>",
+        "ap_fixed<16,6,AP_RND_CONV,AP_SAT>",
+    ],
+)
+def test_quantize_float32_fast_path_matches_general_path(text: str) -> None:
+    """quantize of float32 arrays (the path site tensors from onnxruntime take: one
+    scaling pass, floor(s + 1/2) for AP_RND) equals the general float64 path, which
+    tests/test_fixed_oracle.py checks against ap_fixed, on every rounding decision."""
+    fmt = FixedFormat.parse(text)
+    x = _float32_stress(fmt, np.random.default_rng(5))
+    fast = fmt.quantize(x)
+    general = fmt._quantize_flat(x.astype(np.float64))
+    assert np.array_equal(fast, general)
