@@ -398,7 +398,7 @@ _ERR_COLS = [
 ]
 _ERR_DETAIL_ONLY = {"rms", "out_lsb"}
 _TIMING = {
-    "float_onnxruntime": "float model on onnxruntime",
+    "float_onnxruntime": "float model on onnxruntime (the calibration run)",
     "emulation": "emulation, one run",
     "emulation_sessions": "... in onnxruntime sessions",
     "approx_models": "... in the approximation models",

@@ -21,8 +21,10 @@ masking is an error naming the node that produced them.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -207,6 +209,25 @@ def prepare_inputs(
     return feeds
 
 
+class LazyMap(Mapping[str, np.ndarray]):
+    """A read-only mapping whose values are computed on first access, then kept."""
+
+    def __init__(self, makers: Mapping[str, Callable[[], np.ndarray]]) -> None:
+        self._makers = dict(makers)
+        self._done: dict[str, np.ndarray] = {}
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        if key not in self._done:
+            self._done[key] = self._makers[key]()
+        return self._done[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._makers)
+
+    def __len__(self) -> int:
+        return len(self._makers)
+
+
 @dataclass(frozen=True)
 class SiteStats:
     """Distribution of one site tensor (its input, or its output) over the
@@ -363,9 +384,11 @@ class Trace:
     feeds: dict[str, np.ndarray] = field(default_factory=dict)
     #: softmax sites: (row max, row logsumexp) of the unmasked elements of each row with
     #: one (:func:`row_extents`), for the unified-max calibration (:func:`unified_max_phi`)
-    row_extents: dict[str, np.ndarray] = field(default_factory=dict)
+    row_extents: Mapping[str, np.ndarray] = field(default_factory=dict)
     #: ReLU attention sites divided by a run-time n (``params["n_tensor"]``): its value
     site_n: dict[str, float] = field(default_factory=dict)
+    #: wall time of the float run (onnxruntime, site tensors kept as extra outputs)
+    seconds: float = 0.0
 
 
 #: rows kept per site for the unified-max calibration (a seeded subsample beyond it)
@@ -461,17 +484,19 @@ def calibrate(
     )
     sess = trace_model(model, tensors, threads=threads)
     names = [o.name for o in sess.get_outputs()]
+    t0 = time.perf_counter()
     try:
         values = dict(zip(names, sess.run(names, dict(feeds)), strict=True))
     except Exception as exc:
         raise ExportError(f"onnxruntime failed on the sample inputs: {exc}") from None
+    seconds = time.perf_counter() - t0
     values.update({k: np.asarray(v) for k, v in feeds.items() if k not in values})
     outs = {o.name: values[o.name] for o in model.graph.output}
     masks: dict[str, np.ndarray] = {}
     mask_roles: dict[str, list[str]] = {}
     stats: dict[str, SiteStats] = {}
     out_stats: dict[str, SiteStats] = {}
-    extents: dict[str, np.ndarray] = {}
+    extents: dict[str, Callable[[], np.ndarray]] = {}
     for s in sites:
         x = values[s.input]
         mask = site_mask_bits(s, values, g, np.shape(x))
@@ -493,7 +518,7 @@ def calibrate(
             mask_roles[s.name] = s.mask.observed_roles(mvals, np.shape(x))
         stats[s.name] = SiteStats.of(s.name, x, mask, **extra)
         if s.operator is Operator.SOFTMAX:
-            extents[s.name] = row_extents(s, x, mask)
+            extents[s.name] = functools.partial(row_extents, s, x, mask)  # only unified max
         y = values[s.output]
         out_stats[s.name] = SiteStats.of(s.name, y, mask)
     return Trace(
@@ -505,7 +530,8 @@ def calibrate(
         masks=masks,
         mask_roles=mask_roles,
         feeds=dict(feeds),
-        row_extents=extents,
+        row_extents=LazyMap(extents),
+        seconds=seconds,
         site_n={
             s.name: float(np.asarray(values[s.params["n_tensor"]]).reshape(-1)[0])
             for s in sites

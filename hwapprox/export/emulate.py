@@ -126,7 +126,9 @@ def apply_spec(
             f"site {site.name} is a {site.operator} but the spec is for {spec.operator} "
             f"({spec.describe()})"
         )
-    xa = np.asarray(x, dtype=np.float64)
+    xa = np.asarray(x)
+    if xa.dtype not in (np.float32, np.float64):  # float32 stays: quantize widens it exactly
+        xa = xa.astype(np.float64)
     if mask is not None and site.operator is Operator.SOFTMAX:
         mask = np.broadcast_to(mask, xa.shape)
         xa = np.where(mask, 0.0, xa)  # masked scores (-inf, float32 min) never reach a format

@@ -220,7 +220,8 @@ def format_report(res: ValidationResult) -> str:
     t = res.timing
     parts += [
         "",
-        f"Time: float onnxruntime {t['float_onnxruntime'] * 1e3:.1f} ms; emulation "
+        f"Time: float onnxruntime {t['float_onnxruntime'] * 1e3:.1f} ms (the calibration "
+        f"run); emulation "
         f"{t['emulation'] * 1e3:.1f} ms ({t['emulation_sessions'] * 1e3:.1f} ms in "
         f"{int(t['sessions'])} sessions, {t['approx_models'] * 1e3:.1f} ms in approx models)",
     ]
