@@ -40,11 +40,14 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import csv
+import ctypes
 import dataclasses
 import itertools
 import json
 import math
 import os
+import signal
+import sys
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -381,6 +384,17 @@ class _InlineExecutor(cf.Executor):
         return fut
 
 
+def die_with_parent() -> None:
+    """Ask Linux to send this process SIGTERM when its parent exits (a no-op elsewhere)."""
+    if not sys.platform.startswith("linux"):  # pragma: no cover
+        return
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
+    except OSError:  # pragma: no cover - no libc.so.6
+        return
+
+
 def make_executor(jobs: int = 1, dask: str | None = None) -> tuple[cf.Executor, Callable[[], None]]:
     """An executor and its closer: in-process, a process pool, or a Dask cluster.
 
@@ -414,7 +428,7 @@ def make_executor(jobs: int = 1, dask: str | None = None) -> tuple[cf.Executor, 
     if jobs == 1:
         ex: cf.Executor = _InlineExecutor()
     else:
-        ex = cf.ProcessPoolExecutor(max_workers=jobs)
+        ex = cf.ProcessPoolExecutor(max_workers=jobs, initializer=die_with_parent)
     return ex, lambda: ex.shutdown(wait=True, cancel_futures=True)
 
 

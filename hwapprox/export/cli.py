@@ -103,6 +103,20 @@ def _methods(values: tuple[str, ...]) -> dict[str, str]:
     help="fused: also run the model with each approximated online-softmax site and its "
     "P·V MatMul as one single-pass attention row (no score row stored) and report both.",
 )
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="--budget: evaluate candidates on N local worker processes (same result as N=1).",
+)
+@click.option(
+    "--dask",
+    default=None,
+    metavar="ADDRESS",
+    help="--budget: evaluate candidates on the Dask scheduler at ADDRESS (tcp://host:8786).",
+)
 @click.option("--seed", default=0, show_default=True, help="Seed for generated inputs.")
 @click.option(
     "-o",
@@ -125,6 +139,8 @@ def validate_cmd(
     range_stat: str,
     target: str,
     attention: str,
+    jobs: int,
+    dask: str | None,
     seed: int,
     outdir: Path | None,
     force: bool,
@@ -168,6 +184,8 @@ def validate_cmd(
             progress=True,
             space=space,
             attention=attention,
+            jobs=jobs,
+            dask=dask,
         )
         if allowed is not None:
             bad = [

@@ -324,32 +324,53 @@ def share(budget: Any, i: int, n: int) -> Any:
 
 def walk_front(
     front: Sequence[tuple[ApproxSpec, float]],
-    evaluate: Callable[[ApproxSpec], dict[str, Any]],
+    evaluate: Callable[[ApproxSpec], dict[str, Any]] | None,
     meets_share: Callable[[dict[str, Any]], bool],
     meets_all: Callable[[dict[str, Any]], bool],
+    *,
+    evaluate_many: Callable[[Sequence[ApproxSpec]], list[dict[str, Any]]] | None = None,
+    width: int = 1,
+    on_result: Callable[[ApproxSpec, dict[str, Any]], None] | None = None,
 ) -> tuple[ApproxSpec | None, list[dict[str, Any]], str]:
-    """Cheapest front candidate meeting the share, else the whole budget, else None."""
+    """Cheapest front candidate meeting the share, else the whole budget, else None.
+
+    ``evaluate_many`` (with ``width`` > 1) evaluates the next ``width`` candidates at
+    once (:mod:`hwapprox.export.evaluators`); their results are scanned in cost
+    order, so the pick and the ``tried`` list are those of the one-at-a-time walk
+    (results past the pick are dropped). ``on_result`` sees each scanned result.
+    """
+    if evaluate_many is None:
+        if evaluate is None:
+            raise TypeError("walk_front needs evaluate or evaluate_many")
+        one = evaluate
+        evaluate_many = lambda specs: [one(sp) for sp in specs]  # noqa: E731
+        width = 1
     tried: list[dict[str, Any]] = []
     fallback: ApproxSpec | None = None
-    for spec, rms in front:
-        m = evaluate(spec)
-        ok_share, ok_all = meets_share(m), meets_all(m)
-        tried.append(
-            {
-                "spec": spec.describe(),
-                "score": round(rank_score(spec), 2),
-                "screen_rms": rms,
-                "max_abs": m["max_abs"],
-                "cosine_min": m["cosine_min"],
-                "pooled_cosine_min": m.get("pooled_cosine_min"),
-                "meets_share": ok_share,
-                "meets_budget": ok_all,
-            }
-        )
-        if ok_share:
-            return spec, tried, "share"
-        if ok_all and fallback is None:
-            fallback = spec
+    items = list(front)
+    for start in range(0, len(items), max(1, width)):
+        chunk = items[start : start + max(1, width)]
+        results = evaluate_many([spec for spec, _ in chunk])
+        for (spec, rms), m in zip(chunk, results, strict=True):
+            if on_result is not None:
+                on_result(spec, m)
+            ok_share, ok_all = meets_share(m), meets_all(m)
+            tried.append(
+                {
+                    "spec": spec.describe(),
+                    "score": round(rank_score(spec), 2),
+                    "screen_rms": rms,
+                    "max_abs": m["max_abs"],
+                    "cosine_min": m["cosine_min"],
+                    "pooled_cosine_min": m.get("pooled_cosine_min"),
+                    "meets_share": ok_share,
+                    "meets_budget": ok_all,
+                }
+            )
+            if ok_share:
+                return spec, tried, "share"
+            if ok_all and fallback is None:
+                fallback = spec
     if fallback is not None:
         return fallback, tried, "budget"
     return None, tried, "none"

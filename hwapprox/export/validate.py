@@ -53,6 +53,7 @@ from hwapprox.export.calibrate import (
 )
 from hwapprox.export.emulate import Emulator, apply_spec, rows_view
 from hwapprox.export.errors import ExportError
+from hwapprox.export.evaluators import SearchContext, make_evaluator
 from hwapprox.export.graph import GraphIndex, load_model
 from hwapprox.export.patterns import Site, find_all
 from hwapprox.export.tuning import (
@@ -595,6 +596,8 @@ def validate(
     seed: int = 0,
     progress: bool = False,
     attention: str = "two_pass",
+    jobs: int = 1,
+    dask: str | None = None,
 ) -> ValidationResult:
     """Run the whole validation (see the module docstring).
 
@@ -606,6 +609,10 @@ def validate(
     ``specs`` (site name -> spec or None) bypasses the config for those sites
     (e.g. float-reference specs in tests); with a ``budget`` they stay fixed
     and only the other selected sites are tuned.
+
+    ``jobs`` / ``dask``: where the budget search's end-to-end evaluations run (``jobs``
+    local worker processes, or the Dask scheduler at address ``dask``); the result is
+    the serial search's (:mod:`hwapprox.export.evaluators`).
     """
     if attention not in ("two_pass", "fused"):
         raise ExportError(f"attention={attention!r}: use two_pass or fused")
@@ -692,6 +699,8 @@ def validate(
             ref,
             mkw,
             progress,
+            jobs,
+            dask,
         )
         for t in tuning:
             if t["chosen"] is None:
@@ -871,17 +880,17 @@ def _tune(
     ref: Mapping[str, np.ndarray],
     mkw: Mapping[str, Any],
     progress: bool,
+    jobs: int = 1,
+    dask: str | None = None,
 ) -> tuple[dict[str, ApproxSpec | None], list[dict[str, Any]]]:
-    """Greedy per-site search (:mod:`hwapprox.export.tuning`)."""
+    """Greedy per-site search (:mod:`hwapprox.export.tuning`); the end-to-end
+    evaluations run where ``jobs``/``dask`` say (:mod:`hwapprox.export.evaluators`),
+    with the serial search's result."""
     chosen: dict[str, ApproxSpec | None] = {s.name: given.get(s.name) for s in active}
     todo = [s for s in active if s.name not in given]
     tuning: list[dict[str, Any]] = []
-    it: Iterable[tuple[int, Site]] = enumerate(todo)
-    if progress:
-        from tqdm import tqdm
-
-        it = tqdm(list(it), desc="tuning sites", unit="site")
-    for i, s in it:
+    fronts = {}
+    for s in todo:  # screening needs only the float trace: every site's front up front
         base = user_cfg.sites.get(s.name, user_cfg.defaults.get(s.operator))
         if isinstance(base, dict) and "method" not in base:
             op_default = user_cfg.defaults.get(s.operator)
@@ -901,26 +910,65 @@ def _tune(
             trace.masks.get(s.name),
             n_value=trace.site_n.get(s.name),
         )
-        state = emu.prefix(feeds, chosen, emu.site_level[s.name])
-        target = share(budget, i, len(todo))
+        fronts[s.name] = (len(cands), front)
 
-        def evaluate(spec: ApproxSpec, _s: Site = s, _state: Any = state) -> dict[str, Any]:
-            out = emu.run(feeds, {**chosen, _s.name: spec}, resume=_state)
-            return end_to_end_metrics(ref, out, **mkw)
+    def serial(site: str, done: Mapping[str, ApproxSpec | None], spec: ApproxSpec) -> dict:
+        if serial_state.get("key") != (site, id(done)):
+            serial_state["key"] = (site, id(done))
+            serial_state["prefix"] = emu.prefix(feeds, done, emu.site_level[site])
+        out = emu.run(feeds, {**done, site: spec}, resume=serial_state["prefix"])
+        return end_to_end_metrics(ref, out, **mkw)
 
-        pick, tried, how = walk_front(front, evaluate, target.meets, budget.meets)
-        chosen[s.name] = pick
-        tuning.append(
-            {
-                "site": s.name,
-                "chosen": None if pick is None else pick.describe(),
-                "cost_score": None if pick is None else round(rank_score(pick), 2),
-                "cost": None if pick is None else dataclasses.asdict(pick.cost()),
-                "met": how,
-                "share": target.describe(),
-                "candidates": len(cands),
-                "front": len(front),
-                "evaluated": tried,
-            }
-        )
+    serial_state: dict[str, Any] = {}
+    ctx = SearchContext(emu.model, list(active), dict(feeds), dict(ref), dict(mkw), threads=1)
+    evaluator = make_evaluator(ctx, serial, jobs=jobs, dask=dask)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        total = sum(len(f) for _, f in fronts.values())
+        bar = tqdm(total=total, desc=f"budget search ({evaluator.where})", unit="cand")
+    try:
+        for i, s in enumerate(todo):
+            n_cands, front = fronts[s.name]
+            target = share(budget, i, len(todo))
+            done = dict(chosen)
+
+            def on_result(spec: ApproxSpec, m: dict[str, Any], _s: Site = s) -> None:
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix_str(f"{_s.name}: cos {m['cosine_min']:.5f}", refresh=False)
+
+            pick, tried, how = walk_front(
+                front,
+                None,
+                target.meets,
+                budget.meets,
+                evaluate_many=lambda specs, _s=s, _d=done: evaluator.batch(_s.name, _d, specs),
+                width=evaluator.width,
+                on_result=on_result,
+            )
+            if bar is not None:  # the candidates past the pick are never needed
+                bar.total -= len(front) - len(tried)
+                bar.set_postfix_str(
+                    f"{s.name} -> {'float' if pick is None else pick.method}", refresh=True
+                )
+            chosen[s.name] = pick
+            tuning.append(
+                {
+                    "site": s.name,
+                    "chosen": None if pick is None else pick.describe(),
+                    "cost_score": None if pick is None else round(rank_score(pick), 2),
+                    "cost": None if pick is None else dataclasses.asdict(pick.cost()),
+                    "met": how,
+                    "share": target.describe(),
+                    "candidates": n_cands,
+                    "front": len(front),
+                    "evaluated": tried,
+                }
+            )
+    finally:
+        evaluator.close()
+        if bar is not None:
+            bar.close()
     return chosen, tuning
