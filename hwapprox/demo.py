@@ -61,6 +61,8 @@ from typing import Any
 import click
 import numpy as np
 
+from hwapprox.approx.paths import unwritable
+
 __all__ = ["DEFAULT_BUDGET", "DEMO_CONFIG", "MARKER", "StageResult", "demo_cmd", "run_demo"]
 
 #: Marker file: a directory holding it was written by a previous demo.
@@ -97,17 +99,19 @@ class StageResult:
 
 # -- output directory --------------------------------------------------------------
 def prepare_outdir(path: Path, force: bool) -> Path:
-    """Create ``path``; a previous demo's output is replaced, other content needs ``force``."""
-    if path.exists() and not path.is_dir():
-        raise click.BadParameter(f"{str(path)!r} exists and is not a directory", param_hint="-o")
+    """Create ``path``; a previous demo's output is replaced, other content needs ``force``.
+
+    Only the files a previous demo recorded in its :data:`MARKER` (``"files"``) are
+    removed, then the directories they leave empty; anything else (a file the user
+    put into ``validate/``, say) stays. A marker without that list (an older demo)
+    removes nothing: the new run overwrites its files.
+    """
+    why = unwritable(path)
+    if why is not None:
+        raise click.BadParameter(why, param_hint="-o")
     if path.is_dir() and any(path.iterdir()):
         if (path / MARKER).is_file():
-            for name in OWNED:
-                p = path / name
-                if p.is_dir():
-                    shutil.rmtree(p)
-                elif p.exists():
-                    p.unlink()
+            _remove_recorded(path)
         elif not force:
             raise click.BadParameter(
                 f"{str(path)!r} is not empty and was not written by a previous demo "
@@ -116,8 +120,32 @@ def prepare_outdir(path: Path, force: bool) -> Path:
                 param_hint="-o",
             )
     path.mkdir(parents=True, exist_ok=True)
-    (path / MARKER).write_text(json.dumps({"written_by": "hwapprox demo"}) + "\n")
+    _write_marker(path, [])
     return path
+
+
+def _write_marker(path: Path, files: list[str]) -> None:
+    (path / MARKER).write_text(json.dumps({"written_by": "hwapprox demo", "files": files}) + "\n")
+
+
+def _remove_recorded(path: Path) -> None:
+    """Delete the files the previous demo's marker lists (inside ``path`` only) and the
+    directories that leaves empty."""
+    try:
+        files = json.loads((path / MARKER).read_text()).get("files") or []
+    except (OSError, ValueError, AttributeError):
+        files = []
+    root = path.resolve()
+    dirs: set[Path] = set()
+    for rel in files:
+        f = (path / str(rel)).resolve()
+        if root not in f.parents or not f.is_file():
+            continue  # never outside the directory, never a directory
+        f.unlink()
+        dirs.update(d for d in f.parents if root in d.parents)
+    for d in sorted(dirs, key=lambda d: len(d.parts), reverse=True):
+        if d.is_dir() and not any(d.iterdir()):
+            d.rmdir()
 
 
 def _echo(msg: str) -> None:
@@ -585,6 +613,7 @@ def run_demo(
     t_start = time.perf_counter()
     b = get_board(board)
     out = prepare_outdir(Path(outdir), force)
+    before = _owned_files(out)  # what is there now and not rewritten is not this run's
     stages: dict[str, StageResult] = {}
     stages["validate"] = _run(
         "validate",
@@ -666,7 +695,22 @@ def run_demo(
     (out / "summary.md").write_text(demo_markdown(summary))
     pngs = {f: out / f for f in files if f.endswith(".png")}
     (out / "summary.html").write_text(demo_html(_plain(summary), pngs), encoding="utf-8")
+    after = _owned_files(out)
+    _write_marker(out, sorted(k for k, t in after.items() if before.get(k) != t))
     return summary
+
+
+def _owned_files(out: Path) -> dict[str, int]:
+    """Files under the demo's own entries (:data:`OWNED`): relative path -> mtime (ns)."""
+    found: dict[str, int] = {}
+    for name in OWNED:
+        top = out / name
+        if name == MARKER or not top.exists():
+            continue
+        for p in [top] if top.is_file() else top.rglob("*"):
+            if p.is_file():
+                found[str(p.relative_to(out))] = p.stat().st_mtime_ns
+    return found
 
 
 def _plain(v: Any) -> Any:

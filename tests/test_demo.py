@@ -163,16 +163,33 @@ def test_force_writes_into_foreign_dir_and_keeps_other_files(tmp_path, reuse_val
 
 
 def test_previous_demo_output_is_replaced(tmp_path, reuse_validation):
+    """The files a previous demo recorded go; a file the user put among them stays
+    (issue 21: a rerun deleted a user's file inside validate/)."""
     out = tmp_path / "prev"
     (out / "rtl" / "stale").mkdir(parents=True)
     (out / "rtl" / "stale" / "sim.log").write_text("old")
+    (out / "validate").mkdir()
+    (out / "validate" / "mine.txt").write_text("keep me")
     (out / "summary.md").write_text("old summary")
-    (out / demo.MARKER).write_text("{}")
+    (out / demo.MARKER).write_text(
+        json.dumps({"written_by": "hwapprox demo", "files": ["rtl/stale/sim.log", "summary.md"]})
+    )
     code, text = _run(["-o", str(out), *FAST])
     assert code == 0, text
-    assert not (out / "rtl").exists()
+    assert not (out / "rtl").exists()  # its only file was the previous demo's
+    assert (out / "validate" / "mine.txt").read_text() == "keep me"
     assert (out / "summary.md").read_text().startswith("# hwapprox demo summary")
     assert "validate/report.txt" in _summary(out)["files"]
+    recorded = json.loads((out / demo.MARKER).read_text())["files"]
+    assert "validate/report.txt" in recorded
+    assert "validate/mine.txt" not in recorded
+
+
+def test_unwritable_output_is_refused_before_the_work(tmp_path):
+    code, text = _run(["-o", "/proc/hwapprox-demo", *FAST])
+    assert code == 2
+    assert "'/proc' is not writable" in text
+    assert "Traceback" not in text
 
 
 def test_bad_board_and_budget_are_refused(tmp_path):

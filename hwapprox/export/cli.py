@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -168,7 +169,7 @@ def validate_cmd(
             inputs = example.inputs_path()
     try:
         if outdir is not None:
-            prepare_outdir(outdir, force)  # fail before the work, not after
+            prepare_outdir(outdir, force, create=False)  # fail before the work, not after
         res = validate(
             model,
             inputs=inputs,
@@ -205,3 +206,11 @@ def validate_cmd(
             click.echo(f"\nwrote {', '.join(str(p) for p in files.values())}")
     except (ExportError, SpecError, FixedPointError) as exc:
         raise click.ClickException(str(exc)) from None
+    if res.budget is not None and not res.budget.meets(res.end_to_end):
+        # the report is written (what was tried and why it failed); the status says it
+        click.echo(
+            f"error: the budget {res.budget.describe()} is NOT met end to end (see the "
+            "report); relax it or widen the search",
+            err=True,
+        )
+        sys.exit(1)

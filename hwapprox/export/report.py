@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from hwapprox.approx.costmodel import rank_score
+from hwapprox.approx.paths import unwritable
 from hwapprox.export.errors import ExportError
 from hwapprox.export.validate import ValidationResult
 
@@ -228,17 +229,21 @@ def format_report(res: ValidationResult) -> str:
     return "\n".join(parts)
 
 
-def prepare_outdir(path: str | Path, force: bool = False) -> Path:
-    """Create ``path``; refuse an existing non-empty directory unless ``force``."""
+def prepare_outdir(path: str | Path, force: bool = False, *, create: bool = True) -> Path:
+    """Create ``path``; refuse an existing non-empty directory unless ``force``, and a
+    path that cannot be written. ``create=False`` checks only (before the work: a run
+    that fails leaves no empty directory behind)."""
     p = Path(path)
-    if p.exists() and not p.is_dir():
-        raise ExportError(f"output path {str(p)!r} exists and is not a directory")
+    why = unwritable(p)
+    if why is not None:
+        raise ExportError(why)
     if p.is_dir() and any(p.iterdir()) and not force:
         raise ExportError(
             f"output directory {str(p)!r} is not empty; choose another or pass --force to "
             f"overwrite its report files"
         )
-    p.mkdir(parents=True, exist_ok=True)
+    if create:
+        p.mkdir(parents=True, exist_ok=True)
     return p
 
 

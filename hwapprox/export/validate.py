@@ -29,6 +29,7 @@ With ``budget`` each selected site is tuned (:mod:`hwapprox.export.tuning`).
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -182,9 +183,24 @@ class E2EBudget:
                 vals[k] = float(v)
             except ValueError:
                 raise ExportError(f"budget {k}={v.strip()!r} is not a number") from None
+            lo, hi, what = cls.RANGES[k]
+            if not (math.isfinite(vals[k]) and lo <= vals[k] <= hi):
+                raise ExportError(
+                    f"budget {k}={v.strip()} is out of range: {k} is {what}, in [{lo:g}, {hi:g}]"
+                )
         if not vals:
             raise ExportError(f"empty budget; give KEY=VALUE with KEY one of {keys}")
         return cls(**vals)
+
+    #: budget key -> (lowest, highest) value a reachable limit can take, and what it is
+    RANGES: ClassVar[dict[str, tuple[float, float, str]]] = {
+        "max_abs": (0.0, math.inf, "an absolute error (>= 0)"),
+        "mean_abs": (0.0, math.inf, "an absolute error (>= 0)"),
+        "cosine": (-1.0, 1.0, "a cosine similarity"),
+        "top1": (0.0, 1.0, "a fraction of samples"),
+        "pooled_cosine": (-1.0, 1.0, "a cosine similarity"),
+        "token_cosine": (-1.0, 1.0, "a cosine similarity"),
+    }
 
     #: budget key -> metric key it limits, and whether the metric must be <= (else >=)
     LIMITS: ClassVar[dict[str, tuple[str, bool]]] = {

@@ -1,0 +1,316 @@
+"""Speed of the integer models and of ``hwapprox validate`` against float numpy and
+onnxruntime, each ratio measured side by side in one run (issue 27).
+
+Part ``ops``: every registered method's integer model (``spec.model`` on raw
+codes) against a float64 numpy implementation of the same operator on the
+same array (the real values of those codes), at the method's default formats
+(16-bit inputs for most) and an 8-bit variant where the method takes one,
+rows of N = 64, 256 and 1024, 2^20 elements per call. Float baselines:
+softmax ``exp(x - max) / Σ`` (stable), GELU the tanh form
+``0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`` (numpy has no erf; the
+erf reference through ``math.erf`` is 10x slower and would flatter the
+models), LayerNorm ``(x - μ)/√(σ² + ε)·γ + β``, RMSNorm ``x/√(mean x² + ε)·γ``,
+sigmoid ``1/(1 + e^-(x+b))``, ReLU attention ``max(x, 0)/n``. The two timings
+alternate, best of ``--repeat`` after a warm-up (which builds the memo tables).
+
+Part ``validate``: the embedded example, a 6 x 384 encoder (sequence 128,
+batch 8) and a 12 x 384 ViT-S shape (sequence 197, batch 4; a BERT-style
+graph of the same sizes: decomposed LayerNorm, Erf GELU), every site
+approximated with the defaults. Per shape: onnxruntime's float run of the
+model (warm, median of 3; default session options), ``validate`` as a whole
+(import excluded: calibration run, formats, emulation, per-site and end-to-end
+metrics) and its emulation run alone (from ``ValidationResult.timing``),
+alternating, median of ``--runs``.
+
+Part ``budget``: ``validate --budget top1=1,cosine=0.999`` on the 6 x 384
+encoder, serial and with ``jobs=2`` (spawned workers), same-run wall times and
+whether the results are identical.
+
+Usage: ``.venv/bin/python benchmarks/bench_speed.py [--parts ops,validate,budget]
+[--repeat 7] [--runs 3] [--out benchmarks/results/speed.md]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hwapprox.approx.base import ApproxSpec, SpecError
+from hwapprox.approx.registry import list_methods, make_spec
+
+HERE = Path(__file__).resolve().parent
+ELEMENTS = 1 << 20
+
+
+def best_pair(a: Callable[[], object], b: Callable[[], object], repeat: int) -> tuple[float, float]:
+    """Best wall times of ``a`` and ``b`` over ``repeat`` alternating calls (one warm-up)."""
+    a()
+    b()
+    ta = tb = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        a()
+        ta = min(ta, time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        b()
+        tb = min(tb, time.perf_counter() - t0)
+    return ta, tb
+
+
+# -- float64 numpy baselines of the same operators ----------------------------------------
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _gelu_tanh(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1.0 + np.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+
+
+def _layernorm(x: np.ndarray, g: np.ndarray, b: np.ndarray) -> np.ndarray:
+    mu = x.mean(axis=-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + 1e-5) * g + b
+
+
+def _rmsnorm(x: np.ndarray, g: np.ndarray) -> np.ndarray:
+    return x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + 1e-5) * g
+
+
+def _narrow(spec: ApproxSpec) -> ApproxSpec | None:
+    """An 8-bit-input, 8-bit-output variant of ``spec`` (None if the method refuses)."""
+    ib = min(spec.in_fmt.int_bits, 4)
+    out = spec.out_fmt
+    try:
+        return spec.replace(
+            in_fmt=f"ap_fixed<8,{ib},{spec.in_fmt.rounding.value},{spec.in_fmt.overflow.value}>",
+            out_fmt=(
+                f"{'ap_fixed' if out.signed else 'ap_ufixed'}<8,{min(out.int_bits, 3)},"
+                f"{out.rounding.value},{out.overflow.value}>"
+            ),
+        )
+    except (SpecError, ValueError, TypeError):
+        return None
+
+
+def op_rows(repeat: int) -> list[dict[str, Any]]:
+    rng = np.random.default_rng(0)
+    rows: list[dict[str, Any]] = []
+    for op, methods in list_methods().items():
+        for m in methods:
+            base = make_spec(op, m)
+            for label, spec in (("default", base), ("8-bit", _narrow(base))):
+                for n in (64, 256, 1024):
+                    r = {"op": op, "method": m, "formats": label, "n": n}
+                    if spec is None:
+                        rows.append({**r, "note": "refuses 8-bit formats"})
+                        break
+                    r["in_fmt"] = str(spec.in_fmt)
+                    try:
+                        r.update(_time_op(spec, n, rng, repeat))
+                    except SpecError as exc:
+                        r["note"] = f"refused: {exc}"[:80]
+                    rows.append(r)
+                    print(_fmt_op_row(r), flush=True)
+    return rows
+
+
+def _time_op(spec: ApproxSpec, n: int, rng: np.random.Generator, repeat: int) -> dict[str, Any]:
+    op = str(spec.operator)
+    shape = (ELEMENTS // n, n)
+    fmt = spec.in_fmt
+    span = float(min(fmt.max, 4.0 if op in ("gelu", "sigmoid_attention") else 8.0))
+    raw = fmt.quantize(rng.uniform(-span, span, shape) if op != "softmax" else
+                       rng.normal(0, span / 4, shape))  # fmt: skip
+    x = fmt.to_float(raw)
+    kw: dict[str, Any] = {}
+    if op == "softmax":
+        ref: Callable[[], object] = lambda: _softmax(x)  # noqa: E731
+    elif op == "gelu":
+        ref = lambda: _gelu_tanh(x)  # noqa: E731
+    elif op == "layernorm":
+        g, b = rng.normal(1, 0.1, n), rng.normal(0, 0.1, n)
+        if getattr(spec, "gamma_fmt", None) is not None:
+            kw = {"gamma": spec.gamma_fmt.quantize(g), "beta": spec.beta_fmt.quantize(b)}
+            if spec.method == "rmsnorm":
+                kw = {"gamma": spec.gamma_fmt.quantize(g)}
+        ref = (
+            (lambda: _rmsnorm(x, g)) if spec.method == "rmsnorm" else (lambda: _layernorm(x, g, b))
+        )
+    elif op == "sigmoid_attention":
+        ref = lambda: 1.0 / (1.0 + np.exp(-(x - np.log(128.0))))  # noqa: E731
+    else:
+        ref = lambda: np.maximum(x, 0.0) / 128.0  # noqa: E731
+    t_model, t_ref = best_pair(lambda: spec.model(raw, **kw), ref, repeat)
+    return {"model_ms": t_model * 1e3, "float_ms": t_ref * 1e3, "ratio": t_model / t_ref}
+
+
+def _fmt_op_row(r: dict[str, Any]) -> str:
+    head = f"| {r['op']} | {r['method']} | {r['formats']} | {r['n']} |"
+    if "ratio" not in r:
+        return f"{head} {r.get('in_fmt', '')} | {r.get('note', '')} | | |"
+    return f"{head} {r['in_fmt']} | {r['model_ms']:.2f} | {r['float_ms']:.2f} | {r['ratio']:.2f}x |"
+
+
+# -- validate -------------------------------------------------------------------------------
+def _shapes() -> list[tuple[str, Any, dict[str, np.ndarray]]]:
+    from hwapprox.export import example
+    from hwapprox.export.builders import EncoderShape, bert_encoder, sample_inputs
+
+    z = np.load(example.inputs_path())
+    out = [("embedded example (2 x 64, seq 16, 16 seqs)", example.model_path(), dict(z))]
+    enc = EncoderShape(layers=6, width=384, heads=6, ffn=1536, seq=128, batch=8)
+    out.append(
+        ("6 x 384 encoder (seq 128, batch 8)", bert_encoder(enc, layernorm="decomposed"),
+         sample_inputs(enc, batch=8))
+    )  # fmt: skip
+    vit = EncoderShape(layers=12, width=384, heads=6, ffn=1536, seq=197, batch=4)
+    out.append(
+        ("12 x 384 ViT-S shape (seq 197, batch 4)", bert_encoder(vit, layernorm="decomposed"),
+         sample_inputs(vit, batch=4))
+    )  # fmt: skip
+    return out
+
+
+def validate_rows(runs: int) -> list[dict[str, Any]]:
+    import onnxruntime as ort
+
+    from hwapprox.export.validate import import_model, validate
+
+    rows = []
+    for label, model, feeds in _shapes():
+        imp = import_model(model)
+        sess = ort.InferenceSession(
+            imp.model.SerializeToString(), providers=["CPUExecutionProvider"]
+        )
+        sess.run(None, feeds)
+        t_ort, t_val, t_emu = [], [], []
+        validate(imp, inputs=feeds)  # warm-up: memo tables, first-call costs
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            sess.run(None, feeds)
+            t_ort.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            res = validate(imp, inputs=feeds)
+            t_val.append(time.perf_counter() - t0)
+            t_emu.append(res.timing["emulation"])
+        r = {
+            "shape": label,
+            "sites": len(res.selected),
+            "ort_s": statistics.median(t_ort),
+            "validate_s": statistics.median(t_val),
+            "emulation_s": statistics.median(t_emu),
+        }
+        r["emu_ratio"] = r["emulation_s"] / r["ort_s"]
+        r["validate_ratio"] = r["validate_s"] / r["ort_s"]
+        print(r, flush=True)
+        rows.append(r)
+    return rows
+
+
+def budget_rows() -> dict[str, Any]:
+    from hwapprox.export.validate import import_model, validate
+
+    _, model, feeds = _shapes()[1]
+    imp = import_model(model)
+    out: dict[str, Any] = {}
+    res = {}
+    for jobs in (1, 2):
+        t0 = time.perf_counter()
+        res[jobs] = validate(imp, inputs=feeds, budget="top1=1,cosine=0.999", jobs=jobs)
+        out[f"jobs{jobs}_s"] = time.perf_counter() - t0
+    out["evaluated"] = sum(len(t["evaluated"]) for t in res[1].tuning)
+    out["identical"] = {
+        k: None if v is None else v.describe() for k, v in res[1].specs.items()
+    } == {k: None if v is None else v.describe() for k, v in res[2].specs.items()}
+    print(out, flush=True)
+    return out
+
+
+def write(path: Path, ops: list[dict[str, Any]] | None, val: list[dict[str, Any]] | None,
+          bud: dict[str, Any] | None) -> None:  # fmt: skip
+    import onnxruntime
+
+    lines = [
+        "## Speed: integer models vs float numpy, validate vs onnxruntime",
+        "",
+        f"`benchmarks/bench_speed.py`, {time.strftime('%Y-%m-%d')}, numpy {np.__version__}, "
+        f"onnxruntime {onnxruntime.__version__}, Python {platform.python_version()}, "
+        f"{os.cpu_count()} CPUs (shared with other jobs: ratios are measured side by side, "
+        "absolute times are not comparable between runs).",
+        "",
+    ]
+    if ops:
+        worst: dict[tuple[str, str], float] = {}
+        for r in ops:
+            if "ratio" in r:
+                k = (r["op"], r["method"])
+                worst[k] = max(worst.get(k, 0.0), r["ratio"])
+        lines += [
+            "### Integer models vs a float64 numpy implementation of the same operator",
+            "",
+            "Worst model/float ratio over the formats and row lengths below (target <= 2x):",
+            "",
+            "| operator | method | worst ratio |",
+            "|---|---|---|",
+            *[f"| {op} | {m} | {v:.2f}x |" for (op, m), v in worst.items()],
+            "",
+            f"Every measurement ({ELEMENTS} elements per call, best of the alternating runs):",
+            "",
+            "| operator | method | formats | N | in_fmt | model ms | float64 ms | model/float |",
+            "|---|---|---|---|---|---|---|---|",
+            *[_fmt_op_row(r) for r in ops],
+            "",
+        ]
+    if val:
+        lines += [
+            "### validate vs onnxruntime (every site approximated, default methods)",
+            "",
+            "| model | sites | onnxruntime float s | emulation s | emulation / float | "
+            "whole validate s | validate / float |",
+            "|---|---|---|---|---|---|---|",
+            *[
+                f"| {r['shape']} | {r['sites']} | {r['ort_s']:.3f} | {r['emulation_s']:.3f} | "
+                f"{r['emu_ratio']:.2f}x | {r['validate_s']:.3f} | {r['validate_ratio']:.2f}x |"
+                for r in val
+            ],
+            "",
+        ]
+    if bud:
+        lines += [
+            "### Budget search in parallel (6 x 384 encoder, top1=1, cosine=0.999)",
+            "",
+            f"serial {bud['jobs1_s']:.1f} s, `-j 2` {bud['jobs2_s']:.1f} s "
+            f"(speed-up {bud['jobs1_s'] / bud['jobs2_s']:.2f}x on 2 cores, worker start-up "
+            f"included); {bud['evaluated']} candidates evaluated; results identical: "
+            f"{bud['identical']}.",
+            "",
+        ]
+    path.write_text("\n".join(lines))
+    print(f"wrote {path}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--parts", default="ops,validate,budget")
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--out", type=Path, default=HERE / "results" / "speed.md")
+    args = ap.parse_args()
+    parts = set(args.parts.split(","))
+    ops = op_rows(args.repeat) if "ops" in parts else None
+    val = validate_rows(args.runs) if "validate" in parts else None
+    bud = budget_rows() if "budget" in parts else None
+    write(args.out, ops, val, bud)
+
+
+if __name__ == "__main__":
+    main()
