@@ -16,10 +16,11 @@ worker at start-up, to a Dask cluster by ``scatter`` -- and build their own
 onnxruntime sessions from it (sessions cannot be pickled). Each worker keeps
 the prefix state of the site being tuned (the emulation up to that site), so
 the sessions before a site run once per worker and site, as they run once per
-site in the serial search. Local workers are started with ``spawn`` (no
-onnxruntime state inherited across ``fork``), ask the kernel to stop them when
-the parent dies (``PR_SET_PDEATHSIG``: a killed search leaves no workers
-running), and use one onnxruntime thread each.
+site in the serial search. Local workers are forked (``spawn`` would re-import
+the caller's main module: a script without a ``__main__`` guard would hang);
+they build new sessions and never touch the parent's, ask the kernel to stop
+them when the parent dies (``PR_SET_PDEATHSIG``: a killed search leaves no
+workers running), and use one onnxruntime thread each.
 """
 
 from __future__ import annotations
@@ -161,7 +162,7 @@ def make_evaluator(
         return CandidateEvaluator(many_dask, n_workers, close, f"Dask at {dask}")
     pool = cf.ProcessPoolExecutor(
         max_workers=jobs,
-        mp_context=mp.get_context("spawn"),
+        mp_context=mp.get_context("fork"),
         initializer=_install,
         initargs=(search_id, ctx),
     )
