@@ -577,7 +577,7 @@ def _softmax_ibert(spec: Any, row_max: int) -> Config:
     }, {}
 
 
-_COMMON = ("hwa_pkg.sv", "hwa_rom.sv", "hwa_round_shift.sv", "hwa_sat.sv")
+_COMMON = ("hwa_pkg.sv", "hwa_rom.sv", "hwa_round_shift.sv", "hwa_sat.sv", "hwa_skid.sv")
 _LN_INT_SOURCES = (
     "hwa_row_stream.sv",
     "hwa_fifo.sv",
@@ -610,7 +610,7 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         Operator.GELU,
         "lut",
         "hwa_lut",
-        ("hwa_rom.sv", "hwa_lut.sv"),
+        ("hwa_rom.sv", "hwa_skid.sv", "hwa_lut.sv"),
         _fn_lut,
         rowwise=False,
         latency=2,
@@ -623,8 +623,9 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         (*_COMMON, "hwa_cast.sv", "hwa_pwl.sv"),
         _fn_pwl,
         rowwise=False,
-        latency=4,
-        doc="parallel breakpoint compare, slope/intercept ROMs, one MAC; latency 4",
+        latency=5,
+        doc="parallel breakpoint compare, slope/intercept ROMs, registered multiply, add; "
+        "latency 5",
     ),
     (Operator.GELU, "ibert"): RtlUnit(
         Operator.GELU,
@@ -810,7 +811,7 @@ UNITS[(Operator.SIGMOID_ATTENTION, "lut")] = replace(
 UNITS[(Operator.SIGMOID_ATTENTION, "pwl")] = replace(
     UNITS[(Operator.GELU, "pwl")],
     operator=Operator.SIGMOID_ATTENTION,
-    doc="the GELU PWL unit with TOP_ONE (1 above the last breakpoint); latency 4",
+    doc="the GELU PWL unit with TOP_ONE (1 above the last breakpoint); latency 5",
 )
 
 

@@ -9,9 +9,12 @@
 //   acc    = (max(x, 0) << (FA - IN_F)) - (delta << (FA - ENTRY_F))   (FA fraction bits)
 //   y      = sat(round_shift(acc, FA - OUT_F, OUT_RND), OUT_OVF)     into out_fmt
 // T[i] and T[i+1] are read in the same cycle (two read ports of one table).
-// Stream: one element per cycle, tlast passed through, stall-all pipeline.
+// Stream: one element per cycle, tlast passed through, stall-all pipeline whose enable
+// is the registered ready of the output skid buffer (hwa_skid): no combinational path
+// from m_axis_tready to s_axis_tready.
 // Latency: 4 cycles (index, table read, interpolate + subtract, round/saturate).
 // Parameter defaults: the default EdgeMoeGelu spec's hw_params() (tests/test_rtl_lint.py).
+`default_nettype none
 module hwa_gelu_edgemoe #(
     parameter int IN_W = 16,
     parameter int IN_F = 11,
@@ -55,12 +58,12 @@ module hwa_gelu_edgemoe #(
   if (IN_W < 2 || IN_W > 40 || OUT_W < 1 || OUT_W > 62 || TABLE_SIZE < 2 || FT < 0
       || FT > G || FA < IN_F || FA < ENTRY_F || ENTRY_W > 32 || ACC_W > 62 || T_W < 1
       || DELTA_W != ENTRY_W) begin : g_bad
-    $error("hwa_gelu_edgemoe: invalid IN_W=%0d IN_F=%0d K=%0d FT=%0d FA=%0d ENTRY_W=%0d TABLE_SIZE=%0d ACC_W=%0d",
+    $error("hwa_gelu_edgemoe %m: invalid IN_W=%0d IN_F=%0d K=%0d FT=%0d FA=%0d ENTRY_W=%0d TABLE_SIZE=%0d ACC_W=%0d",
            IN_W, IN_F, K, FT, FA, ENTRY_W, TABLE_SIZE, ACC_W);
   end
 
+  // pipeline enable: the skid buffer's registered ready (hwa_skid, at the end)
   logic ce;
-  assign ce = ~m_axis_tvalid | m_axis_tready;
   assign s_axis_tready = ce;
 
   // p1: |x|, table position, interpolation bits
@@ -186,15 +189,34 @@ module hwa_gelu_edgemoe #(
       .x(p3_acc),
       .y(out_c)
   );
+  logic o_v, o_l;
+  logic [OUT_W-1:0] o_d;
   always_ff @(posedge clk) begin
     if (rst) begin
-      m_axis_tvalid <= 1'b0;
-      m_axis_tlast <= 1'b0;
+      o_v <= 1'b0;
+      o_l <= 1'b0;
     end else if (ce) begin
-      m_axis_tvalid <= p3_v;
-      m_axis_tlast <= p3_l;
+      o_v <= p3_v;
+      o_l <= p3_l;
     end
-    if (ce) m_axis_tdata <= out_c;
+    if (ce) o_d <= out_c;
   end
 
+  // output register -> skid buffer -> m_axis (ce: its registered ready)
+  hwa_skid #(
+      .W(OUT_W)
+  ) u_skid (
+      .clk(clk),
+      .rst(rst),
+      .in_v(o_v),
+      .in_l(o_l),
+      .in_d(o_d),
+      .ce(ce),
+      .m_axis_tdata(m_axis_tdata),
+      .m_axis_tvalid(m_axis_tvalid),
+      .m_axis_tready(m_axis_tready),
+      .m_axis_tlast(m_axis_tlast)
+  );
+
 endmodule
+`default_nettype wire

@@ -8,11 +8,14 @@
 //   q    = -(p * MULT)                              (the dyadic requantisation, Q_W)
 //   y    = sat(round_shift(q, MULT_SHIFT, OUT_RND), OUT_OVF)   into out_fmt (OUT_W)
 // Every intermediate has the width the spec's hw_params() derives.
-// Stream: one element per cycle, tlast passed through, stall-all pipeline.
+// Stream: one element per cycle, tlast passed through, stall-all pipeline whose enable
+// is the registered ready of the output skid buffer (hwa_skid): no combinational path
+// from m_axis_tready to s_axis_tready.
 // Latency: 5 cycles (abs/min/add, square, polynomial + multiply, requantising
 // multiply, round/saturate).
 // Parameter defaults: the default IBertGelu spec's hw_params() (tests/test_rtl_lint.py).
 // C_INT and MULT are 64-bit (C_INT negative: a two's-complement 64'h literal).
+`default_nettype none
 module hwa_gelu_ibert #(
     parameter int IN_W = 16,
     parameter int OUT_W = 16,
@@ -51,12 +54,12 @@ module hwa_gelu_ibert #(
   if (IN_W < 2 || IN_W > 40 || OUT_W < 1 || OUT_W > 62 || B_INT >= 0 || ERF_SHIFT < 0
       || Q_W > 62 || PROD_W > 62 || POLY_W > 62 || T_W < 1 || TB_W < 2
       || MULT_SHIFT < -60 || MULT_SHIFT > 100) begin : g_bad
-    $error("hwa_gelu_ibert: invalid IN_W=%0d OUT_W=%0d B_INT=%0d (< 0) ERF_SHIFT=%0d Q_W=%0d PROD_W=%0d MULT_SHIFT=%0d",
+    $error("hwa_gelu_ibert %m: invalid IN_W=%0d OUT_W=%0d B_INT=%0d (< 0) ERF_SHIFT=%0d Q_W=%0d PROD_W=%0d MULT_SHIFT=%0d",
            IN_W, OUT_W, B_INT, ERF_SHIFT, Q_W, PROD_W, MULT_SHIFT);
   end
 
+  // pipeline enable: the skid buffer's registered ready (hwa_skid, at the end)
   logic ce;
-  assign ce = ~m_axis_tvalid | m_axis_tready;
   assign s_axis_tready = ce;
 
   // p1: t = min(|x|, -B_INT), t + B_INT
@@ -138,15 +141,34 @@ module hwa_gelu_ibert #(
       .x(p4_q),
       .y(out_c)
   );
+  logic o_v, o_l;
+  logic [OUT_W-1:0] o_d;
   always_ff @(posedge clk) begin
     if (rst) begin
-      m_axis_tvalid <= 1'b0;
-      m_axis_tlast <= 1'b0;
+      o_v <= 1'b0;
+      o_l <= 1'b0;
     end else if (ce) begin
-      m_axis_tvalid <= p4_v;
-      m_axis_tlast <= p4_l;
+      o_v <= p4_v;
+      o_l <= p4_l;
     end
-    if (ce) m_axis_tdata <= out_c;
+    if (ce) o_d <= out_c;
   end
 
+  // output register -> skid buffer -> m_axis (ce: its registered ready)
+  hwa_skid #(
+      .W(OUT_W)
+  ) u_skid (
+      .clk(clk),
+      .rst(rst),
+      .in_v(o_v),
+      .in_l(o_l),
+      .in_d(o_d),
+      .ce(ce),
+      .m_axis_tdata(m_axis_tdata),
+      .m_axis_tvalid(m_axis_tvalid),
+      .m_axis_tready(m_axis_tready),
+      .m_axis_tlast(m_axis_tlast)
+  );
+
 endmodule
+`default_nettype wire
