@@ -631,11 +631,12 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         Operator.GELU,
         "ibert",
         "hwa_gelu_ibert",
-        (*_COMMON, "hwa_cast.sv", "hwa_gelu_ibert.sv"),
+        (*_COMMON, "hwa_cast.sv", "hwa_mul_pipe.sv", "hwa_gelu_ibert.sv"),
         _gelu_ibert,
         rowwise=False,
-        latency=5,
-        doc="erf polynomial (abs, min, square), x·(erf + 1), dyadic requantisation; latency 5",
+        latency=9,
+        doc="erf polynomial (abs, min, square), x·(erf + 1), dyadic requantisation in "
+        "18 x 18 partial products; latency 9",
     ),
     (Operator.GELU, "edgemoe"): RtlUnit(
         Operator.GELU,
