@@ -642,12 +642,12 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         Operator.GELU,
         "edgemoe",
         "hwa_gelu_edgemoe",
-        (*_COMMON, "hwa_cast.sv", "hwa_gelu_edgemoe.sv"),
+        (*_COMMON, "hwa_cast.sv", "hwa_mul_pipe.sv", "hwa_gelu_edgemoe.sv"),
         _gelu_edgemoe,
         rowwise=False,
-        latency=4,
-        doc="ReLU(x) - delta(|x|): two reads of the delta table, one interpolation multiply; "
-        "latency 4",
+        latency=10,
+        doc="ReLU(x) - delta(|x|): two reads of the delta table, one interpolation multiply "
+        "(18 x 18 partial products); latency 10",
     ),
     (Operator.GELU, "shiftgelu"): RtlUnit(
         Operator.GELU,
