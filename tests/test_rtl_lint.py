@@ -35,6 +35,8 @@ PRIMS = {
     "hwa_fifo": ["hwa_fifo.sv"],
     "hwa_log_code": ["hwa_log_code.sv"],
     "hwa_out_code": ["hwa_log_code.sv", "hwa_out_code.sv"],
+    "hwa_skid": ["hwa_skid.sv"],
+    "hwa_mul_pipe": ["hwa_mul_pipe.sv"],
 }
 #: submodules whose parameters must all be set by the parent (no defaults)
 NO_DEFAULTS = {
@@ -53,6 +55,7 @@ NO_DEFAULTS = {
     "hwa_isqrt_iter": (),
     "hwa_ln_int_stats": (),
     "hwa_ln_int_out": (),
+    "hwa_mul_pipe": (),
 }
 
 
@@ -109,6 +112,10 @@ def _prim_params(top: str) -> dict:
             "BITS": q["CODE_BITS"],
             **{k: q[f"CODE_{k}"] for k in names},
         }
+    if top == "hwa_mul_pipe":  # three a-limbs x two signed b-limbs, a truncated product
+        return {"A_W": 40, "B_W": 30, "B_SIGNED": 1, "P_W": 60}
+    if top == "hwa_skid":
+        return {"W": 12}
     if top == "hwa_row_stream":
         names = ("ROW_MAX", "BUF_DEPTH", "ROWQ", "N_BITS")
         return {"IN_W": p["IN_W"], "CTX_W": p["IN_W"] + p["R_W"], **{k: p[k] for k in names}}

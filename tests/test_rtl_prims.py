@@ -87,3 +87,28 @@ def test_log_code_check_fails_on_a_wrong_expected_value():
     res = run_job(info, job, test_module=LOG_MODULE)
     assert not res.passed
     assert res.stats["mismatches"] == 1
+
+
+# -- the pipelined wide multiplier (hwa_mul_pipe, issue 22) -------------------------------
+MUL_MODULE = "hwapprox.rtl_sim.tb.mul_pipe_test"
+#: (A_W, B_W, B_SIGNED, P_W): one limb each; I-BERT GELU's requantisation (2 x 2 limbs,
+#: signed constant); Edge-MoE's interpolation (2 x 1, unsigned b); 3 x 2 limbs truncated
+MUL_SETS = [(18, 18, 1, 36), (28, 25, 1, 52), (29, 6, 0, 29), (40, 30, 1, 60), (35, 34, 0, 69)]
+
+
+@pytest.mark.parametrize(("a_w", "b_w", "b_signed", "p_w"), MUL_SETS)
+def test_mul_pipe_equals_integer_product(a_w: int, b_w: int, b_signed: int, p_w: int) -> None:
+    params = {"A_W": a_w, "B_W": b_w, "B_SIGNED": b_signed, "P_W": p_w}
+    info = build("hwa_mul_pipe", ["hwa_mul_pipe.sv"], params)
+    res = run_job(info, {**params, "seed": a_w, "cycles": 2000}, test_module=MUL_MODULE)
+    assert res.stats["mismatches"] == 0, res.stats["first"]
+    assert res.stats["checked"] > 1200
+    assert res.passed
+
+
+def test_mul_pipe_check_fails_on_a_wrong_expected_value() -> None:
+    params = {"A_W": 28, "B_W": 25, "B_SIGNED": 1, "P_W": 52}
+    info = build("hwa_mul_pipe", ["hwa_mul_pipe.sv"], params)
+    res = run_job(info, {**params, "seed": 1, "cycles": 200, "corrupt": 50}, test_module=MUL_MODULE)
+    assert not res.passed
+    assert res.stats["mismatches"] == 1

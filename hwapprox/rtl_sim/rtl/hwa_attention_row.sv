@@ -42,6 +42,7 @@
 // Parameter defaults: AttentionRowSpec() with dim = 8, dim_v = 4 (tests/test_rtl_attention.py
 //   checks they equal its hw_params()). OUTQ and OUT_LANES are micro-architecture
 //   choices, not widths (hwapprox.rtl_sim.attention.attention_config's outq, out_lanes).
+`default_nettype none
 module hwa_attention_row #(
     parameter int DIM = 8,
     parameter int DIM_V = 4,
@@ -137,7 +138,7 @@ module hwa_attention_row #(
       || OUT_LANES < 1 || OUT_LANES > DIM_V || DIM_V % OUT_LANES != 0
       || (HAS_SCALE && SC_W != DOT_W + SCALE_W + 1) || (!HAS_SCALE && SC_W != DOT_W))
   begin : g_bad
-    $error("hwa_attention_row: invalid DIM=%0d DIM_V=%0d IN_W=%0d ACC_W=%0d V_W=%0d V_SHIFT=%0d DOT_W=%0d SC_W=%0d SUM_W=%0d OUTQ=%0d (power of 2 >= 2) OUT_LANES=%0d (divides DIM_V)",
+    $error("hwa_attention_row %m: invalid DIM=%0d DIM_V=%0d IN_W=%0d ACC_W=%0d V_W=%0d V_SHIFT=%0d DOT_W=%0d SC_W=%0d SUM_W=%0d OUTQ=%0d (power of 2 >= 2) OUT_LANES=%0d (divides DIM_V)",
            DIM, DIM_V, IN_W, ACC_W, V_W, V_SHIFT, DOT_W, SC_W, SUM_W, OUTQ, OUT_LANES);
   end
 
@@ -172,7 +173,7 @@ module hwa_attention_row #(
     else if (k_fire) begin
       keys_sim <= s_k_tlast ? 0 : keys_sim + 1;
       if (keys_sim + 1 > KEY_MAX)
-        $error("hwa_attention_row: a row of more than KEY_MAX=%0d keys", KEY_MAX);
+        $error("hwa_attention_row %m: a row of more than KEY_MAX=%0d keys", KEY_MAX);
     end
   end
 `endif
@@ -465,7 +466,7 @@ module hwa_attention_row #(
     end
 `ifndef SYNTHESIS
     always_ff @(posedge clk)
-      if (!rst && r_v && nxt != '0) $error("hwa_attention_row: a row's 1/d arrived early");
+      if (!rst && r_v && nxt != '0) $error("hwa_attention_row %m: a row's 1/d arrived early");
 `endif
   end
   assign o_beat = o_grp[beat];
@@ -527,3 +528,4 @@ module hwa_attention_row #(
   assign m_axis_tlast = 1'b1;
 
 endmodule
+`default_nettype wire

@@ -3,6 +3,7 @@
 // exactly hwapprox.fixed.cast from SHIFT more fraction bits into the OUT_W-bit format
 // (hwa_round_shift, then hwa_sat; MODE/OVF are hwa_pkg codes).
 // Parameters: no defaults; the parent passes every one.
+`default_nettype none
 module hwa_cast #(
     parameter int IN_W,
     parameter int SHIFT,
@@ -18,7 +19,7 @@ module hwa_cast #(
   localparam int RW = IN_W + ((SHIFT < 0) ? -SHIFT : 0) + 1;
   localparam int SW = 8;
   if (IN_W < 1 || OUT_W < 1 || SHIFT < -60 || SHIFT > 120) begin : g_bad
-    $error("hwa_cast: invalid IN_W=%0d SHIFT=%0d OUT_W=%0d", IN_W, SHIFT, OUT_W);
+    $error("hwa_cast %m: invalid IN_W=%0d SHIFT=%0d OUT_W=%0d", IN_W, SHIFT, OUT_W);
   end
   logic signed [RW-1:0] r;
   if (SHIFT > 0) begin : g_rshift
@@ -46,3 +47,4 @@ module hwa_cast #(
   );
 
 endmodule
+`default_nettype wire

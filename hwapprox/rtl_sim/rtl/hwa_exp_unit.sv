@@ -13,6 +13,7 @@
 // Latency: 2 cycles, advancing when en is high.
 // Parameters: no defaults (TABLE_FILE aside); the parent passes every one from the
 // spec's hw_params(), the unused variant's too.
+`default_nettype none
 module hwa_exp_unit #(
     parameter int D_W,
     parameter bit BASE2,
@@ -43,7 +44,7 @@ module hwa_exp_unit #(
 
   if (D_W < 1 || D_W > 40 || EXP_W < 1 || EXP_W > 40 || T_W > 48 || A < 1 || A > T_F
       || LUT_BITS < 1 || LUT_BITS > 20 || LUT_SHIFT < 0 || TABLE_F > 40) begin : g_bad
-    $error("hwa_exp_unit: invalid D_W=%0d EXP_W=%0d T_W=%0d T_F=%0d A=%0d LUT_BITS=%0d LUT_SHIFT=%0d TABLE_F=%0d",
+    $error("hwa_exp_unit %m: invalid D_W=%0d EXP_W=%0d T_W=%0d T_F=%0d A=%0d LUT_BITS=%0d LUT_SHIFT=%0d TABLE_F=%0d",
            D_W, EXP_W, T_W, T_F, A, LUT_BITS, LUT_SHIFT, TABLE_F);
   end
 
@@ -144,3 +145,4 @@ module hwa_exp_unit #(
   end
 
 endmodule
+`default_nettype wire

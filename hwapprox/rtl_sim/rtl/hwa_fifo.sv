@@ -5,6 +5,7 @@
 // $error); out_v is high while a word is held, out_d is the oldest, and out_rdy
 // with out_v pops it. A word written in cycle t is visible from cycle t + 1.
 // Parameters: no defaults; the parent passes every one. DEPTH a power of 2 >= 2.
+`default_nettype none
 module hwa_fifo #(
     parameter int W,
     parameter int DEPTH
@@ -20,7 +21,7 @@ module hwa_fifo #(
 
   localparam int AW = $clog2(DEPTH);
   if (W < 1 || DEPTH < 2 || (1 << AW) != DEPTH) begin : g_bad
-    $error("hwa_fifo: invalid W=%0d DEPTH=%0d (power of 2 >= 2)", W, DEPTH);
+    $error("hwa_fifo %m: invalid W=%0d DEPTH=%0d (power of 2 >= 2)", W, DEPTH);
   end
 
   logic [W-1:0] mem[DEPTH];
@@ -45,9 +46,10 @@ module hwa_fifo #(
 `ifndef SYNTHESIS
   always_ff @(posedge clk) begin
     if (!rst && in_v && !pop && cnt_reg == (AW + 1)'(DEPTH)) begin
-      $error("hwa_fifo: write into a full FIFO (DEPTH=%0d)", DEPTH);
+      $error("hwa_fifo %m: write into a full FIFO (DEPTH=%0d)", DEPTH);
     end
   end
 `endif
 
 endmodule
+`default_nettype wire

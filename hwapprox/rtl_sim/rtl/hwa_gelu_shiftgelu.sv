@@ -9,9 +9,12 @@
 //   sig    = (e1·factor) >> SIGMOID_SHIFT;  y = x·sig   (PROD_F fraction bits)
 //   out    = sat(round_shift(y, PROD_F - OUT_F, OUT_RND), OUT_OVF)
 // Every intermediate has the width the spec's hw_params() derives.
-// Stream: one element per cycle, tlast passed through, stall-all pipeline.
+// Stream: one element per cycle, tlast passed through, stall-all pipeline whose enable
+// is the registered ready of the output skid buffer (hwa_skid): no combinational path
+// from m_axis_tready to s_axis_tready.
 // Latency: 37 cycles (shift-exps 2, sum 1, divider 31, sigmoid 1, product 1, cast 1).
 // Parameter defaults: the default ShiftGelu spec's hw_params() (tests/test_rtl_lint.py).
+`default_nettype none
 module hwa_gelu_shiftgelu #(
     parameter int IN_W = 8,
     parameter int OUT_W = 16,
@@ -56,12 +59,12 @@ module hwa_gelu_shiftgelu #(
 
   if (IN_W < 2 || IN_W > 32 || X0 >= 0 || EXP_N < 1 || EXP_N > 30 || ESUM_W > 31
       || FACTOR_W != 31 || SIGMOID_SHIFT < 1 || YP_W > 62) begin : g_bad
-    $error("hwa_gelu_shiftgelu: invalid IN_W=%0d X0=%0d (< 0) EXP_N=%0d (1..30) ESUM_W=%0d (<= 31) FACTOR_W=%0d (31) SIGMOID_SHIFT=%0d",
+    $error("hwa_gelu_shiftgelu %m: invalid IN_W=%0d X0=%0d (< 0) EXP_N=%0d (1..30) ESUM_W=%0d (<= 31) FACTOR_W=%0d (31) SIGMOID_SHIFT=%0d",
            IN_W, X0, EXP_N, ESUM_W, FACTOR_W, SIGMOID_SHIFT);
   end
 
+  // pipeline enable: the skid buffer's registered ready (hwa_skid, at the end)
   logic ce;
-  assign ce = ~m_axis_tvalid | m_axis_tready;
   assign s_axis_tready = ce;
 
   // ---- stage 1: both shift-exp arguments ---------------------------------------------
@@ -205,15 +208,34 @@ module hwa_gelu_shiftgelu #(
       .x(s5_y),
       .y(out_c)
   );
+  logic o_v, o_l;
+  logic [OUT_W-1:0] o_d;
   always_ff @(posedge clk) begin
     if (rst) begin
-      m_axis_tvalid <= 1'b0;
-      m_axis_tlast <= 1'b0;
+      o_v <= 1'b0;
+      o_l <= 1'b0;
     end else if (ce) begin
-      m_axis_tvalid <= s5_v;
-      m_axis_tlast <= s5_l;
+      o_v <= s5_v;
+      o_l <= s5_l;
     end
-    if (ce) m_axis_tdata <= out_c;
+    if (ce) o_d <= out_c;
   end
 
+  // output register -> skid buffer -> m_axis (ce: its registered ready)
+  hwa_skid #(
+      .W(OUT_W)
+  ) u_skid (
+      .clk(clk),
+      .rst(rst),
+      .in_v(o_v),
+      .in_l(o_l),
+      .in_d(o_d),
+      .ce(ce),
+      .m_axis_tdata(m_axis_tdata),
+      .m_axis_tvalid(m_axis_tvalid),
+      .m_axis_tready(m_axis_tready),
+      .m_axis_tlast(m_axis_tlast)
+  );
+
 endmodule
+`default_nettype wire

@@ -8,6 +8,7 @@
 // CALIBRATED = 0: e16 = e >> EXP_SHIFT.
 // Widths (the spec's hw_params): IT_W, IQ_W, IR_W, IZ_W, IE_W, RQ_W, E16_W.
 // Parameters: no defaults; the parent passes every one.
+`default_nettype none
 module hwa_ibert_exp #(
     parameter int X0,
     parameter int B_INT,
@@ -35,7 +36,7 @@ module hwa_ibert_exp #(
   localparam int SW = 8;
   if (X0 >= 0 || EXP_N < 1 || EXP_N > 62 || IT_W > 32 || IE_W > 62 || RQ_W > 124
       || REQUANT_MULT_W > 32) begin : g_bad
-    $error("hwa_ibert_exp: invalid X0=%0d EXP_N=%0d IT_W=%0d IE_W=%0d RQ_W=%0d", X0, EXP_N,
+    $error("hwa_ibert_exp %m: invalid X0=%0d EXP_N=%0d IT_W=%0d IE_W=%0d RQ_W=%0d", X0, EXP_N,
            IT_W, IE_W, RQ_W);
   end
 
@@ -75,3 +76,4 @@ module hwa_ibert_exp #(
   end
 
 endmodule
+`default_nettype wire

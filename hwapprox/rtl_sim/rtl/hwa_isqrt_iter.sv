@@ -8,6 +8,7 @@
 // <= II - 1 cycles. The result and the payload (carried unchanged) are held on out_v
 // until out_rdy. Timing: in -> out_v T + 1 cycles; one root every T + 1 <= II cycles.
 // Parameters: no defaults; the parent passes every one.
+`default_nettype none
 module hwa_isqrt_iter #(
     parameter int X_W,
     parameter int II,
@@ -33,7 +34,7 @@ module hwa_isqrt_iter #(
   localparam int EW = TR + 3;  // rem <= 2*root < 2^(TR+1); 4*rem + 3 < 2^(TR+3)
 
   if (X_W < 2 || II < 2 || P_W < 1 || X_W > 64) begin : g_bad
-    $error("hwa_isqrt_iter: invalid X_W=%0d II=%0d P_W=%0d", X_W, II, P_W);
+    $error("hwa_isqrt_iter %m: invalid X_W=%0d II=%0d P_W=%0d", X_W, II, P_W);
   end
 
   logic busy_reg, done_reg;
@@ -105,3 +106,4 @@ module hwa_isqrt_iter #(
   end
 
 endmodule
+`default_nettype wire

@@ -31,6 +31,7 @@
 // row_err pulses for one cycle (hwa_row_stream). Preconditions: signed input codes.
 // Parameter defaults: the default IBertLayerNorm spec's hw_params(64) with
 // row_stream_params(64) (tests/test_rtl_lint.py checks them).
+`default_nettype none
 module hwa_layernorm_ibert #(
     parameter int IN_W = 16,
     parameter int X_W = 16,
@@ -98,13 +99,13 @@ module hwa_layernorm_ibert #(
   // ---- parameter checks ---------------------------------------------------------------
   if (IN_W < 2 || IN_W > 32 || X_W != IN_W || OUT_W < 1 || OUT_W > 32 || ROW_MAX < 1
       || (1 << N_BITS) <= ROW_MAX || S1_W < X_W || YC_W < X_W) begin : g_bad_w
-    $error("hwa_layernorm_ibert: invalid IN_W=%0d X_W=%0d (signed input: = IN_W) OUT_W=%0d ROW_MAX=%0d N_BITS=%0d S1_W=%0d YC_W=%0d",
+    $error("hwa_layernorm_ibert %m: invalid IN_W=%0d X_W=%0d (signed input: = IN_W) OUT_W=%0d ROW_MAX=%0d N_BITS=%0d S1_W=%0d YC_W=%0d",
            IN_W, X_W, OUT_W, ROW_MAX, N_BITS, S1_W, YC_W);
   end
   if (SHIFT < 0 || SHIFT > 31 || VAR_LIMIT_BITS < 2 || VAR_LIMIT_BITS > 62 || VAR_W < 1
       || ROOT_W != (VAR_LIMIT_BITS + 1) / 2 || YS_W > YC_W || FACTOR_NUM_BITS > 62
       || FACTOR_W < FACTOR_NUM_BITS + 1 || STD_W < ROOT_W || VAR0_W > 64) begin : g_bad_v
-    $error("hwa_layernorm_ibert: invalid SHIFT=%0d (0..31) VAR_LIMIT_BITS=%0d VAR_W=%0d ROOT_W=%0d YS_W=%0d FACTOR_NUM_BITS=%0d FACTOR_W=%0d STD_W=%0d",
+    $error("hwa_layernorm_ibert %m: invalid SHIFT=%0d (0..31) VAR_LIMIT_BITS=%0d VAR_W=%0d ROOT_W=%0d YS_W=%0d FACTOR_NUM_BITS=%0d FACTOR_W=%0d STD_W=%0d",
            SHIFT, VAR_LIMIT_BITS, VAR_W, ROOT_W, YS_W, FACTOR_NUM_BITS, FACTOR_W, STD_W);
   end
 
@@ -401,7 +402,7 @@ module hwa_layernorm_ibert #(
   assign b_ctx = {dz ? '0 : factor, d_sqrtn};
 
   // ---- pass 3: hwa_ln_int_out (stall-all, enable ce) --------------------------------------
-  assign b_ce = ~m_axis_tvalid | m_axis_tready;
+  // b_ce: the output skid buffer's registered ready (hwa_skid, at the end)
   logic [GAMMA_W-1:0] gamma_mem[ROW_MAX];
   logic [BETA_W-1:0] beta_mem[ROW_MAX];
   always_ff @(posedge clk) begin
@@ -421,6 +422,8 @@ module hwa_layernorm_ibert #(
   logic [FACTOR_W-1:0] o1_factor;
   logic [SQRTN_W-1:0] o1_sqrtn;
   assign {o1_factor, o1_sqrtn} = b_o1_ctx;
+  logic o_v, o_l;
+  logic [OUT_W-1:0] o_y;
   hwa_ln_int_out #(
       .YC_W(YC_W),
       .FACTOR_W(FACTOR_W),
@@ -450,9 +453,25 @@ module hwa_layernorm_ibert #(
       .sqrtn(o1_sqrtn),
       .gamma(o1_g),
       .beta(o1_b),
+      .m_axis_tdata(o_y),
+      .m_axis_tvalid(o_v),
+      .m_axis_tlast(o_l)
+  );
+  // output register -> skid buffer -> m_axis (b_ce: its registered ready)
+  hwa_skid #(
+      .W(OUT_W)
+  ) u_skid (
+      .clk(clk),
+      .rst(rst),
+      .in_v(o_v),
+      .in_l(o_l),
+      .in_d(o_y),
+      .ce(b_ce),
       .m_axis_tdata(m_axis_tdata),
       .m_axis_tvalid(m_axis_tvalid),
+      .m_axis_tready(m_axis_tready),
       .m_axis_tlast(m_axis_tlast)
   );
 
 endmodule
+`default_nettype wire

@@ -29,6 +29,7 @@
 // row_err pulses for one cycle (hwa_row_stream). Preconditions: signed input codes.
 // Parameter defaults: the default IVitLayerNorm spec's hw_params(64) with
 // row_stream_params(64) (tests/test_rtl_lint.py checks them).
+`default_nettype none
 module hwa_layernorm_ivit #(
     parameter int IN_W = 16,
     parameter int X_W = 16,
@@ -96,12 +97,12 @@ module hwa_layernorm_ivit #(
   // ---- parameter checks ---------------------------------------------------------------
   if (IN_W < 2 || IN_W > 32 || X_W != IN_W || OUT_W < 1 || OUT_W > 32 || ROW_MAX < 1
       || (1 << N_BITS) <= ROW_MAX || S1_W < X_W || YC_W < X_W) begin : g_bad_w
-    $error("hwa_layernorm_ivit: invalid IN_W=%0d X_W=%0d (signed input: = IN_W) OUT_W=%0d ROW_MAX=%0d N_BITS=%0d S1_W=%0d YC_W=%0d",
+    $error("hwa_layernorm_ivit %m: invalid IN_W=%0d X_W=%0d (signed input: = IN_W) OUT_W=%0d ROW_MAX=%0d N_BITS=%0d S1_W=%0d YC_W=%0d",
            IN_W, X_W, OUT_W, ROW_MAX, N_BITS, S1_W, YC_W);
   end
   if (NEWTON_ITERS < 1 || NEWTON_ITERS > 16 || (1 << K0_SH) != NEWTON_K0 || K_W < K0_SH + 1
       || KS_W < K_W || STD_W != K_W || FACTOR_NUM < 1 || FACTOR_W > 31) begin : g_bad_n
-    $error("hwa_layernorm_ivit: invalid NEWTON_ITERS=%0d (1..16) NEWTON_K0=%0d (a power of 2) K_W=%0d KS_W=%0d STD_W=%0d (= K_W) FACTOR_NUM=%0d FACTOR_W=%0d",
+    $error("hwa_layernorm_ivit %m: invalid NEWTON_ITERS=%0d (1..16) NEWTON_K0=%0d (a power of 2) K_W=%0d KS_W=%0d STD_W=%0d (= K_W) FACTOR_NUM=%0d FACTOR_W=%0d",
            NEWTON_ITERS, NEWTON_K0, K_W, KS_W, STD_W, FACTOR_NUM, FACTOR_W);
   end
 
@@ -264,7 +265,7 @@ module hwa_layernorm_ivit #(
   assign ctx = {f_mean, factor, f_sqrtn};
 
   // ---- output side: y = X - mean, then hwa_ln_int_out (stall-all, enable ce) -------------
-  assign ce = ~m_axis_tvalid | m_axis_tready;
+  // ce: the output skid buffer's registered ready (hwa_skid, at the end)
   logic [GAMMA_W-1:0] gamma_mem[ROW_MAX];
   logic [BETA_W-1:0] beta_mem[ROW_MAX];
   always_ff @(posedge clk) begin
@@ -288,6 +289,8 @@ module hwa_layernorm_ivit #(
   assign {o1_mean, o1_factor, o1_sqrtn} = o1_ctx;
   assign o1_xs = o1_x;
   assign o1_y = YC_W'(o1_xs) - YC_W'(o1_mean);
+  logic o_v, o_l;
+  logic [OUT_W-1:0] o_y;
   hwa_ln_int_out #(
       .YC_W(YC_W),
       .FACTOR_W(FACTOR_W),
@@ -317,9 +320,25 @@ module hwa_layernorm_ivit #(
       .sqrtn(o1_sqrtn),
       .gamma(o1_g),
       .beta(o1_b),
+      .m_axis_tdata(o_y),
+      .m_axis_tvalid(o_v),
+      .m_axis_tlast(o_l)
+  );
+  // output register -> skid buffer -> m_axis (ce: its registered ready)
+  hwa_skid #(
+      .W(OUT_W)
+  ) u_skid (
+      .clk(clk),
+      .rst(rst),
+      .in_v(o_v),
+      .in_l(o_l),
+      .in_d(o_y),
+      .ce(ce),
       .m_axis_tdata(m_axis_tdata),
       .m_axis_tvalid(m_axis_tvalid),
+      .m_axis_tready(m_axis_tready),
       .m_axis_tlast(m_axis_tlast)
   );
 
 endmodule
+`default_nettype wire

@@ -28,6 +28,7 @@
 // (consumed up to tlast, nothing output) and row_err pulses for one cycle.
 // Preconditions: signed input codes. Parameter defaults: the default RmsNorm spec's
 // hw_params() with row_stream_params(64) (its N_BITS: the spec's, sized for max_n).
+`default_nettype none
 module hwa_layernorm_rmsnorm #(
     parameter int IN_W = 16,
     parameter int OUT_W = 16,
@@ -93,18 +94,18 @@ module hwa_layernorm_rmsnorm #(
   // ---- parameter checks ---------------------------------------------------------------
   if (IN_W < 2 || IN_W > 32 || OUT_W < 1 || OUT_W > 32 || GAMMA_W < 1 || BETA_W < 1
       || ROW_MAX < 1 || (1 << N_BITS) <= ROW_MAX || A_W < IN_W + 1) begin : g_bad_w
-    $error("hwa_layernorm_rmsnorm: invalid IN_W=%0d OUT_W=%0d ROW_MAX=%0d N_BITS=%0d A_W=%0d",
+    $error("hwa_layernorm_rmsnorm %m: invalid IN_W=%0d OUT_W=%0d ROW_MAX=%0d N_BITS=%0d A_W=%0d",
            IN_W, OUT_W, ROW_MAX, N_BITS, A_W);
   end
   if (NEWTON < 0 || NEWTON > 2 || TB < 2 || TB - 1 > P || P > 28 || DE_W > 120 || M_W != P + 2
       || Y_W != P + 1 || AYS_W < AY_W) begin : g_bad_r
-    $error("hwa_layernorm_rmsnorm: invalid NEWTON=%0d TB=%0d P=%0d DE_W=%0d M_W=%0d Y_W=%0d AYS_W=%0d",
+    $error("hwa_layernorm_rmsnorm %m: invalid NEWTON=%0d TB=%0d P=%0d DE_W=%0d M_W=%0d Y_W=%0d AYS_W=%0d",
            NEWTON, TB, P, DE_W, M_W, Y_W, AYS_W);
   end
   if (PARTIAL_K < 0 || PARTIAL_F < 1 || PARTIAL_F > 24 || PARTIAL_NUM < 1
       || PARTIAL_NUM > (1 << PARTIAL_F) || (PARTIAL_K != 0 && PARTIAL_NUM != (1 << PARTIAL_F)))
   begin : g_bad_p
-    $error("hwa_layernorm_rmsnorm: invalid PARTIAL_K=%0d PARTIAL_NUM=%0d PARTIAL_F=%0d (PARTIAL_NUM in 1..2^PARTIAL_F; with PARTIAL_K > 0 it must be 2^PARTIAL_F)",
+    $error("hwa_layernorm_rmsnorm %m: invalid PARTIAL_K=%0d PARTIAL_NUM=%0d PARTIAL_F=%0d (PARTIAL_NUM in 1..2^PARTIAL_F; with PARTIAL_K > 0 it must be 2^PARTIAL_F)",
            PARTIAL_K, PARTIAL_NUM, PARTIAL_F);
   end
 
@@ -351,7 +352,7 @@ module hwa_layernorm_rmsnorm #(
   assign ctx = {ry, rsh, rk};
 
   // ---- output side: stall-all pipeline, enable ce -----------------------------------------
-  assign ce = ~m_axis_tvalid | m_axis_tready;
+  // ce: the output skid buffer's registered ready (hwa_skid, at the end)
   logic [GAMMA_W-1:0] gamma_mem[ROW_MAX];
   logic [BETA_W-1:0] beta_mem[ROW_MAX];
   always_ff @(posedge clk) begin
@@ -465,15 +466,34 @@ module hwa_layernorm_rmsnorm #(
       .x(rnd_c),
       .y(out_c)
   );
+  logic o_v, o_l;
+  logic [OUT_W-1:0] o_d;
   always_ff @(posedge clk) begin
     if (rst) begin
-      m_axis_tvalid <= 1'b0;
-      m_axis_tlast <= 1'b0;
+      o_v <= 1'b0;
+      o_l <= 1'b0;
     end else if (ce) begin
-      m_axis_tvalid <= o5_v;
-      m_axis_tlast <= o5_l;
+      o_v <= o5_v;
+      o_l <= o5_l;
     end
-    if (ce) m_axis_tdata <= out_c;
+    if (ce) o_d <= out_c;
   end
 
+  // output register -> skid buffer -> m_axis (ce: its registered ready)
+  hwa_skid #(
+      .W(OUT_W)
+  ) u_skid (
+      .clk(clk),
+      .rst(rst),
+      .in_v(o_v),
+      .in_l(o_l),
+      .in_d(o_d),
+      .ce(ce),
+      .m_axis_tdata(m_axis_tdata),
+      .m_axis_tvalid(m_axis_tvalid),
+      .m_axis_tready(m_axis_tready),
+      .m_axis_tlast(m_axis_tlast)
+  );
+
 endmodule
+`default_nettype wire

@@ -26,6 +26,7 @@
 // is processed normally (see hwa_row_stream).
 // Parameter defaults: the default RsqrtLutLayerNorm spec's
 // hw_params() with row_stream_params(64) (tests/test_rtl_lint.py checks them).
+`default_nettype none
 module hwa_layernorm_rsqrt #(
     parameter int IN_W = 16,
     parameter int OUT_W = 16,
@@ -87,12 +88,12 @@ module hwa_layernorm_rsqrt #(
   // ---- parameter checks ---------------------------------------------------
   if (IN_W < 2 || IN_W > 32 || OUT_W < 1 || OUT_W > 32 || GAMMA_W < 1 || BETA_W < 1
       || ROW_MAX < 1 || (1 << N_BITS) <= ROW_MAX) begin : g_bad_w
-    $error("hwa_layernorm_rsqrt: invalid IN_W=%0d OUT_W=%0d ROW_MAX=%0d N_BITS=%0d",
+    $error("hwa_layernorm_rsqrt %m: invalid IN_W=%0d OUT_W=%0d ROW_MAX=%0d N_BITS=%0d",
                    IN_W, OUT_W, ROW_MAX, N_BITS);
   end
   if (NEWTON < 0 || NEWTON > 2 || TB < 2 || TB - 1 > P || P > 28 || DE_W > 120)
   begin : g_bad_r
-    $error("hwa_layernorm_rsqrt: invalid NEWTON=%0d TB=%0d P=%0d DE_W=%0d",
+    $error("hwa_layernorm_rsqrt %m: invalid NEWTON=%0d TB=%0d P=%0d DE_W=%0d",
                    NEWTON, TB, P, DE_W);
   end
 
@@ -307,7 +308,7 @@ module hwa_layernorm_rsqrt #(
   assign ctx = {ry, rsh, rs1};
 
   // ---- output side: stall-all pipeline, enable ce ----------------------------------
-  assign ce = ~m_axis_tvalid | m_axis_tready;
+  // ce: the output skid buffer's registered ready (hwa_skid, at the end)
 
   // gamma / beta memory
   logic [GAMMA_W-1:0] gamma_mem[ROW_MAX];
@@ -425,15 +426,34 @@ module hwa_layernorm_rsqrt #(
       .x(rnd_c),
       .y(out_c)
   );
+  logic o_v, o_l;
+  logic [OUT_W-1:0] o_d;
   always_ff @(posedge clk) begin
     if (rst) begin
-      m_axis_tvalid <= 1'b0;
-      m_axis_tlast <= 1'b0;
+      o_v <= 1'b0;
+      o_l <= 1'b0;
     end else if (ce) begin
-      m_axis_tvalid <= o5_v;
-      m_axis_tlast <= o5_l;
+      o_v <= o5_v;
+      o_l <= o5_l;
     end
-    if (ce) m_axis_tdata <= out_c;
+    if (ce) o_d <= out_c;
   end
 
+  // output register -> skid buffer -> m_axis (ce: its registered ready)
+  hwa_skid #(
+      .W(OUT_W)
+  ) u_skid (
+      .clk(clk),
+      .rst(rst),
+      .in_v(o_v),
+      .in_l(o_l),
+      .in_d(o_d),
+      .ce(ce),
+      .m_axis_tdata(m_axis_tdata),
+      .m_axis_tvalid(m_axis_tvalid),
+      .m_axis_tready(m_axis_tready),
+      .m_axis_tlast(m_axis_tlast)
+  );
+
 endmodule
+`default_nettype wire

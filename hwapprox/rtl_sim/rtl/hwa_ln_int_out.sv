@@ -5,8 +5,10 @@
 //   acc   = Z * gamma + (beta <<< BETA_SHIFT)      (ACC_W)
 //   out   = sat(round_shift(acc, OUT_SHIFT, OUT_RND), OUT_OVF)   (OUT_W)
 // exactly IBertLayerNorm._model_rows after the factor, and affine_out. Inputs are
-// taken with in_v when ce is high; the output register is m_axis (4 ce cycles later).
+// taken with in_v when ce is high; the output register is m_axis (4 ce cycles later;
+// the parent puts its hwa_skid after it and takes ce from the skid's registered ready).
 // Parameters: no defaults; the parent passes every one (the spec's hw_params()).
+`default_nettype none
 module hwa_ln_int_out #(
     parameter int YC_W,
     parameter int FACTOR_W,
@@ -43,7 +45,7 @@ module hwa_ln_int_out #(
 
   if (ZSHIFT < 1 || OUT_SHIFT < 0 || OUT_SHIFT > 255 || YF_W < YC_W || YI_W < 2
       || YQ_W > 64 || ACC_W > 64 || Z_W < 2) begin : g_bad
-    $error("hwa_ln_int_out: invalid ZSHIFT=%0d OUT_SHIFT=%0d YF_W=%0d YI_W=%0d YQ_W=%0d Z_W=%0d ACC_W=%0d",
+    $error("hwa_ln_int_out %m: invalid ZSHIFT=%0d OUT_SHIFT=%0d YF_W=%0d YI_W=%0d YQ_W=%0d Z_W=%0d ACC_W=%0d",
            ZSHIFT, OUT_SHIFT, YF_W, YI_W, YQ_W, Z_W, ACC_W);
   end
 
@@ -139,3 +141,4 @@ module hwa_ln_int_out #(
   end
 
 endmodule
+`default_nettype wire

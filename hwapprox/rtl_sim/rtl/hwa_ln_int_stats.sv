@@ -13,6 +13,7 @@
 // side by side (each <= II cycles per row), then two register stages: in -> out_v
 // about II + 3 cycles; one row every II cycles at most.
 // Parameters: no defaults; the parent passes every one (the spec's hw_params()).
+`default_nettype none
 module hwa_ln_int_stats #(
     parameter int X_W,
     parameter int N_BITS,
@@ -47,7 +48,7 @@ module hwa_ln_int_stats #(
 
   if (X_W < 2 || N_BITS < 1 || S1_W < X_W || S2_W < 1 || MOM_W < S2_W + 1 || VAR0_W < 1
       || SQRTN_W < 1 || SQRTN_F < 0 || MOM_W > 64 || RX > 64) begin : g_bad
-    $error("hwa_ln_int_stats: invalid X_W=%0d N_BITS=%0d S1_W=%0d S2_W=%0d MOM_W=%0d VAR0_W=%0d SQRTN_F=%0d SQRTN_W=%0d",
+    $error("hwa_ln_int_stats %m: invalid X_W=%0d N_BITS=%0d S1_W=%0d S2_W=%0d MOM_W=%0d VAR0_W=%0d SQRTN_F=%0d SQRTN_W=%0d",
            X_W, N_BITS, S1_W, S2_W, MOM_W, VAR0_W, SQRTN_F, SQRTN_W);
   end
 
@@ -155,3 +156,4 @@ module hwa_ln_int_stats #(
   assign out_v = v_v;
 
 endmodule
+`default_nettype wire

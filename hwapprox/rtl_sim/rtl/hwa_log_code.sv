@@ -14,6 +14,7 @@
 // offset, so the stage is the priority encoder, a shifter and one or two constant
 // compares.
 // Parameters: no defaults; the parent passes the spec's log_code_params().
+`default_nettype none
 module hwa_log_code #(
     parameter int W,
     parameter bit SIGNED,
@@ -30,7 +31,7 @@ module hwa_log_code #(
 
   if (W < 2 || W > 32 || BITS < 2 || BITS > 8 || (FORM != 1 && FORM != 2)
       || F < -64 || F > 64) begin : g_bad
-    $error("hwa_log_code: invalid W=%0d (2..32) BITS=%0d (2..8) FORM=%0d (1, 2) F=%0d",
+    $error("hwa_log_code %m: invalid W=%0d (2..32) BITS=%0d (2..8) FORM=%0d (1, 2) F=%0d",
            W, BITS, FORM, F);
   end
 
@@ -66,3 +67,4 @@ module hwa_log_code #(
   end
 
 endmodule
+`default_nettype wire

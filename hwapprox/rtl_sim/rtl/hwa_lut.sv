@@ -5,8 +5,11 @@
 // 2^INDEX_BITS entries of OUT_W bits, written from spec.tables()["lut"]).
 // Output rounding/saturation is inside T: the logic is the index only.
 // Stream: s_axis -> m_axis, one element per cycle, tlast passed through.
-// Latency: 2 cycles (registered ROM read, output register). No buffering
-// beyond the pipeline; backpressure stalls the whole pipeline.
+// Latency: 2 cycles (registered ROM read, output register). Backpressure stalls the
+// whole pipeline one cycle after m_axis_tready falls: the output skid buffer
+// (hwa_skid) keeps the beat that would be overwritten, and the stall enable is its
+// registered ready (no combinational path m_axis_tready -> s_axis_tready).
+`default_nettype none
 module hwa_lut #(
     parameter int IN_W = 10,
     parameter bit IN_SIGNED = 1'b1,
@@ -28,7 +31,7 @@ module hwa_lut #(
 
   if (IN_W < 1 || IN_W > 24 || OUT_W < 1 || OUT_W > 62 || INDEX_BITS < 1
       || INDEX_BITS > IN_W || INDEX_BITS > 16) begin : g_bad
-    $error("hwa_lut: invalid IN_W=%0d (1..24) OUT_W=%0d (1..62) INDEX_BITS=%0d",
+    $error("hwa_lut %m: invalid IN_W=%0d (1..24) OUT_W=%0d (1..62) INDEX_BITS=%0d",
                    IN_W, OUT_W, INDEX_BITS);
   end
 
@@ -40,8 +43,7 @@ module hwa_lut #(
   logic [INDEX_BITS-1:0] addr;
   logic [OUT_W-1:0] rom_q;
 
-  // stall the pipeline only when its output is held by backpressure
-  assign ce = ~m_axis_tvalid | m_axis_tready;
+  // pipeline enable: the skid buffer's registered ready (hwa_skid, at the end)
   assign s_axis_tready = ce;
   // table index: the code minus the smallest code (flip the sign bit)
   assign code = IN_SIGNED ? (s_axis_tdata ^ (IN_W'(1) << (IN_W - 1))) : s_axis_tdata;
@@ -69,11 +71,26 @@ module hwa_lut #(
     end
   end
 
+  logic [OUT_W-1:0] o_d;
   always_ff @(posedge clk) begin
-    if (ce) m_axis_tdata <= rom_q;
+    if (ce) o_d <= rom_q;
   end
 
-  assign m_axis_tvalid = vld_reg[1];
-  assign m_axis_tlast = lst_reg[1];
+  // output register -> skid buffer -> m_axis (ce: its registered ready)
+  hwa_skid #(
+      .W(OUT_W)
+  ) u_skid (
+      .clk(clk),
+      .rst(rst),
+      .in_v(vld_reg[1]),
+      .in_l(lst_reg[1]),
+      .in_d(o_d),
+      .ce(ce),
+      .m_axis_tdata(m_axis_tdata),
+      .m_axis_tvalid(m_axis_tvalid),
+      .m_axis_tready(m_axis_tready),
+      .m_axis_tlast(m_axis_tlast)
+  );
 
 endmodule
+`default_nettype wire

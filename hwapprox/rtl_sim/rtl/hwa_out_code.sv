@@ -5,8 +5,9 @@
 // FORM 1 / 2 (log2 / log-sqrt2): one more register, then hwa_log_code of the
 //   probability code: out_y = the BITS-bit code (2^BITS - 1 = exactly 0), two cycles.
 // in_y is the out_fmt code (W bits, F fraction bits; masked elements already 0).
-// ce: the parent's pipeline enable (~out_v | m_axis_tready), so the stage stalls with it.
+// ce: the parent's pipeline enable (its hwa_skid's registered ready), so the stage stalls with it.
 // Parameters: no defaults; the parent passes the spec's log_code_params().
+`default_nettype none
 module hwa_out_code #(
     parameter int W,
     parameter bit SIGNED,
@@ -30,7 +31,7 @@ module hwa_out_code #(
 
   if (FORM < 0 || FORM > 2 || W < 1 || W > 62 || (FORM != 0 && (BITS < 2 || BITS > 8)))
   begin : g_bad
-    $error("hwa_out_code: invalid FORM=%0d (0..2) W=%0d BITS=%0d (2..8)", FORM, W, BITS);
+    $error("hwa_out_code %m: invalid FORM=%0d (0..2) W=%0d BITS=%0d (2..8)", FORM, W, BITS);
   end
 
   if (FORM == 0) begin : g_linear
@@ -80,3 +81,4 @@ module hwa_out_code #(
   end
 
 endmodule
+`default_nettype wire

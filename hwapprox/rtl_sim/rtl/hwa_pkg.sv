@@ -5,6 +5,7 @@
 //   ROUND: 0 AP_TRN (floor), 1 AP_TRN_ZERO, 2 AP_RND (ties to +inf),
 //          3 AP_RND_ZERO, 4 AP_RND_INF, 5 AP_RND_MIN_INF, 6 AP_RND_CONV
 //   OVF:   0 AP_WRAP, 1 AP_SAT, 2 AP_SAT_ZERO, 3 AP_SAT_SYM
+`default_nettype none
 package hwa_pkg;
 
   // constants are shared by all units; each unit uses some of them
@@ -41,3 +42,4 @@ package hwa_pkg;
   endfunction
 
 endpackage
+`default_nettype wire

@@ -5,6 +5,7 @@
 // y[m] = round_shift(x, sh, mode m), m = 0..6 (hwa_pkg RND_*);
 // s[o] = saturate(x) into a signed SAT_W-bit code, overflow mode o = 0..3;
 // u[o] = the same into an unsigned SAT_W-bit code.
+`default_nettype none
 module hwa_prim_check #(
     parameter int IN_W = 12,
     parameter int SH_W = 4,
@@ -52,3 +53,4 @@ module hwa_prim_check #(
   end
 
 endmodule
+`default_nettype wire

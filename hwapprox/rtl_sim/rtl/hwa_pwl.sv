@@ -10,9 +10,14 @@
 //              acc = (x*S_i << SH_XS) + (C_i << SH_C)      (exact, FA fraction bits)
 //   y = cast to out_fmt: round_shift(acc, OUT_SHIFT, OUT_RND) then the
 //       overflow mode OUT_OVF (OUT_SHIFT < 0: exact left shift then overflow).
-// Stream: one element per cycle, tlast passed through, stall-all pipeline.
-// Latency: 4 cycles (compare, coefficient ROM, multiply, round/saturate).
+// Stream: one element per cycle, tlast passed through, stall-all pipeline whose enable
+// is the registered ready of the output skid buffer (hwa_skid): no combinational path
+// from m_axis_tready to s_axis_tready.
+// Latency: 5 cycles (compare, coefficient ROM, multiply, align/add, round/saturate);
+// the product register (issue 22) costs the fifth: the multiply-add no longer fits
+// one cycle at 125 MHz on ECP5. Output: skid buffer (hwa_skid), registered ready.
 // Parameter defaults: the default PwlGelu spec's hw_params() (tests/test_rtl_lint.py).
+`default_nettype none
 module hwa_pwl #(
     parameter int IN_W = 16,
     parameter int OUT_W = 16,
@@ -50,7 +55,7 @@ module hwa_pwl #(
   if (IN_W < 2 || IN_W > 40 || OUT_W < 1 || OUT_W > 62 || NSEG < 1 || NSEG > 256
       || SH_XS < 0 || SH_C < 0 || SH_X < 0 || ACC_W > 120 || OUT_SHIFT < -60
       || OUT_SHIFT > 100) begin : g_bad
-    $error("hwa_pwl: invalid IN_W=%0d OUT_W=%0d NSEG=%0d (1..256) SH_XS=%0d SH_C=%0d SH_X=%0d OUT_SHIFT=%0d ACC_W=%0d",
+    $error("hwa_pwl %m: invalid IN_W=%0d OUT_W=%0d NSEG=%0d (1..256) SH_XS=%0d SH_C=%0d SH_X=%0d OUT_SHIFT=%0d ACC_W=%0d",
            IN_W, OUT_W, NSEG, SH_XS, SH_C, SH_X, OUT_SHIFT, ACC_W);
   end
 
@@ -60,8 +65,8 @@ module hwa_pwl #(
     if (BP_FILE != "") $readmemh(BP_FILE, bp_mem);
   end
 
+  // pipeline enable: the skid buffer's registered ready (hwa_skid, at the end)
   logic ce;
-  assign ce = ~m_axis_tvalid | m_axis_tready;
   assign s_axis_tready = ce;
 
   // p1: segment index and range flags
@@ -127,25 +132,43 @@ module hwa_pwl #(
     end
   end
 
-  // p3: multiply, align, select
-  logic p3_v, p3_l;
-  logic signed [ACC_W-1:0] p3_acc, acc_c;
-  always_comb begin
-    if (p2_lo) acc_c = '0;
-    else if (p2_hi) acc_c = TOP_ONE ? (ACC_W'(1) <<< FA) : (ACC_W'(p2_x) <<< SH_X);
-    else acc_c = ((ACC_W'(p2_x) * ACC_W'($signed(slope_q))) <<< SH_XS)
-        + (ACC_W'($signed(icpt_q)) <<< SH_C);
-  end
+  // p3: the product x*S_i alone (one DSP-sized multiply: IN_W x S_W, registered)
+  localparam int PW = IN_W + S_W;  // x*S_i exactly
+  logic p3_v, p3_l, p3_lo, p3_hi;
+  logic signed [IN_W-1:0] p3_x;
+  logic signed [PW-1:0] p3_prod;
+  logic signed [C_W-1:0] p3_icpt;
   always_ff @(posedge clk) begin
     if (rst) p3_v <= 1'b0;
     else if (ce) p3_v <= p2_v;
     if (ce) begin
       p3_l <= p2_l;
-      p3_acc <= acc_c;
+      p3_lo <= p2_lo;
+      p3_hi <= p2_hi;
+      p3_x <= p2_x;
+      p3_prod <= PW'(p2_x) * PW'($signed(slope_q));
+      p3_icpt <= $signed(icpt_q);
     end
   end
 
-  // p4: cast into out_fmt (one rounding, then the overflow mode)
+  // p4: align, add the intercept, select (mod 2^ACC_W, as before the product register)
+  logic p4_v, p4_l;
+  logic signed [ACC_W-1:0] p4_acc, acc_c;
+  always_comb begin
+    if (p3_lo) acc_c = '0;
+    else if (p3_hi) acc_c = TOP_ONE ? (ACC_W'(1) <<< FA) : (ACC_W'(p3_x) <<< SH_X);
+    else acc_c = (ACC_W'(p3_prod) <<< SH_XS) + (ACC_W'(p3_icpt) <<< SH_C);
+  end
+  always_ff @(posedge clk) begin
+    if (rst) p4_v <= 1'b0;
+    else if (ce) p4_v <= p3_v;
+    if (ce) begin
+      p4_l <= p3_l;
+      p4_acc <= acc_c;
+    end
+  end
+
+  // p5: cast into out_fmt (one rounding, then the overflow mode)
   logic [OUT_W-1:0] out_c;
   hwa_cast #(
       .IN_W      (ACC_W),
@@ -155,18 +178,37 @@ module hwa_pwl #(
       .OUT_SIGNED(OUT_SIGNED),
       .OVF       (OUT_OVF)
   ) u_cast (
-      .x(p3_acc),
+      .x(p4_acc),
       .y(out_c)
   );
+  logic o_v, o_l;
+  logic [OUT_W-1:0] o_d;
   always_ff @(posedge clk) begin
     if (rst) begin
-      m_axis_tvalid <= 1'b0;
-      m_axis_tlast <= 1'b0;
+      o_v <= 1'b0;
+      o_l <= 1'b0;
     end else if (ce) begin
-      m_axis_tvalid <= p3_v;
-      m_axis_tlast <= p3_l;
+      o_v <= p4_v;
+      o_l <= p4_l;
     end
-    if (ce) m_axis_tdata <= out_c;
+    if (ce) o_d <= out_c;
   end
 
+  // output register -> skid buffer -> m_axis (ce: its registered ready)
+  hwa_skid #(
+      .W(OUT_W)
+  ) u_skid (
+      .clk(clk),
+      .rst(rst),
+      .in_v(o_v),
+      .in_l(o_l),
+      .in_d(o_d),
+      .ce(ce),
+      .m_axis_tdata(m_axis_tdata),
+      .m_axis_tvalid(m_axis_tvalid),
+      .m_axis_tready(m_axis_tready),
+      .m_axis_tlast(m_axis_tlast)
+  );
+
 endmodule
+`default_nettype wire

@@ -13,6 +13,7 @@
 // Latency: 3 + (NEWTON ? STEPS : 0) cycles; accepts one d per cycle.
 // Parameters: no defaults (TABLE_FILE aside); the parent passes every one from the
 // spec's hw_params().
+`default_nettype none
 module hwa_recip #(
     parameter int D_W,
     parameter int D_F,
@@ -43,7 +44,7 @@ module hwa_recip #(
 
   if (D_W < 1 || D_W > 62 || WF < 2 || WF > 29 || TB < 1 || TB > WF || STEPS < 0 || STEPS > 4
       || R_W < 2 || R_W > 40) begin : g_bad
-    $error("hwa_recip: invalid D_W=%0d WF=%0d TB=%0d STEPS=%0d R_W=%0d",
+    $error("hwa_recip %m: invalid D_W=%0d WF=%0d TB=%0d STEPS=%0d R_W=%0d",
                    D_W, WF, TB, STEPS, R_W);
   end
 
@@ -202,3 +203,4 @@ module hwa_recip #(
   end
 
 endmodule
+`default_nettype wire

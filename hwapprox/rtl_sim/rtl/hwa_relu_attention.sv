@@ -5,9 +5,12 @@
 // bits), then one cast into out_fmt: round_shift(acc, OUT_SHIFT, OUT_RND) and the
 // overflow mode OUT_OVF. MULT = 1 when n is a power of two (the product is wiring: the
 // unit is a shift), else round(2^(R+e) / n) (the spec's recip_bits R, e = ceil(log2 n)).
-// Stream: one element per cycle, tlast passed through, stall-all pipeline.
+// Stream: one element per cycle, tlast passed through, stall-all pipeline whose enable
+// is the registered ready of the output skid buffer (hwa_skid): no combinational path
+// from m_axis_tready to s_axis_tready.
 // Latency: 3 cycles (clamp + multiply, cast, output register).
 // Parameter defaults: the default ReluAttention spec's hw_params() (tests/test_rtl_lint.py).
+`default_nettype none
 module hwa_relu_attention #(
     parameter int IN_W = 16,
     parameter int OUT_W = 16,
@@ -34,12 +37,12 @@ module hwa_relu_attention #(
   if (IN_W < 2 || IN_W > 40 || OUT_W < 1 || OUT_W > 62 || MULT < 1 || MULT_W < 1
       || MULT_W > 40 || MULT >= (64'd1 << MULT_W) || ACC_W != IN_W + MULT_W
       || OUT_SHIFT < -60 || OUT_SHIFT > 100) begin : g_bad
-    $error("hwa_relu_attention: invalid IN_W=%0d OUT_W=%0d MULT=%0d MULT_W=%0d ACC_W=%0d (IN_W + MULT_W) OUT_SHIFT=%0d",
+    $error("hwa_relu_attention %m: invalid IN_W=%0d OUT_W=%0d MULT=%0d MULT_W=%0d ACC_W=%0d (IN_W + MULT_W) OUT_SHIFT=%0d",
            IN_W, OUT_W, MULT, MULT_W, ACC_W, OUT_SHIFT);
   end
 
+  // pipeline enable: the skid buffer's registered ready (hwa_skid, at the end)
   logic ce;
-  assign ce = ~m_axis_tvalid | m_axis_tready;
   assign s_axis_tready = ce;
 
   // p1: ReLU (IN_W - 1 magnitude bits) times the constant 1/n mantissa
@@ -83,15 +86,34 @@ module hwa_relu_attention #(
     end
   end
 
+  logic o_v, o_l;
+  logic [OUT_W-1:0] o_d;
   always_ff @(posedge clk) begin
     if (rst) begin
-      m_axis_tvalid <= 1'b0;
-      m_axis_tlast <= 1'b0;
+      o_v <= 1'b0;
+      o_l <= 1'b0;
     end else if (ce) begin
-      m_axis_tvalid <= p2_v;
-      m_axis_tlast <= p2_l;
+      o_v <= p2_v;
+      o_l <= p2_l;
     end
-    if (ce) m_axis_tdata <= p2_y;
+    if (ce) o_d <= p2_y;
   end
 
+  // output register -> skid buffer -> m_axis (ce: its registered ready)
+  hwa_skid #(
+      .W(OUT_W)
+  ) u_skid (
+      .clk(clk),
+      .rst(rst),
+      .in_v(o_v),
+      .in_l(o_l),
+      .in_d(o_d),
+      .ce(ce),
+      .m_axis_tdata(m_axis_tdata),
+      .m_axis_tvalid(m_axis_tvalid),
+      .m_axis_tready(m_axis_tready),
+      .m_axis_tlast(m_axis_tlast)
+  );
+
 endmodule
+`default_nettype wire

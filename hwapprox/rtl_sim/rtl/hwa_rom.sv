@@ -4,6 +4,7 @@
 // latency, maps to block or distributed RAM). The file holds DEPTH words of
 // W bits in hex, one per line, written by hwapprox.rtl_sim.emit from the
 // spec's tables() -- the very integers the Python model uses.
+`default_nettype none
 module hwa_rom #(
     parameter int W = 8,
     parameter int DEPTH = 256,
@@ -19,7 +20,7 @@ module hwa_rom #(
   logic [W-1:0] mem[DEPTH];
 
   if (W < 1 || DEPTH < 1 || (1 << AW) < DEPTH) begin : g_bad
-    $error("hwa_rom: invalid W=%0d DEPTH=%0d AW=%0d", W, DEPTH, AW);
+    $error("hwa_rom %m: invalid W=%0d DEPTH=%0d AW=%0d", W, DEPTH, AW);
   end
 
   initial begin
@@ -31,3 +32,4 @@ module hwa_rom #(
   end
 
 endmodule
+`default_nettype wire

@@ -5,6 +5,7 @@
 // (hwa_pkg RND_*), exactly hwapprox.fixed.round_shift. Shifts beyond IN_W+1
 // give the same result as IN_W+1 (every bit dropped). y is the low OUT_W bits
 // of the exact quotient (the caller sizes OUT_W so that it fits).
+`default_nettype none
 module hwa_round_shift #(
     parameter int IN_W = 16,
     parameter int SH_W = 5,
@@ -20,7 +21,7 @@ module hwa_round_shift #(
   localparam int CW = $clog2(XW + 1);
 
   if (IN_W < 1 || SH_W < 1 || OUT_W < 1 || MODE < 0 || MODE > 6) begin : g_bad
-    $error("hwa_round_shift: invalid IN_W=%0d SH_W=%0d OUT_W=%0d MODE=%0d",
+    $error("hwa_round_shift %m: invalid IN_W=%0d SH_W=%0d OUT_W=%0d MODE=%0d",
                    IN_W, SH_W, OUT_W, MODE);
   end
 
@@ -42,3 +43,4 @@ module hwa_round_shift #(
   end
 
 endmodule
+`default_nettype wire

@@ -10,7 +10,7 @@
 //   The unit computes the row's context from these and hands it in with a one-cycle
 //   ctx_v pulse (at most one per row, in row order; any latency, rows pipelined).
 // Output (stall-all pipeline, advancing when ce is high; ce is the unit's output
-//   register enable, ~m_axis_tvalid | m_axis_tready):
+//   register enable: the registered ready of its output skid buffer, hwa_skid):
 //   rd_issue  an element is read this cycle (a row whose context arrived is pending);
 //   rd_idx    its 0-based position in the row (for the unit's own synchronous
 //             memories, read in the same ce cycle, e.g. LayerNorm's gamma/beta);
@@ -32,6 +32,7 @@
 // Parameters: all must be set (no defaults): IN_W code width; CTX_W context bits;
 //   ROW_MAX; BUF_DEPTH (power of 2 >= ROW_MAX); ROWQ (power of 2 >= 2); N_BITS
 //   (row length counter, 2^N_BITS > ROW_MAX). See approx/hwparams.row_stream_params.
+`default_nettype none
 module hwa_row_stream #(
     parameter int IN_W,
     parameter int CTX_W,
@@ -75,7 +76,7 @@ module hwa_row_stream #(
   if (IN_W < 1 || CTX_W < 1 || ROW_MAX < 1 || N_BITS < 1 || (1 << N_BITS) <= ROW_MAX
       || BUF_DEPTH < ROW_MAX || (1 << AW) != BUF_DEPTH || ROWQ < 2 || (1 << QW) != ROWQ)
   begin : g_bad
-    $error("hwa_row_stream: invalid IN_W=%0d CTX_W=%0d ROW_MAX=%0d N_BITS=%0d BUF_DEPTH=%0d (power of 2 >= ROW_MAX) ROWQ=%0d (power of 2 >= 2)",
+    $error("hwa_row_stream %m: invalid IN_W=%0d CTX_W=%0d ROW_MAX=%0d N_BITS=%0d BUF_DEPTH=%0d (power of 2 >= ROW_MAX) ROWQ=%0d (power of 2 >= 2)",
            IN_W, CTX_W, ROW_MAX, N_BITS, BUF_DEPTH, ROWQ);
   end
 
@@ -137,7 +138,7 @@ module hwa_row_stream #(
 `ifndef SYNTHESIS
   always_ff @(posedge clk) begin
     if (!rst && over) begin
-      $error("hwa_row_stream: a row longer than ROW_MAX=%0d: flagged (row_err) and dropped",
+      $error("hwa_row_stream %m: a row longer than ROW_MAX=%0d: flagged (row_err) and dropped",
              ROW_MAX);
     end
   end
@@ -192,3 +193,4 @@ module hwa_row_stream #(
   end
 
 endmodule
+`default_nettype wire

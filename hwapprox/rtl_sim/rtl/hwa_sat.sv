@@ -5,6 +5,7 @@
 // output grid; y is x wrapped (OVF_WRAP), clamped to [min, max] (OVF_SAT),
 // zeroed when outside (OVF_SAT_ZERO) or clamped to [-max, max] (OVF_SAT_SYM)
 // for the OUT_W-bit format, signed when OUT_SIGNED = 1.
+`default_nettype none
 module hwa_sat #(
     parameter int IN_W = 20,
     parameter int OUT_W = 16,
@@ -18,7 +19,7 @@ module hwa_sat #(
   localparam int XW = (IN_W > OUT_W + 1 ? IN_W : OUT_W + 1) + 1;
 
   if (IN_W < 1 || OUT_W < 1 || OVF < 0 || OVF > 3 || OUT_W > 62) begin : g_bad
-    $error("hwa_sat: invalid IN_W=%0d OUT_W=%0d OVF=%0d", IN_W, OUT_W, OVF);
+    $error("hwa_sat %m: invalid IN_W=%0d OUT_W=%0d OVF=%0d", IN_W, OUT_W, OVF);
   end
 
   localparam logic signed [XW-1:0] MAXV = OUT_SIGNED ? ((XW'(1) <<< (OUT_W - 1)) - XW'(1))
@@ -39,3 +40,4 @@ module hwa_sat #(
   end
 
 endmodule
+`default_nettype wire

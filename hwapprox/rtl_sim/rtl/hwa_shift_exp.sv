@@ -8,6 +8,7 @@
 // Widths (the spec's hw_params): V_W the argument, ST_W t and the clip, SQ_W q, SR_W r,
 // SEI_W the shifted value before the halving, SE_W the result.
 // Parameters: no defaults; the parent passes every one.
+`default_nettype none
 module hwa_shift_exp #(
     parameter int X0,
     parameter int EXP_N,
@@ -24,7 +25,7 @@ module hwa_shift_exp #(
 );
 
   if (X0 >= 0 || EXP_N < 1 || EXP_N > 30 || ST_W < V_W || ST_W > 32) begin : g_bad
-    $error("hwa_shift_exp: invalid X0=%0d (< 0) EXP_N=%0d (1..30) V_W=%0d ST_W=%0d",
+    $error("hwa_shift_exp %m: invalid X0=%0d (< 0) EXP_N=%0d (1..30) V_W=%0d ST_W=%0d",
            X0, EXP_N, V_W, ST_W);
   end
 
@@ -52,3 +53,4 @@ module hwa_shift_exp #(
   end
 
 endmodule
+`default_nettype wire

@@ -12,6 +12,7 @@
 // words; buffer B: the power of two >= BUF_DEPTH + 64 {mask, e} words and 2·ROWQ rows
 // (it also covers the divider's latency). Rows longer than ROW_MAX are dropped with a row_err pulse.
 // Parameters: no defaults; the parent passes every one.
+`default_nettype none
 module hwa_softmax_3pass #(
     parameter int IN_W,
     parameter int OUT_W,
@@ -59,7 +60,7 @@ module hwa_softmax_3pass #(
 
   if (IN_W < 2 || IN_W > 31 || OUT_W < 1 || OUT_W > 40 || FACTOR_W > NUM_W || NUM_W > 62
       || SUM_W > 62 || DIFF_W != IN_W + 1 || OUT_SHIFT < 0 || PROD_W > PW) begin : g_bad
-    $error("hwa_softmax_3pass: invalid IN_W=%0d OUT_W=%0d NUM_W=%0d FACTOR_W=%0d SUM_W=%0d DIFF_W=%0d OUT_SHIFT=%0d PROD_W=%0d",
+    $error("hwa_softmax_3pass %m: invalid IN_W=%0d OUT_W=%0d NUM_W=%0d FACTOR_W=%0d SUM_W=%0d DIFF_W=%0d OUT_SHIFT=%0d PROD_W=%0d",
            IN_W, OUT_W, NUM_W, FACTOR_W, SUM_W, DIFF_W, OUT_SHIFT, PROD_W);
   end
 
@@ -242,10 +243,13 @@ module hwa_softmax_3pass #(
       .x($signed({1'b0, ysh})),
       .y(y_c)
   );
-  assign b_ce = ~m_axis_tvalid | m_axis_tready;
+  // b_ce: the output skid buffer's registered ready (hwa_skid, at the end)
   logic [OUT_W-1:0] y_z;
   assign y_z = b_mask ? '0 : y_c;  // a masked element outputs 0
   // the output register, or (OUT_CODE) one more and the log code: one cycle more
+  localparam int OW = OUT_CODE != 0 ? CODE_BITS : OUT_W;
+  logic o_v, o_l;
+  logic [OW-1:0] o_y;
   hwa_out_code #(
       .W(OUT_W),
       .SIGNED(OUT_SIGNED),
@@ -262,9 +266,25 @@ module hwa_softmax_3pass #(
       .in_v (b_o1_v),
       .in_l (b_o1_l),
       .in_y (y_z),
-      .out_v(m_axis_tvalid),
-      .out_l(m_axis_tlast),
-      .out_y(m_axis_tdata)
+      .out_v(o_v),
+      .out_l(o_l),
+      .out_y(o_y)
+  );
+  // output register -> skid buffer -> m_axis (b_ce: its registered ready)
+  hwa_skid #(
+      .W(OW)
+  ) u_skid (
+      .clk(clk),
+      .rst(rst),
+      .in_v(o_v),
+      .in_l(o_l),
+      .in_d(o_y),
+      .ce(b_ce),
+      .m_axis_tdata(m_axis_tdata),
+      .m_axis_tvalid(m_axis_tvalid),
+      .m_axis_tready(m_axis_tready),
+      .m_axis_tlast(m_axis_tlast)
   );
 
 endmodule
+`default_nettype wire

@@ -12,6 +12,7 @@
 // 64: the method needs the row max before its exps and the whole sum before its outputs).
 // Parameter defaults: the default IBertSoftmax spec's hw_params(64) with
 // row_stream_params(64) (tests/test_rtl_lint.py).
+`default_nettype none
 module hwa_softmax_ibert #(
     parameter int IN_W = 16,
     parameter int OUT_W = 9,
@@ -69,7 +70,7 @@ module hwa_softmax_ibert #(
 );
 
   if (FACTOR_W != FACTOR_BITS + 1) begin : g_bad
-    $error("hwa_softmax_ibert: FACTOR_W=%0d must be FACTOR_BITS + 1 = %0d", FACTOR_W,
+    $error("hwa_softmax_ibert %m: FACTOR_W=%0d must be FACTOR_BITS + 1 = %0d", FACTOR_W,
            FACTOR_BITS + 1);
   end
   logic signed [DIFF_W-1:0] p2_diff;
@@ -99,7 +100,7 @@ module hwa_softmax_ibert #(
   );
   if (OUT_CODE != 0 && (OUT_CODE > 2 || CODE_NW != OUT_W || CODE_BITS < 2 || CODE_BITS > 8
                         || CODE_ZERO != (1 << CODE_BITS) - 1)) begin : g_bad_code
-    $error("hwa_softmax_ibert: invalid OUT_CODE=%0d (0..2) CODE_NW=%0d (= OUT_W=%0d) CODE_BITS=%0d (2..8) CODE_ZERO=%0d (2^CODE_BITS - 1)",
+    $error("hwa_softmax_ibert %m: invalid OUT_CODE=%0d (0..2) CODE_NW=%0d (= OUT_W=%0d) CODE_BITS=%0d (2..8) CODE_ZERO=%0d (2^CODE_BITS - 1)",
            OUT_CODE, CODE_NW, OUT_W, CODE_BITS, CODE_ZERO);
   end
   hwa_softmax_3pass #(
@@ -131,3 +132,4 @@ module hwa_softmax_ibert #(
   );
 
 endmodule
+`default_nettype wire

@@ -58,6 +58,7 @@
 // is processed normally (see hwa_row_stream).
 // Parameter defaults: the default OnlineSoftmax spec's hw_params() with
 // row_stream_params(64) (tests/test_rtl_lint.py checks they agree).
+`default_nettype none
 module hwa_softmax_online #(
     parameter int IN_W = 16,
     parameter int OUT_W = 16,
@@ -157,19 +158,19 @@ module hwa_softmax_online #(
       || (1 << N_BITS) <= ROW_MAX || SUM_F < EXP_F || SUM_W > 62
       || (CLIP && (CLIP_F < 1 || CS_W < CLIP_F + 5 || CRS_W < R_W + CS_W
                    || CZ_W < EXP_W + R_W + 6))) begin : g_bad_w
-    $error("hwa_softmax_online: invalid IN_W=%0d OUT_W=%0d ROW_MAX=%0d N_BITS=%0d SUM_W=%0d SUM_F=%0d EXP_F=%0d (CLIP=%0d: CLIP_F=%0d CS_W=%0d CRS_W=%0d CZ_W=%0d)",
+    $error("hwa_softmax_online %m: invalid IN_W=%0d OUT_W=%0d ROW_MAX=%0d N_BITS=%0d SUM_W=%0d SUM_F=%0d EXP_F=%0d (CLIP=%0d: CLIP_F=%0d CS_W=%0d CRS_W=%0d CZ_W=%0d)",
            IN_W, OUT_W, ROW_MAX, N_BITS, SUM_W, SUM_F, EXP_F, CLIP, CLIP_F, CS_W, CRS_W, CZ_W);
   end
   if ((SKIP && (SKIP_TAU < 1 || SKIP_TAU >= (64'd1 << IN_W) || UNIFIED))
       || (UNIFIED && (OFF_BY_ONE || CLIP || U_LOW < 0 || U_LOW > SUM_F || U_LOW > 16
                       || U_FLOOR != (64'd1 << (SUM_F - U_LOW)) || (1 << U_S_W) <= U_LOW
                       || UOUTP_W < EXP_W + R_W + U_LOW))) begin : g_bad_opt
-    $error("hwa_softmax_online: invalid options SKIP=%0d SKIP_TAU=%0d (1..2^IN_W-1) UNIFIED=%0d (not with OFF_BY_ONE=%0d, CLIP=%0d, SKIP) U_LOW=%0d U_FLOOR=%0d (ONE >> U_LOW) U_S_W=%0d UOUTP_W=%0d",
+    $error("hwa_softmax_online %m: invalid options SKIP=%0d SKIP_TAU=%0d (1..2^IN_W-1) UNIFIED=%0d (not with OFF_BY_ONE=%0d, CLIP=%0d, SKIP) U_LOW=%0d U_FLOOR=%0d (ONE >> U_LOW) U_S_W=%0d UOUTP_W=%0d",
            SKIP, SKIP_TAU, UNIFIED, OFF_BY_ONE, CLIP, U_LOW, U_FLOOR, U_S_W, UOUTP_W);
   end
   if (OUT_CODE != 0 && (OUT_CODE > 2 || CODE_NW != OUT_W || CODE_BITS < 2 || CODE_BITS > 8
                         || CODE_ZERO != (1 << CODE_BITS) - 1)) begin : g_bad_code
-    $error("hwa_softmax_online: invalid OUT_CODE=%0d (0..2) CODE_NW=%0d (= OUT_W=%0d) CODE_BITS=%0d (2..8) CODE_ZERO=%0d (2^CODE_BITS - 1)",
+    $error("hwa_softmax_online %m: invalid OUT_CODE=%0d (0..2) CODE_NW=%0d (= OUT_W=%0d) CODE_BITS=%0d (2..8) CODE_ZERO=%0d (2^CODE_BITS - 1)",
            OUT_CODE, CODE_NW, OUT_W, CODE_BITS, CODE_ZERO);
   end
   // ---- input: row buffer, queue and output sequencer (hwa_row_stream) -------------
@@ -492,7 +493,7 @@ module hwa_softmax_online #(
   logic signed [IN_W-1:0] o1_m;
   logic [(UNIFIED ? U_S_W : 1)-1:0] o1_s;
   logic [RC_W-1:0] o1_r;
-  assign ce = ~m_axis_tvalid | m_axis_tready;
+  // ce: the output skid buffer's registered ready (hwa_skid, at the end)
   if (UNIFIED) begin : g_ctx_s
     assign ctx = {mq_pipe[RLAT-1], r_ctx};
     assign {o1_m, o1_s, o1_r} = o1_ctx;
@@ -616,6 +617,9 @@ module hwa_softmax_online #(
   end
   assign y_z = o3_mask ? '0 : y_o;  // a masked (or skipped) element outputs 0
   // the output register, or (OUT_CODE) one more and the log code (hwa_log_code)
+  localparam int OW = OUT_CODE != 0 ? CODE_BITS : OUT_W;
+  logic o_v, o_l;
+  logic [OW-1:0] o_y;
   hwa_out_code #(
       .W(OUT_W),
       .SIGNED(OUT_SIGNED),
@@ -632,9 +636,25 @@ module hwa_softmax_online #(
       .in_v (o3_v),
       .in_l (o3_l),
       .in_y (y_z),
-      .out_v(m_axis_tvalid),
-      .out_l(m_axis_tlast),
-      .out_y(m_axis_tdata)
+      .out_v(o_v),
+      .out_l(o_l),
+      .out_y(o_y)
+  );
+  // output register -> skid buffer -> m_axis (ce: its registered ready)
+  hwa_skid #(
+      .W(OW)
+  ) u_skid (
+      .clk(clk),
+      .rst(rst),
+      .in_v(o_v),
+      .in_l(o_l),
+      .in_d(o_y),
+      .ce(ce),
+      .m_axis_tdata(m_axis_tdata),
+      .m_axis_tvalid(m_axis_tvalid),
+      .m_axis_tready(m_axis_tready),
+      .m_axis_tlast(m_axis_tlast)
   );
 
 endmodule
+`default_nettype wire

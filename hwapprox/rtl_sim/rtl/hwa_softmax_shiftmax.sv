@@ -19,6 +19,7 @@
 // Rows longer than ROW_MAX are dropped with a row_err pulse (hwa_row_stream A).
 // Parameter defaults: the default ShiftmaxSoftmax spec's hw_params() with
 // row_stream_params(64) (tests/test_rtl_lint.py).
+`default_nettype none
 module hwa_softmax_shiftmax #(
     parameter int IN_W = 16,
     parameter int OUT_W = 9,
@@ -66,7 +67,7 @@ module hwa_softmax_shiftmax #(
 );
 
   if (FACTOR_W != 31) begin : g_bad
-    $error("hwa_softmax_shiftmax: FACTOR_W=%0d must be 31 ((2^31 - 1) / S)", FACTOR_W);
+    $error("hwa_softmax_shiftmax %m: FACTOR_W=%0d must be 31 ((2^31 - 1) / S)", FACTOR_W);
   end
   logic signed [DIFF_W-1:0] p2_diff;
   logic [SE_W-1:0] p2_e;
@@ -86,7 +87,7 @@ module hwa_softmax_shiftmax #(
   );
   if (OUT_CODE != 0 && (OUT_CODE > 2 || CODE_NW != OUT_W || CODE_BITS < 2 || CODE_BITS > 8
                         || CODE_ZERO != (1 << CODE_BITS) - 1)) begin : g_bad_code
-    $error("hwa_softmax_shiftmax: invalid OUT_CODE=%0d (0..2) CODE_NW=%0d (= OUT_W=%0d) CODE_BITS=%0d (2..8) CODE_ZERO=%0d (2^CODE_BITS - 1)",
+    $error("hwa_softmax_shiftmax %m: invalid OUT_CODE=%0d (0..2) CODE_NW=%0d (= OUT_W=%0d) CODE_BITS=%0d (2..8) CODE_ZERO=%0d (2^CODE_BITS - 1)",
            OUT_CODE, CODE_NW, OUT_W, CODE_BITS, CODE_ZERO);
   end
   hwa_softmax_3pass #(
@@ -118,3 +119,4 @@ module hwa_softmax_shiftmax #(
   );
 
 endmodule
+`default_nettype wire

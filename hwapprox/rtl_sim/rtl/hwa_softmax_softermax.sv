@@ -22,6 +22,7 @@
 // Rows longer than ROW_MAX are dropped with a row_err pulse (hwa_row_stream).
 // Parameter defaults: the default SoftermaxSoftmax spec's hw_params() with
 // row_stream_params(64) (tests/test_rtl_lint.py).
+`default_nettype none
 module hwa_softmax_softermax #(
     parameter int IN_W = 16,
     parameter int OUT_W = 8,
@@ -92,7 +93,7 @@ module hwa_softmax_softermax #(
 
   if (IN_W < 2 || IN_W > 32 || OUT_W < 1 || OUT_W > 40 || TX_W > 40 || T_F < 1
       || SUM_UP < 0 || SUM_W > 62 || A_MIN >= 0 || EXP_F + 1 != EXP_W) begin : g_bad
-    $error("hwa_softmax_softermax: invalid IN_W=%0d OUT_W=%0d TX_W=%0d T_F=%0d SUM_W=%0d SUM_UP=%0d A_MIN=%0d EXP_W=%0d EXP_F=%0d",
+    $error("hwa_softmax_softermax %m: invalid IN_W=%0d OUT_W=%0d TX_W=%0d T_F=%0d SUM_W=%0d SUM_UP=%0d A_MIN=%0d EXP_W=%0d EXP_F=%0d",
            IN_W, OUT_W, TX_W, T_F, SUM_W, SUM_UP, A_MIN, EXP_W, EXP_F);
   end
 
@@ -302,7 +303,7 @@ module hwa_softmax_softermax #(
   // ---- output: P(t - M·2^T_F) * r, stall-all pipeline -----------------------------------
   logic signed [M_W-1:0] o1_m;
   logic [R_W-1:0] o1_r;
-  assign ce = ~m_axis_tvalid | m_axis_tready;
+  // ce: the output skid buffer's registered ready (hwa_skid, at the end)
   assign {o1_m, o1_r} = o1_ctx;
   logic [EXP_W-1:0] p_out;
   hwa_exp_unit #(
@@ -374,12 +375,15 @@ module hwa_softmax_softermax #(
   );
   if (OUT_CODE != 0 && (OUT_CODE > 2 || CODE_NW != OUT_W || CODE_BITS < 2 || CODE_BITS > 8
                         || CODE_ZERO != (1 << CODE_BITS) - 1)) begin : g_bad_code
-    $error("hwa_softmax_softermax: invalid OUT_CODE=%0d (0..2) CODE_NW=%0d (= OUT_W=%0d) CODE_BITS=%0d (2..8) CODE_ZERO=%0d (2^CODE_BITS - 1)",
+    $error("hwa_softmax_softermax %m: invalid OUT_CODE=%0d (0..2) CODE_NW=%0d (= OUT_W=%0d) CODE_BITS=%0d (2..8) CODE_ZERO=%0d (2^CODE_BITS - 1)",
            OUT_CODE, CODE_NW, OUT_W, CODE_BITS, CODE_ZERO);
   end
   logic [OUT_W-1:0] y_z;
   assign y_z = o3_mask ? '0 : y_c;  // a masked element outputs 0
   // the output register, or (OUT_CODE) one more and the log code: one cycle more
+  localparam int OW = OUT_CODE != 0 ? CODE_BITS : OUT_W;
+  logic o_v, o_l;
+  logic [OW-1:0] o_y;
   hwa_out_code #(
       .W(OUT_W),
       .SIGNED(OUT_SIGNED),
@@ -396,9 +400,25 @@ module hwa_softmax_softermax #(
       .in_v (o3_v),
       .in_l (o3_l),
       .in_y (y_z),
-      .out_v(m_axis_tvalid),
-      .out_l(m_axis_tlast),
-      .out_y(m_axis_tdata)
+      .out_v(o_v),
+      .out_l(o_l),
+      .out_y(o_y)
+  );
+  // output register -> skid buffer -> m_axis (ce: its registered ready)
+  hwa_skid #(
+      .W(OW)
+  ) u_skid (
+      .clk(clk),
+      .rst(rst),
+      .in_v(o_v),
+      .in_l(o_l),
+      .in_d(o_y),
+      .ce(ce),
+      .m_axis_tdata(m_axis_tdata),
+      .m_axis_tvalid(m_axis_tvalid),
+      .m_axis_tready(m_axis_tready),
+      .m_axis_tlast(m_axis_tlast)
   );
 
 endmodule
+`default_nettype wire

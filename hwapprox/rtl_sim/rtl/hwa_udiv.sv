@@ -5,6 +5,7 @@
 // quotient bit per stage: r = 2r + n_k; if r >= d then r -= d, q_k = 1), advancing when
 // en is high. The caller guarantees n / d < 2^Q_W. d = 0 gives q = all ones.
 // Parameters: no defaults; the parent passes every one.
+`default_nettype none
 module hwa_udiv #(
     parameter int N_W,
     parameter int D_W,
@@ -21,7 +22,7 @@ module hwa_udiv #(
 );
 
   if (N_W < 1 || D_W < 1 || Q_W < 1 || Q_W > N_W || P_W < 1 || N_W > 64) begin : g_bad
-    $error("hwa_udiv: invalid N_W=%0d D_W=%0d Q_W=%0d (<= N_W) P_W=%0d", N_W, D_W, Q_W, P_W);
+    $error("hwa_udiv %m: invalid N_W=%0d D_W=%0d Q_W=%0d (<= N_W) P_W=%0d", N_W, D_W, Q_W, P_W);
   end
 
   // stage s holds the partial remainder after numerator bit N_W-1-s, the numerator bits
@@ -64,3 +65,4 @@ module hwa_udiv #(
   assign p_out = p_st[N_W-1];
 
 endmodule
+`default_nettype wire

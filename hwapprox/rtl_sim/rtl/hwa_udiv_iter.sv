@@ -10,6 +10,7 @@
 // Timing: in -> out_v T + 1 cycles; a new division is taken in the cycle its result
 // leaves, so one division every T + 1 <= II cycles.
 // Parameters: no defaults; the parent passes every one.
+`default_nettype none
 module hwa_udiv_iter #(
     parameter int N_W,
     parameter int D_W,
@@ -39,7 +40,7 @@ module hwa_udiv_iter #(
 
   if (N_W < 1 || D_W < 1 || Q_W < 1 || P_W < 1 || II < 2 || N_W > 64 || D_W > 63)
   begin : g_bad
-    $error("hwa_udiv_iter: invalid N_W=%0d D_W=%0d Q_W=%0d II=%0d P_W=%0d", N_W, D_W, Q_W, II,
+    $error("hwa_udiv_iter %m: invalid N_W=%0d D_W=%0d Q_W=%0d II=%0d P_W=%0d", N_W, D_W, Q_W, II,
            P_W);
   end
 
@@ -114,3 +115,4 @@ module hwa_udiv_iter #(
   end
 
 endmodule
+`default_nettype wire

@@ -20,7 +20,7 @@ from typing import Any
 
 import cocotb
 from cocotb.simtime import get_sim_time
-from cocotb.triggers import ReadOnly, RisingEdge
+from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge, Timer
 
 __all__ = [
     "AxisMonitor",
@@ -28,6 +28,7 @@ __all__ = [
     "AxisSource",
     "Beat",
     "CycleCounter",
+    "ReadyProbe",
     "axis_violations",
     "no_pauses",
     "random_pauses",
@@ -260,3 +261,46 @@ class AxisMonitor:
             if len(self.violations) < 100:
                 self.violations.extend(found)
             self._prev = smp
+
+
+class ReadyProbe:
+    """Checks that ``<s>_tready`` has no combinational path from ``<m>_tready``.
+
+    Every cycle, at the falling clock edge (half a period after the sink set
+    ``<m>_tready``), the probe inverts ``<m>_tready``, lets the design settle (1 ns),
+    samples ``<s>_tready``, puts ``<m>_tready`` back and settles again; all of it
+    between two rising edges, so no register sees the flipped value and the stream
+    is unchanged. ``changes`` lists every cycle where ``<s>_tready`` followed the
+    flip (a combinational path, which a skid buffer with a registered ready removes);
+    ``probes`` counts the cycles probed.
+    """
+
+    def __init__(self, dut: Any, clk: Any, counter: CycleCounter, s: str, m: str) -> None:
+        self.s_ready = getattr(dut, f"{s}_tready")
+        self.m_ready = getattr(dut, f"{m}_tready")
+        self.names = (f"{s}_tready", f"{m}_tready")
+        self.clk = clk
+        self.counter = counter
+        self.probes = 0
+        self.changes: list[str] = []
+        self._task = cocotb.start_soon(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            await FallingEdge(self.clk)
+            held = str(self.m_ready.value)
+            if held not in ("0", "1"):
+                continue
+            before = str(self.s_ready.value)
+            self.m_ready.value = 1 - int(held)
+            await Timer(1, unit="ns")
+            after = str(self.s_ready.value)
+            self.m_ready.value = int(held)
+            await Timer(1, unit="ns")
+            self.probes += 1
+            if after != before:
+                s, m = self.names
+                self.changes.append(
+                    f"cycle {self.counter.cycle}: {s} {before} -> {after} when {m} "
+                    f"{held} -> {1 - int(held)} with no clock edge"
+                )

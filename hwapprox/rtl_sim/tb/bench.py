@@ -36,6 +36,7 @@ from hwapprox.rtl_sim.tb.axis import (
     AxisSource,
     Beat,
     CycleCounter,
+    ReadyProbe,
     random_pauses,
 )
 from hwapprox.rtl_sim.tb.scoreboard import Scoreboard
@@ -129,8 +130,13 @@ class UnitTB:
         idle: float = 0.0,
         backpressure: float = 0.0,
         seed: int = 0,
+        probe_ready: bool = False,
     ) -> None:
         self.dut = dut
+        #: after reset, check s_axis_tready for a combinational path from m_axis_tready
+        #: (:class:`~hwapprox.rtl_sim.tb.axis.ReadyProbe`); a path fails :meth:`check`
+        self.probe_ready = probe_ready
+        self.ready_probe: ReadyProbe | None = None
         self.spec = spec
         period_ps = CLOCK_PERIOD_NS * 1000
         self.clock = Clock(dut.clk, CLOCK_PERIOD_NS, unit="ns")
@@ -172,6 +178,8 @@ class UnitTB:
             err = getattr(self.dut, "row_err", None)
             if err is not None:
                 cocotb.start_soon(self._count_row_errors(err))
+        if self.probe_ready and self.ready_probe is None:
+            self.ready_probe = ReadyProbe(self.dut, self.dut.clk, self.counter, "s_axis", "m_axis")
 
     async def _count_row_errors(self, sig: Any) -> None:
         while True:
@@ -264,13 +272,17 @@ class UnitTB:
         stats["protocol_violations"] = [] if mon is None else list(mon.violations)
         stats["row_errors"] = self.row_errors
         stats["long_rows"] = self.long_rows
+        if self.ready_probe is not None:
+            stats["ready_probes"] = self.ready_probe.probes
+            stats["ready_comb"] = list(self.ready_probe.changes)
         if raise_on_error:
             self.check(stats)
         return stats
 
     @staticmethod
     def check(stats: dict[str, Any]) -> None:
-        """Raise :class:`StreamError` for a timeout or protocol violations in ``stats``."""
+        """Raise :class:`StreamError` for a timeout, protocol violations or (with
+        ``probe_ready``) a combinational ready path in ``stats``."""
         if stats.get("timed_out"):
             raise StreamError(
                 f"timed out after {stats['timeout_cycles']} cycles with {stats['n_out']} of "
@@ -281,6 +293,13 @@ class UnitTB:
         if v:
             raise StreamError(
                 f"{len(v)} AXI-Stream protocol violation(s) on m_axis: {'; '.join(v[:5])}", stats
+            )
+        comb = stats.get("ready_comb") or []
+        if comb:
+            raise StreamError(
+                f"s_axis_tready changed combinationally with m_axis_tready in {len(comb)} "
+                f"cycle(s) (needs a registered ready, hwa_skid): {'; '.join(comb[:3])}",
+                stats,
             )
         if stats.get("row_errors", 0) != stats.get("long_rows", 0):
             raise StreamError(

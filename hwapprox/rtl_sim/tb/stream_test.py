@@ -14,6 +14,8 @@ The job file named by ``$HWAPPROX_RTL_JOB`` (JSON) holds:
 * ``expect_extra``: expect this many outputs more than the rows give, so that
   :meth:`~hwapprox.rtl_sim.tb.bench.UnitTB.wait_done` must time out and raise
   (negative test); ``timeout_cycles`` overrides its timeout;
+* ``probe_ready``: check every cycle that ``s_axis_tready`` does not follow a flip
+  of ``m_axis_tready`` between clock edges (:class:`~hwapprox.rtl_sim.tb.axis.ReadyProbe`);
 * ``stats_file``: where the measurements are written (JSON).
 
 The scoreboard compares every output with ``spec.model`` bit for bit and the
@@ -56,6 +58,7 @@ async def stream_matches_model(dut: Any) -> None:
         idle=float(job.get("idle", 0.0)),
         backpressure=float(job.get("backpressure", 0.0)),
         seed=int(job.get("seed", 0)),
+        probe_ready=bool(job.get("probe_ready", False)),
     )
     await tb.reset()
     if job.get("gamma") is not None:
