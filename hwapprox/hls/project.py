@@ -473,6 +473,7 @@ def _node_attrs(node: Any) -> dict[str, Any]:
 
 def _prepare_sites(source: str | Path | ModelProto, cfg: Any) -> Prepared:
     """Models without a whole encoder block: one layer per nonlinear site (a chain)."""
+    from hwapprox.export.patterns import config_for_kinds
     from hwapprox.hls.onnx_block import SITE_OP_TYPE
 
     folded, sites = fold_sites(source)
@@ -505,7 +506,7 @@ def _prepare_sites(source: str | Path | ModelProto, cfg: Any) -> Prepared:
         )
     names = {s.name: str(s.operator) for s in sites}
     fields = {s.name: s.fields_for_spec() for s in sites}
-    specs = cfg.resolve(names, site_fields=fields)
+    specs = config_for_kinds(cfg, sites).resolve(names, site_fields=fields)
     floats = sorted(n for n, s in specs.items() if s is None)
     if floats:
         raise SpecError(
