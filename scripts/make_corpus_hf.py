@@ -210,14 +210,21 @@ def _opt() -> nn.Module:
     return t.OPTModel(cfg)
 
 
-def _gptneo() -> nn.Module:
+def _gptneo(window: int = 256) -> nn.Module:
+    """GPT-Neo: a global then a local attention layer; the local window is the
+    config's default 256 (longer than the sequence: the mask is causal)."""
     t = _tx()
     cfg = t.GPTNeoConfig(
         vocab_size=VOCAB, max_position_embeddings=32, hidden_size=32, num_layers=2,
         num_heads=2, intermediate_size=64, attention_types=[[["global", "local"], 1]],
-        window_size=4, initializer_range=0.1, bos_token_id=0, eos_token_id=0, **COMMON,
+        window_size=window, initializer_range=0.1, bos_token_id=0, eos_token_id=0, **COMMON,
     )  # fmt: skip
     return t.GPTNeoModel(cfg)
+
+
+def _gptneo_local() -> nn.Module:
+    """GPT-Neo with a local window of 4 tokens, shorter than the sequence."""
+    return _gptneo(window=4)
 
 
 def _llama() -> nn.Module:
@@ -276,7 +283,10 @@ FAMILIES = [
            "fresh initialisation (LayerNorms deduplicated by the TorchScript exporter)",
            fresh=True),
     Family("opt", _opt, "text", "pre-LN decoder, causal, ReLU FFN"),
-    Family("gptneo", _gptneo, "text", "decoder, causal + local window, unscaled scores"),
+    Family("gptneo", _gptneo, "text", "decoder, unscaled scores, local window 256 (the "
+           "config default; longer than the sequence)"),
+    Family("gptneo_local", _gptneo_local, "text", "GPT-Neo with a 4-token local window in "
+           "its second layer (shorter than the sequence)", exporters=("ts17",)),
     Family("llama", _llama, "text", "RMSNorm, rotary Q/K, SiLU-gated FFN, causal; fresh "
            "initialisation", fresh=True),
     Family("llama_rmsop", _llama_nn_rmsnorm, "text", "Llama with torch nn.RMSNorm: ONNX "

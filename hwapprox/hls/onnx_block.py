@@ -39,6 +39,7 @@ from onnx import ModelProto, NodeProto, helper, numpy_helper
 from hwapprox.approx.base import Operator
 from hwapprox.export.errors import ExportError
 from hwapprox.export.graph import GraphIndex, load_model
+from hwapprox.export.masks import MASK_LIMIT
 from hwapprox.export.patterns import Site, find_sites
 
 __all__ = [
@@ -332,8 +333,11 @@ class _Matcher:
             if len(real) != 1:
                 return t, nodes
             c = real[0]
-            if c.op_type in _LAYOUT or (c.op_type == "Where" and len(c.input) == 3
-                                         and c.input[2] == t):  # fmt: skip
+            if (
+                c.op_type in _LAYOUT
+                or self.float_cast(c)
+                or (c.op_type == "Where" and len(c.input) == 3 and c.input[2] == t)
+            ):
                 if c.op_type == "Where":
                     cond = self.gi.producer.get(c.input[0])
                     if cond is None or cond.op_type != "IsNaN":
@@ -344,6 +348,33 @@ class _Matcher:
                 continue
             return t, nodes
         raise _NoMatch(f"the {what} path is longer than expected")
+
+    def channel_scale(self, t: str, d: int) -> tuple[str, np.ndarray]:
+        """``t`` through a ``Mul`` by a constant per-channel vector (LayerScale, as in
+        CaiT / DeiT-III / DINOv2 / BEiT: ``γ ⊙ branch`` before the residual add) and the
+        layout ops after it: (the tensor the residual reads, γ of length ``d``; ones
+        when there is none). γ is folded into the projection before it by the caller:
+        ``(x·W + b) ⊙ γ = x·(W diag γ) + b ⊙ γ``, exact in real arithmetic, so the
+        quantised block has no extra stage."""
+        cons = [c for c in self.gi.consumers.get(t, []) if c.op_type != "Shape"]
+        if len(cons) != 1 or cons[0].op_type != "Mul":
+            return t, np.ones(d)
+        mul = cons[0]
+        other = mul.input[1] if mul.input[0] == t else mul.input[0]
+        c = self.gi.const(other)
+        if c is None or c.size not in (1, d) or (c.size == d and c.shape[-1] != d):
+            return t, np.ones(d)
+        lam = np.broadcast_to(np.asarray(c, np.float64).reshape(-1), (d,)).copy()
+        out, _ = self.down_layout(mul.output[0], "scaled branch")
+        return out, lam
+
+    def float_cast(self, n: NodeProto) -> bool:
+        """A ``Cast`` to float32 of a float32 tensor (``.to(query.dtype)``): a no-op."""
+        return (
+            n.op_type == "Cast"
+            and int(_attr(n, "to", 0) or 0) == onnx.TensorProto.FLOAT  # type: ignore[call-overload]
+            and self.gi.elem_type.get(n.input[0]) == onnx.TensorProto.FLOAT
+        )
 
     def residual(self, t: str, what: str) -> tuple[NodeProto, str]:
         """The residual ``Add`` reading ``t``: (node, the other input)."""
@@ -444,6 +475,8 @@ class _Matcher:
             raise _NoMatch(f"'{o_node.name}' is not a projection with constant weights")
         o_out_t, _ = self.down_layout(o_out, "attention output")  # [B*S, D] -> [B, S, D]
         _, wo, bo, _ = od
+        o_out_t, lam1 = self.channel_scale(o_out_t, wo.shape[1])  # LayerScale
+        wo, bo = wo * lam1[None, :], bo * lam1
         # residual 1 and the LayerNorm arrangement
         add1, x_res = self.residual(o_out_t, "the attention output")
         r1 = add1.output[0]
@@ -491,6 +524,8 @@ class _Matcher:
             raise _NoMatch(f"GELU {gelu.name} does not feed the second FFN projection")
         f2_out, (_, w2, b2, _) = f2  # type: ignore[misc]
         f2_t, _ = self.down_layout(f2_out, "FFN output")
+        f2_t, lam2 = self.channel_scale(f2_t, w2.shape[1])
+        w2, b2 = w2 * lam2[None, :], b2 * lam2
         add2, res2 = self.residual(f2_t, "the FFN output")
         if res2 != ffn_res:
             raise _NoMatch(
@@ -524,16 +559,57 @@ class _Matcher:
             stack.extend(i for i in n.input if i)
         tensors = {"q": q.dense_out, "k": k.dense_out, "v": v.dense_out, "ctx": ctx_t,
                    "attn": o_out_t, "ffn2": f2_t, "res1": r1}  # fmt: skip
-        roles = [] if sm.mask is None else sm.mask.roles
-        key_mask = None
-        if sm.mask is not None:
-            srcs = [s for p in sm.mask.parts if p.role == "padding" for s in p.sources]
-            key_mask = srcs[0] if srcs else None
+        causal, key_mask = self.mask_kind(sm)
         return BlockMatch(
             x0, out, frozenset(nodes), weights, h, score_scale, sm, gelu, ln1, ln2_site,
-            tensors, prenorm=prenorm,
-            causal=any(r in ("causal", "constant") for r in roles), key_mask=key_mask,
+            tensors, prenorm=prenorm, causal=causal, key_mask=key_mask,
         )  # fmt: skip
+
+    def mask_kind(self, sm: Site) -> tuple[bool, str | None]:
+        """(causal, key-padding graph input) of the mask in front of ``sm``, read off its
+        bits on the sample inputs: the bits must be the same for every head and equal,
+        on the real query rows, to key padding from one graph input (nonzero = token)
+        OR'd with the causal triangle or not; an additive part may add nothing but the
+        mask (a bias on the scores, e.g. a relative position bias, is refused)."""
+        if sm.mask is None:
+            return False, None
+        srcs = [s for p in sm.mask.parts if p.role == "padding" for s in p.sources]
+        key_mask = srcs[0] if srcs else None
+        vals = self.ev([sm.input, *sm.mask.tensors(), *([key_mask] if key_mask else [])])
+        shape = np.shape(vals[sm.input])
+        for p in sm.mask.parts:
+            if p.kind == "additive":
+                m = np.broadcast_to(np.asarray(vals[p.tensor], np.float64), shape)
+                if np.any(m[m > MASK_LIMIT] != 0):
+                    raise _NoMatch(
+                        f"node '{p.node}' (Add) adds a bias to the scores before softmax "
+                        f"{sm.name} (values other than the mask's 0 / large negative: a "
+                        f"relative position or ALiBi bias); the HLS block adds no score bias"
+                    )
+        bits = sm.mask.bits(vals, shape)
+        if len(shape) < 3 or shape[-1] != shape[-2]:
+            raise _NoMatch(f"softmax {sm.name}: scores {list(shape)} are not [.., S, S]")
+        b3 = bits.reshape(-1, *shape[-3:]) if len(shape) >= 4 else bits[None]
+        if not (b3 == b3[:, :1]).all():
+            raise _NoMatch(f"the mask in front of softmax {sm.name} differs between heads")
+        b3 = b3[:, 0]  # [B, S, S]
+        s_ = shape[-1]
+        if key_mask is not None:
+            keep = np.asarray(vals[key_mask]).reshape(b3.shape[0], -1) != 0
+            if keep.shape[1] != s_:
+                raise _NoMatch(f"key mask input {key_mask} is not [batch, {s_}]")
+        else:
+            keep = np.ones((b3.shape[0], s_), dtype=bool)
+        tri = np.triu(np.ones((s_, s_), dtype=bool), 1)
+        for causal in (False, True):
+            want = np.broadcast_to((~keep)[:, None, :] | (tri[None] & causal), b3.shape)
+            if np.array_equal(b3[keep], want[keep]):
+                return causal, key_mask if (~keep).any() or key_mask else None
+        raise _NoMatch(
+            f"the mask in front of softmax {sm.name} ({sm.mask.describe()}) is neither key "
+            f"padding nor causal nor both (e.g. a local attention window); the HLS block "
+            f"masks padding keys and/or future keys only"
+        )
 
     def strip_up(self, t: str) -> str:
         """Up through layout ops from a site input to the projection output."""
