@@ -46,12 +46,12 @@ MATCHED = {
 #: family -> what the refusal of its first refused softmax site says
 REFUSED = {
     "beit": "adds a bias to the scores",
-    "clip_vision": "does not feed an FFN MatMul/Gemm -> GELU site",
-    "clip_text": "does not feed an FFN MatMul/Gemm -> GELU site",
-    "opt": "is not the input of a LayerNorm site",
+    "clip_vision": "(Mul), not a GELU site",
+    "clip_text": "(Mul), not a GELU site",
+    "opt": "(Relu), not a GELU site",
     "gptneo_local": "local attention window",
-    "llama": "on the query path",
-    "llama_rmsop": "on the query path",
+    "llama": "is a rotary position embedding",
+    "llama_rmsop": "is a rotary position embedding",
 }
 
 
@@ -131,3 +131,22 @@ def test_hls_csim_no_config_bit_exact(file: str, tmp_path) -> None:
     assert res.exit_code == 0, res.output
     assert "C-sim data: 2 real block input(s)" in res.output
     assert "bit-exact" in res.output
+
+
+def test_hls_on_a_refused_family_names_the_node_and_writes_nothing(tmp_path) -> None:
+    """OPT's ReLU FFN: one paragraph naming the softmax site and the Relu node first;
+    the output directory is not created."""
+    entry = next(e for e in MODELS if e["file"] == "opt_ts17.onnx")
+    out = tmp_path / "prj"
+    res = CliRunner().invoke(
+        cli,
+        ["hls", "csim", str(CORPUS / entry["file"]), "--inputs", str(CORPUS / entry["inputs"]),
+         "-o", str(out)],
+    )  # fmt: skip
+    assert res.exit_code == 1
+    msg = res.output.split("Error: ", 1)[1]
+    assert msg.startswith("no encoder block the HLS flow builds was found: around softmax ")
+    assert "'/model/decoder/layers.0/activation_fn/Relu' (Relu), not a GELU site" in msg
+    assert "Traceback" not in res.output
+    assert len(msg.strip().splitlines()) == 1
+    assert not out.exists()

@@ -317,9 +317,16 @@ class _Matcher:
                 split = (idx, int(sum(sizes[:idx])), int(sizes[idx]))
                 t = n.input[0]
             else:
+                rope = (
+                    " (an Add of two activations on the query/key path is a rotary position "
+                    "embedding, q·cos + rotate_half(q)·sin, which the HLS block does not "
+                    "compute)"
+                    if n.op_type == "Add" and all(self.gi.const(i) is None for i in n.input)
+                    else ""
+                )
                 raise _NoMatch(
                     f"node '{n.name}' ({n.op_type}) on the {what} path: expected Reshape/"
-                    f"Transpose/Split, a scalar Mul/Div or the projection MatMul/Gemm"
+                    f"Transpose/Split, a scalar Mul/Div or the projection MatMul/Gemm{rope}"
                 )
         raise _NoMatch(f"the {what} path is longer than expected")
 
@@ -386,10 +393,34 @@ class _Matcher:
         return a, other
 
     def layernorm_at(self, t: str, what: str) -> Site:
-        for st in self.by_in.get(t, []):
-            if st.operator is Operator.LAYERNORM:
-                return st
+        """The LayerNorm site reading ``t`` (or ``t`` through layout ops: OPT flattens
+        the residual stream to ``[B·S, D]`` before its FFN LayerNorm)."""
+        for u in dict.fromkeys((t, self.down_layout(t, what)[0])):
+            for st in self.by_in.get(u, []):
+                if st.operator is Operator.LAYERNORM:
+                    return st
         raise _NoMatch(f"{what} '{t}' is not the input of a LayerNorm site")
+
+    def ffn_activation(self, ffn_in: str) -> str:
+        """What follows the FFN's first projection when it is no GELU site (for the
+        refusal): the node after ``ffn_in``'s projection, named with its op."""
+        for c in self.gi.consumers.get(ffn_in, []):
+            if c.op_type not in ("MatMul", "Gemm"):
+                continue
+            out = c.output[0]
+            add = [a for a in self.gi.consumers.get(out, []) if a.op_type == "Add"]
+            if c.op_type == "MatMul" and len(add) == 1:
+                out = add[0].output[0]
+            out, _ = self.down_layout(out, "FFN projection")
+            nxt = [n for n in self.gi.consumers.get(out, []) if n.op_type != "Shape"]
+            if nxt:
+                names = ", ".join(f"'{n.name}' ({n.op_type})" for n in nxt)
+                return (
+                    f"the FFN projection '{c.name}' feeds {names}, not a GELU site (a ReLU "
+                    f"FFN, CLIP's quick_gelu x·sigmoid(1.702x) or a gated FFN); the HLS "
+                    f"block's FFN computes GELU"
+                )
+        return f"'{ffn_in}' does not feed an FFN MatMul/Gemm -> GELU site"
 
     # -- one block -------------------------------------------------------------------
     def block(self, sm: Site) -> BlockMatch:
@@ -509,7 +540,7 @@ class _Matcher:
                     gelu, (_, w1, b1, _) = st, d1
                     break
         if gelu is None or not f1:
-            raise _NoMatch(f"'{ffn_in}' does not feed an FFN MatMul/Gemm -> GELU site")
+            raise _NoMatch(self.ffn_activation(ffn_in))
         g_out, _ = self.down_layout(gelu.output, "GELU output")
         f2 = None
         for c in gi.consumers.get(g_out, []):

@@ -235,11 +235,11 @@ def prepare_model(
         except SpecError as exc:
             if not errors:
                 raise
-            lines = "; ".join(f"{k}: {v}" for k, v in list(errors.items())[:3])
-            more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+            (site, why), *rest = errors.items()
+            more = f" (and {len(rest)} more softmax site(s))" if rest else ""
             raise SpecError(
-                f"{exc}. Why no encoder block matched around the model's {len(errors)} softmax "
-                f"site(s): {lines}{more}"
+                f"no encoder block the HLS flow builds was found: around softmax {site}, "
+                f"{why}{more}. Without whole blocks, {exc}"
             ) from None
     all_sites, _ = find_sites(m)
     names = {x.name for x in all_sites}
