@@ -39,13 +39,13 @@ MATCHED = {
     "vit": (True, False, False),
     "deit": (True, False, False),
     "dinov2": (True, False, False),
+    "beit": (True, False, False),  # + LayerScale and a relative position bias on the scores
     "gpt2": (True, True, True),
     "gptneo": (True, True, True),  # local window 256 > sequence: causal
     "whisper_encoder": (True, False, False),
 }
 #: family -> what the refusal of its first refused softmax site says
 REFUSED = {
-    "beit": "adds a bias to the scores",
     "clip_vision": "(Mul), not a GELU site",
     "clip_text": "(Mul), not a GELU site",
     "opt": "(Relu), not a GELU site",
@@ -78,6 +78,7 @@ def test_families_the_block_computes_are_matched(entry: dict) -> None:
         assert b.prenorm == prenorm
         assert b.causal == causal
         assert (b.key_mask == "attention_mask") if masked else (b.key_mask is None)
+        assert b.score_bias == (entry["family"] == "beit")
     assert blocks[1].input == blocks[0].output
 
 
@@ -119,8 +120,25 @@ def test_layerscale_is_folded_and_checked(file: str) -> None:
             _check_float(dataclasses.replace(b, weights=unscaled), ev)
 
 
+@pytest.mark.parametrize("file", ["beit_ts17.onnx", "beit_dynamo18.onnx"])
+def test_relative_position_bias_is_the_score_bias(file: str) -> None:
+    """BEiT adds a per-head table (gathered from its relative position parameters) to
+    the scores: the match carries it as the block's score bias, [H·S·S], different per
+    head; without it the match does not reproduce the graph."""
+    entry = next(e for e in MODELS if e["file"] == file)
+    m = load_model(CORPUS / file)
+    ev = _Evaluator(m, _feeds(entry))
+    for b in match_blocks(m, _feeds(entry)):
+        s = entry["input_shapes"]["pixel_values"][-1] // 8
+        sb = b.weights["sb"].reshape(b.heads, s * s + 1, s * s + 1)
+        assert not np.allclose(sb[0], sb[1])
+        _check_float(b, ev)
+        with pytest.raises(_NoMatch, match="does not reproduce the graph"):
+            _check_float(dataclasses.replace(b, score_bias=False), ev)
+
+
 @pytest.mark.hls
-@pytest.mark.parametrize("file", ["dinov2_ts17.onnx", "gpt2_dynamo18.onnx"])
+@pytest.mark.parametrize("file", ["dinov2_ts17.onnx", "gpt2_dynamo18.onnx", "beit_dynamo18.onnx"])
 def test_hls_csim_no_config_bit_exact(file: str, tmp_path) -> None:
     entry = next(e for e in MODELS if e["file"] == file)
     res = CliRunner().invoke(

@@ -92,6 +92,8 @@ class BlockMatch:
     causal: bool = False
     #: graph input with the key padding (``[B, S]`` or ``[S]``, nonzero = token)
     key_mask: str | None = None
+    #: a constant per-head table (``weights["sb"]``, ``[H·S·S]``) is added to the scores
+    score_bias: bool = False
 
     @property
     def sites(self) -> dict[str, str]:
@@ -590,33 +592,50 @@ class _Matcher:
             stack.extend(i for i in n.input if i)
         tensors = {"q": q.dense_out, "k": k.dense_out, "v": v.dense_out, "ctx": ctx_t,
                    "attn": o_out_t, "ffn2": f2_t, "res1": r1}  # fmt: skip
-        causal, key_mask = self.mask_kind(sm)
+        causal, key_mask, bias = self.mask_kind(sm, h)
+        if bias is not None:
+            weights["sb"] = bias.reshape(-1)
         return BlockMatch(
             x0, out, frozenset(nodes), weights, h, score_scale, sm, gelu, ln1, ln2_site,
             tensors, prenorm=prenorm, causal=causal, key_mask=key_mask,
+            score_bias=bias is not None,
         )  # fmt: skip
 
-    def mask_kind(self, sm: Site) -> tuple[bool, str | None]:
-        """(causal, key-padding graph input) of the mask in front of ``sm``, read off its
-        bits on the sample inputs: the bits must be the same for every head and equal,
-        on the real query rows, to key padding from one graph input (nonzero = token)
-        OR'd with the causal triangle or not; an additive part may add nothing but the
-        mask (a bias on the scores, e.g. a relative position bias, is refused)."""
+    def mask_kind(self, sm: Site, heads: int) -> tuple[bool, str | None, np.ndarray | None]:
+        """(causal, key-padding graph input, score bias ``[H, S, S]`` or None) of the
+        mask in front of ``sm``, read off its bits on the sample inputs: the bits must
+        be the same for every head and equal, on the real query rows, to key padding
+        from one graph input (nonzero = token) OR'd with the causal triangle or not.
+        An additive part computed from constants only may also add a bias (values
+        above the mask's, e.g. BEiT's relative position bias): the same for every
+        sample, it is the block's score bias; a bias that depends on an input is
+        refused."""
         if sm.mask is None:
-            return False, None
+            return False, None, None
         srcs = [s for p in sm.mask.parts if p.role == "padding" for s in p.sources]
         key_mask = srcs[0] if srcs else None
         vals = self.ev([sm.input, *sm.mask.tensors(), *([key_mask] if key_mask else [])])
         shape = np.shape(vals[sm.input])
+        bias = None
         for p in sm.mask.parts:
             if p.kind == "additive":
                 m = np.broadcast_to(np.asarray(vals[p.tensor], np.float64), shape)
-                if np.any(m[m > MASK_LIMIT] != 0):
+                if not np.any(m[m > MASK_LIMIT] != 0):
+                    continue
+                per = np.where(m > MASK_LIMIT, m, 0.0).reshape(-1, *shape[-3:])
+                why = (
+                    "depends on an input" if p.sources
+                    else "is a second one" if bias is not None
+                    else "differs between samples" if not (per == per[:1]).all()
+                    else None
+                )  # fmt: skip
+                if why is not None:
                     raise _NoMatch(
                         f"node '{p.node}' (Add) adds a bias to the scores before softmax "
-                        f"{sm.name} (values other than the mask's 0 / large negative: a "
-                        f"relative position or ALiBi bias); the HLS block adds no score bias"
+                        f"{sm.name} that {why}; the HLS block adds one constant per-head "
+                        f"table to the scores"
                     )
+                bias = np.broadcast_to(per[0], (heads, shape[-2], shape[-1])).copy()
         bits = sm.mask.bits(vals, shape)
         if len(shape) < 3 or shape[-1] != shape[-2]:
             raise _NoMatch(f"softmax {sm.name}: scores {list(shape)} are not [.., S, S]")
@@ -635,7 +654,7 @@ class _Matcher:
         for causal in (False, True):
             want = np.broadcast_to((~keep)[:, None, :] | (tri[None] & causal), b3.shape)
             if np.array_equal(b3[keep], want[keep]):
-                return causal, key_mask if (~keep).any() or key_mask else None
+                return causal, key_mask if (~keep).any() or key_mask else None, bias
         raise _NoMatch(
             f"the mask in front of softmax {sm.name} ({sm.mask.describe()}) is neither key "
             f"padding nor causal nor both (e.g. a local attention window); the HLS block "
@@ -678,6 +697,8 @@ def float_block(bm: BlockMatch, x: np.ndarray, keep: np.ndarray | None = None) -
     k = heads(a_in @ w["wk"] + w["bk"])
     v = heads(a_in @ w["wv"] + w["bv"])
     scores = (q @ k.transpose(0, 1, 3, 2)) * bm.score_scale
+    if bm.score_bias:
+        scores = scores + w["sb"].reshape(h, s_, s_)
     mask = np.zeros((b_, 1, s_, s_), dtype=bool)
     if keep is not None:
         mask |= ~keep.astype(bool)[:, None, None, :]
@@ -837,7 +858,8 @@ def fold_blocks(
     d = matches[0].weights["wo"].shape[1]
     nodes = []
     for i, bm in enumerate(matches):
-        attrs = {k: numpy_helper.from_array(v.astype(np.float32), k) for k, v in bm.weights.items()}
+        ws = {"sb": np.zeros(1), **bm.weights}  # sb: one unread zero without a score bias
+        attrs = {k: numpy_helper.from_array(v.astype(np.float32), k) for k, v in ws.items()}
         nodes.append(
             helper.make_node(
                 OP_TYPE,
@@ -857,6 +879,7 @@ def fold_blocks(
                 prenorm=int(bm.prenorm),
                 causal=int(bm.causal),
                 masked=int(bm.key_mask is not None),
+                score_bias=int(bm.score_bias),
                 **{f"t_{k}": t for k, t in attrs.items()},
             )
         )
