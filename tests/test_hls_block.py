@@ -38,6 +38,9 @@ KINDS: dict[str, dict[str, bool | str]] = {
     "pre_causal_masked_fused": {
         "prenorm": True, "causal": True, "masked": True, "attention": "fused",
     },
+    # a constant per-head table added to the scores (BEiT's relative position bias)
+    "pre_bias": {"prenorm": True, "score_bias": True},
+    "post_masked_bias_fused": {"masked": True, "score_bias": True, "attention": "fused"},
 }  # fmt: skip
 FUSED = {k for k, v in KINDS.items() if v.get("attention") == "fused"}
 FORMAT_SETS = ("a", "b")
@@ -78,10 +81,13 @@ def make_block(fset: str, **kind: bool) -> EncoderBlock:
     # the fused datapath's codes differ from the two-pass ones (16 fraction bits mostly
     # round to the same context codes at S = 4)
     fused_acc = {"attn_acc_fmt": "ap_fixed<20,10,AP_TRN,AP_SAT>"} if kind.get("attention") else {}
+    sb = {}
+    if kind.get("score_bias"):  # a per-head table of about the scores' own size
+        sb = {"sb": np.random.default_rng(7).normal(0, 1.0, (H, S, S))}
     if fset == "a":
         ln = make_spec("layernorm", "rsqrt_lut", max_n=64)
         return EncoderBlock.from_float(
-            float_weights(0),
+            float_weights(0) | sb,
             seq=S,
             heads=H,
             softmax=make_spec("softmax", "online"),
@@ -101,7 +107,7 @@ def make_block(fset: str, **kind: bool) -> EncoderBlock:
         out_fmt="ap_fixed<12,4,AP_RND,AP_SAT>",
     )
     return EncoderBlock.from_float(
-        float_weights(1),
+        float_weights(1) | sb,
         seq=S,
         heads=H,
         softmax=make_spec("softmax", "ibert", in_fmt="ap_fixed<16,6>"),
@@ -252,6 +258,19 @@ def test_block_csim_bit_exact(setup, case, io):
     bad = np.argwhere(got != want)
     assert bad.size == 0, f"{len(bad)} of {want.size} differ, first at {tuple(bad[0])}"
     assert len(np.unique(want)) > 20  # a non-degenerate output
+
+
+@pytest.mark.parametrize("case", ["a_pre_bias", "a_post_masked_bias_fused", "b_pre_bias"])
+def test_csim_adds_the_score_bias(setup, case):
+    """The comparison can fail: the same C-sim output against the block model with the
+    score bias zeroed differs (the C++ does add the table, in both schedules)."""
+    bl, ids, exe = setup
+    blk = bl[case]
+    x, km = inputs(blk, 11)
+    got = csim(exe, ids[case], blk, x, km)
+    assert np.array_equal(got, blk.model(x, key_mask=km))
+    zero = dataclasses.replace(blk, weights={**blk.weights, "sb": 0 * blk.weights["sb"]})
+    assert not np.array_equal(got, zero.model(x, key_mask=km))
 
 
 @pytest.mark.parametrize("case", ["a_pre_causal_masked", "b_post_masked"])

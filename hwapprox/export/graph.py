@@ -287,8 +287,14 @@ class GraphIndex:
             for inp in node.input:
                 if inp:
                     self.consumers[inp].append(node)
-            if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+            if node.domain not in ("", "ai.onnx"):
+                continue
+            if node.op_type == "Constant":
                 value = _constant_value(node)
+                if value is not None:
+                    self.constants[node.output[0]] = value
+            elif node.op_type in FOLDED_OPS and node.output and node.output[0]:
+                value = _fold(node, self.constants)
                 if value is not None:
                     self.constants[node.output[0]] = value
         for vi in [*g.input, *g.value_info, *g.output]:
@@ -310,7 +316,8 @@ class GraphIndex:
         self.graph_outputs = {o.name for o in g.output}
 
     def const(self, name: str) -> np.ndarray | None:
-        """The value of a constant tensor (initializer or ``Constant`` node), else None."""
+        """The value of a constant tensor (initializer, ``Constant`` node, or one of
+        :data:`FOLDED_OPS` applied to constants), else None."""
         return self.constants.get(name)
 
     def scalar(self, name: str) -> float | None:
@@ -344,6 +351,58 @@ class GraphIndex:
             if any(c.name not in nodes for c in self.consumers.get(t, [])):
                 return False
         return True
+
+
+#: ops whose output is a constant when their data input is one (and the shape/axes input
+#: of ``Reshape``/``Unsqueeze``/``Squeeze``): exporters reach deduplicated or retyped
+#: initializers through them (torch's TorchScript exporter writes ``Identity`` of one
+#: initializer for every tied or equal weight)
+FOLDED_OPS = frozenset({"Identity", "Cast", "Reshape", "Unsqueeze", "Squeeze"})
+
+
+def _fold(node: NodeProto, constants: dict[str, np.ndarray]) -> np.ndarray | None:
+    """The value of ``node`` (one of :data:`FOLDED_OPS`) on constant inputs, else None."""
+    if not node.input or node.input[0] not in constants:
+        return None
+    x = constants[node.input[0]]
+    op = node.op_type
+    if op == "Identity":
+        return x
+    if op == "Cast":
+        to = _attr_value(node, "to")
+        if to is None or int(to) == onnx.TensorProto.STRING:  # type: ignore[call-overload]
+            return None
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(int(to))  # type: ignore[call-overload]
+        return np.asarray(x).astype(dtype)
+    second = node.input[1] if len(node.input) > 1 and node.input[1] else None
+    if second is not None and second not in constants:
+        return None
+    arg = None if second is None else [int(v) for v in np.asarray(constants[second]).ravel()]
+    if op == "Reshape":
+        if arg is None:
+            return None
+        allow_zero = int(_attr_value(node, "allowzero", 0) or 0)  # type: ignore[call-overload]
+        shape = [x.shape[i] if (d == 0 and not allow_zero) else d for i, d in enumerate(arg)]
+        try:
+            return np.reshape(x, shape)
+        except ValueError:
+            return None
+    axes = arg if arg is not None else _attr_value(node, "axes")
+    if op == "Unsqueeze":
+        if axes is None:
+            return None
+        out = np.asarray(x)
+        rank = out.ndim + len(axes)  # type: ignore[arg-type]
+        for a in sorted(int(a) % rank for a in axes):  # type: ignore[union-attr]
+            out = np.expand_dims(out, a)
+        return out
+    # Squeeze
+    if axes is None:
+        return np.squeeze(x)
+    try:
+        return np.squeeze(x, axis=tuple(int(a) for a in axes))  # type: ignore[union-attr]
+    except ValueError:
+        return None
 
 
 def _constant_value(node: NodeProto) -> np.ndarray | None:

@@ -26,7 +26,7 @@ from onnx import ModelProto, NodeProto
 from hwapprox.approx.base import ApproxSpec
 from hwapprox.approx.config import ApproxConfig, load_config
 from hwapprox.export.errors import ExportError
-from hwapprox.export.patterns import Site
+from hwapprox.export.patterns import Site, config_for_kinds
 from hwapprox.export.validate import ImportedModel, import_model
 
 __all__ = ["HLS4ML_ONNX_OPS", "HlsGraph", "to_hls_graph"]
@@ -116,7 +116,7 @@ def to_hls_graph(
                     f"site {s.name} is a {s.operator}, but its spec is {spec.describe()}"
                 )
     else:
-        cfg = load_config(site_specs)  # type: ignore[arg-type]
+        cfg = config_for_kinds(load_config(site_specs), imp.sites)  # type: ignore[arg-type]
         specs = cfg.resolve(
             {s.name: s.operator for s in imp.sites},
             site_fields={s.name: s.fields_for_spec() for s in imp.sites},

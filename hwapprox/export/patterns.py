@@ -24,6 +24,15 @@ Recognised (main graph only; subgraphs of If/Loop are not searched):
   constant beta; reduce axes as attribute (opset < 18) or input (opset 18), a
   trailing set of axes.
 
+* RMSNorm (site ``kind`` ``"rmsnorm"``, operator ``layernorm``; approximated by the
+  methods in :data:`KIND_METHODS`): ONNX ``RMSNormalization`` (opset 23; ``Scale``
+  a constant), or written out as the ``transformers`` modeling code exports it:
+  ``Pow(x, 2)`` (or ``Mul(x, x)``), ``ReduceMean`` over trailing axes, ``Add(·, eps)``,
+  ``Sqrt``, then ``Div(x, ·)``, or ``Mul(x, r)`` with ``r = Reciprocal(·)`` or
+  ``Div(1, ·)`` (torch's ``rsqrt``); a float-to-float ``Cast`` of ``x`` before and of
+  the result after (``.to(float32)`` / ``.to(input_dtype)``) is part of the site;
+  then optionally ``Mul`` by a constant gamma.
+
 Attention normalisers other than softmax (site ``kind``, constants in ``params``):
 
 * ``softmax1`` (Softmax_1, "off by one": ``exp(x_i) / (1 + Σ exp(x_j))``), two
@@ -60,6 +69,7 @@ Every intermediate tensor of a pattern must be used only inside it.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,10 +78,21 @@ import numpy as np
 from onnx import ModelProto, NodeProto, helper, numpy_helper
 
 from hwapprox.approx.base import Operator
+from hwapprox.approx.config import FLOAT, ApproxConfig
+from hwapprox.approx.registry import get_method
 from hwapprox.export.graph import GraphIndex, opset_version
 from hwapprox.export.masks import SiteMask, find_mask
 
-__all__ = ["CLIP_LIMITS", "CONST_RTOL", "Site", "SiteScan", "find_all", "find_sites"]
+__all__ = [
+    "CLIP_LIMITS",
+    "CONST_RTOL",
+    "KIND_METHODS",
+    "Site",
+    "SiteScan",
+    "config_for_kinds",
+    "find_all",
+    "find_sites",
+]
 
 #: Relative tolerance when matching pattern constants (√2, 0.5, 0.044715, ...).
 CONST_RTOL = 1e-4
@@ -84,6 +105,9 @@ KIND_FIELDS = {
     "sigmoid_attention": ("bias",),
     "relu_attention": ("seq_len",),
 }
+#: Site kinds that only some methods of their operator compute (RMSNorm has no mean):
+#: the methods, first the one a config that names another method of the operator gets.
+KIND_METHODS: dict[str, tuple[str, ...]] = {"rmsnorm": ("rmsnorm",)}
 #: Ops through which a tensor may be computed from shapes only (a run-time length n).
 _SHAPE_ONLY_OPS = frozenset(
     {"Shape", "Size", "Gather", "Slice", "Squeeze", "Unsqueeze", "Cast", "Concat", "Reshape"}
@@ -145,6 +169,13 @@ class Site:
     def spec_mismatch(self, spec: Any) -> str | None:
         """Why ``spec`` does not compute this site's function (a Softmax_1 or clipped
         site needs a method with those options, set to the model's constants), or None."""
+        allowed = KIND_METHODS.get(self.kind)
+        method = getattr(spec, "method", None)
+        if allowed is not None and method not in allowed:
+            return (
+                f"site {self.name} is a {self.kind} but method {method} computes another "
+                f"function; use method {' or '.join(allowed)} or keep the site float"
+            )
         for k, v in self.fields_for_spec().items():
             if self.kind not in KIND_FIELDS:
                 break
@@ -312,6 +343,8 @@ class _Finder:
                 )
             elif node.op_type == "LayerNormalization":
                 self._layernorm_op(node)
+            elif node.op_type == "RMSNormalization":
+                self._rmsnorm_op(node)
 
     def _softmax_axis(self, node: NodeProto) -> tuple[int, bool]:
         """(axis, trailing) of a Softmax node (see the module docstring)."""
@@ -343,6 +376,29 @@ class _Finder:
                 gamma=np.asarray(gamma, dtype=np.float64),
                 beta=None if beta is None else np.asarray(beta, dtype=np.float64),
                 shape=g.shape.get(node.input[0]),
+            )
+        )
+
+    def _rmsnorm_op(self, node: NodeProto) -> None:
+        """ONNX ``RMSNormalization`` (opset 23): ``X``, constant ``Scale``, ``epsilon``."""
+        g = self.g
+        gamma = g.const(node.input[1]) if len(node.input) > 1 and node.input[1] else None
+        if gamma is None:
+            self.skipped[node.name] = "RMSNormalization Scale is not a constant"
+            return
+        self._add(
+            Site(
+                node.name,
+                Operator.LAYERNORM,
+                node.input[0],
+                node.output[0],
+                (node.name,),
+                axis=int(_attr(node, "axis", -1)),
+                trailing=True,
+                epsilon=float(np.float32(_attr(node, "epsilon", 1e-5))),
+                gamma=np.asarray(gamma, dtype=np.float64),
+                shape=g.shape.get(node.input[0]),
+                kind="rmsnorm",
             )
         )
 
@@ -554,6 +610,94 @@ class _Finder:
                 gamma=gamma,
                 beta=beta,
             )
+
+    def _float_cast(self, node: NodeProto | None) -> bool:
+        """A ``Cast`` to float32 of a float32 tensor (a no-op ``.to(float32)``)."""
+        if not self._is(node, "Cast") or node is None:
+            return False
+        float32 = 1  # TensorProto.FLOAT
+        return (
+            int(_attr(node, "to", 0)) == float32 and self.g.elem_type.get(node.input[0]) == float32
+        )
+
+    def _trailing_axis(self, node: NodeProto, x: str) -> int | None:
+        """The first of the trailing reduce axes of ``node`` over ``x`` (negative), else None."""
+        axes = self._axes(node)
+        if not axes:
+            return None
+        rank = self.g.rank(x)
+        if rank is not None:
+            axes = sorted(a + rank if a < 0 else a for a in axes)
+            return axes[0] - rank if axes == list(range(rank - len(axes), rank)) else None
+        return -len(axes) if sorted(axes) == list(range(-len(axes), 0)) else None
+
+    def decomposed_rmsnorm(self) -> None:
+        """``x / sqrt(mean(x²) + eps) · gamma`` in the spellings of the module docstring."""
+        g = self.g
+        for r in self.model.graph.node:
+            if not self._is(r, "ReduceMean") or r.name in self.used:
+                continue
+            sq = g.producer.get(r.input[0])
+            if sq is None or g.sole_consumer(sq.output[0]) is not r:
+                continue
+            pow2 = self._is(sq, "Pow") and _close(g.scalar(sq.input[1]), 2.0)
+            if not (pow2 or (self._is(sq, "Mul") and sq.input[0] == sq.input[1])):
+                continue
+            x = sq.input[0]
+            axis = self._trailing_axis(r, x)
+            if axis is None:
+                continue
+            ae = g.sole_consumer(r.output[0])
+            if not self._is(ae, "Add") or ae is None:
+                continue
+            eps = g.scalar(_other(ae, r.output[0]) or "")
+            sqrt = g.sole_consumer(ae.output[0])
+            if eps is None or not self._is(sqrt, "Sqrt") or sqrt is None:
+                continue
+            covered = [sq, r, ae, sqrt]
+            s_out = sqrt.output[0]
+            nxt = g.sole_consumer(s_out)
+            if nxt is None:
+                continue
+            if self._is(nxt, "Div") and list(nxt.input) == [x, s_out]:
+                norm = nxt
+            else:  # x · (1 / sqrt): Reciprocal or Div(1, ·), then Mul with x
+                if not (
+                    self._is(nxt, "Reciprocal")
+                    or (self._is(nxt, "Div") and nxt.input[1] == s_out
+                        and _close(g.scalar(nxt.input[0]), 1.0))
+                ):  # fmt: skip
+                    continue
+                covered.append(nxt)
+                norm = g.sole_consumer(nxt.output[0])  # type: ignore[assignment]
+                if not self._is(norm, "Mul") or _other(norm, nxt.output[0]) != x:
+                    continue
+            covered.append(norm)
+            out = norm.output[0]
+            # the .to(float32) before and .to(input_dtype) after, when they are no-ops
+            xin = x
+            pre = g.producer.get(x)
+            if self._float_cast(pre) and g.internal([x], {n.name for n in covered}):
+                assert pre is not None
+                covered.insert(0, pre)
+                xin = pre.input[0]
+            post = g.only_consumer(out)
+            if self._float_cast(post):
+                assert post is not None
+                covered.append(post)
+                out = post.output[0]
+            gamma = None
+            mul = g.only_consumer(out)
+            if self._is(mul, "Mul") and mul is not None:
+                c = g.const(_other(mul, out) or "")
+                if c is not None and _row_vector(c):
+                    gamma = np.asarray(c, dtype=np.float64).reshape(-1)
+                    covered.append(mul)
+                    out = mul.output[0]
+            self._pattern_site(
+                r.name, Operator.LAYERNORM, xin, out, covered, "decomposed", axis=axis,
+                trailing=True, epsilon=eps, gamma=gamma, kind="rmsnorm",
+            )  # fmt: skip
 
     # -- attention normalisers ------------------------------------------------------
     def _norm_site(
@@ -955,6 +1099,7 @@ def find_all(model: ModelProto) -> SiteScan:
     f.erf_gelu()
     f.tanh_gelu()
     f.decomposed_layernorm()
+    f.decomposed_rmsnorm()
     order = {n.name: i for i, n in enumerate(model.graph.node)}
     f.sites.sort(key=lambda s: order[s.nodes[0]])
     f.unsupported.sort(key=lambda s: order[s.nodes[0]])
@@ -966,3 +1111,27 @@ def find_sites(model: ModelProto) -> tuple[list[Site], dict[str, str]]:
     for candidates that were skipped (:func:`find_all` also returns the unsupported)."""
     scan = find_all(model)
     return scan.sites, scan.skipped
+
+
+def config_for_kinds(cfg: ApproxConfig, sites: list[Site] | tuple[Site, ...]) -> ApproxConfig:
+    """``cfg`` with an entry for each site of a kind that only some methods compute
+    (:data:`KIND_METHODS`: an RMSNorm under a LayerNorm default) whose method would
+    otherwise be another: the first such method, with the operator default's fields
+    that method takes. A site the config names a method for, or keeps float, is left
+    as the config says (:meth:`Site.spec_mismatch` reports a wrong method)."""
+    for s in sites:
+        allowed = KIND_METHODS.get(s.kind)
+        if allowed is None or s.operator is None:
+            continue
+        entry = cfg.sites.get(s.name)
+        if entry == FLOAT or (isinstance(entry, dict) and "method" in entry):
+            continue
+        base = cfg.defaults.get(s.operator, FLOAT)
+        if not isinstance(base, dict) or base.get("method") in allowed:
+            continue
+        known = {f.name for f in dataclasses.fields(get_method(s.operator, allowed[0]))}
+        new = {k: v for k, v in base.items() if k in known}
+        new.update(entry if isinstance(entry, dict) else {})
+        new["method"] = allowed[0]
+        cfg = cfg.with_site(s.name, new)
+    return cfg

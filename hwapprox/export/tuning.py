@@ -41,7 +41,7 @@ from hwapprox.approx.registry import METHODS, get_method
 from hwapprox.export.calibrate import SiteStats, parameter_format
 from hwapprox.export.emulate import apply_spec, rows_view
 from hwapprox.export.errors import ExportError
-from hwapprox.export.patterns import Site
+from hwapprox.export.patterns import KIND_METHODS, Site
 from hwapprox.fixed import FixedFormat, Overflow, Rounding
 
 __all__ = [
@@ -73,7 +73,8 @@ PARAM_GRID: dict[tuple[Operator, str], tuple[dict[str, Any], ...]] = {
     (Operator.RELU_ATTENTION, "wortsman"): ({"recip_bits": 10}, {"recip_bits": 16}),
 }
 
-#: Methods that do not compute the site's operator as exported (RMSNorm has no mean).
+#: Methods that do not compute the site's operator as exported (RMSNorm has no mean);
+#: a site of a kind in :data:`~hwapprox.export.patterns.KIND_METHODS` searches those.
 EXCLUDED: dict[Operator, tuple[str, ...]] = {Operator.LAYERNORM: ("rmsnorm",)}
 
 
@@ -179,7 +180,12 @@ def candidate_specs(
         else [
             m
             for m in METHODS[site.operator]
-            if m not in EXCLUDED.get(site.operator, ()) and _method_ok(site.operator, m)
+            if _method_ok(site.operator, m)
+            and (
+                m in KIND_METHODS[site.kind]
+                if site.kind in KIND_METHODS
+                else m not in EXCLUDED.get(site.operator, ())
+            )
         ]
     )
     if space.methods is not None:

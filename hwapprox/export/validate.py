@@ -56,7 +56,7 @@ from hwapprox.export.emulate import Emulator, apply_spec, rows_view
 from hwapprox.export.errors import ExportError
 from hwapprox.export.evaluators import SearchContext, make_evaluator
 from hwapprox.export.graph import GraphIndex, load_model
-from hwapprox.export.patterns import Site, find_all
+from hwapprox.export.patterns import Site, config_for_kinds, find_all
 from hwapprox.export.tuning import (
     SearchSpace,
     calibrated_fields,
@@ -637,8 +637,8 @@ def validate(
     selected = select_sites(imported.sites, sites)
     stat = parse_range(range_stat)
     feeds = prepare_inputs(imported.model, inputs, seed=seed)
-    cfg = build_config(config, methods)
-    user_cfg = build_config(config, methods, defaults=False)
+    cfg = config_for_kinds(build_config(config, methods), imported.sites)
+    user_cfg = config_for_kinds(build_config(config, methods, defaults=False), imported.sites)
     given = dict(specs or {})
     b = E2EBudget.parse(budget) if isinstance(budget, str) else budget
     # Only sites that will be approximated are calibrated.

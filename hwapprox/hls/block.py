@@ -18,6 +18,12 @@ cast)::
                 C_h = P_h·V_h                 -> ctx_fmt     (accum_fmt)
     O   = C·Wo + bo                           -> attn_fmt
 
+With ``score_bias`` (BEiT's relative position bias, any constant per-head
+``[H, S, S]`` table ``B``), the scores get it before the softmax, in the
+softmax's input format::
+
+    A_h = A_h + B_h                           -> softmax.in_fmt
+
 ``M`` (True = masked out, the softmax specs' mask contract) is
 ``(causal and j > i) or (masked and not key_mask[j])`` for query ``i`` and key
 ``j``, the same for every head; with neither, the unmasked softmax.
@@ -78,12 +84,12 @@ RawArray = npt.NDArray[np.int64]
 #: weight tensors of a block, in the order the C++ functions take them
 WEIGHT_NAMES = (
     "wq", "bq", "wk", "bk", "wv", "bv", "wo", "bo", "w1", "b1", "w2", "b2",
-    "g1", "be1", "g2", "be2",
+    "g1", "be1", "g2", "be2", "sb",
 )  # fmt: skip
 #: the C++ type name (in the block config) of each weight tensor's codes
 WEIGHT_TYPES = {
     n: "weight_t" if n[0] == "w" else {"g1": "gamma1_t", "g2": "gamma2_t", "be1": "beta1_t",
-                                       "be2": "beta2_t"}.get(n, "bias_t")
+                                       "be2": "beta2_t", "sb": "score_bias_t"}.get(n, "bias_t")
     for n in WEIGHT_NAMES
 }  # fmt: skip
 
@@ -116,6 +122,8 @@ class BlockFormats:
     out_fmt: FixedFormat = field(default=FixedFormat.parse("ap_fixed<16,6,AP_RND,AP_SAT>"))
     #: the fused attention schedule's D_v accumulators (``attention="fused"`` only)
     attn_acc_fmt: FixedFormat = field(default=FixedFormat.parse("ap_fixed<32,16,AP_RND,AP_SAT>"))
+    #: the score bias table's codes (``score_bias`` blocks only)
+    score_bias_fmt: FixedFormat = field(default=FixedFormat.parse("ap_fixed<16,6,AP_RND,AP_SAT>"))
 
     def __post_init__(self) -> None:
         for name in self.__dataclass_fields__:
@@ -140,7 +148,9 @@ class BlockFormats:
 def _weight_formats(fm: BlockFormats, ln1: Any, ln2: Any) -> dict[str, FixedFormat]:
     out: dict[str, FixedFormat] = {}
     for n in WEIGHT_NAMES:
-        if n.startswith("w"):
+        if n == "sb":
+            out[n] = fm.score_bias_fmt
+        elif n.startswith("w"):
             out[n] = fm.weight_fmt
         elif n.startswith("be"):
             out[n] = (ln1 if n == "be1" else ln2).beta_fmt
@@ -179,6 +189,9 @@ class EncoderBlock:
     #: ``"two_pass"`` (scores, softmax rows, then P·V) or ``"fused"`` (one pass per
     #: query row over the keys: :class:`~hwapprox.approx.attention.AttentionRowSpec`)
     attention: str = "two_pass"
+    #: a constant per-head table ``weights["sb"]`` (``[H·S·S]``, ``score_bias_fmt``) is
+    #: added to the scores; without it ``sb`` is one zero (the C++ argument's size 1)
+    score_bias: bool = False
 
     def __post_init__(self) -> None:
         if self.attention not in ATTENTION_SCHEDULES:
@@ -188,7 +201,9 @@ class EncoderBlock:
             )
         if self.attention == "fused":
             self.attention_row()  # validates softmax (online) and attn_acc_fmt
-        for name in ("prenorm", "causal", "masked"):
+        if "sb" not in self.weights and not self.score_bias:
+            object.__setattr__(self, "weights", {**self.weights, "sb": np.zeros(1, np.int64)})
+        for name in ("prenorm", "causal", "masked", "score_bias"):
             v = getattr(self, name)
             if not isinstance(v, bool | np.bool_ | int | np.integer) or v not in (0, 1):
                 raise SpecError(f"EncoderBlock.{name} must be a bool, got {v!r}")
@@ -211,6 +226,7 @@ class EncoderBlock:
             "wq": (d, d), "wk": (d, d), "wv": (d, d), "wo": (d, d), "w1": (d, f), "w2": (f, d),
             "bq": (d,), "bk": (d,), "bv": (d,), "bo": (d,), "b1": (f,), "b2": (d,),
             "g1": (d,), "be1": (d,), "g2": (d,), "be2": (d,),
+            "sb": (self.score_bias_n,),
         }  # fmt: skip
         fmts = self.weight_formats()
         for n, shp in shapes.items():
@@ -220,6 +236,11 @@ class EncoderBlock:
             fmts[n].check(w, f"weight {n}")
         if s < 1:
             raise SpecError(f"seq must be >= 1, got {s}")
+
+    @property
+    def score_bias_n(self) -> int:
+        """Length of ``weights["sb"]``: ``H·S·S`` with a score bias, else 1."""
+        return self.heads * self.seq * self.seq if self.score_bias else 1
 
     @property
     def head_dim(self) -> int:
@@ -236,6 +257,7 @@ class EncoderBlock:
         where they apply."""
         parts = ["pre-LN" if self.prenorm else "post-LN"]
         parts += ["causal"] * self.causal + ["key-masked"] * self.masked
+        parts += ["score bias"] * self.score_bias
         parts += ["fused attention"] * (self.attention == "fused")
         return ", ".join(parts)
 
@@ -275,6 +297,7 @@ class EncoderBlock:
         causal: bool = False,
         masked: bool = False,
         attention: str = "two_pass",
+        score_bias: bool = False,
     ) -> EncoderBlock:
         """Quantise float weights (each with its format's own rounding/overflow).
 
@@ -283,6 +306,8 @@ class EncoderBlock:
         """
         fm = formats or BlockFormats()
         fw = {k: np.asarray(v, dtype=np.float64) for k, v in float_weights.items()}
+        if not score_bias:
+            fw.setdefault("sb", np.zeros(1))
         missing = [n for n in WEIGHT_NAMES if n not in fw]
         if missing:
             raise SpecError(f"float weights missing: {', '.join(missing)}")
@@ -290,10 +315,12 @@ class EncoderBlock:
         fw["bq"] = fw["bq"] * score_scale
         d, f = fw["w1"].shape
         fmts = _weight_formats(fm, ln1, ln2)
-        raw = {n: fmts[n].quantize(fw[n]) for n in WEIGHT_NAMES}
+        raw = {n: fmts[n].quantize(fw[n].reshape(-1) if n == "sb" else fw[n])
+               for n in WEIGHT_NAMES}  # fmt: skip
         return cls(
             seq, d, heads, f, raw, softmax, gelu, ln1, ln2, fm,
             prenorm=prenorm, causal=causal, masked=masked, attention=attention,
+            score_bias=score_bias,
         )  # fmt: skip
 
     # -- the stages ------------------------------------------------------------------
@@ -324,6 +351,7 @@ class EncoderBlock:
             "ffn1": MatMulSpec(ffn_in, fm.weight_fmt, fm.accum_fmt, ge.in_fmt, fm.bias_fmt),
             "ffn2": MatMulSpec(ge.out_fmt, fm.weight_fmt, fm.accum_fmt, fm.ffn_fmt, fm.bias_fmt),
             "add2": add2,
+            "sbias": AddSpec(sm.in_fmt, fm.score_bias_fmt, sm.in_fmt),
         }
 
     def score_mask(self, key_mask: npt.ArrayLike | None = None) -> npt.NDArray[np.bool_] | None:
@@ -428,6 +456,8 @@ class EncoderBlock:
             return t.reshape(s, h, dh).transpose(1, 0, 2)
 
         scores = st["qk"].model(split(q), split(k))  # [H, S, S]
+        if self.score_bias:
+            scores = st["sbias"].model(scores, np.asarray(w["sb"]).reshape(h, s, s))
         if self.attention == "fused":
             row = self.attention_row()
             vh = split(v)
@@ -472,6 +502,7 @@ class EncoderBlock:
             matmul_instance(f"{name}_ffn1", st["ffn1"], s, d, f),
             matmul_instance(f"{name}_ffn2", st["ffn2"], s, f, d),
             add_instance(f"{name}_add2", st["add2"], s * d),
+            add_instance(f"{name}_sbias", st["sbias"], s * s),
             unit_instance(f"{name}_softmax", self.softmax, s),
             unit_instance(f"{name}_gelu", self.gelu, s * f),
             unit_instance(f"{name}_ln1", self.ln1, d),
@@ -485,7 +516,7 @@ class EncoderBlock:
         ]
         aliases = {
             f"{part}_cfg": f"{name}_{part}"
-            for part in ("qkv", "qk", "pv", "o", "add1", "ffn1", "ffn2", "add2")
+            for part in ("qkv", "qk", "pv", "o", "add1", "ffn1", "ffn2", "add2", "sbias")
         }
         aliases |= {
             f"{part}_cfg": f"{name}_{part}" for part in ("softmax", "gelu", "ln1", "ln2", "attn")
@@ -493,7 +524,8 @@ class EncoderBlock:
         consts = {
             "seq": s, "dim": d, "heads": self.heads, "head_dim": dh, "ffn": f,
             "prenorm": int(self.prenorm), "causal": int(self.causal), "masked": int(self.masked),
-            "fused": int(self.attention == "fused"),
+            "fused": int(self.attention == "fused"), "score_bias": int(self.score_bias),
+            "score_bias_n": self.score_bias_n,
         }  # fmt: skip
         wf = self.weight_formats()
         block = Instance(
@@ -501,7 +533,7 @@ class EncoderBlock:
             types={
                 "in_t": self.formats.in_fmt,
                 "out_t": self.out_fmt,
-                **{WEIGHT_TYPES[n]: wf[n] for n in ("wq", "bq", "g1", "be1", "g2", "be2")},
+                **{WEIGHT_TYPES[n]: wf[n] for n in ("wq", "bq", "g1", "be1", "g2", "be2", "sb")},
             },
             consts=consts,
             aliases=aliases,

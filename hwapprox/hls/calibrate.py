@@ -113,6 +113,12 @@ class BlockCalibration:
             "out_fmt": act("output"),
         }
         ib = max(f.int_bits for f in [*fmts.values(), score_in, gelu_in, in_fmt])
+        if m.score_bias:  # the table's largest magnitude, exactly, at the weights' width
+            sf = parameter_format(np.array([float(np.abs(w["sb"]).max(initial=0.0))]), width)
+            assert sf is not None
+            fmts["score_bias_fmt"] = FixedFormat(
+                sf.width, sf.int_bits, True, Rounding.RND, Overflow.SAT
+            )
         return BlockFormats(
             in_fmt=in_fmt,
             weight_fmt=FixedFormat(wf.width, wf.int_bits, True, Rounding.RND, Overflow.SAT),

@@ -39,6 +39,7 @@ from onnx import ModelProto, NodeProto, helper, numpy_helper
 from hwapprox.approx.base import Operator
 from hwapprox.export.errors import ExportError
 from hwapprox.export.graph import GraphIndex, load_model
+from hwapprox.export.masks import MASK_LIMIT
 from hwapprox.export.patterns import Site, find_sites
 
 __all__ = [
@@ -91,6 +92,8 @@ class BlockMatch:
     causal: bool = False
     #: graph input with the key padding (``[B, S]`` or ``[S]``, nonzero = token)
     key_mask: str | None = None
+    #: a constant per-head table (``weights["sb"]``, ``[H·S·S]``) is added to the scores
+    score_bias: bool = False
 
     @property
     def sites(self) -> dict[str, str]:
@@ -316,9 +319,16 @@ class _Matcher:
                 split = (idx, int(sum(sizes[:idx])), int(sizes[idx]))
                 t = n.input[0]
             else:
+                rope = (
+                    " (an Add of two activations on the query/key path is a rotary position "
+                    "embedding, q·cos + rotate_half(q)·sin, which the HLS block does not "
+                    "compute)"
+                    if n.op_type == "Add" and all(self.gi.const(i) is None for i in n.input)
+                    else ""
+                )
                 raise _NoMatch(
                     f"node '{n.name}' ({n.op_type}) on the {what} path: expected Reshape/"
-                    f"Transpose/Split, a scalar Mul/Div or the projection MatMul/Gemm"
+                    f"Transpose/Split, a scalar Mul/Div or the projection MatMul/Gemm{rope}"
                 )
         raise _NoMatch(f"the {what} path is longer than expected")
 
@@ -332,8 +342,11 @@ class _Matcher:
             if len(real) != 1:
                 return t, nodes
             c = real[0]
-            if c.op_type in _LAYOUT or (c.op_type == "Where" and len(c.input) == 3
-                                         and c.input[2] == t):  # fmt: skip
+            if (
+                c.op_type in _LAYOUT
+                or self.float_cast(c)
+                or (c.op_type == "Where" and len(c.input) == 3 and c.input[2] == t)
+            ):
                 if c.op_type == "Where":
                     cond = self.gi.producer.get(c.input[0])
                     if cond is None or cond.op_type != "IsNaN":
@@ -345,6 +358,33 @@ class _Matcher:
             return t, nodes
         raise _NoMatch(f"the {what} path is longer than expected")
 
+    def channel_scale(self, t: str, d: int) -> tuple[str, np.ndarray]:
+        """``t`` through a ``Mul`` by a constant per-channel vector (LayerScale, as in
+        CaiT / DeiT-III / DINOv2 / BEiT: ``γ ⊙ branch`` before the residual add) and the
+        layout ops after it: (the tensor the residual reads, γ of length ``d``; ones
+        when there is none). γ is folded into the projection before it by the caller:
+        ``(x·W + b) ⊙ γ = x·(W diag γ) + b ⊙ γ``, exact in real arithmetic, so the
+        quantised block has no extra stage."""
+        cons = [c for c in self.gi.consumers.get(t, []) if c.op_type != "Shape"]
+        if len(cons) != 1 or cons[0].op_type != "Mul":
+            return t, np.ones(d)
+        mul = cons[0]
+        other = mul.input[1] if mul.input[0] == t else mul.input[0]
+        c = self.gi.const(other)
+        if c is None or c.size not in (1, d) or (c.size == d and c.shape[-1] != d):
+            return t, np.ones(d)
+        lam = np.broadcast_to(np.asarray(c, np.float64).reshape(-1), (d,)).copy()
+        out, _ = self.down_layout(mul.output[0], "scaled branch")
+        return out, lam
+
+    def float_cast(self, n: NodeProto) -> bool:
+        """A ``Cast`` to float32 of a float32 tensor (``.to(query.dtype)``): a no-op."""
+        return (
+            n.op_type == "Cast"
+            and int(_attr(n, "to", 0) or 0) == onnx.TensorProto.FLOAT  # type: ignore[call-overload]
+            and self.gi.elem_type.get(n.input[0]) == onnx.TensorProto.FLOAT
+        )
+
     def residual(self, t: str, what: str) -> tuple[NodeProto, str]:
         """The residual ``Add`` reading ``t``: (node, the other input)."""
         cons = [c for c in self.gi.consumers.get(t, []) if c.op_type == "Add"]
@@ -355,10 +395,34 @@ class _Matcher:
         return a, other
 
     def layernorm_at(self, t: str, what: str) -> Site:
-        for st in self.by_in.get(t, []):
-            if st.operator is Operator.LAYERNORM:
-                return st
+        """The LayerNorm site reading ``t`` (or ``t`` through layout ops: OPT flattens
+        the residual stream to ``[B·S, D]`` before its FFN LayerNorm)."""
+        for u in dict.fromkeys((t, self.down_layout(t, what)[0])):
+            for st in self.by_in.get(u, []):
+                if st.operator is Operator.LAYERNORM:
+                    return st
         raise _NoMatch(f"{what} '{t}' is not the input of a LayerNorm site")
+
+    def ffn_activation(self, ffn_in: str) -> str:
+        """What follows the FFN's first projection when it is no GELU site (for the
+        refusal): the node after ``ffn_in``'s projection, named with its op."""
+        for c in self.gi.consumers.get(ffn_in, []):
+            if c.op_type not in ("MatMul", "Gemm"):
+                continue
+            out = c.output[0]
+            add = [a for a in self.gi.consumers.get(out, []) if a.op_type == "Add"]
+            if c.op_type == "MatMul" and len(add) == 1:
+                out = add[0].output[0]
+            out, _ = self.down_layout(out, "FFN projection")
+            nxt = [n for n in self.gi.consumers.get(out, []) if n.op_type != "Shape"]
+            if nxt:
+                names = ", ".join(f"'{n.name}' ({n.op_type})" for n in nxt)
+                return (
+                    f"the FFN projection '{c.name}' feeds {names}, not a GELU site (a ReLU "
+                    f"FFN, CLIP's quick_gelu x·sigmoid(1.702x) or a gated FFN); the HLS "
+                    f"block's FFN computes GELU"
+                )
+        return f"'{ffn_in}' does not feed an FFN MatMul/Gemm -> GELU site"
 
     # -- one block -------------------------------------------------------------------
     def block(self, sm: Site) -> BlockMatch:
@@ -444,6 +508,8 @@ class _Matcher:
             raise _NoMatch(f"'{o_node.name}' is not a projection with constant weights")
         o_out_t, _ = self.down_layout(o_out, "attention output")  # [B*S, D] -> [B, S, D]
         _, wo, bo, _ = od
+        o_out_t, lam1 = self.channel_scale(o_out_t, wo.shape[1])  # LayerScale
+        wo, bo = wo * lam1[None, :], bo * lam1
         # residual 1 and the LayerNorm arrangement
         add1, x_res = self.residual(o_out_t, "the attention output")
         r1 = add1.output[0]
@@ -476,7 +542,7 @@ class _Matcher:
                     gelu, (_, w1, b1, _) = st, d1
                     break
         if gelu is None or not f1:
-            raise _NoMatch(f"'{ffn_in}' does not feed an FFN MatMul/Gemm -> GELU site")
+            raise _NoMatch(self.ffn_activation(ffn_in))
         g_out, _ = self.down_layout(gelu.output, "GELU output")
         f2 = None
         for c in gi.consumers.get(g_out, []):
@@ -491,6 +557,8 @@ class _Matcher:
             raise _NoMatch(f"GELU {gelu.name} does not feed the second FFN projection")
         f2_out, (_, w2, b2, _) = f2  # type: ignore[misc]
         f2_t, _ = self.down_layout(f2_out, "FFN output")
+        f2_t, lam2 = self.channel_scale(f2_t, w2.shape[1])
+        w2, b2 = w2 * lam2[None, :], b2 * lam2
         add2, res2 = self.residual(f2_t, "the FFN output")
         if res2 != ffn_res:
             raise _NoMatch(
@@ -524,16 +592,74 @@ class _Matcher:
             stack.extend(i for i in n.input if i)
         tensors = {"q": q.dense_out, "k": k.dense_out, "v": v.dense_out, "ctx": ctx_t,
                    "attn": o_out_t, "ffn2": f2_t, "res1": r1}  # fmt: skip
-        roles = [] if sm.mask is None else sm.mask.roles
-        key_mask = None
-        if sm.mask is not None:
-            srcs = [s for p in sm.mask.parts if p.role == "padding" for s in p.sources]
-            key_mask = srcs[0] if srcs else None
+        causal, key_mask, bias = self.mask_kind(sm, h)
+        if bias is not None:
+            weights["sb"] = bias.reshape(-1)
         return BlockMatch(
             x0, out, frozenset(nodes), weights, h, score_scale, sm, gelu, ln1, ln2_site,
-            tensors, prenorm=prenorm,
-            causal=any(r in ("causal", "constant") for r in roles), key_mask=key_mask,
+            tensors, prenorm=prenorm, causal=causal, key_mask=key_mask,
+            score_bias=bias is not None,
         )  # fmt: skip
+
+    def mask_kind(self, sm: Site, heads: int) -> tuple[bool, str | None, np.ndarray | None]:
+        """(causal, key-padding graph input, score bias ``[H, S, S]`` or None) of the
+        mask in front of ``sm``, read off its bits on the sample inputs: the bits must
+        be the same for every head and equal, on the real query rows, to key padding
+        from one graph input (nonzero = token) OR'd with the causal triangle or not.
+        An additive part computed from constants only may also add a bias (values
+        above the mask's, e.g. BEiT's relative position bias): the same for every
+        sample, it is the block's score bias; a bias that depends on an input is
+        refused."""
+        if sm.mask is None:
+            return False, None, None
+        srcs = [s for p in sm.mask.parts if p.role == "padding" for s in p.sources]
+        key_mask = srcs[0] if srcs else None
+        vals = self.ev([sm.input, *sm.mask.tensors(), *([key_mask] if key_mask else [])])
+        shape = np.shape(vals[sm.input])
+        bias = None
+        for p in sm.mask.parts:
+            if p.kind == "additive":
+                m = np.broadcast_to(np.asarray(vals[p.tensor], np.float64), shape)
+                if not np.any(m[m > MASK_LIMIT] != 0):
+                    continue
+                per = np.where(m > MASK_LIMIT, m, 0.0).reshape(-1, *shape[-3:])
+                why = (
+                    "depends on an input" if p.sources
+                    else "is a second one" if bias is not None
+                    else "differs between samples" if not (per == per[:1]).all()
+                    else None
+                )  # fmt: skip
+                if why is not None:
+                    raise _NoMatch(
+                        f"node '{p.node}' (Add) adds a bias to the scores before softmax "
+                        f"{sm.name} that {why}; the HLS block adds one constant per-head "
+                        f"table to the scores"
+                    )
+                bias = np.broadcast_to(per[0], (heads, shape[-2], shape[-1])).copy()
+        bits = sm.mask.bits(vals, shape)
+        if len(shape) < 3 or shape[-1] != shape[-2]:
+            raise _NoMatch(f"softmax {sm.name}: scores {list(shape)} are not [.., S, S]")
+        b3 = bits.reshape(-1, *shape[-3:]) if len(shape) >= 4 else bits[None]
+        if not (b3 == b3[:, :1]).all():
+            raise _NoMatch(f"the mask in front of softmax {sm.name} differs between heads")
+        b3 = b3[:, 0]  # [B, S, S]
+        s_ = shape[-1]
+        if key_mask is not None:
+            keep = np.asarray(vals[key_mask]).reshape(b3.shape[0], -1) != 0
+            if keep.shape[1] != s_:
+                raise _NoMatch(f"key mask input {key_mask} is not [batch, {s_}]")
+        else:
+            keep = np.ones((b3.shape[0], s_), dtype=bool)
+        tri = np.triu(np.ones((s_, s_), dtype=bool), 1)
+        for causal in (False, True):
+            want = np.broadcast_to((~keep)[:, None, :] | (tri[None] & causal), b3.shape)
+            if np.array_equal(b3[keep], want[keep]):
+                return causal, key_mask if (~keep).any() or key_mask else None, bias
+        raise _NoMatch(
+            f"the mask in front of softmax {sm.name} ({sm.mask.describe()}) is neither key "
+            f"padding nor causal nor both (e.g. a local attention window); the HLS block "
+            f"masks padding keys and/or future keys only"
+        )
 
     def strip_up(self, t: str) -> str:
         """Up through layout ops from a site input to the projection output."""
@@ -571,6 +697,8 @@ def float_block(bm: BlockMatch, x: np.ndarray, keep: np.ndarray | None = None) -
     k = heads(a_in @ w["wk"] + w["bk"])
     v = heads(a_in @ w["wv"] + w["bv"])
     scores = (q @ k.transpose(0, 1, 3, 2)) * bm.score_scale
+    if bm.score_bias:
+        scores = scores + w["sb"].reshape(h, s_, s_)
     mask = np.zeros((b_, 1, s_, s_), dtype=bool)
     if keep is not None:
         mask |= ~keep.astype(bool)[:, None, None, :]
@@ -730,7 +858,8 @@ def fold_blocks(
     d = matches[0].weights["wo"].shape[1]
     nodes = []
     for i, bm in enumerate(matches):
-        attrs = {k: numpy_helper.from_array(v.astype(np.float32), k) for k, v in bm.weights.items()}
+        ws = {"sb": np.zeros(1), **bm.weights}  # sb: one unread zero without a score bias
+        attrs = {k: numpy_helper.from_array(v.astype(np.float32), k) for k, v in ws.items()}
         nodes.append(
             helper.make_node(
                 OP_TYPE,
@@ -750,6 +879,7 @@ def fold_blocks(
                 prenorm=int(bm.prenorm),
                 causal=int(bm.causal),
                 masked=int(bm.key_mask is not None),
+                score_bias=int(bm.score_bias),
                 **{f"t_{k}": t for k, t in attrs.items()},
             )
         )

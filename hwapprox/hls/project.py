@@ -235,11 +235,11 @@ def prepare_model(
         except SpecError as exc:
             if not errors:
                 raise
-            lines = "; ".join(f"{k}: {v}" for k, v in list(errors.items())[:3])
-            more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+            (site, why), *rest = errors.items()
+            more = f" (and {len(rest)} more softmax site(s))" if rest else ""
             raise SpecError(
-                f"{exc}. Why no encoder block matched around the model's {len(errors)} softmax "
-                f"site(s): {lines}{more}"
+                f"no encoder block the HLS flow builds was found: around softmax {site}, "
+                f"{why}{more}. Without whole blocks, {exc}"
             ) from None
     all_sites, _ = find_sites(m)
     names = {x.name for x in all_sites}
@@ -473,6 +473,7 @@ def _node_attrs(node: Any) -> dict[str, Any]:
 
 def _prepare_sites(source: str | Path | ModelProto, cfg: Any) -> Prepared:
     """Models without a whole encoder block: one layer per nonlinear site (a chain)."""
+    from hwapprox.export.patterns import config_for_kinds
     from hwapprox.hls.onnx_block import SITE_OP_TYPE
 
     folded, sites = fold_sites(source)
@@ -505,7 +506,7 @@ def _prepare_sites(source: str | Path | ModelProto, cfg: Any) -> Prepared:
         )
     names = {s.name: str(s.operator) for s in sites}
     fields = {s.name: s.fields_for_spec() for s in sites}
-    specs = cfg.resolve(names, site_fields=fields)
+    specs = config_for_kinds(cfg, sites).resolve(names, site_fields=fields)
     floats = sorted(n for n, s in specs.items() if s is None)
     if floats:
         raise SpecError(

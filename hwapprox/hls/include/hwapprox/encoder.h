@@ -4,8 +4,11 @@
 // Contract: bit-exact with hwapprox.hls.block.EncoderBlock.model on the same
 // raw codes (tests/test_hls_block.py, and through hls4ml compile()/predict()
 // in tests/test_hls_hls4ml.py). x and y are row-major [seq][dim].
-//   attention(A): Q,K,V = A.W + b; per head: P = softmax(Q_h.K_h^T; M) by rows,
-//                 C_h = P.V_h; O = C.Wo + bo
+//   attention(A): Q,K,V = A.W + b; per head: P = softmax(Q_h.K_h^T (+ B_h); M) by
+//                 rows, C_h = P.V_h; O = C.Wo + bo
+//                 (CONFIG_T::score_bias == 1: B_h = sb[h][S][S], a constant table
+//                 added to the scores in softmax_cfg::in_t, sbias_cfg; else sb is one
+//                 unread value)
 //                 (CONFIG_T::fused == 1: C_h row by row in one pass over the keys,
 //                 attention.h; the scores are used as they are computed, never stored)
 //   FFN(Y)      = GELU(Y.W1 + b1).W2 + b2
@@ -16,9 +19,10 @@
 //   M[i][j] (query i, key j; true = masked out, the softmax mask contract) =
 //       (CONFIG_T::causal && j > i) || (CONFIG_T::masked && key_mask[j] == 0);
 //   with neither flag set, the unmasked softmax entry point is called.
-// Interface (W = the 16 weight arrays wq, bq, wk, bk, wv, bv, wo, bo, w1, b1, w2,
-// b2, g1, be1, g2, be2, in that order, of the config's weight_t / bias_t /
-// gamma{1,2}_t / beta{1,2}_t; w* row-major [in][out]):
+// Interface (W = the 17 weight arrays wq, bq, wk, bk, wv, bv, wo, bo, w1, b1, w2,
+// b2, g1, be1, g2, be2, sb, in that order, of the config's weight_t / bias_t /
+// gamma{1,2}_t / beta{1,2}_t / score_bias_t; w* row-major [in][out]; sb
+// [score_bias_n] = [heads][seq][seq] or one value):
 //   encoder_block<data_T, res_T, CONFIG_T>(x, y, W...)                   masked == 0
 //   encoder_block<data_T, mask_T, res_T, CONFIG_T>(x, key_mask, y, W...) masked == 1
 //   encoder_block_stream<...>: the same on hls::stream<nnet::array<T, dim>>
@@ -50,7 +54,7 @@
 
 namespace hwapprox {
 
-// The 16 weight parameters (needs CONFIG_T in scope) and the arguments forwarding them.
+// The 17 weight parameters (needs CONFIG_T in scope) and the arguments forwarding them.
 #define HWAPPROX_ENCODER_WEIGHT_PARAMS                                    \
     const typename CONFIG_T::weight_t wq[CONFIG_T::dim * CONFIG_T::dim],  \
         const typename CONFIG_T::bias_t bq[CONFIG_T::dim],                \
@@ -67,9 +71,10 @@ namespace hwapprox {
         const typename CONFIG_T::gamma1_t g1[CONFIG_T::dim],              \
         const typename CONFIG_T::beta1_t be1[CONFIG_T::dim],              \
         const typename CONFIG_T::gamma2_t g2[CONFIG_T::dim],              \
-        const typename CONFIG_T::beta2_t be2[CONFIG_T::dim]
+        const typename CONFIG_T::beta2_t be2[CONFIG_T::dim],              \
+        const typename CONFIG_T::score_bias_t sb[CONFIG_T::score_bias_n]
 #define HWAPPROX_ENCODER_WEIGHT_ARGS \
-    wq, bq, wk, bk, wv, bv, wo, bo, w1, b1, w2, b2, g1, be1, g2, be2
+    wq, bq, wk, bk, wv, bv, wo, bo, w1, b1, w2, b2, g1, be1, g2, be2, sb
 
 // The softmax of every row of one head's S x S scores; MASKED: with the mask
 // bits drop[S * S] (true = masked out), else the unmasked unit (drop unread).
@@ -103,6 +108,20 @@ struct encoder_softmax_rows<true> {
     }
 };
 
+// One score plus its bias: sbias_cfg's add (the exact sum assigned to out_t, the
+// softmax input type); score_bias == 1 only.
+template <typename CONFIG_T>
+typename CONFIG_T::sbias_cfg::out_t score_plus_bias(typename CONFIG_T::qk_cfg::out_t s,
+                                                    typename CONFIG_T::score_bias_t b) {
+    #pragma HLS INLINE
+    const typename CONFIG_T::qk_cfg::out_t a[1] = {s};
+    const typename CONFIG_T::score_bias_t c[1] = {b};
+    typename CONFIG_T::sbias_cfg::out_t r[1];
+    add<typename CONFIG_T::qk_cfg::out_t, typename CONFIG_T::score_bias_t,
+        typename CONFIG_T::sbias_cfg::out_t, 1>(a, c, r);
+    return r[0];
+}
+
 // One head's context C_h = attention(Q_h, K_h, V_h; M), [S][DH] each.
 template <bool FUSED>
 struct encoder_head_schedule;
@@ -115,6 +134,7 @@ struct encoder_head_schedule<false> {
                     const typename CONFIG_T::qkv_cfg::out_t kh[CONFIG_T::seq * CONFIG_T::head_dim],
                     const typename CONFIG_T::qkv_cfg::out_t vh[CONFIG_T::seq * CONFIG_T::head_dim],
                     const bool drop[CONFIG_T::seq * CONFIG_T::seq],
+                    const typename CONFIG_T::score_bias_t* sbh,
                     typename CONFIG_T::pv_cfg::out_t ch[CONFIG_T::seq * CONFIG_T::head_dim]) {
         #pragma HLS INLINE
         const int S = CONFIG_T::seq;
@@ -124,6 +144,12 @@ struct encoder_head_schedule<false> {
         typedef typename CONFIG_T::softmax_cfg SM;
         typename QK::out_t scores[S * S];
         matmul<typename QKV::out_t, typename QKV::out_t, typename QK::out_t, QK>(qh, kh, scores);
+        if (CONFIG_T::score_bias != 0) {
+        bias:
+            for (int i = 0; i < S * S; i++) {
+                scores[i] = score_plus_bias<CONFIG_T>(scores[i], sbh[i]);
+            }
+        }
         typename SM::out_t p[S * S];
         const bool any_mask = CONFIG_T::causal != 0 || CONFIG_T::masked != 0;
         encoder_softmax_rows<any_mask>::template run<SM, S>(scores, drop, p);
@@ -141,6 +167,7 @@ struct encoder_head_schedule<true> {
                     const typename CONFIG_T::qkv_cfg::out_t kh[CONFIG_T::seq * CONFIG_T::head_dim],
                     const typename CONFIG_T::qkv_cfg::out_t vh[CONFIG_T::seq * CONFIG_T::head_dim],
                     const bool drop[CONFIG_T::seq * CONFIG_T::seq],
+                    const typename CONFIG_T::score_bias_t* sbh,
                     typename CONFIG_T::pv_cfg::out_t ch[CONFIG_T::seq * CONFIG_T::head_dim]) {
         #pragma HLS INLINE
         const int S = CONFIG_T::seq, DH = CONFIG_T::head_dim;
@@ -155,7 +182,8 @@ struct encoder_head_schedule<true> {
                 #pragma HLS PIPELINE II = 1
                 typename QK::accum_t acc = 0;
                 for (int k = 0; k < DH; k++) acc += qh[i * DH + k] * kh[j * DH + k];
-                const typename QK::out_t s = acc;  // = the two_pass score, one cast
+                typename QK::out_t s = acc;  // = the two_pass score, one cast
+                if (CONFIG_T::score_bias != 0) s = score_plus_bias<CONFIG_T>(s, sbh[i * S + j]);
                 attention_step<typename CONFIG_T::qkv_cfg::out_t, AR>(st, s, vh + j * DH,
                                                                       drop[i * S + j]);
             }
@@ -190,7 +218,8 @@ void encoder_attention(const a_T a[CONFIG_T::seq * CONFIG_T::dim],
                        const typename CONFIG_T::weight_t wv[CONFIG_T::dim * CONFIG_T::dim],
                        const typename CONFIG_T::bias_t bv[CONFIG_T::dim],
                        const typename CONFIG_T::weight_t wo[CONFIG_T::dim * CONFIG_T::dim],
-                       const typename CONFIG_T::bias_t bo[CONFIG_T::dim]) {
+                       const typename CONFIG_T::bias_t bo[CONFIG_T::dim],
+                       const typename CONFIG_T::score_bias_t sb[CONFIG_T::score_bias_n]) {
     #pragma HLS INLINE
     const int S = CONFIG_T::seq, D = CONFIG_T::dim, H = CONFIG_T::heads;
     const int DH = CONFIG_T::head_dim;
@@ -227,7 +256,9 @@ heads:
             }
         }
         typename PV::out_t ch[S * DH];
-        encoder_head_schedule<CONFIG_T::fused != 0>::template run<CONFIG_T>(qh, kh, vh, drop,
+        const int sb_at = CONFIG_T::score_bias != 0 ? h * S * S : 0;  // head h's table
+        const typename CONFIG_T::score_bias_t* sbh = sb + sb_at;
+        encoder_head_schedule<CONFIG_T::fused != 0>::template run<CONFIG_T>(qh, kh, vh, drop, sbh,
                                                                             ch);
         for (int s = 0; s < S; s++) {
             for (int j = 0; j < DH; j++) ctx[s * D + h * DH + j] = ch[s * DH + j];
@@ -278,7 +309,7 @@ struct encoder_order<false> {  // post-LN
         typedef typename CONFIG_T::ln1_cfg L1;
         typedef typename CONFIG_T::ln2_cfg L2;
         typename O::out_t o[S * D];
-        encoder_attention<data_T, CONFIG_T>(x, real, o, wq, bq, wk, bk, wv, bv, wo, bo);
+        encoder_attention<data_T, CONFIG_T>(x, real, o, wq, bq, wk, bk, wv, bv, wo, bo, sb);
         typename A1::out_t r1[S * D];
         add<data_T, typename O::out_t, typename A1::out_t, S * D>(x, o, r1);
         typename L1::out_t y1[S * D];
@@ -307,7 +338,7 @@ struct encoder_order<true> {  // pre-LN
         encoder_layernorm_rows<data_T, typename L1::out_t, L1, S, D>(x, g1, be1, y1);
         typename O::out_t o[S * D];
         encoder_attention<typename L1::out_t, CONFIG_T>(y1, real, o, wq, bq, wk, bk, wv, bv, wo,
-                                                         bo);
+                                                         bo, sb);
         typename A1::out_t r1[S * D];  // the residual stream (res_fmt)
         add<data_T, typename O::out_t, typename A1::out_t, S * D>(x, o, r1);
         typename L2::out_t y2[S * D];

@@ -1,0 +1,170 @@
+"""The HLS block matcher on the transformer families as ``transformers`` writes them
+(tests/corpus/hf, TorchScript and dynamo exports; scripts/make_corpus_hf.py).
+
+* the families whose blocks the HLS encoder block computes are matched, two blocks
+  each, with the kind the architecture implies (written here from the model
+  definitions: post-/pre-LN, causal, key padding), and each match re-computed in
+  float64 reproduces the graph (``match_blocks`` checks it; a LayerScale left out
+  does not);
+* the others are refused per softmax site with the first thing the block cannot
+  compute (a score bias, a local attention window, rotary Q/K, no GELU FFN);
+* ``hwapprox hls csim`` with no config is bit-exact on a LayerScale (DINOv2) and a
+  causal decoder (GPT-2) export.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from hwapprox.cli import cli
+from hwapprox.export.graph import GraphIndex, load_model
+from hwapprox.hls.onnx_block import _check_float, _Evaluator, _NoMatch, match_blocks
+
+CORPUS = Path(__file__).parent / "corpus" / "hf"
+MODELS = json.loads((CORPUS / "manifest.json").read_text())["models"]
+
+#: family -> (pre-LN, causal, key-padded) of its blocks
+MATCHED = {
+    "bert": (False, False, True),
+    "roberta": (False, False, True),
+    "distilbert": (False, False, True),
+    "albert": (False, False, True),
+    "electra": (False, False, True),
+    "vit": (True, False, False),
+    "deit": (True, False, False),
+    "dinov2": (True, False, False),
+    "beit": (True, False, False),  # + LayerScale and a relative position bias on the scores
+    "gpt2": (True, True, True),
+    "gptneo": (True, True, True),  # local window 256 > sequence: causal
+    "whisper_encoder": (True, False, False),
+}
+#: family -> what the refusal of its first refused softmax site says
+REFUSED = {
+    "clip_vision": "(Mul), not a GELU site",
+    "clip_text": "(Mul), not a GELU site",
+    "opt": "(Relu), not a GELU site",
+    "gptneo_local": "local attention window",
+    "llama": "is a rotary position embedding",
+    "llama_rmsop": "is a rotary position embedding",
+}
+
+
+def _feeds(entry: dict) -> dict[str, np.ndarray]:
+    with np.load(CORPUS / entry["inputs"]) as z:
+        return {k: z[k] for k in z.files}
+
+
+def test_every_family_is_classified() -> None:
+    assert set(MATCHED) | set(REFUSED) == {e["family"] for e in MODELS}
+
+
+@pytest.mark.parametrize(
+    "entry", [e for e in MODELS if e["family"] in MATCHED], ids=lambda e: e["file"]
+)
+def test_families_the_block_computes_are_matched(entry: dict) -> None:
+    m = load_model(CORPUS / entry["file"])
+    errors: dict[str, str] = {}
+    blocks = match_blocks(m, _feeds(entry), errors=errors)
+    assert errors == {}
+    assert len(blocks) == 2
+    prenorm, causal, masked = MATCHED[entry["family"]]
+    for b in blocks:
+        assert b.prenorm == prenorm
+        assert b.causal == causal
+        assert (b.key_mask == "attention_mask") if masked else (b.key_mask is None)
+        assert b.score_bias == (entry["family"] == "beit")
+    assert blocks[1].input == blocks[0].output
+
+
+@pytest.mark.parametrize(
+    "entry", [e for e in MODELS if e["family"] in REFUSED], ids=lambda e: e["file"]
+)
+def test_other_families_are_refused_naming_the_cause(entry: dict) -> None:
+    m = load_model(CORPUS / entry["file"])
+    errors: dict[str, str] = {}
+    match_blocks(m, _feeds(entry), errors=errors)
+    assert errors, "a refused family must report why"
+    names = {n.name for n in m.graph.node}
+    assert set(errors) <= names  # keyed by the softmax site (its node)
+    first = next(iter(errors.values()))
+    assert REFUSED[entry["family"]] in " ".join(errors.values()), errors
+    assert "'" in first  # names a node or tensor
+
+
+@pytest.mark.parametrize("file", ["dinov2_ts17.onnx", "dinov2_dynamo18.onnx"])
+def test_layerscale_is_folded_and_checked(file: str) -> None:
+    """DINOv2 scales both branches by a learned vector before the residual add: the
+    match folds it into the projection before it; the same match without it does not
+    reproduce the graph."""
+    entry = next(e for e in MODELS if e["file"] == file)
+    m = load_model(CORPUS / file)
+    gi = GraphIndex(m)
+    ev = _Evaluator(m, _feeds(entry))
+    b = match_blocks(m, _feeds(entry))[0]
+    _check_float(b, ev)
+    # the first block's LayerScale vectors, as the model holds them
+    lam = {
+        w: np.asarray(gi.const(f"model.encoder.layer.0.layer_scale{i}.lambda1"), np.float64)
+        for w, i in (("wo", 1), ("w2", 2))
+    }
+    assert all(np.ptp(v) > 0.1 for v in lam.values())  # perturbed: not one value
+    for w, bias in (("wo", "bo"), ("w2", "b2")):
+        unscaled = {**b.weights, w: b.weights[w] / lam[w], bias: b.weights[bias] / lam[w]}
+        with pytest.raises(_NoMatch, match="does not reproduce the graph"):
+            _check_float(dataclasses.replace(b, weights=unscaled), ev)
+
+
+@pytest.mark.parametrize("file", ["beit_ts17.onnx", "beit_dynamo18.onnx"])
+def test_relative_position_bias_is_the_score_bias(file: str) -> None:
+    """BEiT adds a per-head table (gathered from its relative position parameters) to
+    the scores: the match carries it as the block's score bias, [H·S·S], different per
+    head; without it the match does not reproduce the graph."""
+    entry = next(e for e in MODELS if e["file"] == file)
+    m = load_model(CORPUS / file)
+    ev = _Evaluator(m, _feeds(entry))
+    for b in match_blocks(m, _feeds(entry)):
+        s = entry["input_shapes"]["pixel_values"][-1] // 8
+        sb = b.weights["sb"].reshape(b.heads, s * s + 1, s * s + 1)
+        assert not np.allclose(sb[0], sb[1])
+        _check_float(b, ev)
+        with pytest.raises(_NoMatch, match="does not reproduce the graph"):
+            _check_float(dataclasses.replace(b, score_bias=False), ev)
+
+
+@pytest.mark.hls
+@pytest.mark.parametrize("file", ["dinov2_ts17.onnx", "gpt2_dynamo18.onnx", "beit_dynamo18.onnx"])
+def test_hls_csim_no_config_bit_exact(file: str, tmp_path) -> None:
+    entry = next(e for e in MODELS if e["file"] == file)
+    res = CliRunner().invoke(
+        cli,
+        ["hls", "csim", str(CORPUS / file), "--inputs", str(CORPUS / entry["inputs"]),
+         "-o", str(tmp_path / "prj")],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "C-sim data: 2 real block input(s)" in res.output
+    assert "bit-exact" in res.output
+
+
+def test_hls_on_a_refused_family_names_the_node_and_writes_nothing(tmp_path) -> None:
+    """OPT's ReLU FFN: one paragraph naming the softmax site and the Relu node first;
+    the output directory is not created."""
+    entry = next(e for e in MODELS if e["file"] == "opt_ts17.onnx")
+    out = tmp_path / "prj"
+    res = CliRunner().invoke(
+        cli,
+        ["hls", "csim", str(CORPUS / entry["file"]), "--inputs", str(CORPUS / entry["inputs"]),
+         "-o", str(out)],
+    )  # fmt: skip
+    assert res.exit_code == 1
+    msg = res.output.split("Error: ", 1)[1]
+    assert msg.startswith("no encoder block the HLS flow builds was found: around softmax ")
+    assert "'/model/decoder/layers.0/activation_fn/Relu' (Relu), not a GELU site" in msg
+    assert "Traceback" not in res.output
+    assert len(msg.strip().splitlines()) == 1
+    assert not out.exists()
