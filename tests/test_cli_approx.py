@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import approx_ideal_specs
@@ -239,3 +240,34 @@ def test_real_methods_evaluate_when_present() -> None:
     data = json.loads(res.output)
     assert data["spec"]["method"] == "ibert"
     assert data["metrics"]["n"] == 128
+
+
+def test_eval_counts_and_reports_saturated_inputs(tmp_path: Path) -> None:
+    """issue 21: inputs of sigma 200 into ap_fixed<16,5> saturated silently."""
+    f = tmp_path / "huge.npy"
+    x = np.random.default_rng(0).normal(0, 200, (4, 64))
+    np.save(f, x)
+    outside = int(np.count_nonzero((x < -16.0) | (x > 16.0)))
+    assert outside > 0
+    res = run("eval", "gelu", "-m", "pwl", "--inputs", str(f))
+    assert res.exit_code == 0, res.output
+    got = re.search(r"saturated inputs\s+(\d+) of 256", res.output)
+    assert got is not None, res.output
+    assert int(got.group(1)) == outside
+    assert "saturate; the errors below" in res.output
+    res = run("eval", "gelu", "-m", "pwl", "--inputs", str(f), "--json")
+    assert json.loads(res.stdout)["saturated_inputs"] == {"count": outside, "total": 256}
+    ok = tmp_path / "ok.npy"
+    np.save(ok, np.linspace(-3, 3, 64))
+    res = run("eval", "gelu", "-m", "pwl", "--inputs", str(ok), "--json")
+    assert json.loads(res.stdout)["saturated_inputs"] == {"count": 0, "total": 64}
+
+
+def test_eval_file_rows_shorter_than_the_minimum_are_refused(tmp_path: Path) -> None:
+    """issue 21: five values bypassed the n >= 8 rule --n enforces."""
+    f = tmp_path / "five.npy"
+    np.save(f, np.arange(5.0))
+    res = CliRunner().invoke(cli, ["eval", "gelu", "-m", "pwl", "--inputs", str(f)])
+    assert res.exit_code == 2
+    assert "rows of length 5" in res.output
+    assert "at least 8" in res.output

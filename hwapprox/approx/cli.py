@@ -319,6 +319,7 @@ def eval_cmd(
         m = measure(spec, iset)
     except SpecError as exc:
         raise click.ClickException(f"{spec.describe()} on {iset.label()}: {exc}") from None
+    sat, total = iset.saturation(spec.in_fmt)
     cost = spec.cost()
     from hwapprox.approx.costmodel import FAMILIES, estimate
 
@@ -330,6 +331,7 @@ def eval_cmd(
                     "spec": spec.to_config(),
                     "inputs": iset.to_dict(),
                     "metrics": m.as_dict(),
+                    "saturated_inputs": {"count": sat, "total": total},
                     "cost": cost.as_dict(),
                     "estimate": est,
                 },
@@ -339,8 +341,16 @@ def eval_cmd(
         return
     click.echo(spec.describe())
     click.echo(f"inputs: {iset.label()}  (seed {iset.seed}, quantised to {spec.in_fmt})")
+    if sat:
+        click.echo(
+            f"warning: {sat} of {total} inputs lie outside {spec.in_fmt} "
+            f"[{float(spec.in_fmt.min):g}, {float(spec.in_fmt.max):g}] and saturate; the "
+            "errors below are measured on the saturated codes (widen --in-fmt to avoid it)",
+            err=True,
+        )
     rows = [
         ("elements", m.n),
+        ("saturated inputs", f"{sat} of {total} ({100 * sat / max(total, 1):.3g}%)"),
         ("output LSB", m.lsb),
         ("max |err|", m.max_abs),
         ("max |err| (LSB)", m.max_lsb),

@@ -168,9 +168,27 @@ class InputSet:
 
     # -- generation -----------------------------------------------------------
     def reals(self, fmt: FixedFormat) -> npt.NDArray[np.float64]:
-        """The real-valued samples before quantisation (clipped to ``fmt``)."""
+        """The real-valued samples before quantisation (clipped to ``fmt``: how many
+        were outside it, :meth:`saturation` counts)."""
+        return np.clip(self._unclipped(fmt), float(fmt.min), float(fmt.max))
+
+    def saturation(self, fmt: FixedFormat) -> tuple[int, int]:
+        """``(outside, total)``: samples beyond ``fmt``'s range by more than half an LSB
+        (they saturate to its end codes instead of rounding), and all samples."""
+        arr = self._unclipped(fmt)
+        half = float(fmt.lsb) / 2
+        out = (arr < float(fmt.min) - half) | (arr > float(fmt.max) + half)
+        return int(np.count_nonzero(out)), int(arr.size)
+
+    def _unclipped(self, fmt: FixedFormat) -> npt.NDArray[np.float64]:
         if self.dist == "file":
             arr = load_array(self.path or "", self.key)
+            if arr.shape[-1] < MIN_ROW:
+                raise SpecError(
+                    f"{self.path}: rows of length {arr.shape[-1]} (shape {list(arr.shape)}); "
+                    f"the metrics need rows of at least {MIN_ROW} values along the last axis "
+                    "(as --n does): give a longer array or reshape it"
+                )
         else:
             rng = np.random.default_rng(self.seed)
             shape = (int(self.rows), int(self.n))
@@ -188,7 +206,7 @@ class InputSet:
                     pos = np.argsort(rng.random(shape), axis=1)[:, :k]
                     vals = self.mean + self.sigma * rng.uniform(4.0, 8.0, size=(shape[0], k))
                     np.put_along_axis(arr, pos, vals, axis=1)
-        return np.clip(arr, float(fmt.min), float(fmt.max))
+        return arr
 
     def generate(self, spec: ApproxSpec) -> Batch:
         """Raw ``spec.in_fmt`` codes (and LayerNorm gamma/beta) for ``spec``."""
