@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -56,3 +58,16 @@ def test_percentile_range() -> None:
     assert s.int_bits(1, "p99") == 2
     with pytest.raises(ExportError, match=r"^range policy 'p50' is not one of"):
         s.int_bits(1, "p50")
+
+
+def test_string_inputs_are_refused_naming_the_input(tmp_path: Path) -> None:
+    """issue 21: an npz of strings ended in numpy's 'invalid literal for int()'."""
+    from hwapprox.export import example
+    from hwapprox.export.calibrate import prepare_inputs
+    from hwapprox.export.errors import ExportError
+    from hwapprox.export.graph import load_model
+
+    f = tmp_path / "str.npz"
+    np.savez(f, input_ids=np.array([["a"] * 16] * 2))
+    with pytest.raises(ExportError, match=r"input 'input_ids' holds <U1 values \(not numbers\)"):
+        prepare_inputs(load_model(example.model_path()), f)

@@ -83,3 +83,17 @@ def test_eval_with_a_too_wide_format_is_a_clear_error() -> None:
     assert res.exit_code == 2
     assert "OnlineSoftmax.out_fmt=ap_fixed<70,10>: at most 62 bits wide" in res.output
     assert "Traceback" not in res.output
+
+
+def test_wrong_field_types_are_refused_naming_the_field() -> None:
+    """issue 21: a config's ``segments: abc`` ended in a raw Python comparison error."""
+    from hwapprox.approx.base import SpecError
+    from hwapprox.approx.registry import make_spec
+
+    with pytest.raises(SpecError, match=r"PwlGelu\.segments='abc': must be an integer"):
+        make_spec("gelu", "pwl", segments="abc")
+    with pytest.raises(SpecError, match=r"must be an integer"):
+        make_spec("gelu", "pwl", segments=True)
+    with pytest.raises(SpecError, match=r"must be a number"):
+        make_spec("gelu", "pwl", lo="x")
+    assert make_spec("gelu", "pwl", lo=-4).lo == -4  # an int where a float is expected

@@ -157,6 +157,7 @@ class ApproxSpec(abc.ABC):
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
+            self._check_scalar_type(f, value)
             if f.type in ("FixedFormat", FixedFormat) or isinstance(value, FixedFormat):
                 try:
                     fmt = FixedFormat.parse(value)
@@ -171,6 +172,32 @@ class ApproxSpec(abc.ABC):
                 )
                 object.__setattr__(self, f.name, fmt)
         self.validate()
+
+    def _check_scalar_type(self, f: dataclasses.Field[Any], value: Any) -> None:
+        """A field whose default is a bool / int / float / str takes a value of that type
+        (an int where a float is expected; None where the annotation allows it), so a
+        config's ``segments: abc`` is refused naming the field, not deep in the model."""
+        default = f.default
+        if default is dataclasses.MISSING or default is None or value is None:
+            needs_value = default is not None and default is not dataclasses.MISSING
+            if value is None and needs_value and "None" not in str(f.type):
+                self._require(False, f.name, "None", f"needs a {type(default).__name__}")
+            return
+        if isinstance(default, bool):
+            ok, want = isinstance(value, bool | np.bool_), "true or false"
+        elif isinstance(default, int):
+            ok = isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
+            want = "an integer"
+        elif isinstance(default, float):
+            ok = isinstance(value, int | float | np.integer | np.floating) and not isinstance(
+                value, bool | np.bool_
+            )
+            want = "a number"
+        elif isinstance(default, str):
+            ok, want = isinstance(value, str), "a string"
+        else:
+            return
+        self._require(ok, f.name, repr(value), f"must be {want}")
 
     # -- to be provided by each method ---------------------------------------
     def validate(self) -> None:  # noqa: B027 - optional hook

@@ -201,6 +201,11 @@ def prepare_inputs(
                 f"{_fmt_shape(dims)}"
             )
         dt = _np_dtype(et)
+        if arr.dtype.kind not in "fiub":
+            raise ExportError(
+                f"{label}: input {name!r} holds {arr.dtype} values (not numbers) but the model "
+                f"expects {dt}; save numeric arrays (e.g. token ids as int64)"
+            )
         if dt.kind in "iub" and arr.dtype.kind == "f":
             raise ExportError(
                 f"{label}: input {name!r} holds floats ({arr.dtype}) but the model expects {dt}"
