@@ -251,3 +251,73 @@ def test_written_config_reproduces_the_run(tmp_path) -> None:
     second = json.loads((out2 / "validate.json").read_text())
     assert [s["spec"] for s in second["sites"]] == [s["spec"] for s in first["sites"]]
     assert second["end_to_end"] == first["end_to_end"]
+
+
+# -- issue 21: bad input gets a clear error, an unmet budget a non-zero exit -------------------
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("cosine=1.5", r"cosine=1\.5 is out of range: cosine is a cosine similarity, in \[-1, 1\]"),
+        ("top1=2", r"top1=2 is out of range: top1 is a fraction of samples, in \[0, 1\]"),
+        ("max_abs=-1", r"max_abs=-1 is out of range"),
+        ("mean_abs=nan", r"mean_abs=nan is out of range"),
+    ],
+)
+def test_impossible_budgets_are_refused(text: str, match: str) -> None:
+    with pytest.raises(ExportError, match=match):
+        E2EBudget.parse(text)
+
+
+def test_unmet_budget_exits_1_with_a_complete_report(tmp_path) -> None:
+    out = tmp_path / "rep"
+    res = CliRunner().invoke(
+        cli, ["validate", "--budget", "max_abs=0", "--sites", "softmax", "-o", str(out)]
+    )
+    assert res.exit_code == 1, res.output
+    assert "NOT met" in res.output
+    assert (out / "report.txt").is_file()  # the report says what was tried
+
+
+def test_failed_validate_leaves_no_report_directory(tmp_path) -> None:
+    out = tmp_path / "rep"
+    res = CliRunner().invoke(cli, ["validate", "--budget", "cosine=1.5", "-o", str(out)])
+    assert res.exit_code != 0
+    assert "out of range" in res.output
+    assert not out.exists()
+
+
+def test_unwritable_output_is_refused_before_the_work() -> None:
+    res = CliRunner().invoke(cli, ["validate", "-o", "/proc/hwapprox-report"])
+    assert res.exit_code == 1
+    assert "'/proc' is not writable" in res.output
+    assert "Traceback" not in res.output
+
+
+def test_too_new_opset_is_a_one_line_error(tmp_path) -> None:
+    m = single_node("Relu", [2, 4], opset=30)
+    m.ir_version = 8
+    f = tmp_path / "new.onnx"
+    onnx.save(m, str(f))
+    with pytest.raises(ExportError, match=r"opset ai\.onnx 30 is newer than the installed onnx"):
+        load_model(f)
+
+
+def test_model_without_sites_warns() -> None:
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])
+    w = helper.make_tensor("w", TensorProto.FLOAT, [4, 4], [0.1] * 16)
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g", [x], [y], [w])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    res = validate(m)
+    assert res.warnings[0].startswith("no softmax, GELU, LayerNorm/RMSNorm")
+
+
+def test_out_of_vocabulary_ids_name_the_cause(tmp_path, capfd) -> None:
+    f = tmp_path / "oov.npz"
+    np.savez(f, input_ids=np.full((2, 16), 5000, dtype=np.int64))
+    with pytest.raises(ExportError, match=r"token ids\?\) is beyond its table"):
+        validate(example.model_path(), inputs=f)
+    assert "onnxruntime" not in capfd.readouterr().err  # no raw runtime log line

@@ -493,7 +493,14 @@ def calibrate(
     try:
         values = dict(zip(names, sess.run(names, dict(feeds)), strict=True))
     except Exception as exc:
-        raise ExportError(f"onnxruntime failed on the sample inputs: {exc}") from None
+        msg = str(exc)
+        hint = ""
+        if "out of data bounds" in msg and "Gather" in msg:
+            hint = (
+                " -- an index input (token ids?) is beyond its table: check that the inputs "
+                "were made with this model's tokenizer/vocabulary"
+            )
+        raise ExportError(f"onnxruntime failed on the sample inputs: {msg}{hint}") from None
     seconds = time.perf_counter() - t0
     values.update({k: np.asarray(v) for k, v in feeds.items() if k not in values})
     outs = {o.name: values[o.name] for o in model.graph.output}

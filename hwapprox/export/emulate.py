@@ -38,7 +38,7 @@ __all__ = ["Emulator", "apply_spec", "make_session", "rows_view", "site_mask_bit
 def make_session(model: ModelProto, threads: int = 0) -> ort.InferenceSession:
     """A CPU onnxruntime session (``threads=0``: onnxruntime's default)."""
     opts = ort.SessionOptions()
-    opts.log_severity_level = 3
+    opts.log_severity_level = 4  # fatal only: errors reach the user as ExportError
     # Many sessions run one after another: idle workers must not spin and
     # steal the cores from the next session.
     opts.add_session_config_entry("session.intra_op.allow_spinning", "0")

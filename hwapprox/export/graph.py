@@ -61,10 +61,17 @@ def _lower_ir(model: ModelProto, label: str, notes: list[str] | None) -> None:
 
     have = int(model.ir_version)
     limit = max_runtime_ir_version()
-    if have <= limit:
-        return
     opsets = {imp.domain or "ai.onnx": int(imp.version) for imp in model.opset_import}
     opset = opsets.get("ai.onnx", 1)
+    top = min(_max_opset_for_ir(limit), onnx.defs.onnx_opset_version())
+    if opset > top:
+        raise ExportError(
+            f"{label}: model opset ai.onnx {opset} is newer than the installed onnx "
+            f"{onnx.__version__} / onnxruntime {ort.__version__} know (opset <= {top}); "
+            f"re-export with an older opset, e.g. torch.onnx.export(..., opset_version=18)"
+        )
+    if have <= limit:
+        return
     need = _min_ir_for_opset(opset)
     if need is None or need > limit:
         raise ExportError(

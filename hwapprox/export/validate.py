@@ -769,6 +769,13 @@ def validate(
         "sessions": float(emu.n_sessions),
     }
     warnings += [unsupported_message(s) for s in imported.unsupported]
+    if not imported.sites:
+        warnings.insert(
+            0,
+            "no softmax, GELU, LayerNorm/RMSNorm or attention-normaliser site was found in "
+            "this model: nothing is approximated and the end-to-end table compares the float "
+            "model with itself (hwapprox list shows the operators it looks for)",
+        )
     notes = list(imported.notes)
     first = next(iter(feeds.values()), None)
     if axis is None:
