@@ -288,6 +288,15 @@ def _warnings(items: Sequence[str], title: str = "Warnings") -> str:
     )
 
 
+def _fit_badge(fit: Any) -> str:
+    """The board fit beside the checks' verdict: a design that does not fit is not a pass."""
+    fits = fit.get("fits") if isinstance(fit, Mapping) else None
+    if not isinstance(fits, bool):
+        return ""
+    board = fit.get("board", "the board")
+    return _badge(fits, f"fits {board}", f"DOES NOT FIT {board}")
+
+
 def _badge(ok: bool | None, yes: str, no: str, unknown: str = "unknown") -> str:
     if ok is None:
         return f"<span class='badge info'>{_e(unknown)}</span>"
@@ -784,7 +793,7 @@ _DEMO_KNOWN = {
     "warnings",
     "notes",
 }
-_STATUS_CLASS = {"passed": "ok", "failed": "warn", "error": "warn"}
+_STATUS_CLASS = {"passed": "ok", "failed": "warn", "error": "warn", "does not fit": "warn"}
 
 
 def _stages_section(stages: Any) -> tuple[str, list[str]]:
@@ -1008,7 +1017,8 @@ def demo_html(summary: Mapping[str, Any], images: Mapping[str, str | Path] | Non
     if _is_number(s.get("total_seconds")):
         meta.append(f"total {s['total_seconds']:.1f} s")
     header = (
-        f"<header><h1>hwapprox demo summary {_badge(passed, 'PASSED', 'FAILED')}</h1>"
+        f"<header><h1>hwapprox demo summary {_badge(passed, 'checks PASSED', 'checks FAILED')}"
+        f" {_fit_badge(s.get('fit'))}</h1>"
         f"<p class='meta'>{' &middot; '.join(meta)}</p></header>"
     )
     stages_html, failed = _stages_section(s.get("stages"))

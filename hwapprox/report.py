@@ -39,7 +39,13 @@ def md_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
-_STATUS = {"passed": "passed", "failed": "**FAILED**", "skipped": "skipped", "error": "**ERROR**"}
+_STATUS = {
+    "passed": "passed",
+    "failed": "**FAILED**",
+    "skipped": "skipped",
+    "error": "**ERROR**",
+    "does not fit": "**DOES NOT FIT**",
+}
 
 
 def _stage_rows(stages: Mapping[str, Mapping[str, Any]]) -> list[list[Any]]:
@@ -49,14 +55,26 @@ def _stage_rows(stages: Mapping[str, Mapping[str, Any]]) -> list[list[Any]]:
     ]
 
 
+def demo_verdict(s: Mapping[str, Any]) -> str:
+    """What passed and what did not: the checks (accuracy, bit-exactness, RTL) and,
+    separately, the board fit (a design that does not fit is not called a pass)."""
+    checks = "checks **PASSED**" if s["passed"] else "checks **FAILED**"
+    fit = s.get("fit") or {}
+    if fit.get("fits") is True:
+        return f"{checks}; fits `{s['board']}`."
+    if fit.get("fits") is False:
+        return f"{checks}; **DOES NOT FIT** `{s['board']}` (see Resources)."
+    return f"{checks}; board fit not computed."
+
+
 def demo_markdown(s: Mapping[str, Any]) -> str:
     """``summary.md`` from the demo's summary dict (see :func:`hwapprox.demo.run_demo`)."""
-    verdict = "PASSED" if s["passed"] else "FAILED"
+    verdict = demo_verdict(s)
     out = [
         "# hwapprox demo summary",
         "",
         f"Model: `{s['model']}` ({s['n_sites']} nonlinear sites); board `{s['board']}`; "
-        f"error budget `{s['budget']}`; total {s['total_seconds']:.1f} s. **{verdict}**",
+        f"error budget `{s['budget']}`; total {s['total_seconds']:.1f} s. {verdict}",
         "",
         "## Stages",
         "",

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from hwapprox import demo
@@ -51,12 +52,12 @@ def test_chain_with_rtl(tmp_path):
     code, text = _run(["-o", str(out), "--skip-hls", "--no-synth"])
     assert code == 0, text
     s = _summary(out)
-    assert s["passed"] is True
-    assert [k for k, v in s["stages"].items() if v["status"] == "passed"] == [
-        "validate",
-        "rtl",
-        "resources",
-    ]
+    assert s["passed"] is True  # the checks
+    assert [k for k, v in s["stages"].items() if v["status"] == "passed"] == ["validate", "rtl"]
+    # the example's fully unrolled linear layers (linear.h, as written) exceed pynq-z2's
+    # DSPs: the resources stage says so instead of "passed" (issue 21)
+    assert s["fit"]["fits"] is False
+    assert s["stages"]["resources"]["status"] == demo.NO_FIT
     assert s["stages"]["hls"]["status"] == "skipped"
     _check_sites(s)
     by_unit = {u["unit"]: u for u in s["rtl"]}
@@ -90,6 +91,9 @@ def test_chain_with_rtl(tmp_path):
     }
     assert all(ln.split("|")[3].strip() == "yes" for ln in rows_md)
     assert "ESTIMATE" in md
+    assert "checks **PASSED**; **DOES NOT FIT** `pynq-z2`" in md
+    assert "| resources | **DOES NOT FIT** |" in md
+    assert "ReuseFactor" not in s["stages"]["resources"]["note"]  # no setting it cannot take
     assert "[rtl] passed" in text
 
 
@@ -114,6 +118,11 @@ def test_chain_with_hls(tmp_path):
     assert (out / "hls" / "project" / "firmware" / "myproject.cpp").is_file()
     assert (out / "hls" / "config.yaml").is_file()
     assert "| yes |" in (out / "summary.md").read_text()
+    # the summary describes the project it wrote (issue 21): its clock and its linear layers
+    cfg = yaml.safe_load((out / "hls" / "project" / "hls4ml_config.yml").read_text())
+    assert cfg["ClockPeriod"] == pytest.approx(1000.0 / s["fit"]["clock_mhz"])
+    assert cfg["HLSConfig"]["Model"]["ReuseFactor"] == 1
+    assert "no reuse" in s["fit"]["basis"]
 
 
 # -- directory handling, skips and failures (validation reused) ----------------------------

@@ -42,12 +42,23 @@ class LinearEstimate:
 
 
 def linear_estimate(
-    model: ModelProto, *, reuse: int | None = None, weight_bits: int = 16, data_bits: int = 16
+    model: ModelProto,
+    *,
+    reuse: int | None = None,
+    weight_bits: int = 16,
+    data_bits: int = 16,
+    as_written: bool = False,
 ) -> LinearEstimate:
     """:class:`LinearEstimate` of ``model``'s constant-weight MatMul / Gemm layers
-    (``reuse`` None: each layer's K, one multiplier per output)."""
+    (``reuse`` None: each layer's K, one multiplier per output).
+
+    ``as_written``: the HLS project as hwapprox writes it (``linear.h``'s ``matmul``
+    unrolls every row, column and inner product of a sequence: one multiplier per
+    product, ``S·K·N`` per layer, ``S`` the tokens per sequence from the inferred
+    shapes; no reuse knob): DSP = ``Σ S·K·N`` x multipliers per product."""
     if reuse is not None and reuse < 1:
         raise ValueError(f"reuse must be >= 1, got {reuse}")
+    shapes = _static_shapes(model)
     inits = {t.name: t for t in model.graph.initializer}
     consts = {}
     for node in model.graph.node:
@@ -76,8 +87,22 @@ def linear_estimate(
             k = int(arr.shape[1]) if trans_b else int(arr.shape[0])
         layers += 1
         weights += size
-        dsp += math.ceil(size / (k if reuse is None else reuse)) * per_mult
+        if as_written:
+            x_in = next((n for n in node.input[:2] if n not in inits and n not in consts), "")
+            dims = shapes.get(x_in, [])
+            rows = math.prod(dims[1:-1]) if len(dims) >= 3 else 1
+            dsp += rows * size * per_mult
+        else:
+            dsp += math.ceil(size / (k if reuse is None else reuse)) * per_mult
         bram += math.ceil(size * weight_bits / 36864)
+    if as_written:
+        formula = (
+            f"DSP = sum over layers of S*K*N x {per_mult} (the project as written: "
+            "hwapprox/linear.h unrolls every row, column and inner product of a sequence of "
+            f"S tokens, no reuse; {weight_bits}-bit weights x {data_bits}-bit data); BRAM36 = "
+            f"sum ceil(K*N*{weight_bits} / 36864); ESTIMATE, not synthesis"
+        )
+        return LinearEstimate(layers, weights, act, dsp, bram, 1, weight_bits, formula)
     rf = "K" if reuse is None else str(reuse)
     formula = (
         f"DSP = sum ceil(K*N / {rf}) x {per_mult} (ReuseFactor {rf}, "
@@ -85,6 +110,17 @@ def linear_estimate(
         f"{weight_bits} / 36864); ESTIMATE, not synthesis"
     )
     return LinearEstimate(layers, weights, act, dsp, bram, reuse or 0, weight_bits, formula)
+
+
+def _static_shapes(model: ModelProto) -> dict[str, list[int]]:
+    """Tensor name -> its static dims (from the inferred value infos; dynamic dims 1)."""
+    out: dict[str, list[int]] = {}
+    g = model.graph
+    for vi in [*g.input, *g.value_info, *g.output]:
+        t = vi.type.tensor_type
+        if t.HasField("shape"):
+            out[vi.name] = [d.dim_value if d.HasField("dim_value") else 1 for d in t.shape.dim]
+    return out
 
 
 def reuse_to_fit(
