@@ -92,7 +92,9 @@ def format_report(res: ValidationResult) -> str:
         parts += [f"  - {n}" for n in res.notes]
     parts += [
         "",
-        "Per site (spec on the float model's site input vs its float site output; "
+        "Per site (spec on the float model's site input vs its float site output, so "
+        "max|err| and max LSB include the input's quantisation; 'hwapprox eval' and the "
+        "README's accuracy tables measure the approximation alone, on quantised inputs; "
         "sat = saturated inputs/outputs):",
         _table(
             [
