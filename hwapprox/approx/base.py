@@ -178,6 +178,8 @@ class ApproxSpec(abc.ABC):
         (an int where a float is expected; None where the annotation allows it), so a
         config's ``segments: abc`` is refused naming the field, not deep in the model."""
         default = f.default
+        if "FixedFormat" in str(f.type) or isinstance(value, FixedFormat):
+            return  # formats are parsed (and refused with their own message) below
         if default is dataclasses.MISSING or default is None or value is None:
             needs_value = default is not None and default is not dataclasses.MISSING
             if value is None and needs_value and "None" not in str(f.type):

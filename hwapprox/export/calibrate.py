@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import math
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,8 +45,10 @@ __all__ = [
     "PERCENTILES",
     "RANGE_STATS",
     "SiteStats",
+    "batch_files",
     "calibrate",
     "graph_inputs",
+    "iter_batches",
     "parameter_format",
     "parse_range",
     "prepare_inputs",
@@ -394,6 +396,8 @@ class Trace:
     site_n: dict[str, float] = field(default_factory=dict)
     #: wall time of the float run (onnxruntime, site tensors kept as extra outputs)
     seconds: float = 0.0
+    #: input batches the statistics were gathered over (the tensors above: the first)
+    batches: int = 1
 
 
 #: rows kept per site for the unified-max calibration (a seeded subsample beyond it)
@@ -469,11 +473,20 @@ def _check_masked_input(site: Site, x: np.ndarray, mask: np.ndarray | None, g: G
 
 
 def calibrate(
-    model: ModelProto, sites: list[Site], feeds: Mapping[str, np.ndarray], *, threads: int = 0
+    model: ModelProto,
+    sites: list[Site],
+    feeds: Mapping[str, np.ndarray],
+    *,
+    threads: int = 0,
+    more: Iterable[Mapping[str, np.ndarray]] = (),
 ) -> Trace:
     """Run the float model once, recording each site's input, output and mask bits.
 
     Only ``sites`` are recorded and calibrated (sites kept float need none).
+    ``more``: further batches (e.g. :func:`iter_batches`), run one at a time; their
+    values are folded into the statistics (:class:`~hwapprox.export.stats.RunningStats`,
+    so memory does not grow with their number) and dropped, while the trace keeps
+    ``feeds``' tensors as the sample the per-site errors are measured on.
     """
     g = GraphIndex(model)
     mask_tensors = [
@@ -488,51 +501,38 @@ def calibrate(
         dict.fromkeys([t for s in sites for t in (s.input, s.output)] + mask_tensors + n_tensors)
     )
     sess = trace_model(model, tensors, threads=threads)
-    names = [o.name for o in sess.get_outputs()]
     t0 = time.perf_counter()
-    try:
-        values = dict(zip(names, sess.run(names, dict(feeds)), strict=True))
-    except Exception as exc:
-        msg = str(exc)
-        hint = ""
-        if "out of data bounds" in msg and "Gather" in msg:
-            hint = (
-                " -- an index input (token ids?) is beyond its table: check that the inputs "
-                "were made with this model's tokenizer/vocabulary"
-            )
-        raise ExportError(f"onnxruntime failed on the sample inputs: {msg}{hint}") from None
+    values = _run_trace(sess, feeds)
     seconds = time.perf_counter() - t0
-    values.update({k: np.asarray(v) for k, v in feeds.items() if k not in values})
     outs = {o.name: values[o.name] for o in model.graph.output}
     masks: dict[str, np.ndarray] = {}
     mask_roles: dict[str, list[str]] = {}
-    stats: dict[str, SiteStats] = {}
-    out_stats: dict[str, SiteStats] = {}
     extents: dict[str, Callable[[], np.ndarray]] = {}
+    acc = _StatsAcc()
     for s in sites:
         x = values[s.input]
-        mask = site_mask_bits(s, values, g, np.shape(x))
-        extra: dict[str, int] = {}
-        if s.operator is Operator.SOFTMAX:
-            _check_masked_input(s, x, mask, g)
-            if mask is not None:
-                masks[s.name] = mask
-                assert s.mask is not None
-                mvals = {t: values[t] if t in values else g.const(t) for t in s.mask.tensors()}
-                mask_roles[s.name] = s.mask.observed_roles(mvals, np.shape(x))
-                mrows, ax = rows_view(s, mask)
-                full = mrows.all(axis=ax)
-                extra = {"masked_rows": int(np.count_nonzero(full)), "rows": int(full.size)}
+        mask = acc.fold(s, values, g)
+        if s.operator is Operator.SOFTMAX and mask is not None:
+            masks[s.name] = mask
+            assert s.mask is not None
+            mvals = {t: values[t] if t in values else g.const(t) for t in s.mask.tensors()}
+            mask_roles[s.name] = s.mask.observed_roles(mvals, np.shape(x))
         elif mask is not None and s.operator in ELEMENTWISE_ATTENTION:
             masks[s.name] = mask  # masked scores are left out of the errors and saturation
             assert s.mask is not None
             mvals = {t: values[t] if t in values else g.const(t) for t in s.mask.tensors()}
             mask_roles[s.name] = s.mask.observed_roles(mvals, np.shape(x))
-        stats[s.name] = SiteStats.of(s.name, x, mask, **extra)
         if s.operator is Operator.SOFTMAX:
             extents[s.name] = functools.partial(row_extents, s, x, mask)  # only unified max
-        y = values[s.output]
-        out_stats[s.name] = SiteStats.of(s.name, y, mask)
+    batches = 1
+    for batch in more:
+        vals = _run_trace(sess, batch)
+        for s in sites:
+            acc.fold(s, vals, g)
+        batches += 1
+        del vals
+    stats = {s.name: acc.site_stats(s.name) for s in sites}
+    out_stats = {s.name: acc.site_stats(s.name, out=True) for s in sites}
     return Trace(
         outputs=outs,
         site_inputs={s.name: values[s.input] for s in sites},
@@ -544,9 +544,86 @@ def calibrate(
         feeds=dict(feeds),
         row_extents=LazyMap(extents),
         seconds=seconds,
+        batches=batches,
         site_n={
             s.name: float(np.asarray(values[s.params["n_tensor"]]).reshape(-1)[0])
             for s in sites
             if s.params.get("n_tensor")
         },
     )
+
+
+def _run_trace(sess: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    names = [o.name for o in sess.get_outputs()]
+    try:
+        values = dict(zip(names, sess.run(names, dict(feeds)), strict=True))
+    except Exception as exc:
+        msg = str(exc)
+        hint = ""
+        if "out of data bounds" in msg and "Gather" in msg:
+            hint = (
+                " -- an index input (token ids?) is beyond its table: check that the inputs "
+                "were made with this model's tokenizer/vocabulary"
+            )
+        raise ExportError(f"onnxruntime failed on the sample inputs: {msg}{hint}") from None
+    values.update({k: np.asarray(v) for k, v in feeds.items() if k not in values})
+    return values
+
+
+class _StatsAcc:
+    """Per-site running statistics of inputs and outputs over batches."""
+
+    def __init__(self) -> None:
+        self.ins: dict[str, RunningStats] = {}
+        self.outs: dict[str, RunningStats] = {}
+        self.rows: dict[str, list[int]] = {}
+
+    def fold(self, s: Site, values: Mapping[str, np.ndarray], g: GraphIndex) -> np.ndarray | None:
+        """Fold one batch's site tensors in; return the site's mask bits (or None)."""
+        x = values[s.input]
+        mask = site_mask_bits(s, values, g, np.shape(x))
+        if s.operator is Operator.SOFTMAX:
+            _check_masked_input(s, x, mask, g)
+            if mask is not None:
+                mrows, ax = rows_view(s, mask)
+                full = mrows.all(axis=ax)
+                counts = self.rows.setdefault(s.name, [0, 0])
+                counts[0] += int(np.count_nonzero(full))
+                counts[1] += int(full.size)
+        self.ins.setdefault(s.name, RunningStats()).add(x, mask)
+        self.outs.setdefault(s.name, RunningStats()).add(values[s.output], mask)
+        return mask
+
+    def site_stats(self, name: str, *, out: bool = False) -> SiteStats:
+        if out:
+            return SiteStats.from_running(name, self.outs[name])
+        masked_rows, rows = self.rows.get(name, [0, 0])
+        return SiteStats.from_running(name, self.ins[name], masked_rows=masked_rows, rows=rows)
+
+
+def batch_files(inputs: str | Path | Mapping[str, np.ndarray] | None) -> list[Path] | None:
+    """The ``.npz`` batch files ``inputs`` names when it is a directory (its ``*.npz``,
+    sorted) or a glob pattern (``data/batch_*.npz``); None for one file, a mapping or None."""
+    if inputs is None or isinstance(inputs, Mapping):
+        return None
+    text = str(inputs)
+    p = Path(text)
+    if p.is_dir():
+        files = sorted(p.glob("*.npz"))
+        if not files:
+            raise ExportError(f"inputs directory {text!r} holds no .npz batch files")
+        return files
+    if any(c in text for c in "*?["):
+        import glob
+
+        files = sorted(Path(f) for f in glob.glob(text) if f.endswith(".npz"))
+        if not files:
+            raise ExportError(f"inputs pattern {text!r} matches no .npz files")
+        return files
+    return None
+
+
+def iter_batches(model: ModelProto, files: Sequence[Path]) -> Iterator[dict[str, np.ndarray]]:
+    """Checked feeds of each batch file in turn (:func:`prepare_inputs`), one at a time."""
+    for f in files:
+        yield prepare_inputs(model, f)

@@ -42,8 +42,10 @@ def _methods(values: tuple[str, ...]) -> dict[str, str]:
 @click.argument("model", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "--inputs",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Sample inputs: .npz with one array per model input (default: generated, seeded).",
+    type=click.Path(path_type=Path),
+    help="Sample inputs: .npz with one array per model input (default: generated, seeded); "
+    "or a directory / glob of .npz batches, streamed: formats calibrated over all of them "
+    "in bounded memory, errors measured on the first.",
 )
 @click.option(
     "--config",

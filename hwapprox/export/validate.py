@@ -47,7 +47,9 @@ from hwapprox.export import metrics as _metrics
 from hwapprox.export.calibrate import (
     SiteStats,
     Trace,
+    batch_files,
     calibrate,
+    iter_batches,
     parse_range,
     prepare_inputs,
     unified_max_phi,
@@ -636,7 +638,8 @@ def validate(
     label = str(model) if isinstance(model, str | Path) else imported.model.graph.name
     selected = select_sites(imported.sites, sites)
     stat = parse_range(range_stat)
-    feeds = prepare_inputs(imported.model, inputs, seed=seed)
+    files = batch_files(inputs)  # a directory / glob of .npz batches: streamed calibration
+    feeds = prepare_inputs(imported.model, inputs if files is None else files[0], seed=seed)
     cfg = config_for_kinds(build_config(config, methods), imported.sites)
     user_cfg = config_for_kinds(build_config(config, methods, defaults=False), imported.sites)
     given = dict(specs or {})
@@ -661,7 +664,8 @@ def validate(
             f"config names unknown site(s) {', '.join(unknown)}; sites of this model: "
             f"{', '.join(all_names) or '(none)'}"
         )
-    trace = calibrate(imported.model, active, feeds, threads=threads)
+    more = iter_batches(imported.model, files[1:]) if files else ()
+    trace = calibrate(imported.model, active, feeds, threads=threads, more=more)
     axis = _metrics.batch_axis(imported.sites)
     tm = _metrics.token_mask(imported.sites, feeds, axis)
     keep = None if tm is None else tm[1]
@@ -777,6 +781,13 @@ def validate(
             "model with itself (hwapprox list shows the operators it looks for)",
         )
     notes = list(imported.notes)
+    if files is not None:
+        notes.append(
+            f"input formats calibrated over {len(files)} batch files ({files[0].name} .. "
+            f"{files[-1].name}, streamed: statistics merged batch by batch); the per-site "
+            f"errors, the end-to-end comparison and any budget search use the first, "
+            f"{files[0].name}"
+        )
     first = next(iter(feeds.values()), None)
     if axis is None:
         n = 1
