@@ -130,9 +130,8 @@ def test_write_report_refuses_file_path(tmp_path) -> None:
         sites=[imp.sites[0].name],
         threads=1,
     )
-    with pytest.raises(
-        ExportError, match=r"^output path '.*afile' exists and is not a directory; give a directory$"
-    ):
+    msg = r"^output path '.*afile' exists and is not a directory; give a directory$"
+    with pytest.raises(ExportError, match=msg):
         write_report(res, f)
 
 
