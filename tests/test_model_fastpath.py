@@ -29,7 +29,7 @@ import pytest
 
 from hwapprox.approx.base import ElementwiseSpec, _elementwise_memo
 from hwapprox.approx.registry import get_method, list_methods, make_spec
-from hwapprox.approx.softmax import OnlineSoftmax, SoftermaxSoftmax
+from hwapprox.approx.softmax import OnlineSoftmax, SoftermaxSoftmax, _kernels
 
 
 def _edge_rows(fmt: Any, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -93,21 +93,34 @@ SOFTERMAX_SPECS = [
 
 @contextmanager
 def _slow_paths() -> Iterator[None]:
-    """Swap the element-by-element loops in for the event scans."""
+    """The element-by-element numpy loops: compiled kernels off, loops for event scans."""
     with (
+        patch.object(_kernels, "enabled", False),
         patch.object(OnlineSoftmax, "_stream_sum", OnlineSoftmax._stream_sum_loop),
         patch.object(SoftermaxSoftmax, "_shift_sum", SoftermaxSoftmax.__dict__["_shift_sum_loop"]),
     ):
         yield
 
 
+@contextmanager
+def _numpy_paths() -> Iterator[None]:
+    """The numpy fast path (event scans), compiled kernels off."""
+    with patch.object(_kernels, "enabled", False):
+        yield
+
+
 def _compare(spec: Any, seed: int) -> int:
+    """The default path (compiled kernels where numba is installed), the numpy event
+    scans and the element-by-element loop agree on every row set."""
     rows = 0
     for x, mk in _row_sets(spec, seed):
         fast = spec.model(x, mask=mk)
+        with _numpy_paths():
+            numpy_fast = spec.model(x, mask=mk)
         with _slow_paths():
             slow = spec.model(x, mask=mk)
         assert np.array_equal(fast, slow), (spec.describe(), x.shape, mk is not None)
+        assert np.array_equal(numpy_fast, slow), (spec.describe(), x.shape, mk is not None)
         rows += x.shape[0]
     return rows
 
@@ -145,6 +158,41 @@ def test_event_scan_comparison_detects_a_planted_error() -> None:
 
     with patch.object(OnlineSoftmax, "_stream_sum", off_by_one), pytest.raises(AssertionError):
         _compare(spec, seed=7)
+
+
+@pytest.mark.skipif(_kernels.njit is None, reason="numba is not installed")
+def test_kernel_comparison_detects_a_planted_error() -> None:
+    """A compiled online scan whose sum is 1/256 high fails the comparison; so does a
+    Softermax scan whose sum is 1/256 high."""
+    spec = make_spec("softmax", "online")
+    good = _kernels.online_state
+
+    def bad_online(*a: Any) -> Any:
+        m, d = good(*a)
+        return m, d + (d >> 8)
+
+    with patch.object(_kernels, "online_state", bad_online), pytest.raises(AssertionError):
+        _compare(spec, seed=7)
+    good_s = _kernels.softermax_sum
+
+    def bad_softermax(*a: Any) -> Any:
+        d, m = good_s(*a)
+        return d + (d >> 8), m
+
+    s2 = make_spec("softmax", "softermax")
+    with patch.object(_kernels, "softermax_sum", bad_softermax), pytest.raises(AssertionError):
+        _compare(s2, seed=7)
+    for name in ("online_out", "softermax_out"):  # the compiled output stages: one LSB off
+        good_o = getattr(_kernels, name)
+
+        def bad_out(*a: Any, _g: Any = good_o) -> Any:
+            y = _g(*a)
+            y[:, ::7] += 1
+            return y
+
+        sp = spec if name == "online_out" else s2
+        with patch.object(_kernels, name, bad_out), pytest.raises(AssertionError):
+            _compare(sp, seed=7)
 
 
 def _elementwise_specs() -> list[ElementwiseSpec]:

@@ -186,20 +186,20 @@ class ApproxSpec(abc.ABC):
                 self._require(False, f.name, "None", f"needs a {type(default).__name__}")
             return
         if isinstance(default, bool):
-            ok, want = isinstance(value, bool | np.bool_), "true or false"
+            ok, want = isinstance(value, bool | np.bool_), "a bool (true or false)"  # as validate()
         elif isinstance(default, int):
             ok = isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
-            want = "an integer"
+            want = "must be an integer"
         elif isinstance(default, float):
             ok = isinstance(value, int | float | np.integer | np.floating) and not isinstance(
                 value, bool | np.bool_
             )
-            want = "a number"
+            want = "must be a number"
         elif isinstance(default, str):
-            ok, want = isinstance(value, str), "a string"
+            ok, want = isinstance(value, str), "must be a string"
         else:
             return
-        self._require(ok, f.name, repr(value), f"must be {want}")
+        self._require(ok, f.name, repr(value), want)
 
     # -- to be provided by each method ---------------------------------------
     def validate(self) -> None:  # noqa: B027 - optional hook

@@ -17,6 +17,7 @@ import numpy.typing as npt
 from hwapprox.approx import intmath
 from hwapprox.approx.base import Cost, RawArray, broadcast_mask, require
 from hwapprox.approx.hwparams import overflow_code, raw_width, rounding_code, ubits
+from hwapprox.approx.softmax import _kernels
 from hwapprox.approx.softmax._common import (
     _FIX16_6,
     _FIX18_8_RND_SAT,
@@ -655,9 +656,10 @@ class OnlineSoftmax(SoftmaxSpec):
             mk = np.ascontiguousarray(broadcast_mask(mask, x.shape))
             mk = mk if mk.any() else None
         narrow = exp is None and self._narrow()
+        kernel = exp is None and self.in_fmt.width <= _MEMO_MAX_BITS
         if exp is None:
             exp = self._exp_fn(_cached(self, "tables"))
-        m, d, _, _ = self._row_state(x, sched, exp, narrow, mk)
+        m, d, _, _ = self._row_state(x, sched, exp, narrow, mk, kernel=kernel)
         return m, d
 
     def _narrow(self) -> bool:
@@ -675,9 +677,13 @@ class OnlineSoftmax(SoftmaxSpec):
         exp: Callable[[RawArray], RawArray],
         narrow: bool = False,
         mask: npt.NDArray[np.bool_] | None = None,
+        kernel: bool = False,
     ) -> tuple[RawArray, RawArray, RawArray | None, npt.NDArray[np.bool_] | None]:
         """:meth:`row_state` of checked ``(R, N >= 1)`` codes, plus ``E(m - x)`` (two_pass)
         and the ``(R, N)`` skip flags (``skip_threshold``; else None).
+
+        ``kernel`` (``exp`` is the memo): the online schedule through the compiled
+        row scan (:mod:`._kernels`) where numba is available -- the same recurrence.
 
         The online recurrence runs element by element in stream order; only
         the parts that do not depend on ``d`` are computed for all elements at
@@ -691,6 +697,13 @@ class OnlineSoftmax(SoftmaxSpec):
         ``|x_j - m_(j-1)|`` exceeds ``skip_raw`` gets ``E = 0`` (``d`` unchanged) and a
         skip flag; ``two_pass``: ``m - x_j > skip_raw`` against the row max.
         """
+        if (
+            kernel
+            and sched == "online"
+            and self.in_fmt.width <= _MEMO_MAX_BITS
+            and _kernels.available()
+        ):
+            return self._row_state_kernel(x, mask)
         if mask is not None:
             return self._row_state_masked(x, sched, exp, narrow, mask)
         one = np.int64(self._one_sum())
@@ -725,6 +738,29 @@ class OnlineSoftmax(SoftmaxSpec):
             skip[:, 1:] = sk
         self._stream_sum(d, e, new)
         return run_max[:, -1].astype(np.int64), d, None, skip
+
+    def _row_state_kernel(
+        self, x: RawArray, mask: npt.NDArray[np.bool_] | None
+    ) -> tuple[RawArray, RawArray, None, npt.NDArray[np.bool_] | None]:
+        """:meth:`_row_state` (online schedule) by :func:`._kernels.online_state`."""
+        w = self.in_fmt.width
+        skip = np.zeros(x.shape, dtype=bool) if self.skip_raw else None
+        fe = self.exp_fmt.frac_bits
+        m, d = _kernels.online_state(
+            np.ascontiguousarray(x, dtype=np.int64),
+            mask if mask is not None else np.zeros((1, 1), dtype=bool),
+            mask is not None,
+            _cached(self, "_exp_memo"),
+            self._one_sum(),
+            1 << (self.sum_fmt.frac_bits - fe),
+            fe,
+            (1 << (fe - 1)) if self.sum_fmt.rounding is Rounding.RND else 0,
+            int(self.skip_raw or 0),
+            self.in_fmt.min_raw,
+            (1 << w) - 1,
+            skip if skip is not None else np.zeros((1, 1), dtype=bool),
+        )
+        return m, d, None, skip
 
     def _stream_sum(self, d: RawArray, e: RawArray, new: npt.NDArray[np.bool_]) -> None:
         """The running sum over a stream, in place on ``d`` (R,): for each element
@@ -881,12 +917,29 @@ class OnlineSoftmax(SoftmaxSpec):
         exp = self._exp_fn(tabs)
         if self.unified_max is not None:
             return self._rows_unified(x, mask, exp)
-        m, d, e, skip = self._row_state(x, self.schedule, exp, self._narrow(), mask)
+        memo_exp = self.in_fmt.width <= _MEMO_MAX_BITS
+        m, d, e, skip = self._row_state(
+            x, self.schedule, exp, self._narrow(), mask, kernel=memo_exp
+        )
         if mask is not None:
             # only fully masked rows have d = 0 (unmasked rows: d >= ONE); their
             # outputs are 0 whatever r is, so any d > 0 stands in for the reciprocal
             np.copyto(d, np.int64(self._one_sum()), where=d == 0)
         r = self.recip_raw(d, tabs)
+        if e is None and not self.clipped and memo_exp and _kernels.available():
+            prod_f = self.exp_fmt.frac_bits + self.recip_fmt.frac_bits
+            cp = _kernels.cast_params(prod_f, self.out_fmt)
+            if cp is not None:  # the output stage compiled too: one pass, same cast
+                y = _kernels.online_out(
+                    np.ascontiguousarray(x, dtype=np.int64),
+                    m,
+                    r,
+                    _cached(self, "_exp_memo"),
+                    *cp,
+                    mask if mask is not None else np.zeros((1, 1), dtype=bool),
+                    mask is not None,
+                )
+                return _zero_masked(y, skip), None, skip
         if e is None and mask is None:
             e = exp(m[:, None] - x)
         elif e is None:
@@ -1413,7 +1466,10 @@ class SoftermaxSoftmax(SoftmaxSpec):
         max (below every unmasked value: no shift at them) and ``P = 0``
         (their P argument is set to 0 first, as it may lie above the memo);
         ``d`` starts at ``P_0`` = 0 when element 0 is masked, and ``0 >> s``
-        stays 0 until the first unmasked element."""
+        stays 0 until the first unmasked element.
+
+        Where numba is available, pass 1 is the compiled row scan
+        :func:`._kernels.softermax_sum` (the same recurrence, element by element)."""
         n = x.shape[1]
         self._row_limit(n, int(self.sum_fmt.max) // 2, f"sum_fmt {self.sum_fmt} (sum < 2N)")
         tabs = _cached(self, "tables")
@@ -1426,9 +1482,50 @@ class SoftermaxSoftmax(SoftmaxSpec):
         else:
             t = self._t(x)
         up = 1 << (self.sum_fmt.frac_bits - self.pow2_fmt.frac_bits)
+        p_lo = -(self.pow2_fmt.frac_bits + 2) << ft
+        m_empty = (self.t_fmt.min_raw >> ft) - 1
+        if self._kernel_ok():
+            d, big_m = _kernels.softermax_sum(
+                np.ascontiguousarray(x, dtype=np.int64),
+                mask if mask is not None else np.zeros((1, 1), dtype=bool),
+                mask is not None,
+                _cached(self, "_t_memo"),
+                _cached(self, "_pow2_memo"),
+                self.in_fmt.min_raw,
+                ft,
+                p_lo,
+                up,
+                m_empty,
+            )
+            if narrow:
+                big_m = big_m.astype(np.int32)
+        else:
+            d, big_m = self._pass1_numpy(t, mask, pow2, ft, up, m_empty)
+        return self._softermax_out(x, t, d, big_m, mask, tabs, pow2, ft)
+
+    def _kernel_ok(self) -> bool:
+        """The compiled scans apply: numba present, memo-sized input, ``P`` of the memo's
+        lowest argument 0 (always: see :meth:`_pow2_fn`)."""
+        return (
+            self.in_fmt.width <= _MEMO_MAX_BITS
+            and _kernels.available()
+            and _cached(self, "_pow2_memo")[0] == 0
+        )
+
+    def _pass1_numpy(
+        self,
+        t: RawArray,
+        mask: npt.NDArray[np.bool_] | None,
+        pow2: Callable[[RawArray], RawArray],
+        ft: int,
+        up: int,
+        m_empty: int,
+    ) -> tuple[RawArray, RawArray]:
+        """Pass 1 in numpy: ``(d, M)`` per row (see :meth:`_model_rows`)."""
+        n = t.shape[1]
         run_m = t >> ft
         if mask is not None:
-            np.copyto(run_m, (self.t_fmt.min_raw >> ft) - 1, where=mask)
+            np.copyto(run_m, m_empty, where=mask)
         np.maximum.accumulate(run_m, axis=1, out=run_m)  # M after each element
         p = run_m << ft
         np.subtract(t, p, out=p)
@@ -1443,7 +1540,20 @@ class SoftermaxSoftmax(SoftmaxSpec):
             sh = run_m[:, 1:] - run_m[:, :-1]
             np.minimum(sh, 62, out=sh)
             d = self._shift_sum(d, p[:, 1:], sh)
-        big_m = run_m[:, -1]
+        return d, run_m[:, -1]
+
+    def _softermax_out(
+        self,
+        x: RawArray,
+        t: RawArray,
+        d: RawArray,
+        big_m: RawArray,
+        mask: npt.NDArray[np.bool_] | None,
+        tabs: dict[str, RawArray],
+        pow2: Callable[[RawArray], RawArray],
+        ft: int,
+    ) -> RawArray:
+        """Pass 2: the reciprocal of ``d`` and ``P(t - M)·r`` cast to ``out_fmt``."""
         if mask is not None:
             # only fully masked rows have d = 0 (unmasked rows hold a P >= 1.0);
             # their outputs are 0 whatever r is
@@ -1461,6 +1571,22 @@ class SoftermaxSoftmax(SoftmaxSpec):
             rounding=self.recip_fmt.rounding,
         )
         r = self.recip_fmt.saturate(r)
+        prod_f = self.pow2_fmt.frac_bits + self.recip_fmt.frac_bits
+        cp = _kernels.cast_params(prod_f, self.out_fmt) if self._kernel_ok() else None
+        if cp is not None:  # the output stage compiled: one pass, same cast
+            return _kernels.softermax_out(
+                np.ascontiguousarray(x, dtype=np.int64),
+                np.asarray(big_m, dtype=np.int64),
+                r,
+                _cached(self, "_t_memo"),
+                self.in_fmt.min_raw,
+                ft,
+                _cached(self, "_pow2_memo"),
+                -(self.pow2_fmt.frac_bits + 2) << ft,
+                *cp,
+                mask if mask is not None else np.zeros((1, 1), dtype=bool),
+                mask is not None,
+            )
         if mask is None:
             p = pow2(t - (big_m[:, None] << ft))
         else:

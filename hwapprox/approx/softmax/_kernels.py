@@ -1,0 +1,212 @@
+"""Compiled row scans (numba) for the streaming softmax models: the online softmax's
+running ``(m, d)`` and Softermax's pass 1, one row element by element, as the
+hardware does it.
+
+Only a speed-up, with no arithmetic of its own: each kernel is the recurrence
+written in the model's docstring, on the same memo tables the numpy path
+indexes (:meth:`OnlineSoftmax._exp_memo`, :meth:`SoftermaxSoftmax._t_memo` and
+``_pow2_memo``), in int64. ``tests/test_model_fastpath.py`` compares them with the
+element-by-element numpy loop on more than 10^5 rows. Where numba is not
+installed (or :data:`enabled` is False) the models take their numpy path
+(:func:`~hwapprox.approx.softmax._common.event_scan`), bit for bit the same,
+several times slower on long rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+try:  # numba is a dependency; the models still work without it
+    from numba import njit
+except ImportError:  # pragma: no cover - exercised where numba is missing
+    njit = None
+
+__all__ = [
+    "available",
+    "cast_params",
+    "enabled",
+    "online_out",
+    "online_state",
+    "softermax_out",
+    "softermax_sum",
+]
+
+#: switch the kernels off (tests compare both paths; a user may too)
+enabled = True
+
+
+def available() -> bool:
+    """True when the compiled kernels can run (numba importable and :data:`enabled`)."""
+    return enabled and njit is not None
+
+
+def _online_state(
+    x: Any,
+    mask: Any,
+    masked: bool,
+    memo: Any,
+    one: int,
+    up: int,
+    fe: int,
+    half: int,
+    tau: int,
+    lo: int,
+    clamp: int,
+    skip: Any,
+) -> Any:
+    """Per row: ``m`` and ``d`` after the stream (the class docstring's recurrence);
+    ``skip`` (R, N) is set where threshold skipping drops an element (``tau > 0``).
+
+    Unmasked: ``(m, d) = (x_0, ONE)``, then per element a new max rescales
+    ``d = ((d·E(x - m) + half) >> F_e) + ONE`` (``half`` 0 for AP_TRN), else
+    ``d += E(m - x)·up``. Masked (``masked``): the state starts empty (``m`` below
+    every code, ``d = 0``), masked elements leave it untouched, differences are
+    clamped to ``clamp`` (the memo's range), and a fully masked row reports ``lo``.
+    """
+    rows, n = x.shape
+    m_out = np.empty(rows, dtype=np.int64)
+    d_out = np.empty(rows, dtype=np.int64)
+    for r in range(rows):
+        if masked:
+            m = lo - 1
+            d = 0
+            start = 0
+        else:
+            m = x[r, 0]
+            d = one
+            start = 1
+        for j in range(start, n):
+            if masked and mask[r, j]:
+                continue
+            xj = x[r, j]
+            if xj > m:
+                delta = xj - m
+                if delta > clamp:
+                    delta = clamp
+                d = ((d * memo[delta] + half) >> fe) + one
+                m = xj
+            else:
+                delta = m - xj
+                if delta > clamp:
+                    delta = clamp
+                if tau > 0 and delta > tau:
+                    skip[r, j] = True
+                else:
+                    d += memo[delta] * up
+        m_out[r] = m if m >= lo else lo
+        d_out[r] = d
+    return m_out, d_out
+
+
+def _softermax_sum(
+    x: Any,
+    mask: Any,
+    masked: bool,
+    t_memo: Any,
+    p_memo: Any,
+    min_raw: int,
+    ft: int,
+    p_lo: int,
+    up: int,
+    m_empty: int,
+) -> Any:
+    """Softermax pass 1 per row: ``t = T(x)``, integer running max ``M`` of ``t >> F_t``,
+    ``d = (d >> (M_j - M_(j-1))) + P(t - M_j·2^F_t)·up`` (shift capped at 62; ``P`` of
+    arguments below ``p_lo`` is 0, the memo's first entry). Masked elements take ``M``
+    = ``m_empty`` and ``P = 0``. Returns ``(d, M)`` per row."""
+    rows, n = x.shape
+    d_out = np.empty(rows, dtype=np.int64)
+    m_out = np.empty(rows, dtype=np.int64)
+    for r in range(rows):
+        d = 0
+        big_m = m_empty
+        for j in range(n):
+            if masked and mask[r, j]:
+                continue
+            t = t_memo[x[r, j] - min_raw]
+            mj = t >> ft
+            if mj > big_m:
+                sh = mj - big_m
+                if sh > 62:
+                    sh = 62
+                if j > 0:
+                    d >>= sh
+                big_m = mj
+            a = t - (big_m << ft)
+            if a < p_lo:
+                a = p_lo
+            d += p_memo[a - p_lo] * up
+        d_out[r] = d
+        m_out[r] = big_m
+    return d_out, m_out
+
+
+def _online_out(
+    x: Any, m: Any, r: Any, memo: Any, s: int, half: int, lo: int, hi: int, mask: Any,
+    masked: bool,
+) -> Any:  # fmt: skip
+    """Per element ``clip((E(m - x)·r + half) >> s, lo, hi)`` (the output multiply cast
+    to ``out_fmt``: AP_TRN / AP_RND by ``half``, AP_SAT), 0 where masked."""
+    rows, n = x.shape
+    y = np.empty((rows, n), dtype=np.int64)
+    for i in range(rows):
+        mi = m[i]
+        ri = r[i]
+        for j in range(n):
+            if masked and mask[i, j]:
+                y[i, j] = 0
+                continue
+            v = (memo[mi - x[i, j]] * ri + half) >> s
+            y[i, j] = lo if v < lo else (hi if v > hi else v)
+    return y
+
+
+def _softermax_out(
+    x: Any, big_m: Any, r: Any, t_memo: Any, min_raw: int, ft: int, p_memo: Any, p_lo: int,
+    s: int, half: int, lo: int, hi: int, mask: Any, masked: bool,
+) -> Any:  # fmt: skip
+    """Per element ``clip((P(T(x) - M·2^F_t)·r + half) >> s, lo, hi)``, 0 where masked."""
+    rows, n = x.shape
+    y = np.empty((rows, n), dtype=np.int64)
+    for i in range(rows):
+        base = big_m[i] << ft
+        ri = r[i]
+        for j in range(n):
+            if masked and mask[i, j]:
+                y[i, j] = 0
+                continue
+            a = t_memo[x[i, j] - min_raw] - base
+            if a < p_lo:
+                a = p_lo
+            v = (p_memo[a - p_lo] * ri + half) >> s
+            y[i, j] = lo if v < lo else (hi if v > hi else v)
+    return y
+
+
+if njit is not None:
+    online_state = njit(cache=True, nogil=True)(_online_state)
+    softermax_sum = njit(cache=True, nogil=True)(_softermax_sum)
+    online_out = njit(cache=True, nogil=True)(_online_out)
+    softermax_out = njit(cache=True, nogil=True)(_softermax_out)
+else:  # pragma: no cover
+    online_state = _online_state
+    softermax_sum = _softermax_sum
+    online_out = _online_out
+    softermax_out = _softermax_out
+
+
+def cast_params(src_frac: int, dst: Any) -> tuple[int, int, int, int] | None:
+    """``(s, half, lo, hi)`` of the output cast a kernel does inline, or None when the
+    cast is not a single AP_TRN / AP_RND shift by ``0 < s < 63`` with AP_SAT."""
+    from hwapprox.fixed import Overflow, Rounding
+
+    s = src_frac - dst.frac_bits
+    if not (0 < s < 63 and dst.overflow is Overflow.SAT):
+        return None
+    if dst.rounding is Rounding.TRN:
+        return s, 0, dst.min_raw, dst.max_raw
+    if dst.rounding is Rounding.RND:
+        return s, 1 << (s - 1), dst.min_raw, dst.max_raw
+    return None
