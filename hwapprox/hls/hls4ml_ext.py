@@ -15,7 +15,7 @@ call:
 
 Every type the block uses is explicit in its generated config; its output
 type is the block's :attr:`~hwapprox.hls.block.EncoderBlock.out_fmt`
-(``ln2.out_fmt`` post-LN, ``formats.out_fmt`` pre-LN). The 16 weight tensors
+(``ln2.out_fmt`` post-LN, ``formats.out_fmt`` pre-LN). The 17 weight tensors
 are hls4ml weight variables ``hwa{index}_{name}`` (``firmware/weights/*.h``,
 loaded from ``.txt`` in C-sim as hls4ml does for Dense layers), passed to the
 call as arguments. ``io_parallel`` and ``io_stream`` (one pack of ``dim``
