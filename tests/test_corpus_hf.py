@@ -103,6 +103,20 @@ def test_every_site_of_the_architecture_is_found(entry: dict) -> None:
             assert (s.beta is None) == (s.kind == "rmsnorm")
 
 
+@pytest.mark.parametrize("family", ["clip_vision", "clip_text"])
+def test_clip_quick_gelu_is_named_not_emulated(family: str) -> None:
+    """CLIP's quick_gelu, x·sigmoid(1.702x), is no GELU: one unsupported site per layer
+    (it stays float), named in validate's report; the other sites are approximated."""
+    for entry in (e for e in MODELS if e["family"] == family):
+        imp = import_model(CORPUS / entry["file"])
+        assert [s.kind for s in imp.unsupported] == ["quick_gelu"] * 2
+        assert all(s.params["alpha"] == pytest.approx(1.702) for s in imp.unsupported)
+        r = validate(imp, inputs=_feeds(entry))
+        found = r.as_dict()["found_not_emulated"]
+        assert [f["kind"] for f in found] == ["quick_gelu"] * 2
+        assert "quick_gelu x·sigmoid(1.702·x)" in found[0]["message"]
+
+
 def test_gpt2_torchscript_layernorms_reached_through_identity() -> None:
     """The fresh GPT-2's equal LayerNorm parameters are one initializer each, the
     other LayerNorms read them through ``Identity``: all 5 are sites, gamma 1, beta 0."""

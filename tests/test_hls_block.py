@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from hwapprox._cxx import cache_dir, hls4ml_include_dirs
+from hwapprox.approx.base import SpecError
 from hwapprox.approx.registry import make_spec
 from hwapprox.hls.block import WEIGHT_NAMES, BlockFormats, EncoderBlock
 from hwapprox.hls.csim import build_harness, library_digest, run_harness
@@ -41,6 +42,11 @@ KINDS: dict[str, dict[str, bool | str]] = {
     # a constant per-head table added to the scores (BEiT's relative position bias)
     "pre_bias": {"prenorm": True, "score_bias": True},
     "post_masked_bias_fused": {"masked": True, "score_bias": True, "attention": "fused"},
+    # a causal local window of 2 keys (GPT-Neo's local layers, sliding-window attention)
+    "pre_causal_window": {"prenorm": True, "causal": True, "window": 2},
+    "pre_causal_masked_window_fused": {
+        "prenorm": True, "causal": True, "masked": True, "window": 2, "attention": "fused",
+    },
 }  # fmt: skip
 FUSED = {k for k, v in KINDS.items() if v.get("attention") == "fused"}
 FORMAT_SETS = ("a", "b")
@@ -271,6 +277,23 @@ def test_csim_adds_the_score_bias(setup, case):
     assert np.array_equal(got, blk.model(x, key_mask=km))
     zero = dataclasses.replace(blk, weights={**blk.weights, "sb": 0 * blk.weights["sb"]})
     assert not np.array_equal(got, zero.model(x, key_mask=km))
+
+
+@pytest.mark.parametrize("case", ["a_pre_causal_window", "a_pre_causal_masked_window_fused"])
+def test_csim_follows_the_window(setup, case):
+    """The comparison can fail: the same C-sim output against the block model without
+    the window (causal only) differs."""
+    bl, ids, exe = setup
+    blk = bl[case]
+    x, km = inputs(blk, 13)
+    got = csim(exe, ids[case], blk, x, km)
+    assert np.array_equal(got, blk.model(x, key_mask=km))
+    assert not np.array_equal(got, dataclasses.replace(blk, window=0).model(x, key_mask=km))
+
+
+def test_window_needs_causal() -> None:
+    with pytest.raises(SpecError, match="window=2 needs causal=True"):
+        make_block("a", window=2)
 
 
 @pytest.mark.parametrize("case", ["a_pre_causal_masked", "b_post_masked"])

@@ -7,9 +7,10 @@
   float64 reproduces the graph (``match_blocks`` checks it; a LayerScale left out
   does not);
 * the others are refused per softmax site with the first thing the block cannot
-  compute (a score bias, a local attention window, rotary Q/K, no GELU FFN);
-* ``hwapprox hls csim`` with no config is bit-exact on a LayerScale (DINOv2) and a
-  causal decoder (GPT-2) export.
+  compute (rotary Q/K, no GELU FFN); BEiT's relative position bias is the block's
+  score bias and GPT-Neo's local window its window;
+* ``hwapprox hls csim`` with no config is bit-exact on a LayerScale (DINOv2), a
+  causal decoder (GPT-2), a score-bias (BEiT) and a local-window (GPT-Neo) export.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ MATCHED = {
     "beit": (True, False, False),  # + LayerScale and a relative position bias on the scores
     "gpt2": (True, True, True),
     "gptneo": (True, True, True),  # local window 256 > sequence: causal
+    "gptneo_local": (True, True, True),  # its second layer: a local window of 4
     "whisper_encoder": (True, False, False),
 }
 #: family -> what the refusal of its first refused softmax site says
@@ -49,7 +51,6 @@ REFUSED = {
     "clip_vision": "(Mul), not a GELU site",
     "clip_text": "(Mul), not a GELU site",
     "opt": "(Relu), not a GELU site",
-    "gptneo_local": "local attention window",
     "llama": "is a rotary position embedding",
     "llama_rmsop": "is a rotary position embedding",
 }
@@ -79,6 +80,7 @@ def test_families_the_block_computes_are_matched(entry: dict) -> None:
         assert b.causal == causal
         assert (b.key_mask == "attention_mask") if masked else (b.key_mask is None)
         assert b.score_bias == (entry["family"] == "beit")
+    assert [b.window for b in blocks] == ([0, 4] if entry["family"] == "gptneo_local" else [0, 0])
     assert blocks[1].input == blocks[0].output
 
 
@@ -138,7 +140,10 @@ def test_relative_position_bias_is_the_score_bias(file: str) -> None:
 
 
 @pytest.mark.hls
-@pytest.mark.parametrize("file", ["dinov2_ts17.onnx", "gpt2_dynamo18.onnx", "beit_dynamo18.onnx"])
+@pytest.mark.parametrize(
+    "file",
+    ["dinov2_ts17.onnx", "gpt2_dynamo18.onnx", "beit_dynamo18.onnx", "gptneo_local_ts17.onnx"],
+)
 def test_hls_csim_no_config_bit_exact(file: str, tmp_path) -> None:
     entry = next(e for e in MODELS if e["file"] == file)
     res = CliRunner().invoke(

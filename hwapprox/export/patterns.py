@@ -60,8 +60,9 @@ Sigmoid and ReLU attention are sites of the operators ``sigmoid_attention``
 (spec field ``bias`` = the model's b) and ``relu_attention`` (``seq_len`` = the
 model's constant n; a run-time n is read per call by the emulator, which sets
 ``seq_len`` to it). A constant n that is not an integer leaves the site float
-(reason in ``skipped``). :func:`find_all`'s ``unsupported`` list (a recognised
-function with no operator in this build) is empty in this build.
+(reason in ``skipped``). :func:`find_all`'s ``unsupported`` list holds recognised
+functions with no operator in this build: ``quick_gelu`` (CLIP's ``x·σ(1.702x)``:
+``Mul(x, c)``, ``Sigmoid``, ``Mul(x, ·)``, params ``alpha`` = c), which stays float.
 
 Constants must match to relative tolerance :data:`CONST_RTOL` (float32 exports).
 Every intermediate tensor of a pattern must be used only inside it.
@@ -105,6 +106,8 @@ KIND_FIELDS = {
     "sigmoid_attention": ("bias",),
     "relu_attention": ("seq_len",),
 }
+#: CLIP's ``quick_gelu`` constant: ``x·sigmoid(1.702·x)``.
+QUICK_GELU_ALPHA = 1.702
 #: Site kinds that only some methods of their operator compute (RMSNorm has no mean):
 #: the methods, first the one a config that names another method of the operator gets.
 KIND_METHODS: dict[str, tuple[str, ...]] = {"rmsnorm": ("rmsnorm",)}
@@ -699,6 +702,39 @@ class _Finder:
                 trailing=True, epsilon=eps, gamma=gamma, kind="rmsnorm",
             )  # fmt: skip
 
+    def quick_gelu(self) -> None:
+        """``x · sigmoid(α·x)`` with α = :data:`QUICK_GELU_ALPHA` (CLIP's ``quick_gelu``):
+        found so that reports name it, with no operator (it stays float)."""
+        g = self.g
+        for sg in self.model.graph.node:
+            if not self._is(sg, "Sigmoid") or sg.name in self.used:
+                continue
+            scale = g.producer.get(sg.input[0])
+            if not self._is(scale, "Mul") or scale is None:
+                continue
+            for i in (0, 1):
+                alpha = g.scalar(scale.input[1 - i])
+                if _close(alpha, QUICK_GELU_ALPHA):
+                    x = scale.input[i]
+                    break
+            else:
+                continue
+            mul = g.sole_consumer(sg.output[0])
+            if not self._is(mul, "Mul") or mul is None or _other(mul, sg.output[0]) != x:
+                continue
+            covered = [scale, sg, mul]
+            names = {n.name for n in covered}
+            if not g.internal([scale.output[0], sg.output[0]], names) or self.used & names:
+                continue
+            self.used |= names
+            self.unsupported.append(
+                Site(
+                    scale.name, None, x, mul.output[0],
+                    tuple(n.name for n in self.model.graph.node if n.name in names), "sigmoid",
+                    shape=g.shape.get(x), kind="quick_gelu", params={"alpha": alpha},
+                )
+            )  # fmt: skip
+
     # -- attention normalisers ------------------------------------------------------
     def _norm_site(
         self,
@@ -1100,6 +1136,7 @@ def find_all(model: ModelProto) -> SiteScan:
     f.tanh_gelu()
     f.decomposed_layernorm()
     f.decomposed_rmsnorm()
+    f.quick_gelu()
     order = {n.name: i for i, n in enumerate(model.graph.node)}
     f.sites.sort(key=lambda s: order[s.nodes[0]])
     f.unsupported.sort(key=lambda s: order[s.nodes[0]])

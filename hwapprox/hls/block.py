@@ -25,8 +25,10 @@ softmax's input format::
     A_h = A_h + B_h                           -> softmax.in_fmt
 
 ``M`` (True = masked out, the softmax specs' mask contract) is
-``(causal and j > i) or (masked and not key_mask[j])`` for query ``i`` and key
-``j``, the same for every head; with neither, the unmasked softmax.
+``(causal and j > i) or (window and i - j >= window) or (masked and not
+key_mask[j])`` for query ``i`` and key ``j``, the same for every head; with
+none, the unmasked softmax. ``window`` (a causal local window, GPT-Neo's local
+layers, sliding-window attention) keeps the ``window`` newest keys up to ``i``.
 
 Post-LN (``prenorm=False``; ``X`` raw ``in_fmt`` codes ``[S, D]``, ``A = X``)::
 
@@ -192,6 +194,8 @@ class EncoderBlock:
     #: a constant per-head table ``weights["sb"]`` (``[H·S·S]``, ``score_bias_fmt``) is
     #: added to the scores; without it ``sb`` is one zero (the C++ argument's size 1)
     score_bias: bool = False
+    #: causal blocks only: query ``i`` attends keys ``i - window < j <= i`` (0 = all)
+    window: int = 0
 
     def __post_init__(self) -> None:
         if self.attention not in ATTENTION_SCHEDULES:
@@ -208,6 +212,14 @@ class EncoderBlock:
             if not isinstance(v, bool | np.bool_ | int | np.integer) or v not in (0, 1):
                 raise SpecError(f"EncoderBlock.{name} must be a bool, got {v!r}")
             object.__setattr__(self, name, bool(v))
+        if not isinstance(self.window, int | np.integer) or self.window < 0:
+            raise SpecError(f"EncoderBlock.window must be an int >= 0, got {self.window!r}")
+        if self.window and not self.causal:
+            raise SpecError(
+                f"EncoderBlock.window={self.window} needs causal=True (a local window of past "
+                "keys); set causal or window=0"
+            )
+        object.__setattr__(self, "window", int(self.window))
         if self.dim % self.heads:
             raise SpecError(f"dim={self.dim} is not a multiple of heads={self.heads}")
         for name, spec, op in (
@@ -258,6 +270,7 @@ class EncoderBlock:
         parts = ["pre-LN" if self.prenorm else "post-LN"]
         parts += ["causal"] * self.causal + ["key-masked"] * self.masked
         parts += ["score bias"] * self.score_bias
+        parts += [f"window {self.window}"] * (self.window > 0)
         parts += ["fused attention"] * (self.attention == "fused")
         return ", ".join(parts)
 
@@ -298,6 +311,7 @@ class EncoderBlock:
         masked: bool = False,
         attention: str = "two_pass",
         score_bias: bool = False,
+        window: int = 0,
     ) -> EncoderBlock:
         """Quantise float weights (each with its format's own rounding/overflow).
 
@@ -320,7 +334,7 @@ class EncoderBlock:
         return cls(
             seq, d, heads, f, raw, softmax, gelu, ln1, ln2, fm,
             prenorm=prenorm, causal=causal, masked=masked, attention=attention,
-            score_bias=score_bias,
+            score_bias=score_bias, window=window,
         )  # fmt: skip
 
     # -- the stages ------------------------------------------------------------------
@@ -368,6 +382,8 @@ class EncoderBlock:
         m = np.zeros((s, s), dtype=bool)
         if self.causal:
             m |= np.triu(np.ones((s, s), dtype=bool), 1)
+        if self.window:
+            m |= np.tril(np.ones((s, s), dtype=bool), -self.window)
         if km is not None:
             m |= ~km[None, :]
         return m
@@ -525,7 +541,7 @@ class EncoderBlock:
             "seq": s, "dim": d, "heads": self.heads, "head_dim": dh, "ffn": f,
             "prenorm": int(self.prenorm), "causal": int(self.causal), "masked": int(self.masked),
             "fused": int(self.attention == "fused"), "score_bias": int(self.score_bias),
-            "score_bias_n": self.score_bias_n,
+            "score_bias_n": self.score_bias_n, "window": self.window,
         }  # fmt: skip
         wf = self.weight_formats()
         block = Instance(

@@ -15,7 +15,7 @@ call:
 
 Every type the block uses is explicit in its generated config; its output
 type is the block's :attr:`~hwapprox.hls.block.EncoderBlock.out_fmt`
-(``ln2.out_fmt`` post-LN, ``formats.out_fmt`` pre-LN). The 16 weight tensors
+(``ln2.out_fmt`` post-LN, ``formats.out_fmt`` pre-LN). The 17 weight tensors
 are hls4ml weight variables ``hwa{index}_{name}`` (``firmware/weights/*.h``,
 loaded from ``.txt`` in C-sim as hls4ml does for Dense layers), passed to the
 call as arguments. ``io_parallel`` and ``io_stream`` (one pack of ``dim``
@@ -24,6 +24,7 @@ standalone ``HwApproxNonlinear`` layer is ``io_parallel`` only (checked).
 
 Node contract (written by :func:`hwapprox.hls.project.prepare_model`): integer
 attributes ``heads``, ``prenorm``, ``causal``, ``masked``, ``score_bias`` (0/1; missing = 0),
+``window`` (the causal local window, 0 = none),
 float ``score_scale``, the weights as ``t_*`` tensors, the JSON ``hwapprox``.
 With ``masked`` the node has a second input, the key mask ``[1, seq]`` (a
 graph input named :data:`MASK_INPUT`, 1.0 = real token, 0.0 = padding); its
@@ -128,6 +129,7 @@ def block_from_attrs(attrs: dict[str, Any], seq: int) -> EncoderBlock:
         formats=BlockFormats.from_dict(cfg["formats"]),
         score_scale=float(attrs["score_scale"]),
         **{k: _flag(attrs, k) for k in KIND_ATTRS},
+        window=int(attrs.get("window", 0)),
         attention=str(attrs.get("attention", "two_pass")),
     )
 

@@ -94,6 +94,8 @@ class BlockMatch:
     key_mask: str | None = None
     #: a constant per-head table (``weights["sb"]``, ``[H·S·S]``) is added to the scores
     score_bias: bool = False
+    #: causal local window: query ``i`` attends keys ``i - window < j <= i`` (0 = all)
+    window: int = 0
 
     @property
     def sites(self) -> dict[str, str]:
@@ -592,26 +594,27 @@ class _Matcher:
             stack.extend(i for i in n.input if i)
         tensors = {"q": q.dense_out, "k": k.dense_out, "v": v.dense_out, "ctx": ctx_t,
                    "attn": o_out_t, "ffn2": f2_t, "res1": r1}  # fmt: skip
-        causal, key_mask, bias = self.mask_kind(sm, h)
+        causal, window, key_mask, bias = self.mask_kind(sm, h)
         if bias is not None:
             weights["sb"] = bias.reshape(-1)
         return BlockMatch(
             x0, out, frozenset(nodes), weights, h, score_scale, sm, gelu, ln1, ln2_site,
             tensors, prenorm=prenorm, causal=causal, key_mask=key_mask,
-            score_bias=bias is not None,
+            score_bias=bias is not None, window=window,
         )  # fmt: skip
 
-    def mask_kind(self, sm: Site, heads: int) -> tuple[bool, str | None, np.ndarray | None]:
-        """(causal, key-padding graph input, score bias ``[H, S, S]`` or None) of the
-        mask in front of ``sm``, read off its bits on the sample inputs: the bits must
-        be the same for every head and equal, on the real query rows, to key padding
-        from one graph input (nonzero = token) OR'd with the causal triangle or not.
+    def mask_kind(self, sm: Site, heads: int) -> tuple[bool, int, str | None, np.ndarray | None]:
+        """(causal, local window, key-padding graph input, score bias ``[H, S, S]`` or
+        None) of the mask in front of ``sm``, read off its bits on the sample inputs:
+        the bits must be the same for every head and equal, on the real query rows, to
+        key padding from one graph input (nonzero = token) OR'd with the causal
+        triangle (and keys ``window`` or more behind the query: a local window) or not.
         An additive part computed from constants only may also add a bias (values
         above the mask's, e.g. BEiT's relative position bias): the same for every
         sample, it is the block's score bias; a bias that depends on an input is
         refused."""
         if sm.mask is None:
-            return False, None, None
+            return False, 0, None, None
         srcs = [s for p in sm.mask.parts if p.role == "padding" for s in p.sources]
         key_mask = srcs[0] if srcs else None
         vals = self.ev([sm.input, *sm.mask.tensors(), *([key_mask] if key_mask else [])])
@@ -651,14 +654,18 @@ class _Matcher:
         else:
             keep = np.ones((b3.shape[0], s_), dtype=bool)
         tri = np.triu(np.ones((s_, s_), dtype=bool), 1)
-        for causal in (False, True):
-            want = np.broadcast_to((~keep)[:, None, :] | (tri[None] & causal), b3.shape)
-            if np.array_equal(b3[keep], want[keep]):
-                return causal, key_mask if (~keep).any() or key_mask else None, bias
+        pad = (~keep)[:, None, :]
+        km = key_mask if (~keep).any() or key_mask else None
+        for causal, window in ((False, 0), (True, 0), *((True, w) for w in range(1, s_))):
+            want = pad | (tri[None] & causal)
+            if window:
+                want = want | np.tril(np.ones((s_, s_), dtype=bool), -window)[None]
+            if np.array_equal(b3[keep], np.broadcast_to(want, b3.shape)[keep]):
+                return causal, window, km, bias
         raise _NoMatch(
             f"the mask in front of softmax {sm.name} ({sm.mask.describe()}) is neither key "
-            f"padding nor causal nor both (e.g. a local attention window); the HLS block "
-            f"masks padding keys and/or future keys only"
+            f"padding nor causal (with or without a local window) nor both; the HLS block "
+            f"masks padding keys, future keys and keys a window behind only"
         )
 
     def strip_up(self, t: str) -> str:
@@ -704,6 +711,8 @@ def float_block(bm: BlockMatch, x: np.ndarray, keep: np.ndarray | None = None) -
         mask |= ~keep.astype(bool)[:, None, None, :]
     if bm.causal:
         mask |= np.triu(np.ones((s_, s_), dtype=bool), 1)
+    if bm.window:
+        mask |= np.tril(np.ones((s_, s_), dtype=bool), -bm.window)
     # the site's normaliser: softmax, or Softmax_1 / clipped softmax with the model's constants
     norm = FloatRefNormaliser(**bm.softmax.fields_for_spec())
     p = norm.reference(scores, axis=-1, mask=np.broadcast_to(mask, scores.shape))
@@ -880,6 +889,7 @@ def fold_blocks(
                 causal=int(bm.causal),
                 masked=int(bm.key_mask is not None),
                 score_bias=int(bm.score_bias),
+                window=int(bm.window),
                 **{f"t_{k}": t for k, t in attrs.items()},
             )
         )

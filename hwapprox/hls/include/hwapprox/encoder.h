@@ -17,8 +17,10 @@
 //   pre-LN  (CONFIG_T::prenorm == 1; no final LayerNorm):
 //       Y1 = LN1(x); R1 = x + attention(Y1); Y2 = LN2(R1); y = R1 + FFN(Y2)
 //   M[i][j] (query i, key j; true = masked out, the softmax mask contract) =
-//       (CONFIG_T::causal && j > i) || (CONFIG_T::masked && key_mask[j] == 0);
-//   with neither flag set, the unmasked softmax entry point is called.
+//       (CONFIG_T::causal && j > i) || (CONFIG_T::window && i - j >= CONFIG_T::window)
+//       || (CONFIG_T::masked && key_mask[j] == 0);
+//   (window: a causal local window of that many keys, 0 = none); with neither causal
+//   nor masked set, the unmasked softmax entry point is called.
 // Interface (W = the 17 weight arrays wq, bq, wk, bk, wv, bv, wo, bo, w1, b1, w2,
 // b2, g1, be1, g2, be2, sb, in that order, of the config's weight_t / bias_t /
 // gamma{1,2}_t / beta{1,2}_t / score_bias_t; w* row-major [in][out]; sb
@@ -233,7 +235,8 @@ mask_rows:
     for (int i = 0; i < S; i++) {
         for (int j = 0; j < S; j++) {
             const bool future = CONFIG_T::causal != 0 && j > i;
-            drop[i * S + j] = future || (CONFIG_T::masked != 0 && !real[j]);
+            const bool behind = CONFIG_T::window != 0 && i - j >= CONFIG_T::window;
+            drop[i * S + j] = future || behind || (CONFIG_T::masked != 0 && !real[j]);
         }
     }
 
