@@ -14,6 +14,7 @@ several times slower on long rows.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -37,8 +38,21 @@ __all__ = [
 enabled = True
 
 
+_noted = False
+
+
 def available() -> bool:
-    """True when the compiled kernels can run (numba importable and :data:`enabled`)."""
+    """True when the compiled kernels can run (numba importable and :data:`enabled`);
+    without numba, one note (a warning) says the numpy path is used."""
+    global _noted
+    if njit is None and enabled and not _noted:
+        _noted = True
+        warnings.warn(
+            "numba is not installed: the online and Softermax softmax models use their "
+            "numpy path (the same results, several times slower on long rows); "
+            "pip install numba to speed them up",
+            stacklevel=2,
+        )
     return enabled and njit is not None
 
 
