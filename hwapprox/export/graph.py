@@ -68,7 +68,7 @@ def _lower_ir(model: ModelProto, label: str, notes: list[str] | None) -> None:
         raise ExportError(
             f"{label}: model opset ai.onnx {opset} is newer than the installed onnx "
             f"{onnx.__version__} / onnxruntime {ort.__version__} know (opset <= {top}); "
-            f"re-export with an older opset, e.g. torch.onnx.export(..., opset_version=18)"
+            f"re-export with opset <= {top} (e.g. torch.onnx.export(..., opset_version=18))"
         )
     if have <= limit:
         return
