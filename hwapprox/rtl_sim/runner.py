@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass, field
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from hwapprox._cxx import cache_dir
 
@@ -60,6 +60,17 @@ SIMULATORS = ("verilator", "icarus")
 
 class RtlToolError(RuntimeError):
     """A simulator or tool is missing, or a build failed (the message says which)."""
+
+
+def key_lock(entry: Path) -> IO[str]:
+    """Hold an exclusive lock on the cache entry ``entry`` (a directory, maybe not yet
+    made) while the returned file stays open: two processes asking for the same
+    synthesis or place-and-route run one after the other and the second reads the
+    first's result (without it one deleted the other's run directory mid-run)."""
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    f = open(entry.parent / f"{entry.name}.lock", "w")  # noqa: SIM115 - held by the caller
+    fcntl.flock(f, fcntl.LOCK_EX)
+    return f
 
 
 def rtl_cache_dir() -> Path:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from hwapprox.approx.base import ApproxSpec, SpecError
-from hwapprox.rtl_sim.runner import RTL_DIR, RtlToolError, rtl_cache_dir
+from hwapprox.rtl_sim.runner import RTL_DIR, RtlToolError, key_lock, rtl_cache_dir
 from hwapprox.rtl_sim.units import get_unit
 
 __all__ = ["FAMILIES", "synth_available", "synthesize", "synthesize_top"]
@@ -122,6 +122,12 @@ def synthesize_top(
     wdir = rtl_cache_dir() / "synth" / f"{toplevel}-{family}-{key}"
     result_file = wdir / "result.json"
     if result_file.exists():
+        out = json.loads(result_file.read_text())
+        out["cached"] = True
+        return out
+    lock = key_lock(wdir)  # held until this function returns (another process's same run)
+    if result_file.exists():
+        lock.close()
         out = json.loads(result_file.read_text())
         out["cached"] = True
         return out
