@@ -27,9 +27,10 @@ from unittest.mock import patch
 import numpy as np
 import pytest
 
+from hwapprox.approx import _kernels
 from hwapprox.approx.base import ElementwiseSpec, _elementwise_memo
 from hwapprox.approx.registry import get_method, list_methods, make_spec
-from hwapprox.approx.softmax import OnlineSoftmax, SoftermaxSoftmax, _kernels
+from hwapprox.approx.softmax import OnlineSoftmax, SoftermaxSoftmax
 
 
 def _edge_rows(fmt: Any, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -233,3 +234,25 @@ def test_elementwise_memo_comparison_detects_a_planted_error() -> None:
     codes = spec.in_fmt.all_codes()
     assert not np.array_equal(bad[codes - spec.in_fmt.min_raw], spec._model_flat(codes))
     assert np.array_equal(memo[codes - spec.in_fmt.min_raw], spec._model_flat(codes))
+
+
+@pytest.mark.skipif(_kernels.njit is None, reason="numba is not installed")
+def test_elementwise_kernel_lookup_and_its_errors() -> None:
+    """The compiled lookup gives the memo's values for every dtype a caller passes, and
+    codes outside in_fmt still get check_input's error (not a wrong gather)."""
+    from hwapprox.approx.base import SpecError
+
+    spec = make_spec("gelu", "pwl")
+    codes = spec.in_fmt.all_codes()
+    want = spec._model_flat(codes.copy())
+    for dt in (np.int64, np.int32):
+        got = spec.model(codes.astype(dt))
+        assert np.array_equal(got, want)
+    with patch.object(_kernels, "enabled", False):
+        assert np.array_equal(spec.model(codes), want)
+    bad = codes.copy()
+    bad[5] = spec.in_fmt.max_raw + 1
+    with pytest.raises(SpecError, match="outside"):
+        spec.model(bad)
+    with pytest.raises(SpecError, match="outside"):
+        spec.model(np.array([2**63 - 1], dtype=np.uint64))

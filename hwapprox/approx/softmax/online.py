@@ -14,10 +14,9 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from hwapprox.approx import intmath
+from hwapprox.approx import _kernels, intmath
 from hwapprox.approx.base import Cost, RawArray, broadcast_mask, require
 from hwapprox.approx.hwparams import overflow_code, raw_width, rounding_code, ubits
-from hwapprox.approx.softmax import _kernels
 from hwapprox.approx.softmax._common import (
     _FIX16_6,
     _FIX18_8_RND_SAT,
@@ -683,7 +682,7 @@ class OnlineSoftmax(SoftmaxSpec):
         and the ``(R, N)`` skip flags (``skip_threshold``; else None).
 
         ``kernel`` (``exp`` is the memo): the online schedule through the compiled
-        row scan (:mod:`._kernels`) where numba is available -- the same recurrence.
+        row scan (:mod:`hwapprox.approx._kernels`) where numba is available -- the same recurrence.
 
         The online recurrence runs element by element in stream order; only
         the parts that do not depend on ``d`` are computed for all elements at
@@ -742,7 +741,7 @@ class OnlineSoftmax(SoftmaxSpec):
     def _row_state_kernel(
         self, x: RawArray, mask: npt.NDArray[np.bool_] | None
     ) -> tuple[RawArray, RawArray, None, npt.NDArray[np.bool_] | None]:
-        """:meth:`_row_state` (online schedule) by :func:`._kernels.online_state`."""
+        """:meth:`_row_state` (online schedule) by :func:`hwapprox.approx._kernels.online_state`."""
         w = self.in_fmt.width
         skip = np.zeros(x.shape, dtype=bool) if self.skip_raw else None
         fe = self.exp_fmt.frac_bits

@@ -1,6 +1,7 @@
-"""Compiled row scans (numba) for the streaming softmax models: the online softmax's
-running ``(m, d)`` and Softermax's pass 1, one row element by element, as the
-hardware does it.
+"""Compiled kernels (numba) for the integer models: the streaming softmax models'
+row scans (the online softmax's running ``(m, d)`` and Softermax's pass 1, one row
+element by element, as the hardware does it, and their output stages) and the
+elementwise models' memo lookup (range check and gather in one pass).
 
 Only a speed-up, with no arithmetic of its own: each kernel is the recurrence
 written in the model's docstring, on the same memo tables the numpy path
@@ -28,6 +29,7 @@ __all__ = [
     "available",
     "cast_params",
     "enabled",
+    "memo_lookup",
     "online_out",
     "online_state",
     "softermax_out",
@@ -209,6 +211,20 @@ else:  # pragma: no cover
     softermax_sum = _softermax_sum
     online_out = _online_out
     softermax_out = _softermax_out
+
+
+def _memo_lookup(x: Any, memo: Any, lo: int, hi: int, out: Any) -> bool:
+    """``out[i] = memo[x[i] - lo]`` for 1-D ``x``; False (``out`` partly written) as soon
+    as a code lies outside ``[lo, hi]`` (the caller then raises its own error)."""
+    for i in range(x.shape[0]):
+        v = x[i]
+        if v < lo or v > hi:
+            return False
+        out[i] = memo[v - lo]
+    return True
+
+
+memo_lookup = njit(cache=True, nogil=True)(_memo_lookup) if njit is not None else _memo_lookup
 
 
 def cast_params(src_frac: int, dst: Any) -> tuple[int, int, int, int] | None:
