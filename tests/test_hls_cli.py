@@ -254,3 +254,49 @@ def test_build_without_report_fails(files, monkeypatch):
     )
     assert res.exit_code == 1, res.output
     assert "ran but wrote no C-synthesis report" in res.output
+
+
+@pytest.mark.parametrize(
+    ("arrays", "match"),
+    [
+        ({"wrong_name": np.zeros((1, 16), np.int64)}, "input names do not match the model"),
+        ({"input_ids": np.zeros((1, 3, 16), np.int64)}, "has shape"),
+        ({"input_ids": np.zeros((1, 16), np.float32)}, "holds floats"),
+    ],
+)
+def test_bad_inputs_are_refused_as_validate_refuses_them(tmp_path, arrays, match):
+    """issue 21: a wrong --inputs file gave one note and uncalibrated 'bit-exact' output."""
+    from hwapprox.export import example
+
+    f = tmp_path / "wrong.npz"
+    np.savez(f, **arrays)
+    out = tmp_path / "prj"
+    res = CliRunner().invoke(
+        cli, ["hls", "project", str(example.model_path()), "--inputs", str(f), "-o", str(out)]
+    )
+    assert res.exit_code == 1, res.output
+    assert match in res.output
+    assert not out.exists() or not any(out.iterdir())
+    v = CliRunner().invoke(cli, ["validate", str(example.model_path()), "--inputs", str(f)])
+    assert v.exit_code == 1
+    assert match in v.output
+
+
+def test_garbage_part_is_refused(files, tmp_path):
+    model, cfg, _ = files
+    res = CliRunner().invoke(
+        cli,
+        [
+            "hls",
+            "project",
+            str(model),
+            "-c",
+            str(cfg),
+            "-o",
+            str(tmp_path / "p"),
+            "--part",
+            "garbage",
+        ],
+    )
+    assert res.exit_code == 2
+    assert "part 'garbage' is not an AMD/Xilinx part name" in res.output

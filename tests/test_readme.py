@@ -48,3 +48,29 @@ def test_every_documented_command_parses() -> None:
         res = runner.invoke(cli, [*argv, "--help"], prog_name="hwapprox")
         assert res.exit_code == 0, f"{line!r}: {res.output}"
         assert "Usage: hwapprox" in res.output
+
+
+def test_per_site_config_example_as_written(tmp_path: Path) -> None:
+    """The README's per-site YAML, as written: validate keeps Erf_142 float and puts
+    layer1.softmax_114 on I-BERT; hls refuses the float site inside a block with the
+    message the README quotes (issue 21)."""
+    import pytest
+    import yaml
+
+    from hwapprox.export import example
+    from hwapprox.export.validate import validate
+
+    (text,) = _blocks("yaml")
+    cfg = tmp_path / "sites.yaml"
+    cfg.write_text(text)
+    assert yaml.safe_load(text)["sites"]["Erf_142"] == "float"
+    res = validate(example.model_path(), inputs=example.inputs_path(), config=cfg)
+    assert res.specs["Erf_142"] is None
+    assert res.specs["layer1.softmax_114"].method == "ibert"
+    from hwapprox.approx.base import SpecError
+    from hwapprox.hls.project import prepare_model
+
+    quoted = "site(s) Erf_142 resolve to float; an HLS block needs an approximation for every site"
+    assert quoted in README.read_text().replace("\n", " ")
+    with pytest.raises(SpecError, match=re.escape(quoted)):
+        prepare_model(example.model_path(), cfg, inputs=example.inputs_path())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -157,3 +158,20 @@ def fit_report(used: dict[str, float], board: str | Board) -> FitReport:
         avail = b.resources[kind]
         util[kind] = count / avail if avail else (0.0 if count == 0 else float("inf"))
     return FitReport(board=b, used=dict(used), utilisation=util)
+
+
+#: an AMD/Xilinx device part name: family + device, package + pins, speed grade, and an
+#: optional temperature grade (xc7z020clg400-1, xczu3eg-sbva484-1-e, xcu55c-fsvh2892-2L-e)
+_PART = re.compile(r"^x[a-z]{1,3}[0-9a-z]*-?[a-z]{2,5}[0-9]{2,4}-[0-9][a-z]{0,2}(-[a-z])?$", re.I)
+
+
+def check_part(part: str) -> str:
+    """``part`` when it reads as an AMD/Xilinx part name, else :class:`BoardError` naming
+    it and the fix (hls4ml passes the part to the vendor tool, which would fail late)."""
+    if not _PART.match(part.strip()):
+        known = ", ".join(sorted(b.part for b in _bundled().values())[:3])
+        raise BoardError(
+            f"part {part!r} is not an AMD/Xilinx part name (family, device, package, speed "
+            f"grade: e.g. {known}); give a full part or --board NAME (hwapprox boards)"
+        )
+    return part.strip()

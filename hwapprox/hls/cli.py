@@ -52,9 +52,15 @@ def _outdir(path: Path, force: bool) -> Path:
 
 def _target(board: str | None, part: str | None) -> tuple[str | None, float | None]:
     """(part, clock period in ns) from --board, with --part overriding the board's part."""
+    from hwapprox.boards import BoardError, check_part, get_board
+
+    if part is not None:
+        try:
+            part = check_part(part)
+        except BoardError as exc:
+            raise click.BadParameter(str(exc), param_hint="--part") from None
     if board is None:
         return part, None
-    from hwapprox.boards import BoardError, get_board
 
     try:
         b = get_board(board)

@@ -223,6 +223,8 @@ def prepare_model(
         try:
             feeds = prepare_inputs(m, inputs, seed=seed)
         except ExportError as exc:
+            if inputs is not None:  # the user's inputs are wrong: refuse, as validate does
+                raise
             notes.append(f"formats not calibrated ({exc}); config and spec defaults used")
     errors: dict[str, str] = {}
     matches = match_blocks(m, feeds, errors=errors)
