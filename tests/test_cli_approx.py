@@ -271,3 +271,25 @@ def test_eval_file_rows_shorter_than_the_minimum_are_refused(tmp_path: Path) -> 
     assert res.exit_code == 2
     assert "rows of length 5" in res.output
     assert "at least 8" in res.output
+
+
+def test_unwritable_outputs_are_refused_before_the_work(tmp_path: Path) -> None:
+    """issue 21: sweep -o /proc/x ended in a traceback; tune --save crashed after the
+    search; hls -o after calibration."""
+    res = CliRunner().invoke(cli, ["sweep", "gelu", "-m", "pwl", *SMALL, "-o", "/proc/hwa-x"])
+    assert res.exit_code != 0
+    assert "'/proc' is not writable" in res.output
+    res = CliRunner().invoke(
+        cli, ["tune", "gelu", "-m", "pwl", "--budget-lsb", "4", "--save", "/proc/hwa-x.yaml"]
+    )
+    assert res.exit_code == 2
+    assert "'/proc' is not writable" in res.output
+    assert "met" not in res.output.lower()  # refused before the search ran
+    from hwapprox.export import example
+
+    res = CliRunner().invoke(
+        cli, ["hls", "project", str(example.model_path()), "-o", "/proc/hwa-x"]
+    )
+    assert res.exit_code == 2
+    assert "'/proc' is not writable" in res.output
+    assert "note:" not in res.output  # before the model was prepared

@@ -616,6 +616,12 @@ def tune_cmd(
         raise click.BadParameter(
             f"{save_path!r} exists; choose another file or add --force", param_hint="--save"
         )
+    if save_path:
+        from hwapprox.approx.paths import unwritable
+
+        why = unwritable(save_path, kind="file")
+        if why is not None:  # before the search, not after it
+            raise click.BadParameter(why, param_hint="--save")
     grid = _grid_from_options(operator, methods, in_fmts, out_fmts, out_widths, sets, kw)
     _expand_or_fail(grid)  # grid errors as usage errors before any work
     try:

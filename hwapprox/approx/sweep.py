@@ -61,6 +61,7 @@ from hwapprox.approx.base import ApproxSpec, Operator, SpecError
 from hwapprox.approx.costmodel import FAMILIES, estimate, rank_score
 from hwapprox.approx.inputs import InputSet
 from hwapprox.approx.metrics import METRIC_NAMES, Metrics, compute_metrics
+from hwapprox.approx.paths import unwritable
 from hwapprox.approx.registry import get_method, list_methods, make_spec, spec_from_config
 from hwapprox.fixed import FixedFormat, FixedPointError
 
@@ -524,6 +525,9 @@ def prepare_out_dir(out_dir: str | Path, grids: Sequence[Grid] = ()) -> Path:
     manifest = out / MANIFEST
     if out.exists() and not out.is_dir():
         raise SweepError(f"output path {str(out)!r} is a file; give a directory")
+    why = unwritable(out)
+    if why is not None:
+        raise SweepError(why)
     known: list[dict[str, Any]] = []
     if out.is_dir() and any(out.iterdir()):
         try:

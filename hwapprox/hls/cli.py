@@ -41,12 +41,19 @@ def _prepare(  # type: ignore[no-untyped-def]
     return prep
 
 
-def _outdir(path: Path, force: bool) -> Path:
+def _outdir(path: Path, force: bool, *, create: bool = True) -> Path:
+    """Check ``-o`` (writable; empty unless ``force``) and, with ``create``, make it."""
+    from hwapprox.approx.paths import unwritable
+
+    why = unwritable(path)
+    if why is not None:
+        raise click.BadParameter(why, param_hint="-o")
     if path.exists() and any(path.iterdir()) and not force:
         raise click.BadParameter(
             f"{path} exists and is not empty; pass --force to write into it", param_hint="-o"
         )
-    path.mkdir(parents=True, exist_ok=True)
+    if create:
+        path.mkdir(parents=True, exist_ok=True)
     return path
 
 
@@ -216,6 +223,7 @@ def project_cmd(
     from hwapprox.hls.project import convert
 
     part, clock = _target(board, part)
+    _outdir(output, force, create=False)  # before the work
     prep = _prepare(model, config, inputs, width, range_stat, attention)
     out = _outdir(output, force)
     convert(prep, out, backend=backend, part=part, clock_period=clock, io_type=f"io_{io}")
@@ -281,6 +289,7 @@ def csim_cmd(
     if samples < 1:
         raise click.BadParameter(f"must be >= 1, got {samples}", param_hint="--samples")
     part, clock = _target(board, part)
+    _outdir(output, force, create=False)  # before the work
     prep = _prepare(model, config, inputs, width, range_stat, attention)
     out = _outdir(output, force)
     hmodel = convert(prep, out, backend=backend, part=part, clock_period=clock, io_type=f"io_{io}")
