@@ -322,3 +322,14 @@ def test_out_of_vocabulary_ids_name_the_cause(tmp_path, capfd) -> None:
     with pytest.raises(ExportError, match=r"token ids\?\) is beyond its table"):
         validate(example.model_path(), inputs=f)
     assert "onnxruntime" not in capfd.readouterr().err  # no raw runtime log line
+
+
+def test_embedded_example_named_uses_its_shipped_inputs() -> None:
+    """issue 21: `validate MODEL` on the embedded example generated inputs instead of
+    using bert_tiny_inputs.npz (as `validate` without MODEL does)."""
+    named = CliRunner().invoke(cli, ["validate", str(example.model_path())])
+    bare = CliRunner().invoke(cli, ["validate"])
+    assert named.exit_code == bare.exit_code == 0
+    n = int(np.load(example.inputs_path())["input_ids"].shape[0])
+    assert f"{n} samples" in named.output
+    assert named.output.split("Time:")[0] == bare.output.split("Time:")[0]

@@ -167,8 +167,8 @@ def validate_cmd(
         space = SearchSpace(headroom=headroom, methods=allowed)
     if model is None:
         model = example.model_path()
-        if inputs is None:
-            inputs = example.inputs_path()
+    if inputs is None and _same_file(model, example.model_path()):
+        inputs = example.inputs_path()  # the example's shipped batch, named or not
     try:
         if outdir is not None:
             prepare_outdir(outdir, force, create=False)  # fail before the work, not after
@@ -216,3 +216,10 @@ def validate_cmd(
             err=True,
         )
         sys.exit(1)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return Path(a).resolve() == Path(b).resolve() or Path(a).samefile(b)
+    except OSError:
+        return False
