@@ -15,6 +15,10 @@ Fit error against yosys on held-out specs (leave-one-out) is in the table
 
 These are yosys's mappings, not Vivado's; ``hwapprox rtl synth`` still runs
 yosys for exact numbers of one spec.
+
+The table's ``"fmax"`` section (``benchmarks/bench_pnr.py``) holds each RTL unit's
+post-route Fmax on ECP5-85k at its default spec, measured with nextpnr
+(:mod:`hwapprox.rtl_sim.pnr`); :func:`fmax` reads it.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ __all__ = [
     "estimate",
     "features",
     "fit_table",
+    "fmax",
     "load_table",
     "nnls",
     "rank_score",
@@ -283,3 +288,22 @@ def rank_score(spec: ApproxSpec, family: str = "7series", row_max: int = 64) -> 
         return e.LUT
     w = RANK_WEIGHTS[family]
     return sum(w[r] * float(getattr(e, r) or 0.0) for r in RESOURCES)
+
+
+def fmax(spec: ApproxSpec) -> dict[str, Any] | None:
+    """The measured post-route Fmax of ``spec``'s RTL unit (the table's ``"fmax"``
+    section): ``{"fmax_mhz", "device", "tools", "exact"}``, ``exact`` true when ``spec``
+    is the spec that was placed and routed (the unit's default), else the figure is the
+    unit's at its default spec (a guide: widths move it). None when the unit was not
+    measured (no RTL unit, or a table without the section)."""
+    sec = load_table().get("fmax") or {}
+    row = sec.get("units", {}).get(f"{spec.operator.value}/{spec.method}")
+    if row is None:
+        return None
+    exact = json.dumps(row["spec"], sort_keys=True) == json.dumps(spec.to_config(), sort_keys=True)
+    return {
+        "fmax_mhz": row["fmax_mhz"],
+        "device": sec.get("device"),
+        "tools": sec.get("tools"),
+        "exact": exact,
+    }

@@ -274,6 +274,7 @@ def place_and_route(
     freq_mhz: float = 125.0,
     seeds: int = 3,
     timeout: float = 3600.0,
+    cache_only: bool = False,
 ) -> dict[str, Any]:
     """Place and route the unit for ``spec`` (see the module docstring for what is
     measured); returns :func:`place_and_route_top`'s result plus ``spec``/``row_max``."""
@@ -289,6 +290,7 @@ def place_and_route(
         freq_mhz=freq_mhz,
         seeds=seeds,
         timeout=timeout,
+        cache_only=cache_only,
     )
     out |= {"spec": spec.to_config(), "row_max": row_max if unit.rowwise else None}
     return out
@@ -304,6 +306,7 @@ def place_and_route_top(
     freq_mhz: float = 125.0,
     seeds: int = 3,
     timeout: float = 3600.0,
+    cache_only: bool = False,
 ) -> dict[str, Any]:
     """Synthesise and place-and-route ``toplevel`` of ``rtl/`` files ``sources`` at
     ``params`` with ``$readmemh`` files ``mems`` (parameter -> text), inside the wrapper.
@@ -313,7 +316,8 @@ def place_and_route_top(
     (its own FF/LUT), ``device``, ``family``, ``freq_target_mhz``, ``seed`` (the best
     run's), ``fmax_by_seed`` (placement seeds 1..``seeds``, each a full place and route
     of the same netlist; the result is the best one's), ``top``, ``seconds``, ``cached``.
-    Raises :class:`RtlToolError` when a tool is missing or fails.
+    Raises :class:`RtlToolError` when a tool is missing or fails, or with ``cache_only``
+    when the result is not in the cache (nothing is run then).
     """
     _check_family(family)
     if not 1.0 <= freq_mhz <= 1000.0:
@@ -346,6 +350,8 @@ def place_and_route_top(
         out = json.loads(result_file.read_text())
         out["cached"] = True
         return out
+    if cache_only:
+        raise RtlToolError(f"{toplevel}: no cached place-and-route result ({wdir.name})")
     lock = key_lock(wdir)  # held until this function returns (another process's same run)
     if result_file.exists():
         lock.close()

@@ -653,12 +653,19 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         Operator.GELU,
         "shiftgelu",
         "hwa_gelu_shiftgelu",
-        (*_COMMON, "hwa_cast.sv", "hwa_shift_exp.sv", "hwa_udiv.sv", "hwa_gelu_shiftgelu.sv"),
+        (
+            *_COMMON,
+            "hwa_cast.sv",
+            "hwa_shift_exp_pipe.sv",
+            "hwa_mul_pipe.sv",
+            "hwa_udiv.sv",
+            "hwa_gelu_shiftgelu.sv",
+        ),
         _gelu_shiftgelu,
         rowwise=False,
-        latency=37,
-        doc="two shift-exps (shifts, adds, a compare chain for q), a 31-stage pipelined "
-        "divider, two multiplies; latency 37",
+        latency=44,
+        doc="two five-stage shift-exps (shifts, adds, a compare chain for q), a 31-stage "
+        "pipelined divider, two multiplies; latency 44",
     ),
     (Operator.SOFTMAX, "online"): RtlUnit(
         Operator.SOFTMAX,

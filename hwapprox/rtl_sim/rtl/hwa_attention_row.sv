@@ -36,6 +36,11 @@
 //   OUT_LANES = 4: 1.00 keys/cycle from 4 keys per row, 0.92 at 3, 0.44 at 1;
 //   OUT_LANES = 1: 1.00 from 5 keys, 0.97 at 4, 0.75 at 3, 0.27 at 1. q for the next
 //   row is taken in the cycle of the last key, so rows follow back to back.
+// Handshake (issue 22): K and V are joined: s_k_tready needs s_v_tvalid and s_v_tready
+//   needs s_k_tvalid (a key and its value are taken together; legal AXI-Stream, as a
+//   source may not wait for ready before raising valid). No ready depends on
+//   m_axis_tready: the output side is a queue whose occupancy (a register) gates the
+//   last key of a row, so the input readies are registered-credit functions.
 // Latency: last key in -> output valid 7 + RLAT + BEATS cycles (13 at the defaults).
 // Preconditions: rows of 1..KEY_MAX keys (acc_fmt / sum_fmt headroom; simulation
 //   reports a longer row with $error, hardware saturates).

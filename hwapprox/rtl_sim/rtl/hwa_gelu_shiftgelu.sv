@@ -3,7 +3,7 @@
 //
 // For a raw input code x (in_fmt), with X0 < 0 and EXP_N from the spec:
 //   m = max(x, 0);  e1 = shift_exp(x - m);  e2 = shift_exp(-m)       (arguments <= 0)
-//   shift_exp = hwa_shift_exp (I-ViT's shift-exp: log2 e by shifts, a compare chain
+//   shift_exp = hwa_shift_exp_pipe (I-ViT's shift-exp: log2 e by shifts, a compare chain
 //                 for q = floor(t / X0), r = t - X0·q, a shift by EXP_N - q)
 //   factor = floor((2^31 - 1) / (e1 + e2))     (hwa_udiv: 31 pipelined stages)
 //   sig    = (e1·factor) >> SIGMOID_SHIFT;  y = x·sig   (PROD_F fraction bits)
@@ -12,7 +12,9 @@
 // Stream: one element per cycle, tlast passed through, stall-all pipeline whose enable
 // is the registered ready of the output skid buffer (hwa_skid): no combinational path
 // from m_axis_tready to s_axis_tready.
-// Latency: 37 cycles (shift-exps 2, sum 1, divider 31, sigmoid 1, product 1, cast 1).
+// Latency: 44 cycles (arguments 1, shift-exps 5 (hwa_shift_exp_pipe), sum 1, divider 31,
+// e1·factor 3 (hwa_mul_pipe), sigmoid 1, product 1, cast 1); issue 22 added seven (the
+// shift-exps had one combinational stage, e1·factor shared the sigmoid's).
 // Parameter defaults: the default ShiftGelu spec's hw_params() (tests/test_rtl_lint.py).
 `default_nettype none
 module hwa_gelu_shiftgelu #(
@@ -86,9 +88,9 @@ module hwa_gelu_shiftgelu #(
     end
   end
 
-  // ---- stage 2: the two shift-exps (hwa_shift_exp) ----------------------------------------
-  logic [SE_W-1:0] e1_c, e2_c;
-  hwa_shift_exp #(
+  // ---- stages 2..6: the two shift-exps (hwa_shift_exp_pipe, five stages) ---------------
+  logic [SE_W-1:0] s2_e1, s2_e2;
+  hwa_shift_exp_pipe #(
       .X0(X0),
       .EXP_N(EXP_N),
       .TVM(TVM),
@@ -99,10 +101,12 @@ module hwa_gelu_shiftgelu #(
       .SEI_W(SEI_W),
       .SE_W(SE_W)
   ) u_e1 (
-      .v(s1_v1),
-      .e(e1_c)
+      .clk(clk),
+      .en (ce),
+      .v  (s1_v1),
+      .e  (s2_e1)
   );
-  hwa_shift_exp #(
+  hwa_shift_exp_pipe #(
       .X0(X0),
       .EXP_N(EXP_N),
       .TVM(TVM),
@@ -113,22 +117,28 @@ module hwa_gelu_shiftgelu #(
       .SEI_W(SEI_W),
       .SE_W(SE_W)
   ) u_e2 (
-      .v(s1_v2),
-      .e(e2_c)
+      .clk(clk),
+      .en (ce),
+      .v  (s1_v2),
+      .e  (s2_e2)
   );
-  logic s2_v, s2_l;
-  logic signed [IN_W-1:0] s2_x;
-  logic [SE_W-1:0] s2_e1, s2_e2;
+  localparam int EL = 5;  // hwa_shift_exp_pipe's latency
+  logic [EL-1:0] e_v, e_l;
+  logic signed [IN_W-1:0] e_x[EL];
   always_ff @(posedge clk) begin
-    if (rst) s2_v <= 1'b0;
-    else if (ce) s2_v <= s1_v;
+    if (rst) e_v <= '0;
+    else if (ce) e_v <= {e_v[EL-2:0], s1_v};
     if (ce) begin
-      s2_l <= s1_l;
-      s2_x <= s1_x;
-      s2_e1 <= e1_c;
-      s2_e2 <= e2_c;
+      e_l <= {e_l[EL-2:0], s1_l};
+      e_x[0] <= s1_x;
+      for (int i = 1; i < EL; i++) e_x[i] <= e_x[i-1];
     end
   end
+  logic s2_v, s2_l;
+  logic signed [IN_W-1:0] s2_x;
+  assign s2_v = e_v[EL-1];
+  assign s2_l = e_l[EL-1];
+  assign s2_x = e_x[EL-1];
 
   // ---- stage 3: the sum; then (2^31 - 1) / sum, 31 stages --------------------------------
   logic [ESUM_W-1:0] s3_sum;
@@ -169,20 +179,41 @@ module hwa_gelu_shiftgelu #(
   assign {dv_e1, dv_x, dv_l} = dv_p[PW-1:1];
   assign dv_v = dv_p[0] & dv_ok[DIV_N-1];
 
-  // ---- sigmoid, product, cast ---------------------------------------------------------------
+  // ---- sigmoid (e1·factor as 18 x 18 partial products, three stages), product, cast -------
   /* verilator lint_off UNUSEDSIGNAL */
-  logic [PRW-1:0] sigp_c;
+  logic signed [PRW-1:0] sigp_c;
   /* verilator lint_on UNUSEDSIGNAL */
-  assign sigp_c = PRW'(dv_e1) * PRW'(factor);  // <= 2^31 - 1 (e1 <= e1 + e2): SIGP_W bits
+  hwa_mul_pipe #(
+      .A_W(SE_W + 1),
+      .B_W(FACTOR_W),
+      .B_SIGNED(1'b0),
+      .P_W(PRW)
+  ) u_sigp (
+      .clk(clk),
+      .en (ce),
+      .a  ($signed({1'b0, dv_e1})),
+      .b  (factor),
+      .p  (sigp_c)  // <= 2^31 - 1 (e1 <= e1 + e2): SIGP_W bits
+  );
+  logic [2:0] m_v, m_l;
+  logic signed [IN_W-1:0] m_x[3];
+  always_ff @(posedge clk) begin
+    if (rst) m_v <= '0;
+    else if (ce) m_v <= {m_v[1:0], dv_v};
+    if (ce) begin
+      m_l <= {m_l[1:0], dv_l};
+      m_x <= '{dv_x, m_x[0], m_x[1]};
+    end
+  end
   logic s4_v, s4_l;
   logic signed [IN_W-1:0] s4_x;
   logic [SIG_W-1:0] s4_sig;
   always_ff @(posedge clk) begin
     if (rst) s4_v <= 1'b0;
-    else if (ce) s4_v <= dv_v;
+    else if (ce) s4_v <= m_v[2];
     if (ce) begin
-      s4_l <= dv_l;
-      s4_x <= dv_x;
+      s4_l <= m_l[2];
+      s4_x <= m_x[2];
       s4_sig <= SIG_W'(SIGP_W'(sigp_c) >> SIGMOID_SHIFT);
     end
   end
