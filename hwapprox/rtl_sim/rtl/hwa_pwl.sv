@@ -13,9 +13,9 @@
 // Stream: one element per cycle, tlast passed through, stall-all pipeline whose enable
 // is the registered ready of the output skid buffer (hwa_skid): no combinational path
 // from m_axis_tready to s_axis_tready.
-// Latency: 5 cycles (compare, coefficient ROM, multiply, align/add, round/saturate);
-// the product register (issue 22) costs the fifth: the multiply-add no longer fits
-// one cycle at 125 MHz on ECP5. Output: skid buffer (hwa_skid), registered ready.
+// Latency: 6 cycles (compare, count, coefficient ROM, multiply, align/add,
+// round/saturate); issue 22 added the product register and the count's own stage
+// (+2) for 125 MHz on ECP5. Output: skid buffer (hwa_skid), registered ready.
 // Parameter defaults: the default PwlGelu spec's hw_params() (tests/test_rtl_lint.py).
 `default_nettype none
 module hwa_pwl #(
@@ -69,28 +69,47 @@ module hwa_pwl #(
   logic ce;
   assign s_axis_tready = ce;
 
-  // p1: segment index and range flags
+  // p0: the breakpoint compares (registered)
   logic signed [IN_W-1:0] x_in;
-  logic [SEGW:0] seg_c;
+  logic [NSEG-1:0] ge_c;  // ge_c[j] = x >= B_j (j = 1..NSEG-1; bit 0 unused, 0)
   assign x_in = s_axis_tdata;
   always_comb begin
-    seg_c = '0;
-    for (int j = 1; j < NSEG; j++) begin
-      if (x_in >= $signed(bp_mem[j])) seg_c = seg_c + 1'b1;
+    ge_c = '0;
+    for (int j = 1; j < NSEG; j++) ge_c[j] = x_in >= $signed(bp_mem[j]);
+  end
+  logic p0_v, p0_l, p0_lo, p0_hi;
+  logic signed [IN_W-1:0] p0_x;
+  logic [NSEG-1:0] p0_ge;
+  always_ff @(posedge clk) begin
+    if (rst) p0_v <= 1'b0;
+    else if (ce) p0_v <= s_axis_tvalid;
+    if (ce) begin
+      p0_l <= s_axis_tlast;
+      p0_x <= x_in;
+      p0_ge <= ge_c;
+      p0_lo <= x_in < $signed(bp_mem[0]);
+      p0_hi <= x_in >= $signed(bp_mem[NSEG]);
     end
+  end
+
+  // p1: segment index = the number of breakpoints B_1..B_(NSEG-1) at or below x
+  logic [SEGW:0] seg_c;
+  always_comb begin
+    seg_c = '0;
+    for (int j = 1; j < NSEG; j++) seg_c = seg_c + (SEGW + 1)'(p0_ge[j]);
   end
   logic p1_v, p1_l, p1_lo, p1_hi;
   logic signed [IN_W-1:0] p1_x;
   logic [SEGW-1:0] p1_seg;
   always_ff @(posedge clk) begin
     if (rst) p1_v <= 1'b0;
-    else if (ce) p1_v <= s_axis_tvalid;
+    else if (ce) p1_v <= p0_v;
     if (ce) begin
-      p1_l <= s_axis_tlast;
-      p1_x <= x_in;
+      p1_l <= p0_l;
+      p1_x <= p0_x;
       p1_seg <= SEGW'(seg_c);
-      p1_lo <= x_in < $signed(bp_mem[0]);
-      p1_hi <= x_in >= $signed(bp_mem[NSEG]);
+      p1_lo <= p0_lo;
+      p1_hi <= p0_hi;
     end
   end
 
