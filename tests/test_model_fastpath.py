@@ -256,3 +256,39 @@ def test_elementwise_kernel_lookup_and_its_errors() -> None:
         spec.model(bad)
     with pytest.raises(SpecError, match="outside"):
         spec.model(np.array([2**63 - 1], dtype=np.uint64))
+
+
+@pytest.mark.skipif(_kernels.njit is None, reason="numba is not installed")
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ap_fixed<8,3,AP_RND,AP_SAT>",
+        "ap_fixed<16,6,AP_RND,AP_SAT>",
+        "ap_fixed<16,6,AP_TRN,AP_SAT_SYM>",
+        "ap_fixed<24,1,AP_RND,AP_SAT>",
+        "ap_fixed<52,20,AP_RND,AP_SAT>",
+    ],
+)
+def test_float32_quantize_kernel_matches_the_format(text: str) -> None:
+    """spec.quantize_input of float32 (one compiled pass) == FixedFormat.quantize, on every
+    rounding decision of the format (tests/test_fixed.py's stress set); NaN still raises."""
+    from test_fixed import _float32_stress
+
+    from hwapprox.fixed import FixedFormat, FixedPointError
+
+    fmt = FixedFormat.parse(text)
+    spec = make_spec("gelu", "pwl").replace(in_fmt=text) if fmt.width <= 24 else None
+    x = _float32_stress(fmt, np.random.default_rng(3))
+    if spec is None:  # wide formats: the kernel directly
+        out = np.empty(x.size, dtype=np.int64)
+        lo, hi = fmt._sat_bounds()
+        rnd = fmt.rounding.value == "AP_RND"
+        assert _kernels.quantize_f32(x, 2.0**fmt.frac_bits, float(lo), float(hi), rnd, out)
+        assert np.array_equal(out, fmt._quantize_flat(x.astype(np.float64)))
+        return
+    got = spec.quantize_input(x)
+    assert np.array_equal(got, fmt._quantize_flat(x.astype(np.float64)))
+    bad = x.copy()
+    bad[3] = np.nan
+    with pytest.raises(FixedPointError, match="non-finite"):
+        spec.quantize_input(bad)

@@ -32,6 +32,7 @@ __all__ = [
     "memo_lookup",
     "online_out",
     "online_state",
+    "quantize_f32",
     "softermax_out",
     "softermax_sum",
 ]
@@ -225,6 +226,27 @@ def _memo_lookup(x: Any, memo: Any, lo: int, hi: int, out: Any) -> bool:
 
 
 memo_lookup = njit(cache=True, nogil=True)(_memo_lookup) if njit is not None else _memo_lookup
+
+
+def _quantize_f32(x: Any, scale: float, lo: float, hi: float, rnd: bool, out: Any) -> bool:
+    """``out[i]`` = float32 ``x[i]`` in a saturating format: ``s = x·scale`` clipped to
+    ``[lo, hi]``, then ``floor(s + 1/2)`` (AP_RND) or ``floor(s)`` (AP_TRN) -- exactly
+    :meth:`hwapprox.fixed.FixedFormat.quantize`'s float32 path (``W <= 52``, ``F >= 0``);
+    False at the first NaN/inf (the caller then raises the format's own error)."""
+    for i in range(x.shape[0]):
+        v = np.float64(x[i])
+        if not np.isfinite(v):
+            return False
+        s = v * scale
+        if s < lo:
+            s = lo
+        elif s > hi:
+            s = hi
+        out[i] = np.int64(np.floor(s + 0.5)) if rnd else np.int64(np.floor(s))
+    return True
+
+
+quantize_f32 = njit(cache=True, nogil=True)(_quantize_f32) if njit is not None else _quantize_f32
 
 
 def cast_params(src_frac: int, dst: Any) -> tuple[int, int, int, int] | None:

@@ -30,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hwapprox.approx import _kernels
-from hwapprox.fixed import MAX_RAW_BITS, FixedFormat, FixedPointError
+from hwapprox.fixed import MAX_RAW_BITS, FixedFormat, FixedPointError, Overflow, Rounding
 
 __all__ = [
     "ApproxSpec",
@@ -261,8 +261,29 @@ class ApproxSpec(abc.ABC):
         return self.out_fmt.to_float(raw)
 
     def quantize_input(self, x: npt.ArrayLike) -> RawArray:
-        """Reals -> raw ``in_fmt`` codes (with the format's own modes)."""
-        return self.in_fmt.quantize(x)
+        """Reals -> raw ``in_fmt`` codes (with the format's own modes). float32 arrays into
+        a saturating AP_RND / AP_TRN format of ``W <= 52``, ``F >= 0`` (onnxruntime's
+        site tensors) take one compiled pass, the same values."""
+        fmt = self.in_fmt
+        arr = np.asarray(x)
+        if (
+            arr.dtype == np.float32
+            and arr.size
+            and fmt.width <= 52
+            and fmt.frac_bits >= 0
+            and fmt.overflow in (Overflow.SAT, Overflow.SAT_SYM)
+            and fmt.rounding in (Rounding.RND, Rounding.TRN)
+            and _kernels.available()
+        ):
+            flat = np.ascontiguousarray(arr).reshape(-1)
+            out = np.empty(flat.shape, dtype=np.int64)
+            lo, hi = fmt._sat_bounds()
+            ok = _kernels.quantize_f32(
+                flat, 2.0**fmt.frac_bits, float(lo), float(hi), fmt.rounding is Rounding.RND, out
+            )
+            if ok:
+                return out.reshape(arr.shape)
+        return fmt.quantize(x)
 
     def to_config(self) -> dict[str, Any]:
         """Plain-data form (formats in HLS spelling); inverse of :func:`from_config`."""
