@@ -256,7 +256,15 @@ def _calibrate_child(model_path: str, files: list[str]) -> None:
         more=iter_batches(imp.model, paths[1:]),
     )
     secs = time.perf_counter() - t0
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    # VmHWM: this process image's peak RSS (ru_maxrss would count the parent's pages
+    # that the fork before exec shared, inflating every figure to the parent's size)
+    status = Path("/proc/self/status")
+    if status.exists():
+        kb = next(int(ln.split()[1]) for ln in status.read_text().splitlines()
+                  if ln.startswith("VmHWM:"))  # fmt: skip
+        peak_mb = kb / 1024
+    else:  # pragma: no cover - not Linux
+        peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"RESULT {secs:.3f} {peak_mb:.1f} {tr.batches}")
 
 
