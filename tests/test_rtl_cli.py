@@ -57,3 +57,15 @@ def test_sim_reports_bit_exactness_latency_throughput() -> None:
     assert "BIT-EXACT" in res.output
     assert "latency first-in->first-out" in res.output
     assert "throughput:" in res.output
+
+
+def test_unwritable_keep_dir_is_refused_before_the_build() -> None:
+    """issue 21: rtl sim --keep /proc/x ended in a traceback."""
+    from click.testing import CliRunner
+
+    from hwapprox.cli import cli
+
+    res = CliRunner().invoke(cli, ["rtl", "sim", "gelu", "-m", "lut", "--keep", "/proc/hwa-keep"])
+    assert res.exit_code == 2
+    assert "'/proc' is not writable" in res.output
+    assert "Traceback" not in res.output

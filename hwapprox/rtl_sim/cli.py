@@ -114,6 +114,12 @@ def sim_cmd(
     spec = _spec(operator, method, spec_file, sets)
     if keep is not None and keep.exists() and any(keep.iterdir()):
         raise click.BadParameter(f"{keep} is not empty; give a new directory", param_hint="--keep")
+    if keep is not None:
+        from hwapprox.approx.paths import unwritable
+
+        why = unwritable(keep)
+        if why is not None:  # before the Verilator build, not after it
+            raise click.BadParameter(why, param_hint="--keep")
     click.echo(f"spec: {spec.describe()}")
     try:
         res = simulate(
