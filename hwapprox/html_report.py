@@ -401,7 +401,7 @@ _SITE_KNOWN = {
 _ERR_COLS = [
     ("max_abs", "max |err|"),
     ("mean_abs", "mean |err|"),
-    ("max_lsb", "max LSB"),
+    ("max_lsb", "max LSB vs float (input quantisation included)"),
     ("rel_rms", "rel rms"),
     ("row_sum_err", "row \u03a3 err"),
 ]
@@ -841,7 +841,7 @@ def _demo_validate(v: Any) -> str:
                     ("in_fmt", "in_fmt"),
                     ("out_fmt", "out_fmt"),
                     ("site_max_abs", "site max |err|"),
-                    ("site_max_lsb", "site max LSB"),
+                    ("site_max_lsb", "site max LSB vs float (incl. input quant.)"),
                     ("e2e_max_abs_at_tuning", "E2E max |err| at tuning"),
                     ("cost_score", "cost"),
                 ],

@@ -87,7 +87,9 @@ def demo_markdown(s: Mapping[str, Any]) -> str:
             "## Sites: chosen method, formats and error",
             "",
             "Site error: the site's spec on the float model's site input vs the float "
-            "model's site output. E2E at tuning: the model outputs' max |error| when this "
+            "model's site output, so it includes the input's quantisation ('hwapprox eval' "
+            "and the README's accuracy tables measure the approximation alone, on quantised "
+            "inputs). E2E at tuning: the model outputs' max |error| when this "
             "site's candidate was accepted (earlier sites at their choices, later ones "
             "float). Errors vs onnxruntime float32.",
             "",
@@ -99,7 +101,7 @@ def demo_markdown(s: Mapping[str, Any]) -> str:
                     "in_fmt",
                     "out_fmt",
                     "site max abs",
-                    "site max LSB",
+                    "site max LSB vs float",
                     "E2E max abs at tuning",
                 ],
                 [

@@ -108,7 +108,7 @@ def format_report(res: ValidationResult) -> str:
                 "sat in/out",
                 "max|err|",
                 "mean|err|",
-                "max LSB",
+                "max LSB vs float",
                 "rel rms",
                 "row Σ err",
                 "cost",
