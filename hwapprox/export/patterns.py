@@ -366,6 +366,21 @@ class _Finder:
         if gamma is None or (len(node.input) > 2 and node.input[2] and beta is None):
             self.skipped[node.name] = "LayerNormalization Scale/B are not constants"
             return
+        self._add_norm_op(node, gamma, beta)
+
+    def _rmsnorm_op(self, node: NodeProto) -> None:
+        """ONNX ``RMSNormalization`` (opset 23): ``X``, constant ``Scale``, ``epsilon``."""
+        g = self.g
+        gamma = g.const(node.input[1]) if len(node.input) > 1 and node.input[1] else None
+        if gamma is None:
+            self.skipped[node.name] = "RMSNormalization Scale is not a constant"
+            return
+        self._add_norm_op(node, gamma, None, kind="rmsnorm")
+
+    def _add_norm_op(self, node: NodeProto, gamma: Any, beta: Any | None, kind: str = "") -> None:
+        """The site of a one-node normalisation op (its ``axis`` and ``epsilon``
+        attributes, constant gamma and beta; ``kind``: the site kind, "" for the
+        operator's own)."""
         self._add(
             Site(
                 node.name,
@@ -378,30 +393,8 @@ class _Finder:
                 epsilon=float(np.float32(_attr(node, "epsilon", 1e-5))),
                 gamma=np.asarray(gamma, dtype=np.float64),
                 beta=None if beta is None else np.asarray(beta, dtype=np.float64),
-                shape=g.shape.get(node.input[0]),
-            )
-        )
-
-    def _rmsnorm_op(self, node: NodeProto) -> None:
-        """ONNX ``RMSNormalization`` (opset 23): ``X``, constant ``Scale``, ``epsilon``."""
-        g = self.g
-        gamma = g.const(node.input[1]) if len(node.input) > 1 and node.input[1] else None
-        if gamma is None:
-            self.skipped[node.name] = "RMSNormalization Scale is not a constant"
-            return
-        self._add(
-            Site(
-                node.name,
-                Operator.LAYERNORM,
-                node.input[0],
-                node.output[0],
-                (node.name,),
-                axis=int(_attr(node, "axis", -1)),
-                trailing=True,
-                epsilon=float(np.float32(_attr(node, "epsilon", 1e-5))),
-                gamma=np.asarray(gamma, dtype=np.float64),
-                shape=g.shape.get(node.input[0]),
-                kind="rmsnorm",
+                shape=self.g.shape.get(node.input[0]),
+                kind=kind,
             )
         )
 
