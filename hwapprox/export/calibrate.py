@@ -512,13 +512,10 @@ def calibrate(
     for s in sites:
         x = values[s.input]
         mask = acc.fold(s, values, g)
-        if s.operator is Operator.SOFTMAX and mask is not None:
+        if mask is not None and (
+            s.operator is Operator.SOFTMAX or s.operator in ELEMENTWISE_ATTENTION
+        ):  # (attention normalisers: masked scores left out of the errors and saturation)
             masks[s.name] = mask
-            assert s.mask is not None
-            mvals = {t: values[t] if t in values else g.const(t) for t in s.mask.tensors()}
-            mask_roles[s.name] = s.mask.observed_roles(mvals, np.shape(x))
-        elif mask is not None and s.operator in ELEMENTWISE_ATTENTION:
-            masks[s.name] = mask  # masked scores are left out of the errors and saturation
             assert s.mask is not None
             mvals = {t: values[t] if t in values else g.const(t) for t in s.mask.tensors()}
             mask_roles[s.name] = s.mask.observed_roles(mvals, np.shape(x))
