@@ -655,7 +655,7 @@ class OnlineSoftmax(SoftmaxSpec):
             mk = np.ascontiguousarray(broadcast_mask(mask, x.shape))
             mk = mk if mk.any() else None
         narrow = exp is None and self._narrow()
-        kernel = exp is None and self.in_fmt.width <= _MEMO_MAX_BITS
+        kernel = exp is None  # the spec's own exp: the compiled scan may stand in for it
         if exp is None:
             exp = self._exp_fn(_cached(self, "tables"))
         m, d, _, _ = self._row_state(x, sched, exp, narrow, mk, kernel=kernel)
@@ -696,12 +696,7 @@ class OnlineSoftmax(SoftmaxSpec):
         ``|x_j - m_(j-1)|`` exceeds ``skip_raw`` gets ``E = 0`` (``d`` unchanged) and a
         skip flag; ``two_pass``: ``m - x_j > skip_raw`` against the row max.
         """
-        if (
-            kernel
-            and sched == "online"
-            and self.in_fmt.width <= _MEMO_MAX_BITS
-            and _kernels.available()
-        ):
+        if kernel and sched == "online" and self._kernel_ok():
             return self._row_state_kernel(x, mask)
         if mask is not None:
             return self._row_state_masked(x, sched, exp, narrow, mask)
@@ -737,6 +732,11 @@ class OnlineSoftmax(SoftmaxSpec):
             skip[:, 1:] = sk
         self._stream_sum(d, e, new)
         return run_max[:, -1].astype(np.int64), d, None, skip
+
+    def _kernel_ok(self) -> bool:
+        """The compiled scans apply: numba present and inputs small enough for the memo
+        of ``E`` they index."""
+        return self.in_fmt.width <= _MEMO_MAX_BITS and _kernels.available()
 
     def _row_state_kernel(
         self, x: RawArray, mask: npt.NDArray[np.bool_] | None
@@ -916,16 +916,13 @@ class OnlineSoftmax(SoftmaxSpec):
         exp = self._exp_fn(tabs)
         if self.unified_max is not None:
             return self._rows_unified(x, mask, exp)
-        memo_exp = self.in_fmt.width <= _MEMO_MAX_BITS
-        m, d, e, skip = self._row_state(
-            x, self.schedule, exp, self._narrow(), mask, kernel=memo_exp
-        )
+        m, d, e, skip = self._row_state(x, self.schedule, exp, self._narrow(), mask, kernel=True)
         if mask is not None:
             # only fully masked rows have d = 0 (unmasked rows: d >= ONE); their
             # outputs are 0 whatever r is, so any d > 0 stands in for the reciprocal
             np.copyto(d, np.int64(self._one_sum()), where=d == 0)
         r = self.recip_raw(d, tabs)
-        if e is None and not self.clipped and memo_exp and _kernels.available():
+        if e is None and not self.clipped and self._kernel_ok():
             prod_f = self.exp_fmt.frac_bits + self.recip_fmt.frac_bits
             cp = _kernels.cast_params(prod_f, self.out_fmt)
             if cp is not None:  # the output stage compiled too: one pass, same cast
