@@ -396,6 +396,25 @@ def die_with_parent() -> None:
         return
 
 
+def dask_client(address: str) -> Any:
+    """A ``dask.distributed.Client`` of the scheduler at ``address``, or :class:`SweepError`
+    saying how to install dask or how to write the address."""
+    try:
+        from dask.distributed import Client  # type: ignore[import-not-found]
+    except ImportError:
+        raise SweepError(
+            "running on a Dask cluster needs dask.distributed, which is not installed; "
+            "install it with: pip install 'hwapprox[dask]'"
+        ) from None
+    try:
+        return Client(address, timeout=15)
+    except (OSError, ValueError, TypeError) as exc:
+        raise SweepError(
+            f"cannot reach the Dask scheduler at {address!r} ({exc}); give its address as "
+            "tcp://host:port"
+        ) from None
+
+
 def make_executor(jobs: int = 1, dask: str | None = None) -> tuple[cf.Executor, Callable[[], None]]:
     """An executor and its closer: in-process, a process pool, or a Dask cluster.
 
@@ -403,20 +422,7 @@ def make_executor(jobs: int = 1, dask: str | None = None) -> tuple[cf.Executor, 
     optional extra ``pip install 'hwapprox[dask]'``.
     """
     if dask is not None:
-        try:
-            from dask.distributed import Client  # type: ignore[import-not-found]
-        except ImportError:
-            raise SweepError(
-                "running on a Dask cluster needs dask.distributed, which is not installed; "
-                "install it with: pip install 'hwapprox[dask]'"
-            ) from None
-        try:
-            client = Client(dask, timeout=15)
-        except (OSError, ValueError, TypeError) as exc:
-            raise SweepError(
-                f"cannot reach the Dask scheduler at {dask!r} ({exc}); give its address as "
-                "tcp://host:port"
-            ) from None
+        client = dask_client(dask)
         executor = client.get_executor(pure=False)
 
         def close() -> None:

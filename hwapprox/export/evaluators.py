@@ -142,13 +142,12 @@ def make_evaluator(
         )
     search_id = uuid.uuid4().hex
     if dask is not None:
-        from hwapprox.approx.sweep import SweepError, make_executor
+        from hwapprox.approx.sweep import SweepError, dask_client
 
         try:
-            executor, close = make_executor(dask=dask)
+            client = dask_client(dask)
         except SweepError as exc:
             raise ExportError(str(exc)) from None
-        client = executor._client  # type: ignore[attr-defined]
         ctx_ref = client.scatter(ctx, broadcast=True, hash=False)
         n_workers = max(1, len(client.scheduler_info().get("workers", {})))
 
@@ -159,7 +158,7 @@ def make_evaluator(
             ]
             return list(client.gather(futs))
 
-        return CandidateEvaluator(many_dask, n_workers, close, f"Dask at {dask}")
+        return CandidateEvaluator(many_dask, n_workers, client.close, f"Dask at {dask}")
     pool = cf.ProcessPoolExecutor(
         max_workers=jobs,
         mp_context=mp.get_context("fork"),
