@@ -253,7 +253,14 @@ def _build_key(
     wave_format: str,
 ) -> str:
     h = hashlib.sha256()
-    parts = (toplevel, simulator, str(waves), wave_format, sys.version, _tool_version(simulator))
+    # the binary links cocotb's VPI library by absolute path: a build made from another
+    # environment (another venv, a removed worktree) is not reusable here
+    spec = find_spec("cocotb")
+    cocotb_dir = str(Path(spec.origin).parent) if spec is not None and spec.origin else ""
+    parts = (
+        toplevel, simulator, str(waves), wave_format, sys.version, _tool_version(simulator),
+        cocotb_dir,
+    )  # fmt: skip
     for part in (*parts, *_build_args(simulator, wave_format)):
         h.update(part.encode() + b"\0")
     for p in sources:
