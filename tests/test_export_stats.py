@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+from unittest.mock import patch
 
 import numpy as np
 import pytest
 
+from hwapprox.approx import _kernels
 from hwapprox.export.calibrate import PERCENTILES, SiteStats
 from hwapprox.export.stats import RunningStats
 
@@ -94,3 +96,29 @@ def test_empty_site_is_a_clear_error() -> None:
 
     with pytest.raises(ExportError, match="no finite values"):
         SiteStats.of("s", np.array([np.nan], dtype=np.float32))
+
+
+@pytest.mark.skipif(_kernels.njit is None, reason="numba is not installed")
+def test_compiled_add_matches_the_numpy_path() -> None:
+    """RunningStats.add of float32 (two compiled passes) == the numpy path: the same
+    histogram, count, non-finite count, min and max; moments to float64 rounding."""
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal(300_001) * 3 + 0.5).astype(np.float32)
+    x[[5, 70, 900]] = [np.inf, np.nan, -np.inf]
+    x[1000:1010] = 0.0
+    x[1010] = -0.0
+    fast = RunningStats().add(x).add(x[:777])
+    with patch.object(_kernels, "enabled", False):
+        slow = RunningStats().add(x).add(x[:777])
+    assert np.array_equal(fast.hist, slow.hist)
+    assert (fast.count, fast.nonfinite, fast.min, fast.max) == (
+        slow.count, slow.nonfinite, slow.min, slow.max
+    )  # fmt: skip
+    assert fast.mean == pytest.approx(slow.mean, rel=1e-12)
+    assert fast.std == pytest.approx(slow.std, rel=1e-10)
+    one = RunningStats().add(x)
+    bad = x.copy()
+    bad[123] = 1e30  # a planted difference moves the histogram and the max
+    planted = RunningStats().add(bad)
+    assert not np.array_equal(planted.hist, one.hist)
+    assert planted.max != one.max

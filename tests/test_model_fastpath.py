@@ -292,3 +292,64 @@ def test_float32_quantize_kernel_matches_the_format(text: str) -> None:
     bad[3] = np.nan
     with pytest.raises(FixedPointError, match="non-finite"):
         spec.quantize_input(bad)
+
+
+@pytest.mark.skipif(_kernels.njit is None, reason="numba is not installed")
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("spec", _elementwise_specs(), ids=lambda s: s.describe()[:60])
+def test_elementwise_fused_evaluate_matches_the_three_steps(spec: ElementwiseSpec, dtype) -> None:
+    """evaluate() of float32 reals (quantise and gather the output real in one compiled
+    pass) == quantize_input -> model -> output_to_float -> astype, on every rounding
+    decision of in_fmt (tests/test_fixed.py's stress set) and out-of-range values."""
+    from test_fixed import _float32_stress
+
+    x = _float32_stress(spec.in_fmt, np.random.default_rng(5))
+    with patch.object(_kernels, "enabled", False):
+        want = spec.output_to_float(spec.model(spec.in_fmt.quantize(x))).astype(dtype)
+    got = spec.evaluate(x.reshape(1, -1), dtype)
+    assert got.dtype == dtype
+    assert got.shape == (1, x.size)
+    assert np.array_equal(got.ravel(), want)
+
+
+@pytest.mark.skipif(_kernels.njit is None, reason="numba is not installed")
+def test_fused_evaluate_comparison_detects_a_planted_error() -> None:
+    """The comparison above can fail: a float table one LSB off at one code is caught,
+    and a NaN still gets the format's error."""
+    from hwapprox.approx import base
+    from hwapprox.fixed import FixedPointError
+
+    spec = make_spec("gelu", "pwl")
+    x = spec.in_fmt.to_float(spec.in_fmt.all_codes()).astype(np.float32)
+    want = spec.output_to_float(spec.model(spec.quantize_input(x)))
+    table = base._elementwise_float_memo(spec).copy()
+    table[len(table) // 3] += float(spec.out_fmt.lsb)
+    with patch.object(base, "_elementwise_float_memo", lambda s: table):
+        assert not np.array_equal(spec.evaluate(x), want)
+    assert np.array_equal(spec.evaluate(x), want)
+    x[7] = np.nan
+    with pytest.raises(FixedPointError, match="non-finite"):
+        spec.evaluate(x)
+
+
+@pytest.mark.skipif(_kernels.njit is None, reason="numba is not installed")
+@pytest.mark.parametrize("text", ["ap_fixed<16,6>", "ap_ufixed<24,0>", "ap_fixed<40,10>"])
+def test_output_to_float_kernel_matches_to_float_astype(text: str) -> None:
+    """output_to_float(raw, dtype) in one compiled pass == out_fmt.to_float(raw).astype
+    (float32 rounding of codes wider than 24 bits included); a planted error is caught."""
+    from hwapprox.approx.base import _codes_to_float
+    from hwapprox.fixed import FixedFormat
+
+    fmt = FixedFormat.parse(text)
+    rng = np.random.default_rng(2)
+    raw = rng.integers(fmt.min_raw, fmt.max_raw, size=50_000, endpoint=True)
+    raw[:2] = fmt.min_raw, fmt.max_raw
+    for dt in (np.float64, np.float32):
+        want = fmt.to_float(raw).astype(dt)
+        got = _codes_to_float(raw.reshape(100, -1), fmt, dt)
+        assert got.dtype == dt
+        assert got.shape == (100, 500)
+        assert np.array_equal(got.ravel(), want)
+        bad = raw.copy()
+        bad[9] ^= 1 << (fmt.width - 2)  # a high bit: visible in float32 too
+        assert not np.array_equal(_codes_to_float(bad, fmt, dt), want)

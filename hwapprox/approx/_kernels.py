@@ -28,13 +28,17 @@ except ImportError:  # pragma: no cover - exercised where numba is missing
 __all__ = [
     "available",
     "cast_params",
+    "codes_to_float",
     "enabled",
+    "hist_moments_f32",
     "memo_lookup",
     "online_out",
     "online_state",
     "quantize_f32",
+    "quantize_gather",
     "softermax_out",
     "softermax_sum",
+    "sq_dev_f32",
 ]
 
 #: switch the kernels off (tests compare both paths; a user may too)
@@ -249,6 +253,44 @@ def _quantize_f32(x: Any, scale: float, lo: float, hi: float, rnd: bool, out: An
 quantize_f32 = njit(cache=True, nogil=True)(_quantize_f32) if njit is not None else _quantize_f32
 
 
+def _quantize_gather(
+    x: Any, scale: float, lo: float, hi: float, rnd: bool, code_lo: int, table: Any, out: Any
+) -> bool:
+    """``out[i] = table[q(x[i]) - code_lo]`` with ``q`` :func:`_quantize_f32`'s
+    quantisation of float32 ``x[i]`` (the same clip and rounding), so an elementwise
+    model's reals come out of one pass: ``table`` holds the output real of every input
+    code (float64), stored into ``out`` (float32 or float64: numpy's rounding of the
+    float64 value). False at the first NaN/inf, as :func:`_quantize_f32`."""
+    for i in range(x.shape[0]):
+        v = np.float64(x[i])
+        if not np.isfinite(v):
+            return False
+        s = v * scale
+        if s < lo:
+            s = lo
+        elif s > hi:
+            s = hi
+        q = np.int64(np.floor(s + 0.5)) if rnd else np.int64(np.floor(s))
+        out[i] = table[q - code_lo]
+    return True
+
+
+def _codes_to_float(raw: Any, scale: float, out: Any) -> None:
+    """``out[i] = raw[i]·scale`` computed in float64 and stored into ``out`` (float32 or
+    float64): :meth:`hwapprox.fixed.FixedFormat.to_float` (``scale = 2^-F``, exact for
+    codes of at most 53 bits) followed by numpy's ``astype``, in one pass."""
+    for i in range(raw.shape[0]):
+        out[i] = np.float64(raw[i]) * scale
+
+
+if njit is not None:
+    quantize_gather = njit(cache=True, nogil=True)(_quantize_gather)
+    codes_to_float = njit(cache=True, nogil=True)(_codes_to_float)
+else:  # pragma: no cover
+    quantize_gather = _quantize_gather
+    codes_to_float = _codes_to_float
+
+
 def cast_params(src_frac: int, dst: Any) -> tuple[int, int, int, int] | None:
     """``(s, half, lo, hi)`` of the output cast a kernel does inline, or None when the
     cast is not a single AP_TRN / AP_RND shift by ``0 < s < 63`` with AP_SAT."""
@@ -262,3 +304,60 @@ def cast_params(src_frac: int, dst: Any) -> tuple[int, int, int, int] | None:
     if dst.rounding is Rounding.RND:
         return s, 1 << (s - 1), dst.min_raw, dst.max_raw
     return None
+
+
+def _hist_moments_f32(x: Any, bits: Any, hist: Any) -> tuple[int, float, float, float]:
+    """One pass over float32 ``x`` (``bits``: the same memory as uint32): adds each
+    finite value's bfloat16 bucket (``bits >> 16``) to ``hist``; returns the number of
+    finite values, their min, max and float64 sum (summed in blocks of 4096, so the
+    rounding grows with ``4096 + n/4096``, not ``n``). Non-finite values are skipped
+    (the caller counts them as ``size - count``)."""
+    n = 0
+    lo = np.inf
+    hi = -np.inf
+    total = 0.0
+    block = 0.0
+    k = 0
+    for i in range(x.shape[0]):
+        b = bits[i]
+        if (b & 0x7F800000) == 0x7F800000:
+            continue
+        hist[b >> 16] += 1
+        v = np.float64(x[i])
+        lo = min(lo, v)
+        hi = max(hi, v)
+        block += v
+        n += 1
+        k += 1
+        if k == 4096:
+            total += block
+            block = 0.0
+            k = 0
+    return n, lo, hi, total + block
+
+
+def _sq_dev_f32(x: Any, bits: Any, mean: float) -> float:
+    """``Σ (x_i - mean)²`` over the finite float32 values, in float64 (blocked as
+    :func:`_hist_moments_f32`)."""
+    total = 0.0
+    block = 0.0
+    k = 0
+    for i in range(x.shape[0]):
+        if (bits[i] & 0x7F800000) == 0x7F800000:
+            continue
+        d = np.float64(x[i]) - mean
+        block += d * d
+        k += 1
+        if k == 4096:
+            total += block
+            block = 0.0
+            k = 0
+    return total + block
+
+
+if njit is not None:
+    hist_moments_f32 = njit(cache=True, nogil=True)(_hist_moments_f32)
+    sq_dev_f32 = njit(cache=True, nogil=True)(_sq_dev_f32)
+else:  # pragma: no cover
+    hist_moments_f32 = _hist_moments_f32
+    sq_dev_f32 = _sq_dev_f32

@@ -249,41 +249,53 @@ class ApproxSpec(abc.ABC):
         except FixedPointError as exc:
             raise SpecError(str(exc)) from None
 
-    def evaluate(self, x: npt.ArrayLike, **kw: Any) -> npt.NDArray[np.float64]:
-        """Quantise reals to ``in_fmt``, run :meth:`model`, return reals."""
-        arr = np.asarray(x, dtype=np.float64)
-        raw = self.quantize_input(arr)
-        return self.output_to_float(self.model(raw, **kw))
-
-    def output_to_float(self, raw: npt.ArrayLike) -> npt.NDArray[np.float64]:
-        """Reals of :meth:`model`'s raw outputs (``out_fmt`` values; a spec whose model
-        returns other codes, e.g. a softmax's log codes, decodes them here)."""
-        return self.out_fmt.to_float(raw)
-
-    def quantize_input(self, x: npt.ArrayLike) -> RawArray:
-        """Reals -> raw ``in_fmt`` codes (with the format's own modes). float32 arrays into
-        a saturating AP_RND / AP_TRN format of ``W <= 52``, ``F >= 0`` (onnxruntime's
-        site tensors) take one compiled pass, the same values."""
-        fmt = self.in_fmt
+    def evaluate(
+        self, x: npt.ArrayLike, dtype: npt.DTypeLike = np.float64, **kw: Any
+    ) -> npt.NDArray[np.floating]:
+        """Quantise reals to ``in_fmt``, run :meth:`model`, return reals as ``dtype``
+        (float64, or float32: the float64 reals rounded as numpy's ``astype`` does).
+        A float32 ``x`` is quantised as it is (float32 -> float64 is exact)."""
         arr = np.asarray(x)
+        if arr.dtype != np.float32:
+            arr = arr.astype(np.float64)
+        raw = self.quantize_input(arr)
+        return self.output_to_float(self.model(raw, **kw), dtype)
+
+    def output_to_float(
+        self, raw: npt.ArrayLike, dtype: npt.DTypeLike = np.float64
+    ) -> npt.NDArray[np.floating]:
+        """Reals of :meth:`model`'s raw outputs (``out_fmt`` values; a spec whose model
+        returns other codes, e.g. a softmax's log codes, decodes them here), as
+        ``dtype`` (float64 exact for widths <= 53; float32 rounds that float64)."""
+        return _codes_to_float(raw, self.out_fmt, dtype)
+
+    def _f32_quant(self) -> tuple[float, float, float, bool] | None:
+        """``(scale, lo, hi, round)`` of the compiled float32 quantisation into ``in_fmt``
+        (a saturating AP_RND / AP_TRN format of ``W <= 52``, ``F >= 0``), else None."""
+        fmt = self.in_fmt
         if (
-            arr.dtype == np.float32
-            and arr.size
-            and fmt.width <= 52
+            fmt.width <= 52
             and fmt.frac_bits >= 0
             and fmt.overflow in (Overflow.SAT, Overflow.SAT_SYM)
             and fmt.rounding in (Rounding.RND, Rounding.TRN)
             and _kernels.available()
         ):
+            lo, hi = fmt._sat_bounds()
+            return 2.0**fmt.frac_bits, float(lo), float(hi), fmt.rounding is Rounding.RND
+        return None
+
+    def quantize_input(self, x: npt.ArrayLike) -> RawArray:
+        """Reals -> raw ``in_fmt`` codes (with the format's own modes). float32 arrays into
+        a saturating AP_RND / AP_TRN format of ``W <= 52``, ``F >= 0`` (onnxruntime's
+        site tensors) take one compiled pass, the same values."""
+        arr = np.asarray(x)
+        q = self._f32_quant() if arr.dtype == np.float32 and arr.size else None
+        if q is not None:
             flat = np.ascontiguousarray(arr).reshape(-1)
             out = np.empty(flat.shape, dtype=np.int64)
-            lo, hi = fmt._sat_bounds()
-            ok = _kernels.quantize_f32(
-                flat, 2.0**fmt.frac_bits, float(lo), float(hi), fmt.rounding is Rounding.RND, out
-            )
-            if ok:
+            if _kernels.quantize_f32(flat, *q, out):
                 return out.reshape(arr.shape)
-        return fmt.quantize(x)
+        return self.in_fmt.quantize(x)
 
     def to_config(self) -> dict[str, Any]:
         """Plain-data form (formats in HLS spelling); inverse of :func:`from_config`."""
@@ -378,6 +390,38 @@ class RowwiseSpec(ApproxSpec):
         return np.ascontiguousarray(x.reshape(-1, n)), lead, rows_mask
 
 
+def _codes_to_float(
+    raw: npt.ArrayLike, fmt: FixedFormat, dtype: npt.DTypeLike
+) -> npt.NDArray[np.floating]:
+    """``fmt.to_float(raw).astype(dtype)``; int64 codes go in one compiled pass."""
+    dt = np.dtype(dtype)
+    arr = np.asarray(raw)
+    if (
+        dt in (np.float32, np.float64)
+        and arr.dtype == np.int64
+        and arr.size
+        and abs(fmt.frac_bits) <= 960
+        and fmt.width <= 53
+        and _kernels.available()
+    ):
+        out = np.empty(arr.shape, dtype=dt)
+        _kernels.codes_to_float(
+            np.ascontiguousarray(arr).reshape(-1), 2.0**-fmt.frac_bits, out.reshape(-1)
+        )
+        return out
+    y = fmt.to_float(raw)
+    return y if dt == np.float64 else y.astype(dt)
+
+
+@functools.lru_cache(maxsize=24)
+def _elementwise_float_memo(spec: ElementwiseSpec) -> npt.NDArray[np.float64]:
+    """The output real (float64) of every ``in_fmt`` code: :func:`_elementwise_memo`
+    through :meth:`ApproxSpec.output_to_float` (read-only)."""
+    memo = spec.output_to_float(_elementwise_memo(spec))
+    memo.setflags(write=False)
+    return memo
+
+
 #: elementwise inputs up to this width are mapped through a memo of the model over
 #: every input code (2^20 int64 entries: 8 MiB at most)
 ELEMENTWISE_MEMO_BITS = 20
@@ -408,6 +452,26 @@ class ElementwiseSpec(ApproxSpec):
 
     @abc.abstractmethod
     def _model_flat(self, x: RawArray) -> RawArray: ...
+
+    def evaluate(
+        self, x: npt.ArrayLike, dtype: npt.DTypeLike = np.float64, **kw: Any
+    ) -> npt.NDArray[np.floating]:
+        """:meth:`ApproxSpec.evaluate`; a float32 ``x`` (onnxruntime's site tensors) of
+        an input format of at most 16 bits goes from reals to reals in one compiled pass
+        (quantise, then gather from the output real of every input code): the same
+        values as quantise -> :meth:`model` -> :meth:`output_to_float`."""
+        arr = np.asarray(x)
+        dt = np.dtype(dtype)
+        q = self._f32_quant() if arr.dtype == np.float32 and arr.size else None
+        if q is not None and self.in_fmt.width > _MEMO_EAGER_BITS:
+            q = None
+        if q is not None and dt in (np.float32, np.float64):
+            flat = np.ascontiguousarray(arr).reshape(-1)
+            out = np.empty(flat.shape, dtype=dt)
+            table = _elementwise_float_memo(self)
+            if _kernels.quantize_gather(flat, *q, self.in_fmt.min_raw, table, out):
+                return out.reshape(arr.shape)
+        return super().evaluate(x, dtype, **kw)
 
     def model(self, raw: npt.ArrayLike, **kw: Any) -> RawArray:
         w = self.in_fmt.width

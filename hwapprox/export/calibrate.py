@@ -33,7 +33,7 @@ import numpy as np
 from onnx import ModelProto, TensorProto, helper
 
 from hwapprox.approx.base import ELEMENTWISE_ATTENTION, Operator
-from hwapprox.export.emulate import rows_view, site_mask_bits, trace_model
+from hwapprox.export.emulate import ModelSessions, rows_view, site_mask_bits, trace_model
 from hwapprox.export.errors import ExportError
 from hwapprox.export.graph import GraphIndex
 from hwapprox.export.masks import MASK_LIMIT
@@ -479,6 +479,7 @@ def calibrate(
     *,
     threads: int = 0,
     more: Iterable[Mapping[str, np.ndarray]] = (),
+    sessions: ModelSessions | None = None,
 ) -> Trace:
     """Run the float model once, recording each site's input, output and mask bits.
 
@@ -487,8 +488,11 @@ def calibrate(
     values are folded into the statistics (:class:`~hwapprox.export.stats.RunningStats`,
     so memory does not grow with their number) and dropped, while the trace keeps
     ``feeds``' tensors as the sample the per-site errors are measured on.
+    ``sessions``: the model's kept index and trace sessions (:class:`ModelSessions`).
     """
-    g = GraphIndex(model)
+    if sessions is not None and sessions.model is not model:
+        raise ExportError("calibrate: the sessions given were built for another model")
+    g = GraphIndex(model) if sessions is None else sessions.index
     mask_tensors = [
         t
         for s in sites
@@ -500,7 +504,10 @@ def calibrate(
     tensors = list(
         dict.fromkeys([t for s in sites for t in (s.input, s.output)] + mask_tensors + n_tensors)
     )
-    sess = trace_model(model, tensors, threads=threads)
+    if sessions is None:
+        sess = trace_model(model, tensors, threads=threads, index=g)
+    else:
+        sess = sessions.trace(tensors, threads)
     t0 = time.perf_counter()
     values = _run_trace(sess, feeds)
     seconds = time.perf_counter() - t0

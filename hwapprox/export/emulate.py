@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import onnx
 import onnxruntime as ort
 from onnx import ModelProto, NodeProto, TensorProto, helper, numpy_helper
@@ -110,8 +111,10 @@ def apply_spec(
     x: np.ndarray,
     mask: np.ndarray | None = None,
     n_value: Any = None,
+    dtype: npt.DTypeLike = np.float64,
 ) -> np.ndarray:
-    """The approximation of ``site`` on float input ``x`` (float64 out, same shape).
+    """The approximation of ``site`` on float input ``x`` (``dtype`` out: float64, or
+    float32 rounded from it as ``astype`` does; same shape).
 
     ``in_fmt.quantize -> spec.model -> out_fmt.to_float``; LayerNorm gamma/beta
     are quantised to ``spec.gamma_fmt``/``spec.beta_fmt``. ``mask`` (softmax
@@ -141,10 +144,10 @@ def apply_spec(
         if int(n) != getattr(spec, "seq_len", None):
             spec = spec.replace(seq_len=int(n))
     xv, axis = rows_view(site, xa)
-    raw = spec.quantize_input(xv)
     if site.operator is Operator.GELU or site.operator in ELEMENTWISE_ATTENTION:
-        out = spec.model(raw)
-    elif site.operator is Operator.SOFTMAX:
+        return spec.evaluate(xv, dtype).reshape(np.shape(x))
+    raw = spec.quantize_input(xv)
+    if site.operator is Operator.SOFTMAX:
         if mask is None:
             out = spec.model(raw, axis=axis)
         else:
@@ -155,7 +158,7 @@ def apply_spec(
         gamma = _row_param(site.gamma, n, getattr(spec, "gamma_fmt", None), "gamma", site)
         beta = _row_param(site.beta, n, getattr(spec, "beta_fmt", None), "beta", site)
         out = spec.model(raw, axis=-1, gamma=gamma, beta=beta)
-    return spec.output_to_float(out).reshape(np.shape(x))
+    return spec.output_to_float(out, dtype).reshape(np.shape(x))
 
 
 _NP_OF = {
@@ -206,11 +209,18 @@ class Emulator:
     specs for the same sites.
     """
 
-    def __init__(self, model: ModelProto, sites: list[Site], *, threads: int = 0) -> None:
+    def __init__(
+        self,
+        model: ModelProto,
+        sites: list[Site],
+        *,
+        threads: int = 0,
+        index: GraphIndex | None = None,
+    ) -> None:
         self.model = model
         self.sites = list(sites)
         self.threads = threads
-        self.index = GraphIndex(model)
+        self.index = GraphIndex(model) if index is None else index
         self._float_sessions: dict[str, ort.InferenceSession] = {}
         self._build()
         #: seconds spent in the approximations during the last :meth:`run`
@@ -422,17 +432,57 @@ class Emulator:
                     y = apply_fused(site, spec, x, values[site.fused_v], mask)  # type: ignore[arg-type]
                 else:
                     n_t = site.params.get("n_tensor")
-                    y = apply_spec(site, spec, x, mask, values[n_t] if n_t else None)
-                y = y.astype(dtype)
+                    y = apply_spec(site, spec, x, mask, values[n_t] if n_t else None, dtype)
+                y = y.astype(dtype, copy=False)
                 self.approx_seconds += time.perf_counter() - t0
             values[site.output] = y
 
 
-def trace_model(model: ModelProto, tensors: list[str], *, threads: int = 0) -> ort.InferenceSession:
+class ModelSessions:
+    """What emulation builds from a model alone, kept for repeated calls on it: its
+    :class:`GraphIndex`, the trace sessions (per tensor list) and the
+    :class:`Emulator` (per site list). ``validate`` called again on the same
+    imported model (a sweep, a budget search, a notebook) reuses them; the model
+    must not be changed in place while they are kept."""
+
+    def __init__(self, model: ModelProto) -> None:
+        self.model = model
+        self._index: GraphIndex | None = None
+        self._traces: dict[tuple[tuple[str, ...], int], ort.InferenceSession] = {}
+        self._emulators: dict[tuple[tuple[str, ...], int], Emulator] = {}
+
+    def __reduce__(self) -> tuple[Any, tuple[ModelProto]]:
+        return ModelSessions, (self.model,)  # sessions cannot be pickled: rebuilt on use
+
+    @property
+    def index(self) -> GraphIndex:
+        if self._index is None:
+            self._index = GraphIndex(self.model)
+        return self._index
+
+    def trace(self, tensors: list[str], threads: int = 0) -> ort.InferenceSession:
+        """:func:`trace_model` of ``tensors`` (built once per list)."""
+        key = (tuple(tensors), threads)
+        if key not in self._traces:
+            self._traces[key] = trace_model(self.model, tensors, threads=threads, index=self.index)
+        return self._traces[key]
+
+    def emulator(self, sites: list[Site], threads: int = 0) -> Emulator:
+        """An :class:`Emulator` of ``sites`` (built once per site list; sites are
+        told apart by name, nodes and fused ``V``)."""
+        key = (tuple(f"{s.name}:{','.join(s.nodes)}:{s.fused_v}" for s in sites), threads)
+        if key not in self._emulators:
+            self._emulators[key] = Emulator(self.model, sites, threads=threads, index=self.index)
+        return self._emulators[key]
+
+
+def trace_model(
+    model: ModelProto, tensors: list[str], *, threads: int = 0, index: GraphIndex | None = None
+) -> ort.InferenceSession:
     """A session of the unmodified model that also outputs ``tensors`` (site inputs/outputs)."""
     m = onnx.ModelProto()
     m.CopyFrom(model)
-    idx = GraphIndex(model)
+    idx = GraphIndex(model) if index is None else index
     existing = {o.name for o in m.graph.output}
     for t in tensors:
         if t not in existing:

@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from hwapprox.approx import _kernels
+
 __all__ = ["HIST_BINS", "RunningStats"]
 
 #: bins of the bfloat16 histogram (every 16-bit pattern)
@@ -94,6 +96,8 @@ class RunningStats:
         a = a.ravel()
         if a.size == 0:
             return self
+        if a.dtype == np.float32 and _kernels.available():
+            return self._add_f32_compiled(np.ascontiguousarray(a))
         if a.dtype == np.float32:
             h = np.bincount(_high_halves(a), minlength=HIST_BINS)
             bad = int(h[_EXP_ALL_ONES:0x8000].sum() + h[_EXP_ALL_ONES | 0x8000 :].sum())
@@ -118,6 +122,19 @@ class RunningStats:
         dev = np.subtract(a, mean_b, dtype=np.float64)
         m2_b = float(np.einsum("i,i->", dev, dev))  # (np.dot goes through a slow BLAS here)
         self._merge_moments(n_b, lo, hi, mean_b, m2_b)
+        return self
+
+    def _add_f32_compiled(self, a: npt.NDArray[np.float32]) -> RunningStats:
+        """:meth:`add` of a contiguous 1-D float32 batch in two compiled passes (the
+        same histogram and extremes; moments equal up to float64 summation order)."""
+        bits = a.view(np.uint32)
+        n_b, lo, hi, total = _kernels.hist_moments_f32(a, bits, self.hist)  # bins in place
+        self.nonfinite += int(a.size - n_b)
+        if n_b == 0:
+            return self
+        mean_b = total / n_b
+        m2_b = _kernels.sq_dev_f32(a, bits, mean_b)
+        self._merge_moments(int(n_b), lo, hi, mean_b, m2_b)
         return self
 
     def _merge_moments(self, n_b: int, lo: float, hi: float, mean_b: float, m2_b: float) -> None:

@@ -54,7 +54,7 @@ from hwapprox.export.calibrate import (
     prepare_inputs,
     unified_max_phi,
 )
-from hwapprox.export.emulate import Emulator, apply_spec, rows_view
+from hwapprox.export.emulate import Emulator, ModelSessions, apply_spec, rows_view
 from hwapprox.export.errors import ExportError
 from hwapprox.export.evaluators import SearchContext, make_evaluator
 from hwapprox.export.graph import GraphIndex, load_model
@@ -106,6 +106,11 @@ class ImportedModel:
     skipped: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     unsupported: list[Site] = field(default_factory=list)
+    #: the index and sessions built from ``model`` (kept for repeated calls)
+    sessions: ModelSessions = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.sessions = ModelSessions(self.model)
 
     def site(self, name: str) -> Site:
         for s in self.sites:
@@ -667,11 +672,13 @@ def validate(
             f"{', '.join(all_names) or '(none)'}"
         )
     more = iter_batches(imported.model, files[1:]) if files else ()
-    trace = calibrate(imported.model, active, feeds, threads=threads, more=more)
+    trace = calibrate(
+        imported.model, active, feeds, threads=threads, more=more, sessions=imported.sessions
+    )
     axis = _metrics.batch_axis(imported.sites)
     tm = _metrics.token_mask(imported.sites, feeds, axis)
     keep = None if tm is None else tm[1]
-    kinds = _metrics.output_kinds(GraphIndex(imported.model), imported.sites, trace.outputs, axis)
+    kinds = _metrics.output_kinds(imported.sessions.index, imported.sites, trace.outputs, axis)
     mkw = {"kinds": kinds, "axis": axis, "keep": keep}
     ref = trace.outputs
     ref_m = end_to_end_metrics(ref, ref, **mkw)
@@ -682,7 +689,7 @@ def validate(
         if s.name in given:
             continue
         in_fmts[s.name] = str(trace.stats[s.name].choose_format(width, headroom, stat=stat))
-    emu = Emulator(imported.model, active, threads=threads)
+    emu = imported.sessions.emulator(active, threads)
     tuning: list[dict[str, Any]] = []
     warnings: list[str] = []
     chosen: dict[str, ApproxSpec | None] = {}

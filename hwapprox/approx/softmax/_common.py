@@ -189,11 +189,15 @@ class SoftmaxSpec(RowwiseSpec):
             return y
         return log_encode(y, self.out_fmt, self.out_code, self.out_code_bits)
 
-    def output_to_float(self, raw: npt.ArrayLike) -> npt.NDArray[np.float64]:
-        """Reals of :meth:`model`'s codes: ``out_fmt`` values, or decoded log codes."""
+    def output_to_float(
+        self, raw: npt.ArrayLike, dtype: npt.DTypeLike = np.float64
+    ) -> npt.NDArray[np.floating]:
+        """Reals of :meth:`model`'s codes: ``out_fmt`` values, or decoded log codes
+        (as ``dtype``: :meth:`ApproxSpec.output_to_float`)."""
         if self.out_code == "linear":
-            return super().output_to_float(raw)
-        return decode_log_code(raw, self.out_code, self.out_code_bits)
+            return super().output_to_float(raw, dtype)
+        y = decode_log_code(raw, self.out_code, self.out_code_bits)
+        return y if np.dtype(dtype) == np.float64 else y.astype(dtype)
 
     def log_code_params(self) -> dict[str, int]:
         """The post-stage's hardware constants: ``OUT_CODE`` (0 linear, 1 log2,
