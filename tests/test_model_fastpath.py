@@ -353,3 +353,69 @@ def test_output_to_float_kernel_matches_to_float_astype(text: str) -> None:
         bad = raw.copy()
         bad[9] ^= 1 << (fmt.width - 2)  # a high bit: visible in float32 too
         assert not np.array_equal(_codes_to_float(bad, fmt, dt), want)
+
+
+# -- LayerNorm output stages ----------------------------------------------------------------
+def _ln_specs() -> list[Any]:
+    out = []
+    for m in ("hls4ml_lut", "ibert", "ivit", "rmsnorm", "rsqrt_lut"):
+        base = make_spec("layernorm", m)
+        out.append(base)
+        for fmt in ("ap_fixed<12,4,AP_TRN,AP_SAT>", "ap_fixed<16,5,AP_RND,AP_WRAP>"):
+            out.append(base.replace(out_fmt=fmt))
+        out.append(base.replace(in_fmt="ap_fixed<8,4>", gamma_fmt="ap_fixed<8,2>"))
+    return out
+
+
+def _ln_rows(fmt: Any, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Gaussian rows at three scales plus edge rows: constant, extremes, ramps, one spike."""
+    lo, hi = fmt.min_raw, fmt.max_raw
+    rows = [rng.normal(0, s * hi, (700, n)) for s in (0.01, 0.2, 0.7)]
+    edge = [
+        np.full(n, hi // 3),
+        np.full(n, lo),
+        np.where(np.arange(n) % 2, lo, hi),
+        np.linspace(lo, hi, n),
+        np.where(np.arange(n) == n // 2, hi, 0),
+    ]
+    rows.append(np.stack(edge))
+    return np.clip(np.concatenate(rows).round(), lo, hi).astype(np.int64)
+
+
+@pytest.mark.skipif(_kernels.njit is None, reason="numba is not installed")
+@pytest.mark.parametrize("spec", _ln_specs(), ids=lambda s: s.describe()[:70])
+def test_layernorm_kernels_match_numpy(spec: Any) -> None:
+    """The compiled output stages (affine_rows, scale_affine_rows) == the numpy path, with
+    gamma and beta given or None, at three row lengths (> 10^5 rows over all specs)."""
+    rng = np.random.default_rng(17)
+    for n in (8, 64, 384):
+        x = _ln_rows(spec.in_fmt, n, rng)
+        g = rng.integers(spec.gamma_fmt.min_raw, spec.gamma_fmt.max_raw, n, endpoint=True)
+        b = rng.integers(spec.beta_fmt.min_raw, spec.beta_fmt.max_raw, n, endpoint=True)
+        for gamma, beta in ((g, b), (None, b), (g, None), (None, None)):
+            try:
+                with patch.object(_kernels, "enabled", False):
+                    want = spec.model(x, gamma=gamma, beta=beta)
+            except Exception:  # e.g. gamma=None (1.0) that gamma_fmt cannot hold
+                continue
+            got = spec.model(x, gamma=gamma, beta=beta)
+            assert np.array_equal(got, want), (n, gamma is None, beta is None)
+
+
+@pytest.mark.skipif(_kernels.njit is None, reason="numba is not installed")
+def test_layernorm_kernel_comparison_detects_a_planted_error() -> None:
+    """The comparison above can fail: a kernel that is one LSB off at one element."""
+    for method, name in (("rsqrt_lut", "scale_affine_rows"), ("ibert", "affine_rows")):
+        spec = make_spec("layernorm", method)
+        x = _ln_rows(spec.in_fmt, 64, np.random.default_rng(3))
+        with patch.object(_kernels, "enabled", False):
+            want = spec.model(x)
+        real = getattr(_kernels, name)
+
+        def off_by_one(*args: Any, real: Any = real) -> None:
+            real(*args)
+            args[-1][5, 7] += 1
+
+        with patch.object(_kernels, name, off_by_one):
+            assert not np.array_equal(spec.model(x), want)
+        assert np.array_equal(spec.model(x), want)

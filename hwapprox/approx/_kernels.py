@@ -26,6 +26,7 @@ except ImportError:  # pragma: no cover - exercised where numba is missing
     njit = None
 
 __all__ = [
+    "affine_rows",
     "available",
     "cast_params",
     "codes_to_float",
@@ -36,6 +37,7 @@ __all__ = [
     "online_state",
     "quantize_f32",
     "quantize_gather",
+    "scale_affine_rows",
     "softermax_out",
     "softermax_sum",
     "sq_dev_f32",
@@ -219,14 +221,16 @@ else:  # pragma: no cover
 
 
 def _memo_lookup(x: Any, memo: Any, lo: int, hi: int, out: Any) -> bool:
-    """``out[i] = memo[x[i] - lo]`` for 1-D ``x``; False (``out`` partly written) as soon
-    as a code lies outside ``[lo, hi]`` (the caller then raises its own error)."""
+    """``out[i] = memo[x[i] - lo]`` for 1-D ``x``; False if a code lies outside
+    ``[lo, hi]`` (``out`` is then meaningless and the caller raises its own error; the
+    index is clamped, so nothing is read outside ``memo``). Branch-free: it vectorises."""
+    bad = 0
+    top = hi - lo
     for i in range(x.shape[0]):
-        v = x[i]
-        if v < lo or v > hi:
-            return False
-        out[i] = memo[v - lo]
-    return True
+        k = x[i] - lo
+        bad += (k < 0) | (k > top)
+        out[i] = memo[min(max(k, 0), top)]
+    return bad == 0
 
 
 memo_lookup = njit(cache=True, nogil=True)(_memo_lookup) if njit is not None else _memo_lookup
@@ -236,18 +240,15 @@ def _quantize_f32(x: Any, scale: float, lo: float, hi: float, rnd: bool, out: An
     """``out[i]`` = float32 ``x[i]`` in a saturating format: ``s = x·scale`` clipped to
     ``[lo, hi]``, then ``floor(s + 1/2)`` (AP_RND) or ``floor(s)`` (AP_TRN) -- exactly
     :meth:`hwapprox.fixed.FixedFormat.quantize`'s float32 path (``W <= 52``, ``F >= 0``);
-    False at the first NaN/inf (the caller then raises the format's own error)."""
+    False if a value is NaN/inf (``out`` is then meaningless; the caller raises the
+    format's own error). No early exit: the loop stays branch-free and vectorises."""
+    bad = 0
     for i in range(x.shape[0]):
         v = np.float64(x[i])
-        if not np.isfinite(v):
-            return False
-        s = v * scale
-        if s < lo:
-            s = lo
-        elif s > hi:
-            s = hi
+        bad += not np.isfinite(v)
+        s = min(max(v * scale, lo), hi)
         out[i] = np.int64(np.floor(s + 0.5)) if rnd else np.int64(np.floor(s))
-    return True
+    return bad == 0
 
 
 quantize_f32 = njit(cache=True, nogil=True)(_quantize_f32) if njit is not None else _quantize_f32
@@ -260,19 +261,17 @@ def _quantize_gather(
     quantisation of float32 ``x[i]`` (the same clip and rounding), so an elementwise
     model's reals come out of one pass: ``table`` holds the output real of every input
     code (float64), stored into ``out`` (float32 or float64: numpy's rounding of the
-    float64 value). False at the first NaN/inf, as :func:`_quantize_f32`."""
+    float64 value). False if a value is NaN/inf, as :func:`_quantize_f32` (its index is
+    clamped into the table, so nothing is read outside it)."""
+    bad = 0
+    top = table.shape[0] - 1
     for i in range(x.shape[0]):
         v = np.float64(x[i])
-        if not np.isfinite(v):
-            return False
-        s = v * scale
-        if s < lo:
-            s = lo
-        elif s > hi:
-            s = hi
+        bad += not np.isfinite(v)
+        s = min(max(v * scale, lo), hi)
         q = np.int64(np.floor(s + 0.5)) if rnd else np.int64(np.floor(s))
-        out[i] = table[q - code_lo]
-    return True
+        out[i] = table[min(max(q - code_lo, 0), top)]
+    return bad == 0
 
 
 def _codes_to_float(raw: Any, scale: float, out: Any) -> None:
@@ -361,3 +360,60 @@ if njit is not None:
 else:  # pragma: no cover
     hist_moments_f32 = _hist_moments_f32
     sq_dev_f32 = _sq_dev_f32
+
+
+# -- LayerNorm output stages ---------------------------------------------------------------
+# ``hwapprox.approx.layernorm.affine_out`` element by element: ``acc = Z·G + (B << b_sh)``
+# (``G`` absent: ``Z << g_sh``; ``B`` absent: no add), then ``(acc + half) >> shift``
+# (AP_TRN / AP_RND, ``shift > 0``) and the overflow: clipped to ``[lo, hi]`` (AP_SAT), or,
+# with ``wrap > 0``, the low ``64 - wrap`` bits sign-extended (signed AP_WRAP). The caller
+# checks the modes.
+
+
+def _affine_rows(
+    z: Any, g: Any, has_g: bool, g_sh: int, b: Any, has_b: bool, b_sh: int,
+    shift: int, half: int, lo: int, hi: int, wrap: int, out: Any,
+) -> None:  # fmt: skip
+    """``out[i, j]`` = the affine output stage (above) of ``z[i, j]``."""
+    for i in range(z.shape[0]):
+        for j in range(z.shape[1]):
+            acc = z[i, j] * g[j] if has_g else z[i, j] << g_sh
+            if has_b:
+                acc += b[j] << b_sh
+            v = (acc + half) >> shift
+            if wrap > 0:
+                out[i, j] = (v << wrap) >> wrap
+            else:
+                out[i, j] = lo if v < lo else (hi if v > hi else v)
+
+
+def _scale_affine_rows(
+    x: Any, c1: Any, c0: Any, sh: Any, g: Any, has_g: bool, g_sh: int, b: Any, has_b: bool,
+    b_sh: int, shift: int, half: int, lo: int, hi: int, wrap: int, out: Any,
+) -> None:  # fmt: skip
+    """The rsqrt LayerNorm / RMSNorm pass 2 and output stage per element:
+    ``A = X·c1[i] - c0[i]``, ``Z = round(A / 2^sh[i])`` ties up (``sh < 0``: ``A << -sh``),
+    then the affine stage (above; written out again: a shared inner function keeps numba
+    from vectorising the loop, 20x slower)."""
+    for i in range(x.shape[0]):
+        s = sh[i]
+        zh = (1 << (s - 1)) if s > 0 else 0
+        for j in range(x.shape[1]):
+            a = x[i, j] * c1[i] - c0[i]
+            z = (a + zh) >> s if s >= 0 else a << -s
+            acc = z * g[j] if has_g else z << g_sh
+            if has_b:
+                acc += b[j] << b_sh
+            v = (acc + half) >> shift
+            if wrap > 0:
+                out[i, j] = (v << wrap) >> wrap
+            else:
+                out[i, j] = lo if v < lo else (hi if v > hi else v)
+
+
+if njit is not None:
+    affine_rows = njit(cache=True, nogil=True)(_affine_rows)
+    scale_affine_rows = njit(cache=True, nogil=True)(_scale_affine_rows)
+else:  # pragma: no cover
+    affine_rows = _affine_rows
+    scale_affine_rows = _scale_affine_rows

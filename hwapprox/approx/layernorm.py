@@ -38,6 +38,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from hwapprox.approx import _kernels
 from hwapprox.approx.base import Cost, Operator, RowwiseSpec, SpecError, require
 from hwapprox.approx.hwparams import overflow_code, raw_width, rounding_code, sbits, ubits
 from hwapprox.approx.intmath import bit_length
@@ -144,12 +145,63 @@ def affine_out(
     ``z`` may be overwritten.
     """
     f_acc = z_frac + gamma_fmt.frac_bits
+    args = _affine_kernel_args(z, z_frac, gamma, gamma_fmt, beta, beta_fmt, out_fmt)
+    if args is not None:  # one compiled pass, the same integers (tests/test_model_fastpath.py)
+        out = np.empty_like(z)
+        _kernels.affine_rows(z, *args, out)
+        return out
     if gamma is None and beta is None:
         return _requant(z, z_frac - out_fmt.frac_bits, out_fmt)
     acc = z << np.int64(gamma_fmt.frac_bits) if gamma is None else z * gamma
     if beta is not None:
         acc += beta << np.int64(f_acc - beta_fmt.frac_bits)
     return _requant(acc, f_acc - out_fmt.frac_bits, out_fmt)
+
+
+_NO_VEC = np.zeros(1, dtype=np.int64)
+
+
+def _affine_kernel_args(
+    z: RawArray,
+    z_frac: int,
+    gamma: RawArray | None,
+    gamma_fmt: FixedFormat,
+    beta: RawArray | None,
+    beta_fmt: FixedFormat,
+    out_fmt: FixedFormat,
+) -> tuple[Any, ...] | None:
+    """The arguments ``(g, has_g, g_sh, b, has_b, b_sh, shift, half, lo, hi, wrap)`` of
+    :func:`hwapprox.approx._kernels.affine_rows` for :func:`affine_out`, or None where
+    the kernel does not apply (no numba; ``z`` not a C-contiguous int64 ``(R, N)``;
+    an output cast other than a right shift with :func:`_cast_modes`)."""
+    modes = _cast_modes(out_fmt)
+    if not (z.ndim == 2 and z.dtype == np.int64 and z.flags.c_contiguous and modes):
+        return None
+    if gamma is None and beta is None:
+        g_sh, b_sh, shift = 0, 0, z_frac - out_fmt.frac_bits
+    else:
+        f_acc = z_frac + gamma_fmt.frac_bits
+        g_sh, b_sh = gamma_fmt.frac_bits, f_acc - beta_fmt.frac_bits
+        shift = f_acc - out_fmt.frac_bits
+    if not (0 < shift < 63 and 0 <= g_sh < 63 and 0 <= b_sh < 63):
+        return None
+    half = 1 << (shift - 1) if out_fmt.rounding is Rounding.RND else 0
+    g = _NO_VEC if gamma is None else np.ascontiguousarray(gamma, dtype=np.int64)
+    b = _NO_VEC if beta is None else np.ascontiguousarray(beta, dtype=np.int64)
+    return (g, gamma is not None, g_sh, b, beta is not None, b_sh, shift, half, *modes)
+
+
+def _cast_modes(fmt: FixedFormat) -> tuple[int, int, int] | None:
+    """``(lo, hi, wrap)`` of a compiled output cast into ``fmt`` (AP_TRN / AP_RND with
+    AP_SAT: clip to ``[lo, hi]``, ``wrap = 0``; with signed AP_WRAP: ``wrap = 64 - W``),
+    or None (other modes, or no numba): :func:`_requant`'s in-place fast paths."""
+    if fmt.rounding not in (Rounding.TRN, Rounding.RND) or not _kernels.available():
+        return None
+    if fmt.overflow is Overflow.SAT:
+        return fmt.min_raw, fmt.max_raw, 0
+    if fmt.overflow is Overflow.WRAP and fmt.signed and fmt.width < 64:
+        return fmt.min_raw, fmt.max_raw, 64 - fmt.width
+    return None
 
 
 def _requant(x: RawArray, shift: int, fmt: FixedFormat) -> RawArray:
@@ -827,9 +879,17 @@ class Hls4mlLayerNorm(_LayerNormSpec):
         index = np.where(index < 0, 0, np.minimum(index, self.table_size - 1))
         r = self._table()[index]
         p = d * r[:, None]
-        p *= g  # exact: accum·table·scale
         f_p = self.output_frac
         f_b = self.beta_fmt.frac_bits
+        shift = f_p - self.out_fmt.frac_bits
+        modes = _cast_modes(self.out_fmt)
+        if modes and f_b <= f_p and f_p - f_b < 63 and 0 < shift < 63:
+            # the lines below in one compiled pass (affine_out's stage), the same integers
+            half = 1 << (shift - 1) if self.out_fmt.rounding is Rounding.RND else 0
+            out = np.empty_like(p)
+            _kernels.affine_rows(p, g, True, 0, b, True, f_p - f_b, shift, half, *modes, out)
+            return out
+        p *= g  # exact: accum·table·scale
         if f_b <= f_p:
             p += b << np.int64(f_p - f_b)
             f_t = f_p
@@ -1262,9 +1322,18 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
         # pass 2: normalise and apply γ, β
         # A·y with A = N·X - S1, evaluated as X·(N·y) - S1·y: the same integers,
         # one full-width multiply per element fewer in numpy.
-        a = x * (nn * y)[:, None]
-        if self.center:
-            a -= (s1 * y)[:, None]
+        c1 = nn * y
+        c0 = s1 * y if self.center else np.zeros_like(y)
+        args = _affine_kernel_args(
+            x, self.norm_frac_bits, g, self.gamma_fmt, b, self.beta_fmt, self.out_fmt
+        )
+        if args is not None and sh.size and int(sh.min()) > -63 and int(sh.max()) < 63:
+            # the lines below in one compiled pass, the same integers
+            out = np.empty_like(x)
+            _kernels.scale_affine_rows(x, c1, c0, sh, *args, out)
+            return out
+        a = x * c1[:, None]
+        a -= c0[:, None]
         z = _round_half_up_shift(a, sh[:, None])
         return affine_out(z, self.norm_frac_bits, g, self.gamma_fmt, b, self.beta_fmt, self.out_fmt)
 
