@@ -10,7 +10,8 @@
   compute (rotary Q/K, no GELU FFN); BEiT's relative position bias is the block's
   score bias and GPT-Neo's local window its window;
 * ``hwapprox hls csim`` with no config is bit-exact on a LayerScale (DINOv2), a
-  causal decoder (GPT-2), a score-bias (BEiT) and a local-window (GPT-Neo) export.
+  causal decoder (GPT-2), a score-bias (BEiT), a local-window (GPT-Neo) and the two
+  CLIP (quick_gelu FFN; the text one causal and padded) exports.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ MATCHED = {
     "deit": (True, False, False),
     "dinov2": (True, False, False),
     "beit": (True, False, False),  # + LayerScale and a relative position bias on the scores
+    "clip_vision": (True, False, False),  # quick_gelu FFN: a GELU site of form quick
+    "clip_text": (True, True, True),
     "gpt2": (True, True, True),
     "gptneo": (True, True, True),  # local window 256 > sequence: causal
     "gptneo_local": (True, True, True),  # its second layer: a local window of 4
@@ -48,8 +51,6 @@ MATCHED = {
 }
 #: family -> what the refusal of its first refused softmax site says
 REFUSED = {
-    "clip_vision": "(Mul), not a GELU site",
-    "clip_text": "(Mul), not a GELU site",
     "opt": "(Relu), not a GELU site",
     "llama": "is a rotary position embedding",
     "llama_rmsop": "is a rotary position embedding",
@@ -142,8 +143,11 @@ def test_relative_position_bias_is_the_score_bias(file: str) -> None:
 @pytest.mark.hls
 @pytest.mark.parametrize(
     "file",
-    ["dinov2_ts17.onnx", "gpt2_dynamo18.onnx", "beit_dynamo18.onnx", "gptneo_local_ts17.onnx"],
-)
+    [
+        "dinov2_ts17.onnx", "gpt2_dynamo18.onnx", "beit_dynamo18.onnx",
+        "gptneo_local_ts17.onnx", "clip_vision_ts17.onnx", "clip_text_dynamo18.onnx",
+    ],
+)  # fmt: skip
 def test_hls_csim_no_config_bit_exact(file: str, tmp_path) -> None:
     entry = next(e for e in MODELS if e["file"] == file)
     res = CliRunner().invoke(
@@ -173,3 +177,19 @@ def test_hls_on_a_refused_family_names_the_node_and_writes_nothing(tmp_path) -> 
     assert "Traceback" not in res.output
     assert len(msg.strip().splitlines()) == 1
     assert not out.exists()
+
+
+@pytest.mark.parametrize("file", ["clip_vision_ts17.onnx", "clip_text_dynamo18.onnx"])
+def test_clip_quick_gelu_is_the_blocks_gelu_site(file: str) -> None:
+    """CLIP's FFN activation x·sigmoid(1.702x) is each block's GELU site (kind
+    quick_gelu, form quick); the float re-computation uses quick_gelu: read as the erf
+    GELU, the same match does not reproduce the graph."""
+    entry = next(e for e in MODELS if e["file"] == file)
+    m = load_model(CORPUS / file)
+    ev = _Evaluator(m, _feeds(entry))
+    for b in match_blocks(m, _feeds(entry)):
+        assert (b.gelu.kind, b.gelu.gelu_form) == ("quick_gelu", "quick")
+        erf_site = dataclasses.replace(b.gelu, kind="gelu")
+        assert erf_site.gelu_form == "erf"
+        with pytest.raises(_NoMatch, match="does not reproduce the graph"):
+            _check_float(dataclasses.replace(b, gelu=erf_site), ev)

@@ -687,7 +687,7 @@ def _float_layernorm(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float) ->
 def float_block(bm: BlockMatch, x: np.ndarray, keep: np.ndarray | None = None) -> np.ndarray:
     """The matched block in float64 on ``x`` ``[B, S, D]`` (``keep`` ``[B, S]``: real
     tokens): what the matcher believes the graph computes (checked against it)."""
-    from hwapprox.export.refspec import FloatRefNormaliser, gelu_erf, gelu_tanh
+    from hwapprox.export.refspec import FloatRefNormaliser, gelu_float
 
     w = bm.weights
     d = w["wo"].shape[1]
@@ -724,7 +724,7 @@ def float_block(bm: BlockMatch, x: np.ndarray, keep: np.ndarray | None = None) -
         else _float_layernorm(r1, w["g1"], w["be1"], eps1)
     )
     hh = y1 @ w["w1"] + w["b1"]
-    g = gelu_tanh(hh) if bm.gelu.approximate == "tanh" else gelu_erf(hh)
+    g = gelu_float(hh, bm.gelu.gelu_form)
     f = g @ w["w2"] + w["b2"]
     if bm.prenorm:
         return r1 + f
@@ -880,7 +880,7 @@ def fold_blocks(
                 score_scale=float(bm.score_scale),
                 eps1=float(_ln_params(bm.ln1, d)[2]),
                 eps2=float(_ln_params(bm.ln2, d)[2]),
-                gelu_form="tanh" if bm.gelu.approximate == "tanh" else "erf",
+                gelu_form=bm.gelu.gelu_form,
                 softmax_site=bm.softmax.name,
                 gelu_site=bm.gelu.name,
                 ln1_site=bm.ln1.name,
@@ -989,7 +989,7 @@ def fold_sites(model: ModelProto) -> tuple[ModelProto, list[Site]]:
             raise ExportError(f"site {s.name}: opset < 13 softmax over several axes")
         attrs: dict[str, object] = {"operator": str(s.operator), "site": s.name}
         if s.operator is Operator.GELU:
-            attrs["form"] = "tanh" if s.approximate == "tanh" else "erf"
+            attrs["form"] = s.gelu_form
         if s.operator is Operator.LAYERNORM:
             shape = gi.shape.get(s.input) or ()
             n = shape[-1] if shape and isinstance(shape[-1], int) else None
