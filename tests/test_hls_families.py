@@ -11,7 +11,7 @@
   score bias and GPT-Neo's local window its window;
 * ``hwapprox hls csim`` with no config is bit-exact on a LayerScale (DINOv2), a
   causal decoder (GPT-2), a score-bias (BEiT), a local-window (GPT-Neo) and the two
-  CLIP (quick_gelu FFN; the text one causal and padded) exports.
+  CLIP (quick_gelu FFN; the text one causal and padded) exports and OPT (ReLU FFN).
 """
 
 from __future__ import annotations
@@ -45,13 +45,13 @@ MATCHED = {
     "clip_vision": (True, False, False),  # quick_gelu FFN: a GELU site of form quick
     "clip_text": (True, True, True),
     "gpt2": (True, True, True),
+    "opt": (True, True, True),  # ReLU FFN: exact at the block's hid_fmt
     "gptneo": (True, True, True),  # local window 256 > sequence: causal
     "gptneo_local": (True, True, True),  # its second layer: a local window of 4
     "whisper_encoder": (True, False, False),
 }
 #: family -> what the refusal of its first refused softmax site says
 REFUSED = {
-    "opt": "(Relu), not a GELU site",
     "llama": "is a rotary position embedding",
     "llama_rmsop": "is a rotary position embedding",
 }
@@ -81,6 +81,8 @@ def test_families_the_block_computes_are_matched(entry: dict) -> None:
         assert b.causal == causal
         assert (b.key_mask == "attention_mask") if masked else (b.key_mask is None)
         assert b.score_bias == (entry["family"] == "beit")
+        assert b.ffn_act == ("relu" if entry["family"] == "opt" else "gelu")
+        assert (b.gelu is None) == (b.ffn_act == "relu")
     assert [b.window for b in blocks] == ([0, 4] if entry["family"] == "gptneo_local" else [0, 0])
     assert blocks[1].input == blocks[0].output
 
@@ -146,6 +148,7 @@ def test_relative_position_bias_is_the_score_bias(file: str) -> None:
     [
         "dinov2_ts17.onnx", "gpt2_dynamo18.onnx", "beit_dynamo18.onnx",
         "gptneo_local_ts17.onnx", "clip_vision_ts17.onnx", "clip_text_dynamo18.onnx",
+        "opt_ts17.onnx",
     ],
 )  # fmt: skip
 def test_hls_csim_no_config_bit_exact(file: str, tmp_path) -> None:
@@ -161,9 +164,9 @@ def test_hls_csim_no_config_bit_exact(file: str, tmp_path) -> None:
 
 
 def test_hls_on_a_refused_family_names_the_node_and_writes_nothing(tmp_path) -> None:
-    """OPT's ReLU FFN: one paragraph naming the softmax site and the Relu node first;
-    the output directory is not created."""
-    entry = next(e for e in MODELS if e["file"] == "opt_ts17.onnx")
+    """Llama's rotary Q/K: one paragraph naming the softmax site and the Add of the
+    rotary embedding first; the output directory is not created."""
+    entry = next(e for e in MODELS if e["file"] == "llama_ts17.onnx")
     out = tmp_path / "prj"
     res = CliRunner().invoke(
         cli,
@@ -173,7 +176,8 @@ def test_hls_on_a_refused_family_names_the_node_and_writes_nothing(tmp_path) -> 
     assert res.exit_code == 1
     msg = res.output.split("Error: ", 1)[1]
     assert msg.startswith("no encoder block the HLS flow builds was found: around softmax ")
-    assert "'/model/decoder/layers.0/activation_fn/Relu' (Relu), not a GELU site" in msg
+    assert "node '/model/layers.0/self_attn/Add' (Add) on the query path" in msg
+    assert "rotary position embedding" in msg
     assert "Traceback" not in res.output
     assert len(msg.strip().splitlines()) == 1
     assert not out.exists()
@@ -193,3 +197,18 @@ def test_clip_quick_gelu_is_the_blocks_gelu_site(file: str) -> None:
         assert erf_site.gelu_form == "erf"
         with pytest.raises(_NoMatch, match="does not reproduce the graph"):
             _check_float(dataclasses.replace(b, gelu=erf_site), ev)
+
+
+@pytest.mark.parametrize("file", ["opt_ts17.onnx", "opt_dynamo18.onnx"])
+def test_opt_relu_ffn_is_a_block_stage(file: str) -> None:
+    """OPT's FFN activation is a Relu: the block's ReLU stage (no site; ffn_act relu),
+    checked in float64; read as a GELU FFN the same match does not reproduce the graph."""
+    entry = next(e for e in MODELS if e["file"] == file)
+    m = load_model(CORPUS / file)
+    ev = _Evaluator(m, _feeds(entry))
+    for b in match_blocks(m, _feeds(entry)):
+        assert b.ffn_act == "relu"
+        assert "gelu" not in b.sites
+        assert "hid" in b.tensors
+        with pytest.raises(_NoMatch, match="does not reproduce the graph"):
+            _check_float(dataclasses.replace(b, ffn_act="gelu", gelu=b.ln1), ev)

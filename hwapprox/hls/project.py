@@ -308,7 +308,8 @@ def prepare_model(
                 else cal.tensors[f"{bm.ln2.name}:input"].choose_format(width, headroom, stat=stat)
             )
             auto = cal.block_formats(
-                bm, in_fmt, sp["softmax"].in_fmt, sp["gelu"].in_fmt,
+                bm, in_fmt, sp["softmax"].in_fmt,
+                sp["gelu"].in_fmt if "gelu" in sp else None,
                 width=width, headroom=headroom, stat=stat,
             ).to_dict()  # fmt: skip
             fm = {**auto, **fm}
