@@ -34,11 +34,16 @@ import numpy as np
 
 from hwapprox.approx.base import ApproxSpec, Operator
 from hwapprox.approx.config import ApproxConfig
-from hwapprox.export.calibrate import SiteStats, Trace, calibrate, parameter_format
-from hwapprox.export.emulate import trace_model
-from hwapprox.export.errors import ExportError
-from hwapprox.export.patterns import Site
-from hwapprox.export.tuning import calibrated_fields
+from hwapprox.export.handoff import (
+    ExportError,
+    Site,
+    SiteStats,
+    Trace,
+    calibrate,
+    calibrated_fields,
+    parameter_format,
+    trace_model,
+)
 from hwapprox.fixed import FixedFormat, Overflow, Rounding
 from hwapprox.hls.block import BlockFormats
 from hwapprox.hls.onnx_block import BlockMatch

@@ -21,7 +21,7 @@ def _prepare(  # type: ignore[no-untyped-def]
     range_stat: str = "max",
     attention: str | None = None,
 ):
-    from hwapprox.export.errors import ExportError
+    from hwapprox.export.handoff import ExportError
     from hwapprox.hls.project import prepare_model
 
     try:

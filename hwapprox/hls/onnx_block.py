@@ -37,10 +37,14 @@ import onnx
 from onnx import ModelProto, NodeProto, helper, numpy_helper
 
 from hwapprox.approx.base import Operator
-from hwapprox.export.errors import ExportError
-from hwapprox.export.graph import GraphIndex, load_model
-from hwapprox.export.masks import MASK_LIMIT
-from hwapprox.export.patterns import Site, find_sites
+from hwapprox.export.handoff import (
+    MASK_LIMIT,
+    ExportError,
+    GraphIndex,
+    Site,
+    find_sites,
+    load_model,
+)
 
 __all__ = [
     "DOMAIN",
@@ -136,7 +140,7 @@ class _Evaluator:
 
     def _feeds(self) -> dict[str, np.ndarray]:
         if self.feeds is None:
-            from hwapprox.export.calibrate import graph_inputs
+            from hwapprox.export.handoff import graph_inputs
 
             rng = np.random.default_rng(0)
             feeds: dict[str, np.ndarray] = {}
@@ -154,7 +158,7 @@ class _Evaluator:
     def __call__(self, names: list[str]) -> dict[str, np.ndarray]:
         want = [n for n in dict.fromkeys(names) if n not in self.cache]
         if want:
-            from hwapprox.export.emulate import trace_model
+            from hwapprox.export.handoff import trace_model
 
             sess = trace_model(self.model, want)
             outs = [o.name for o in sess.get_outputs()]
@@ -208,7 +212,7 @@ class _Matcher:
         v = self.gi.scalar(name)
         if v is not None:
             return v
-        from hwapprox.export.masks import _Ancestry
+        from hwapprox.export.handoff import Ancestry as _Ancestry
 
         inits = {i.name for i in self.m.graph.initializer}
         anc = _Ancestry(self.gi, {i.name for i in self.m.graph.input} - inits)
@@ -720,7 +724,7 @@ def _float_layernorm(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float) ->
 def float_block(bm: BlockMatch, x: np.ndarray, keep: np.ndarray | None = None) -> np.ndarray:
     """The matched block in float64 on ``x`` ``[B, S, D]`` (``keep`` ``[B, S]``: real
     tokens): what the matcher believes the graph computes (checked against it)."""
-    from hwapprox.export.refspec import FloatRefNormaliser, gelu_float
+    from hwapprox.export.handoff import FloatRefNormaliser, gelu_float
 
     w = bm.weights
     d = w["wo"].shape[1]
@@ -970,7 +974,7 @@ def encoder_block_onnx(
     graphs of the export package): from the embedding LayerNorm's output to
     the last block's output. The input is named ``x``.
     """
-    from hwapprox.export.builders import EncoderShape, bert_encoder
+    from hwapprox.export.handoff import EncoderShape, bert_encoder
 
     full = load_model(
         bert_encoder(

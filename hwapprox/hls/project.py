@@ -35,7 +35,7 @@ from onnx import ModelProto, helper
 
 from hwapprox.approx.base import ELEMENTWISE_ATTENTION, SpecError
 from hwapprox.approx.config import load_config
-from hwapprox.export.errors import ExportError
+from hwapprox.export.handoff import ExportError
 from hwapprox.fixed import FixedFormat, Overflow, Rounding
 from hwapprox.hls.block import ATTENTION_SCHEDULES, BlockFormats, EncoderBlock
 from hwapprox.hls.head import HEAD_OP_TYPE, DenseHead, HeadMatch, match_head
@@ -199,10 +199,13 @@ def prepare_model(
     ``two_pass`` (default) or ``fused`` (one pass per query row,
     :class:`~hwapprox.approx.attention.AttentionRowSpec`; needs the online softmax).
     """
-    from hwapprox.export.calibrate import parse_range, prepare_inputs
-    from hwapprox.export.graph import load_model
-    from hwapprox.export.patterns import find_sites
-    from hwapprox.export.validate import DEFAULT_METHODS
+    from hwapprox.export.handoff import (
+        DEFAULT_METHODS,
+        find_sites,
+        load_model,
+        parse_range,
+        prepare_inputs,
+    )
     from hwapprox.hls.calibrate import calibrate_blocks, resolve_block_specs
     from hwapprox.hls.onnx_block import match_blocks, outside_nodes
 
@@ -380,8 +383,7 @@ def _prepare_head(
 ) -> tuple[DenseHead, np.ndarray | None]:
     """The head's spec and formats, calibrated like the blocks' (the float model runs
     once more for the head's tensors); and the float head output on ``feeds``."""
-    from hwapprox.export.calibrate import SiteStats, calibrate, parameter_format
-    from hwapprox.export.emulate import trace_model
+    from hwapprox.export.handoff import SiteStats, calibrate, parameter_format, trace_model
     from hwapprox.fixed import Overflow, Rounding
     from hwapprox.hls.calibrate import BlockCalibration, _resolve_site
 
@@ -476,7 +478,7 @@ def _node_attrs(node: Any) -> dict[str, Any]:
 
 def _prepare_sites(source: str | Path | ModelProto, cfg: Any) -> Prepared:
     """Models without a whole encoder block: one layer per nonlinear site (a chain)."""
-    from hwapprox.export.patterns import config_for_kinds
+    from hwapprox.export.handoff import config_for_kinds
     from hwapprox.hls.onnx_block import SITE_OP_TYPE
 
     folded, sites = fold_sites(source)
