@@ -212,3 +212,22 @@ def test_opt_relu_ffn_is_a_block_stage(file: str) -> None:
         assert "hid" in b.tensors
         with pytest.raises(_NoMatch, match="does not reproduce the graph"):
             _check_float(dataclasses.replace(b, ffn_act="gelu", gelu=b.ln1), ev)
+
+
+def test_hls_config_on_a_quick_gelu_site() -> None:
+    """An operator default naming I-BERT's GELU (an erf polynomial) gives CLIP's
+    quick_gelu sites the first method that computes them (as validate does); a site
+    entry naming it is refused, naming the site and the methods to use."""
+    from hwapprox.approx.base import SpecError
+    from hwapprox.hls.project import prepare_model
+
+    entry = next(e for e in MODELS if e["file"] == "clip_vision_ts17.onnx")
+    path, inputs = CORPUS / entry["file"], CORPUS / entry["inputs"]
+    cfg: dict = {"defaults": {"softmax": {"method": "online"}, "gelu": {"method": "ibert"},
+                              "layernorm": {"method": "rsqrt_lut"}}}  # fmt: skip
+    prep = prepare_model(path, cfg, inputs=inputs)
+    assert [(b.gelu.method, b.gelu.form) for b in prep.blocks] == [("edgemoe", "quick")] * 2
+    site = prep.site_names[0]["gelu"]
+    cfg["sites"] = {site: {"method": "ibert"}}
+    with pytest.raises(SpecError, match=f"^site {site} \\(quick_gelu\\): .*use method edgemoe"):
+        prepare_model(path, cfg, inputs=inputs)

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from hwapprox.approx.base import ApproxSpec, Operator
+from hwapprox.approx.base import ApproxSpec, Operator, SpecError
 from hwapprox.approx.config import ApproxConfig
 from hwapprox.export.handoff import (
     ExportError,
@@ -266,4 +266,7 @@ def _resolve_site(
     for k, v in list(fields.items()):
         if isinstance(v, list):
             fields[k] = tuple(v)
-    return make_spec(site.operator, method, **fields)
+    try:
+        return make_spec(site.operator, method, **fields)
+    except SpecError as exc:
+        raise ExportError(f"site {site.name} ({site.kind}): {exc}") from None

@@ -201,6 +201,7 @@ def prepare_model(
     """
     from hwapprox.export.handoff import (
         DEFAULT_METHODS,
+        config_for_kinds,
         find_sites,
         load_model,
         parse_range,
@@ -247,6 +248,9 @@ def prepare_model(
                 f"{why}{more}. Without whole blocks, {exc}"
             ) from None
     all_sites, _ = find_sites(m)
+    # a site kind only some methods compute (quick_gelu: not I-BERT's erf polynomial)
+    # gets the first of them under an operator default naming another, as in validate
+    cfg = config_for_kinds(cfg, all_sites)
     names = {x.name for x in all_sites}
     unknown = sorted(set(cfg.sites) - names)
     if unknown:
