@@ -21,9 +21,11 @@ to ``[0, 0, H, d_h]`` and ``Transpose`` (perm ``[0,2,1,3]``; K ``[0,2,3,1]``),
 ``MatMul(Q_h, K_h)``, ``Div`` by a constant or ``Mul`` by a constant,
 ``Softmax(axis=-1)``, ``MatMul(P, V_h)``, ``Transpose [0,2,1,3]``,
 ``Reshape [0, 0, D]``, output projection, residual ``Add``, LayerNorm (opset 17
-op or decomposed), FFN with GELU (opset 20 ``Gelu`` or the Erf/tanh patterns;
-sites found by :func:`hwapprox.export.patterns.find_sites`), residual ``Add``,
-LayerNorm.
+op or decomposed), FFN with GELU (opset 20 ``Gelu``, the Erf/tanh patterns or
+CLIP's quick_gelu ``x·σ(1.702x)``; sites found by
+:func:`hwapprox.export.patterns.find_sites`) or with one ``Relu`` (OPT; the
+block's ``ffn_act="relu"`` stage, no site), residual ``Add`` (also through the
+``[B·S, D]`` reshapes OPT writes around its FFN), LayerNorm.
 """
 
 from __future__ import annotations
