@@ -19,22 +19,31 @@ def module_name(f: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def package_edges() -> dict[str, set[str]]:
-    """Subpackage (``hwapprox.x``) -> the subpackages its modules import."""
+def module_imports() -> dict[str, set[str]]:
+    """Module -> the hwapprox modules it imports (anywhere in it, lazy imports too;
+    ``from pkg import mod`` counts as importing ``pkg.mod``)."""
     mods = {module_name(f): f for f in ROOT.rglob("*.py")}
-    edges: dict[str, set[str]] = {}
+    out: dict[str, set[str]] = {}
     for m, f in mods.items():
+        got = out.setdefault(m, set())
         for node in ast.walk(ast.parse(f.read_text())):
             names: list[str] = []
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-            for n in names:
-                if n.startswith("hwapprox.") and n in mods:
-                    a, b = ".".join(m.split(".")[:2]), ".".join(n.split(".")[:2])
-                    if a != b and b != "hwapprox":
-                        edges.setdefault(a, set()).add(b)
+            got.update(n for n in names if n.startswith("hwapprox.") and n in mods)
+    return out
+
+
+def package_edges() -> dict[str, set[str]]:
+    """Subpackage (``hwapprox.x``) -> the subpackages its modules import."""
+    edges: dict[str, set[str]] = {}
+    for m, names in module_imports().items():
+        for n in names:
+            a, b = ".".join(m.split(".")[:2]), ".".join(n.split(".")[:2])
+            if a != b and b != "hwapprox":
+                edges.setdefault(a, set()).add(b)
     return edges
 
 

@@ -1,5 +1,9 @@
 """The package layering of docs/ARCHITECTURE.md: no import cycle between subpackages,
-``hls`` never imports ``rtl_sim``, ``approx`` imports only the fixed-point core."""
+each package imports only the ones below it (``fixed`` <- ``approx`` <- ``export`` <-
+``hls``; ``approx`` <- ``rtl_sim``; ``boards``, the reports and the g++ cache import
+nothing of ours; nothing below imports the command line or the demo), ``hls`` and
+``rtl_sim`` never import each other, and ``hls`` reads ``export`` only through
+``export.handoff``."""
 
 from __future__ import annotations
 
@@ -9,13 +13,51 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 import import_graph
 
+#: docs/ARCHITECTURE.md "Allowed imports": what each package may import (the
+#: command-line and main-job modules on top -- cli, __main__, demo -- import anything,
+#: and nothing below imports them)
+ALLOWED = {
+    "hwapprox.fixed": set(),
+    "hwapprox._cxx": set(),
+    "hwapprox.boards": set(),
+    "hwapprox.report": set(),
+    "hwapprox.html_report": set(),
+    "hwapprox.approx": {"hwapprox.fixed"},
+    "hwapprox.export": {"hwapprox.approx", "hwapprox.fixed", "hwapprox.html_report"},
+    "hwapprox.hls": {
+        "hwapprox.approx", "hwapprox.fixed", "hwapprox.export", "hwapprox._cxx",
+        "hwapprox.boards",
+    },
+    "hwapprox.rtl_sim": {"hwapprox.approx", "hwapprox.fixed", "hwapprox._cxx"},
+}  # fmt: skip
+TOP = {"hwapprox.cli", "hwapprox.__main__", "hwapprox.demo"}
+#: the one export module hls imports (export's handoff to the HLS flow)
+HANDOFF = "hwapprox.export.handoff"
+
 
 def test_no_cycles_and_the_layering_holds() -> None:
     edges = import_graph.package_edges()
     assert import_graph.cycles(edges) == []
+    assert set(edges) <= set(ALLOWED) | TOP, "a new package: give it a row in ALLOWED"
+    for pkg, allowed in ALLOWED.items():
+        assert edges.get(pkg, set()) <= allowed, (pkg, edges.get(pkg, set()) - allowed)
+    for pkg, deps in edges.items():
+        if pkg not in TOP:
+            assert not deps & TOP, (pkg, deps & TOP)
+    # siblings: hls and rtl_sim never import each other
     assert "hwapprox.rtl_sim" not in edges.get("hwapprox.hls", set())
-    assert edges.get("hwapprox.approx", set()) <= {"hwapprox.fixed"}
-    assert edges.get("hwapprox.fixed", set()) == set()
+    assert "hwapprox.hls" not in edges.get("hwapprox.rtl_sim", set())
+
+
+def test_hls_reads_export_only_through_its_handoff() -> None:
+    imports = import_graph.module_imports()
+    bad = {
+        m: sorted(n for n in names if n.startswith("hwapprox.export") and n != HANDOFF)
+        for m, names in imports.items()
+        if m.startswith("hwapprox.hls")
+    }
+    assert {m: v for m, v in bad.items() if v} == {}
+    assert any(HANDOFF in names for m, names in imports.items() if m.startswith("hwapprox.hls"))
 
 
 def test_a_cycle_is_found() -> None:

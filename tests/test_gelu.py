@@ -3,6 +3,7 @@ error bounds (derived in each test), formats, and bad-input errors."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from fractions import Fraction
@@ -111,7 +112,9 @@ def test_every_code_of_a_small_format_lands_in_out_fmt(cls, out):
 @pytest.mark.parametrize("cls", ALL)
 def test_form_field_and_unsigned_input_refused(cls):
     name = cls.__name__
-    with pytest.raises(SpecError, match=rf"^{name}\.form='exact': expected 'erf' or 'tanh'$"):
+    with pytest.raises(
+        SpecError, match=rf"^{name}\.form='exact': expected one of 'erf', 'tanh', 'quick'$"
+    ):
         cls(form="exact")
     with pytest.raises(SpecError, match=rf"^{name}\.in_fmt='ap_ufixed<8,3>': must be signed"):
         cls(in_fmt="ap_ufixed<8,3>")
@@ -536,3 +539,51 @@ def test_lut_tanh_form_tabulates_the_tanh_reference():
     spec = LutGelu(form="tanh")
     codes, x = _codes_and_values(spec)
     assert np.array_equal(spec.model(codes), spec.out_fmt.quantize(gelu_reference(x, "tanh")))
+
+
+# -- quick_gelu (form="quick": CLIP's x·σ(1.702x)) ---------------------------------------
+def _quick_math(x: np.ndarray) -> np.ndarray:
+    return np.array([v / (1.0 + math.exp(-1.702 * v)) for v in x.tolist()])
+
+
+def test_quick_form_reference_is_quick_gelu():
+    x = np.linspace(-30, 30, 6001)
+    assert np.abs(gelu_reference(x, "quick") - _quick_math(x)).max() < 1e-14
+    assert gelu_reference(np.array([-1000.0]), "quick")[0] == 0.0  # no overflow warning
+    # not the erf GELU: 0.02 apart near |x| = 2
+    assert np.abs(gelu_reference(x, "quick") - gelu_reference(x)).max() > 0.015
+
+
+def test_quick_form_lut_and_edgemoe_compute_quick_gelu():
+    lut = LutGelu(form="quick")
+    codes, x = _codes_and_values(lut)
+    assert np.array_equal(lut.model(codes), lut.out_fmt.quantize(_quick_math(x)))
+    em = EdgeMoeGelu(form="quick")
+    codes, x = _codes_and_values(em, -8, 8)
+    err = np.abs(em.out_fmt.to_float(em.model(codes)) - _quick_math(x))
+    # interpolation h²/8·max|δ''| (δ = t·σ(-αt): |δ''| <= α·(1 + α·t_max/4)... < 2.2),
+    # entry and δ rounding, half an output LSB, and the dropped δ(5.5) = 4.7e-4
+    assert err.max() <= 5.5 / (1 + math.exp(1.702 * 5.5)) + 0.5 * float(em.out_fmt.lsb) + 1e-3
+    assert err[np.abs(x) < 5.4].max() <= (1 / 32) ** 2 / 8 * 2.2 + 2.0**-21 + 0.5 * float(
+        em.out_fmt.lsb
+    )
+    # the odd part stays exact: quick_gelu(x) - quick_gelu(-x) = x
+    codes = np.arange(1, em.in_fmt.max_raw + 1)
+    diff = em.model(codes) - em.model(-codes)
+    assert np.array_equal(diff, codes << (em.out_fmt.frac_bits - em.in_fmt.frac_bits))
+    assert not np.array_equal(em.tables()["delta"], EdgeMoeGelu().tables()["delta"])
+
+
+def test_quick_form_shiftgelu_is_measured_against_its_own_function():
+    # ShiftGELU computes x·σ(1.702x): against quick_gelu its error is its own, against
+    # the erf GELU it includes the 0.02 gap between the functions
+    spec = ShiftGelu(in_fmt="ap_fixed<12,4,AP_RND,AP_SAT>", n=10, form="quick")
+    codes, x = _codes_and_values(spec, -4, 4)
+    y = spec.out_fmt.to_float(spec.model(codes))
+    assert np.abs(y - spec.reference(x)).max() < np.abs(y - _gelu_math(x)).max()
+    assert np.array_equal(spec.model(codes), dataclasses.replace(spec, form="erf").model(codes))
+
+
+def test_quick_form_refused_by_ibert():
+    with pytest.raises(SpecError, match=r"^IBertGelu\.form='quick': I-BERT's polynomial .*edgemoe"):
+        IBertGelu(form="quick")

@@ -47,6 +47,9 @@ KINDS: dict[str, dict[str, bool | str]] = {
     "pre_causal_masked_window_fused": {
         "prenorm": True, "causal": True, "masked": True, "window": 2, "attention": "fused",
     },
+    # a ReLU FFN (OPT): max(H, 0) in hid_fmt, no GELU unit
+    "pre_causal_masked_relu": {"prenorm": True, "causal": True, "masked": True, "ffn_act": "relu"},
+    "post_relu": {"ffn_act": "relu"},
 }  # fmt: skip
 FUSED = {k for k, v in KINDS.items() if v.get("attention") == "fused"}
 FORMAT_SETS = ("a", "b")
@@ -90,6 +93,7 @@ def make_block(fset: str, **kind: bool) -> EncoderBlock:
     sb = {}
     if kind.get("score_bias"):  # a per-head table of about the scores' own size
         sb = {"sb": np.random.default_rng(7).normal(0, 1.0, (H, S, S))}
+    relu = kind.get("ffn_act") == "relu"
     if fset == "a":
         ln = make_spec("layernorm", "rsqrt_lut", max_n=64)
         return EncoderBlock.from_float(
@@ -97,7 +101,7 @@ def make_block(fset: str, **kind: bool) -> EncoderBlock:
             seq=S,
             heads=H,
             softmax=make_spec("softmax", "online"),
-            gelu=make_spec("gelu", "pwl"),
+            gelu=None if relu else make_spec("gelu", "pwl"),
             ln1=ln,
             ln2=ln,
             formats=BlockFormats(res_fmt="ap_fixed<18,7,AP_RND,AP_SAT>", **fused_acc),
@@ -111,13 +115,14 @@ def make_block(fset: str, **kind: bool) -> EncoderBlock:
         qkv_fmt="ap_fixed<12,4,AP_RND,AP_SAT>",
         res_fmt="ap_fixed<14,5,AP_RND,AP_SAT>",
         out_fmt="ap_fixed<12,4,AP_RND,AP_SAT>",
+        hid_fmt="ap_fixed<8,2,AP_TRN,AP_SAT>",  # H saturates and truncates (ReLU blocks)
     )
     return EncoderBlock.from_float(
         float_weights(1) | sb,
         seq=S,
         heads=H,
         softmax=make_spec("softmax", "ibert", in_fmt="ap_fixed<16,6>"),
-        gelu=make_spec("gelu", "ibert"),
+        gelu=None if relu else make_spec("gelu", "ibert"),
         ln1=make_spec("layernorm", "ibert", in_fmt="ap_fixed<11,3,AP_RND,AP_SAT>"),
         ln2=make_spec(
             "layernorm",
@@ -289,6 +294,27 @@ def test_csim_follows_the_window(setup, case):
     got = csim(exe, ids[case], blk, x, km)
     assert np.array_equal(got, blk.model(x, key_mask=km))
     assert not np.array_equal(got, dataclasses.replace(blk, window=0).model(x, key_mask=km))
+
+
+def test_relu_ffn_block() -> None:
+    """ffn_act relu: no GELU spec, the FFN hidden layer in hid_fmt, max(H, 0) exact."""
+    blk = make_block("b", ffn_act="relu")
+    st = blk.stages()
+    assert st["ffn1"].out_fmt == st["ffn2"].a_fmt == blk.formats.hid_fmt
+    assert "relu FFN" in blk.kind
+    insts = {i.name for i in blk.instances("blk")}
+    assert "blk_gelu" not in insts
+    x, _ = inputs(blk, 0)
+    y1 = blk._ffn(x[0], st)
+    h = st["ffn1"].model(x[0], blk.weights["w1"], blk.weights["b1"])
+    assert (h < 0).any()
+    assert np.array_equal(
+        y1, st["ffn2"].model(np.maximum(h, 0), blk.weights["w2"], blk.weights["b2"])
+    )
+    with pytest.raises(SpecError, match="ffn_act='relu' takes no gelu spec"):
+        dataclasses.replace(blk, gelu=make_spec("gelu", "pwl"))
+    with pytest.raises(SpecError, match="ffn_act='swish': use one of gelu, relu"):
+        dataclasses.replace(blk, ffn_act="swish")
 
 
 def test_window_needs_causal() -> None:

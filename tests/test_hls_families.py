@@ -10,7 +10,8 @@
   compute (rotary Q/K, no GELU FFN); BEiT's relative position bias is the block's
   score bias and GPT-Neo's local window its window;
 * ``hwapprox hls csim`` with no config is bit-exact on a LayerScale (DINOv2), a
-  causal decoder (GPT-2), a score-bias (BEiT) and a local-window (GPT-Neo) export.
+  causal decoder (GPT-2), a score-bias (BEiT), a local-window (GPT-Neo) and the two
+  CLIP (quick_gelu FFN; the text one causal and padded) exports and OPT (ReLU FFN).
 """
 
 from __future__ import annotations
@@ -41,16 +42,16 @@ MATCHED = {
     "deit": (True, False, False),
     "dinov2": (True, False, False),
     "beit": (True, False, False),  # + LayerScale and a relative position bias on the scores
+    "clip_vision": (True, False, False),  # quick_gelu FFN: a GELU site of form quick
+    "clip_text": (True, True, True),
     "gpt2": (True, True, True),
+    "opt": (True, True, True),  # ReLU FFN: exact at the block's hid_fmt
     "gptneo": (True, True, True),  # local window 256 > sequence: causal
     "gptneo_local": (True, True, True),  # its second layer: a local window of 4
     "whisper_encoder": (True, False, False),
 }
 #: family -> what the refusal of its first refused softmax site says
 REFUSED = {
-    "clip_vision": "(Mul), not a GELU site",
-    "clip_text": "(Mul), not a GELU site",
-    "opt": "(Relu), not a GELU site",
     "llama": "is a rotary position embedding",
     "llama_rmsop": "is a rotary position embedding",
 }
@@ -80,6 +81,8 @@ def test_families_the_block_computes_are_matched(entry: dict) -> None:
         assert b.causal == causal
         assert (b.key_mask == "attention_mask") if masked else (b.key_mask is None)
         assert b.score_bias == (entry["family"] == "beit")
+        assert b.ffn_act == ("relu" if entry["family"] == "opt" else "gelu")
+        assert (b.gelu is None) == (b.ffn_act == "relu")
     assert [b.window for b in blocks] == ([0, 4] if entry["family"] == "gptneo_local" else [0, 0])
     assert blocks[1].input == blocks[0].output
 
@@ -142,8 +145,12 @@ def test_relative_position_bias_is_the_score_bias(file: str) -> None:
 @pytest.mark.hls
 @pytest.mark.parametrize(
     "file",
-    ["dinov2_ts17.onnx", "gpt2_dynamo18.onnx", "beit_dynamo18.onnx", "gptneo_local_ts17.onnx"],
-)
+    [
+        "dinov2_ts17.onnx", "gpt2_dynamo18.onnx", "beit_dynamo18.onnx",
+        "gptneo_local_ts17.onnx", "clip_vision_ts17.onnx", "clip_text_dynamo18.onnx",
+        "opt_ts17.onnx",
+    ],
+)  # fmt: skip
 def test_hls_csim_no_config_bit_exact(file: str, tmp_path) -> None:
     entry = next(e for e in MODELS if e["file"] == file)
     res = CliRunner().invoke(
@@ -157,9 +164,9 @@ def test_hls_csim_no_config_bit_exact(file: str, tmp_path) -> None:
 
 
 def test_hls_on_a_refused_family_names_the_node_and_writes_nothing(tmp_path) -> None:
-    """OPT's ReLU FFN: one paragraph naming the softmax site and the Relu node first;
-    the output directory is not created."""
-    entry = next(e for e in MODELS if e["file"] == "opt_ts17.onnx")
+    """Llama's rotary Q/K: one paragraph naming the softmax site and the Add of the
+    rotary embedding first; the output directory is not created."""
+    entry = next(e for e in MODELS if e["file"] == "llama_ts17.onnx")
     out = tmp_path / "prj"
     res = CliRunner().invoke(
         cli,
@@ -169,7 +176,58 @@ def test_hls_on_a_refused_family_names_the_node_and_writes_nothing(tmp_path) -> 
     assert res.exit_code == 1
     msg = res.output.split("Error: ", 1)[1]
     assert msg.startswith("no encoder block the HLS flow builds was found: around softmax ")
-    assert "'/model/decoder/layers.0/activation_fn/Relu' (Relu), not a GELU site" in msg
+    assert "node '/model/layers.0/self_attn/Add' (Add) on the query path" in msg
+    assert "rotary position embedding" in msg
     assert "Traceback" not in res.output
     assert len(msg.strip().splitlines()) == 1
     assert not out.exists()
+
+
+@pytest.mark.parametrize("file", ["clip_vision_ts17.onnx", "clip_text_dynamo18.onnx"])
+def test_clip_quick_gelu_is_the_blocks_gelu_site(file: str) -> None:
+    """CLIP's FFN activation x·sigmoid(1.702x) is each block's GELU site (kind
+    quick_gelu, form quick); the float re-computation uses quick_gelu: read as the erf
+    GELU, the same match does not reproduce the graph."""
+    entry = next(e for e in MODELS if e["file"] == file)
+    m = load_model(CORPUS / file)
+    ev = _Evaluator(m, _feeds(entry))
+    for b in match_blocks(m, _feeds(entry)):
+        assert (b.gelu.kind, b.gelu.gelu_form) == ("quick_gelu", "quick")
+        erf_site = dataclasses.replace(b.gelu, kind="gelu")
+        assert erf_site.gelu_form == "erf"
+        with pytest.raises(_NoMatch, match="does not reproduce the graph"):
+            _check_float(dataclasses.replace(b, gelu=erf_site), ev)
+
+
+@pytest.mark.parametrize("file", ["opt_ts17.onnx", "opt_dynamo18.onnx"])
+def test_opt_relu_ffn_is_a_block_stage(file: str) -> None:
+    """OPT's FFN activation is a Relu: the block's ReLU stage (no site; ffn_act relu),
+    checked in float64; read as a GELU FFN the same match does not reproduce the graph."""
+    entry = next(e for e in MODELS if e["file"] == file)
+    m = load_model(CORPUS / file)
+    ev = _Evaluator(m, _feeds(entry))
+    for b in match_blocks(m, _feeds(entry)):
+        assert b.ffn_act == "relu"
+        assert "gelu" not in b.sites
+        assert "hid" in b.tensors
+        with pytest.raises(_NoMatch, match="does not reproduce the graph"):
+            _check_float(dataclasses.replace(b, ffn_act="gelu", gelu=b.ln1), ev)
+
+
+def test_hls_config_on_a_quick_gelu_site() -> None:
+    """An operator default naming I-BERT's GELU (an erf polynomial) gives CLIP's
+    quick_gelu sites the first method that computes them (as validate does); a site
+    entry naming it is refused, naming the site and the methods to use."""
+    from hwapprox.approx.base import SpecError
+    from hwapprox.hls.project import prepare_model
+
+    entry = next(e for e in MODELS if e["file"] == "clip_vision_ts17.onnx")
+    path, inputs = CORPUS / entry["file"], CORPUS / entry["inputs"]
+    cfg: dict = {"defaults": {"softmax": {"method": "online"}, "gelu": {"method": "ibert"},
+                              "layernorm": {"method": "rsqrt_lut"}}}  # fmt: skip
+    prep = prepare_model(path, cfg, inputs=inputs)
+    assert [(b.gelu.method, b.gelu.form) for b in prep.blocks] == [("edgemoe", "quick")] * 2
+    site = prep.site_names[0]["gelu"]
+    cfg["sites"] = {site: {"method": "ibert"}}
+    with pytest.raises(SpecError, match=f"^site {site} \\(quick_gelu\\): .*use method edgemoe"):
+        prepare_model(path, cfg, inputs=inputs)

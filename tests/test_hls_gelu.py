@@ -59,6 +59,9 @@ CASES = [
         },
     ),
     ("edgemoe", {"in_fmt": "ap_fixed<8,5>", "step": 0.125, "table_size": 49}),  # f_in < k
+    # CLIP's quick_gelu x·σ(1.702x) (form quick): its own tables and fit
+    ("edgemoe", {"form": "quick"}),
+    ("pwl", {"form": "quick", "in_fmt": "ap_fixed<12,5>", "segments": 16, "lo": -8.0, "hi": 8.0}),
     ("pwl", {}),
     (
         "pwl",

@@ -2,7 +2,8 @@
 
 Reference ``GELU(x) = x·Φ(x) = x/2·(1 + erf(x/√2))`` (ONNX ``Gelu``,
 ``approximate="none"``), or with ``form="tanh"``
-``x/2·(1 + tanh(√(2/π)·(x + 0.044715·x³)))``. Every spec maps raw codes of
+``x/2·(1 + tanh(√(2/π)·(x + 0.044715·x³)))``, or with ``form="quick"`` CLIP's
+``quick_gelu`` ``x·σ(1.702·x)`` (:data:`QUICK_GELU_ALPHA`). Every spec maps raw codes of
 ``in_fmt`` to raw codes of ``out_fmt`` elementwise with pure int64 numpy; the
 final conversion to ``out_fmt`` always uses ``out_fmt``'s own rounding and
 overflow modes (``AP_RND``/``AP_SAT`` in the defaults).
@@ -22,6 +23,26 @@ Methods (registry names in brackets):
 
 The float64 reference uses :func:`erf`/:func:`erfc` below, vectorised and
 within 1e-15 (absolute) of ``math.erf`` (see ``tests/test_gelu.py``).
+
+``quick_gelu`` (``form="quick"``) is a GELU site whose float reference is
+``x·σ(1.702x)`` itself, so every error is measured against the function the
+model computes (it differs from the erf GELU by up to 0.02). How each method
+maps onto it:
+
+* ``lut`` and ``pwl`` tabulate / fit the spec's reference, so they compute
+  ``quick_gelu`` directly (``pwl``'s tails stay ``0`` below ``lo`` and ``x``
+  above ``hi``; ``quick_gelu(-4) = -4.5e-3`` where ``GELU(-4) = -1.3e-4``, so
+  give a quick site ``lo = -8, hi = 8`` where its output LSB is finer than that);
+* ``shiftgelu`` *is* ``x·σ(1.702x)`` (I-ViT's ShiftGELU); ``form`` only selects
+  what its error is measured against;
+* ``edgemoe`` is ``ReLU(x) - δ(|x|)`` with ``δ`` tabulated; it needs only
+  ``f(x) - f(-x) = x``, which ``x·σ(αx)`` satisfies as ``x·Φ(x)`` does, so with
+  ``form="quick"`` its table holds ``δ(t) = t·σ(-1.702t)`` (for ``erf`` and
+  ``tanh`` the erf correction, as before); beyond the table ``δ`` is 0:
+  ``δ(5.5) = 4.7e-4`` for quick (1e-7 for erf), about one LSB at 11 fraction bits;
+* ``ibert`` evaluates I-BERT's polynomial of ``erf``: it approximates the erf
+  GELU only, so a ``quick`` spec is refused (its error against ``quick_gelu``
+  would be the 0.02 gap between the functions, not the method's).
 """
 
 from __future__ import annotations
@@ -44,6 +65,8 @@ from hwapprox.approx.intmath import shift_exp, shift_exp_x0
 from hwapprox.fixed import MAX_RAW_BITS, FixedFormat, round_shift
 
 __all__ = [
+    "GELU_FORMS",
+    "QUICK_GELU_ALPHA",
     "EdgeMoeGelu",
     "IBertGelu",
     "LutGelu",
@@ -62,6 +85,11 @@ _SERIES_LIMIT = 1.5  # |z| below: positive series for erf; above: continued frac
 _SERIES_TERMS = 30
 #: (lower end of a z band, continued-fraction terms it needs for < 1e-16 truncation)
 _CF_BANDS = ((1.5, 80), (2.5, 40), (4.0, 22), (8.0, 12))
+
+#: reference forms of a GELU spec: erf (exact), tanh (approximate="tanh"), quick (CLIP)
+GELU_FORMS = ("erf", "tanh", "quick")
+#: CLIP's ``quick_gelu`` constant: ``x·σ(1.702·x)``
+QUICK_GELU_ALPHA = 1.702
 
 # default formats (module constants: frozen, shared)
 _FIX16_5 = FixedFormat.parse("ap_fixed<16,5,AP_RND,AP_SAT>")
@@ -131,7 +159,8 @@ def erfc(x: npt.ArrayLike) -> FloatArray:
 
 
 def gelu_reference(x: npt.ArrayLike, form: str = "erf") -> FloatArray:
-    """GELU in float64: ``x·Φ(x)`` (``form="erf"``) or the tanh form (``form="tanh"``).
+    """GELU in float64: ``x·Φ(x)`` (``form="erf"``), the tanh form (``form="tanh"``) or
+    CLIP's ``quick_gelu`` ``x·σ(1.702x)`` (``form="quick"``).
 
     The erf form uses ``Φ(x) = erfc(-x/√2)/2``, accurate in relative terms for
     negative x too (``GELU(-8) ≈ -5.3e-15`` is not lost to cancellation).
@@ -144,7 +173,12 @@ def gelu_reference(x: npt.ArrayLike, form: str = "erf") -> FloatArray:
         # x/2·(1 + tanh(u)) = x / (1 + e^(-2u)), stable for both signs.
         with np.errstate(over="ignore"):
             return a / (1.0 + np.exp(-2.0 * u))
-    raise SpecError(f"form={form!r} is not a GELU reference form; expected 'erf' or 'tanh'")
+    if form == "quick":
+        with np.errstate(over="ignore"):  # x / (1 + e^(-αx)): -0.0 where e^(-αx) overflows
+            return a / (1.0 + np.exp(-QUICK_GELU_ALPHA * a))
+    raise SpecError(
+        f"form={form!r} is not a GELU reference form; expected one of {', '.join(GELU_FORMS)}"
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -177,13 +211,17 @@ class _GeluSpec(FnSpec):
 
     in_fmt: FixedFormat = _FIX16_5
     out_fmt: FixedFormat = _FIX16_5
-    #: reference the error is measured against: "erf" (exact GELU) or "tanh"
+    #: reference the error is measured against: "erf" (exact GELU), "tanh" or "quick"
+    #: (CLIP's x·σ(1.702x); the module docstring says how each method computes it)
     form: str = "erf"
 
     def validate(self) -> None:
         # Values are written with repr (formats quoted: in_fmt='ap_fixed<16,5>').
         self._require(
-            self.form in ("erf", "tanh"), "form", repr(self.form), "expected 'erf' or 'tanh'"
+            self.form in GELU_FORMS,
+            "form",
+            repr(self.form),
+            f"expected one of {', '.join(map(repr, GELU_FORMS))}",
         )
         self._require(
             self.in_fmt.signed,
@@ -258,6 +296,13 @@ class IBertGelu(_GeluSpec):
 
     def validate(self) -> None:
         super().validate()
+        self._require(
+            self.form != "quick",
+            "form",
+            repr(self.form),
+            "I-BERT's polynomial approximates the erf GELU, not quick_gelu x·σ(1.702x); use "
+            "method edgemoe, shiftgelu, pwl or lut for a quick_gelu site",
+        )
         self._require(
             0 <= self.erf_shift <= 40, "erf_shift", repr(self.erf_shift), "must be in [0, 40]"
         )
@@ -620,7 +665,9 @@ class EdgeMoeGelu(_GeluSpec):
     float64 reference; entry i = 176 is δ(5.5) ≈ 1e-7, 0 at 22 bits).
     Deviations: Edge-MoE works in its ``fm_t`` (ap_fixed<32,10>) for input and
     output; here in_fmt/out_fmt are free and the difference is exact before
-    the output cast. The correction uses the erf GELU whatever ``form`` is.
+    the output cast. The correction is the erf GELU's for ``form`` erf and tanh;
+    ``form="quick"`` tabulates ``δ(t) = t·σ(-1.702t)`` (``ReLU(x) - δ(|x|) =
+    x·σ(1.702x)`` for both signs, as ``σ(-u) = 1 - σ(u)``; ``δ(5.5) ≈ 4.7e-4``).
     """
 
     method: ClassVar[str] = "edgemoe"
@@ -675,6 +722,8 @@ class EdgeMoeGelu(_GeluSpec):
     @functools.cached_property
     def _table_float(self) -> FloatArray:
         t = np.arange(self.table_size, dtype=np.float64) * float(self.step)
+        if self.form == "quick":  # δ(t) = t·σ(-αt)
+            return t / (1.0 + np.exp(QUICK_GELU_ALPHA * t))
         return t * 0.5 * erfc(t / math.sqrt(2.0))  # δ(t) = t·Φ(-t)
 
     @functools.cached_property

@@ -1,5 +1,12 @@
 """Hand-off of an imported model to the HLS flow: sites, specs and the graph.
 
+This module is the one door from :mod:`hwapprox.hls` into :mod:`hwapprox.export`
+(``tests/test_architecture.py`` checks that ``hls`` imports no other ``export``
+module): besides :func:`to_hls_graph` it re-exports what the HLS block flow reads
+of the ONNX side -- loading and indexing graphs, the site finder and its sites,
+attention-mask tracing, calibration statistics and formats, traced onnxruntime
+sessions, the float references of the block check and the seeded test encoders.
+
 :func:`to_hls_graph` is the entry point for :mod:`hwapprox.hls`: it imports
 the model (or takes an :class:`~hwapprox.export.validate.ImportedModel`),
 resolves one spec per site (a mapping of specs, or a per-site config in the
@@ -25,11 +32,53 @@ from onnx import ModelProto, NodeProto
 
 from hwapprox.approx.base import ApproxSpec
 from hwapprox.approx.config import ApproxConfig, load_config
+from hwapprox.export.builders import EncoderShape, bert_encoder
+from hwapprox.export.calibrate import (
+    SiteStats,
+    Trace,
+    calibrate,
+    graph_inputs,
+    parameter_format,
+    parse_range,
+    prepare_inputs,
+)
+from hwapprox.export.emulate import trace_model
 from hwapprox.export.errors import ExportError
-from hwapprox.export.patterns import Site, config_for_kinds
-from hwapprox.export.validate import ImportedModel, import_model
+from hwapprox.export.graph import GraphIndex, load_model
+from hwapprox.export.masks import MASK_LIMIT
+from hwapprox.export.masks import _Ancestry as Ancestry
+from hwapprox.export.patterns import Site, config_for_kinds, find_sites
+from hwapprox.export.refspec import FloatRefNormaliser, gelu_float
+from hwapprox.export.tuning import calibrated_fields
+from hwapprox.export.validate import DEFAULT_METHODS, ImportedModel, import_model
 
-__all__ = ["HLS4ML_ONNX_OPS", "HlsGraph", "to_hls_graph"]
+__all__ = [
+    "DEFAULT_METHODS",
+    "HLS4ML_ONNX_OPS",
+    "MASK_LIMIT",
+    "Ancestry",
+    "EncoderShape",
+    "ExportError",
+    "FloatRefNormaliser",
+    "GraphIndex",
+    "HlsGraph",
+    "Site",
+    "SiteStats",
+    "Trace",
+    "bert_encoder",
+    "calibrate",
+    "calibrated_fields",
+    "config_for_kinds",
+    "find_sites",
+    "gelu_float",
+    "graph_inputs",
+    "load_model",
+    "parameter_format",
+    "parse_range",
+    "prepare_inputs",
+    "to_hls_graph",
+    "trace_model",
+]
 
 HLS4ML_ONNX_OPS: frozenset[str] = frozenset(
     {

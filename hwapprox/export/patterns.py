@@ -60,9 +60,15 @@ Sigmoid and ReLU attention are sites of the operators ``sigmoid_attention``
 (spec field ``bias`` = the model's b) and ``relu_attention`` (``seq_len`` = the
 model's constant n; a run-time n is read per call by the emulator, which sets
 ``seq_len`` to it). A constant n that is not an integer leaves the site float
-(reason in ``skipped``). :func:`find_all`'s ``unsupported`` list holds recognised
-functions with no operator in this build: ``quick_gelu`` (CLIP's ``x·σ(1.702x)``:
-``Mul(x, c)``, ``Sigmoid``, ``Mul(x, ·)``, params ``alpha`` = c), which stays float.
+(reason in ``skipped``).
+
+* ``quick_gelu`` (CLIP's ``x·σ(1.702x)``: ``Mul(x, c)``, ``Sigmoid``, ``Mul(x, ·)``,
+  params ``alpha`` = c): a GELU site of kind ``quick_gelu``; its specs take
+  ``form="quick"``, so the float reference the errors are measured against is
+  ``quick_gelu`` itself. :data:`KIND_METHODS` lists the methods that compute it
+  (:mod:`hwapprox.approx.gelu` says how each does); I-BERT's GELU approximates
+  the erf GELU only and is refused for it (a config naming it there gets the
+  message of :meth:`Site.spec_mismatch`).
 
 Constants must match to relative tolerance :data:`CONST_RTOL` (float32 exports).
 Every intermediate tensor of a pattern must be used only inside it.
@@ -80,6 +86,7 @@ from onnx import ModelProto, NodeProto, helper, numpy_helper
 
 from hwapprox.approx.base import Operator
 from hwapprox.approx.config import FLOAT, ApproxConfig
+from hwapprox.approx.gelu import QUICK_GELU_ALPHA
 from hwapprox.approx.registry import get_method
 from hwapprox.export.graph import GraphIndex, opset_version
 from hwapprox.export.masks import SiteMask, find_mask
@@ -106,11 +113,13 @@ KIND_FIELDS = {
     "sigmoid_attention": ("bias",),
     "relu_attention": ("seq_len",),
 }
-#: CLIP's ``quick_gelu`` constant: ``x·sigmoid(1.702·x)``.
-QUICK_GELU_ALPHA = 1.702
-#: Site kinds that only some methods of their operator compute (RMSNorm has no mean):
-#: the methods, first the one a config that names another method of the operator gets.
-KIND_METHODS: dict[str, tuple[str, ...]] = {"rmsnorm": ("rmsnorm",)}
+#: Site kinds that only some methods of their operator compute (RMSNorm has no mean;
+#: I-BERT's GELU polynomial is of erf, not of CLIP's quick_gelu): the methods, first
+#: the one a config that names another method of the operator gets.
+KIND_METHODS: dict[str, tuple[str, ...]] = {
+    "rmsnorm": ("rmsnorm",),
+    "quick_gelu": ("edgemoe", "shiftgelu", "pwl", "lut"),
+}
 #: Ops through which a tensor may be computed from shapes only (a run-time length n).
 _SHAPE_ONLY_OPS = frozenset(
     {"Shape", "Size", "Gather", "Slice", "Squeeze", "Unsqueeze", "Cast", "Concat", "Reshape"}
@@ -161,13 +170,21 @@ class Site:
             object.__setattr__(self, "kind", self.operator.value)
 
     def fields_for_spec(self) -> dict[str, Any]:
-        """Model constants a spec may take: LayerNorm ``eps``, GELU ``form`` (erf/tanh),
+        """Model constants a spec may take: LayerNorm ``eps``, GELU ``form`` (erf/tanh/quick),
         softmax ``off_by_one`` (Softmax_1) or ``clip_gamma``/``clip_zeta`` (clipped)."""
         if self.operator is Operator.GELU:
-            return {"form": "tanh" if self.approximate == "tanh" else "erf"}
+            return {"form": self.gelu_form}
         if self.kind in KIND_FIELDS:
             return {k: self.params[k] for k in KIND_FIELDS[self.kind] if k in self.params}
         return {"eps": self.epsilon} if self.epsilon is not None else {}
+
+    @property
+    def gelu_form(self) -> str:
+        """The GELU reference form of a GELU site: ``quick`` (a ``quick_gelu`` site),
+        ``tanh`` (``approximate="tanh"``) or ``erf``."""
+        if self.kind == "quick_gelu":
+            return "quick"
+        return "tanh" if self.approximate == "tanh" else "erf"
 
     def spec_mismatch(self, spec: Any) -> str | None:
         """Why ``spec`` does not compute this site's function (a Softmax_1 or clipped
@@ -178,6 +195,11 @@ class Site:
             return (
                 f"site {self.name} is a {self.kind} but method {method} computes another "
                 f"function; use method {' or '.join(allowed)} or keep the site float"
+            )
+        if self.kind == "quick_gelu" and getattr(spec, "form", "quick") != "quick":
+            return (
+                f"site {self.name} is a quick_gelu x·sigmoid(1.702x) but the spec sets "
+                f"form={spec.form!r}; leave form out of the config (it is taken from the model)"
             )
         for k, v in self.fields_for_spec().items():
             if self.kind not in KIND_FIELDS:
@@ -697,7 +719,7 @@ class _Finder:
 
     def quick_gelu(self) -> None:
         """``x · sigmoid(α·x)`` with α = :data:`QUICK_GELU_ALPHA` (CLIP's ``quick_gelu``):
-        found so that reports name it, with no operator (it stays float)."""
+        a GELU site of kind ``quick_gelu`` (its specs take ``form="quick"``)."""
         g = self.g
         for sg in self.model.graph.node:
             if not self._is(sg, "Sigmoid") or sg.name in self.used:
@@ -719,10 +741,9 @@ class _Finder:
             names = {n.name for n in covered}
             if not g.internal([scale.output[0], sg.output[0]], names) or self.used & names:
                 continue
-            self.used |= names
-            self.unsupported.append(
+            self._add(
                 Site(
-                    scale.name, None, x, mul.output[0],
+                    scale.name, Operator.GELU, x, mul.output[0],
                     tuple(n.name for n in self.model.graph.node if n.name in names), "sigmoid",
                     shape=g.shape.get(x), kind="quick_gelu", params={"alpha": alpha},
                 )

@@ -24,6 +24,7 @@ import numpy.typing as npt
 
 from hwapprox.approx.attnact import relu_attention_reference, sigmoid_attention_reference
 from hwapprox.approx.base import Cost, Operator, RowwiseSpec, SpecError
+from hwapprox.approx.gelu import GELU_FORMS, QUICK_GELU_ALPHA
 from hwapprox.fixed import FixedFormat
 
 __all__ = [
@@ -35,6 +36,8 @@ __all__ = [
     "FloatRefSoftmax",
     "erf",
     "gelu_erf",
+    "gelu_float",
+    "gelu_quick",
     "gelu_tanh",
     "layernorm_ref",
     "softmax1_ref",
@@ -62,6 +65,21 @@ def gelu_tanh(x: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """``x/2 · (1 + tanh(√(2/π)·(x + 0.044715·x³)))`` in float64."""
     a = np.asarray(x, dtype=np.float64)
     return 0.5 * a * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (a + 0.044715 * a**3)))
+
+
+def gelu_quick(x: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """CLIP's ``quick_gelu`` ``x·σ(1.702·x)`` in float64."""
+    a = np.asarray(x, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        return a / (1.0 + np.exp(-QUICK_GELU_ALPHA * a))
+
+
+def gelu_float(x: npt.ArrayLike, form: str = "erf") -> npt.NDArray[np.float64]:
+    """The GELU of ``form`` (:data:`~hwapprox.approx.gelu.GELU_FORMS`) in float64."""
+    fn = {"erf": gelu_erf, "tanh": gelu_tanh, "quick": gelu_quick}.get(form)
+    if fn is None:
+        raise SpecError(f"GELU form must be one of {', '.join(GELU_FORMS)}, got {form!r}")
+    return fn(x)
 
 
 def softmax_ref(
@@ -183,17 +201,19 @@ class _FloatRefElementwise(FloatRefSoftmax):
 
 @dataclass(frozen=True)
 class FloatRefGelu(_FloatRefElementwise):
-    """GELU (erf or tanh form) in float64 between quantised input and output."""
+    """GELU (erf, tanh or quick form) in float64 between quantised input and output."""
 
     operator: ClassVar[Operator] = Operator.GELU
     form: str = "erf"
 
     def validate(self) -> None:
-        if self.form not in ("erf", "tanh"):
-            raise SpecError(f"FloatRefGelu.form must be 'erf' or 'tanh', got {self.form!r}")
+        if self.form not in GELU_FORMS:
+            raise SpecError(
+                f"FloatRefGelu.form must be one of {', '.join(GELU_FORMS)}, got {self.form!r}"
+            )
 
     def reference(self, x: npt.ArrayLike, **kw: Any) -> npt.NDArray[np.float64]:
-        return gelu_tanh(x) if self.form == "tanh" else gelu_erf(x)
+        return gelu_float(x, self.form)
 
 
 @dataclass(frozen=True)

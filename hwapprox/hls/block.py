@@ -51,6 +51,17 @@ before the FFN; no final LayerNorm)::
     F   = G·W2 + b2                           -> ffn_fmt
     Y   = R1 + F                              -> out_fmt       (block output)
 
+FFN activation (``ffn_act``): ``"gelu"`` as above (the GELU spec, any form:
+erf, tanh or CLIP's quick_gelu), or ``"relu"`` (OPT), a stage exact at the block's
+formats with no spec::
+
+    H   = Y·W1 + b1                           -> hid_fmt
+    G   = max(H, 0)                           -> hid_fmt       (exact)
+    F   = G·W2 + b2                           -> ffn_fmt
+
+(a negative ``H`` that saturates at ``hid_fmt``'s minimum still gives 0, so only
+the positive range of ``H`` needs to fit ``hid_fmt``).
+
 ``X -> ln1.in_fmt`` and ``R1 -> ln2.in_fmt`` are casts with the target
 format's rounding and overflow (:func:`hwapprox.fixed.cast`; the identity when
 the formats are equal), as the C++ assigns them.
@@ -76,10 +87,19 @@ from hwapprox.fixed import FixedFormat, cast
 from hwapprox.hls.emit import Instance, add_instance, matmul_instance
 from hwapprox.hls.units import unit_instance
 
-__all__ = ["ATTENTION_SCHEDULES", "WEIGHT_NAMES", "WEIGHT_TYPES", "BlockFormats", "EncoderBlock"]
+__all__ = [
+    "ATTENTION_SCHEDULES",
+    "FFN_ACTIVATIONS",
+    "WEIGHT_NAMES",
+    "WEIGHT_TYPES",
+    "BlockFormats",
+    "EncoderBlock",
+]
 
 #: attention schedules of a block (:attr:`EncoderBlock.attention`)
 ATTENTION_SCHEDULES = ("two_pass", "fused")
+#: FFN activations of a block (:attr:`EncoderBlock.ffn_act`), index = the C++ ``ffn_act``
+FFN_ACTIVATIONS = ("gelu", "relu")
 
 RawArray = npt.NDArray[np.int64]
 
@@ -126,6 +146,8 @@ class BlockFormats:
     attn_acc_fmt: FixedFormat = field(default=FixedFormat.parse("ap_fixed<32,16,AP_RND,AP_SAT>"))
     #: the score bias table's codes (``score_bias`` blocks only)
     score_bias_fmt: FixedFormat = field(default=FixedFormat.parse("ap_fixed<16,6,AP_RND,AP_SAT>"))
+    #: the FFN hidden layer ``H`` and ``max(H, 0)`` (``ffn_act="relu"`` blocks only)
+    hid_fmt: FixedFormat = field(default=FixedFormat.parse("ap_fixed<16,6,AP_RND,AP_SAT>"))
 
     def __post_init__(self) -> None:
         for name in self.__dataclass_fields__:
@@ -181,7 +203,8 @@ class EncoderBlock:
     ffn: int
     weights: dict[str, RawArray]
     softmax: ApproxSpec
-    gelu: ApproxSpec
+    #: the FFN's GELU spec (``ffn_act="gelu"``), None for another activation
+    gelu: ApproxSpec | None
     ln1: ApproxSpec
     ln2: ApproxSpec
     formats: BlockFormats = field(default_factory=BlockFormats)
@@ -196,8 +219,20 @@ class EncoderBlock:
     score_bias: bool = False
     #: causal blocks only: query ``i`` attends keys ``i - window < j <= i`` (0 = all)
     window: int = 0
+    #: the FFN activation (:data:`FFN_ACTIVATIONS`): ``gelu`` (the ``gelu`` spec) or
+    #: ``relu`` (exact, in ``formats.hid_fmt``; ``gelu`` is None)
+    ffn_act: str = "gelu"
 
     def __post_init__(self) -> None:
+        if self.ffn_act not in FFN_ACTIVATIONS:
+            raise SpecError(
+                f"EncoderBlock.ffn_act={self.ffn_act!r}: use one of {', '.join(FFN_ACTIVATIONS)}"
+            )
+        if (self.gelu is None) != (self.ffn_act != "gelu"):
+            raise SpecError(
+                f"EncoderBlock.ffn_act={self.ffn_act!r} "
+                + ("needs a gelu spec" if self.gelu is None else "takes no gelu spec (gelu=None)")
+            )
         if self.attention not in ATTENTION_SCHEDULES:
             raise SpecError(
                 f"EncoderBlock.attention={self.attention!r}: use one of "
@@ -228,7 +263,7 @@ class EncoderBlock:
             ("ln1", self.ln1, "layernorm"),
             ("ln2", self.ln2, "layernorm"),
         ):
-            if str(spec.operator) != op:
+            if spec is not None and str(spec.operator) != op:
                 raise SpecError(f"EncoderBlock.{name} must be a {op} spec, got {spec.describe()}")
         missing = [n for n in WEIGHT_NAMES if n not in self.weights]
         if missing:
@@ -271,6 +306,7 @@ class EncoderBlock:
         parts += ["causal"] * self.causal + ["key-masked"] * self.masked
         parts += ["score bias"] * self.score_bias
         parts += [f"window {self.window}"] * (self.window > 0)
+        parts += [f"{self.ffn_act} FFN"] * (self.ffn_act != "gelu")
         parts += ["fused attention"] * (self.attention == "fused")
         return ", ".join(parts)
 
@@ -301,7 +337,7 @@ class EncoderBlock:
         seq: int,
         heads: int,
         softmax: ApproxSpec,
-        gelu: ApproxSpec,
+        gelu: ApproxSpec | None,
         ln1: ApproxSpec,
         ln2: ApproxSpec,
         formats: BlockFormats | None = None,
@@ -312,6 +348,7 @@ class EncoderBlock:
         attention: str = "two_pass",
         score_bias: bool = False,
         window: int = 0,
+        ffn_act: str = "gelu",
     ) -> EncoderBlock:
         """Quantise float weights (each with its format's own rounding/overflow).
 
@@ -334,7 +371,7 @@ class EncoderBlock:
         return cls(
             seq, d, heads, f, raw, softmax, gelu, ln1, ln2, fm,
             prenorm=prenorm, causal=causal, masked=masked, attention=attention,
-            score_bias=score_bias, window=window,
+            score_bias=score_bias, window=window, ffn_act=ffn_act,
         )  # fmt: skip
 
     # -- the stages ------------------------------------------------------------------
@@ -347,7 +384,12 @@ class EncoderBlock:
         ``res_fmt``/``out_fmt`` (pre-LN).
         """
         fm = self.formats
-        sm, ge, l1, l2 = self.softmax, self.gelu, self.ln1, self.ln2
+        sm, l1, l2 = self.softmax, self.ln1, self.ln2
+        # the FFN hidden layer before and after its activation
+        h_fmt, g_fmt = (
+            (self.gelu.in_fmt, self.gelu.out_fmt) if self.gelu is not None
+            else (fm.hid_fmt, fm.hid_fmt)
+        )  # fmt: skip
         if self.prenorm:
             attn_in, ffn_in = l1.out_fmt, l2.out_fmt
             add1 = AddSpec(fm.in_fmt, fm.attn_fmt, fm.res_fmt)
@@ -362,8 +404,8 @@ class EncoderBlock:
             "pv": MatMulSpec(sm.out_fmt, fm.qkv_fmt, fm.accum_fmt, fm.ctx_fmt),
             "o": MatMulSpec(fm.ctx_fmt, fm.weight_fmt, fm.accum_fmt, fm.attn_fmt, fm.bias_fmt),
             "add1": add1,
-            "ffn1": MatMulSpec(ffn_in, fm.weight_fmt, fm.accum_fmt, ge.in_fmt, fm.bias_fmt),
-            "ffn2": MatMulSpec(ge.out_fmt, fm.weight_fmt, fm.accum_fmt, fm.ffn_fmt, fm.bias_fmt),
+            "ffn1": MatMulSpec(ffn_in, fm.weight_fmt, fm.accum_fmt, h_fmt, fm.bias_fmt),
+            "ffn2": MatMulSpec(g_fmt, fm.weight_fmt, fm.accum_fmt, fm.ffn_fmt, fm.bias_fmt),
             "add2": add2,
             "sbias": AddSpec(sm.in_fmt, fm.score_bias_fmt, sm.in_fmt),
         }
@@ -494,7 +536,7 @@ class EncoderBlock:
         """FFN input ``[S, D]`` (``ffn1``'s a_fmt codes) -> ``F`` (``ffn_fmt``)."""
         w = self.weights
         hh = st["ffn1"].model(y, w["w1"], w["b1"])
-        g = self.gelu.model(hh)
+        g = self.gelu.model(hh) if self.gelu is not None else np.maximum(hh, 0)
         return st["ffn2"].model(g, w["w2"], w["b2"])
 
     # -- HLS config --------------------------------------------------------------------
@@ -520,7 +562,7 @@ class EncoderBlock:
             add_instance(f"{name}_add2", st["add2"], s * d),
             add_instance(f"{name}_sbias", st["sbias"], s * s),
             unit_instance(f"{name}_softmax", self.softmax, s),
-            unit_instance(f"{name}_gelu", self.gelu, s * f),
+            *([unit_instance(f"{name}_gelu", self.gelu, s * f)] if self.gelu is not None else []),
             unit_instance(f"{name}_ln1", self.ln1, d),
             unit_instance(f"{name}_ln2", self.ln2, d),
             Instance(  # the fused schedule's row state (unused by two_pass)
@@ -536,12 +578,14 @@ class EncoderBlock:
         }
         aliases |= {
             f"{part}_cfg": f"{name}_{part}" for part in ("softmax", "gelu", "ln1", "ln2", "attn")
-        }
+            if part != "gelu" or self.gelu is not None
+        }  # fmt: skip
         consts = {
             "seq": s, "dim": d, "heads": self.heads, "head_dim": dh, "ffn": f,
             "prenorm": int(self.prenorm), "causal": int(self.causal), "masked": int(self.masked),
             "fused": int(self.attention == "fused"), "score_bias": int(self.score_bias),
             "score_bias_n": self.score_bias_n, "window": self.window,
+            "ffn_act": FFN_ACTIVATIONS.index(self.ffn_act),
         }  # fmt: skip
         wf = self.weight_formats()
         block = Instance(
@@ -555,7 +599,9 @@ class EncoderBlock:
             aliases=aliases,
             comment=(
                 f"encoder block ({self.kind}) S={s} D={d} H={self.heads} F={f}; softmax "
-                f"{self.softmax.method}, gelu {self.gelu.method}, layernorm "
+                f"{self.softmax.method}, "
+                + (f"gelu {self.gelu.method}" if self.gelu is not None else self.ffn_act)
+                + ", layernorm "
                 f"{self.ln1.method}/{self.ln2.method}; {self.formats.to_dict()}"
             ),
         )

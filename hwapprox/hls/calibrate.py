@@ -32,13 +32,18 @@ from typing import Any
 
 import numpy as np
 
-from hwapprox.approx.base import ApproxSpec, Operator
+from hwapprox.approx.base import ApproxSpec, Operator, SpecError
 from hwapprox.approx.config import ApproxConfig
-from hwapprox.export.calibrate import SiteStats, Trace, calibrate, parameter_format
-from hwapprox.export.emulate import trace_model
-from hwapprox.export.errors import ExportError
-from hwapprox.export.patterns import Site
-from hwapprox.export.tuning import calibrated_fields
+from hwapprox.export.handoff import (
+    ExportError,
+    Site,
+    SiteStats,
+    Trace,
+    calibrate,
+    calibrated_fields,
+    parameter_format,
+    trace_model,
+)
 from hwapprox.fixed import FixedFormat, Overflow, Rounding
 from hwapprox.hls.block import BlockFormats
 from hwapprox.hls.onnx_block import BlockMatch
@@ -81,7 +86,7 @@ class BlockCalibration:
         m: BlockMatch,
         in_fmt: FixedFormat,
         score_in: FixedFormat,
-        gelu_in: FixedFormat,
+        gelu_in: FixedFormat | None,
         *,
         width: int,
         headroom: int,
@@ -112,7 +117,11 @@ class BlockCalibration:
             "res_fmt": act("res1"),
             "out_fmt": act("output"),
         }
-        ib = max(f.int_bits for f in [*fmts.values(), score_in, gelu_in, in_fmt])
+        if m.ffn_act == "relu":  # H and max(H, 0): the positive range (negatives give 0)
+            fmts["hid_fmt"] = act("hid")
+        ib = max(
+            f.int_bits for f in [*fmts.values(), score_in, in_fmt, *([gelu_in] if gelu_in else [])]
+        )
         if m.score_bias:  # the table's largest magnitude, exactly, at the weights' width
             sf = parameter_format(np.array([float(np.abs(w["sb"]).max(initial=0.0))]), width)
             assert sf is not None
@@ -135,7 +144,7 @@ def calibrate_blocks(
 ) -> BlockCalibration:
     """Run the float model once on ``feeds``; statistics of the blocks' sites and
     linear-stage tensors (``Q·scale``, ``K``, ``V`` pooled into ``qkv``)."""
-    sites = [s for m in matches for s in (m.softmax, m.gelu, m.ln1, m.ln2)]
+    sites = [s for m in matches for s in m.site_roles.values()]
     trace = calibrate(model, sites, feeds)
     names = [t for m in matches for t in m.tensors.values()]
     names += [m.input for m in matches] + [m.output for m in matches]
@@ -158,7 +167,7 @@ def calibrate_blocks(
         )
         key = m.ln2.name
         stats[f"{key}:qkv"] = SiteStats.of(f"{key} Q·scale/K/V", qkv)
-        for role in ("ctx", "attn", "ffn2", "res1"):
+        for role in ("ctx", "attn", "ffn2", "res1", *(("hid",) if "hid" in t else ())):
             stats[f"{key}:{role}"] = SiteStats.of(f"{key} {role}", values[t[role]])
         stats[f"{key}:output"] = SiteStats.of(f"{key} block output", values[m.output])
         stats[f"{key}:input"] = SiteStats.of(f"{key} block input", values[m.input])
@@ -185,8 +194,7 @@ def resolve_block_specs(
     out = []
     for m in matches:
         specs: dict[str, ApproxSpec] = {}
-        for role, site in (("softmax", m.softmax), ("gelu", m.gelu), ("ln1", m.ln1),
-                           ("ln2", m.ln2)):  # fmt: skip
+        for role, site in m.site_roles.items():
             specs[role] = _resolve_site(
                 cfg, site, cal, width=width, headroom=headroom, stat=stat, defaults=defaults
             )
@@ -258,4 +266,7 @@ def _resolve_site(
     for k, v in list(fields.items()):
         if isinstance(v, list):
             fields[k] = tuple(v)
-    return make_spec(site.operator, method, **fields)
+    try:
+        return make_spec(site.operator, method, **fields)
+    except SpecError as exc:
+        raise ExportError(f"site {site.name} ({site.kind}): {exc}") from None

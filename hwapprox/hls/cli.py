@@ -21,7 +21,7 @@ def _prepare(  # type: ignore[no-untyped-def]
     range_stat: str = "max",
     attention: str | None = None,
 ):
-    from hwapprox.export.errors import ExportError
+    from hwapprox.export.handoff import ExportError
     from hwapprox.hls.project import prepare_model
 
     try:
@@ -85,7 +85,7 @@ def _write_resolved(prep, path: Path) -> None:  # type: ignore[no-untyped-def]
             "sites": sites,
             "specs": {
                 "softmax": b.softmax.to_config(),
-                "gelu": b.gelu.to_config(),
+                **({"gelu": b.gelu.to_config()} if b.gelu is not None else {}),
                 "ln1": b.ln1.to_config(),
                 "ln2": b.ln2.to_config(),
             },
@@ -233,8 +233,13 @@ def project_cmd(
     for i, (b, s) in enumerate(zip(prep.blocks, prep.site_names, strict=False)):
         click.echo(
             f"block {i}: S={b.seq} D={b.dim} H={b.heads} F={b.ffn}; "
-            f"softmax {s['softmax']}={b.softmax.method}, gelu {s['gelu']}={b.gelu.method}, "
-            f"layernorm {s['ln1']}={b.ln1.method}, {s['ln2']}={b.ln2.method}"
+            f"softmax {s['softmax']}={b.softmax.method}, "
+            + (
+                f"gelu {s['gelu']}={b.gelu.method}, "
+                if b.gelu is not None
+                else f"{b.ffn_act} FFN, "
+            )
+            + f"layernorm {s['ln1']}={b.ln1.method}, {s['ln2']}={b.ln2.method}"
         )
     click.echo(f"hls4ml {backend} project written to {out}")
 

@@ -33,8 +33,7 @@ from onnx import ModelProto
 
 from hwapprox.approx.base import ApproxSpec, SpecError
 from hwapprox.approx.linear import MatMulSpec
-from hwapprox.export.graph import GraphIndex
-from hwapprox.export.patterns import Site
+from hwapprox.export.handoff import GraphIndex, Site
 from hwapprox.fixed import FixedFormat, cast
 from hwapprox.hls.emit import Instance, matmul_instance
 from hwapprox.hls.units import unit_instance

@@ -123,13 +123,14 @@ def block_from_attrs(attrs: dict[str, Any], seq: int) -> EncoderBlock:
         seq=seq,
         heads=int(attrs["heads"]),
         softmax=specs["softmax"],
-        gelu=specs["gelu"],
+        gelu=specs.get("gelu"),
         ln1=specs["ln1"],
         ln2=specs["ln2"],
         formats=BlockFormats.from_dict(cfg["formats"]),
         score_scale=float(attrs["score_scale"]),
         **{k: _flag(attrs, k) for k in KIND_ATTRS},
         window=int(attrs.get("window", 0)),
+        ffn_act=str(attrs.get("ffn_act", "gelu")),
         attention=str(attrs.get("attention", "two_pass")),
     )
 

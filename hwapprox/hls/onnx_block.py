@@ -21,9 +21,11 @@ to ``[0, 0, H, d_h]`` and ``Transpose`` (perm ``[0,2,1,3]``; K ``[0,2,3,1]``),
 ``MatMul(Q_h, K_h)``, ``Div`` by a constant or ``Mul`` by a constant,
 ``Softmax(axis=-1)``, ``MatMul(P, V_h)``, ``Transpose [0,2,1,3]``,
 ``Reshape [0, 0, D]``, output projection, residual ``Add``, LayerNorm (opset 17
-op or decomposed), FFN with GELU (opset 20 ``Gelu`` or the Erf/tanh patterns;
-sites found by :func:`hwapprox.export.patterns.find_sites`), residual ``Add``,
-LayerNorm.
+op or decomposed), FFN with GELU (opset 20 ``Gelu``, the Erf/tanh patterns or
+CLIP's quick_gelu ``x·σ(1.702x)``; sites found by
+:func:`hwapprox.export.patterns.find_sites`) or with one ``Relu`` (OPT; the
+block's ``ffn_act="relu"`` stage, no site), residual ``Add`` (also through the
+``[B·S, D]`` reshapes OPT writes around its FFN), LayerNorm.
 """
 
 from __future__ import annotations
@@ -37,10 +39,14 @@ import onnx
 from onnx import ModelProto, NodeProto, helper, numpy_helper
 
 from hwapprox.approx.base import Operator
-from hwapprox.export.errors import ExportError
-from hwapprox.export.graph import GraphIndex, load_model
-from hwapprox.export.masks import MASK_LIMIT
-from hwapprox.export.patterns import Site, find_sites
+from hwapprox.export.handoff import (
+    MASK_LIMIT,
+    ExportError,
+    GraphIndex,
+    Site,
+    find_sites,
+    load_model,
+)
 
 __all__ = [
     "DOMAIN",
@@ -80,7 +86,8 @@ class BlockMatch:
     heads: int
     score_scale: float
     softmax: Site
-    gelu: Site
+    #: the FFN's GELU site (``ffn_act="gelu"``), None for a ReLU FFN
+    gelu: Site | None
     ln1: Site
     ln2: Site
     #: float tensors of the linear stages (calibration): q/k/v projections (before
@@ -96,16 +103,20 @@ class BlockMatch:
     score_bias: bool = False
     #: causal local window: query ``i`` attends keys ``i - window < j <= i`` (0 = all)
     window: int = 0
+    #: the FFN activation: ``gelu`` (the ``gelu`` site) or ``relu`` (OPT: no site; exact
+    #: at the block's formats)
+    ffn_act: str = "gelu"
+
+    @property
+    def site_roles(self) -> dict[str, Site]:
+        """Role -> the block's nonlinear site (no ``gelu`` role in a ReLU FFN block)."""
+        roles = {"softmax": self.softmax, "gelu": self.gelu, "ln1": self.ln1, "ln2": self.ln2}
+        return {r: st for r, st in roles.items() if st is not None}
 
     @property
     def sites(self) -> dict[str, str]:
         """Role -> site name (the names the approximation config uses)."""
-        return {
-            "softmax": self.softmax.name,
-            "gelu": self.gelu.name,
-            "ln1": self.ln1.name,
-            "ln2": self.ln2.name,
-        }
+        return {r: st.name for r, st in self.site_roles.items()}
 
 
 def _attr(node: NodeProto, name: str, default: object = None) -> object:
@@ -131,7 +142,7 @@ class _Evaluator:
 
     def _feeds(self) -> dict[str, np.ndarray]:
         if self.feeds is None:
-            from hwapprox.export.calibrate import graph_inputs
+            from hwapprox.export.handoff import graph_inputs
 
             rng = np.random.default_rng(0)
             feeds: dict[str, np.ndarray] = {}
@@ -149,7 +160,7 @@ class _Evaluator:
     def __call__(self, names: list[str]) -> dict[str, np.ndarray]:
         want = [n for n in dict.fromkeys(names) if n not in self.cache]
         if want:
-            from hwapprox.export.emulate import trace_model
+            from hwapprox.export.handoff import trace_model
 
             sess = trace_model(self.model, want)
             outs = [o.name for o in sess.get_outputs()]
@@ -203,7 +214,7 @@ class _Matcher:
         v = self.gi.scalar(name)
         if v is not None:
             return v
-        from hwapprox.export.masks import _Ancestry
+        from hwapprox.export.handoff import Ancestry as _Ancestry
 
         inits = {i.name for i in self.m.graph.initializer}
         anc = _Ancestry(self.gi, {i.name for i in self.m.graph.input} - inits)
@@ -420,11 +431,11 @@ class _Matcher:
             if nxt:
                 names = ", ".join(f"'{n.name}' ({n.op_type})" for n in nxt)
                 return (
-                    f"the FFN projection '{c.name}' feeds {names}, not a GELU site (a ReLU "
-                    f"FFN, CLIP's quick_gelu x·sigmoid(1.702x) or a gated FFN); the HLS "
-                    f"block's FFN computes GELU"
+                    f"the FFN projection '{c.name}' feeds {names}, neither a GELU site "
+                    f"(erf, tanh or quick_gelu) nor one Relu (a gated FFN, SiLU(x·Wg) ⊙ "
+                    f"(x·Wu), is one of these); the HLS block's FFN computes GELU or ReLU"
                 )
-        return f"'{ffn_in}' does not feed an FFN MatMul/Gemm -> GELU site"
+        return f"'{ffn_in}' does not feed an FFN MatMul/Gemm -> GELU site or Relu"
 
     # -- one block -------------------------------------------------------------------
     def block(self, sm: Site) -> BlockMatch:
@@ -543,9 +554,16 @@ class _Matcher:
                 if d1 is not None and self.strip_layout(d1[0]) == ffn_in:
                     gelu, (_, w1, b1, _) = st, d1
                     break
-        if gelu is None or not f1:
+        ffn_act = "gelu"
+        if gelu is None and f1:
+            relu = self.relu_ffn(ffn_in)
+            if relu is not None:
+                ffn_act, (w1, b1, relu_out) = "relu", relu
+        if (gelu is None and ffn_act == "gelu") or not f1:
             raise _NoMatch(self.ffn_activation(ffn_in))
-        g_out, _ = self.down_layout(gelu.output, "GELU output")
+        g_out, _ = self.down_layout(
+            gelu.output if gelu is not None else relu_out, "FFN activation output"
+        )
         f2 = None
         for c in gi.consumers.get(g_out, []):
             if c.op_type in ("MatMul", "Gemm"):
@@ -556,19 +574,19 @@ class _Matcher:
                         out = add[0].output[0]
                 f2 = (out, self.dense(out))
         if f2 is None or f2[1] is None:
-            raise _NoMatch(f"GELU {gelu.name} does not feed the second FFN projection")
+            raise _NoMatch(f"the FFN activation '{g_out}' does not feed the second FFN projection")
         f2_out, (_, w2, b2, _) = f2  # type: ignore[misc]
         f2_t, _ = self.down_layout(f2_out, "FFN output")
         f2_t, lam2 = self.channel_scale(f2_t, w2.shape[1])
         w2, b2 = w2 * lam2[None, :], b2 * lam2
         add2, res2 = self.residual(f2_t, "the FFN output")
-        if res2 != ffn_res:
+        if res2 != ffn_res and res2 != self.down_layout(ffn_res, "first residual")[0]:
             raise _NoMatch(
                 f"residual Add '{add2.name}' adds '{res2}', expected '{ffn_res}' "
                 f"({'first residual' if prenorm else 'first LayerNorm output'})"
             )
         if prenorm:
-            out = add2.output[0]
+            out, _ = self.down_layout(add2.output[0], "block output")  # OPT: [B·S, D] back
             ln2_site = ln2
         else:
             ln2_site = self.layernorm_at(add2.output[0], "the second residual")
@@ -594,14 +612,35 @@ class _Matcher:
             stack.extend(i for i in n.input if i)
         tensors = {"q": q.dense_out, "k": k.dense_out, "v": v.dense_out, "ctx": ctx_t,
                    "attn": o_out_t, "ffn2": f2_t, "res1": r1}  # fmt: skip
+        if ffn_act == "relu":
+            tensors["hid"] = g_out  # max(H, 0): the positive range hid_fmt must hold
         causal, window, key_mask, bias = self.mask_kind(sm, h)
         if bias is not None:
             weights["sb"] = bias.reshape(-1)
         return BlockMatch(
             x0, out, frozenset(nodes), weights, h, score_scale, sm, gelu, ln1, ln2_site,
             tensors, prenorm=prenorm, causal=causal, key_mask=key_mask,
-            score_bias=bias is not None, window=window,
+            score_bias=bias is not None, window=window, ffn_act=ffn_act,
         )  # fmt: skip
+
+    def relu_ffn(self, ffn_in: str) -> tuple[np.ndarray, np.ndarray, str] | None:
+        """An FFN whose first projection (reading ``ffn_in``) feeds one ``Relu`` (OPT's
+        ReLU FFN): (W1, b1, the Relu's output), or None."""
+        for c in self.gi.consumers.get(ffn_in, []):
+            if c.op_type not in ("MatMul", "Gemm"):
+                continue
+            out = c.output[0]
+            add = [a for a in self.gi.consumers.get(out, []) if a.op_type == "Add"]
+            if c.op_type == "MatMul" and len(add) == 1:
+                out = add[0].output[0]
+            d = self.dense(out)
+            if d is None or self.strip_layout(d[0]) != ffn_in:
+                continue
+            t, _ = self.down_layout(out, "FFN projection")
+            nxt = [n for n in self.gi.consumers.get(t, []) if n.op_type != "Shape"]
+            if len(nxt) == 1 and nxt[0].op_type == "Relu":
+                return d[1], d[2], nxt[0].output[0]
+        return None
 
     def mask_kind(self, sm: Site, heads: int) -> tuple[bool, int, str | None, np.ndarray | None]:
         """(causal, local window, key-padding graph input, score bias ``[H, S, S]`` or
@@ -687,7 +726,7 @@ def _float_layernorm(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float) ->
 def float_block(bm: BlockMatch, x: np.ndarray, keep: np.ndarray | None = None) -> np.ndarray:
     """The matched block in float64 on ``x`` ``[B, S, D]`` (``keep`` ``[B, S]``: real
     tokens): what the matcher believes the graph computes (checked against it)."""
-    from hwapprox.export.refspec import FloatRefNormaliser, gelu_erf, gelu_tanh
+    from hwapprox.export.handoff import FloatRefNormaliser, gelu_float
 
     w = bm.weights
     d = w["wo"].shape[1]
@@ -724,7 +763,7 @@ def float_block(bm: BlockMatch, x: np.ndarray, keep: np.ndarray | None = None) -
         else _float_layernorm(r1, w["g1"], w["be1"], eps1)
     )
     hh = y1 @ w["w1"] + w["b1"]
-    g = gelu_tanh(hh) if bm.gelu.approximate == "tanh" else gelu_erf(hh)
+    g = gelu_float(hh, bm.gelu.gelu_form) if bm.gelu is not None else np.maximum(hh, 0.0)
     f = g @ w["w2"] + w["b2"]
     if bm.prenorm:
         return r1 + f
@@ -880,9 +919,13 @@ def fold_blocks(
                 score_scale=float(bm.score_scale),
                 eps1=float(_ln_params(bm.ln1, d)[2]),
                 eps2=float(_ln_params(bm.ln2, d)[2]),
-                gelu_form="tanh" if bm.gelu.approximate == "tanh" else "erf",
+                **(
+                    {"gelu_form": bm.gelu.gelu_form, "gelu_site": bm.gelu.name}
+                    if bm.gelu is not None
+                    else {}
+                ),
+                ffn_act=bm.ffn_act,
                 softmax_site=bm.softmax.name,
-                gelu_site=bm.gelu.name,
                 ln1_site=bm.ln1.name,
                 ln2_site=bm.ln2.name,
                 prenorm=int(bm.prenorm),
@@ -933,7 +976,7 @@ def encoder_block_onnx(
     graphs of the export package): from the embedding LayerNorm's output to
     the last block's output. The input is named ``x``.
     """
-    from hwapprox.export.builders import EncoderShape, bert_encoder
+    from hwapprox.export.handoff import EncoderShape, bert_encoder
 
     full = load_model(
         bert_encoder(
@@ -989,7 +1032,7 @@ def fold_sites(model: ModelProto) -> tuple[ModelProto, list[Site]]:
             raise ExportError(f"site {s.name}: opset < 13 softmax over several axes")
         attrs: dict[str, object] = {"operator": str(s.operator), "site": s.name}
         if s.operator is Operator.GELU:
-            attrs["form"] = "tanh" if s.approximate == "tanh" else "erf"
+            attrs["form"] = s.gelu_form
         if s.operator is Operator.LAYERNORM:
             shape = gi.shape.get(s.input) or ()
             n = shape[-1] if shape and isinstance(shape[-1], int) else None

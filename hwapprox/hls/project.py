@@ -35,7 +35,7 @@ from onnx import ModelProto, helper
 
 from hwapprox.approx.base import ELEMENTWISE_ATTENTION, SpecError
 from hwapprox.approx.config import load_config
-from hwapprox.export.errors import ExportError
+from hwapprox.export.handoff import ExportError
 from hwapprox.fixed import FixedFormat, Overflow, Rounding
 from hwapprox.hls.block import ATTENTION_SCHEDULES, BlockFormats, EncoderBlock
 from hwapprox.hls.head import HEAD_OP_TYPE, DenseHead, HeadMatch, match_head
@@ -199,10 +199,14 @@ def prepare_model(
     ``two_pass`` (default) or ``fused`` (one pass per query row,
     :class:`~hwapprox.approx.attention.AttentionRowSpec`; needs the online softmax).
     """
-    from hwapprox.export.calibrate import parse_range, prepare_inputs
-    from hwapprox.export.graph import load_model
-    from hwapprox.export.patterns import find_sites
-    from hwapprox.export.validate import DEFAULT_METHODS
+    from hwapprox.export.handoff import (
+        DEFAULT_METHODS,
+        config_for_kinds,
+        find_sites,
+        load_model,
+        parse_range,
+        prepare_inputs,
+    )
     from hwapprox.hls.calibrate import calibrate_blocks, resolve_block_specs
     from hwapprox.hls.onnx_block import match_blocks, outside_nodes
 
@@ -244,6 +248,9 @@ def prepare_model(
                 f"{why}{more}. Without whole blocks, {exc}"
             ) from None
     all_sites, _ = find_sites(m)
+    # a site kind only some methods compute (quick_gelu: not I-BERT's erf polynomial)
+    # gets the first of them under an operator default naming another, as in validate
+    cfg = config_for_kinds(cfg, all_sites)
     names = {x.name for x in all_sites}
     unknown = sorted(set(cfg.sites) - names)
     if unknown:
@@ -308,7 +315,8 @@ def prepare_model(
                 else cal.tensors[f"{bm.ln2.name}:input"].choose_format(width, headroom, stat=stat)
             )
             auto = cal.block_formats(
-                bm, in_fmt, sp["softmax"].in_fmt, sp["gelu"].in_fmt,
+                bm, in_fmt, sp["softmax"].in_fmt,
+                sp["gelu"].in_fmt if "gelu" in sp else None,
                 width=width, headroom=headroom, stat=stat,
             ).to_dict()  # fmt: skip
             fm = {**auto, **fm}
@@ -379,8 +387,7 @@ def _prepare_head(
 ) -> tuple[DenseHead, np.ndarray | None]:
     """The head's spec and formats, calibrated like the blocks' (the float model runs
     once more for the head's tensors); and the float head output on ``feeds``."""
-    from hwapprox.export.calibrate import SiteStats, calibrate, parameter_format
-    from hwapprox.export.emulate import trace_model
+    from hwapprox.export.handoff import SiteStats, calibrate, parameter_format, trace_model
     from hwapprox.fixed import Overflow, Rounding
     from hwapprox.hls.calibrate import BlockCalibration, _resolve_site
 
@@ -475,7 +482,7 @@ def _node_attrs(node: Any) -> dict[str, Any]:
 
 def _prepare_sites(source: str | Path | ModelProto, cfg: Any) -> Prepared:
     """Models without a whole encoder block: one layer per nonlinear site (a chain)."""
-    from hwapprox.export.patterns import config_for_kinds
+    from hwapprox.export.handoff import config_for_kinds
     from hwapprox.hls.onnx_block import SITE_OP_TYPE
 
     folded, sites = fold_sites(source)

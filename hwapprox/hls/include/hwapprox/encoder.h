@@ -11,7 +11,9 @@
 //                 unread value)
 //                 (CONFIG_T::fused == 1: C_h row by row in one pass over the keys,
 //                 attention.h; the scores are used as they are computed, never stored)
-//   FFN(Y)      = GELU(Y.W1 + b1).W2 + b2
+//   FFN(Y)      = act(Y.W1 + b1).W2 + b2, act by CONFIG_T::ffn_act: 0 = the GELU unit
+//                 (gelu_cfg; erf, tanh or quick_gelu, whatever its spec computes), 1 =
+//                 ReLU, max(h, 0) in ffn1_cfg::out_t (exact; no gelu_cfg)
 //   post-LN (CONFIG_T::prenorm == 0):
 //       R1 = x + attention(x); Y1 = LN1(R1); R2 = Y1 + FFN(Y1); y = LN2(R2)
 //   pre-LN  (CONFIG_T::prenorm == 1; no final LayerNorm):
@@ -271,6 +273,58 @@ heads:
         ctx, wo, bo, o);
 }
 
+// The FFN body by activation (CONFIG_T::ffn_act): 0 = the GELU unit, 1 = ReLU.
+template <int ACT>
+struct encoder_ffn_body;
+
+template <>
+struct encoder_ffn_body<0> {  // GELU(h1): gelu_cfg's unit, h1 in its in_t, g in its out_t
+    template <class a_T, typename CONFIG_T>
+    static void run(const a_T a[CONFIG_T::seq * CONFIG_T::dim],
+                    typename CONFIG_T::ffn2_cfg::out_t f[CONFIG_T::seq * CONFIG_T::dim],
+                    const typename CONFIG_T::weight_t w1[CONFIG_T::dim * CONFIG_T::ffn],
+                    const typename CONFIG_T::bias_t b1[CONFIG_T::ffn],
+                    const typename CONFIG_T::weight_t w2[CONFIG_T::ffn * CONFIG_T::dim],
+                    const typename CONFIG_T::bias_t b2[CONFIG_T::dim]) {
+        #pragma HLS INLINE
+        const int S = CONFIG_T::seq, F = CONFIG_T::ffn;
+        typedef typename CONFIG_T::ffn1_cfg F1;
+        typedef typename CONFIG_T::ffn2_cfg F2;
+        typedef typename CONFIG_T::gelu_cfg GE;
+        typename F1::out_t h1[S * F];
+        matmul_bias<a_T, typename F1::b_t, typename F1::bias_t, typename F1::out_t, F1>(a, w1,
+                                                                                         b1, h1);
+        typename GE::out_t g[S * F];
+        gelu<typename GE::in_t, typename GE::out_t, GE>(h1, g);
+        matmul_bias<typename GE::out_t, typename F2::b_t, typename F2::bias_t,
+                    typename F2::out_t, F2>(g, w2, b2, f);
+    }
+};
+
+template <>
+struct encoder_ffn_body<1> {  // ReLU(h1): exact, in ffn1_cfg::out_t (hid_fmt)
+    template <class a_T, typename CONFIG_T>
+    static void run(const a_T a[CONFIG_T::seq * CONFIG_T::dim],
+                    typename CONFIG_T::ffn2_cfg::out_t f[CONFIG_T::seq * CONFIG_T::dim],
+                    const typename CONFIG_T::weight_t w1[CONFIG_T::dim * CONFIG_T::ffn],
+                    const typename CONFIG_T::bias_t b1[CONFIG_T::ffn],
+                    const typename CONFIG_T::weight_t w2[CONFIG_T::ffn * CONFIG_T::dim],
+                    const typename CONFIG_T::bias_t b2[CONFIG_T::dim]) {
+        #pragma HLS INLINE
+        const int S = CONFIG_T::seq, F = CONFIG_T::ffn;
+        typedef typename CONFIG_T::ffn1_cfg F1;
+        typedef typename CONFIG_T::ffn2_cfg F2;
+        typename F1::out_t h1[S * F];
+        matmul_bias<a_T, typename F1::b_t, typename F1::bias_t, typename F1::out_t, F1>(a, w1,
+                                                                                         b1, h1);
+        typename F1::out_t g[S * F];
+    relu:
+        for (int i = 0; i < S * F; i++) g[i] = h1[i] > 0 ? h1[i] : typename F1::out_t(0);
+        matmul_bias<typename F1::out_t, typename F2::b_t, typename F2::bias_t,
+                    typename F2::out_t, F2>(g, w2, b2, f);
+    }
+};
+
 // F = FFN(a): a is LN1's output (post-LN) or LN2's output (pre-LN).
 template <class a_T, typename CONFIG_T>
 void encoder_ffn(const a_T a[CONFIG_T::seq * CONFIG_T::dim],
@@ -280,18 +334,7 @@ void encoder_ffn(const a_T a[CONFIG_T::seq * CONFIG_T::dim],
                  const typename CONFIG_T::weight_t w2[CONFIG_T::ffn * CONFIG_T::dim],
                  const typename CONFIG_T::bias_t b2[CONFIG_T::dim]) {
     #pragma HLS INLINE
-    const int S = CONFIG_T::seq, F = CONFIG_T::ffn;
-    typedef typename CONFIG_T::ffn1_cfg F1;
-    typedef typename CONFIG_T::ffn2_cfg F2;
-    typedef typename CONFIG_T::gelu_cfg GE;
-
-    typename F1::out_t h1[S * F];
-    matmul_bias<a_T, typename F1::b_t, typename F1::bias_t, typename F1::out_t, F1>(a, w1, b1,
-                                                                                     h1);
-    typename GE::out_t g[S * F];
-    gelu<typename GE::in_t, typename GE::out_t, GE>(h1, g);
-    matmul_bias<typename GE::out_t, typename F2::b_t, typename F2::bias_t, typename F2::out_t,
-                F2>(g, w2, b2, f);
+    encoder_ffn_body<CONFIG_T::ffn_act>::template run<a_T, CONFIG_T>(a, f, w1, b1, w2, b2);
 }
 
 // The two block orders, each given the key bits real[seq].
