@@ -174,15 +174,17 @@ def _online_out(
     to ``out_fmt``: AP_TRN / AP_RND by ``half``, AP_SAT), 0 where masked."""
     rows, n = x.shape
     y = np.empty((rows, n), dtype=np.int64)
+    top = memo.shape[0] - 1  # the clamp only moves masked elements (zeroed below)
     for i in range(rows):
         mi = m[i]
         ri = r[i]
-        for j in range(n):
-            if masked and mask[i, j]:
-                y[i, j] = 0
-                continue
-            v = (memo[mi - x[i, j]] * ri + half) >> s
+        for j in range(n):  # no branch on the mask here: the loop stays branch-free
+            v = (memo[min(max(mi - x[i, j], 0), top)] * ri + half) >> s
             y[i, j] = lo if v < lo else (hi if v > hi else v)
+        if masked:
+            for j in range(n):
+                if mask[i, j]:
+                    y[i, j] = 0
     return y
 
 
@@ -193,18 +195,18 @@ def _softermax_out(
     """Per element ``clip((P(T(x) - M·2^F_t)·r + half) >> s, lo, hi)``, 0 where masked."""
     rows, n = x.shape
     y = np.empty((rows, n), dtype=np.int64)
+    p_hi = p_lo + p_memo.shape[0] - 1  # (reached by masked elements only: zeroed below)
     for i in range(rows):
         base = big_m[i] << ft
         ri = r[i]
-        for j in range(n):
-            if masked and mask[i, j]:
-                y[i, j] = 0
-                continue
-            a = t_memo[x[i, j] - min_raw] - base
-            if a < p_lo:
-                a = p_lo
+        for j in range(n):  # no branch on the mask here: the loop stays branch-free
+            a = min(max(t_memo[x[i, j] - min_raw] - base, p_lo), p_hi)
             v = (p_memo[a - p_lo] * ri + half) >> s
             y[i, j] = lo if v < lo else (hi if v > hi else v)
+        if masked:
+            for j in range(n):
+                if mask[i, j]:
+                    y[i, j] = 0
     return y
 
 

@@ -1472,11 +1472,6 @@ class SoftermaxSoftmax(SoftmaxSpec):
         narrow = self._narrow()
         pow2 = self._pow2_fn(tabs["pow2_table"], narrow)
         ft = self.t_fmt.frac_bits  # Python ints keep int32 arrays int32
-        if self.in_fmt.width <= _MEMO_MAX_BITS:
-            t_memo = _cached(self, "_t_memo", narrow)
-            t = t_memo[x - np.int64(self.in_fmt.min_raw)]
-        else:
-            t = self._t(x)
         up = 1 << (self.sum_fmt.frac_bits - self.pow2_fmt.frac_bits)
         p_lo = -(self.pow2_fmt.frac_bits + 2) << ft
         m_empty = (self.t_fmt.min_raw >> ft) - 1
@@ -1495,9 +1490,18 @@ class SoftermaxSoftmax(SoftmaxSpec):
             )
             if narrow:
                 big_m = big_m.astype(np.int32)
+            t = None  # the compiled scans read T from the memo themselves
         else:
+            t = self._t_codes(x, narrow)
             d, big_m = self._pass1_numpy(t, mask, pow2, ft, up, m_empty)
         return self._softermax_out(x, t, d, big_m, mask, tabs, pow2, ft)
+
+    def _t_codes(self, x: RawArray, narrow: bool) -> RawArray:
+        """``T(x)`` of every element (from the memo where the input is memo-sized)."""
+        if self.in_fmt.width <= _MEMO_MAX_BITS:
+            t_memo = _cached(self, "_t_memo", narrow)
+            return t_memo[x - np.int64(self.in_fmt.min_raw)]
+        return self._t(x)
 
     def _kernel_ok(self) -> bool:
         """The compiled scans apply: numba present, memo-sized input, ``P`` of the memo's
@@ -1541,7 +1545,7 @@ class SoftermaxSoftmax(SoftmaxSpec):
     def _softermax_out(
         self,
         x: RawArray,
-        t: RawArray,
+        t: RawArray | None,
         d: RawArray,
         big_m: RawArray,
         mask: npt.NDArray[np.bool_] | None,
@@ -1549,7 +1553,8 @@ class SoftermaxSoftmax(SoftmaxSpec):
         pow2: Callable[[RawArray], RawArray],
         ft: int,
     ) -> RawArray:
-        """Pass 2: the reciprocal of ``d`` and ``P(t - M)·r`` cast to ``out_fmt``."""
+        """Pass 2: the reciprocal of ``d`` and ``P(t - M)·r`` cast to ``out_fmt``
+        (``t`` None: not computed yet)."""
         if mask is not None:
             # only fully masked rows have d = 0 (unmasked rows hold a P >= 1.0);
             # their outputs are 0 whatever r is
@@ -1583,6 +1588,8 @@ class SoftermaxSoftmax(SoftmaxSpec):
                 mask if mask is not None else np.zeros((1, 1), dtype=bool),
                 mask is not None,
             )
+        if t is None:
+            t = self._t_codes(x, self._narrow())
         if mask is None:
             p = pow2(t - (big_m[:, None] << ft))
         else:
