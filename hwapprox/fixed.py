@@ -576,8 +576,11 @@ def cast(raw: npt.ArrayLike, src: FixedFormat, dst: FixedFormat) -> RawArray:
         # Exact left shift; only the low bits matter for WRAP, and for the
         # saturating modes the overflow test is done before shifting.
         if d == 0:
-            if dst.min_raw <= src.min_raw and src.max_raw <= dst.max_raw:
-                return r.copy()  # every src code fits: no overflow mode can act
+            # Every src code fits: no overflow mode can act, except SAT_SYM,
+            # which also moves a signed format's most negative code.
+            sym = dst.overflow is Overflow.SAT_SYM and dst.signed
+            if not sym and dst.min_raw <= src.min_raw and src.max_raw <= dst.max_raw:
+                return r.copy()
             return dst.saturate(r)
         if dst.overflow is Overflow.WRAP:
             keep = dst.width - d
