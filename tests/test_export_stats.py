@@ -100,8 +100,9 @@ def test_empty_site_is_a_clear_error() -> None:
 
 @pytest.mark.skipif(_kernels.njit is None, reason="numba is not installed")
 def test_compiled_add_matches_the_numpy_path() -> None:
-    """RunningStats.add of float32 (two compiled passes) == the numpy path: the same
-    histogram, count, non-finite count, min and max; moments to float64 rounding."""
+    """RunningStats.add of float32 (one compiled pass) == the numpy path: the same
+    histogram, count, non-finite count, min and max; moments to float64 rounding, also
+    for data far from zero relative to their spread (no cancellation)."""
     rng = np.random.default_rng(11)
     x = (rng.standard_normal(300_001) * 3 + 0.5).astype(np.float32)
     x[[5, 70, 900]] = [np.inf, np.nan, -np.inf]
@@ -116,9 +117,72 @@ def test_compiled_add_matches_the_numpy_path() -> None:
     )  # fmt: skip
     assert fast.mean == pytest.approx(slow.mean, rel=1e-12)
     assert fast.std == pytest.approx(slow.std, rel=1e-10)
+    far = (3000.0 + rng.standard_normal(100_003) * 0.01).astype(np.float32)
+    f_fast = RunningStats().add(far)
+    with patch.object(_kernels, "enabled", False):
+        f_slow = RunningStats().add(far)
+    assert f_fast.std == pytest.approx(f_slow.std, rel=1e-9)
+    assert f_fast.std == pytest.approx(np.std(far.astype(np.float64)), rel=1e-9)
     one = RunningStats().add(x)
     bad = x.copy()
     bad[123] = 1e30  # a planted difference moves the histogram and the max
     planted = RunningStats().add(bad)
     assert not np.array_equal(planted.hist, one.hist)
     assert planted.max != one.max
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_site_error_sums_compiled_match_numpy(masked: bool) -> None:
+    """validate's per-site error sums and saturation counts: the compiled pass against
+    the numpy path (kernels switched off) and against figures written out here; a
+    planted error in one kept element moves the maximum."""
+    from hwapprox.approx import _kernels
+    from hwapprox.export.validate import _err_sums
+
+    rng = np.random.default_rng(3)
+    y = rng.standard_normal((6, 7, 33))
+    yf = (y + rng.normal(0, 1e-3, y.shape)).astype(np.float32)
+    keep = rng.random(y.shape) > 0.3 if masked else None
+    fast = _err_sums(y, yf, keep)
+    with patch.object(_kernels, "enabled", False):
+        slow = _err_sums(y, yf, keep)
+    d = np.abs(y - yf.astype(np.float64))
+    r = yf.astype(np.float64)
+    if keep is not None:
+        d, r = d[keep], r[keep]
+    want = (d.size, d.max(), d.sum(), (d**2).sum(), (r**2).sum())
+    assert fast[0] == slow[0] == want[0]
+    np.testing.assert_allclose(fast[1:], want[1:], rtol=1e-12)
+    np.testing.assert_allclose(slow[1:], want[1:], rtol=1e-12)
+    i = np.flatnonzero(keep.reshape(-1) if keep is not None else np.ones(y.size, bool))[5]
+    y2 = y.copy().reshape(-1)
+    y2[i] += 0.5
+    assert _err_sums(y2.reshape(y.shape), yf, keep)[1] > fast[1] + 0.4
+
+    from hwapprox.approx.registry import make_spec
+    from hwapprox.export.validate import saturation
+
+    spec = make_spec("gelu", "lut")
+    x = rng.normal(0, 6, y.shape).astype(np.float32)
+    mask = ~keep if keep is not None else None
+    got = saturation(spec, x, yf, mask)
+    with patch.object(_kernels, "enabled", False):
+        assert saturation(spec, x, yf, mask) == got
+    xs = x.astype(np.float64) if mask is None else x[~mask].astype(np.float64)
+    f = spec.in_fmt
+    assert got["in"] == np.count_nonzero((xs < f.min - f.lsb) | (xs > f.max + f.lsb)) > 0
+    assert got["in_total"] == xs.size
+
+
+def test_lazy_map_membership_does_not_compute() -> None:
+    """``name in trace.row_extents`` must not compute the extents (validate asks it for
+    every softmax site); reading the value computes it once."""
+    from hwapprox.export.calibrate import LazyMap
+
+    calls: list[str] = []
+    lm = LazyMap({"a": lambda: calls.append("a") or np.zeros(1)})
+    assert "a" in lm
+    assert "b" not in lm
+    assert calls == []
+    lm["a"], lm["a"]
+    assert calls == ["a"]

@@ -30,7 +30,9 @@ __all__ = [
     "available",
     "cast_params",
     "codes_to_float",
+    "count_outside",
     "enabled",
+    "err_stats",
     "hist_moments_f32",
     "memo_lookup",
     "online_out",
@@ -40,7 +42,6 @@ __all__ = [
     "scale_affine_rows",
     "softermax_out",
     "softermax_sum",
-    "sq_dev_f32",
 ]
 
 #: switch the kernels off (tests compare both paths; a user may too)
@@ -307,61 +308,61 @@ def cast_params(src_frac: int, dst: Any) -> tuple[int, int, int, int] | None:
     return None
 
 
-def _hist_moments_f32(x: Any, bits: Any, hist: Any) -> tuple[int, float, float, float]:
+def _hist_moments_f32(x: Any, bits: Any, hist: Any) -> tuple[int, float, float, float, float]:
     """One pass over float32 ``x`` (``bits``: the same memory as uint32): adds each
     finite value's bfloat16 bucket (``bits >> 16``) to ``hist``; returns the number of
-    finite values, their min, max and float64 sum (summed in blocks of 4096, so the
-    rounding grows with ``4096 + n/4096``, not ``n``). Non-finite values are skipped
-    (the caller counts them as ``size - count``)."""
+    finite values, their min, max, mean and ``m2 = Σ (x_i - mean)²``, in float64.
+    Non-finite values are skipped (the caller counts them as ``size - count``).
+
+    Moments by blocks of 4096 finite values: each block sums ``x - c`` and ``(x - c)²``
+    about its first value ``c`` (so the sums do not cancel when the data sit far from
+    zero), and the blocks are merged by Chan et al.'s pairwise update, as
+    :meth:`hwapprox.export.stats.RunningStats.merge` merges batches."""
     n = 0
     lo = np.inf
     hi = -np.inf
-    total = 0.0
-    block = 0.0
+    mean = 0.0
+    m2 = 0.0
+    c = 0.0
+    s1 = 0.0
+    s2 = 0.0
     k = 0
-    for i in range(x.shape[0]):
-        b = bits[i]
-        if (b & 0x7F800000) == 0x7F800000:
-            continue
-        hist[b >> 16] += 1
-        v = np.float64(x[i])
-        lo = min(lo, v)
-        hi = max(hi, v)
-        block += v
-        n += 1
-        k += 1
-        if k == 4096:
-            total += block
-            block = 0.0
-            k = 0
-    return n, lo, hi, total + block
-
-
-def _sq_dev_f32(x: Any, bits: Any, mean: float) -> float:
-    """``Σ (x_i - mean)²`` over the finite float32 values, in float64 (blocked as
-    :func:`_hist_moments_f32`)."""
-    total = 0.0
-    block = 0.0
-    k = 0
-    for i in range(x.shape[0]):
-        if (bits[i] & 0x7F800000) == 0x7F800000:
-            continue
-        d = np.float64(x[i]) - mean
-        block += d * d
-        k += 1
-        if k == 4096:
-            total += block
-            block = 0.0
-            k = 0
-    return total + block
+    for i in range(x.shape[0] + 1):
+        if i < x.shape[0]:
+            b = bits[i]
+            if (b & 0x7F800000) == 0x7F800000:
+                continue
+            hist[b >> 16] += 1
+            v = np.float64(x[i])
+            lo = min(lo, v)
+            hi = max(hi, v)
+            if k == 0:
+                c = v
+            d = v - c
+            s1 += d
+            s2 += d * d
+            k += 1
+            if k < 4096:
+                continue
+        if k == 0:
+            break
+        mean_b = c + s1 / k
+        m2_b = max(s2 - s1 * s1 / k, 0.0)
+        tot = n + k
+        delta = mean_b - mean
+        mean += delta * k / tot
+        m2 += m2_b + delta * delta * n * k / tot
+        n = tot
+        s1 = 0.0
+        s2 = 0.0
+        k = 0
+    return n, lo, hi, mean, m2
 
 
 if njit is not None:
     hist_moments_f32 = njit(cache=True, nogil=True)(_hist_moments_f32)
-    sq_dev_f32 = njit(cache=True, nogil=True)(_sq_dev_f32)
 else:  # pragma: no cover
     hist_moments_f32 = _hist_moments_f32
-    sq_dev_f32 = _sq_dev_f32
 
 
 # -- LayerNorm output stages ---------------------------------------------------------------
@@ -419,3 +420,65 @@ if njit is not None:
 else:  # pragma: no cover
     affine_rows = _affine_rows
     scale_affine_rows = _scale_affine_rows
+
+
+# -- per-site metrics (hwapprox.export.validate) ------------------------------------------
+def _err_stats(
+    y: Any, yf: Any, keep: Any, has_keep: bool
+) -> tuple[int, float, float, float, float]:
+    """One pass over flat ``y`` (approximation) and ``yf`` (float reference), the
+    elements where ``keep`` is True (all without ``has_keep``): their number,
+    ``max |y - yf|``, ``Σ |y - yf|``, ``Σ (y - yf)²`` and ``Σ yf²``, each in float64
+    (sums blocked by 4096)."""
+    n = 0
+    mx = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    sr = 0.0
+    b1 = 0.0
+    b2 = 0.0
+    br = 0.0
+    k = 0
+    for i in range(y.shape[0]):
+        if has_keep and not keep[i]:
+            continue
+        r = np.float64(yf[i])
+        d = abs(np.float64(y[i]) - r)
+        mx = max(mx, d)
+        b1 += d
+        b2 += d * d
+        br += r * r
+        n += 1
+        k += 1
+        if k == 4096:
+            s1 += b1
+            s2 += b2
+            sr += br
+            b1 = 0.0
+            b2 = 0.0
+            br = 0.0
+            k = 0
+    return n, mx, s1 + b1, s2 + b2, sr + br
+
+
+def _count_outside(a: Any, masked: Any, has_mask: bool, lo: float, hi: float) -> tuple[int, int]:
+    """(number of unmasked values of flat ``a`` below ``lo`` or above ``hi``, number of
+    unmasked values); NaN counts as inside, as ``(a < lo) | (a > hi)`` does."""
+    out = 0
+    total = 0
+    for i in range(a.shape[0]):
+        if has_mask and masked[i]:
+            continue
+        v = np.float64(a[i])
+        total += 1
+        if v < lo or v > hi:
+            out += 1
+    return out, total
+
+
+if njit is not None:
+    err_stats = njit(cache=True, nogil=True)(_err_stats)
+    count_outside = njit(cache=True, nogil=True)(_count_outside)
+else:  # pragma: no cover
+    err_stats = _err_stats
+    count_outside = _count_outside

@@ -228,6 +228,9 @@ class LazyMap(Mapping[str, np.ndarray]):
             self._done[key] = self._makers[key]()
         return self._done[key]
 
+    def __contains__(self, key: object) -> bool:
+        return key in self._makers  # without computing the value (Mapping's would)
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._makers)
 

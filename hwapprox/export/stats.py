@@ -125,15 +125,13 @@ class RunningStats:
         return self
 
     def _add_f32_compiled(self, a: npt.NDArray[np.float32]) -> RunningStats:
-        """:meth:`add` of a contiguous 1-D float32 batch in two compiled passes (the
+        """:meth:`add` of a contiguous 1-D float32 batch in one compiled pass (the
         same histogram and extremes; moments equal up to float64 summation order)."""
         bits = a.view(np.uint32)
-        n_b, lo, hi, total = _kernels.hist_moments_f32(a, bits, self.hist)  # bins in place
+        n_b, lo, hi, mean_b, m2_b = _kernels.hist_moments_f32(a, bits, self.hist)  # in place
         self.nonfinite += int(a.size - n_b)
         if n_b == 0:
             return self
-        mean_b = total / n_b
-        m2_b = _kernels.sq_dev_f32(a, bits, mean_b)
         self._merge_moments(int(n_b), lo, hi, mean_b, m2_b)
         return self
 

@@ -39,6 +39,7 @@ from typing import Any, ClassVar
 import numpy as np
 from onnx import ModelProto
 
+from hwapprox.approx import _kernels
 from hwapprox.approx.base import ApproxSpec, Operator, SpecError
 from hwapprox.approx.config import ApproxConfig, load_config
 from hwapprox.approx.costmodel import rank_score
@@ -276,41 +277,58 @@ def site_metrics(
     exactly 0.
     """
     y = apply_spec(site, spec, x, mask, n_value)
-    yf = np.asarray(y_float, dtype=np.float64)
+    keep = None
     if mask is not None:
-        m = np.broadcast_to(mask, yf.shape)
+        m = np.broadcast_to(mask, y.shape)
         mrows, ax = rows_view(site, m)
         live = ~mrows.all(axis=ax, keepdims=True)
-        keep = ~m & np.broadcast_to(live, mrows.shape).reshape(yf.shape)
-        d = np.abs(y - yf)[keep]
-        yk = yf[keep]
-    else:
-        d = np.abs(y - yf).ravel()
-        yk = yf
-    if d.size == 0:
-        d = np.zeros(1)
-    rms_ref = float(np.sqrt((yk**2).mean())) if yk.size else 0.0
+        keep = ~m & np.broadcast_to(live, mrows.shape).reshape(y.shape)
+    n, mx, s1, s2, sr = _err_sums(y, np.asarray(y_float), keep)
+    n = max(n, 1)  # nothing kept: every error figure 0
     out = {
-        "max_abs": float(d.max()),
-        "mean_abs": float(d.mean()),
-        "rms": float(np.sqrt((d**2).mean())),
-        "rel_rms": float(np.sqrt((d**2).mean()) / rms_ref) if rms_ref > 0 else 0.0,
+        "max_abs": mx,
+        "mean_abs": s1 / n,
+        "rms": float(np.sqrt(s2 / n)),
+        "rel_rms": float(np.sqrt(s2 / sr)) if sr > 0 else 0.0,
         "out_lsb": float(spec.out_fmt.lsb),
-        "max_lsb": float(d.max() / spec.out_fmt.lsb),
+        "max_lsb": mx / float(spec.out_fmt.lsb),
     }
     if site.operator is Operator.SOFTMAX:
+        yf = np.asarray(y_float)
         rows_y, ax = rows_view(site, y)
         rows_f, _ = rows_view(site, yf)
         if mask is not None:
             mr, _ = rows_view(site, np.broadcast_to(mask, yf.shape))
-            rows_f = np.where(mr, 0.0, rows_f)
+            rows_f = np.where(mr, rows_f.dtype.type(0), rows_f)
             live = ~mr.all(axis=ax)
         else:
             live = np.ones(1, dtype=bool)
-        err = np.abs(rows_y.sum(axis=ax) - rows_f.sum(axis=ax))
+        err = np.abs(rows_y.sum(axis=ax, dtype=np.float64) - rows_f.sum(axis=ax, dtype=np.float64))
         err = err[np.broadcast_to(live, err.shape)]
         out["row_sum_err"] = float(err.max()) if err.size else 0.0
     return out
+
+
+def _err_sums(
+    y: np.ndarray, yf: np.ndarray, keep: np.ndarray | None
+) -> tuple[int, float, float, float, float]:
+    """Over the elements where ``keep`` (all without it): their number, ``max|y - yf|``,
+    ``Σ|y - yf|``, ``Σ(y - yf)²`` and ``Σ yf²``, in float64 (one compiled pass where
+    numba is present, :func:`hwapprox.approx._kernels.err_stats`)."""
+    if _kernels.available():
+        k = np.ascontiguousarray(keep).reshape(-1) if keep is not None else np.zeros(1, bool)
+        n, mx, s1, s2, sr = _kernels.err_stats(
+            np.ascontiguousarray(y).reshape(-1), np.ascontiguousarray(yf).reshape(-1), k,
+            keep is not None,
+        )  # fmt: skip
+        return int(n), float(mx), float(s1), float(s2), float(sr)
+    r = np.asarray(yf, dtype=np.float64)
+    d = np.abs(np.asarray(y, dtype=np.float64) - r)
+    if keep is not None:
+        d, r = d[keep], r[keep]
+    if d.size == 0:
+        return 0, 0.0, 0.0, 0.0, 0.0
+    return int(d.size), float(d.max()), float(d.sum()), float((d**2).sum()), float((r**2).sum())
 
 
 def saturation(
@@ -320,10 +338,16 @@ def saturation(
     ``spec.in_fmt`` (``spec.out_fmt``): the values the hardware saturates."""
 
     def count(v: np.ndarray, fmt: Any) -> tuple[int, int]:
+        lo, hi, lsb = float(fmt.min), float(fmt.max), float(fmt.lsb)
+        if _kernels.available():
+            a = np.ascontiguousarray(v).reshape(-1)
+            m = np.zeros(1, bool) if mask is None else np.ascontiguousarray(
+                np.broadcast_to(mask, np.shape(v))).reshape(-1)  # fmt: skip
+            n, t = _kernels.count_outside(a, m, mask is not None, lo - lsb, hi + lsb)
+            return int(n), int(t)
         a = np.asarray(v, dtype=np.float64)
         if mask is not None:
             a = a[~np.broadcast_to(mask, a.shape)]
-        lo, hi, lsb = float(fmt.min), float(fmt.max), float(fmt.lsb)
         return int(np.count_nonzero((a < lo - lsb) | (a > hi + lsb))), int(a.size)
 
     n_in, t_in = count(x, spec.in_fmt)
@@ -493,7 +517,7 @@ def unified_phis(cfg: ApproxConfig, sites: Sequence[Site], trace: Trace) -> dict
     the configured ``unified_low``, default 4)."""
     out: dict[str, dict] = {}
     for s in sites:
-        if s.name not in trace.row_extents or _config_field(cfg, s, "unified_max") != "auto":
+        if _config_field(cfg, s, "unified_max") != "auto" or s.name not in trace.row_extents:
             continue
         low = _config_field(cfg, s, "unified_low")
         phi, _ = unified_max_phi(trace.row_extents[s.name], 4 if low is None else int(low))
