@@ -40,7 +40,8 @@ IDS = [e["file"] for e in MODELS]
 #: sites per family, from the model definitions (2 layers): LayerNorms = 2 per layer +
 #: the embedding LayerNorm (BERT-likes), the final one (pre-LN stacks) or CLIP vision's
 #: pre_layrnorm; GELU = 1 per layer (+ Whisper's 2 conv front-end GELUs). CLIP's
-#: quick_gelu (x·sigmoid(1.702x)) is a GELU site of its own kind; OPT's ReLU is none.
+#: quick_gelu (x·sigmoid(1.702x)) is a GELU site of its own kind, as is Llama's SiLU gate
+#: (x·sigmoid(x)); OPT's ReLU is none.
 SITES = {
     "bert": {"layernorm": 5, "softmax": 2, "gelu": 2},
     "roberta": {"layernorm": 5, "softmax": 2, "gelu": 2},
@@ -57,8 +58,8 @@ SITES = {
     "opt": {"layernorm": 5, "softmax": 2},
     "gptneo": {"layernorm": 5, "softmax": 2, "gelu": 2},
     "gptneo_local": {"layernorm": 5, "softmax": 2, "gelu": 2},
-    "llama": {"rmsnorm": 5, "softmax": 2},
-    "llama_rmsop": {"rmsnorm": 5, "softmax": 2},
+    "llama": {"rmsnorm": 5, "softmax": 2, "silu": 2},
+    "llama_rmsop": {"rmsnorm": 5, "softmax": 2, "silu": 2},
     "whisper_encoder": {"layernorm": 5, "softmax": 2, "gelu": 4},
 }
 
@@ -127,8 +128,35 @@ def test_clip_quick_gelu_is_a_gelu_site_measured_against_itself(family: str) -> 
         assert r.site_errors[s.name]["max_lsb"] < 4
     cfg = {"sites": {quick[0].name: {"method": "ibert"}}}
     with pytest.raises(
-        SpecError, match=f"site {quick[0].name} .*erf GELU, not quick_gelu.*edgemoe"
+        SpecError, match=rf"site {quick[0].name} .*erf GELU, not x·σ\(αx\) \(quick_gelu.*edgemoe"
     ):
+        validate(imp, inputs=_feeds(entry), config=cfg)
+
+
+@pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
+def test_llama_silu_gate_is_a_gelu_site_with_a_silu_table(exporter: str) -> None:
+    """Llama's gated FFN, SiLU(x·Wg) ⊙ (x·Wu): the SiLU is a GELU site of kind silu
+    (Sigmoid + Mul, alpha 1) measured against x·sigmoid(x); with no config it gets
+    edgemoe over |x| < 16 (table_size 513), a config's table_size is kept, and ShiftGELU
+    (slope 1.702 only) is refused naming the site."""
+    entry = next(e for e in MODELS if e["family"] == "llama" and e["exporter"] == exporter)
+    imp = import_model(CORPUS / entry["file"])
+    silu = [s for s in imp.sites if s.kind == "silu"]
+    assert len(silu) == 2
+    assert all(s.operator is Operator.GELU and s.params["alpha"] == 1.0 for s in silu)
+    r = validate(imp, inputs=_feeds(entry))
+    assert r.as_dict()["found_not_emulated"] == []
+    for s in silu:
+        spec = r.specs[s.name]
+        assert (spec.method, spec.form, spec.table_size) == ("edgemoe", "silu", 513)
+        x = np.linspace(-6, 6, 61)
+        np.testing.assert_allclose(spec.reference(x), x / (1 + np.exp(-x)), rtol=1e-12)
+        assert r.site_errors[s.name]["max_lsb"] < 4
+    own = {"sites": {silu[0].name: {"method": "edgemoe", "table_size": 300}}}
+    kept = validate(imp, inputs=_feeds(entry), config=own)
+    assert kept.specs[silu[0].name].table_size == 300
+    cfg = {"sites": {silu[0].name: {"method": "shiftgelu"}}}
+    with pytest.raises(SpecError, match=f"site {silu[0].name} .*not SiLU.*edgemoe, pwl or lut"):
         validate(imp, inputs=_feeds(entry), config=cfg)
 
 

@@ -113,7 +113,7 @@ def test_every_code_of_a_small_format_lands_in_out_fmt(cls, out):
 def test_form_field_and_unsigned_input_refused(cls):
     name = cls.__name__
     with pytest.raises(
-        SpecError, match=rf"^{name}\.form='exact': expected one of 'erf', 'tanh', 'quick'$"
+        SpecError, match=rf"^{name}\.form='exact': expected one of 'erf', 'tanh', 'quick', 'silu'$"
     ):
         cls(form="exact")
     with pytest.raises(SpecError, match=rf"^{name}\.in_fmt='ap_ufixed<8,3>': must be signed"):
@@ -587,3 +587,36 @@ def test_quick_form_shiftgelu_is_measured_against_its_own_function():
 def test_quick_form_refused_by_ibert():
     with pytest.raises(SpecError, match=r"^IBertGelu\.form='quick': I-BERT's polynomial .*edgemoe"):
         IBertGelu(form="quick")
+
+
+# -- SiLU (form="silu": x·σ(x), Llama's gate) -------------------------------------------
+def _silu_math(x: np.ndarray) -> np.ndarray:
+    return np.array([v / (1.0 + math.exp(-v)) if v > -700 else 0.0 for v in x.tolist()])
+
+
+def test_silu_form_reference_and_methods():
+    x = np.linspace(-30, 30, 6001)
+    assert np.abs(gelu_reference(x, "silu") - _silu_math(x)).max() < 1e-14
+    lut = LutGelu(form="silu")
+    codes, xs = _codes_and_values(lut)
+    assert np.array_equal(lut.model(codes), lut.out_fmt.quantize(_silu_math(xs)))
+    # edgemoe with the table over |x| < 16 a SiLU site gets by default: within one LSB
+    # on every code (interpolation h²/8·max|δ''| = 1.2e-4 + entry/δ rounding + half LSB)
+    em = EdgeMoeGelu(form="silu", table_size=513)
+    codes, xs = _codes_and_values(em)
+    err = np.abs(em.out_fmt.to_float(em.model(codes)) - _silu_math(xs))
+    assert err.max() <= (1 / 32) ** 2 / 8 * 1.0 + 2.0**-21 + 0.5 * float(em.out_fmt.lsb) + 2e-6
+    assert err.max() < float(em.out_fmt.lsb)
+    # Edge-MoE's erf-sized table (|x| < 5.5) drops δ(5.5) = 0.022 for SiLU: 45 LSB
+    short = EdgeMoeGelu(form="silu")
+    err_short = np.abs(short.out_fmt.to_float(short.model(codes)) - _silu_math(xs))
+    assert err_short.max() > 0.02
+    codes = np.arange(1, em.in_fmt.max_raw + 1)
+    diff = em.model(codes) - em.model(-codes)  # the odd part exact: silu(x) - silu(-x) = x
+    assert np.array_equal(diff, codes << (em.out_fmt.frac_bits - em.in_fmt.frac_bits))
+
+
+@pytest.mark.parametrize("cls", [IBertGelu, ShiftGelu])
+def test_silu_form_refused_by_ibert_and_shiftgelu(cls):
+    with pytest.raises(SpecError, match=rf"^{cls.__name__}\.form='silu': .*edgemoe, pwl or lut"):
+        cls(form="silu")

@@ -62,6 +62,8 @@ CASES = [
     # CLIP's quick_gelu x·σ(1.702x) (form quick): its own tables and fit
     ("edgemoe", {"form": "quick"}),
     ("pwl", {"form": "quick", "in_fmt": "ap_fixed<12,5>", "segments": 16, "lo": -8.0, "hi": 8.0}),
+    # SiLU x·σ(x) (form silu, Llama's gate) with the table a SiLU site gets by default
+    ("edgemoe", {"form": "silu", "table_size": 513}),
     ("pwl", {}),
     (
         "pwl",

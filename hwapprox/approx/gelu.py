@@ -3,7 +3,9 @@
 Reference ``GELU(x) = x·Φ(x) = x/2·(1 + erf(x/√2))`` (ONNX ``Gelu``,
 ``approximate="none"``), or with ``form="tanh"``
 ``x/2·(1 + tanh(√(2/π)·(x + 0.044715·x³)))``, or with ``form="quick"`` CLIP's
-``quick_gelu`` ``x·σ(1.702·x)`` (:data:`QUICK_GELU_ALPHA`). Every spec maps raw codes of
+``quick_gelu`` ``x·σ(1.702·x)`` (:data:`QUICK_GELU_ALPHA`), or with ``form="silu"`` the
+SiLU / swish ``x·σ(x)`` of gated FFNs (Llama, Mistral: ``SiLU(x·Wg) ⊙ (x·Wu)``), the same
+family at slope 1 (:data:`SIGMOID_FORM_ALPHA`). Every spec maps raw codes of
 ``in_fmt`` to raw codes of ``out_fmt`` elementwise with pure int64 numpy; the
 final conversion to ``out_fmt`` always uses ``out_fmt``'s own rounding and
 overflow modes (``AP_RND``/``AP_SAT`` in the defaults).
@@ -43,6 +45,12 @@ maps onto it:
 * ``ibert`` evaluates I-BERT's polynomial of ``erf``: it approximates the erf
   GELU only, so a ``quick`` spec is refused (its error against ``quick_gelu``
   would be the 0.02 gap between the functions, not the method's).
+
+``form="silu"`` (``x·σ(x)``) maps the same way with slope 1 instead of 1.702:
+``lut``/``pwl`` tabulate / fit it, ``edgemoe`` tabulates ``δ(t) = t·σ(-t)`` (which
+decays more slowly: ``δ(5.5) = 2.2e-2``, ``δ(11) = 1.8e-4``, so a SiLU table wants a
+longer range or a coarser step than the erf default); ``ibert`` and ``shiftgelu``
+(whose shift-exp is built for I-ViT's slope 1.702) refuse it.
 """
 
 from __future__ import annotations
@@ -67,6 +75,7 @@ from hwapprox.fixed import MAX_RAW_BITS, FixedFormat, round_shift
 __all__ = [
     "GELU_FORMS",
     "QUICK_GELU_ALPHA",
+    "SIGMOID_FORM_ALPHA",
     "EdgeMoeGelu",
     "IBertGelu",
     "LutGelu",
@@ -87,9 +96,11 @@ _SERIES_TERMS = 30
 _CF_BANDS = ((1.5, 80), (2.5, 40), (4.0, 22), (8.0, 12))
 
 #: reference forms of a GELU spec: erf (exact), tanh (approximate="tanh"), quick (CLIP)
-GELU_FORMS = ("erf", "tanh", "quick")
+GELU_FORMS = ("erf", "tanh", "quick", "silu")
 #: CLIP's ``quick_gelu`` constant: ``x·σ(1.702·x)``
 QUICK_GELU_ALPHA = 1.702
+#: the sigmoid-form references ``x·σ(α·x)`` by form: CLIP's quick_gelu and SiLU (swish)
+SIGMOID_FORM_ALPHA = {"quick": QUICK_GELU_ALPHA, "silu": 1.0}
 
 # default formats (module constants: frozen, shared)
 _FIX16_5 = FixedFormat.parse("ap_fixed<16,5,AP_RND,AP_SAT>")
@@ -160,7 +171,8 @@ def erfc(x: npt.ArrayLike) -> FloatArray:
 
 def gelu_reference(x: npt.ArrayLike, form: str = "erf") -> FloatArray:
     """GELU in float64: ``x·Φ(x)`` (``form="erf"``), the tanh form (``form="tanh"``) or
-    CLIP's ``quick_gelu`` ``x·σ(1.702x)`` (``form="quick"``).
+    CLIP's ``quick_gelu`` ``x·σ(1.702x)`` (``form="quick"``) or SiLU ``x·σ(x)``
+    (``form="silu"``).
 
     The erf form uses ``Φ(x) = erfc(-x/√2)/2``, accurate in relative terms for
     negative x too (``GELU(-8) ≈ -5.3e-15`` is not lost to cancellation).
@@ -173,9 +185,10 @@ def gelu_reference(x: npt.ArrayLike, form: str = "erf") -> FloatArray:
         # x/2·(1 + tanh(u)) = x / (1 + e^(-2u)), stable for both signs.
         with np.errstate(over="ignore"):
             return a / (1.0 + np.exp(-2.0 * u))
-    if form == "quick":
+    if form in SIGMOID_FORM_ALPHA:
+        alpha = SIGMOID_FORM_ALPHA[form]
         with np.errstate(over="ignore"):  # x / (1 + e^(-αx)): -0.0 where e^(-αx) overflows
-            return a / (1.0 + np.exp(-QUICK_GELU_ALPHA * a))
+            return a / (1.0 + np.exp(-alpha * a))
     raise SpecError(
         f"form={form!r} is not a GELU reference form; expected one of {', '.join(GELU_FORMS)}"
     )
@@ -211,8 +224,9 @@ class _GeluSpec(FnSpec):
 
     in_fmt: FixedFormat = _FIX16_5
     out_fmt: FixedFormat = _FIX16_5
-    #: reference the error is measured against: "erf" (exact GELU), "tanh" or "quick"
-    #: (CLIP's x·σ(1.702x); the module docstring says how each method computes it)
+    #: reference the error is measured against: "erf" (exact GELU), "tanh", "quick"
+    #: (CLIP's x·σ(1.702x)) or "silu" (x·σ(x)); the module docstring says how each method
+    #: computes it
     form: str = "erf"
 
     def validate(self) -> None:
@@ -297,11 +311,11 @@ class IBertGelu(_GeluSpec):
     def validate(self) -> None:
         super().validate()
         self._require(
-            self.form != "quick",
+            self.form not in SIGMOID_FORM_ALPHA,
             "form",
             repr(self.form),
-            "I-BERT's polynomial approximates the erf GELU, not quick_gelu x·σ(1.702x); use "
-            "method edgemoe, shiftgelu, pwl or lut for a quick_gelu site",
+            "I-BERT's polynomial approximates the erf GELU, not x·σ(αx) (quick_gelu, SiLU); "
+            "use method edgemoe, pwl or lut (or shiftgelu for quick_gelu)",
         )
         self._require(
             0 <= self.erf_shift <= 40, "erf_shift", repr(self.erf_shift), "must be in [0, 40]"
@@ -503,6 +517,13 @@ class ShiftGelu(_GeluSpec):
 
     def validate(self) -> None:
         super().validate()
+        self._require(
+            self.form != "silu",
+            "form",
+            repr(self.form),
+            "ShiftGELU's shift-exp is built for I-ViT's slope 1.702 (x·σ(1.702x)), not SiLU "
+            "x·σ(x); use method edgemoe, pwl or lut for a SiLU site",
+        )
         self._require(1 <= self.n <= 30, "n", repr(self.n), "must be in [1, 30]")
         self._require(
             2 <= self.sigmoid_bits <= 31,
@@ -667,7 +688,9 @@ class EdgeMoeGelu(_GeluSpec):
     output; here in_fmt/out_fmt are free and the difference is exact before
     the output cast. The correction is the erf GELU's for ``form`` erf and tanh;
     ``form="quick"`` tabulates ``δ(t) = t·σ(-1.702t)`` (``ReLU(x) - δ(|x|) =
-    x·σ(1.702x)`` for both signs, as ``σ(-u) = 1 - σ(u)``; ``δ(5.5) ≈ 4.7e-4``).
+    x·σ(1.702x)`` for both signs, as ``σ(-u) = 1 - σ(u)``; ``δ(5.5) ≈ 4.7e-4``), and
+    ``form="silu"`` ``δ(t) = t·σ(-t)`` (``δ(5.5) ≈ 2.2e-2``: beyond the default table's
+    5.5 the output is ReLU(x), so a SiLU spec wants ``table_size``·``step`` near 16).
     """
 
     method: ClassVar[str] = "edgemoe"
@@ -722,8 +745,8 @@ class EdgeMoeGelu(_GeluSpec):
     @functools.cached_property
     def _table_float(self) -> FloatArray:
         t = np.arange(self.table_size, dtype=np.float64) * float(self.step)
-        if self.form == "quick":  # δ(t) = t·σ(-αt)
-            return t / (1.0 + np.exp(QUICK_GELU_ALPHA * t))
+        if self.form in SIGMOID_FORM_ALPHA:  # δ(t) = t·σ(-αt)
+            return t / (1.0 + np.exp(SIGMOID_FORM_ALPHA[self.form] * t))
         return t * 0.5 * erfc(t / math.sqrt(2.0))  # δ(t) = t·Φ(-t)
 
     @functools.cached_property

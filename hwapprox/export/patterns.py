@@ -69,6 +69,11 @@ model's constant n; a run-time n is read per call by the emulator, which sets
   (:mod:`hwapprox.approx.gelu` says how each does); I-BERT's GELU approximates
   the erf GELU only and is refused for it (a config naming it there gets the
   message of :meth:`Site.spec_mismatch`).
+* ``silu`` (``x·σ(x)``: ``Sigmoid(x)``, ``Mul(x, ·)``; the gate of Llama-style gated
+  FFNs, ``SiLU(x·Wg) ⊙ (x·Wu)``): a GELU site of kind ``silu`` (the same family as
+  quick_gelu at slope 1, params ``alpha`` = 1), specs ``form="silu"``; edgemoe, pwl
+  and lut compute it, with the ranges :data:`KIND_SPEC_DEFAULTS` gives (SiLU's
+  correction to ReLU decays as ``t·e^-t``, far more slowly than GELU's).
 
 Constants must match to relative tolerance :data:`CONST_RTOL` (float32 exports).
 Every intermediate tensor of a pattern must be used only inside it.
@@ -119,7 +124,18 @@ KIND_FIELDS = {
 KIND_METHODS: dict[str, tuple[str, ...]] = {
     "rmsnorm": ("rmsnorm",),
     "quick_gelu": ("edgemoe", "shiftgelu", "pwl", "lut"),
+    "silu": ("edgemoe", "pwl", "lut"),
 }
+#: Spec fields a site kind gets by default, per method, where the operator's defaults
+#: are built for another function: SiLU's correction to ReLU, ``δ(t) = t·σ(-t)``, is
+#: still 0.022 at t = 5.5 where the erf GELU's is 1e-7, so edgemoe's table covers
+#: ``|x| < 16`` (``δ(16) = 1.8e-6``; 0.62 output LSB at ``ap_fixed<16,5>``) and pwl fits
+#: ``[-16, 16]`` with 16 segments. A config that sets a field keeps its value.
+KIND_SPEC_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
+    "silu": {"edgemoe": {"table_size": 513}, "pwl": {"lo": -16.0, "hi": 16.0, "segments": 16}},
+}
+#: the GELU reference form of each sigmoid-form GELU site kind
+_SIGMOID_KIND_FORMS = {"quick_gelu": "quick", "silu": "silu"}
 #: Ops through which a tensor may be computed from shapes only (a run-time length n).
 _SHAPE_ONLY_OPS = frozenset(
     {"Shape", "Size", "Gather", "Slice", "Squeeze", "Unsqueeze", "Cast", "Concat", "Reshape"}
@@ -181,9 +197,9 @@ class Site:
     @property
     def gelu_form(self) -> str:
         """The GELU reference form of a GELU site: ``quick`` (a ``quick_gelu`` site),
-        ``tanh`` (``approximate="tanh"``) or ``erf``."""
-        if self.kind == "quick_gelu":
-            return "quick"
+        ``silu`` (a ``silu`` site), ``tanh`` (``approximate="tanh"``) or ``erf``."""
+        if self.kind in _SIGMOID_KIND_FORMS:
+            return _SIGMOID_KIND_FORMS[self.kind]
         return "tanh" if self.approximate == "tanh" else "erf"
 
     def spec_mismatch(self, spec: Any) -> str | None:
@@ -196,9 +212,11 @@ class Site:
                 f"site {self.name} is a {self.kind} but method {method} computes another "
                 f"function; use method {' or '.join(allowed)} or keep the site float"
             )
-        if self.kind == "quick_gelu" and getattr(spec, "form", "quick") != "quick":
+        want = _SIGMOID_KIND_FORMS.get(self.kind)
+        if want is not None and getattr(spec, "form", want) != want:
+            what = "x·sigmoid(1.702x)" if want == "quick" else "x·sigmoid(x)"
             return (
-                f"site {self.name} is a quick_gelu x·sigmoid(1.702x) but the spec sets "
+                f"site {self.name} is a {self.kind} {what} but the spec sets "
                 f"form={spec.form!r}; leave form out of the config (it is taken from the model)"
             )
         for k, v in self.fields_for_spec().items():
@@ -718,34 +736,35 @@ class _Finder:
             )  # fmt: skip
 
     def quick_gelu(self) -> None:
-        """``x · sigmoid(α·x)`` with α = :data:`QUICK_GELU_ALPHA` (CLIP's ``quick_gelu``):
-        a GELU site of kind ``quick_gelu`` (its specs take ``form="quick"``)."""
+        """``x · sigmoid(α·x)``: with α = :data:`QUICK_GELU_ALPHA` (``Mul(x, α)`` before
+        the Sigmoid; CLIP's ``quick_gelu``) a GELU site of kind ``quick_gelu`` (specs
+        take ``form="quick"``); with no scale (``Sigmoid(x)``, α = 1: SiLU / swish, the
+        gate of Llama-style FFNs) a GELU site of kind ``silu`` (``form="silu"``)."""
         g = self.g
         for sg in self.model.graph.node:
             if not self._is(sg, "Sigmoid") or sg.name in self.used:
                 continue
             scale = g.producer.get(sg.input[0])
-            if not self._is(scale, "Mul") or scale is None:
-                continue
-            for i in (0, 1):
-                alpha = g.scalar(scale.input[1 - i])
-                if _close(alpha, QUICK_GELU_ALPHA):
-                    x = scale.input[i]
-                    break
-            else:
-                continue
+            x, alpha, kind = sg.input[0], 1.0, "silu"
+            if self._is(scale, "Mul") and scale is not None:
+                for i in (0, 1):
+                    a = g.scalar(scale.input[1 - i])
+                    if _close(a, QUICK_GELU_ALPHA):
+                        x, alpha, kind = scale.input[i], float(a), "quick_gelu"  # type: ignore[arg-type]
+                        break
             mul = g.sole_consumer(sg.output[0])
             if not self._is(mul, "Mul") or mul is None or _other(mul, sg.output[0]) != x:
                 continue
-            covered = [scale, sg, mul]
-            names = {n.name for n in covered}
-            if not g.internal([scale.output[0], sg.output[0]], names) or self.used & names:
+            covered = [scale, sg, mul] if kind == "quick_gelu" else [sg, mul]
+            inner = [c.output[0] for c in covered[:-1]]
+            names = {n.name for n in covered if n is not None}
+            if not g.internal(inner, names) or self.used & names:
                 continue
             self._add(
                 Site(
-                    scale.name, Operator.GELU, x, mul.output[0],
+                    covered[0].name, Operator.GELU, x, mul.output[0],  # type: ignore[union-attr]
                     tuple(n.name for n in self.model.graph.node if n.name in names), "sigmoid",
-                    shape=g.shape.get(x), kind="quick_gelu", params={"alpha": alpha},
+                    shape=g.shape.get(x), kind=kind, params={"alpha": alpha},
                 )
             )  # fmt: skip
 
@@ -1168,8 +1187,10 @@ def config_for_kinds(cfg: ApproxConfig, sites: list[Site] | tuple[Site, ...]) ->
     """``cfg`` with an entry for each site of a kind that only some methods compute
     (:data:`KIND_METHODS`: an RMSNorm under a LayerNorm default) whose method would
     otherwise be another: the first such method, with the operator default's fields
-    that method takes. A site the config names a method for, or keeps float, is left
-    as the config says (:meth:`Site.spec_mismatch` reports a wrong method)."""
+    that method takes; and with the kind's own field defaults for its method
+    (:data:`KIND_SPEC_DEFAULTS`, where the config does not set them). A site the
+    config names a method for, or keeps float, is left as the config says
+    (:meth:`Site.spec_mismatch` reports a wrong method)."""
     for s in sites:
         allowed = KIND_METHODS.get(s.kind)
         if allowed is None or s.operator is None:
@@ -1178,11 +1199,20 @@ def config_for_kinds(cfg: ApproxConfig, sites: list[Site] | tuple[Site, ...]) ->
         if entry == FLOAT or (isinstance(entry, dict) and "method" in entry):
             continue
         base = cfg.defaults.get(s.operator, FLOAT)
-        if not isinstance(base, dict) or base.get("method") in allowed:
+        if not isinstance(base, dict):
             continue
-        known = {f.name for f in dataclasses.fields(get_method(s.operator, allowed[0]))}
+        method = base.get("method") if base.get("method") in allowed else allowed[0]
+        extra = {
+            k: v
+            for k, v in KIND_SPEC_DEFAULTS.get(s.kind, {}).get(str(method), {}).items()
+            if k not in base and not (isinstance(entry, dict) and k in entry)
+        }
+        if method == base.get("method") and not extra:
+            continue
+        known = {f.name for f in dataclasses.fields(get_method(s.operator, str(method)))}
         new = {k: v for k, v in base.items() if k in known}
+        new.update(extra)
         new.update(entry if isinstance(entry, dict) else {})
-        new["method"] = allowed[0]
+        new["method"] = method
         cfg = cfg.with_site(s.name, new)
     return cfg

@@ -74,9 +74,16 @@ def gelu_quick(x: npt.ArrayLike) -> npt.NDArray[np.float64]:
         return a / (1.0 + np.exp(-QUICK_GELU_ALPHA * a))
 
 
+def silu(x: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """SiLU (swish) ``x·σ(x)`` in float64 (Llama's gated FFN)."""
+    a = np.asarray(x, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        return a / (1.0 + np.exp(-a))
+
+
 def gelu_float(x: npt.ArrayLike, form: str = "erf") -> npt.NDArray[np.float64]:
     """The GELU of ``form`` (:data:`~hwapprox.approx.gelu.GELU_FORMS`) in float64."""
-    fn = {"erf": gelu_erf, "tanh": gelu_tanh, "quick": gelu_quick}.get(form)
+    fn = {"erf": gelu_erf, "tanh": gelu_tanh, "quick": gelu_quick, "silu": silu}.get(form)
     if fn is None:
         raise SpecError(f"GELU form must be one of {', '.join(GELU_FORMS)}, got {form!r}")
     return fn(x)

@@ -138,6 +138,8 @@ def unsupported_message(site: Site) -> str:
     elif site.kind == "relu_attention":
         n = f"{p['n']:.6g}" if p.get("n") is not None else f"run-time '{p['n_tensor']}'"
         what = f"ReLU attention relu(x) / n ({p.get('n_form', site.pattern)}), n = {n}"
+    elif site.kind == "silu":
+        what = "SiLU x·sigmoid(x) (a gated FFN's activation)"
     elif site.kind == "quick_gelu":
         what = f"quick_gelu x·sigmoid({p['alpha']:.6g}·x) (CLIP's activation, not GELU)"
     else:
