@@ -278,7 +278,10 @@ def site_metrics(
     model's output at masked elements is ~0 (not exactly) and the approximation's
     exactly 0.
     """
-    y = apply_spec(site, spec, x, mask, n_value)
+    # float32 holds every code of an output format up to 24 bits exactly (value =
+    # code·2^-f): the same figures as float64, with half the memory traffic
+    exact32 = getattr(getattr(spec, "out_fmt", None), "width", 64) <= 24
+    y = apply_spec(site, spec, x, mask, n_value, np.float32 if exact32 else np.float64)
     keep = None
     if mask is not None:
         m = np.broadcast_to(mask, y.shape)
