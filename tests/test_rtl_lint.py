@@ -47,6 +47,8 @@ NO_DEFAULTS = {
     "hwa_shift_exp": (),
     "hwa_udiv": (),
     "hwa_ibert_exp": (),
+    "hwa_ibert_exp_pipe": (),
+    "hwa_shift_exp_pipe": (),
     "hwa_softmax_3pass": (),
     "hwa_fifo": (),
     "hwa_log_code": (),
