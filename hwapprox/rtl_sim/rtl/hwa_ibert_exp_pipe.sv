@@ -1,6 +1,7 @@
 // hwa_ibert_exp_pipe -- hwa_ibert_exp in LAT = 12 registered stages (issue 22): the same
 // function of v, bit for bit (I-BERT's i-exp of v <= 0 and QuantAct's requantisation):
-//   k1  t = max(v, EXP_N·X0) (IT_W); c_j = (t <= j·X0), j = 1..EXP_N (a thermometer code)
+//   k1  t = max(v, EXP_N·X0) (IT_W); c_j = (t <= j·X0), j = 1..EXP_N (a thermometer code,
+//       taken on v in parallel with the clip)
 //   k2  q = #{j : c_j} (the top set bit's index: an OR per bit of q)        (IQ_W)
 //   k3  r = t - X0·q (IR_W);  sh = EXP_N - q
 //   k4  rb = r + B_INT (exact, RB_W bits)
@@ -41,7 +42,8 @@ module hwa_ibert_exp_pipe #(
 );
 
   if (X0 >= 0 || EXP_N < 1 || EXP_N > 62 || IT_W > 32 || IE_W > 62 || RQ_W > 124
-      || REQUANT_MULT_W > 32 || REQUANT_MULT_W < 1 || IE_W > RQ_W || REQUANT_SHIFT < 0)
+      || REQUANT_MULT_W > 32 || REQUANT_MULT_W < 1 || IE_W > RQ_W || REQUANT_SHIFT < 0
+      || 64'(EXP_N * X0) < -(64'sd1 <<< (IT_W - 1)))
   begin : g_bad
     $error("hwa_ibert_exp_pipe %m: invalid X0=%0d EXP_N=%0d IT_W=%0d IE_W=%0d RQ_W=%0d REQUANT_MULT_W=%0d REQUANT_SHIFT=%0d",
            X0, EXP_N, IT_W, IE_W, RQ_W, REQUANT_MULT_W, REQUANT_SHIFT);
@@ -56,14 +58,15 @@ module hwa_ibert_exp_pipe #(
   localparam int SH_W = $clog2(EXP_N + 1);
   localparam logic signed [IT_W-1:0] CLIP = IT_W'(EXP_N * X0);
 
-  // k1: the clip and the thermometer code (on t: below CLIP every c_j is true for v as
-  // for t = CLIP, CLIP = EXP_N·X0 <= j·X0, so the code is taken on t itself)
+  // k1: the clip and, in parallel, the thermometer code on the unclipped value: below
+  // CLIP every c_j is true for v as for t = CLIP (CLIP = EXP_N·X0 <= j·X0, and CLIP fits
+  // IT_W: checked above), so c is t's code
   logic signed [IT_W-1:0] tv, t_c, k1_t;
   logic [EXP_N:1] c_c, k1_c;
   assign tv = IT_W'(v);
   assign t_c = (tv < CLIP) ? CLIP : tv;
   always_comb begin
-    for (int j = 1; j <= EXP_N; j++) c_c[j] = 32'(t_c) <= j * X0;
+    for (int j = 1; j <= EXP_N; j++) c_c[j] = 32'(tv) <= j * X0;
   end
   always_ff @(posedge clk) begin
     if (en) begin
