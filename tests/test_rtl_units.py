@@ -236,7 +236,7 @@ def test_integer_layernorm_latency_and_throughput(method: str) -> None:
 def test_three_pass_softmax_latency_and_throughput(method: str, fields: dict) -> None:
     """The three-pass softmaxes (issue 22: pipelined middle pass, divider input and
     output product): rows of 64 back to back leave one output per cycle at the latency
-    the unit states, 2N + latency_extra (Shiftmax 2N + 49, I-BERT 2N + 58; the log-code
+    the unit states, 2N + latency_extra (Shiftmax 2N + 50, I-BERT 2N + 59; the log-code
     stage adds one register)."""
     from hwapprox.rtl_sim.sim import simulate
     from hwapprox.rtl_sim.units import get_unit

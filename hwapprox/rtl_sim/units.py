@@ -729,10 +729,10 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         doc="three passes through two row buffers: max; i-exp, requantisation (12 "
         "pipelined stages) and sum; a 33-stage pipelined divider 2^32 / sum per row; "
         "e16·factor (18 x 18 partial products). Mask bits; log-coded outputs (one more "
-        "stage). Last-in -> last-out 2N + 58, log-coded 2N + 59 (the exps need the row "
+        "stage). Last-in -> last-out 2N + 59, log-coded 2N + 60 (the exps need the row "
         "max, the outputs the whole sum)",
         row_passes=2,
-        latency_extra=58,
+        latency_extra=59,
         out_codes=True,
     ),
     (Operator.SOFTMAX, "shiftmax"): RtlUnit(
@@ -755,9 +755,9 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         doc="three passes through two row buffers: max; shift-exp (5 pipelined stages) "
         "and sum; a 31-stage pipelined divider per row; e·factor (18 x 18 partial "
         "products). Mask bits; log-coded outputs (one more stage). Last-in -> last-out "
-        "2N + 49, log-coded 2N + 50 (the exps need the row max, the outputs the whole sum)",
+        "2N + 50, log-coded 2N + 51 (the exps need the row max, the outputs the whole sum)",
         row_passes=2,
-        latency_extra=49,
+        latency_extra=50,
         out_codes=True,
     ),
     (Operator.LAYERNORM, "rsqrt_lut"): RtlUnit(

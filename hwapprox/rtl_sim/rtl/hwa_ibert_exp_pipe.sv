@@ -2,7 +2,7 @@
 // function of v, bit for bit (I-BERT's i-exp of v <= 0 and QuantAct's requantisation):
 //   k1  t = max(v, EXP_N·X0) (IT_W); c_j = (t <= j·X0), j = 1..EXP_N (a thermometer code,
 //       taken on v in parallel with the clip)
-//   k2  q = #{j : c_j} (the top set bit's index: an OR per bit of q)        (IQ_W)
+//   k2  q = #{j : c_j} (the top set bit's index: an OR per bit of q), X0·q alike (IQ_W)
 //   k3  r = t - X0·q (IR_W);  sh = EXP_N - q
 //   k4  rb = r + B_INT (exact, RB_W bits)
 //   k5  rr = r·rb (exact, or its low IZ_W bits: one 18 x 18 multiply at the defaults)
@@ -77,17 +77,23 @@ module hwa_ibert_exp_pipe #(
 
   // k2: q = the thermometer code's count (X0 < 0: c_j implies c_(j-1))
   logic [EXP_N:1] h;
+  // and X0·q the same way (an OR of constants selected by the one-hot h: no multiplier)
   logic [IQ_W-1:0] q_c, k2_q;
-  logic signed [IT_W-1:0] k2_t;
+  logic signed [IT_W-1:0] k2_t, xq_c, k2_xq;
   always_comb begin
     for (int j = 1; j <= EXP_N; j++) h[j] = k1_c[j] & ((j == EXP_N) ? 1'b1 : ~k1_c[j+1]);
     q_c = '0;
-    for (int j = 1; j <= EXP_N; j++) q_c = q_c | (h[j] ? IQ_W'(j) : '0);
+    xq_c = '0;
+    for (int j = 1; j <= EXP_N; j++) begin
+      q_c = q_c | (h[j] ? IQ_W'(j) : '0);
+      xq_c = xq_c | (h[j] ? IT_W'(IT_W'(X0) * IT_W'(j)) : '0);
+    end
   end
   always_ff @(posedge clk) begin
     if (en) begin
       k2_q <= q_c;
       k2_t <= k1_t;
+      k2_xq <= xq_c;
     end
   end
 
@@ -96,7 +102,7 @@ module hwa_ibert_exp_pipe #(
   logic [SH_W-1:0] k3_sh, k4_sh, k5_sh, k6_sh;
   always_ff @(posedge clk) begin
     if (en) begin
-      k3_r <= IR_W'(k2_t - IT_W'(X0) * IT_W'($signed({1'b0, k2_q})));
+      k3_r <= IR_W'(k2_t - k2_xq);  // t - X0·q, mod 2^IT_W as in hwa_ibert_exp
       k3_sh <= SH_W'(EXP_N - 32'(k2_q));
     end
   end

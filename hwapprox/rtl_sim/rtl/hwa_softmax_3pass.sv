@@ -1,7 +1,7 @@
 // hwa_softmax_3pass -- the three-pass row pipeline of the integer softmaxes whose
 // exponent needs the row max and whose normalisation needs the whole sum (I-ViT
 // Shiftmax: hwa_softmax_shiftmax; I-BERT IntSoftmax: hwa_softmax_ibert):
-//   pass 1 (ingest into row buffer A): m = max of the unmasked x;
+//   pass 1 (ingest into row buffer A): the element registered, m = max of the unmasked x;
 //   pass 2 (A re-read into row buffer B): the read registered, then p2_diff = x - m
 //       registered (masked: 0), e = EXP(p2_diff) by the parent's pipeline (p2_e comes
 //       EXP_LAT p2_en cycles after p2_diff; masked: 0), S = sum of e as it enters B;
@@ -109,21 +109,33 @@ module hwa_softmax_3pass #(
       .o1_n(a_o1_n),
       .row_err(row_err)
   );
+  // the accepted element registered first (the max loop starts at a local register)
+  logic i1_v, i1_first, i1_last;
+  logic [IN_W:0] i1_w;
+  always_ff @(posedge clk) begin
+    if (rst) i1_v <= 1'b0;
+    else i1_v <= a_in_v;
+    if (a_in_v) begin
+      i1_w <= a_in_w;
+      i1_first <= a_in_first;
+      i1_last <= a_in_last;
+    end
+  end
   logic signed [IN_W-1:0] x_in, m_reg, m_nxt;
   logic live, seen_reg, seen_prev, any_nxt;
-  assign x_in = a_in_w[IN_W-1:0];
-  assign live = !a_in_w[IN_W];
-  assign seen_prev = !a_in_first && seen_reg;
+  assign x_in = i1_w[IN_W-1:0];
+  assign live = !i1_w[IN_W];
+  assign seen_prev = !i1_first && seen_reg;
   assign m_nxt = (live && (!seen_prev || x_in > m_reg)) ? x_in : m_reg;
   assign any_nxt = seen_prev || live;
   always_ff @(posedge clk) begin
-    if (a_in_v) begin
+    if (i1_v) begin
       m_reg <= m_nxt;
       seen_reg <= any_nxt;
     end
     if (rst) a_ctx_v <= 1'b0;
-    else a_ctx_v <= a_in_v && a_in_last;
-    if (a_in_v && a_in_last) a_ctx <= {any_nxt, m_nxt};
+    else a_ctx_v <= i1_v && i1_last;
+    if (i1_v && i1_last) a_ctx <= {any_nxt, m_nxt};
   end
 
   // ---- pass 2: A's read registered, x - m registered, EXP by the parent, into B -------
