@@ -165,6 +165,20 @@ def _short(version: str) -> str:
     return version.split(" (")[0]
 
 
+def _seed_counts(rows: dict[str, dict[str, Any]], seeds: int) -> str:
+    """``3``, or ``3 (1 for a, b)`` when rows merged from earlier runs differ."""
+    counts = {n: len(r["fmax_by_seed"]) for n, r in rows.items()}
+    most = max(counts.values(), default=seeds)
+    fewer = {n: c for n, c in counts.items() if c != most}
+    if not fewer:
+        return str(most)
+    parts = [
+        f"{c} for " + ", ".join(n for n in fewer if fewer[n] == c)
+        for c in sorted(set(fewer.values()))
+    ]
+    return f"{most} ({'; '.join(parts)})"
+
+
 def _previous_rows() -> dict[str, dict[str, Any]]:
     """The rows of the last full run (kept in the report when ``--units`` is given)."""
     path = ROOT / "benchmarks" / "data" / "pnr_runs.json"
@@ -190,7 +204,8 @@ def _report(
         "that puts a flip-flop on every port (inputs from a shift register, outputs "
         "XOR-reduced through registers), so every path is register to register, the "
         "ones through the AXI-Stream handshake included. Fmax is nextpnr's post-route "
-        f"figure, the best of {seeds} placement seeds (all listed; the placer aims at "
+        f"figure, the best of {_seed_counts(rows, seeds)} placement seeds (all listed; the "
+        "placer aims at "
         f"{TARGET:g} MHz). Measured, not estimated. LUT = TRELLIS_COMB (LUT4s and "
         "carry halves), FF = TRELLIS_FF, DSP = MULT18X18D, BRAM = DP16KD, each the "
         "unit's (the wrapper's cells subtracted). *Before*: the same flow on the units "
