@@ -56,26 +56,29 @@ BEFORE = {
 #: what limits a unit below the target: the stage its critical path (the table's last
 #: column, measured) runs through, and what closing it takes (not done in issue 22 yet)
 WHY = {
-    "softmax/online": "the ingest-side exp (hwa_exp_unit: (x - max)·log2 e, the 2^f "
-    "table, its interpolation multiply) inside the running max -> rescaled sum update, a "
-    "one-cycle loop per element (the output side has the same exp in one stage); closing "
-    "it needs the exp out of the loop (a registered exp with a delayed max) or two rows "
-    "interleaved",
-    "softmax/softermax": "the ingest-side 2^x (hwa_exp_unit, base 2) inside the integer "
-    "running max / shift-rescaled sum loop, as in the online softmax",
-    "softmax/ibert": "the middle pass of hwa_softmax_3pass: i-exp and the wide "
-    "requantisation product between the two row buffers in one stage",
-    "softmax/shiftmax": "the middle pass of hwa_softmax_3pass: the shift-exp between the "
-    "two row buffers in one stage (hwa_shift_exp_pipe is the pipelined form)",
+    "softmax/online": "the exp unit itself (hwa_exp_unit's two stages: (x - max)·log2 e, "
+    "its rounding and saturation in one stage, the 2^f table read, interpolation multiply "
+    "and variable rounding shift in the other; the running max is already resolved one "
+    "stage ahead of the sum). Past it: the one-cycle sum loop d = R(d·e) + 1 with a 36 x 22 "
+    "product on every new max, which full rate cannot split bit-exactly (each new max "
+    "rescales the previous, rounded sum), and hwa_recip's Newton step and final variable "
+    "rounding shift (~70 bits) in one stage each",
+    "softmax/softermax": "the exp unit (hwa_exp_unit: the 2^f table read, interpolation "
+    "multiply and variable rounding shift in one stage) on both sides; then t = x·log2 e "
+    "with its rounding before the row buffer, hwa_recip's PWL stage and the output "
+    "product's rounding; the sum loop itself is a shift and an add",
+    "softmax/ibert": "—",
+    "softmax/shiftmax": "—",
     "layernorm/rsqrt_lut": "the per-row 1/sqrt: table read -> Newton square in one stage "
-    "(and n·S2, S1² as single wide products); the per-row path has no latency slack "
-    "against N + 16 at the defaults",
+    "(and n·S2, S1² as single wide products); its latency also sets how long the row "
+    "waits in the buffer (N + 16 at the defaults, the tightest buffer 2N)",
     "layernorm/rmsnorm": "the per-row 1/sqrt, as in rsqrt_lut: table read -> Newton "
     "product and shift in one stage",
-    "layernorm/ibert": "the second pass: the row buffer read -> y, its square and the "
-    "variance at s and s + 1 in one stage",
+    "layernorm/ibert": "the per-row statistics (hwa_ln_int_stats: the mean -> var0 from "
+    "the moments, a wide product and subtraction in one stage); then the second pass's "
+    "y, its square and the variance at s and s + 1",
     "layernorm/ivit": "the output stage hwa_ln_int_out: y·factor (a wide product) right "
-    "after the row buffer read",
+    "after the row buffer read (a block RAM at this unit's depth)",
 }
 
 
@@ -165,6 +168,20 @@ def _short(version: str) -> str:
     return version.split(" (")[0]
 
 
+def _seed_counts(rows: dict[str, dict[str, Any]], seeds: int) -> str:
+    """``3``, or ``3 (1 for a, b)`` when rows merged from earlier runs differ."""
+    counts = {n: len(r["fmax_by_seed"]) for n, r in rows.items()}
+    most = max(counts.values(), default=seeds)
+    fewer = {n: c for n, c in counts.items() if c != most}
+    if not fewer:
+        return str(most)
+    parts = [
+        f"{c} for " + ", ".join(n for n in fewer if fewer[n] == c)
+        for c in sorted(set(fewer.values()))
+    ]
+    return f"{most} ({'; '.join(parts)})"
+
+
 def _previous_rows() -> dict[str, dict[str, Any]]:
     """The rows of the last full run (kept in the report when ``--units`` is given)."""
     path = ROOT / "benchmarks" / "data" / "pnr_runs.json"
@@ -190,7 +207,8 @@ def _report(
         "that puts a flip-flop on every port (inputs from a shift register, outputs "
         "XOR-reduced through registers), so every path is register to register, the "
         "ones through the AXI-Stream handshake included. Fmax is nextpnr's post-route "
-        f"figure, the best of {seeds} placement seeds (all listed; the placer aims at "
+        f"figure, the best of {_seed_counts(rows, seeds)} placement seeds (all listed; the "
+        "placer aims at "
         f"{TARGET:g} MHz). Measured, not estimated. LUT = TRELLIS_COMB (LUT4s and "
         "carry halves), FF = TRELLIS_FF, DSP = MULT18X18D, BRAM = DP16KD, each the "
         "unit's (the wrapper's cells subtracted). *Before*: the same flow on the units "

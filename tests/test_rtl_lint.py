@@ -37,6 +37,7 @@ PRIMS = {
     "hwa_out_code": ["hwa_log_code.sv", "hwa_out_code.sv"],
     "hwa_skid": ["hwa_skid.sv"],
     "hwa_mul_pipe": ["hwa_mul_pipe.sv"],
+    "hwa_round_shift_pipe": ["hwa_pkg.sv", "hwa_round_shift_pipe.sv"],
 }
 #: submodules whose parameters must all be set by the parent (no defaults)
 NO_DEFAULTS = {
@@ -47,6 +48,8 @@ NO_DEFAULTS = {
     "hwa_shift_exp": (),
     "hwa_udiv": (),
     "hwa_ibert_exp": (),
+    "hwa_ibert_exp_pipe": (),
+    "hwa_shift_exp_pipe": (),
     "hwa_softmax_3pass": (),
     "hwa_fifo": (),
     "hwa_log_code": (),
@@ -56,6 +59,7 @@ NO_DEFAULTS = {
     "hwa_ln_int_stats": (),
     "hwa_ln_int_out": (),
     "hwa_mul_pipe": (),
+    "hwa_round_shift_pipe": (),
 }
 
 
@@ -80,6 +84,8 @@ def _prim_params(top: str) -> dict:
         names = ("X0", "EXP_N", "TVM", "ST_W", "SQ_W", "SR_W", "SEI_W", "SE_W")
         hw = make_spec("gelu", "shiftgelu").hw_params()
         return {"V_W": hw["SX_W"], **{k: hw[k] for k in names}}
+    if top == "hwa_round_shift_pipe":
+        return {"IN_W": 41, "SH_W": 8, "OUT_W": 41, "MODE": 6}
     if top == "hwa_udiv":
         return {"N_W": 31, "D_W": 28, "Q_W": 31, "P_W": 4}
     if top == "hwa_udiv_iter":

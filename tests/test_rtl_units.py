@@ -231,6 +231,31 @@ def test_integer_layernorm_latency_and_throughput(method: str) -> None:
     assert st["throughput_in"] == 1.0
 
 
+@pytest.mark.parametrize("method", ["shiftmax", "ibert"])
+@pytest.mark.parametrize("fields", [{}, {"out_code": "log2"}], ids=["linear", "log2"])
+def test_three_pass_softmax_latency_and_throughput(method: str, fields: dict) -> None:
+    """The three-pass softmaxes (issue 22: pipelined middle pass, divider input and
+    output product): rows of 64 back to back leave one output per cycle at the latency
+    the unit states, 2N + latency_extra (Shiftmax 2N + 50, I-BERT 2N + 59; the log-code
+    stage adds one register)."""
+    from hwapprox.rtl_sim.sim import simulate
+    from hwapprox.rtl_sim.units import get_unit
+
+    spec = make_spec("softmax", method, **fields)
+    rng = np.random.default_rng(4)
+    n = 64
+    rows = [spec.in_fmt.quantize(rng.normal(0, 2, n)) for _ in range(8)]
+    res = simulate(spec, rows, row_max=n)
+    st = res.stats
+    assert res.passed, st.get("summary")
+    unit = get_unit("softmax", method)
+    extra = unit.latency_extra + (spec.out_code != "linear")
+    lat = st["latency_last"]
+    assert lat["min"] == lat["max"] == (unit.row_passes - 1) * n + n + extra, lat
+    assert st["throughput_out"] == 1.0
+    assert st["throughput_in"] == 1.0
+
+
 def _ibert_variance_rows(spec, n: int) -> list[np.ndarray]:
     """Rows that take every branch of I-BERT's variance: s = 0, s > 0, s raised once more
     (the floors push Σ floor(y/2^s)² to 2^32: found by a seeded search over rows of

@@ -716,7 +716,8 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         (
             *_COMMON,
             "hwa_row_stream.sv",
-            "hwa_ibert_exp.sv",
+            "hwa_mul_pipe.sv",
+            "hwa_ibert_exp_pipe.sv",
             "hwa_udiv.sv",
             "hwa_log_code.sv",
             "hwa_out_code.sv",
@@ -725,10 +726,13 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         ),
         _softmax_ibert,
         rowwise=True,
-        doc="three passes through two row buffers: max; i-exp, requantisation and sum; a "
-        "33-stage pipelined divider 2^32 / sum per row; e16·factor. Mask bits; log-coded "
-        "outputs (one more stage)",
+        doc="three passes through two row buffers: max; i-exp, requantisation (12 "
+        "pipelined stages) and sum; a 33-stage pipelined divider 2^32 / sum per row; "
+        "e16·factor (18 x 18 partial products). Mask bits; log-coded outputs (one more "
+        "stage). Last-in -> last-out 2N + 59, log-coded 2N + 60 (the exps need the row "
+        "max, the outputs the whole sum)",
         row_passes=2,
+        latency_extra=59,
         out_codes=True,
     ),
     (Operator.SOFTMAX, "shiftmax"): RtlUnit(
@@ -738,7 +742,8 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         (
             *_COMMON,
             "hwa_row_stream.sv",
-            "hwa_shift_exp.sv",
+            "hwa_mul_pipe.sv",
+            "hwa_shift_exp_pipe.sv",
             "hwa_udiv.sv",
             "hwa_log_code.sv",
             "hwa_out_code.sv",
@@ -747,9 +752,12 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         ),
         _softmax_shiftmax,
         rowwise=True,
-        doc="three passes through two row buffers: max; shift-exp and sum; a 31-stage "
-        "pipelined divider per row; e·factor. Mask bits; log-coded outputs (one more stage)",
+        doc="three passes through two row buffers: max; shift-exp (5 pipelined stages) "
+        "and sum; a 31-stage pipelined divider per row; e·factor (18 x 18 partial "
+        "products). Mask bits; log-coded outputs (one more stage). Last-in -> last-out "
+        "2N + 50, log-coded 2N + 51 (the exps need the row max, the outputs the whole sum)",
         row_passes=2,
+        latency_extra=50,
         out_codes=True,
     ),
     (Operator.LAYERNORM, "rsqrt_lut"): RtlUnit(

@@ -98,9 +98,22 @@ module hwa_row_stream #(
   assign in_last = s_axis_tlast;
   assign in_n = cnt_reg + 1'b1;
 
-  logic [IN_W-1:0] buf_mem[BUF_DEPTH];
-  always_ff @(posedge clk) begin
-    if (keep) buf_mem[wp_reg] <= s_axis_tdata;
+  // the buffer: distributed (LUT) RAM up to 256 words -- a block RAM's read has no
+  // output register as yosys maps it (~6 ns clock to out on ECP5 -6, issue 22), so a
+  // LUT RAM read into o1_x closes timing where it cannot; deeper buffers: block RAM
+  logic [IN_W-1:0] rd_word;
+  if (BUF_DEPTH <= 256) begin : g_lutram
+    (* ram_style = "distributed" *) logic [IN_W-1:0] buf_mem[BUF_DEPTH];
+    always_ff @(posedge clk) begin
+      if (keep) buf_mem[wp_reg] <= s_axis_tdata;
+    end
+    assign rd_word = buf_mem[rp_reg];
+  end else begin : g_bram
+    logic [IN_W-1:0] buf_mem[BUF_DEPTH];
+    always_ff @(posedge clk) begin
+      if (keep) buf_mem[wp_reg] <= s_axis_tdata;
+    end
+    assign rd_word = buf_mem[rp_reg];
   end
   always_ff @(posedge clk) begin
     if (rst) begin
@@ -185,7 +198,7 @@ module hwa_row_stream #(
     if (rst) o1_v <= 1'b0;
     else if (ce) o1_v <= rd_issue;
     if (ce) begin
-      o1_x <= buf_mem[rp_reg];
+      o1_x <= rd_word;
       o1_l <= rd_last;
       o1_ctx <= q_ctx[q_rd];
       o1_n <= q_n[q_rd];

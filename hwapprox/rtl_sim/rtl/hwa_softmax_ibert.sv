@@ -6,10 +6,12 @@
 //   requantisation to EXP_BITS bits: CALIBRATED multiplier and round-half-even, or a
 //   plain shift);  factor = floor(2^FACTOR_BITS / max(sum e16, 1));
 //   y = sat((e16 * factor) >> OUT_SHIFT, OUT_OVF),  OUT_SHIFT = FACTOR_BITS - F.
-// The passes: hwa_softmax_3pass (max on ingest; exp and sum into a second row buffer;
-// a FACTOR_BITS + 1 stage pipelined divider per row; e16·factor), one element per
-// cycle in and out back to back; last-in -> last-out 2N + 38 (measured, N = 16 and
-// 64: the method needs the row max before its exps and the whole sum before its outputs).
+// The passes: hwa_softmax_3pass (max on ingest; exp (hwa_ibert_exp_pipe, 12 stages) and
+// sum into a second row buffer; a FACTOR_BITS + 1 stage pipelined divider per row;
+// e16·factor as 18 x 18 partial products), one element per cycle in and out back to
+// back. Latency: last input -> last output 2N + 59 cycles at the defaults (2N + 26 +
+// FACTOR_BITS; the method needs the row max before its exps and the whole sum before
+// its outputs).
 // Parameter defaults: the default IBertSoftmax spec's hw_params(64) with
 // row_stream_params(64) (tests/test_rtl_lint.py).
 `default_nettype none
@@ -73,9 +75,10 @@ module hwa_softmax_ibert #(
     $error("hwa_softmax_ibert %m: FACTOR_W=%0d must be FACTOR_BITS + 1 = %0d", FACTOR_W,
            FACTOR_BITS + 1);
   end
+  logic p2_en;
   logic signed [DIFF_W-1:0] p2_diff;
   logic [E16_W-1:0] p2_e;
-  hwa_ibert_exp #(
+  hwa_ibert_exp_pipe #(
       .X0(X0),
       .B_INT(B_INT),
       .C_INT(C_INT),
@@ -95,7 +98,9 @@ module hwa_softmax_ibert #(
       .RQ_W(RQ_W),
       .E16_W(E16_W)
   ) u_exp (
-      .v (p2_diff),
+      .clk(clk),
+      .en (p2_en),
+      .v  (p2_diff),
       .e16(p2_e)
   );
   if (OUT_CODE != 0 && (OUT_CODE > 2 || CODE_NW != OUT_W || CODE_BITS < 2 || CODE_BITS > 8
@@ -115,6 +120,7 @@ module hwa_softmax_ibert #(
       .N_BITS(N_BITS),
       .DIFF_W(DIFF_W),
       .E_W(E16_W),
+      .EXP_LAT(12),  // hwa_ibert_exp_pipe
       .SUM_W(SUM_W),
       .NUM_W(FACTOR_BITS + 1),
       .NUM_ONES(1'b0),

@@ -11,11 +11,13 @@
 //       pipelined stages);
 //   pass 3 (B re-read): y = sat((e * factor) >> OUT_SHIFT, OUT_OVF), OUT_SHIFT = 31 - F.
 // Each pass runs at one element per cycle; a row's first output needs its last input,
-// then its second pass and sum, then the divider: last input -> last output 2N + 36
-// cycles (measured, N = 16 and 64), so the row-wise N + 16 target cannot hold for this
+// then its second pass and sum, then the divider. Latency: last input -> last output
+// 2N + 50 cycles (pass 1: an input register; pass 2: two registers, hwa_shift_exp_pipe's
+// 5 stages and B's input register; the total and its clamp 2, the divider 31; pass 3: a
+// register, hwa_mul_pipe's 3 stages, the output register), so the row-wise N + 16 target cannot hold for this
 // method (its exp needs the row max, its normalisation the whole sum). Back to back,
 // rows overlap across the two buffers: one element per cycle in and out.
-// The passes: hwa_softmax_3pass with hwa_shift_exp as its exponent.
+// The passes: hwa_softmax_3pass with hwa_shift_exp_pipe as its exponent.
 // Rows longer than ROW_MAX are dropped with a row_err pulse (hwa_row_stream A).
 // Parameter defaults: the default ShiftmaxSoftmax spec's hw_params() with
 // row_stream_params(64) (tests/test_rtl_lint.py).
@@ -69,9 +71,10 @@ module hwa_softmax_shiftmax #(
   if (FACTOR_W != 31) begin : g_bad
     $error("hwa_softmax_shiftmax %m: FACTOR_W=%0d must be 31 ((2^31 - 1) / S)", FACTOR_W);
   end
+  logic p2_en;
   logic signed [DIFF_W-1:0] p2_diff;
   logic [SE_W-1:0] p2_e;
-  hwa_shift_exp #(
+  hwa_shift_exp_pipe #(
       .X0(X0),
       .EXP_N(EXP_N),
       .TVM(TVM),
@@ -82,8 +85,10 @@ module hwa_softmax_shiftmax #(
       .SEI_W(SEI_W),
       .SE_W(SE_W)
   ) u_sexp (
-      .v(p2_diff),
-      .e(p2_e)
+      .clk(clk),
+      .en (p2_en),
+      .v  (p2_diff),
+      .e  (p2_e)
   );
   if (OUT_CODE != 0 && (OUT_CODE > 2 || CODE_NW != OUT_W || CODE_BITS < 2 || CODE_BITS > 8
                         || CODE_ZERO != (1 << CODE_BITS) - 1)) begin : g_bad_code
@@ -102,6 +107,7 @@ module hwa_softmax_shiftmax #(
       .N_BITS(N_BITS),
       .DIFF_W(DIFF_W),
       .E_W(SE_W),
+      .EXP_LAT(5),  // hwa_shift_exp_pipe
       .SUM_W(SUM_W),
       .NUM_W(31),
       .NUM_ONES(1'b1),
