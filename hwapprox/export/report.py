@@ -73,6 +73,8 @@ def format_report(res: ValidationResult) -> str:
                 _g(err.get("max_abs")),
                 _g(err.get("mean_abs")),
                 _g(err.get("max_lsb")),
+                _g(err.get("quant_max_lsb")),
+                _g(err.get("approx_max_lsb")),
                 _g(err.get("rel_rms")),
                 _g(err.get("row_sum_err")),
                 "-" if spec is None else f"{rank_score(spec):.0f}",
@@ -93,9 +95,11 @@ def format_report(res: ValidationResult) -> str:
     parts += [
         "",
         "Per site (spec on the float model's site input vs its float site output, so "
-        "max|err| and max LSB include the input's quantisation; 'hwapprox eval' and the "
-        "README's accuracy tables measure the approximation alone, on quantised inputs; "
-        "sat = saturated inputs/outputs):",
+        "max|err| and max LSB include the input's quantisation; the two causes apart, in "
+        "output LSBs: 'LSB input q.' = the exact function of the quantised input vs the "
+        "float output (fix: the input format), 'LSB approx.' = the spec vs that exact "
+        "function (fix: the method or its fields; what 'hwapprox eval' and the README's "
+        "accuracy tables measure); sat = saturated inputs/outputs):",
         _table(
             [
                 "site",
@@ -109,6 +113,8 @@ def format_report(res: ValidationResult) -> str:
                 "max|err|",
                 "mean|err|",
                 "max LSB vs float",
+                "LSB input q.",
+                "LSB approx.",
                 "rel rms",
                 "row Σ err",
                 "cost",

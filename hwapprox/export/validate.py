@@ -274,8 +274,16 @@ def site_metrics(
     With a ``mask`` only unmasked elements and rows with one count; the float
     model's output at masked elements is ~0 (not exactly) and the approximation's
     exactly 0.
+
+    The error splits into its two causes (each a max over the same elements, in
+    output LSBs): ``quant_max_lsb`` -- quantising the site's input: the float
+    function the spec approximates, of the quantised input, against the float
+    output; ``approx_max_lsb`` -- the approximation itself: the spec's model against
+    that float function of the same quantised input (:func:`apply_spec` with
+    ``ideal``). ``max_lsb`` is at most their sum.
     """
     y = apply_spec(site, spec, x, mask, n_value)
+    yi = apply_spec(site, spec, x, mask, n_value, ideal=True)
     yf = np.asarray(y_float, dtype=np.float64)
     if mask is not None:
         m = np.broadcast_to(mask, yf.shape)
@@ -283,12 +291,16 @@ def site_metrics(
         live = ~mrows.all(axis=ax, keepdims=True)
         keep = ~m & np.broadcast_to(live, mrows.shape).reshape(yf.shape)
         d = np.abs(y - yf)[keep]
+        dq = np.abs(yi - yf)[keep]
+        da = np.abs(y - yi)[keep]
         yk = yf[keep]
     else:
         d = np.abs(y - yf).ravel()
+        dq = np.abs(yi - yf).ravel()
+        da = np.abs(y - yi).ravel()
         yk = yf
     if d.size == 0:
-        d = np.zeros(1)
+        d = dq = da = np.zeros(1)
     rms_ref = float(np.sqrt((yk**2).mean())) if yk.size else 0.0
     out = {
         "max_abs": float(d.max()),
@@ -297,6 +309,8 @@ def site_metrics(
         "rel_rms": float(np.sqrt((d**2).mean()) / rms_ref) if rms_ref > 0 else 0.0,
         "out_lsb": float(spec.out_fmt.lsb),
         "max_lsb": float(d.max() / spec.out_fmt.lsb),
+        "quant_max_lsb": float(dq.max() / spec.out_fmt.lsb),
+        "approx_max_lsb": float(da.max() / spec.out_fmt.lsb),
     }
     if site.operator is Operator.SOFTMAX:
         rows_y, ax = rows_view(site, y)
