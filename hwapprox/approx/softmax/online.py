@@ -1200,15 +1200,33 @@ class OnlineSoftmax(SoftmaxSpec):
         exp + PWL reciprocal datapath is other hardware than base 2 + Newton."""
         return "lut_exp" if self.exp_unit == "lut" else ""
 
+    def exp_delta_bits(self) -> int:
+        """Bits of the differences ``δ = m - x`` the exp path needs: beyond ``D =
+        ceil(max t / log2 e · 2^F_in)`` (base2: ``t`` saturates at ``exp_arg_fmt.max >=
+        F_e + 2``, E = 0) or ``2^(F_in + exp_lut_int_bits)`` (lut: E = 0) every δ gives
+        the same E, so a clamp of δ there changes nothing. At most ``in_fmt.width``."""
+        f_in = self.in_fmt.frac_bits
+        if self.exp_unit == "lut":
+            return min(self.in_fmt.width, max(1, f_in + self.exp_lut_int_bits))
+        d = math.ceil(float(self.exp_arg_fmt.max) / math.log2(math.e) * 2.0**f_in)
+        return min(self.in_fmt.width, ubits(d))
+
     def cost(self) -> Cost:
+        """Cost of one lane. Input width: the running max's comparator and the
+        subtractor ``m - x`` (and the row buffer) are ``in_fmt.width`` wide, but the exp
+        path's ``δ·LOG2E`` multiplier is counted at :meth:`exp_delta_bits` (δ clamped
+        where E is 0), so a wider input code (an outlier range calibrated without
+        losing fraction bits) costs a comparator and a subtractor, not the exp path.
+        The HLS and RTL units multiply the unclamped δ today (the same E)."""
         t = self.tables()
         tb = sum(len(v) * int(max(1, int(v.max()).bit_length())) for v in t.values())
         mults: list[tuple[int, int]] = [
             (self.sum_fmt.width, self.exp_fmt.width),
             (self.exp_fmt.width, self.recip_fmt.width),
         ]
+        d_bits = self.exp_delta_bits()
         if self.exp_unit == "base2":
-            mults.append((self.in_fmt.width + 1, self.log2e_fmt.width))
+            mults.append((d_bits + 1, self.log2e_fmt.width))
             if self.exp_interp == "pwl":
                 mults.append(
                     (self.exp_table_frac_bits, self.exp_arg_fmt.frac_bits - self.exp_frac_bits)
@@ -1220,7 +1238,7 @@ class OnlineSoftmax(SoftmaxSpec):
             adders += 2
         if self.unified_max is not None:  # a second exp (of phi - x) and its sum
             if self.exp_unit == "base2":
-                mults.append((self.in_fmt.width + 1, self.log2e_fmt.width))
+                mults.append((d_bits + 1, self.log2e_fmt.width))
             adders += 2
         if self.skip_threshold is not None:  # one compare against m - tau
             adders += 1
@@ -1234,8 +1252,9 @@ class OnlineSoftmax(SoftmaxSpec):
             adders=adders,
             widest_bits=max(a + b for a, b in mults),
             notes=(
-                "per element: 2 exp evaluations (stream + output), rescale multiply, "
-                "output multiply; per row: 1 reciprocal "
+                f"per element: max comparator and m - x subtractor at {self.in_fmt.width} bits, "
+                f"2 exp evaluations on δ clamped to {d_bits} bits (stream + output), rescale "
+                "multiply, output multiply; per row: 1 reciprocal "
                 f"({self.recip_unit}, {self.newton_steps if self.recip_unit == 'newton' else 0} "
                 "Newton steps); row buffer of N inputs"
             ),
