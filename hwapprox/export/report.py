@@ -35,12 +35,15 @@ def _sat(c: dict[str, int] | None, side: str) -> str:
 
 
 def short_spec(spec: Any) -> str:
-    """``method in=... out=...`` plus the fields that differ from the method's defaults."""
+    """``method in=... out=...`` plus the fields that differ from the method's defaults
+    (fields the spec derived from others, e.g. the online softmax's internal formats,
+    are defaults)."""
     import dataclasses
 
     parts = [f"{spec.operator}/{spec.method}", f"in={spec.in_fmt}", f"out={spec.out_fmt}"]
+    derived = getattr(spec, "_derived", frozenset())
     for f in dataclasses.fields(spec):
-        if f.name in ("in_fmt", "out_fmt", "eps", "form"):
+        if f.name in ("in_fmt", "out_fmt", "eps", "form") or f.name in derived:
             continue
         v = getattr(spec, f.name)
         if f.default is not dataclasses.MISSING and v != f.default:
