@@ -13,9 +13,15 @@ Prints Markdown tables (the numbers in ``benchmarks/results/softmax.md``):
 3. ``online`` variants (exp unit x reciprocal unit x schedule) at W = 16 with
    their cost score.
 4. Model time vs the float64 reference on a (1000, 256) array, best of 3.
+5. ``online`` on the hard row kinds (``hard_softmax_rows``: one or two dominant
+   scores at many heights over a flat background, plateaus, ramps, uniform) at
+   W = 8..16 and N up to 4096: max error in LSBs with the fixed pre-issue-26
+   formats (before) and the formats derived from ``out_fmt`` and ``row_max = N``
+   (after), and the cost of both (proxy score, fitted 7-series LUT estimate).
 
 Every input set is seeded; the reference is float64 stable softmax of the
-quantised inputs. Usage: ``python benchmarks/bench_softmax.py [--rows 256]``
+quantised inputs. Usage: ``python benchmarks/bench_softmax.py [--rows 256]
+[--only hard]``
 """
 
 from __future__ import annotations
@@ -26,8 +32,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+from hwapprox.approx.costmodel import estimate
 from hwapprox.approx.registry import get_method
 from hwapprox.approx.softmax import OnlineSoftmax, SoftmaxSpec, stable_softmax
+from hwapprox.approx.stimulus import HARD_KINDS, hard_softmax_rows
 
 METHODS = ("hls4ml_stable", "hls4ml_latency", "ibert", "shiftmax", "softermax", "online")
 WIDTHS = (8, 10, 12, 16)
@@ -132,14 +140,95 @@ def table_speed() -> None:
     print()
 
 
+#: the online softmax's fixed formats before issue 26 (one more integer bit in the
+#: sum than they had, so that rows of 4096 fit)
+OLD_ONLINE = {
+    "exp_fmt": "ap_ufixed<22,1,AP_RND>",
+    "exp_arg_fmt": "ap_ufixed<27,5,AP_RND,AP_SAT>",
+    "exp_frac_bits": 8,
+    "exp_table_frac_bits": 24,
+    "sum_fmt": "ap_ufixed<37,13,AP_RND>",
+    "recip_fmt": "ap_ufixed<26,1,AP_RND>",
+    "recip_work_frac_bits": 26,
+}
+HARD_WIDTHS = (8, 10, 12, 14, 16)
+HARD_NS = (64, 256, 1024, 4096)
+
+
+def _hard_lsb(spec: OnlineSoftmax, x: np.ndarray) -> tuple[float, float]:
+    """Max |y - p| in LSBs over all outputs, and over the outputs whose probability is
+    below the largest code (not saturated)."""
+    y = spec.output_to_float(spec.model(x))
+    ref = spec.reference(spec.in_fmt.to_float(x))
+    err = np.abs(y - ref) * 2.0**spec.out_fmt.frac_bits
+    top = float(spec.out_fmt.max)
+    return float(err.max()), float(np.where(ref > top, 0.0, err).max())
+
+
+def table_hard(rows: int) -> None:
+    print(
+        "### online on hard row kinds: max error in output LSBs, before -> after "
+        f"({rows} rows per kind and N)\n"
+    )
+    print(
+        "Before: the fixed formats `exp_fmt ap_ufixed<22,1>`, `sum_fmt ap_ufixed<37,13>`, "
+        "`recip_fmt ap_ufixed<26,1>`, 257-entry exp table. After: the defaults derived "
+        "from `out_fmt` and `row_max = N` (`online_formats`). Cells: all outputs "
+        "(saturated ones included) / outputs below the largest code.\n"
+    )
+    print("| W | N | " + " | ".join(HARD_KINDS) + " |")
+    print("|---|---|" + "---|" * len(HARD_KINDS))
+    worst = 0.0
+    for w in HARD_WIDTHS:
+        out = f"ap_ufixed<{w},0,AP_RND,AP_SAT>"
+        for n in HARD_NS:
+            new = OnlineSoftmax(out_fmt=out, row_max=n)
+            old = OnlineSoftmax(out_fmt=out, row_max=n, **OLD_ONLINE)  # type: ignore[arg-type]
+            xs = hard_softmax_rows(new.in_fmt, n, np.random.default_rng(w * 7919 + n), rows=rows)
+            cells = []
+            for k in HARD_KINDS:
+                b, _ = _hard_lsb(old, xs[k])
+                a, a_ns = _hard_lsb(new, xs[k])
+                worst = max(worst, a)
+                cells.append(f"{b:.2f} -> {a:.2f} / {a_ns:.2f}")
+            print(f"| {w} | {n} | " + " | ".join(cells) + " |")
+    print(f"\nWorst after: {worst:.3f} LSB.\n")
+
+
+def table_hard_cost() -> None:
+    print("### Cost of the derived formats (online, base-2 exp, Newton reciprocal)\n")
+    print(
+        "| W | row_max | exp_fmt | sum_fmt | recip_fmt | table entries | score before -> "
+        "after | 7-series LUT before -> after | DSP before -> after |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for w in (8, 10, 12, 16):
+        out = f"ap_ufixed<{w},0,AP_RND,AP_SAT>"
+        for n in (256, 1024, 4096):
+            new = OnlineSoftmax(out_fmt=out, row_max=n)
+            old = OnlineSoftmax(out_fmt=out, row_max=n, **OLD_ONLINE)  # type: ignore[arg-type]
+            eo, en = estimate(old, row_max=64), estimate(new, row_max=64)
+            print(
+                f"| {w} | {n} | {new.exp_fmt} | {new.sum_fmt} | {new.recip_fmt} | "
+                f"{(1 << int(new.exp_frac_bits or 0)) + 1} | {old.cost().score():.0f} -> "
+                f"{new.cost().score():.0f} | {eo.LUT:.0f} -> {en.LUT:.0f} | "
+                f"{eo.DSP or 0:.0f} -> {en.DSP or 0:.0f} |"
+            )
+    print()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=256, help="rows per input set (default 256)")
+    ap.add_argument("--only", choices=("hard",), help="only the hard-row tables (5)")
     args = ap.parse_args()
-    table_hls4ml(args.rows)
-    table_lsb(args.rows)
-    table_online(args.rows)
-    table_speed()
+    if args.only != "hard":
+        table_hls4ml(args.rows)
+        table_lsb(args.rows)
+        table_online(args.rows)
+        table_speed()
+    table_hard(max(32, args.rows // 4))
+    table_hard_cost()
 
 
 if __name__ == "__main__":

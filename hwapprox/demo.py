@@ -189,6 +189,8 @@ def stage_validate(out: Path, budget: str) -> StageResult:
                 "out_fmt": None if spec is None else str(spec.out_fmt),
                 "site_max_abs": err.get("max_abs"),
                 "site_max_lsb": err.get("max_lsb"),
+                "site_quant_lsb": err.get("quant_max_lsb"),
+                "site_approx_lsb": err.get("approx_max_lsb"),
                 "e2e_max_abs_at_tuning": at_tuning.get(s.name),
                 "cost_score": None if spec is None else round(rank_score(spec), 1),
             }

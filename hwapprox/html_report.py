@@ -402,6 +402,8 @@ _ERR_COLS = [
     ("max_abs", "max |err|"),
     ("mean_abs", "mean |err|"),
     ("max_lsb", "max LSB vs float (input quantisation included)"),
+    ("quant_max_lsb", "LSB from input quantisation (exact function of the quantised input)"),
+    ("approx_max_lsb", "LSB from the approximation (spec vs that exact function)"),
     ("rel_rms", "rel rms"),
     ("row_sum_err", "row \u03a3 err"),
 ]
@@ -842,6 +844,8 @@ def _demo_validate(v: Any) -> str:
                     ("out_fmt", "out_fmt"),
                     ("site_max_abs", "site max |err|"),
                     ("site_max_lsb", "site max LSB vs float (incl. input quant.)"),
+                    ("site_quant_lsb", "of which input quant. (LSB)"),
+                    ("site_approx_lsb", "of which approximation (LSB)"),
                     ("e2e_max_abs_at_tuning", "E2E max |err| at tuning"),
                     ("cost_score", "cost"),
                 ],

@@ -102,6 +102,8 @@ def demo_markdown(s: Mapping[str, Any]) -> str:
                     "out_fmt",
                     "site max abs",
                     "site max LSB vs float",
+                    "LSB from input quant.",
+                    "LSB from approx.",
                     "E2E max abs at tuning",
                 ],
                 [
@@ -113,6 +115,8 @@ def demo_markdown(s: Mapping[str, Any]) -> str:
                         r["out_fmt"],
                         r["site_max_abs"],
                         r["site_max_lsb"],
+                        r.get("site_quant_lsb"),
+                        r.get("site_approx_lsb"),
                         r["e2e_max_abs_at_tuning"],
                     ]
                     for r in v["sites"]

@@ -32,7 +32,7 @@ from hwapprox.rtl_sim.units import UNITS as RTL_UNITS
 #: harness id of the width report of instance i: WIDTHS_ID0 + i
 WIDTHS_ID0 = 1000
 #: types wider than 64 bits, each documented in its header and spec docstring
-WIDE_OK = {("softmax", "ibert", "RQ_W")}
+WIDE_OK = {("softmax", "ibert", "RQ_W"), ("softmax", "online", "RESCALE_W")}
 #: widths only the SV unit types: its one-pass statistics (the HLS unit re-reads the row)
 SV_ONLY = {("layernorm", m, k) for m in ("ibert", "ivit") for k in ("S2_W", "MOM_W")}
 #: SV parameters that are not the spec's: the row buffer geometry of the instance

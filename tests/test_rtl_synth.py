@@ -35,10 +35,12 @@ def test_attention_row_time_shared_output_saves_dsps() -> None:
     four saves three o·r multipliers, each a 32 x 27-bit signed product tiled on
     DSP48E1 (25 x 18 signed: 2 x 2 slices); no BRAM either way (no per-key storage)."""
     from hwapprox.approx.attention import AttentionRowSpec
+    from hwapprox.approx.softmax import OnlineSoftmax
     from hwapprox.rtl_sim.attention import ATTENTION_SOURCES, ATTENTION_TOP, attention_config
     from hwapprox.rtl_sim.synth import synthesize_top
 
-    spec = AttentionRowSpec(scale=0.5)
+    # the pre-issue-26 reciprocal format (the default now follows the output width)
+    spec = AttentionRowSpec(scale=0.5, softmax=OnlineSoftmax(recip_fmt="ap_ufixed<26,1,AP_RND>"))
     hw = spec.hw_params(4, 4)
     assert (hw["ACC_W"], hw["R_W"] + 1) == (32, 27)  # the widths the count below assumes
     got = {}

@@ -308,7 +308,7 @@ def test_bad_inputs() -> None:
         ),
         (
             OnlineSoftmax,
-            {"sum_fmt": "ap_ufixed<24,12,AP_RND>"},
+            {"sum_fmt": "ap_ufixed<24,12,AP_RND>", "exp_fmt": "ap_ufixed<22,1,AP_RND>"},
             r"sum_fmt=ap_ufixed<24,12,AP_RND>: needs at least exp_fmt's 21 fraction bits",
         ),
         (OnlineSoftmax, {"exp_unit": "poly"}, r"exp_unit='poly': must be one of base2, lut"),
@@ -316,7 +316,7 @@ def test_bad_inputs() -> None:
         (OnlineSoftmax, {"exp_fmt": "ap_fixed<22,2,AP_RND>"}, r"exp_fmt=.*must be unsigned"),
         (
             OnlineSoftmax,
-            {"exp_arg_fmt": "ap_ufixed<20,3,AP_RND,AP_SAT>"},
+            {"exp_arg_fmt": "ap_ufixed<20,3,AP_RND,AP_SAT>", "exp_fmt": "ap_ufixed<22,1,AP_RND>"},
             r"exp_arg_fmt=.*reach t >= exp_fmt.frac_bits \+ 2 = 23",
         ),
         (OnlineSoftmax, {"recip_table_bits": 30}, r"recip_table_bits=30: must be an integer in"),

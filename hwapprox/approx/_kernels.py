@@ -84,7 +84,8 @@ def _online_state(
     ``skip`` (R, N) is set where threshold skipping drops an element (``tau > 0``).
 
     Unmasked: ``(m, d) = (x_0, ONE)``, then per element a new max rescales
-    ``d = ((d·E(x - m) + half) >> F_e) + ONE`` (``half`` 0 for AP_TRN), else
+    ``d = ((d·E(x - m) + half) >> F_e) + ONE`` (``half`` 0 for AP_TRN; the product
+    split at bit ``F_e`` so that it may exceed 64 bits), else
     ``d += E(m - x)·up``. Masked (``masked``): the state starts empty (``m`` below
     every code, ``d = 0``), masked elements leave it untouched, differences are
     clamped to ``clamp`` (the memo's range), and a fully masked row reports ``lo``.
@@ -109,7 +110,8 @@ def _online_state(
                 delta = xj - m
                 if delta > clamp:
                     delta = clamp
-                d = ((d * memo[delta] + half) >> fe) + one
+                e = memo[delta]  # d·E exact beyond 64 bits: (d >> F_e)·E + (d mod 2^F_e)·E
+                d = (d >> fe) * e + ((((d & ((1 << fe) - 1)) * e) + half) >> fe) + one
                 m = xj
             else:
                 delta = m - xj

@@ -159,7 +159,9 @@ class ApproxSpec(abc.ABC):
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             self._check_scalar_type(f, value)
-            if f.type in ("FixedFormat", FixedFormat) or isinstance(value, FixedFormat):
+            if isinstance(value, FixedFormat) or (
+                value is not None and f.type in ("FixedFormat", "FixedFormat | None", FixedFormat)
+            ):
                 try:
                     fmt = FixedFormat.parse(value)
                 except FixedPointError as exc:
@@ -312,8 +314,11 @@ class ApproxSpec(abc.ABC):
         return out
 
     def replace(self, **changes: Any) -> Self:
-        """A copy with some fields changed (validated again)."""
-        return dataclasses.replace(self, **changes)
+        """A copy with some fields changed (validated again). Fields the spec derived
+        (left None at construction, e.g. the online softmax's internal formats from
+        ``out_fmt`` and ``row_max``) are derived again unless ``changes`` sets them."""
+        derived = getattr(self, "_derived", frozenset())
+        return dataclasses.replace(self, **{**dict.fromkeys(derived), **changes})
 
     def describe(self) -> str:
         """One line: method, formats and non-default fields."""

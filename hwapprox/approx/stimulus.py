@@ -23,6 +23,12 @@ Row kinds of :func:`edge_rows` (rows of ``n`` codes, in this order):
 
 all clipped to the format. :func:`short_rows` gives rows of one code (min,
 zero, max); :func:`edge_codes` the elementwise corner codes.
+
+:func:`hard_softmax_rows` gives the row kinds where a softmax datapath's
+roundings add up instead of averaging out (``HARD_KINDS``): one or two dominant
+scores at many heights over a flat background (every background element has the
+same exp value, so its rounding is the same N times), plateaus, ramps and
+uniform rows.
 """
 
 from __future__ import annotations
@@ -32,7 +38,14 @@ import numpy.typing as npt
 
 from hwapprox.fixed import FixedFormat
 
-__all__ = ["EDGE_KINDS", "edge_codes", "edge_rows", "short_rows"]
+__all__ = [
+    "EDGE_KINDS",
+    "HARD_KINDS",
+    "edge_codes",
+    "edge_rows",
+    "hard_softmax_rows",
+    "short_rows",
+]
 
 #: The row kinds of :func:`edge_rows`, in order.
 EDGE_KINDS = (
@@ -47,6 +60,9 @@ EDGE_KINDS = (
     "centred_ramp",
     "code_ramp",
 )
+
+#: The row kinds of :func:`hard_softmax_rows`.
+HARD_KINDS = ("dominant", "two_dominant", "plateau", "ramp", "uniform")
 
 Rows = npt.NDArray[np.int64]
 
@@ -111,3 +127,76 @@ def short_rows(fmt: FixedFormat) -> list[Rows]:
     """Rows of a single code: min, zero (min when unsigned: then once), max."""
     vals = dict.fromkeys((int(fmt.min_raw), _zero(fmt), int(fmt.max_raw)))
     return [np.array([v], dtype=np.int64) for v in vals]
+
+
+def hard_softmax_rows(
+    fmt: FixedFormat,
+    n: int,
+    rng: np.random.Generator,
+    *,
+    rows: int = 32,
+    max_height: float = 24.0,
+) -> dict[str, Rows]:
+    """``rows`` rows of ``n`` codes of ``fmt`` per kind of ``HARD_KINDS``:
+
+    * ``dominant`` -- a flat background (one code) and one score ``h`` above it at a
+      random position, ``h`` log-uniform in ``[1/4, max_height]`` (so the
+      background's ``exp(-h)`` sweeps every rounding position of an exp format);
+    * ``two_dominant`` -- the same with two scores: tied at ``h``, or at ``h`` and
+      ``h - g`` with ``g`` in ``[0, 2]``;
+    * ``plateau`` -- ``k`` tied maxima (``k`` from 2 to ``n/2``) ``h`` above the
+      flat rest;
+    * ``ramp`` -- ``c + s·i`` ascending or descending, slopes ``s`` from one code to
+      ``2·max_height / n`` (a new maximum at every element when ascending);
+    * ``uniform`` -- codes uniform in ``[c - a, c + a]`` with ``a`` from 1/4 to
+      ``max_height``.
+
+    Heights, offsets and slopes are quantised to ``fmt`` and clipped to its range
+    (the background sits at ``max - h`` or below, so the peak fits).
+    """
+    if n < 2:
+        raise ValueError(f"hard rows need n >= 2, got {n}")
+    lo, hi = int(fmt.min_raw), int(fmt.max_raw)
+    one = 2.0**fmt.frac_bits
+    span = hi - lo
+
+    def codes(v: npt.ArrayLike) -> Rows:
+        return np.clip(np.rint(np.asarray(v, dtype=np.float64) * one), 1, span).astype(np.int64)
+
+    def heights(k: int) -> Rows:
+        return codes(np.exp(rng.uniform(np.log(0.25), np.log(max_height), k)))
+
+    def base(h: Rows) -> Rows:
+        """A background code per row with room for a peak ``h`` above it."""
+        top = np.maximum(hi - h, lo)
+        return np.asarray(rng.integers(np.maximum(lo, top - span // 4), top + 1), dtype=np.int64)
+
+    out: dict[str, Rows] = {}
+    i = np.arange(rows)
+    h = heights(rows)
+    r = np.repeat(base(h)[:, None], n, axis=1)
+    r[i, rng.integers(0, n, rows)] += h
+    out["dominant"] = r
+    h = heights(rows)
+    r = np.repeat(base(h)[:, None], n, axis=1)
+    gap = np.where(i % 2 == 0, 0, codes(rng.uniform(0, 2, rows)))
+    pos = np.stack([rng.choice(n, 2, replace=False) for _ in range(rows)])
+    r[i, pos[:, 0]] += h
+    r[i, pos[:, 1]] += np.maximum(h - gap, 0)
+    out["two_dominant"] = r
+    h = heights(rows)
+    r = np.repeat(base(h)[:, None], n, axis=1)
+    ks = np.unique(np.geomspace(2, max(2, n // 2), rows).astype(np.int64))
+    for j in range(rows):
+        k = int(ks[j % ks.size])
+        r[j, rng.choice(n, k, replace=False)] += h[j]
+    out["plateau"] = r
+    slope = codes(np.geomspace(1 / one, 2 * max_height / n, rows))
+    ramp = slope[:, None] * np.arange(n)[None, :]
+    ramp = np.where((i % 2 == 0)[:, None], ramp, ramp[:, ::-1])
+    off = np.asarray(rng.integers(lo, np.maximum(hi - ramp.max(axis=1), lo) + 1), dtype=np.int64)
+    out["ramp"] = ramp + off[:, None]
+    a = codes(np.geomspace(0.25, max_height, rows))
+    c = np.asarray(rng.integers(lo + np.minimum(a, span // 2), hi - np.minimum(a, span // 2) + 1))
+    out["uniform"] = c[:, None] + rng.integers(-a[:, None], a[:, None] + 1, (rows, n))
+    return {k: np.clip(v, lo, hi).astype(np.int64) for k, v in out.items()}

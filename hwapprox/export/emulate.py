@@ -112,9 +112,15 @@ def apply_spec(
     mask: np.ndarray | None = None,
     n_value: Any = None,
     dtype: npt.DTypeLike = np.float64,
+    ideal: bool = False,
 ) -> np.ndarray:
     """The approximation of ``site`` on float input ``x`` (``dtype`` out: float64, or
     float32 rounded from it as ``astype`` does; same shape).
+
+    ``ideal``: instead of the model, the float64 function the spec approximates
+    (``spec.reference``) of the *quantised* input, with float gamma/beta: what an
+    exact unit with this ``in_fmt`` would give (the input quantisation's share of the
+    site error; :func:`~hwapprox.export.validate.site_metrics`).
 
     ``in_fmt.quantize -> spec.model -> out_fmt.to_float``; LayerNorm gamma/beta
     are quantised to ``spec.gamma_fmt``/``spec.beta_fmt``. ``mask`` (softmax
@@ -122,7 +128,9 @@ def apply_spec(
     probability, as the hardware's mask bits do; a masked score of a sigmoid or
     ReLU attention site enters as the in_fmt minimum (what the -inf/float32-min
     mask saturates to). ``n_value``: a ReLU attention site's run-time n (the
-    spec's ``seq_len`` is set to it for this call).
+    spec's ``seq_len`` is set to it for this call). A softmax spec whose ``row_max``
+    is below the site's row length is built for that length (``row_max`` raised; the
+    formats it derives follow).
     """
     if spec.operator is not site.operator:
         raise ExportError(
@@ -144,10 +152,15 @@ def apply_spec(
         if int(n) != getattr(spec, "seq_len", None):
             spec = spec.replace(seq_len=int(n))
     xv, axis = rows_view(site, xa)
+    if ideal:
+        return _ideal(site, spec, xv, axis, mask).astype(dtype).reshape(np.shape(x))
     if site.operator is Operator.GELU or site.operator in ELEMENTWISE_ATTENTION:
         return spec.evaluate(xv, dtype).reshape(np.shape(x))
     raw = spec.quantize_input(xv)
     if site.operator is Operator.SOFTMAX:
+        n_row = int(np.shape(xv)[axis]) if np.ndim(xv) else 1
+        if n_row > getattr(spec, "row_max", n_row):
+            spec = spec.replace(row_max=n_row)  # the unit is built for the site's rows
         if mask is None:
             out = spec.model(raw, axis=axis)
         else:
@@ -159,6 +172,22 @@ def apply_spec(
         beta = _row_param(site.beta, n, getattr(spec, "beta_fmt", None), "beta", site)
         out = spec.model(raw, axis=-1, gamma=gamma, beta=beta)
     return spec.output_to_float(out, dtype).reshape(np.shape(x))
+
+
+def _ideal(
+    site: Site, spec: ApproxSpec, xv: np.ndarray, axis: int, mask: np.ndarray | None
+) -> np.ndarray:
+    """``spec.reference`` of the quantised rows ``xv`` (float64; see :func:`apply_spec`)."""
+    xq = spec.in_fmt.to_float(spec.quantize_input(xv))
+    if site.operator is Operator.GELU or site.operator in ELEMENTWISE_ATTENTION:
+        return spec.reference(xq)
+    if site.operator is Operator.SOFTMAX:
+        mv = None if mask is None else rows_view(site, mask)[0]
+        return spec.reference(xq, axis=axis, mask=mv)
+    n = xv.shape[-1]
+    g = None if site.gamma is None else np.broadcast_to(np.ravel(site.gamma), (n,))
+    b = None if site.beta is None else np.broadcast_to(np.ravel(site.beta), (n,))
+    return spec.reference(xq, axis=-1, gamma=g, beta=b)
 
 
 _NP_OF = {

@@ -35,12 +35,15 @@ def _sat(c: dict[str, int] | None, side: str) -> str:
 
 
 def short_spec(spec: Any) -> str:
-    """``method in=... out=...`` plus the fields that differ from the method's defaults."""
+    """``method in=... out=...`` plus the fields that differ from the method's defaults
+    (fields the spec derived from others, e.g. the online softmax's internal formats,
+    are defaults)."""
     import dataclasses
 
     parts = [f"{spec.operator}/{spec.method}", f"in={spec.in_fmt}", f"out={spec.out_fmt}"]
+    derived = getattr(spec, "_derived", frozenset())
     for f in dataclasses.fields(spec):
-        if f.name in ("in_fmt", "out_fmt", "eps", "form"):
+        if f.name in ("in_fmt", "out_fmt", "eps", "form") or f.name in derived:
             continue
         v = getattr(spec, f.name)
         if f.default is not dataclasses.MISSING and v != f.default:
@@ -73,6 +76,8 @@ def format_report(res: ValidationResult) -> str:
                 _g(err.get("max_abs")),
                 _g(err.get("mean_abs")),
                 _g(err.get("max_lsb")),
+                _g(err.get("quant_max_lsb")),
+                _g(err.get("approx_max_lsb")),
                 _g(err.get("rel_rms")),
                 _g(err.get("row_sum_err")),
                 "-" if spec is None else f"{rank_score(spec):.0f}",
@@ -93,9 +98,11 @@ def format_report(res: ValidationResult) -> str:
     parts += [
         "",
         "Per site (spec on the float model's site input vs its float site output, so "
-        "max|err| and max LSB include the input's quantisation; 'hwapprox eval' and the "
-        "README's accuracy tables measure the approximation alone, on quantised inputs; "
-        "sat = saturated inputs/outputs):",
+        "max|err| and max LSB include the input's quantisation; the two causes apart, in "
+        "output LSBs: 'LSB input q.' = the exact function of the quantised input vs the "
+        "float output (fix: the input format), 'LSB approx.' = the spec vs that exact "
+        "function (fix: the method or its fields; what 'hwapprox eval' and the README's "
+        "accuracy tables measure); sat = saturated inputs/outputs):",
         _table(
             [
                 "site",
@@ -109,6 +116,8 @@ def format_report(res: ValidationResult) -> str:
                 "max|err|",
                 "mean|err|",
                 "max LSB vs float",
+                "LSB input q.",
+                "LSB approx.",
                 "rel rms",
                 "row Σ err",
                 "cost",

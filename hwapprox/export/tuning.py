@@ -10,7 +10,9 @@ rounding, overflow and signedness of each format are the method's defaults.
 :func:`tune_sites` is the ``--budget`` search. For each selected site, in graph
 order, candidates are every method (or the configured one) x input width x
 range policy x the method's own parameters (:data:`PARAM_GRID`: PWL segments,
-table sizes, Newton steps), with the output width equal to the input width.
+table sizes, Newton steps), with the output width equal to the input width
+(softmax sites also try wider inputs, ``SearchSpace.softmax_widths``, with 16-bit
+outputs).
 Each candidate is first *screened* on a sample of the site's float input
 (rms error against the float site output); candidates that another
 candidate beats on both cost score and rms error are dropped (a Pareto front).
@@ -51,6 +53,7 @@ __all__ = [
     "candidate_specs",
     "screen",
     "share",
+    "softmax_input_format",
 ]
 
 #: Method parameters the tuner tries (each entry is one set of fields).
@@ -83,6 +86,10 @@ class SearchSpace:
     """What ``--budget`` searches per site (see the module docstring)."""
 
     widths: tuple[int, ...] = (8, 10, 12, 16)
+    #: more input widths for softmax sites (output width 16): a softmax input's
+    #: precision is that of ``x - max`` (:func:`softmax_input_format`), and a wider
+    #: code costs a comparator and subtractor, not the exp path
+    softmax_widths: tuple[int, ...] = (20, 24)
     ranges: tuple[str | float, ...] = ("max", "p99.99", "p99.9")
     params: bool = True
     headroom: int = 1
@@ -116,7 +123,8 @@ def calibrated_fields(
     """Calibrated ``in_fmt``/``out_fmt``/``gamma_fmt``/``beta_fmt`` for one site.
 
     ``in_fmt`` = ``ap_fixed<width, I, AP_RND, AP_SAT>`` from the input range
-    (``stat`` policy, ``headroom`` bits); ``out_fmt``
+    (``stat`` policy, ``headroom`` bits; softmax: :func:`softmax_input_format`, wider
+    than ``width`` for outlier ranges); ``out_fmt``
     (GELU, LayerNorm) = ``out_width`` bits with integer bits from the site
     outputs (max, same headroom) with the method default's rounding; softmax
     keeps the default's integer bits at ``out_width``; gamma/beta formats hold
@@ -134,6 +142,10 @@ def calibrated_fields(
             fields["out_fmt"] = _with_width(dout, dout.width)
         else:
             fields["out_fmt"] = _with_width(dout, ow, min(dout.int_bits, ow))
+    if site.operator is Operator.SOFTMAX:
+        fields["in_fmt"] = softmax_input_format(
+            stats, width, headroom, stat, fields["out_fmt"].frac_bits
+        )
     else:
         ib = out_stats.int_bits(headroom, "max")
         if not dout.signed:
@@ -151,6 +163,36 @@ def calibrated_fields(
                 if f is not None:
                     fields[name] = _with_width(d[name], f.width, f.int_bits)  # type: ignore[arg-type]
     return fields
+
+
+#: the widest softmax input code :func:`softmax_input_format` gives (the online unit's limit)
+SOFTMAX_MAX_IN_WIDTH = 32
+
+
+def softmax_input_format(
+    stats: SiteStats, width: int, headroom: int, stat: str | float, out_frac_bits: int
+) -> FixedFormat:
+    """A softmax site's input format: what the unit needs, not ``width`` at any range.
+
+    A softmax unit computes ``x - max`` and its exp is 0 at the output precision
+    below ``-R``, ``R = (out_frac_bits + 1)·ln 2`` (``exp(-R) = 2^-(F+1)``, half an
+    output LSB). So the fraction bits that matter are those of ``x - max`` over
+    ``[-R, 0]``: ``F = width - I_R`` with ``I_R`` the signed integer bits of ``R``
+    (plus ``headroom``);
+    the integer bits ``I`` still come from the input range (``stat``, ``headroom``:
+    a row's maximum must not saturate). When ``I <= I_R`` this is
+    ``ap_fixed<width, I>`` as for other sites; an outlier range (``I > I_R``, e.g.
+    scores reaching 295 where attention sinks form) widens the code to ``I + F``
+    bits (at most :data:`SOFTMAX_MAX_IN_WIDTH`) instead of giving up fraction bits:
+    in the unit a wider input costs its comparator and subtractor, not the exp path
+    (whose argument is clamped where E is 0; see ``OnlineSoftmax.cost``).
+    """
+    ib = stats.int_bits(headroom, stat)
+    r = (out_frac_bits + 1) * math.log(2)
+    ib_need = math.ceil(r).bit_length() + 1 + headroom
+    frac = width - min(ib, ib_need)
+    w = min(SOFTMAX_MAX_IN_WIDTH, max(width, ib + frac))
+    return stats.choose_format(w, headroom, Rounding.RND, Overflow.SAT, stat=stat)
 
 
 def _method_ok(op: Operator, method: str) -> bool:
@@ -209,7 +251,10 @@ def candidate_specs(
         for params in grid:
             if any(k in fixed for k in params):
                 params = {}
-            for w in space.widths:
+            widths = list(space.widths)
+            if site.operator is Operator.SOFTMAX:
+                widths += [w for w in space.softmax_widths if w not in widths]
+            for w in widths:
                 for r in space.ranges:
                     try:
                         fmts = calibrated_fields(
@@ -218,7 +263,7 @@ def candidate_specs(
                             stats,
                             out_stats,
                             width=w,
-                            out_width=w,
+                            out_width=min(w, 16),
                             headroom=space.headroom,
                             stat=r,
                         )

@@ -277,11 +277,20 @@ def site_metrics(
     With a ``mask`` only unmasked elements and rows with one count; the float
     model's output at masked elements is ~0 (not exactly) and the approximation's
     exactly 0.
+
+    The error splits into its two causes (each a max over the same elements, in
+    output LSBs): ``quant_max_lsb`` -- quantising the site's input: the float
+    function the spec approximates, of the quantised input, against the float
+    output; ``approx_max_lsb`` -- the approximation itself: the spec's model against
+    that float function of the same quantised input (:func:`apply_spec` with
+    ``ideal``). ``max_lsb`` is at most their sum.
     """
     # float32 holds every code of an output format up to 24 bits exactly (value =
     # code·2^-f): the same figures as float64, with half the memory traffic
     exact32 = getattr(getattr(spec, "out_fmt", None), "width", 64) <= 24
-    y = apply_spec(site, spec, x, mask, n_value, np.float32 if exact32 else np.float64)
+    dt = np.float32 if exact32 else np.float64
+    y = apply_spec(site, spec, x, mask, n_value, dtype=dt)
+    yi = apply_spec(site, spec, x, mask, n_value, ideal=True)  # float64: not codes
     keep = None
     if mask is not None:
         m = np.broadcast_to(mask, y.shape)
@@ -290,6 +299,8 @@ def site_metrics(
         keep = ~m & np.broadcast_to(live, mrows.shape).reshape(y.shape)
     n, mx, s1, s2, sr = _err_sums(y, np.asarray(y_float), keep)
     n = max(n, 1)  # nothing kept: every error figure 0
+    dq = _err_sums(yi, np.asarray(y_float), keep)[1]  # input quantisation
+    da = _err_sums(y, yi, keep)[1]  # the approximation itself
     out = {
         "max_abs": mx,
         "mean_abs": s1 / n,
@@ -297,6 +308,8 @@ def site_metrics(
         "rel_rms": float(np.sqrt(s2 / sr)) if sr > 0 else 0.0,
         "out_lsb": float(spec.out_fmt.lsb),
         "max_lsb": mx / float(spec.out_fmt.lsb),
+        "quant_max_lsb": dq / float(spec.out_fmt.lsb),
+        "approx_max_lsb": da / float(spec.out_fmt.lsb),
     }
     if site.operator is Operator.SOFTMAX:
         yf = np.asarray(y_float)

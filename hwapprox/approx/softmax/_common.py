@@ -20,11 +20,12 @@ from hwapprox.approx.base import (
     Operator,
     RawArray,
     RowwiseSpec,
+    SpecError,
     broadcast_mask,
     require,
 )
 from hwapprox.approx.metrics import LOG_CODE_FORMS, decode_log_code
-from hwapprox.fixed import FixedFormat, Overflow, Rounding, cast
+from hwapprox.fixed import FixedFormat, FixedPointError, Overflow, Rounding, cast
 
 _F = FixedFormat.parse
 _FIX16_6 = _F("ap_fixed<16,6>")
@@ -50,6 +51,44 @@ def stable_softmax(
     e = np.exp(a - mx)
     s = e.sum(axis=axis, keepdims=True)
     return np.divide(e, s, out=np.zeros_like(e), where=s > 0)  # type: ignore[no-any-return]
+
+
+def derive_fields(
+    spec: Any, rule: Callable[[FixedFormat, int, dict[str, Any]], dict[str, Any]]
+) -> None:
+    """Fill ``spec``'s fields that are None with ``rule(out_fmt, row_max, given)``
+    (``given``: the derivable fields the caller set) before the base class validates,
+    and record their names in ``spec._derived``, so that
+    :meth:`~hwapprox.approx.base.ApproxSpec.replace` derives them again.
+
+    A derivable field given as a string (a format in HLS spelling) is parsed here."""
+    name = type(spec).__name__
+
+    def fmt(field: str, v: Any) -> Any:
+        if not isinstance(v, str | FixedFormat):
+            return v
+        try:
+            return FixedFormat.parse(v)
+        except FixedPointError as exc:
+            raise SpecError(f"{name}.{field}: {exc}") from None
+
+    out = fmt("out_fmt", spec.out_fmt)
+    n = spec.row_max
+    require(
+        isinstance(n, int | np.integer) and not isinstance(n, bool) and 1 <= n <= 1 << 24,
+        lambda: f"{name}.row_max={n!r}: must be an integer in [1, {1 << 24}]",
+    )
+    names = rule(out, int(n), {}).keys()
+    given = {k: fmt(k, getattr(spec, k)) for k in names if getattr(spec, k) is not None}
+    derived = rule(out, int(n), given)
+    done = []
+    for k in names:
+        if k in given:
+            object.__setattr__(spec, k, given[k])
+        else:
+            object.__setattr__(spec, k, derived[k])
+            done.append(k)
+    object.__setattr__(spec, "_derived", frozenset(done))
 
 
 def _max_minus(x: RawArray, mask: npt.NDArray[np.bool_], fmt: FixedFormat) -> RawArray:

@@ -25,9 +25,10 @@ from hwapprox.approx.softmax._common import (
     _cached,
     _cast_prod,
     _zero_masked,
+    derive_fields,
     event_scan,
 )
-from hwapprox.fixed import MAX_RAW_BITS, FixedFormat, Rounding, cast
+from hwapprox.fixed import MAX_RAW_BITS, FixedFormat, Overflow, Rounding, cast
 
 _F = FixedFormat.parse
 _UFIX12_1_RND = _F("ap_ufixed<12,1,AP_RND>")
@@ -43,6 +44,84 @@ _UFIX8_0_RND_SAT = _F("ap_ufixed<8,0,AP_RND,AP_SAT>")
 
 def _rnd_flag(fmt: FixedFormat) -> int:
     return 1 if fmt.rounding is Rounding.RND else 0
+
+
+def online_formats(
+    out_fmt: FixedFormat, row_max: int, given: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The online softmax's default internal formats for ``out_fmt`` and rows of up to
+    ``row_max`` elements, from the worst-case bound below (all AP_RND, unsigned).
+    ``given``: formats the spec sets itself; the derived ones stay consistent with
+    them (``F_e`` at most a given ``sum_fmt``'s fraction bits; ``F_s``, the table and
+    ``exp_arg_fmt`` follow a given ``exp_fmt``).
+
+    With ``F = out_fmt.frac_bits`` (an output LSB is ``2^-F``) and ``L =
+    ceil(log2 row_max)`` (``N <= 2^L``):
+
+    * ``exp_fmt`` = ``ap_ufixed<F_e + 1, 1>`` with ``F_e = F + L + 2``;
+    * ``sum_fmt`` = ``ap_ufixed<F_e + L + 2, L + 1>`` (``F_s = F_e + 1``; holds
+      ``d <= N + 1``, Softmax_1's zero logit included);
+    * ``recip_fmt`` = ``ap_ufixed<F + 5, 1>`` (``F_r = F + 4``),
+      ``recip_work_frac_bits`` = ``min(F + 6, 29)``;
+    * base-2 exp unit: ``exp_frac_bits`` (table address bits) ``A = max(4,
+      ceil(F/2))``, ``exp_table_frac_bits`` = ``F_e + 2``, ``exp_arg_fmt`` =
+      ``ap_ufixed<F + 6 + I_t, I_t, AP_RND, AP_SAT>`` with ``I_t = bit_length(F_e
+      + 2)`` (it reaches ``t = F_e + 2``, where E is 0).
+
+    **Bound** (``p_i = e_i / D`` exact, ``e_j = exp(x_j - m)``, ``D = Σ e_j >= 1``).
+    Write each exp unit value ``E_j = e_j·(1 + ρ_j) + β_j``: ``|ρ_j| <= ρ`` is the
+    relative error before the final rounding (PWL of ``2^-f`` over ``2^-A`` steps,
+    ``(ln 2)²/8·2^-2A``, plus the rounding of ``t`` and of the table entries and the
+    ``LOG2E`` constant: ``ρ < 2^-(F + 3)`` at the derived ``A`` for ``F <= 16``) and
+    ``|β_j| <= u_e = 2^-(F_e + 1)`` the final rounding to ``exp_fmt``. The sum then
+    errs by ``|d - D| <= ρ·D + N·u_e`` (+ ``N·u_s``, ``u_s = 2^-(F_s + 1)``, for the
+    online schedule's rescale roundings) -- the ``N·u_e`` term is **coherent**: a
+    flat background of N equal scores rounds the same way N times, so it does not
+    average out. To first order, for every output before its own rounding
+
+    ``|E_i·r - p_i| <= 2ρ·p_i + u_e + p_i·N·(u_e + u_s)/D + ε_r
+    <= 2ρ + 2^-(F + 3) + 2^-(F + 4) + 2^-(F + 4)`` (``e_i <= 1 <= D``; ``ε_r``: the
+    reciprocal's rounding ``2^-(F_r + 1)`` and its Newton error),
+
+    about 0.4 LSB; with the output's own rounding (0.5 LSB) that is below 1 LSB for
+    every row of ``N <= row_max`` (an output whose probability rounds above the
+    largest code of ``ap_ufixed<W,0>`` saturates: then the error is the distance of
+    ``p <= 1`` to ``1 - 2^-W``, at most 1 LSB). The online schedule's rescales also
+    scale earlier roundings by the later factors ``E <= 1``: measured on ramps (a new
+    maximum at every element) in ``benchmarks/results/softmax.md``. The
+    ``F_e + EXP_W <= 62`` limit of the split rescale product allows ``F + L <= 28``
+    (16-bit outputs up to ``row_max = 4096``).
+    """
+    given = given or {}
+    f = max(out_fmt.frac_bits, 1)
+    lg = max(1, (int(row_max) - 1).bit_length())
+    f_e = f + lg + 2
+    if isinstance(given.get("sum_fmt"), FixedFormat):
+        f_e = max(1, min(f_e, given["sum_fmt"].frac_bits))
+    if isinstance(given.get("exp_fmt"), FixedFormat):
+        f_e = given["exp_fmt"].frac_bits
+    i_t = (f_e + 2).bit_length()
+    return {
+        "exp_fmt": FixedFormat(f_e + 1, 1, False, Rounding.RND),
+        "exp_arg_fmt": FixedFormat(f + 6 + i_t, i_t, False, Rounding.RND, Overflow.SAT),
+        "exp_frac_bits": max(4, -(-f // 2)),
+        "exp_table_frac_bits": f_e + 2,
+        "sum_fmt": FixedFormat(f_e + lg + 2, lg + 1, False, Rounding.RND),
+        "recip_fmt": FixedFormat(f + 5, 1, False, Rounding.RND),
+        "recip_work_frac_bits": min(f + 6, 29),
+    }
+
+
+def rescale_product(d: RawArray, e: RawArray, fe: int, rnd: bool) -> RawArray:
+    """``R(d·e / 2^fe)`` (floor, or half up when ``rnd``) exactly when ``d·e`` exceeds
+    64 bits: with ``d = dh·2^fe + dl``, ``dh·e`` is exact and only ``dl·e < 2^(fe +
+    bits(e))`` is rounded (``fe + bits(e) <= 62``)."""
+    d = np.asarray(d, dtype=np.int64)
+    e = np.asarray(e, dtype=np.int64)
+    lo = (d & np.int64((1 << fe) - 1)) * e
+    if rnd:
+        lo += np.int64(1 << (fe - 1))
+    return (d >> np.int64(fe)) * e + (lo >> np.int64(fe))  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)
@@ -154,8 +233,19 @@ class OnlineSoftmax(SoftmaxSpec):
 
     Intermediates for unit tests of the HLS/RTL ports: :meth:`exp_unit_raw`
     (E), :meth:`row_state` (``m``, ``d`` for either schedule) and
-    :meth:`recip_raw` (``1/d``). The defaults reach <= 1 LSB max error at
-    16-bit outputs for ``ap_fixed<16,6>`` inputs (``benchmarks/results/softmax.md``).
+    :meth:`recip_raw` (``1/d``).
+
+    **Defaults**: ``exp_fmt``, ``sum_fmt``, ``recip_fmt``, ``exp_arg_fmt``,
+    ``exp_frac_bits``, ``exp_table_frac_bits`` and ``recip_work_frac_bits`` left
+    None are derived from ``out_fmt`` and ``row_max`` by :func:`online_formats`,
+    whose docstring carries the worst-case bound (the coherent rounding of a flat
+    background included): at most 1 output LSB against the float64 softmax of the
+    quantised inputs for every row of ``N <= row_max`` (measured on the hard row
+    kinds at W = 8..16, N up to 4096: ``benchmarks/results/softmax.md``,
+    ``tests/test_softmax_hard_rows.py``). A narrower output or a shorter
+    ``row_max`` gives narrower formats (a cheaper unit); :meth:`replace` derives
+    them again, a field set explicitly stays as set. Rows longer than ``row_max``
+    are refused.
     """
 
     method = "online"
@@ -174,24 +264,28 @@ class OnlineSoftmax(SoftmaxSpec):
 
     in_fmt: FixedFormat = _FIX16_6
     out_fmt: FixedFormat = _UFIX16_0_RND_SAT
+    #: the longest row the unit is built for (its row buffer; the model refuses longer
+    #: rows); with ``out_fmt`` it sets the derived formats (:func:`online_formats`)
+    row_max: int = 1024
     schedule: str = "online"
     exp_unit: str = "base2"
-    exp_fmt: FixedFormat = _UFIX22_1_RND
+    #: None (the default): derived from ``out_fmt`` and ``row_max`` (:func:`online_formats`)
+    exp_fmt: FixedFormat | None = None
     # base2 exp unit
     log2e_fmt: FixedFormat = _UFIX26_1_RND
-    exp_arg_fmt: FixedFormat = _UFIX27_5_RND_SAT
-    exp_frac_bits: int = 8
+    exp_arg_fmt: FixedFormat | None = None
+    exp_frac_bits: int | None = None
     exp_interp: str = "pwl"
-    exp_table_frac_bits: int = 24
+    exp_table_frac_bits: int | None = None
     # lut exp unit
     exp_lut_bits: int = 12
     exp_lut_int_bits: int = 4
     # sum and reciprocal
-    sum_fmt: FixedFormat = _UFIX36_12_RND
+    sum_fmt: FixedFormat | None = None
     recip_unit: str = "newton"
-    recip_fmt: FixedFormat = _UFIX26_1_RND
+    recip_fmt: FixedFormat | None = None
     recip_table_bits: int = 8
-    recip_work_frac_bits: int = 26
+    recip_work_frac_bits: int | None = None
     newton_steps: int = 2
     #: Softmax_1 ("off by one": OutEffHop, Hu et al. 2024; Miller 2023):
     #: ``exp(x_i) / (1 + Σ_j exp(x_j))``, so a row may attend to nothing
@@ -212,9 +306,14 @@ class OnlineSoftmax(SoftmaxSpec):
     #: output 0; no V load in the fused row). None: off
     skip_threshold: float | None = None
 
+    def __post_init__(self) -> None:
+        derive_fields(self, online_formats)
+        super().__post_init__()
+
     # -- validation ------------------------------------------------------------------
     def validate(self) -> None:
         self._validate_variants()
+        self._int_in("row_max", 1, 1 << 24)
         self._require(
             isinstance(self.off_by_one, bool), "off_by_one", repr(self.off_by_one), "a bool"
         )
@@ -266,10 +365,11 @@ class OnlineSoftmax(SoftmaxSpec):
             f"needs at least exp_fmt's {self.exp_fmt.frac_bits} fraction bits (exp adds exactly)",
         )
         self._require(
-            self.sum_fmt.width + self.exp_fmt.width <= MAX_RAW_BITS,
-            "sum_fmt",
-            self.sum_fmt,
-            f"sum x exp product must fit {MAX_RAW_BITS} bits (exp_fmt {self.exp_fmt})",
+            self.exp_fmt.frac_bits + self.exp_fmt.width <= MAX_RAW_BITS,
+            "exp_fmt",
+            self.exp_fmt,
+            f"frac_bits + width must be <= {MAX_RAW_BITS} (the rescale d·E is computed as "
+            "(d >> F_e)·E + (d mod 2^F_e)·E); lower row_max or out_fmt's width",
         )
         self._require(
             self.recip_fmt.int_bits >= 1 and self.recip_fmt.frac_bits >= 1,
@@ -469,7 +569,8 @@ class OnlineSoftmax(SoftmaxSpec):
                            between ``T[i+1]·2^G`` and ``T[i]·2^G <= 2^(TABLE_F + G)``
         EXP_W     unsigned ``E = round(v / 2^(k + EXP2_SHIFT)) <= 2^EXP_F`` (exp_fmt)
         SUM_W     unsigned ``d`` (sum_fmt), at most ``n·ONE``
-        RESCALE_W unsigned ``d·E`` (``E <= 1.0``: ``R_s(d·E) + ONE <= d + ONE``)
+        RESCALE_W unsigned ``d·E`` (``E <= 1.0``: ``R_s(d·E) + ONE <= d + ONE``); may
+                           exceed 64 bits (69 by default: the derived formats)
         RU_W      unsigned the mantissa ``U`` of ``d`` in ``[2^WF, 2^(WF+1))``
         RT_W      unsigned lut reciprocal: ``T[i]·2^RG - (T[i] - T[i+1])·w <= 2^(WF+RG)``
         RN_W      signed   Newton ``R`` (``<= 2^WF + 1``) and ``e = 2 - U·R``
@@ -611,8 +712,11 @@ class OnlineSoftmax(SoftmaxSpec):
         )
 
     def _rescale(self, d: RawArray, e: RawArray) -> RawArray:
-        """R_s(d · e): exact product rounded to ``sum_fmt`` (its rounding: AP_TRN or AP_RND)."""
-        return intmath.round_shift_var(d * e, self.exp_fmt.frac_bits, self.sum_fmt.rounding)
+        """R_s(d · e): exact product rounded to ``sum_fmt`` (its rounding: AP_TRN or AP_RND).
+
+        Exact beyond 64 bits: ``d = dh·2^F_e + dl``, so ``R_s(d·e) = dh·e + R_s(dl·e)``
+        (``dl·e < 2^(F_e + EXP_W) <= 2^62``, validated)."""
+        return rescale_product(d, e, self.exp_fmt.frac_bits, self.sum_fmt.rounding is Rounding.RND)
 
     def _exp_memo(self) -> RawArray:
         """:meth:`exp_unit_raw` of every δ code in ``[0, 2^W_in)`` (every difference of
@@ -776,13 +880,19 @@ class OnlineSoftmax(SoftmaxSpec):
         fe = np.int64(self.exp_fmt.frac_bits)
         half = np.int64(1 << (self.exp_fmt.frac_bits - 1))
         rnd = self.sum_fmt.rounding is Rounding.RND
+        mask_fe = np.int64((1 << self.exp_fmt.frac_bits) - 1)
         e_f = np.ascontiguousarray(e).ravel()
 
         def rescale(dv: RawArray, flat: npt.NDArray[np.intp]) -> RawArray:
-            dv *= e_f[flat]
-            if rnd:
-                dv += half
+            ev = e_f[flat].astype(np.int64)
+            lo = dv & mask_fe
             dv >>= fe
+            dv *= ev
+            lo *= ev
+            if rnd:
+                lo += half
+            lo >>= fe
+            dv += lo
             return dv
 
         d[...] = event_scan(d, inc, new, rescale)
@@ -793,14 +903,9 @@ class OnlineSoftmax(SoftmaxSpec):
         one = np.int64(self._one_sum())
         eup_t = e_t * int(1 << (self.sum_fmt.frac_bits - self.exp_fmt.frac_bits))
         fe = np.int64(self.exp_fmt.frac_bits)
-        half = np.int64(1 << (self.exp_fmt.frac_bits - 1))
         rnd = self.sum_fmt.rounding is Rounding.RND
-        t = np.empty(d.shape[0], dtype=np.int64)
         for j in range(e_t.shape[0]):
-            np.multiply(d, e_t[j], out=t)
-            if rnd:
-                t += half
-            t >>= fe
+            t = rescale_product(d, e_t[j].astype(np.int64), int(fe), rnd)
             t += one
             d += eup_t[j]
             np.copyto(d, t, where=new_t[j])
@@ -912,6 +1017,7 @@ class OnlineSoftmax(SoftmaxSpec):
         else None) and the ``(R, N)`` skip flags (``skip_threshold``; else None)."""
         n = x.shape[1]
         self._row_limit(n, int(self.sum_fmt.max), f"sum_fmt {self.sum_fmt}")
+        self._row_limit(n, self.row_max, "row_max, the row length the unit is built for")
         tabs = _cached(self, "tables")
         exp = self._exp_fn(tabs)
         if self.unified_max is not None:
@@ -1094,15 +1200,33 @@ class OnlineSoftmax(SoftmaxSpec):
         exp + PWL reciprocal datapath is other hardware than base 2 + Newton."""
         return "lut_exp" if self.exp_unit == "lut" else ""
 
+    def exp_delta_bits(self) -> int:
+        """Bits of the differences ``δ = m - x`` the exp path needs: beyond ``D =
+        ceil(max t / log2 e · 2^F_in)`` (base2: ``t`` saturates at ``exp_arg_fmt.max >=
+        F_e + 2``, E = 0) or ``2^(F_in + exp_lut_int_bits)`` (lut: E = 0) every δ gives
+        the same E, so a clamp of δ there changes nothing. At most ``in_fmt.width``."""
+        f_in = self.in_fmt.frac_bits
+        if self.exp_unit == "lut":
+            return min(self.in_fmt.width, max(1, f_in + self.exp_lut_int_bits))
+        d = math.ceil(float(self.exp_arg_fmt.max) / math.log2(math.e) * 2.0**f_in)
+        return min(self.in_fmt.width, ubits(d))
+
     def cost(self) -> Cost:
+        """Cost of one lane. Input width: the running max's comparator and the
+        subtractor ``m - x`` (and the row buffer) are ``in_fmt.width`` wide, but the exp
+        path's ``δ·LOG2E`` multiplier is counted at :meth:`exp_delta_bits` (δ clamped
+        where E is 0), so a wider input code (an outlier range calibrated without
+        losing fraction bits) costs a comparator and a subtractor, not the exp path.
+        The HLS and RTL units multiply the unclamped δ today (the same E)."""
         t = self.tables()
         tb = sum(len(v) * int(max(1, int(v.max()).bit_length())) for v in t.values())
         mults: list[tuple[int, int]] = [
             (self.sum_fmt.width, self.exp_fmt.width),
             (self.exp_fmt.width, self.recip_fmt.width),
         ]
+        d_bits = self.exp_delta_bits()
         if self.exp_unit == "base2":
-            mults.append((self.in_fmt.width + 1, self.log2e_fmt.width))
+            mults.append((d_bits + 1, self.log2e_fmt.width))
             if self.exp_interp == "pwl":
                 mults.append(
                     (self.exp_table_frac_bits, self.exp_arg_fmt.frac_bits - self.exp_frac_bits)
@@ -1114,7 +1238,7 @@ class OnlineSoftmax(SoftmaxSpec):
             adders += 2
         if self.unified_max is not None:  # a second exp (of phi - x) and its sum
             if self.exp_unit == "base2":
-                mults.append((self.in_fmt.width + 1, self.log2e_fmt.width))
+                mults.append((d_bits + 1, self.log2e_fmt.width))
             adders += 2
         if self.skip_threshold is not None:  # one compare against m - tau
             adders += 1
@@ -1128,8 +1252,9 @@ class OnlineSoftmax(SoftmaxSpec):
             adders=adders,
             widest_bits=max(a + b for a, b in mults),
             notes=(
-                "per element: 2 exp evaluations (stream + output), rescale multiply, "
-                "output multiply; per row: 1 reciprocal "
+                f"per element: max comparator and m - x subtractor at {self.in_fmt.width} bits, "
+                f"2 exp evaluations on δ clamped to {d_bits} bits (stream + output), rescale "
+                "multiply, output multiply; per row: 1 reciprocal "
                 f"({self.recip_unit}, {self.newton_steps if self.recip_unit == 'newton' else 0} "
                 "Newton steps); row buffer of N inputs"
             ),

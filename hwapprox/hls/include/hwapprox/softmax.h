@@ -40,10 +40,13 @@
 // hwa_softmax_online takes as parameters -- and every intermediate below is
 // an ap_int/ap_uint of one of those widths (softmax_*_types<C>; the spec's
 // hw_params docstring derives each from the largest magnitude). Online, for
-// the default spec: delta 16, exp argument 27 (exp_arg_fmt), E 22, sum 36,
-// d·E 58, Newton products 55, E·r 48 bits. I-BERT's requantising product
-// e·m is the one type wider than 64 bits (82 at 16-bit inputs, a constant
-// multiplier): the model's mul_round_shift needs every bit of it to round.
+// the default spec (16-bit output, row_max 1024): delta 16, exp argument 27
+// (exp_arg_fmt), E 29, sum 40, d·E 69, Newton products 47, E·r 50 bits.
+// Two types may be wider than 64 bits: I-BERT's requantising product e·m (82
+// at 16-bit inputs, a constant multiplier: the model's mul_round_shift needs
+// every bit of it to round) and the online rescale product d·E (sum_fmt x
+// exp_fmt, derived from the output width and row_max; the model splits it at
+// bit EXP_F, exactly).
 //
 // Latency intent (io_parallel): one row per call, PIPELINE II=1 over rows in
 // the caller. The online unit's running (m, d) recurrence is a serial chain of

@@ -1,0 +1,107 @@
+"""Online softmax on the rows where roundings add up (issue 26): at most 1 output LSB
+against the float64 softmax of the quantised inputs, with the default internal
+formats derived from ``out_fmt`` and ``row_max`` (:func:`online_formats`).
+
+Rows (:func:`hwapprox.approx.stimulus.hard_softmax_rows`): one or two dominant
+scores at many heights over a flat background (N equal exp values, each rounded
+the same way: the sum's error is coherent), plateaus of tied maxima, ramps (a new
+maximum at every element when ascending) and uniform rows. The sweep over
+W = 8..16 and N up to 4096 is ``benchmarks/bench_softmax.py`` (results in
+``benchmarks/results/softmax.md``); here a compact set that the previous fixed
+defaults fail (``test_old_fixed_defaults_fail``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hwapprox.approx.registry import make_spec, spec_from_config
+from hwapprox.approx.softmax import OnlineSoftmax
+from hwapprox.approx.softmax.online import online_formats
+from hwapprox.approx.stimulus import HARD_KINDS, hard_softmax_rows
+from hwapprox.fixed import FixedFormat
+
+F = FixedFormat.parse
+
+#: the fixed defaults before issue 26 (whatever the output width and row length),
+#: with one more integer bit in the sum so that rows of 4096 fit
+OLD_DEFAULTS = {
+    "exp_fmt": "ap_ufixed<22,1,AP_RND>",
+    "exp_arg_fmt": "ap_ufixed<27,5,AP_RND,AP_SAT>",
+    "exp_frac_bits": 8,
+    "exp_table_frac_bits": 24,
+    "sum_fmt": "ap_ufixed<37,13,AP_RND>",
+    "recip_fmt": "ap_ufixed<26,1,AP_RND>",
+    "recip_work_frac_bits": 26,
+}
+
+
+def _max_lsb(spec: OnlineSoftmax, x: np.ndarray) -> float:
+    """Largest |y - p| in output LSBs, p the float64 softmax of the quantised row."""
+    y = spec.output_to_float(spec.model(x))
+    ref = spec.reference(spec.in_fmt.to_float(x))
+    return float(np.abs(y - ref).max() * 2.0**spec.out_fmt.frac_bits)
+
+
+@pytest.mark.parametrize("n", [64, 1024, 4096])
+@pytest.mark.parametrize("w", [8, 12, 16])
+def test_derived_defaults_within_one_lsb(w: int, n: int) -> None:
+    spec = make_spec("softmax", "online", out_fmt=f"ap_ufixed<{w},0,AP_RND,AP_SAT>", row_max=n)
+    rows = hard_softmax_rows(spec.in_fmt, n, np.random.default_rng(w * 7919 + n))
+    errs = {k: _max_lsb(spec, rows[k]) for k in HARD_KINDS}
+    assert max(errs.values()) <= 1.0 + 1e-9, errs
+
+
+def test_old_fixed_defaults_fail() -> None:
+    """The check can fail: the fixed pre-issue-26 formats miss 1 LSB on dominant-score
+    rows at 16 bits (the background's exp rounding adds up N times)."""
+    old = make_spec(
+        "softmax", "online", out_fmt="ap_ufixed<16,0,AP_RND,AP_SAT>", row_max=4096, **OLD_DEFAULTS
+    )
+    rows = hard_softmax_rows(old.in_fmt, 1024, np.random.default_rng(16 * 7919 + 1024))
+    assert _max_lsb(old, rows["dominant"]) > 2.0
+
+
+def test_formats_follow_out_fmt_and_row_max() -> None:
+    a = OnlineSoftmax(out_fmt="ap_ufixed<16,0,AP_RND,AP_SAT>", row_max=4096)
+    assert a.exp_fmt == F("ap_ufixed<31,1,AP_RND>")  # F_e = 16 + 12 + 2
+    assert a.sum_fmt == F("ap_ufixed<44,13,AP_RND>")  # F_s = F_e + 1, d <= N + 1
+    assert a.recip_fmt == F("ap_ufixed<21,1,AP_RND>")
+    assert a.exp_arg_fmt is not None
+    assert a.exp_arg_fmt.max >= a.exp_fmt.frac_bits + 2
+    b = a.replace(out_fmt="ap_ufixed<8,0,AP_RND,AP_SAT>")  # derived again, not carried over
+    assert b.exp_fmt == F("ap_ufixed<23,1,AP_RND>")
+    assert b.exp_frac_bits == 4
+    assert b == OnlineSoftmax(out_fmt="ap_ufixed<8,0,AP_RND,AP_SAT>", row_max=4096)
+    c = a.replace(row_max=64, newton_steps=1)
+    assert c.exp_fmt == F("ap_ufixed<25,1,AP_RND>")
+    given = OnlineSoftmax(exp_fmt="ap_ufixed<22,1,AP_RND>")  # a set field stays set
+    assert given.exp_fmt == F("ap_ufixed<22,1,AP_RND>")
+    assert given.replace(out_fmt="ap_ufixed<8,0>").exp_fmt == F("ap_ufixed<22,1,AP_RND>")
+    assert given.sum_fmt is not None
+    assert given.sum_fmt.frac_bits >= 21
+    assert online_formats(F("ap_ufixed<8,0>"), 1024)["exp_fmt"] == b.replace(row_max=1024).exp_fmt
+    # the config round trip gives the same spec
+    assert spec_from_config(a.to_config()) == a
+
+
+def test_narrower_output_is_cheaper() -> None:
+    scores = [
+        OnlineSoftmax(out_fmt=f"ap_ufixed<{w},0,AP_RND,AP_SAT>").cost().score()
+        for w in (8, 10, 12, 16)
+    ]
+    assert scores == sorted(scores), scores
+    assert scores[0] < 0.8 * scores[-1], scores
+
+
+def test_rows_beyond_row_max_are_refused() -> None:
+    spec = OnlineSoftmax(row_max=64)
+    spec.model(np.zeros((1, 64), np.int64))
+    with pytest.raises(ValueError, match="row_max"):
+        spec.model(np.zeros((1, 65), np.int64))
+
+
+def test_row_max_too_long_for_the_split_product() -> None:
+    with pytest.raises(ValueError, match="lower row_max"):
+        OnlineSoftmax(row_max=1 << 13)  # 16-bit outputs: F_e = 31, 31 + 32 > 62

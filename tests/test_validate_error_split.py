@@ -1,0 +1,59 @@
+"""validate's per-site error split into its two causes (issue 26): quantising the
+site's input (the exact function of the quantised input vs the float output) and
+the approximation itself (the spec vs that exact function), in text and HTML."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hwapprox.approx.softmax import stable_softmax
+from hwapprox.export.emulate import apply_spec, rows_view
+from hwapprox.export.example import inputs_path, model_path
+from hwapprox.export.report import _jsonable, format_report
+from hwapprox.export.validate import validate
+from hwapprox.html_report import validate_html
+
+
+@pytest.fixture(scope="module")
+def result():  # type: ignore[no-untyped-def]
+    return validate(model_path(), inputs=inputs_path())
+
+
+def test_both_causes_reported_per_site(result) -> None:  # type: ignore[no-untyped-def]
+    for s in result.imported.sites:
+        err = result.site_errors[s.name]
+        q, a, tot = err["quant_max_lsb"], err["approx_max_lsb"], err["max_lsb"]
+        assert q >= 0
+        assert a >= 0
+        assert tot <= q + a + 1e-6, (s.name, tot, q, a)  # |y - yf| <= |y - yi| + |yi - yf|
+    text = format_report(result)
+    assert "LSB input q." in text
+    assert "LSB approx." in text
+
+
+def test_softmax_split_against_float64(result) -> None:  # type: ignore[no-untyped-def]
+    """The approximation part recomputed independently: the model's outputs vs the float64
+    softmax of the quantised input; the input part: that softmax vs the float output."""
+    s = next(s for s in result.imported.sites if s.kind == "softmax")
+    spec = result.specs[s.name]
+    x, yf = result.trace.site_inputs[s.name], result.trace.site_outputs[s.name]
+    xv, axis = rows_view(s, np.asarray(x, dtype=np.float64))
+    xq = spec.in_fmt.to_float(spec.quantize_input(xv))
+    p = stable_softmax(xq, axis=axis)
+    y = apply_spec(s, spec, x)
+    lsb = float(spec.out_fmt.lsb)
+    approx = np.abs(y.reshape(p.shape) - p).max() / lsb
+    quant = np.abs(p - np.asarray(yf, dtype=np.float64).reshape(p.shape)).max() / lsb
+    err = result.site_errors[s.name]
+    assert err["approx_max_lsb"] == pytest.approx(approx, rel=1e-9)
+    assert err["quant_max_lsb"] == pytest.approx(quant, rel=1e-9)
+    # on this model the input format dominates the softmax sites' error, not the method
+    assert err["quant_max_lsb"] > 2 * err["approx_max_lsb"]
+    assert err["approx_max_lsb"] <= 1.0
+
+
+def test_html_report_shows_the_split(result) -> None:  # type: ignore[no-untyped-def]
+    html = validate_html(_jsonable(result.as_dict()))
+    assert "LSB from input quantisation" in html
+    assert "LSB from the approximation" in html
