@@ -35,6 +35,7 @@ import numpy as np
 from hwapprox.approx.costmodel import estimate
 from hwapprox.approx.registry import get_method
 from hwapprox.approx.softmax import OnlineSoftmax, SoftmaxSpec, stable_softmax
+from hwapprox.approx.softmax.online import FIXED_FORMATS_BEFORE_DERIVED
 from hwapprox.approx.stimulus import HARD_KINDS, hard_softmax_rows
 
 METHODS = ("hls4ml_stable", "hls4ml_latency", "ibert", "shiftmax", "softermax", "online")
@@ -140,17 +141,7 @@ def table_speed() -> None:
     print()
 
 
-#: the online softmax's fixed formats before issue 26 (one more integer bit in the
-#: sum than they had, so that rows of 4096 fit)
-OLD_ONLINE = {
-    "exp_fmt": "ap_ufixed<22,1,AP_RND>",
-    "exp_arg_fmt": "ap_ufixed<27,5,AP_RND,AP_SAT>",
-    "exp_frac_bits": 8,
-    "exp_table_frac_bits": 24,
-    "sum_fmt": "ap_ufixed<37,13,AP_RND>",
-    "recip_fmt": "ap_ufixed<26,1,AP_RND>",
-    "recip_work_frac_bits": 26,
-}
+OLD_ONLINE = FIXED_FORMATS_BEFORE_DERIVED  # issue 26: the pre-derivation formats
 HARD_WIDTHS = (8, 10, 12, 14, 16)
 HARD_NS = (64, 256, 1024, 4096)
 

@@ -18,23 +18,13 @@ import pytest
 
 from hwapprox.approx.registry import make_spec, spec_from_config
 from hwapprox.approx.softmax import OnlineSoftmax
-from hwapprox.approx.softmax.online import online_formats
+from hwapprox.approx.softmax.online import FIXED_FORMATS_BEFORE_DERIVED, online_formats
 from hwapprox.approx.stimulus import HARD_KINDS, hard_softmax_rows
 from hwapprox.fixed import FixedFormat
 
 F = FixedFormat.parse
 
-#: the fixed defaults before issue 26 (whatever the output width and row length),
-#: with one more integer bit in the sum so that rows of 4096 fit
-OLD_DEFAULTS = {
-    "exp_fmt": "ap_ufixed<22,1,AP_RND>",
-    "exp_arg_fmt": "ap_ufixed<27,5,AP_RND,AP_SAT>",
-    "exp_frac_bits": 8,
-    "exp_table_frac_bits": 24,
-    "sum_fmt": "ap_ufixed<37,13,AP_RND>",
-    "recip_fmt": "ap_ufixed<26,1,AP_RND>",
-    "recip_work_frac_bits": 26,
-}
+OLD_DEFAULTS = FIXED_FORMATS_BEFORE_DERIVED  # issue 26: the pre-derivation formats
 
 
 def _max_lsb(spec: OnlineSoftmax, x: np.ndarray) -> float:

@@ -46,6 +46,20 @@ def _rnd_flag(fmt: FixedFormat) -> int:
     return 1 if fmt.rounding is Rounding.RND else 0
 
 
+#: the fixed internal formats the online softmax had before they were derived from
+#: ``out_fmt`` and ``row_max`` (one more integer bit in the sum, so that rows of 4096
+#: fit): what the tests and ``benchmarks/bench_softmax.py`` compare the derived ones with
+FIXED_FORMATS_BEFORE_DERIVED = {
+    "exp_fmt": "ap_ufixed<22,1,AP_RND>",
+    "exp_arg_fmt": "ap_ufixed<27,5,AP_RND,AP_SAT>",
+    "exp_frac_bits": 8,
+    "exp_table_frac_bits": 24,
+    "sum_fmt": "ap_ufixed<37,13,AP_RND>",
+    "recip_fmt": "ap_ufixed<26,1,AP_RND>",
+    "recip_work_frac_bits": 26,
+}
+
+
 def online_formats(
     out_fmt: FixedFormat, row_max: int, given: dict[str, Any] | None = None
 ) -> dict[str, Any]:
