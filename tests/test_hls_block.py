@@ -50,6 +50,13 @@ KINDS: dict[str, dict[str, bool | str]] = {
     # a ReLU FFN (OPT): max(H, 0) in hid_fmt, no GELU unit
     "pre_causal_masked_relu": {"prenorm": True, "causal": True, "masked": True, "ffn_act": "relu"},
     "post_relu": {"ffn_act": "relu"},
+    # Llama: rotary Q/K, a SiLU-gated FFN (SiLU(Y·Wg) ⊙ (Y·Wu)), RMSNorm in set a
+    "pre_causal_masked_llama": {
+        "prenorm": True, "causal": True, "masked": True, "rope": True, "ffn_act": "gated",
+    },
+    "pre_causal_llama_fused": {
+        "prenorm": True, "causal": True, "rope": True, "ffn_act": "gated", "attention": "fused",
+    },
 }  # fmt: skip
 FUSED = {k for k, v in KINDS.items() if v.get("attention") == "fused"}
 FORMAT_SETS = ("a", "b")
@@ -82,6 +89,21 @@ def float_weights(seed: int) -> dict[str, np.ndarray]:
     return w
 
 
+def llama_weights(seed: int) -> dict[str, np.ndarray]:
+    """The up projection and the rotary tables of positions 0..S-1 (base 10000, as
+    Llama's rotary embedding: angle(s, j) = s·10000^(-2(j mod dh/2)/dh))."""
+    rng = np.random.default_rng(seed)
+    dh = D // H
+    inv = 10000.0 ** (-np.arange(0, dh, 2) / dh)
+    ang = np.arange(S)[:, None] * np.concatenate([inv, inv])[None, :]
+    return {
+        "wu": rng.normal(0, 1 / np.sqrt(D), (D, F)),
+        "bu": rng.normal(0, 0.1, F),
+        "rc": np.cos(ang),
+        "rs": np.sin(ang),
+    }
+
+
 def make_block(fset: str, **kind: bool) -> EncoderBlock:
     """Format set ``a``: spec defaults (online/pwl/rsqrt_lut), a wider residual stream.
     ``b``: I-BERT units, narrow formats, LayerNorm inputs that round and saturate
@@ -94,14 +116,22 @@ def make_block(fset: str, **kind: bool) -> EncoderBlock:
     if kind.get("score_bias"):  # a per-head table of about the scores' own size
         sb = {"sb": np.random.default_rng(7).normal(0, 1.0, (H, S, S))}
     relu = kind.get("ffn_act") == "relu"
+    gated = kind.get("ffn_act") == "gated"
+    if gated:
+        sb |= llama_weights(3)
     if fset == "a":
-        ln = make_spec("layernorm", "rsqrt_lut", max_n=64)
+        ln = (
+            make_spec("layernorm", "rmsnorm", max_n=64)
+            if gated
+            else make_spec("layernorm", "rsqrt_lut", max_n=64)
+        )
+        act = make_spec("gelu", "pwl", form="silu", lo=-16.0, hi=16.0, segments=16)
         return EncoderBlock.from_float(
             float_weights(0) | sb,
             seq=S,
             heads=H,
             softmax=make_spec("softmax", "online"),
-            gelu=None if relu else make_spec("gelu", "pwl"),
+            gelu=None if relu else act if gated else make_spec("gelu", "pwl"),
             ln1=ln,
             ln2=ln,
             formats=BlockFormats(res_fmt="ap_fixed<18,7,AP_RND,AP_SAT>", **fused_acc),
@@ -122,7 +152,11 @@ def make_block(fset: str, **kind: bool) -> EncoderBlock:
         seq=S,
         heads=H,
         softmax=make_spec("softmax", "ibert", in_fmt="ap_fixed<16,6>"),
-        gelu=None if relu else make_spec("gelu", "ibert"),
+        gelu=None
+        if relu
+        else make_spec("gelu", "edgemoe", form="silu", table_size=513)
+        if gated
+        else make_spec("gelu", "ibert"),
         ln1=make_spec("layernorm", "ibert", in_fmt="ap_fixed<11,3,AP_RND,AP_SAT>"),
         ln2=make_spec(
             "layernorm",
@@ -491,3 +525,21 @@ def test_csim_runs_the_fused_schedule(setup, case):
     got = csim(exe, ids[case], blk, x, km)
     assert np.array_equal(got, blk.model(x, key_mask=km))
     assert not np.array_equal(got, dataclasses.replace(blk, attention="two_pass").model(x, km))
+
+
+@pytest.mark.parametrize("case", ["a_pre_causal_masked_llama", "b_pre_causal_masked_llama"])
+def test_csim_rotates_and_gates(setup, case):
+    """The comparison can fail: the same C-sim output against the block model with
+    identity rotary tables (cos 1, sin 0) or with the up projection's bias shifted by one LSB (the
+    gate reads wu/bu) differs."""
+    bl, ids, exe = setup
+    blk = bl[case]
+    x, km = inputs(blk, 17)
+    got = csim(exe, ids[case], blk, x, km)
+    assert np.array_equal(got, blk.model(x, key_mask=km))
+    one = blk.formats.rope_fmt.quantize(np.ones_like(blk.weights["rc"], dtype=float))
+    still = {**blk.weights, "rc": one, "rs": 0 * blk.weights["rs"]}  # the identity rotation
+    assert not np.array_equal(got, dataclasses.replace(blk, weights=still).model(x, key_mask=km))
+    bu = blk.weights["bu"] + 1
+    other = dataclasses.replace(blk, weights={**blk.weights, "bu": bu})
+    assert not np.array_equal(got, other.model(x, key_mask=km))

@@ -13,6 +13,10 @@ block can be modelled bit for bit in Python.
   ascending ``k``; the output is ``out_fmt(acc)``. With a saturating or
   rounding accumulator the order matters; it is fixed (``k = 0, 1, ...``).
 * :class:`AddSpec` -- residual add ``y = out_fmt(a + b)`` (exact sum, one cast).
+* :class:`MulSpec` -- elementwise product ``y = out_fmt(a·b)`` (exact product, one
+  cast): the gate of a gated FFN, ``SiLU(x·Wg) ⊙ (x·Wu)``.
+* :class:`RotarySpec` -- the rotary position embedding of one head,
+  ``y = out_fmt(x ⊙ cos + rotate_half(x) ⊙ sin)`` (exact products and sum, one cast).
 
 Examples
 --------
@@ -34,7 +38,7 @@ import numpy.typing as npt
 from hwapprox.approx.base import SpecError
 from hwapprox.fixed import FixedFormat, FixedPointError, add, cast, mul
 
-__all__ = ["AddSpec", "MatMulSpec"]
+__all__ = ["AddSpec", "MatMulSpec", "MulSpec", "RotarySpec"]
 
 RawArray = npt.NDArray[np.int64]
 
@@ -153,3 +157,74 @@ class AddSpec:
         except FixedPointError as exc:
             raise SpecError(str(exc)) from None
         return cast(s, sf, outf)
+
+
+@dataclass(frozen=True)
+class MulSpec:
+    """Elementwise product: ``y = out_fmt(a·b)``, the exact product cast once."""
+
+    a_fmt: FixedFormat
+    b_fmt: FixedFormat
+    out_fmt: FixedFormat
+
+    def __post_init__(self) -> None:
+        for name in ("a_fmt", "b_fmt", "out_fmt"):
+            object.__setattr__(self, name, _parse(f"MulSpec.{name}", getattr(self, name)))
+
+    def model(self, a: npt.ArrayLike, b: npt.ArrayLike) -> RawArray:
+        """Raw ``a`` ⊙ raw ``b`` (same shape) -> raw ``out_fmt`` codes."""
+        ra = _check(self.a_fmt, a, "Mul input a")
+        rb = _check(self.b_fmt, b, "Mul input b")
+        if ra.shape != rb.shape:
+            raise SpecError(f"Mul inputs differ in shape: {ra.shape} vs {rb.shape}")
+        try:
+            p, pf = mul(ra, self.a_fmt, rb, self.b_fmt)
+        except FixedPointError as exc:
+            raise SpecError(str(exc)) from None
+        return cast(p, pf, self.out_fmt)
+
+
+@dataclass(frozen=True)
+class RotarySpec:
+    """Rotary position embedding (RoFormer; Llama's ``apply_rotary_pos_emb``) of one
+    head, ``x`` ``[..., S, d]`` (``d`` even) with tables ``cos``, ``sin`` ``[S, d]``::
+
+        r = rotate_half(x) = concat(-x[..., d/2:], x[..., :d/2])
+        y = out_fmt(x·cos + r·sin)       (both products and their sum exact, one cast)
+
+    ``-x`` is exact (one more integer bit, as the sum's format has). The tables are
+    codes of ``cs_fmt`` (cos and sin of the position angles, in [-1, 1])."""
+
+    x_fmt: FixedFormat
+    cs_fmt: FixedFormat
+    out_fmt: FixedFormat
+
+    def __post_init__(self) -> None:
+        for name in ("x_fmt", "cs_fmt", "out_fmt"):
+            object.__setattr__(self, name, _parse(f"RotarySpec.{name}", getattr(self, name)))
+        xf = self.x_fmt
+        try:
+            p, pf = mul(0, xf, 0, self.cs_fmt)
+            q, qf = mul(0, FixedFormat(xf.width + 1, xf.int_bits + 1, True), 0, self.cs_fmt)
+            add(p, pf, q, qf)
+        except FixedPointError as exc:
+            raise SpecError(f"RotarySpec: too wide for the exact model: {exc}") from None
+
+    def model(self, x: npt.ArrayLike, cos: npt.ArrayLike, sin: npt.ArrayLike) -> RawArray:
+        """Raw ``x`` ``[..., S, d]`` and raw tables ``[S, d]`` -> raw ``out_fmt`` codes."""
+        rx = _check(self.x_fmt, x, "rotary input")
+        rc = _check(self.cs_fmt, cos, "rotary cos table")
+        rs = _check(self.cs_fmt, sin, "rotary sin table")
+        if rx.ndim < 2 or rx.shape[-1] % 2 or rc.shape != rx.shape[-2:] or rs.shape != rc.shape:
+            raise SpecError(
+                f"rotary: x must be [..., S, d] with d even and the tables [S, d]; got x "
+                f"{rx.shape}, cos {rc.shape}, sin {rs.shape}"
+            )
+        h = rx.shape[-1] // 2
+        rot = np.concatenate([-rx[..., h:], rx[..., :h]], axis=-1)
+        p1, f1 = mul(rx, self.x_fmt, rc, self.cs_fmt)
+        xf = self.x_fmt
+        neg = FixedFormat(xf.width + 1, xf.int_bits + 1, True)  # -x: one more integer bit
+        p2, f2 = mul(rot, neg, rs, self.cs_fmt)
+        s, sf = add(p1, f1, p2, f2)
+        return cast(s, sf, self.out_fmt)

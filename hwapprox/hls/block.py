@@ -60,7 +60,26 @@ formats with no spec::
     F   = G·W2 + b2                           -> ffn_fmt
 
 (a negative ``H`` that saturates at ``hid_fmt``'s minimum still gives 0, so only
-the positive range of ``H`` needs to fit ``hid_fmt``).
+the positive range of ``H`` needs to fit ``hid_fmt``), or ``"gated"`` (Llama's
+``SiLU(Y·Wg) ⊙ (Y·Wu)``: the ``gelu`` spec is the gate's activation, a SiLU site
+``form="silu"``; the up projection and the gate product are exact linear stages)::
+
+    H   = Y·W1 + b1                           -> gelu.in_fmt   (W1 = Wg)
+    G   = SiLU(H)                             -> gelu.out_fmt  (the gelu spec)
+    U   = Y·Wu + bu                           -> hid_fmt
+    Z   = G ⊙ U                               -> gate_fmt      (exact product, one cast)
+    F   = Z·W2 + b2                           -> ffn_fmt
+
+With ``rope`` (a rotary position embedding on Q and K, Llama / GPT-NeoX / RoFormer),
+each head's queries and keys are rotated before the scores, with constant tables
+``cos``, ``sin`` ``[S, d_h]`` (``weights["rc"]``, ``["rs"]``, ``rope_fmt`` codes; the
+same for every head, as the model computes them for positions ``0..S-1``)::
+
+    Q_h = Q_h·cos + rotate_half(Q_h)·sin      -> qkv_fmt       (exact, one cast)
+    K_h = K_h·cos + rotate_half(K_h)·sin      -> qkv_fmt
+
+(:class:`~hwapprox.approx.linear.RotarySpec`; the score scale folded into ``Wq`` commutes
+with the rotation, which is linear).
 
 ``X -> ln1.in_fmt`` and ``R1 -> ln2.in_fmt`` are casts with the target
 format's rounding and overflow (:func:`hwapprox.fixed.cast`; the identity when
@@ -81,7 +100,7 @@ import numpy.typing as npt
 
 from hwapprox.approx.attention import AttentionRowSpec
 from hwapprox.approx.base import ApproxSpec, SpecError
-from hwapprox.approx.linear import AddSpec, MatMulSpec
+from hwapprox.approx.linear import AddSpec, MatMulSpec, MulSpec, RotarySpec
 from hwapprox.approx.softmax import OnlineSoftmax
 from hwapprox.fixed import FixedFormat, cast
 from hwapprox.hls.emit import Instance, add_instance, matmul_instance
@@ -99,19 +118,22 @@ __all__ = [
 #: attention schedules of a block (:attr:`EncoderBlock.attention`)
 ATTENTION_SCHEDULES = ("two_pass", "fused")
 #: FFN activations of a block (:attr:`EncoderBlock.ffn_act`), index = the C++ ``ffn_act``
-FFN_ACTIVATIONS = ("gelu", "relu")
+FFN_ACTIVATIONS = ("gelu", "relu", "gated")
 
 RawArray = npt.NDArray[np.int64]
 
 #: weight tensors of a block, in the order the C++ functions take them
 WEIGHT_NAMES = (
     "wq", "bq", "wk", "bk", "wv", "bv", "wo", "bo", "w1", "b1", "w2", "b2",
-    "g1", "be1", "g2", "be2", "sb",
+    "g1", "be1", "g2", "be2", "sb", "wu", "bu", "rc", "rs",
 )  # fmt: skip
+#: weights that are one unread zero unless the block uses them (their C++ sizes are 1)
+_OPTIONAL_WEIGHTS = ("sb", "wu", "bu", "rc", "rs")
 #: the C++ type name (in the block config) of each weight tensor's codes
 WEIGHT_TYPES = {
     n: "weight_t" if n[0] == "w" else {"g1": "gamma1_t", "g2": "gamma2_t", "be1": "beta1_t",
-                                       "be2": "beta2_t", "sb": "score_bias_t"}.get(n, "bias_t")
+                                       "be2": "beta2_t", "sb": "score_bias_t", "rc": "rope_t",
+                                       "rs": "rope_t"}.get(n, "bias_t")
     for n in WEIGHT_NAMES
 }  # fmt: skip
 
@@ -146,8 +168,13 @@ class BlockFormats:
     attn_acc_fmt: FixedFormat = field(default=FixedFormat.parse("ap_fixed<32,16,AP_RND,AP_SAT>"))
     #: the score bias table's codes (``score_bias`` blocks only)
     score_bias_fmt: FixedFormat = field(default=FixedFormat.parse("ap_fixed<16,6,AP_RND,AP_SAT>"))
-    #: the FFN hidden layer ``H`` and ``max(H, 0)`` (``ffn_act="relu"`` blocks only)
+    #: the FFN hidden layer ``H`` and ``max(H, 0)`` (``ffn_act="relu"``), or the up
+    #: projection ``U`` (``ffn_act="gated"``)
     hid_fmt: FixedFormat = field(default=FixedFormat.parse("ap_fixed<16,6,AP_RND,AP_SAT>"))
+    #: the gate product ``Z = SiLU(H) ⊙ U`` (``ffn_act="gated"`` blocks only)
+    gate_fmt: FixedFormat = field(default=FixedFormat.parse("ap_fixed<16,6,AP_RND,AP_SAT>"))
+    #: the rotary tables' codes (cos, sin in [-1, 1]; ``rope`` blocks only)
+    rope_fmt: FixedFormat = field(default=FixedFormat.parse("ap_fixed<16,2,AP_RND,AP_SAT>"))
 
     def __post_init__(self) -> None:
         for name in self.__dataclass_fields__:
@@ -174,6 +201,8 @@ def _weight_formats(fm: BlockFormats, ln1: Any, ln2: Any) -> dict[str, FixedForm
     for n in WEIGHT_NAMES:
         if n == "sb":
             out[n] = fm.score_bias_fmt
+        elif n in ("rc", "rs"):
+            out[n] = fm.rope_fmt
         elif n.startswith("w"):
             out[n] = fm.weight_fmt
         elif n.startswith("be"):
@@ -219,16 +248,19 @@ class EncoderBlock:
     score_bias: bool = False
     #: causal blocks only: query ``i`` attends keys ``i - window < j <= i`` (0 = all)
     window: int = 0
-    #: the FFN activation (:data:`FFN_ACTIVATIONS`): ``gelu`` (the ``gelu`` spec) or
-    #: ``relu`` (exact, in ``formats.hid_fmt``; ``gelu`` is None)
+    #: the FFN activation (:data:`FFN_ACTIVATIONS`): ``gelu`` (the ``gelu`` spec),
+    #: ``relu`` (exact, in ``formats.hid_fmt``; ``gelu`` is None) or ``gated`` (the
+    #: ``gelu`` spec, a SiLU, gates the up projection ``weights["wu"]``)
     ffn_act: str = "gelu"
+    #: a rotary position embedding on each head's Q and K (tables ``rc``, ``rs``)
+    rope: bool = False
 
     def __post_init__(self) -> None:
         if self.ffn_act not in FFN_ACTIVATIONS:
             raise SpecError(
                 f"EncoderBlock.ffn_act={self.ffn_act!r}: use one of {', '.join(FFN_ACTIVATIONS)}"
             )
-        if (self.gelu is None) != (self.ffn_act != "gelu"):
+        if (self.gelu is None) != (self.ffn_act == "relu"):
             raise SpecError(
                 f"EncoderBlock.ffn_act={self.ffn_act!r} "
                 + ("needs a gelu spec" if self.gelu is None else "takes no gelu spec (gelu=None)")
@@ -240,9 +272,9 @@ class EncoderBlock:
             )
         if self.attention == "fused":
             self.attention_row()  # validates softmax (online) and attn_acc_fmt
-        if "sb" not in self.weights and not self.score_bias:
-            object.__setattr__(self, "weights", {**self.weights, "sb": np.zeros(1, np.int64)})
-        for name in ("prenorm", "causal", "masked", "score_bias"):
+        unused = {n: np.zeros(1, np.int64) for n in self._unused_weights()}
+        object.__setattr__(self, "weights", {**unused, **self.weights})
+        for name in ("prenorm", "causal", "masked", "score_bias", "rope"):
             v = getattr(self, name)
             if not isinstance(v, bool | np.bool_ | int | np.integer) or v not in (0, 1):
                 raise SpecError(f"EncoderBlock.{name} must be a bool, got {v!r}")
@@ -274,7 +306,13 @@ class EncoderBlock:
             "bq": (d,), "bk": (d,), "bv": (d,), "bo": (d,), "b1": (f,), "b2": (d,),
             "g1": (d,), "be1": (d,), "g2": (d,), "be2": (d,),
             "sb": (self.score_bias_n,),
+            "wu": (d, f) if self.ffn_act == "gated" else (1,),
+            "bu": (f,) if self.ffn_act == "gated" else (1,),
+            "rc": (s, d // self.heads) if self.rope else (1,),
+            "rs": (s, d // self.heads) if self.rope else (1,),
         }  # fmt: skip
+        if self.rope and (d // self.heads) % 2:
+            raise SpecError(f"rope needs an even head size, got {d // self.heads}")
         fmts = self.weight_formats()
         for n, shp in shapes.items():
             w = np.asarray(self.weights[n])
@@ -283,6 +321,12 @@ class EncoderBlock:
             fmts[n].check(w, f"weight {n}")
         if s < 1:
             raise SpecError(f"seq must be >= 1, got {s}")
+
+    def _unused_weights(self) -> list[str]:
+        """The optional weights this block does not read (one zero each)."""
+        used = {"sb": self.score_bias, "wu": self.ffn_act == "gated",
+                "bu": self.ffn_act == "gated", "rc": self.rope, "rs": self.rope}  # fmt: skip
+        return [n for n in _OPTIONAL_WEIGHTS if not used[n]]
 
     @property
     def score_bias_n(self) -> int:
@@ -306,6 +350,7 @@ class EncoderBlock:
         parts += ["causal"] * self.causal + ["key-masked"] * self.masked
         parts += ["score bias"] * self.score_bias
         parts += [f"window {self.window}"] * (self.window > 0)
+        parts += ["rotary"] * self.rope
         parts += [f"{self.ffn_act} FFN"] * (self.ffn_act != "gelu")
         parts += ["fused attention"] * (self.attention == "fused")
         return ", ".join(parts)
@@ -349,6 +394,7 @@ class EncoderBlock:
         score_bias: bool = False,
         window: int = 0,
         ffn_act: str = "gelu",
+        rope: bool = False,
     ) -> EncoderBlock:
         """Quantise float weights (each with its format's own rounding/overflow).
 
@@ -357,8 +403,11 @@ class EncoderBlock:
         """
         fm = formats or BlockFormats()
         fw = {k: np.asarray(v, dtype=np.float64) for k, v in float_weights.items()}
-        if not score_bias:
-            fw.setdefault("sb", np.zeros(1))
+        used = {"sb": score_bias, "wu": ffn_act == "gated", "bu": ffn_act == "gated",
+                "rc": rope, "rs": rope}  # fmt: skip
+        for n in _OPTIONAL_WEIGHTS:
+            if not used[n]:
+                fw.setdefault(n, np.zeros(1))
         missing = [n for n in WEIGHT_NAMES if n not in fw]
         if missing:
             raise SpecError(f"float weights missing: {', '.join(missing)}")
@@ -371,11 +420,11 @@ class EncoderBlock:
         return cls(
             seq, d, heads, f, raw, softmax, gelu, ln1, ln2, fm,
             prenorm=prenorm, causal=causal, masked=masked, attention=attention,
-            score_bias=score_bias, window=window, ffn_act=ffn_act,
+            score_bias=score_bias, window=window, ffn_act=ffn_act, rope=rope,
         )  # fmt: skip
 
     # -- the stages ------------------------------------------------------------------
-    def stages(self) -> dict[str, MatMulSpec | AddSpec]:
+    def stages(self) -> dict[str, Any]:
         """The linear stages as exact specs (names as in the C++ config).
 
         ``qkv`` reads the block input (post-LN) or ``ln1``'s output (pre-LN);
@@ -390,6 +439,8 @@ class EncoderBlock:
             (self.gelu.in_fmt, self.gelu.out_fmt) if self.gelu is not None
             else (fm.hid_fmt, fm.hid_fmt)
         )  # fmt: skip
+        gate = MulSpec(g_fmt, fm.hid_fmt, fm.gate_fmt)
+        f2_in = fm.gate_fmt if self.ffn_act == "gated" else g_fmt
         if self.prenorm:
             attn_in, ffn_in = l1.out_fmt, l2.out_fmt
             add1 = AddSpec(fm.in_fmt, fm.attn_fmt, fm.res_fmt)
@@ -405,9 +456,12 @@ class EncoderBlock:
             "o": MatMulSpec(fm.ctx_fmt, fm.weight_fmt, fm.accum_fmt, fm.attn_fmt, fm.bias_fmt),
             "add1": add1,
             "ffn1": MatMulSpec(ffn_in, fm.weight_fmt, fm.accum_fmt, h_fmt, fm.bias_fmt),
-            "ffn2": MatMulSpec(g_fmt, fm.weight_fmt, fm.accum_fmt, fm.ffn_fmt, fm.bias_fmt),
+            "ffn2": MatMulSpec(f2_in, fm.weight_fmt, fm.accum_fmt, fm.ffn_fmt, fm.bias_fmt),
             "add2": add2,
             "sbias": AddSpec(sm.in_fmt, fm.score_bias_fmt, sm.in_fmt),
+            "up": MatMulSpec(ffn_in, fm.weight_fmt, fm.accum_fmt, fm.hid_fmt, fm.bias_fmt),
+            "gate": gate,
+            "rope": RotarySpec(fm.qkv_fmt, fm.rope_fmt, fm.qkv_fmt),
         }
 
     def score_mask(self, key_mask: npt.ArrayLike | None = None) -> npt.NDArray[np.bool_] | None:
@@ -513,7 +567,11 @@ class EncoderBlock:
         def split(t: RawArray) -> RawArray:  # [S, D] -> [H, S, dh]
             return t.reshape(s, h, dh).transpose(1, 0, 2)
 
-        scores = st["qk"].model(split(q), split(k))  # [H, S, S]
+        qh, kh = split(q), split(k)
+        if self.rope:
+            rc, rs = (np.asarray(w[n]).reshape(s, dh) for n in ("rc", "rs"))
+            qh, kh = st["rope"].model(qh, rc, rs), st["rope"].model(kh, rc, rs)
+        scores = st["qk"].model(qh, kh)  # [H, S, S]
         if self.score_bias:
             scores = st["sbias"].model(scores, np.asarray(w["sb"]).reshape(h, s, s))
         if self.attention == "fused":
@@ -537,6 +595,8 @@ class EncoderBlock:
         w = self.weights
         hh = st["ffn1"].model(y, w["w1"], w["b1"])
         g = self.gelu.model(hh) if self.gelu is not None else np.maximum(hh, 0)
+        if self.ffn_act == "gated":
+            g = st["gate"].model(g, st["up"].model(y, w["wu"], w["bu"]))
         return st["ffn2"].model(g, w["w2"], w["b2"])
 
     # -- HLS config --------------------------------------------------------------------
@@ -561,6 +621,8 @@ class EncoderBlock:
             matmul_instance(f"{name}_ffn2", st["ffn2"], s, f, d),
             add_instance(f"{name}_add2", st["add2"], s * d),
             add_instance(f"{name}_sbias", st["sbias"], s * s),
+            matmul_instance(f"{name}_up", st["up"], s, d, f),
+            add_instance(f"{name}_gate", st["gate"], s * f),
             unit_instance(f"{name}_softmax", self.softmax, s),
             *([unit_instance(f"{name}_gelu", self.gelu, s * f)] if self.gelu is not None else []),
             unit_instance(f"{name}_ln1", self.ln1, d),
@@ -574,7 +636,8 @@ class EncoderBlock:
         ]
         aliases = {
             f"{part}_cfg": f"{name}_{part}"
-            for part in ("qkv", "qk", "pv", "o", "add1", "ffn1", "ffn2", "add2", "sbias")
+            for part in ("qkv", "qk", "pv", "o", "add1", "ffn1", "ffn2", "add2", "sbias", "up",
+                         "gate")
         }
         aliases |= {
             f"{part}_cfg": f"{name}_{part}" for part in ("softmax", "gelu", "ln1", "ln2", "attn")
@@ -585,7 +648,9 @@ class EncoderBlock:
             "prenorm": int(self.prenorm), "causal": int(self.causal), "masked": int(self.masked),
             "fused": int(self.attention == "fused"), "score_bias": int(self.score_bias),
             "score_bias_n": self.score_bias_n, "window": self.window,
-            "ffn_act": FFN_ACTIVATIONS.index(self.ffn_act),
+            "ffn_act": FFN_ACTIVATIONS.index(self.ffn_act), "rope": int(self.rope),
+            **{f"{k}_n": int(np.asarray(self.weights[n]).size)
+               for k, n in (("up", "wu"), ("up_bias", "bu"), ("rope", "rc"))},
         }  # fmt: skip
         wf = self.weight_formats()
         block = Instance(
@@ -593,7 +658,7 @@ class EncoderBlock:
             types={
                 "in_t": self.formats.in_fmt,
                 "out_t": self.out_fmt,
-                **{WEIGHT_TYPES[n]: wf[n] for n in ("wq", "bq", "g1", "be1", "g2", "be2", "sb")},
+                **{WEIGHT_TYPES[n]: wf[n] for n in ("wq", "bq", "g1", "be1", "g2", "be2", "sb", "rc")},
             },
             consts=consts,
             aliases=aliases,

@@ -285,8 +285,10 @@ def matmul_instance(name: str, spec: Any, n_rows: int, n_inner: int, n_cols: int
 
 
 def add_instance(name: str, spec: Any, n_elem: int) -> Instance:
-    """Config of ``hwapprox::add`` for an :class:`~hwapprox.approx.linear.AddSpec`."""
+    """Config of ``hwapprox::add`` (:class:`~hwapprox.approx.linear.AddSpec`) or
+    ``hwapprox::mul`` (:class:`~hwapprox.approx.linear.MulSpec`): the same three types."""
     if int(n_elem) < 1:
         raise EmitError(f"{name}: n_elem must be >= 1, got {n_elem}")
     types = {"a_t": spec.a_fmt, "b_t": spec.b_fmt, "out_t": spec.out_fmt}
-    return Instance(name, types, {"n_elem": int(n_elem)}, comment=f"add {spec}")
+    kind = type(spec).__name__.removesuffix("Spec").lower()  # add or mul
+    return Instance(name, types, {"n_elem": int(n_elem)}, comment=f"{kind} {spec}")

@@ -1,6 +1,6 @@
 // C-simulation harness for hwapprox/encoder.h (protocol: hls_harness.h).
-// Every record starts with the 17 weight arrays as raw codes (WEIGHT_NAMES order:
-// wq bq wk bk wv bv wo bo w1 b1 w2 b2 g1 be1 g2 be2 sb, sizes from the config).
+// Every record starts with the 21 weight arrays as raw codes (WEIGHT_NAMES order:
+// wq bq wk bk wv bv wo bo w1 b1 w2 b2 g1 be1 g2 be2 sb wu bu rc rs, sizes from the config).
 // run_block (masked = 0): "id W n x..." with n = k*seq*dim codes -> k blocks of outputs.
 // run_block_masked (masked = 1): "id W k {x[seq*dim] key_mask[seq]}*k" with key_mask
 // 1 = real token, 0 = padding -> k blocks of outputs.
@@ -21,6 +21,9 @@ struct block_weights {
     typename C::gamma2_t g2[D];
     typename C::beta2_t be2[D];
     typename C::score_bias_t sb[C::score_bias_n];
+    typename C::weight_t wu[C::up_n];
+    typename C::bias_t bu[C::up_bias_n];
+    typename C::rope_t rc[C::rope_n], rs[C::rope_n];
 
     void read(std::istream& in) {
         harness::read_array(in, wq, D * D);
@@ -40,11 +43,15 @@ struct block_weights {
         harness::read_array(in, g2, D);
         harness::read_array(in, be2, D);
         harness::read_array(in, sb, C::score_bias_n);
+        harness::read_array(in, wu, C::up_n);
+        harness::read_array(in, bu, C::up_bias_n);
+        harness::read_array(in, rc, C::rope_n);
+        harness::read_array(in, rs, C::rope_n);
     }
 };
 #define BLOCK_WEIGHTS(w)                                                                   \
     w.wq, w.bq, w.wk, w.bk, w.wv, w.bv, w.wo, w.bo, w.w1, w.b1, w.w2, w.b2, w.g1, w.be1, w.g2, \
-        w.be2, w.sb
+        w.be2, w.sb, w.wu, w.bu, w.rc, w.rs
 
 template <typename C>
 void run_block(std::istream& in, std::ostream& out) {

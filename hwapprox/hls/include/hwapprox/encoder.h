@@ -11,9 +11,15 @@
 //                 unread value)
 //                 (CONFIG_T::fused == 1: C_h row by row in one pass over the keys,
 //                 attention.h; the scores are used as they are computed, never stored)
+//                 (CONFIG_T::rope == 1: each head's Q_h and K_h rotated first,
+//                 linear.h rotary with the [seq][head_dim] tables rc, rs, rope_t codes,
+//                 the result in qkv_cfg::out_t; Llama's rotary position embedding)
 //   FFN(Y)      = act(Y.W1 + b1).W2 + b2, act by CONFIG_T::ffn_act: 0 = the GELU unit
 //                 (gelu_cfg; erf, tanh or quick_gelu, whatever its spec computes), 1 =
-//                 ReLU, max(h, 0) in ffn1_cfg::out_t (exact; no gelu_cfg)
+//                 ReLU, max(h, 0) in ffn1_cfg::out_t (exact; no gelu_cfg), 2 = gated
+//                 (Llama): Z = gate_cfg::out_t(gelu_cfg unit(Y.W1 + b1) * up_cfg::out_t(
+//                 Y.Wu + bu)), the gelu unit a SiLU, the product exact, one cast;
+//                 FFN = Z.W2 + b2
 //   post-LN (CONFIG_T::prenorm == 0):
 //       R1 = x + attention(x); Y1 = LN1(R1); R2 = Y1 + FFN(Y1); y = LN2(R2)
 //   pre-LN  (CONFIG_T::prenorm == 1; no final LayerNorm):
@@ -23,10 +29,12 @@
 //       || (CONFIG_T::masked && key_mask[j] == 0);
 //   (window: a causal local window of that many keys, 0 = none); with neither causal
 //   nor masked set, the unmasked softmax entry point is called.
-// Interface (W = the 17 weight arrays wq, bq, wk, bk, wv, bv, wo, bo, w1, b1, w2,
-// b2, g1, be1, g2, be2, sb, in that order, of the config's weight_t / bias_t /
-// gamma{1,2}_t / beta{1,2}_t / score_bias_t; w* row-major [in][out]; sb
-// [score_bias_n] = [heads][seq][seq] or one value):
+// Interface (W = the 21 weight arrays wq, bq, wk, bk, wv, bv, wo, bo, w1, b1, w2,
+// b2, g1, be1, g2, be2, sb, wu, bu, rc, rs, in that order, of the config's weight_t /
+// bias_t / gamma{1,2}_t / beta{1,2}_t / score_bias_t / rope_t; w* row-major [in][out];
+// sb [score_bias_n] = [heads][seq][seq] or one value; wu [up_n] = [dim][ffn] and bu
+// [up_bias_n] = [ffn] (ffn_act == 2) or one value each; rc, rs [rope_n] = [seq][head_dim]
+// (rope == 1) or one value each; a one-value array is never read):
 //   encoder_block<data_T, res_T, CONFIG_T>(x, y, W...)                   masked == 0
 //   encoder_block<data_T, mask_T, res_T, CONFIG_T>(x, key_mask, y, W...) masked == 1
 //   encoder_block_stream<...>: the same on hls::stream<nnet::array<T, dim>>
@@ -58,7 +66,7 @@
 
 namespace hwapprox {
 
-// The 17 weight parameters (needs CONFIG_T in scope) and the arguments forwarding them.
+// The 21 weight parameters (needs CONFIG_T in scope) and the arguments forwarding them.
 #define HWAPPROX_ENCODER_WEIGHT_PARAMS                                    \
     const typename CONFIG_T::weight_t wq[CONFIG_T::dim * CONFIG_T::dim],  \
         const typename CONFIG_T::bias_t bq[CONFIG_T::dim],                \
@@ -76,9 +84,13 @@ namespace hwapprox {
         const typename CONFIG_T::beta1_t be1[CONFIG_T::dim],              \
         const typename CONFIG_T::gamma2_t g2[CONFIG_T::dim],              \
         const typename CONFIG_T::beta2_t be2[CONFIG_T::dim],              \
-        const typename CONFIG_T::score_bias_t sb[CONFIG_T::score_bias_n]
+        const typename CONFIG_T::score_bias_t sb[CONFIG_T::score_bias_n], \
+        const typename CONFIG_T::weight_t wu[CONFIG_T::up_n],             \
+        const typename CONFIG_T::bias_t bu[CONFIG_T::up_bias_n],          \
+        const typename CONFIG_T::rope_t rc[CONFIG_T::rope_n],             \
+        const typename CONFIG_T::rope_t rs[CONFIG_T::rope_n]
 #define HWAPPROX_ENCODER_WEIGHT_ARGS \
-    wq, bq, wk, bk, wv, bv, wo, bo, w1, b1, w2, b2, g1, be1, g2, be2, sb
+    wq, bq, wk, bk, wv, bv, wo, bo, w1, b1, w2, b2, g1, be1, g2, be2, sb, wu, bu, rc, rs
 
 // The softmax of every row of one head's S x S scores; MASKED: with the mask
 // bits drop[S * S] (true = masked out), else the unmasked unit (drop unread).
@@ -209,6 +221,41 @@ rows:
     }
 }
 
+// Each head's Q_h and K_h rotated in place (CONFIG_T::rope == 1; a no-op otherwise):
+// RotarySpec(qkv_fmt, rope_fmt, qkv_fmt), linear.h rotary.
+template <bool ROPE>
+struct encoder_rope {
+    template <typename CONFIG_T>
+    static void run(typename CONFIG_T::qkv_cfg::out_t* /* qh */,
+                    typename CONFIG_T::qkv_cfg::out_t* /* kh */,
+                    const typename CONFIG_T::rope_t* /* rc */,
+                    const typename CONFIG_T::rope_t* /* rs */) {
+        #pragma HLS INLINE
+    }
+};
+
+template <>
+struct encoder_rope<true> {
+    template <typename CONFIG_T>
+    static void run(typename CONFIG_T::qkv_cfg::out_t qh[CONFIG_T::seq * CONFIG_T::head_dim],
+                    typename CONFIG_T::qkv_cfg::out_t kh[CONFIG_T::seq * CONFIG_T::head_dim],
+                    const typename CONFIG_T::rope_t rc[CONFIG_T::rope_n],
+                    const typename CONFIG_T::rope_t rs[CONFIG_T::rope_n]) {
+        #pragma HLS INLINE
+        const int N = CONFIG_T::seq * CONFIG_T::head_dim;
+        typedef typename CONFIG_T::qkv_cfg::out_t qkv_t;
+        typedef typename CONFIG_T::rope_t rope_t;
+        static_assert(CONFIG_T::rope_n == N, "rope: the tables are [seq][head_dim]");
+        qkv_t q0[N], k0[N];
+        for (int i = 0; i < N; i++) {
+            q0[i] = qh[i];
+            k0[i] = kh[i];
+        }
+        rotary<qkv_t, rope_t, qkv_t, CONFIG_T::seq, CONFIG_T::head_dim>(q0, rc, rs, qh);
+        rotary<qkv_t, rope_t, qkv_t, CONFIG_T::seq, CONFIG_T::head_dim>(k0, rc, rs, kh);
+    }
+};
+
 // O = attention(a): a is the attention input (x post-LN, LN1's output pre-LN);
 // real[j] = key j is a real token (read only when CONFIG_T::masked).
 template <class a_T, typename CONFIG_T>
@@ -223,7 +270,9 @@ void encoder_attention(const a_T a[CONFIG_T::seq * CONFIG_T::dim],
                        const typename CONFIG_T::bias_t bv[CONFIG_T::dim],
                        const typename CONFIG_T::weight_t wo[CONFIG_T::dim * CONFIG_T::dim],
                        const typename CONFIG_T::bias_t bo[CONFIG_T::dim],
-                       const typename CONFIG_T::score_bias_t sb[CONFIG_T::score_bias_n]) {
+                       const typename CONFIG_T::score_bias_t sb[CONFIG_T::score_bias_n],
+                       const typename CONFIG_T::rope_t rc[CONFIG_T::rope_n],
+                       const typename CONFIG_T::rope_t rs[CONFIG_T::rope_n]) {
     #pragma HLS INLINE
     const int S = CONFIG_T::seq, D = CONFIG_T::dim, H = CONFIG_T::heads;
     const int DH = CONFIG_T::head_dim;
@@ -260,6 +309,7 @@ heads:
                 vh[s * DH + j] = v[s * D + h * DH + j];
             }
         }
+        encoder_rope<CONFIG_T::rope != 0>::template run<CONFIG_T>(qh, kh, rc, rs);
         typename PV::out_t ch[S * DH];
         const int sb_at = CONFIG_T::score_bias != 0 ? h * S * S : 0;  // head h's table
         const typename CONFIG_T::score_bias_t* sbh = sb + sb_at;
@@ -273,7 +323,8 @@ heads:
         ctx, wo, bo, o);
 }
 
-// The FFN body by activation (CONFIG_T::ffn_act): 0 = the GELU unit, 1 = ReLU.
+// The FFN body by activation (CONFIG_T::ffn_act): 0 = the GELU unit, 1 = ReLU, 2 =
+// gated (wu, bu read only there).
 template <int ACT>
 struct encoder_ffn_body;
 
@@ -285,7 +336,9 @@ struct encoder_ffn_body<0> {  // GELU(h1): gelu_cfg's unit, h1 in its in_t, g in
                     const typename CONFIG_T::weight_t w1[CONFIG_T::dim * CONFIG_T::ffn],
                     const typename CONFIG_T::bias_t b1[CONFIG_T::ffn],
                     const typename CONFIG_T::weight_t w2[CONFIG_T::ffn * CONFIG_T::dim],
-                    const typename CONFIG_T::bias_t b2[CONFIG_T::dim]) {
+                    const typename CONFIG_T::bias_t b2[CONFIG_T::dim],
+                    const typename CONFIG_T::weight_t* /* wu: unread */,
+                    const typename CONFIG_T::bias_t* /* bu: unread */) {
         #pragma HLS INLINE
         const int S = CONFIG_T::seq, F = CONFIG_T::ffn;
         typedef typename CONFIG_T::ffn1_cfg F1;
@@ -309,7 +362,9 @@ struct encoder_ffn_body<1> {  // ReLU(h1): exact, in ffn1_cfg::out_t (hid_fmt)
                     const typename CONFIG_T::weight_t w1[CONFIG_T::dim * CONFIG_T::ffn],
                     const typename CONFIG_T::bias_t b1[CONFIG_T::ffn],
                     const typename CONFIG_T::weight_t w2[CONFIG_T::ffn * CONFIG_T::dim],
-                    const typename CONFIG_T::bias_t b2[CONFIG_T::dim]) {
+                    const typename CONFIG_T::bias_t b2[CONFIG_T::dim],
+                    const typename CONFIG_T::weight_t* /* wu: unread */,
+                    const typename CONFIG_T::bias_t* /* bu: unread */) {
         #pragma HLS INLINE
         const int S = CONFIG_T::seq, F = CONFIG_T::ffn;
         typedef typename CONFIG_T::ffn1_cfg F1;
@@ -325,6 +380,42 @@ struct encoder_ffn_body<1> {  // ReLU(h1): exact, in ffn1_cfg::out_t (hid_fmt)
     }
 };
 
+template <>
+struct encoder_ffn_body<2> {  // SiLU(h1) * U: gelu_cfg's unit (a SiLU), up_cfg, gate_cfg
+    template <class a_T, typename CONFIG_T>
+    static void run(const a_T a[CONFIG_T::seq * CONFIG_T::dim],
+                    typename CONFIG_T::ffn2_cfg::out_t f[CONFIG_T::seq * CONFIG_T::dim],
+                    const typename CONFIG_T::weight_t w1[CONFIG_T::dim * CONFIG_T::ffn],
+                    const typename CONFIG_T::bias_t b1[CONFIG_T::ffn],
+                    const typename CONFIG_T::weight_t w2[CONFIG_T::ffn * CONFIG_T::dim],
+                    const typename CONFIG_T::bias_t b2[CONFIG_T::dim],
+                    const typename CONFIG_T::weight_t wu[CONFIG_T::up_n],
+                    const typename CONFIG_T::bias_t bu[CONFIG_T::up_bias_n]) {
+        #pragma HLS INLINE
+        const int S = CONFIG_T::seq, F = CONFIG_T::ffn;
+        static_assert(CONFIG_T::up_n == CONFIG_T::dim * CONFIG_T::ffn &&
+                          CONFIG_T::up_bias_n == CONFIG_T::ffn,
+                      "gated FFN: wu is [dim][ffn] and bu [ffn]");
+        typedef typename CONFIG_T::ffn1_cfg F1;
+        typedef typename CONFIG_T::up_cfg UP;
+        typedef typename CONFIG_T::gate_cfg GT;
+        typedef typename CONFIG_T::ffn2_cfg F2;
+        typedef typename CONFIG_T::gelu_cfg GE;
+        typename F1::out_t h1[S * F];
+        matmul_bias<a_T, typename F1::b_t, typename F1::bias_t, typename F1::out_t, F1>(a, w1,
+                                                                                         b1, h1);
+        typename GE::out_t g[S * F];
+        gelu<typename GE::in_t, typename GE::out_t, GE>(h1, g);
+        typename UP::out_t u[S * F];
+        matmul_bias<a_T, typename UP::b_t, typename UP::bias_t, typename UP::out_t, UP>(a, wu,
+                                                                                         bu, u);
+        typename GT::out_t z[S * F];
+        mul<typename GE::out_t, typename UP::out_t, typename GT::out_t, S * F>(g, u, z);
+        matmul_bias<typename GT::out_t, typename F2::b_t, typename F2::bias_t,
+                    typename F2::out_t, F2>(z, w2, b2, f);
+    }
+};
+
 // F = FFN(a): a is LN1's output (post-LN) or LN2's output (pre-LN).
 template <class a_T, typename CONFIG_T>
 void encoder_ffn(const a_T a[CONFIG_T::seq * CONFIG_T::dim],
@@ -332,9 +423,12 @@ void encoder_ffn(const a_T a[CONFIG_T::seq * CONFIG_T::dim],
                  const typename CONFIG_T::weight_t w1[CONFIG_T::dim * CONFIG_T::ffn],
                  const typename CONFIG_T::bias_t b1[CONFIG_T::ffn],
                  const typename CONFIG_T::weight_t w2[CONFIG_T::ffn * CONFIG_T::dim],
-                 const typename CONFIG_T::bias_t b2[CONFIG_T::dim]) {
+                 const typename CONFIG_T::bias_t b2[CONFIG_T::dim],
+                 const typename CONFIG_T::weight_t wu[CONFIG_T::up_n],
+                 const typename CONFIG_T::bias_t bu[CONFIG_T::up_bias_n]) {
     #pragma HLS INLINE
-    encoder_ffn_body<CONFIG_T::ffn_act>::template run<a_T, CONFIG_T>(a, f, w1, b1, w2, b2);
+    encoder_ffn_body<CONFIG_T::ffn_act>::template run<a_T, CONFIG_T>(a, f, w1, b1, w2, b2, wu,
+                                                                     bu);
 }
 
 // The two block orders, each given the key bits real[seq].
@@ -355,13 +449,14 @@ struct encoder_order<false> {  // post-LN
         typedef typename CONFIG_T::ln1_cfg L1;
         typedef typename CONFIG_T::ln2_cfg L2;
         typename O::out_t o[S * D];
-        encoder_attention<data_T, CONFIG_T>(x, real, o, wq, bq, wk, bk, wv, bv, wo, bo, sb);
+        encoder_attention<data_T, CONFIG_T>(x, real, o, wq, bq, wk, bk, wv, bv, wo, bo, sb, rc,
+                                            rs);
         typename A1::out_t r1[S * D];
         add<data_T, typename O::out_t, typename A1::out_t, S * D>(x, o, r1);
         typename L1::out_t y1[S * D];
         encoder_layernorm_rows<typename A1::out_t, typename L1::out_t, L1, S, D>(r1, g1, be1, y1);
         typename F2::out_t f[S * D];
-        encoder_ffn<typename L1::out_t, CONFIG_T>(y1, f, w1, b1, w2, b2);
+        encoder_ffn<typename L1::out_t, CONFIG_T>(y1, f, w1, b1, w2, b2, wu, bu);
         typename A2::out_t r2[S * D];
         add<typename L1::out_t, typename F2::out_t, typename A2::out_t, S * D>(y1, f, r2);
         encoder_layernorm_rows<typename A2::out_t, res_T, L2, S, D>(r2, g2, be2, y);
@@ -384,13 +479,13 @@ struct encoder_order<true> {  // pre-LN
         encoder_layernorm_rows<data_T, typename L1::out_t, L1, S, D>(x, g1, be1, y1);
         typename O::out_t o[S * D];
         encoder_attention<typename L1::out_t, CONFIG_T>(y1, real, o, wq, bq, wk, bk, wv, bv, wo,
-                                                         bo, sb);
+                                                         bo, sb, rc, rs);
         typename A1::out_t r1[S * D];  // the residual stream (res_fmt)
         add<data_T, typename O::out_t, typename A1::out_t, S * D>(x, o, r1);
         typename L2::out_t y2[S * D];
         encoder_layernorm_rows<typename A1::out_t, typename L2::out_t, L2, S, D>(r1, g2, be2, y2);
         typename F2::out_t f[S * D];
-        encoder_ffn<typename L2::out_t, CONFIG_T>(y2, f, w1, b1, w2, b2);
+        encoder_ffn<typename L2::out_t, CONFIG_T>(y2, f, w1, b1, w2, b2, wu, bu);
         add<typename A1::out_t, typename F2::out_t, res_T, S * D>(r1, f, y);  // out_fmt
     }
 };

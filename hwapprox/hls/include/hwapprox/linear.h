@@ -8,6 +8,11 @@
 //                and overflows with accum_t's own modes; one cast to res_T.
 //                With CONFIG_T::transpose_b, B is stored [n_cols][n_inner] (Q.K^T).
 //   add:         y[i] = res_T(a[i] + b[i]), exact sum, one cast.
+//   mul:         y[i] = res_T(a[i] * b[i]), exact product, one cast (a gated FFN's gate).
+//   rotary:      per row s of one head's x[S][DH] (DH even, half = DH / 2):
+//                y[s][j] = res_T(x[s][j] * c[s][j] + r[s][j] * sn[s][j]),
+//                r[s][j] = -x[s][j + half] (j < half), x[s][j - half] (j >= half);
+//                products, negation and sum exact, one cast (RotarySpec).
 // Layout: row-major flat arrays, A [n_rows][n_inner], Y [n_rows][n_cols].
 // Latency intent: fully unrolled (io_parallel): one multiplier per product,
 // an adder chain of n_inner per output; PIPELINE lets HLS schedule it to the
@@ -101,6 +106,45 @@ elems:
     for (int i = 0; i < N; i++) {
         #pragma HLS UNROLL
         res[i] = a[i] + b[i];
+    }
+}
+
+// y = res_T(a * b) elementwise over N values.
+template <class a_T, class b_T, class res_T, int N>
+void mul(const a_T a[N], const b_T b[N], res_T res[N]) {
+    #pragma HLS PIPELINE
+    #pragma HLS ARRAY_PARTITION variable = a complete
+    #pragma HLS ARRAY_PARTITION variable = b complete
+    #pragma HLS ARRAY_PARTITION variable = res complete
+elems:
+    for (int i = 0; i < N; i++) {
+        #pragma HLS UNROLL
+        res[i] = a[i] * b[i];  // exact product, one cast
+    }
+}
+
+// The rotary embedding of one head, x [S][DH] with the position tables c, sn [S][DH].
+template <class x_T, class cs_T, class res_T, int S, int DH>
+void rotary(const x_T x[S * DH], const cs_T c[S * DH], const cs_T sn[S * DH],
+            res_T res[S * DH]) {
+    #pragma HLS PIPELINE
+    #pragma HLS ARRAY_PARTITION variable = x complete
+    #pragma HLS ARRAY_PARTITION variable = res complete
+    static_assert(DH % 2 == 0, "rotary: the head size must be even");
+    const int half = DH / 2;
+    // -x needs one more integer bit than x; the products and their sum are exact
+    typedef ap_fixed<x_T::width + 1, x_T::iwidth + 1> neg_t;
+rows:
+    for (int s = 0; s < S; s++) {
+        #pragma HLS UNROLL
+    cols:
+        for (int j = 0; j < DH; j++) {
+            #pragma HLS UNROLL
+            const neg_t r = j < half ? neg_t(-neg_t(x[s * DH + j + half]))
+                                     : neg_t(x[s * DH + j - half]);
+            const int at = s * DH + j;
+            res[at] = x[at] * c[at] + r * sn[at];  // exact products and sum, one cast
+        }
     }
 }
 
