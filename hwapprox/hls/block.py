@@ -117,6 +117,8 @@ __all__ = [
 
 #: attention schedules of a block (:attr:`EncoderBlock.attention`)
 ATTENTION_SCHEDULES = ("two_pass", "fused")
+#: the linear stages' config names (``{name}_{stage}`` instances, ``{stage}_cfg`` aliases)
+_LINEAR_STAGES = ("qkv", "qk", "pv", "o", "add1", "ffn1", "ffn2", "add2", "sbias", "up", "gate")
 #: FFN activations of a block (:attr:`EncoderBlock.ffn_act`), index = the C++ ``ffn_act``
 FFN_ACTIVATIONS = ("gelu", "relu", "gated")
 
@@ -634,11 +636,7 @@ class EncoderBlock:
                 aliases={"softmax_cfg": f"{name}_softmax"},
             ),
         ]
-        aliases = {
-            f"{part}_cfg": f"{name}_{part}"
-            for part in ("qkv", "qk", "pv", "o", "add1", "ffn1", "ffn2", "add2", "sbias", "up",
-                         "gate")
-        }
+        aliases = {f"{part}_cfg": f"{name}_{part}" for part in _LINEAR_STAGES}
         aliases |= {
             f"{part}_cfg": f"{name}_{part}" for part in ("softmax", "gelu", "ln1", "ln2", "attn")
             if part != "gelu" or self.gelu is not None
@@ -658,7 +656,10 @@ class EncoderBlock:
             types={
                 "in_t": self.formats.in_fmt,
                 "out_t": self.out_fmt,
-                **{WEIGHT_TYPES[n]: wf[n] for n in ("wq", "bq", "g1", "be1", "g2", "be2", "sb", "rc")},
+                **{
+                    WEIGHT_TYPES[n]: wf[n]
+                    for n in ("wq", "bq", "g1", "be1", "g2", "be2", "sb", "rc")
+                },
             },
             consts=consts,
             aliases=aliases,
