@@ -6,12 +6,13 @@
   definitions: post-/pre-LN, causal, key padding), and each match re-computed in
   float64 reproduces the graph (``match_blocks`` checks it; a LayerScale left out
   does not);
-* the others are refused per softmax site with the first thing the block cannot
-  compute (rotary Q/K, no GELU FFN); BEiT's relative position bias is the block's
-  score bias and GPT-Neo's local window its window;
+* BEiT's relative position bias is the block's score bias, GPT-Neo's local window its
+  window, Llama's rotary Q/K and SiLU-gated FFN its rope and gated stages (a block
+  the matcher cannot read is refused per softmax site, naming the first node);
 * ``hwapprox hls csim`` with no config is bit-exact on a LayerScale (DINOv2), a
   causal decoder (GPT-2), a score-bias (BEiT), a local-window (GPT-Neo) and the two
-  CLIP (quick_gelu FFN; the text one causal and padded) exports and OPT (ReLU FFN).
+  CLIP (quick_gelu FFN; the text one causal and padded) exports, OPT (ReLU FFN) and
+  Llama (RMSNorm, rotary Q/K, gated FFN; also with ONNX RMSNormalization).
 """
 
 from __future__ import annotations
@@ -49,12 +50,12 @@ MATCHED = {
     "gptneo": (True, True, True),  # local window 256 > sequence: causal
     "gptneo_local": (True, True, True),  # its second layer: a local window of 4
     "whisper_encoder": (True, False, False),
+    # RMSNorm sites in the LayerNorm places, rotary Q/K, a SiLU-gated FFN
+    "llama": (True, True, True),
+    "llama_rmsop": (True, True, True),
 }
-#: family -> what the refusal of its first refused softmax site says
-REFUSED = {
-    "llama": "is a rotary position embedding",
-    "llama_rmsop": "is a rotary position embedding",
-}
+#: families with a gated FFN and rotary Q/K
+LLAMA = {"llama", "llama_rmsop"}
 
 
 def _feeds(entry: dict) -> dict[str, np.ndarray]:
@@ -63,7 +64,7 @@ def _feeds(entry: dict) -> dict[str, np.ndarray]:
 
 
 def test_every_family_is_classified() -> None:
-    assert set(MATCHED) | set(REFUSED) == {e["family"] for e in MODELS}
+    assert set(MATCHED) == {e["family"] for e in MODELS}
 
 
 @pytest.mark.parametrize(
@@ -81,25 +82,49 @@ def test_families_the_block_computes_are_matched(entry: dict) -> None:
         assert b.causal == causal
         assert (b.key_mask == "attention_mask") if masked else (b.key_mask is None)
         assert b.score_bias == (entry["family"] == "beit")
-        assert b.ffn_act == ("relu" if entry["family"] == "opt" else "gelu")
+        fam = entry["family"]
+        assert b.ffn_act == ("relu" if fam == "opt" else "gated" if fam in LLAMA else "gelu")
         assert (b.gelu is None) == (b.ffn_act == "relu")
+        assert b.rope == (fam in LLAMA)
+        assert (b.ln1.kind == b.ln2.kind == "rmsnorm") == (fam in LLAMA)
     assert [b.window for b in blocks] == ([0, 4] if entry["family"] == "gptneo_local" else [0, 0])
     assert blocks[1].input == blocks[0].output
 
 
 @pytest.mark.parametrize(
-    "entry", [e for e in MODELS if e["family"] in REFUSED], ids=lambda e: e["file"]
+    "file", ["llama_ts17.onnx", "llama_dynamo18.onnx", "llama_rmsop_dynamo23.onnx"]
 )
-def test_other_families_are_refused_naming_the_cause(entry: dict) -> None:
-    m = load_model(CORPUS / entry["file"])
-    errors: dict[str, str] = {}
-    match_blocks(m, _feeds(entry), errors=errors)
-    assert errors, "a refused family must report why"
-    names = {n.name for n in m.graph.node}
-    assert set(errors) <= names  # keyed by the softmax site (its node)
-    first = next(iter(errors.values()))
-    assert REFUSED[entry["family"]] in " ".join(errors.values()), errors
-    assert "'" in first  # names a node or tensor
+def test_llama_rotary_and_gated_ffn_are_block_stages(file: str) -> None:
+    """Llama rotates Q and K by constant tables (positions 0..S-1) and gates its FFN
+    (SiLU(x·Wg) ⊙ (x·Wu)): the match carries the tables and the up projection, checked
+    in float64; without the rotation, or read as an ungated FFN, the same match does not
+    reproduce the graph."""
+    entry = next(e for e in MODELS if e["file"] == file)
+    m = load_model(CORPUS / file)
+    ev = _Evaluator(m, _feeds(entry))
+    s = entry["input_shapes"]["input_ids"][-1]
+    for b in match_blocks(m, _feeds(entry)):
+        assert (b.gelu.kind, b.gelu.gelu_form) == ("silu", "silu")
+        dh = b.weights["wq"].shape[1] // b.heads
+        assert b.weights["rc"].shape == b.weights["rs"].shape == (s, dh)
+        assert np.allclose(b.weights["rc"] ** 2 + b.weights["rs"] ** 2, 1.0)
+        assert b.weights["wu"].shape == b.weights["w1"].shape
+        with pytest.raises(_NoMatch, match="does not reproduce the graph"):
+            _check_float(dataclasses.replace(b, rope=False), ev)
+        with pytest.raises(_NoMatch, match="does not reproduce the graph"):
+            _check_float(dataclasses.replace(b, ffn_act="gelu"), ev)
+
+
+def _swap_concats(file: str, nodes: list[str], out: Path) -> Path:
+    """The export with these Concats' two inputs swapped (concat(t1, -t2): not
+    rotate_half), written to ``out``."""
+    import onnx
+
+    m = onnx.load(CORPUS / file)
+    for cat in (n for n in m.graph.node if n.name in nodes):
+        cat.input[0], cat.input[1] = cat.input[1], cat.input[0]
+    onnx.save(m, out)
+    return out
 
 
 @pytest.mark.parametrize("file", ["dinov2_ts17.onnx", "dinov2_dynamo18.onnx"])
@@ -148,7 +173,7 @@ def test_relative_position_bias_is_the_score_bias(file: str) -> None:
     [
         "dinov2_ts17.onnx", "gpt2_dynamo18.onnx", "beit_dynamo18.onnx",
         "gptneo_local_ts17.onnx", "clip_vision_ts17.onnx", "clip_text_dynamo18.onnx",
-        "opt_ts17.onnx",
+        "opt_ts17.onnx", "llama_ts17.onnx", "llama_rmsop_dynamo23.onnx",
     ],
 )  # fmt: skip
 def test_hls_csim_no_config_bit_exact(file: str, tmp_path) -> None:
@@ -163,21 +188,31 @@ def test_hls_csim_no_config_bit_exact(file: str, tmp_path) -> None:
     assert "bit-exact" in res.output
 
 
-def test_hls_on_a_refused_family_names_the_node_and_writes_nothing(tmp_path) -> None:
-    """Llama's rotary Q/K: one paragraph naming the softmax site and the Add of the
-    rotary embedding first; the output directory is not created."""
+def test_hls_on_a_refused_block_names_the_node_and_writes_nothing(tmp_path) -> None:
+    """A Llama export whose query rotations are no rotate_half (the Concats' halves
+    swapped): one paragraph naming the softmax site and the rotation's Add first; the
+    output directory is not created. With only the first layer's swapped, the second
+    block is built and a note names the site that heads no block and why."""
     entry = next(e for e in MODELS if e["file"] == "llama_ts17.onnx")
+    cats = ["/model/layers.0/self_attn/Concat", "/model/layers.1/self_attn/Concat"]
     out = tmp_path / "prj"
-    res = CliRunner().invoke(
-        cli,
-        ["hls", "csim", str(CORPUS / entry["file"]), "--inputs", str(CORPUS / entry["inputs"]),
-         "-o", str(out)],
-    )  # fmt: skip
+    half = _swap_concats(entry["file"], cats[:1], tmp_path / "half.onnx")
+    args = ["--inputs", str(CORPUS / entry["inputs"]), "-o", str(out)]
+    res = CliRunner().invoke(cli, ["hls", "csim", str(half), *args])
+    assert res.exit_code == 0, res.output
+    assert (
+        "note: softmax /model/layers.0/self_attn/Softmax heads no encoder block the HLS "
+        "design builds (it stays in the float model): node '/model/layers.0/self_attn/Add'"
+    ) in res.output
+    bad = _swap_concats(entry["file"], cats, tmp_path / "bad.onnx")
+    out = tmp_path / "prj2"
+    args[-1] = str(out)
+    res = CliRunner().invoke(cli, ["hls", "csim", str(bad), *args])
     assert res.exit_code == 1
     msg = res.output.split("Error: ", 1)[1]
     assert msg.startswith("no encoder block the HLS flow builds was found: around softmax ")
     assert "node '/model/layers.0/self_attn/Add' (Add) on the query path" in msg
-    assert "rotary position embedding" in msg
+    assert "not a rotary embedding" in msg
     assert "Traceback" not in res.output
     assert len(msg.strip().splitlines()) == 1
     assert not out.exists()

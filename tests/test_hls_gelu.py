@@ -64,6 +64,17 @@ CASES = [
     ("pwl", {"form": "quick", "in_fmt": "ap_fixed<12,5>", "segments": 16, "lo": -8.0, "hi": 8.0}),
     # SiLU x·σ(x) (form silu, Llama's gate) with the table a SiLU site gets by default
     ("edgemoe", {"form": "silu", "table_size": 513}),
+    # a narrow input reaching only the first half of that table: TABLE_SIZE - 1 = 512
+    # does not fit the index width (9 bits), so the inside test must not narrow it
+    (
+        "edgemoe",
+        {
+            "form": "silu",
+            "table_size": 513,
+            "in_fmt": "ap_fixed<16,4,AP_RND,AP_SAT>",
+            "out_fmt": "ap_fixed<16,3,AP_RND,AP_SAT>",
+        },
+    ),
     ("pwl", {}),
     (
         "pwl",

@@ -109,6 +109,7 @@ from hwapprox.hls.units import unit_instance
 __all__ = [
     "ATTENTION_SCHEDULES",
     "FFN_ACTIVATIONS",
+    "OPTIONAL_WEIGHTS",
     "WEIGHT_NAMES",
     "WEIGHT_TYPES",
     "BlockFormats",
@@ -129,8 +130,9 @@ WEIGHT_NAMES = (
     "wq", "bq", "wk", "bk", "wv", "bv", "wo", "bo", "w1", "b1", "w2", "b2",
     "g1", "be1", "g2", "be2", "sb", "wu", "bu", "rc", "rs",
 )  # fmt: skip
-#: weights that are one unread zero unless the block uses them (their C++ sizes are 1)
-_OPTIONAL_WEIGHTS = ("sb", "wu", "bu", "rc", "rs")
+#: weights that are one unread zero unless the block uses them (their C++ sizes are 1):
+#: the score bias, the gated FFN's up projection, the rotary tables
+OPTIONAL_WEIGHTS = ("sb", "wu", "bu", "rc", "rs")
 #: the C++ type name (in the block config) of each weight tensor's codes
 WEIGHT_TYPES = {
     n: "weight_t" if n[0] == "w" else {"g1": "gamma1_t", "g2": "gamma2_t", "be1": "beta1_t",
@@ -328,7 +330,7 @@ class EncoderBlock:
         """The optional weights this block does not read (one zero each)."""
         used = {"sb": self.score_bias, "wu": self.ffn_act == "gated",
                 "bu": self.ffn_act == "gated", "rc": self.rope, "rs": self.rope}  # fmt: skip
-        return [n for n in _OPTIONAL_WEIGHTS if not used[n]]
+        return [n for n in OPTIONAL_WEIGHTS if not used[n]]
 
     @property
     def score_bias_n(self) -> int:
@@ -407,7 +409,7 @@ class EncoderBlock:
         fw = {k: np.asarray(v, dtype=np.float64) for k, v in float_weights.items()}
         used = {"sb": score_bias, "wu": ffn_act == "gated", "bu": ffn_act == "gated",
                 "rc": rope, "rs": rope}  # fmt: skip
-        for n in _OPTIONAL_WEIGHTS:
+        for n in OPTIONAL_WEIGHTS:
             if not used[n]:
                 fw.setdefault(n, np.zeros(1))
         missing = [n for n in WEIGHT_NAMES if n not in fw]

@@ -12,7 +12,9 @@ user's ``--inputs`` or seeded ones) and chooses:
   tensors of its linear stages: ``qkv_fmt`` holds ``Q·scale``, ``K`` and ``V``
   (the score scale is folded into ``Wq``), ``ctx_fmt`` the merged ``P·V``,
   ``attn_fmt`` the output projection, ``ffn_fmt`` the second FFN matrix's
-  output, pre-LN ``res_fmt`` the residual stream after attention and
+  output (with a rotary embedding ``qkv_fmt`` also holds the rotated ``Q·scale`` and
+  ``K``; a gated FFN's ``hid_fmt`` the up projection, ``gate_fmt`` the gate product),
+  pre-LN ``res_fmt`` the residual stream after attention and
   ``out_fmt`` the block output (``ap_fixed<W, I>``, ``I`` from the range
   policy plus headroom);
   ``weight_fmt`` and ``bias_fmt`` hold the largest weight and bias exactly in
@@ -103,6 +105,8 @@ class BlockCalibration:
         s = m.score_scale
         mats = [w["wq"] * s, w["wk"], w["wv"], w["wo"], w["w1"], w["w2"]]
         biases = [w["bq"] * s, w["bk"], w["bv"], w["bo"], w["b1"], w["b2"]]
+        if m.ffn_act == "gated":  # the up projection
+            mats, biases = [*mats, w["wu"]], [*biases, w["bu"]]
         wmax = max(float(np.abs(a).max(initial=0.0)) for a in mats)
         bmax = max(float(np.abs(a).max(initial=0.0)) for a in biases)
         wf = parameter_format(np.array([wmax]), width)
@@ -119,6 +123,8 @@ class BlockCalibration:
         }
         if m.ffn_act == "relu":  # H and max(H, 0): the positive range (negatives give 0)
             fmts["hid_fmt"] = act("hid")
+        if m.ffn_act == "gated":  # U = Y·Wu + bu and Z = act(H) ⊙ U
+            fmts["hid_fmt"], fmts["gate_fmt"] = act("hid"), act("gate")
         ib = max(
             f.int_bits for f in [*fmts.values(), score_in, in_fmt, *([gelu_in] if gelu_in else [])]
         )
@@ -158,16 +164,20 @@ def calibrate_blocks(
     stats: dict[str, SiteStats] = {}
     for m in matches:
         t = m.tensors
-        qkv = np.concatenate(
-            [
-                (np.asarray(values[t["q"]], np.float64) * m.score_scale).ravel(),
-                np.asarray(values[t["k"]], np.float64).ravel(),
-                np.asarray(values[t["v"]], np.float64).ravel(),
+        parts = [
+            np.asarray(values[t["q"]], np.float64) * m.score_scale,
+            np.asarray(values[t["k"]], np.float64),
+            np.asarray(values[t["v"]], np.float64),
+        ]
+        if m.rope:  # the rotated Q·scale and K share qkv_fmt (RotarySpec's output)
+            parts += [
+                np.asarray(values[t["qr"]], np.float64) * m.rope_gain["qr"] * m.score_scale,
+                np.asarray(values[t["kr"]], np.float64) * m.rope_gain["kr"],
             ]
-        )
+        qkv = np.concatenate([p.ravel() for p in parts])
         key = m.ln2.name
         stats[f"{key}:qkv"] = SiteStats.of(f"{key} Q·scale/K/V", qkv)
-        for role in ("ctx", "attn", "ffn2", "res1", *(("hid",) if "hid" in t else ())):
+        for role in ("ctx", "attn", "ffn2", "res1", *(r for r in ("hid", "gate") if r in t)):
             stats[f"{key}:{role}"] = SiteStats.of(f"{key} {role}", values[t[role]])
         stats[f"{key}:output"] = SiteStats.of(f"{key} block output", values[m.output])
         stats[f"{key}:input"] = SiteStats.of(f"{key} block input", values[m.input])
@@ -267,6 +277,10 @@ def _resolve_site(
         if isinstance(v, list):
             fields[k] = tuple(v)
     try:
-        return make_spec(site.operator, method, **fields)
+        spec = make_spec(site.operator, method, **fields)
     except SpecError as exc:
         raise ExportError(f"site {site.name} ({site.kind}): {exc}") from None
+    why = site.spec_mismatch(spec)  # e.g. a LayerNorm method on an RMSNorm site
+    if why is not None:
+        raise ExportError(why)
+    return spec

@@ -23,8 +23,8 @@ values per token; ``hwapprox::encoder_block_stream``) are supported; the
 standalone ``HwApproxNonlinear`` layer is ``io_parallel`` only (checked).
 
 Node contract (written by :func:`hwapprox.hls.project.prepare_model`): integer
-attributes ``heads``, ``prenorm``, ``causal``, ``masked``, ``score_bias`` (0/1; missing = 0),
-``window`` (the causal local window, 0 = none),
+attributes ``heads``, ``prenorm``, ``causal``, ``masked``, ``score_bias``, ``rope`` (0/1;
+missing = 0), ``window`` (the causal local window, 0 = none), the string ``ffn_act``,
 float ``score_scale``, the weights as ``t_*`` tensors, the JSON ``hwapprox``.
 With ``masked`` the node has a second input, the key mask ``[1, seq]`` (a
 graph input named :data:`MASK_INPUT`, 1.0 = real token, 0.0 = padding); its
@@ -47,7 +47,7 @@ import numpy.typing as npt
 from hwapprox.approx.base import ApproxSpec, SpecError
 from hwapprox.approx.registry import spec_from_config
 from hwapprox.fixed import FixedFormat, cast
-from hwapprox.hls.block import WEIGHT_NAMES, BlockFormats, EncoderBlock
+from hwapprox.hls.block import OPTIONAL_WEIGHTS, WEIGHT_NAMES, BlockFormats, EncoderBlock
 from hwapprox.hls.emit import INCLUDE_DIR, Instance, render_instances
 from hwapprox.hls.head import HEAD_OP_TYPE, DenseHead, head_from_attrs
 from hwapprox.hls.onnx_block import OP_TYPE, SITE_OP_TYPE
@@ -87,7 +87,7 @@ MASK_PRECISION = "ap_uint<1>"
 #: hls4ml IOTypes the encoder block supports (io_stream: ``encoder_block_stream``)
 IO_TYPES = ("io_parallel", "io_stream")
 #: the block kind attributes of a folded node (ints 0/1; missing = 0)
-KIND_ATTRS = ("prenorm", "causal", "masked", "score_bias")
+KIND_ATTRS = ("prenorm", "causal", "masked", "score_bias", "rope")
 
 _state: dict[str, Any] = {}
 
@@ -115,8 +115,8 @@ def block_from_attrs(attrs: dict[str, Any], seq: int) -> EncoderBlock:
             "with hwapprox.hls.project.prepare_model"
         ) from None
     specs = {role: spec_from_config(c) for role, c in cfg["specs"].items()}
-    # a node without ``t_sb`` (no score bias; folded before it existed) gets one zero
-    attrs = {"t_sb": np.zeros(1), **attrs}
+    # a node without an optional weight (folded before it existed) gets one zero
+    attrs = {f"t_{n}": np.zeros(1) for n in OPTIONAL_WEIGHTS} | attrs
     weights = {n: np.asarray(attrs[f"t_{n}"], dtype=np.float64) for n in WEIGHT_NAMES}
     return EncoderBlock.from_float(
         weights,

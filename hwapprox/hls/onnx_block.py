@@ -41,12 +41,14 @@ from onnx import ModelProto, NodeProto, helper, numpy_helper
 from hwapprox.approx.base import Operator
 from hwapprox.export.handoff import (
     MASK_LIMIT,
+    Ancestry,
     ExportError,
     GraphIndex,
     Site,
     find_sites,
     load_model,
 )
+from hwapprox.hls.block import OPTIONAL_WEIGHTS
 
 __all__ = [
     "DOMAIN",
@@ -103,9 +105,15 @@ class BlockMatch:
     score_bias: bool = False
     #: causal local window: query ``i`` attends keys ``i - window < j <= i`` (0 = all)
     window: int = 0
-    #: the FFN activation: ``gelu`` (the ``gelu`` site) or ``relu`` (OPT: no site; exact
-    #: at the block's formats)
+    #: the FFN activation: ``gelu`` (the ``gelu`` site), ``relu`` (OPT: no site; exact
+    #: at the block's formats) or ``gated`` (Llama: the ``gelu`` site, a SiLU, times the
+    #: up projection ``weights["wu"]``, ``["bu"]``)
     ffn_act: str = "gelu"
+    #: a rotary embedding on Q and K (tables ``weights["rc"]``, ``["rs"]`` ``[S, d_h]``)
+    rope: bool = False
+    #: per rotated path (``qr``, ``kr`` in :attr:`tensors`): the factor that turns the
+    #: graph's rotated tensor into the rotation of the projection's output
+    rope_gain: dict[str, float] = field(default_factory=dict)
 
     @property
     def site_roles(self) -> dict[str, Site]:
@@ -187,6 +195,12 @@ class _Path:
     factor: float
     dense_out: str
     nodes: list[str]
+    #: the rotary tables (cos, sin) ``[S, d_h]`` when the path rotates its heads
+    rope: tuple[np.ndarray, np.ndarray] | None = None
+    #: the rotation's output tensor, and the product of the scalar factors between the
+    #: projection and the rotation (the rotated tensor / that = rotate(projection))
+    rope_out: str = ""
+    rope_factor: float = 1.0
 
 
 class _Matcher:
@@ -290,14 +304,19 @@ class _Matcher:
         factor = 1.0
         split: tuple[int, int, int] | None = None  # (index, offset, size)
         nodes: list[str] = []
-        for _ in range(12):
+        rope: tuple[np.ndarray, np.ndarray] | None = None
+        rope_out, factor_at_rope = "", 1.0
+        for _ in range(16):
             d = self.dense(t)
             if d is not None:
                 x, w, b, dn = d
                 if split is not None:
                     _, off, size = split
                     w, b = w[:, off : off + size], b[off : off + size]
-                return _Path(self.strip_layout(x), w, b, factor, t, nodes + dn)
+                return _Path(
+                    self.strip_layout(x), w, b, factor, t, nodes + dn, rope, rope_out,
+                    factor / factor_at_rope,
+                )  # fmt: skip
             n = self.producer(t, f"the {what} projection (MatMul/Gemm with constant weights)")
             nodes.append(n.name)
             if n.op_type in _LAYOUT or (n.op_type == "Cast" and len(n.input) == 1):
@@ -331,19 +350,91 @@ class _Matcher:
                     sizes = [shp[-1] // len(n.output)] * len(n.output)
                 split = (idx, int(sum(sizes[:idx])), int(sizes[idx]))
                 t = n.input[0]
+            elif (
+                n.op_type == "Add"
+                and rope is None
+                and all(self.gi.const(i) is None for i in n.input)
+            ):
+                rope_out, factor_at_rope = t, factor
+                t, cos, sin, rn = self.rotary(n, what)
+                rope = (cos, sin)
+                nodes += rn
             else:
-                rope = (
-                    " (an Add of two activations on the query/key path is a rotary position "
-                    "embedding, q·cos + rotate_half(q)·sin, which the HLS block does not "
-                    "compute)"
-                    if n.op_type == "Add" and all(self.gi.const(i) is None for i in n.input)
-                    else ""
-                )
                 raise _NoMatch(
                     f"node '{n.name}' ({n.op_type}) on the {what} path: expected Reshape/"
-                    f"Transpose/Split, a scalar Mul/Div or the projection MatMul/Gemm{rope}"
+                    f"Transpose/Split, a scalar Mul/Div, a rotary embedding or the "
+                    f"projection MatMul/Gemm"
                 )
         raise _NoMatch(f"the {what} path is longer than expected")
+
+    def rotary(self, add: NodeProto, what: str) -> tuple[str, np.ndarray, np.ndarray, list[str]]:
+        """``add`` = ``t·cos + rotate_half(t)·sin`` (Llama / GPT-NeoX / RoFormer's rotary
+        position embedding; ``rotate_half(t) = concat(-t[..., d/2:], t[..., :d/2])``
+        written as Slice, Neg, Concat): (``t``, cos, sin ``[S, d_h]``, the nodes).
+        The tables are evaluated on the sample inputs and must not depend on an
+        input's values (positions 0..S-1, the same for every sample and head); the
+        rotation itself is checked on the sample values, exactly."""
+        why = (
+            f"node '{add.name}' (Add) on the {what} path adds two activations but is not "
+            f"a rotary embedding t·cos + rotate_half(t)·sin"
+        )
+        muls = [self.gi.producer.get(i) for i in add.input]
+        if len(muls) != 2 or any(m is None or m.op_type != "Mul" for m in muls):
+            raise _NoMatch(why)
+        cat = None
+        for i, m in enumerate(muls):
+            assert m is not None
+            for j in (0, 1):
+                c = self.gi.producer.get(m.input[j])
+                if c is not None and c.op_type == "Concat" and len(c.input) == 2:
+                    cat, rot_mul, k = c, i, j
+                    break
+            if cat is not None:
+                break
+        if cat is None:
+            raise _NoMatch(why + " (no Concat of the two halves)")
+        m_rot, m_x = muls[rot_mul], muls[1 - rot_mul]
+        assert m_rot is not None
+        assert m_x is not None
+        sin_t = m_rot.input[1 - k]
+        neg = self.gi.producer.get(cat.input[0])
+        if neg is None or neg.op_type != "Neg":
+            raise _NoMatch(why + " (the Concat's first half is not negated)")
+        srcs = [self.gi.producer.get(neg.input[0]), self.gi.producer.get(cat.input[1])]
+        if any(sl is None or sl.op_type != "Slice" for sl in srcs):
+            raise _NoMatch(why + " (the halves are not Slices)")
+        t = srcs[0].input[0]  # type: ignore[union-attr]
+        if srcs[1].input[0] != t or t not in m_x.input:  # type: ignore[union-attr]
+            raise _NoMatch(why + " (the halves and the cos product read different tensors)")
+        cos_t = m_x.input[1] if m_x.input[0] == t else m_x.input[0]
+        inits = {i.name for i in self.m.graph.initializer}
+        anc = Ancestry(self.gi, {i.name for i in self.m.graph.input} - inits)
+        for tab in (cos_t, sin_t):
+            src, _ = anc.trace(tab)
+            if src:
+                raise _NoMatch(
+                    f"the rotary table '{tab}' on the {what} path depends on the input(s) "
+                    f"{', '.join(src)} (positions from the data, e.g. left padding); the HLS "
+                    f"block takes constant tables for positions 0..S-1"
+                )
+        vals = self.ev([t, cat.output[0], cos_t, sin_t])
+        x = np.asarray(vals[t], np.float64)
+        if x.ndim < 2 or x.shape[-1] % 2:
+            raise _NoMatch(why + f" (head tensor {list(x.shape)} has no even last axis)")
+        hh = x.shape[-1] // 2
+        want = np.concatenate([-x[..., hh:], x[..., :hh]], axis=-1)
+        if not np.array_equal(np.asarray(vals[cat.output[0]], np.float64), want):
+            raise _NoMatch(why + " (the Concat is not rotate_half of the head tensor)")
+        tabs = []
+        for tab in (cos_t, sin_t):
+            v = np.broadcast_to(np.asarray(vals[tab], np.float64), x.shape)
+            flat = v.reshape(-1, *x.shape[-2:])
+            if not (flat == flat[:1]).all():
+                raise _NoMatch(f"the rotary table '{tab}' differs between samples or heads")
+            tabs.append(flat[0].copy())
+        used = [add.name, m_x.name, m_rot.name, cat.name, neg.name]
+        used += [sl.name for sl in srcs if sl is not None]
+        return t, tabs[0], tabs[1], used
 
     def down_layout(self, t: str, what: str) -> tuple[str, list[str]]:
         """From a tensor down through single-consumer layout ops (and HF sdpa's
@@ -502,6 +593,20 @@ class _Matcher:
                 f"Q, K and V of softmax {sm.name} read different tensors ({q.source}, "
                 f"{k.source}, {v.source})"
             )
+        if (q.rope is None) != (k.rope is None) or v.rope is not None:
+            raise _NoMatch(
+                f"softmax {sm.name}: a rotary embedding on "
+                + ", ".join(n for n, pt in (("Q", q), ("K", k), ("V", v)) if pt.rope is not None)
+                + " only; the HLS block rotates Q and K with the same tables"
+            )
+        if q.rope is not None and k.rope is not None:
+            if not all(np.array_equal(a, b) for a, b in zip(q.rope, k.rope, strict=True)):
+                raise _NoMatch(f"softmax {sm.name}: Q and K are rotated by different tables")
+            if q.rope[0].shape != (int(qs[-2]), dh):
+                raise _NoMatch(
+                    f"softmax {sm.name}: rotary tables {list(q.rope[0].shape)} are not "
+                    f"[{int(qs[-2])}, {dh}] (one row per position)"
+                )
         d = q.w.shape[0]
         if h * dh != q.w.shape[1] or v.w.shape[1] != d or k.w.shape[1] != d:
             raise _NoMatch(f"softmax {sm.name}: heads {h} x {dh} do not match the width {d}")
@@ -564,6 +669,10 @@ class _Matcher:
         g_out, _ = self.down_layout(
             gelu.output if gelu is not None else relu_out, "FFN activation output"
         )
+        gate = self.gated_ffn(g_out, ffn_in) if gelu is not None else None
+        if gate is not None:  # act(x·Wg + bg) ⊙ (x·Wu + bu)
+            ffn_act, (wu, bu, u_t, z_t) = "gated", gate
+            g_out, _ = self.down_layout(z_t, "FFN gate product")
         f2 = None
         for c in gi.consumers.get(g_out, []):
             if c.op_type in ("MatMul", "Gemm"):
@@ -614,6 +723,14 @@ class _Matcher:
                    "attn": o_out_t, "ffn2": f2_t, "res1": r1}  # fmt: skip
         if ffn_act == "relu":
             tensors["hid"] = g_out  # max(H, 0): the positive range hid_fmt must hold
+        if ffn_act == "gated":
+            weights |= {"wu": wu, "bu": bu}
+            tensors |= {"hid": u_t, "gate": z_t}  # U (hid_fmt), Z = act ⊙ U (gate_fmt)
+        rope_gain: dict[str, float] = {}
+        if q.rope is not None:
+            weights |= {"rc": q.rope[0], "rs": q.rope[1]}
+            tensors |= {"qr": q.rope_out, "kr": k.rope_out}
+            rope_gain = {"qr": 1.0 / q.rope_factor, "kr": 1.0 / k.rope_factor}
         causal, window, key_mask, bias = self.mask_kind(sm, h)
         if bias is not None:
             weights["sb"] = bias.reshape(-1)
@@ -621,7 +738,25 @@ class _Matcher:
             x0, out, frozenset(nodes), weights, h, score_scale, sm, gelu, ln1, ln2_site,
             tensors, prenorm=prenorm, causal=causal, key_mask=key_mask,
             score_bias=bias is not None, window=window, ffn_act=ffn_act,
+            rope=q.rope is not None, rope_gain=rope_gain,
         )  # fmt: skip
+
+    def gated_ffn(
+        self, act_out: str, ffn_in: str
+    ) -> tuple[np.ndarray, np.ndarray, str, str] | None:
+        """A gated FFN (Llama's ``down(act(gate(x)) ⊙ up(x))``, GLU variants): the FFN
+        activation's output ``act_out`` times one ``Mul`` by a second projection of
+        ``ffn_in``: (Wu, bu, the up projection's output, the product), or None."""
+        cons = [c for c in self.gi.consumers.get(act_out, []) if c.op_type != "Shape"]
+        if len(cons) != 1 or cons[0].op_type != "Mul":
+            return None
+        mul = cons[0]
+        other = mul.input[1] if mul.input[0] == act_out else mul.input[0]
+        up = self.strip_up(other)
+        d = self.dense(up)
+        if d is None or self.strip_layout(d[0]) != ffn_in:
+            return None
+        return d[1], d[2], up, mul.output[0]
 
     def relu_ffn(self, ffn_in: str) -> tuple[np.ndarray, np.ndarray, str] | None:
         """An FFN whose first projection (reading ``ffn_in``) feeds one ``Relu`` (OPT's
@@ -717,10 +852,19 @@ class _Matcher:
         return t
 
 
-def _float_layernorm(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float) -> np.ndarray:
-    mu = x.mean(axis=-1, keepdims=True)
+def _float_layernorm(
+    x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float, rms: bool = False
+) -> np.ndarray:
+    """LayerNorm over the last axis, or RMSNorm (``rms``: no mean taken out)."""
+    mu = 0.0 if rms else x.mean(axis=-1, keepdims=True)
     var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
     return (x - mu) / np.sqrt(var + eps) * g + b
+
+
+def _float_rotary(t: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
+    """``t·cos + rotate_half(t)·sin`` over the last axis (tables ``[S, d_h]``)."""
+    hh = t.shape[-1] // 2
+    return t * cos + np.concatenate([-t[..., hh:], t[..., :hh]], axis=-1) * sin
 
 
 def float_block(bm: BlockMatch, x: np.ndarray, keep: np.ndarray | None = None) -> np.ndarray:
@@ -734,7 +878,8 @@ def float_block(bm: BlockMatch, x: np.ndarray, keep: np.ndarray | None = None) -
     b_, s_ = x.shape[0], x.shape[1]
     _, _, eps1 = _ln_params(bm.ln1, d)
     _, _, eps2 = _ln_params(bm.ln2, d)
-    a_in = _float_layernorm(x, w["g1"], w["be1"], eps1) if bm.prenorm else x
+    rms1, rms2 = bm.ln1.kind == "rmsnorm", bm.ln2.kind == "rmsnorm"
+    a_in = _float_layernorm(x, w["g1"], w["be1"], eps1, rms1) if bm.prenorm else x
 
     def heads(t: np.ndarray) -> np.ndarray:
         return t.reshape(b_, s_, h, dh).transpose(0, 2, 1, 3)
@@ -742,6 +887,8 @@ def float_block(bm: BlockMatch, x: np.ndarray, keep: np.ndarray | None = None) -
     q = heads(a_in @ w["wq"] + w["bq"])
     k = heads(a_in @ w["wk"] + w["bk"])
     v = heads(a_in @ w["wv"] + w["bv"])
+    if bm.rope:
+        q, k = _float_rotary(q, w["rc"], w["rs"]), _float_rotary(k, w["rc"], w["rs"])
     scores = (q @ k.transpose(0, 1, 3, 2)) * bm.score_scale
     if bm.score_bias:
         scores = scores + w["sb"].reshape(h, s_, s_)
@@ -758,16 +905,18 @@ def float_block(bm: BlockMatch, x: np.ndarray, keep: np.ndarray | None = None) -
     ctx = (p @ v).transpose(0, 2, 1, 3).reshape(b_, s_, d)
     r1 = x + ctx @ w["wo"] + w["bo"]
     y1 = (
-        _float_layernorm(r1, w["g2"], w["be2"], eps2)
+        _float_layernorm(r1, w["g2"], w["be2"], eps2, rms2)
         if bm.prenorm
-        else _float_layernorm(r1, w["g1"], w["be1"], eps1)
+        else _float_layernorm(r1, w["g1"], w["be1"], eps1, rms1)
     )
     hh = y1 @ w["w1"] + w["b1"]
     g = gelu_float(hh, bm.gelu.gelu_form) if bm.gelu is not None else np.maximum(hh, 0.0)
+    if bm.ffn_act == "gated":
+        g = g * (y1 @ w["wu"] + w["bu"])
     f = g @ w["w2"] + w["b2"]
     if bm.prenorm:
         return r1 + f
-    return _float_layernorm(y1 + f, w["g2"], w["be2"], eps2)
+    return _float_layernorm(y1 + f, w["g2"], w["be2"], eps2, rms2)
 
 
 def match_blocks(
@@ -906,7 +1055,14 @@ def fold_blocks(
     d = matches[0].weights["wo"].shape[1]
     nodes = []
     for i, bm in enumerate(matches):
-        ws = {"sb": np.zeros(1), **bm.weights}  # sb: one unread zero without a score bias
+        # the optional weights a block does not use: one unread zero each
+        ws = {n: np.zeros(1) for n in OPTIONAL_WEIGHTS} | bm.weights
+        if bm.rope and bm.weights["rc"].shape[0] != seq:
+            raise ExportError(
+                f"block {i} rotates Q/K with tables for {bm.weights['rc'].shape[0]} positions, "
+                f"not the sequence length {seq}: give sample inputs (--inputs) of the length "
+                f"the design is built for"
+            )
         attrs = {k: numpy_helper.from_array(v.astype(np.float32), k) for k, v in ws.items()}
         nodes.append(
             helper.make_node(
@@ -933,6 +1089,7 @@ def fold_blocks(
                 masked=int(bm.key_mask is not None),
                 score_bias=int(bm.score_bias),
                 window=int(bm.window),
+                rope=int(bm.rope),
                 **{f"t_{k}": t for k, t in attrs.items()},
             )
         )

@@ -247,10 +247,12 @@ def prepare_model(
                 f"no encoder block the HLS flow builds was found: around softmax {site}, "
                 f"{why}{more}. Without whole blocks, {exc}"
             ) from None
+    for site, why in errors.items():  # softmax sites outside the chain, and why
+        notes.append(
+            f"softmax {site} heads no encoder block the HLS design builds (it stays in the "
+            f"float model): {why}"
+        )
     all_sites, _ = find_sites(m)
-    # a site kind only some methods compute (quick_gelu: not I-BERT's erf polynomial)
-    # gets the first of them under an operator default naming another, as in validate
-    cfg = config_for_kinds(cfg, all_sites)
     names = {x.name for x in all_sites}
     unknown = sorted(set(cfg.sites) - names)
     if unknown:
@@ -283,6 +285,14 @@ def prepare_model(
                 f"not in the HLS design, {label}: {len(nodes)} nodes ({listing}; first "
                 f"{first}{', ...' if len(nodes) > 4 else ''}); they stay in the float model{why}"
             )
+    # a site kind only some methods compute (quick_gelu: not I-BERT's erf polynomial;
+    # RMSNorm: not a LayerNorm) gets the first of them, with the kind's own field
+    # defaults (a SiLU's wider table), under an operator default naming another, as in
+    # validate; with no config the operator defaults are DEFAULT_METHODS
+    if not (cfg.defaults or cfg.sites):
+        cfg = load_config({"defaults": {str(k): {"method": v} for k, v in
+                                        DEFAULT_METHODS.items()}})  # fmt: skip
+    cfg = config_for_kinds(cfg, all_sites)
     cal = None
     seq = None
     if feeds is not None:

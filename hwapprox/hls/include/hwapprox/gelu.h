@@ -139,7 +139,9 @@ struct gelu_edgemoe_op {
             const int g = f_in < k ? k - f_in : 0;
             idx = HWAPPROX_SHL(typename T::idx_t, a, g);
         }
-        const bool inside = idx < typename T::idx_t(C::TABLE_SIZE - 1);
+        // compared as plain integers: TABLE_SIZE - 1 may not fit idx_t (a narrow input
+        // reaches only the first part of a wide table), as the SV compares in 32 bits
+        const bool inside = unsigned(idx) < unsigned(C::TABLE_SIZE - 1);
         const unsigned i = inside ? unsigned(idx) : 0u;
         const typename T::entry_t lo = C::delta(i);
         const typename T::entry_t hi = C::delta(i + 1);
