@@ -24,8 +24,14 @@ to ``[0, 0, H, d_h]`` and ``Transpose`` (perm ``[0,2,1,3]``; K ``[0,2,3,1]``),
 op or decomposed), FFN with GELU (opset 20 ``Gelu``, the Erf/tanh patterns or
 CLIP's quick_gelu ``x·σ(1.702x)``; sites found by
 :func:`hwapprox.export.patterns.find_sites`) or with one ``Relu`` (OPT; the
-block's ``ffn_act="relu"`` stage, no site), residual ``Add`` (also through the
-``[B·S, D]`` reshapes OPT writes around its FFN), LayerNorm.
+block's ``ffn_act="relu"`` stage, no site) or gated (Llama's ``down(SiLU(x·Wg) ⊙
+(x·Wu))``: the SiLU site times a second projection of the same input, the block's
+``ffn_act="gated"``), residual ``Add`` (also through the ``[B·S, D]`` reshapes OPT
+writes around its FFN), LayerNorm or RMSNorm (its three torch spellings and ONNX
+``RMSNormalization``). A rotary position embedding on the query and key heads
+(``t·cos + rotate_half(t)·sin``, ``rotate_half`` as ``Slice``/``Neg``/``Concat``; the
+tables evaluated on the sample inputs, constant over samples and heads) is the
+block's ``rope`` stage.
 """
 
 from __future__ import annotations
