@@ -28,12 +28,15 @@ import onnx
 import onnxruntime as ort
 from onnx import ModelProto, NodeProto, TensorProto, helper, numpy_helper
 
+from hwapprox.approx.attention import AttentionRowSpec
 from hwapprox.approx.base import ELEMENTWISE_ATTENTION, ApproxSpec, Operator
 from hwapprox.export.errors import ExportError
 from hwapprox.export.graph import GraphIndex
 from hwapprox.export.patterns import Site
 
-__all__ = ["Emulator", "apply_spec", "make_session", "rows_view", "site_mask_bits"]
+__all__ = [
+    "Emulator", "apply_fused", "apply_spec", "make_session", "rows_view", "site_mask_bits",
+]  # fmt: skip
 
 
 def make_session(model: ModelProto, threads: int = 0) -> ort.InferenceSession:
@@ -456,8 +459,6 @@ class Emulator:
                 dtype = _NP_OF.get(self.index.elem_type.get(site.output, 1), np.float32)
                 mask = site_mask_bits(site, values, self.index, np.shape(x))
                 if site.fused_v is not None:
-                    from hwapprox.export.fused import apply_fused
-
                     y = apply_fused(site, spec, x, values[site.fused_v], mask)  # type: ignore[arg-type]
                 else:
                     n_t = site.params.get("n_tensor")
@@ -519,3 +520,41 @@ def trace_model(
             m.graph.output.append(helper.make_tensor_value_info(t, et, None))
             existing.add(t)
     return make_session(m, threads)
+
+
+# a fused attention site (hwapprox.export.fused) beside the other sites' emulation
+def apply_fused(
+    site: Site,
+    spec: AttentionRowSpec,
+    x: npt.ArrayLike,
+    v: npt.ArrayLike,
+    mask: np.ndarray | None = None,
+) -> np.ndarray:
+    """The fused row on float scores ``x [..., S, N]`` and ``V [..., N, D_v]`` (leading
+    axes broadcast as MatMul does): float64 context ``[..., S, D_v]``.
+
+    Scores and V are quantised to ``spec.score_fmt``/``spec.v_fmt`` (masked scores set
+    to 0 first, as the softmax site does: they never reach a format), then
+    :meth:`AttentionRowSpec.model_scores` with the site's mask bits.
+    """
+    xa = np.asarray(x, dtype=np.float64)
+    va = np.asarray(v, dtype=np.float64)
+    n = xa.shape[-1]
+    if va.ndim < 2 or va.shape[-2] != n:
+        raise ExportError(
+            f"site {site.name}: V {list(va.shape)} does not match {n} keys of scores "
+            f"{list(xa.shape)}"
+        )
+    dv = va.shape[-1]
+    if mask is not None:
+        mask = np.broadcast_to(mask, xa.shape)
+        xa = np.where(mask, 0.0, xa)
+    lead = np.broadcast_shapes(xa.shape[:-2], va.shape[:-2])
+    xa = np.broadcast_to(xa, (*lead, *xa.shape[-2:]))
+    s_raw = spec.score_fmt.quantize(xa).reshape(-1, n)
+    v_raw = spec.v_fmt.quantize(np.broadcast_to(va, (*lead, n, dv)))
+    rows = xa.shape[-2]
+    v_rows = np.broadcast_to(v_raw[..., None, :, :], (*lead, rows, n, dv)).reshape(-1, n, dv)
+    mk = None if mask is None else np.broadcast_to(mask, xa.shape).reshape(-1, n)
+    y = spec.model_scores(s_raw, v_rows, mk)
+    return spec.out_fmt.to_float(y).reshape(*lead, rows, dv)

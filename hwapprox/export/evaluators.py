@@ -3,7 +3,7 @@ worker processes, or on a Dask cluster -- with the same results.
 
 An evaluation is one emulation of the model with the specs chosen so far, one
 site's candidate spec added, and the end-to-end metrics against the float
-outputs (:func:`hwapprox.export.validate.end_to_end_metrics`). The search
+outputs (:func:`hwapprox.export.metrics.end_to_end_metrics`). The search
 (:func:`hwapprox.export.tuning.walk_front`) asks for the candidates of a site
 in cost order and stops at the first that meets its share; to use ``j``
 workers it evaluates the next ``j`` candidates at once and scans their results
@@ -68,7 +68,7 @@ class _Worker:
         self._prefix: Any = None
 
     def evaluate(self, site: str, chosen: Specs, spec: ApproxSpec | None) -> Metrics:
-        from hwapprox.export.validate import end_to_end_metrics
+        from hwapprox.export.metrics import end_to_end_metrics
 
         key = (site, tuple(sorted((k, v) for k, v in chosen.items() if k != site)))
         if key != self._prefix_key:

@@ -23,16 +23,16 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 from onnx import ModelProto
 
 from hwapprox.approx.attention import AttentionRowSpec
 from hwapprox.approx.base import Operator, SpecError
 from hwapprox.approx.softmax import OnlineSoftmax
-from hwapprox.export.calibrate import SiteStats
+from hwapprox.export.emulate import apply_fused, trace_model
 from hwapprox.export.errors import ExportError
 from hwapprox.export.graph import GraphIndex
 from hwapprox.export.patterns import Site
+from hwapprox.export.stats import SiteStats
 from hwapprox.fixed import FixedFormat, Overflow, Rounding
 
 __all__ = ["apply_fused", "fuse_site", "fused_specs"]
@@ -97,8 +97,6 @@ def fused_specs(
     """The :class:`AttentionRowSpec` of each fused site (module docstring), calibrated on
     one float run of ``model`` over ``feeds``; and per site the float V and context
     values outside their formats (``v``/``out`` of ``v_total``/``out_total``)."""
-    from hwapprox.export.emulate import trace_model
-
     names = [t for s in fused for t in (s.fused_v, s.output) if t is not None]
     sess = trace_model(model, names, threads=threads)
     try:
@@ -140,40 +138,3 @@ def fused_specs(
             "out_total": int(o.size),
         }
     return out, sat
-
-
-def apply_fused(
-    site: Site,
-    spec: AttentionRowSpec,
-    x: npt.ArrayLike,
-    v: npt.ArrayLike,
-    mask: np.ndarray | None = None,
-) -> np.ndarray:
-    """The fused row on float scores ``x [..., S, N]`` and ``V [..., N, D_v]`` (leading
-    axes broadcast as MatMul does): float64 context ``[..., S, D_v]``.
-
-    Scores and V are quantised to ``spec.score_fmt``/``spec.v_fmt`` (masked scores set
-    to 0 first, as the softmax site does: they never reach a format), then
-    :meth:`AttentionRowSpec.model_scores` with the site's mask bits.
-    """
-    xa = np.asarray(x, dtype=np.float64)
-    va = np.asarray(v, dtype=np.float64)
-    n = xa.shape[-1]
-    if va.ndim < 2 or va.shape[-2] != n:
-        raise ExportError(
-            f"site {site.name}: V {list(va.shape)} does not match {n} keys of scores "
-            f"{list(xa.shape)}"
-        )
-    dv = va.shape[-1]
-    if mask is not None:
-        mask = np.broadcast_to(mask, xa.shape)
-        xa = np.where(mask, 0.0, xa)
-    lead = np.broadcast_shapes(xa.shape[:-2], va.shape[:-2])
-    xa = np.broadcast_to(xa, (*lead, *xa.shape[-2:]))
-    s_raw = spec.score_fmt.quantize(xa).reshape(-1, n)
-    v_raw = spec.v_fmt.quantize(np.broadcast_to(va, (*lead, n, dv)))
-    rows = xa.shape[-2]
-    v_rows = np.broadcast_to(v_raw[..., None, :, :], (*lead, rows, n, dv)).reshape(-1, n, dv)
-    mk = None if mask is None else np.broadcast_to(mask, xa.shape).reshape(-1, n)
-    y = spec.model_scores(s_raw, v_rows, mk)
-    return spec.out_fmt.to_float(y).reshape(*lead, rows, dv)

@@ -32,14 +32,18 @@ step, far below a bin); the moments and extremes use the values as given.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from hwapprox.approx import _kernels
+from hwapprox.export.errors import ExportError
+from hwapprox.fixed import FixedFormat, Overflow, Rounding
 
-__all__ = ["HIST_BINS", "RunningStats"]
+__all__ = ["HIST_BINS", "PERCENTILES", "RANGE_STATS", "RunningStats", "SiteStats", "parse_range"]
 
 #: bins of the bfloat16 histogram (every 16-bit pattern)
 HIST_BINS = 1 << 16
@@ -173,3 +177,154 @@ class RunningStats:
         # the extremes are known exactly
         vals = np.where(ranks <= 0, self.min, vals)
         return np.where(ranks >= self.count - 1, self.max, vals)
+
+
+#: Percentiles recorded per site.
+PERCENTILES = (0.01, 0.1, 1.0, 50.0, 99.0, 99.9, 99.99)
+#: Named range policies :meth:`SiteStats.choose_format` accepts (or a number:
+#: a chosen clipping magnitude).
+RANGE_STATS = ("max", "p99.99", "p99.9", "p99")
+
+
+def parse_range(stat: str | float) -> str | float:
+    """A range policy: one of :data:`RANGE_STATS`, or a positive number (clip value)."""
+    if isinstance(stat, int | float):
+        v = float(stat)
+    elif stat in RANGE_STATS:
+        return stat
+    else:
+        try:
+            v = float(stat)
+        except ValueError:
+            raise ExportError(
+                f"range policy {stat!r} is not one of {list(RANGE_STATS)} or a positive number "
+                f"(a clipping magnitude)"
+            ) from None
+    if not (math.isfinite(v) and v > 0):
+        raise ExportError(f"range clip value {stat!r} must be a positive finite number")
+    return v
+
+
+@dataclass(frozen=True)
+class SiteStats:
+    """Distribution of one site tensor (its input, or its output) over the
+    calibration data; masked softmax elements are left out (``masked``)."""
+
+    name: str
+    count: int
+    min: float
+    max: float
+    mean: float
+    std: float
+    percentiles: tuple[tuple[float, float], ...]
+    nonfinite: int = 0
+    masked: int = 0
+    masked_rows: int = 0
+    rows: int = 0
+
+    @property
+    def absmax(self) -> float:
+        return max(abs(self.min), abs(self.max))
+
+    @classmethod
+    def of(
+        cls,
+        name: str,
+        x: np.ndarray,
+        mask: np.ndarray | None = None,
+        *,
+        masked_rows: int = 0,
+        rows: int = 0,
+    ) -> SiteStats:
+        """Statistics of ``x`` without the elements where ``mask`` is True (one pass:
+        :class:`~hwapprox.export.stats.RunningStats`, percentiles from its histogram)."""
+        return cls.from_running(
+            name, RunningStats().add(x, mask), masked_rows=masked_rows, rows=rows
+        )
+
+    @classmethod
+    def from_running(
+        cls, name: str, rs: RunningStats, *, masked_rows: int = 0, rows: int = 0
+    ) -> SiteStats:
+        """The summary of running statistics (several batches merged)."""
+        if rs.count == 0:
+            what = "unmasked values" if rs.masked else "values"
+            size = rs.count + rs.nonfinite + rs.masked
+            raise ExportError(
+                f"site {name}: no finite {what} to calibrate on (size {size}, {rs.masked} "
+                f"masked); give sample inputs (--inputs) in which the site sees real data"
+            )
+        pct = rs.percentile(PERCENTILES)
+        return cls(
+            name,
+            int(rs.count + rs.nonfinite),
+            float(rs.min),
+            float(rs.max),
+            float(rs.mean),
+            rs.std,
+            tuple((float(p), float(v)) for p, v in zip(PERCENTILES, pct, strict=True)),
+            int(rs.nonfinite),
+            int(rs.masked),
+            masked_rows,
+            rows,
+        )
+
+    def range_value(self, stat: str | float = "max") -> float:
+        """The magnitude the format must hold: ``"max"`` = max|x|; ``"p99.99"`` /
+        ``"p99.9"`` / ``"p99"`` = the larger of |p0.01|, |p99.99| (|p0.1|, |p99.9|;
+        |p1|, |p99|); a number = that clipping magnitude. Values beyond it
+        saturate (the formats use ``AP_SAT``) and are counted in the report."""
+        stat = parse_range(stat)
+        if isinstance(stat, float):
+            return stat
+        pct = dict(self.percentiles)
+        if stat == "max":
+            return self.absmax
+        lo = {"p99.99": 0.01, "p99.9": 0.1, "p99": 1.0}[stat]
+        return max(abs(pct[lo]), abs(pct[100.0 - lo]))
+
+    def int_bits(self, headroom: int = 1, stat: str | float = "max") -> int:
+        """``floor(log2(m)) + 2 + headroom`` with ``m = range_value(stat)`` -- the
+        smallest ``I`` with ``m < 2^(I-1)``, plus headroom (``1 + headroom`` if m = 0)."""
+        m = self.range_value(stat)
+        base = 1 if m == 0 else math.floor(math.log2(m)) + 2
+        return base + headroom
+
+    def choose_format(
+        self,
+        width: int = 16,
+        headroom: int = 1,
+        rounding: Rounding | str = Rounding.RND,
+        overflow: Overflow | str = Overflow.SAT,
+        stat: str | float = "max",
+    ) -> FixedFormat:
+        """``ap_fixed<width, int_bits(headroom, stat), rounding, overflow>``."""
+        if self.nonfinite:
+            raise ExportError(
+                f"site {self.name}: {self.nonfinite} non-finite values (e.g. an -inf attention "
+                f"mask the importer did not recognise), which no fixed-point format represents; "
+                f"keep the site float (config 'sites: {{{self.name}: float}}')"
+            )
+        ib = self.int_bits(headroom, stat)
+        if ib >= width:
+            raise ExportError(
+                f"site {self.name}: range {stat} = {self.range_value(stat):.4g} needs {ib} "
+                f"integer bits (headroom {headroom}), not less than the width {width}; use a "
+                f"wider --width, a percentile or numeric --range, or keep the site float"
+            )
+        return FixedFormat(width, ib, True, Rounding(rounding), Overflow(overflow))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "count": self.count,
+            "min": self.min,
+            "max": self.max,
+            "mean": self.mean,
+            "std": self.std,
+            "absmax": self.absmax,
+            "nonfinite": self.nonfinite,
+            "masked": self.masked,
+            "masked_rows": self.masked_rows,
+            "rows": self.rows,
+            "percentiles": {f"p{p:g}": v for p, v in self.percentiles},
+        }
