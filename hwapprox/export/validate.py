@@ -694,18 +694,7 @@ def validate(
     given = dict(specs or {})
     b = E2EBudget.parse(budget) if isinstance(budget, str) else budget
     # Only sites that will be approximated are calibrated.
-    if b is not None:
-        active = [
-            s
-            for s in selected
-            if (given[s.name] is not None if s.name in given else not _float_entry(user_cfg, s))
-        ]
-    else:
-        active = [
-            s
-            for s in selected
-            if (given[s.name] is not None if s.name in given else not _keeps_float(cfg, s))
-        ]
+    active = _active_sites(selected, given, user_cfg if b is not None else cfg, b is not None)
     all_names = [s.name for s in imported.sites]
     unknown = sorted(set(cfg.sites) - set(all_names))
     if unknown:
@@ -734,29 +723,11 @@ def validate(
     emu = imported.sessions.emulator(active, threads)
     tuning: list[dict[str, Any]] = []
     warnings: list[str] = []
-    chosen: dict[str, ApproxSpec | None] = {}
     if b is None:
-        to_resolve = [s for s in active if s.name not in given]
-        resolved = _resolve(
-            cfg, to_resolve, in_fmts, all_names, unified_phis(cfg, to_resolve, trace)
-        )
-        for s in active:
-            if s.name in given:
-                chosen[s.name] = given[s.name]
-                continue
-            spec = resolved[s.name]
-            if spec is not None:
-                spec = _calibrate_spec(
-                    spec,
-                    s,
-                    trace,
-                    _explicit_fields(cfg, s, spec.method),
-                    width=width,
-                    out_width=out_width,
-                    headroom=headroom,
-                    stat=stat,
-                )
-            chosen[s.name] = spec
+        chosen = _chosen_specs(
+            cfg, active, given, trace, in_fmts, all_names,
+            width=width, out_width=out_width, headroom=headroom, stat=stat,
+        )  # fmt: skip
     else:
         chosen, tuning = _tune(
             emu,
@@ -778,6 +749,115 @@ def validate(
                 warnings.append(
                     f"site {t['site']}: no candidate met the budget ({b.describe()}); kept float"
                 )
+    site_errors, sat = _site_reports(active, chosen, trace, warnings)
+    chosen_all: dict[str, ApproxSpec | None] = {s.name: chosen.get(s.name) for s in selected}
+    # Timing: the float model's calibration run (one onnxruntime run of the whole model,
+    # site tensors kept as extra outputs) vs one emulation run. No extra float runs.
+    t_float = trace.seconds
+    t0 = time.perf_counter()
+    emulated = emu.run(feeds, {k: v for k, v in chosen.items() if k in {s.name for s in active}})
+    t_emu = time.perf_counter() - t0
+    e2e = end_to_end_metrics(ref, emulated, **mkw)
+    timing = {
+        "float_onnxruntime": t_float,
+        "emulation": t_emu,
+        "emulation_sessions": emu.session_seconds,
+        "approx_models": emu.approx_seconds,
+        "sessions": float(emu.n_sessions),
+    }
+    warnings += [unsupported_message(s) for s in imported.unsupported]
+    if not imported.sites:
+        warnings.insert(
+            0,
+            "no softmax, GELU, LayerNorm/RMSNorm or attention-normaliser site was found in "
+            "this model: nothing is approximated and the end-to-end table compares the float "
+            "model with itself (hwapprox list shows the operators it looks for)",
+        )
+    notes, n = _run_notes(imported, files, feeds, axis, tm, kinds)
+    fused = None
+    if attention == "fused":
+        fused = _fused_run(
+            imported.model, active, chosen, feeds, ref, mkw, warnings,
+            width=width, headroom=headroom, stat=stat, threads=threads,
+        )  # fmt: skip
+    res = ValidationResult(
+        imported,
+        selected,
+        trace,
+        in_fmts,
+        chosen_all,
+        site_errors,
+        e2e,
+        emulated,
+        timing,
+        n,
+        b,
+        tuning,
+        label,
+        sat,
+        warnings,
+        notes,
+        axis,
+        None if tm is None else tm[0],
+        stat,
+        fused,
+    )
+    return res
+
+
+def _active_sites(
+    selected: list[Site], given: Mapping[str, Any], cfg: ApproxConfig, tuning: bool
+) -> list[Site]:
+    """The selected sites that will be approximated (and so calibrated): a given spec
+    decides; else the config (under a budget, a site is active unless the user's own
+    config keeps it float: the search decides the rest)."""
+    keeps = _float_entry if tuning else _keeps_float
+    return [
+        s for s in selected if (given[s.name] is not None if s.name in given else not keeps(cfg, s))
+    ]
+
+
+def _chosen_specs(
+    cfg: ApproxConfig,
+    active: list[Site],
+    given: Mapping[str, ApproxSpec | None],
+    trace: Trace,
+    in_fmts: Mapping[str, str],
+    all_names: list[str],
+    *,
+    width: int,
+    out_width: int | None,
+    headroom: int,
+    stat: str | float,
+) -> dict[str, ApproxSpec | None]:
+    """Without a budget: each active site's spec from the config, its formats
+    calibrated where the config does not set them (given specs as they are)."""
+    to_resolve = [s for s in active if s.name not in given]
+    resolved = _resolve(cfg, to_resolve, in_fmts, all_names, unified_phis(cfg, to_resolve, trace))
+    chosen: dict[str, ApproxSpec | None] = {}
+    for s in active:
+        if s.name in given:
+            chosen[s.name] = given[s.name]
+            continue
+        spec = resolved[s.name]
+        if spec is not None:
+            spec = _calibrate_spec(
+                spec, s, trace, _explicit_fields(cfg, s, spec.method),
+                width=width, out_width=out_width, headroom=headroom, stat=stat,
+            )  # fmt: skip
+        chosen[s.name] = spec
+    return chosen
+
+
+def _site_reports(
+    active: list[Site],
+    chosen: Mapping[str, ApproxSpec | None],
+    trace: Trace,
+    warnings: list[str],
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, int]]]:
+    """Per approximated site: its error metrics and saturation counts (a spec that
+    computes another function is refused); saturation and fully masked rows are
+    appended to ``warnings``."""
     site_errors: dict[str, dict[str, Any]] = {}
     sat: dict[str, dict[str, int]] = {}
     for s in active:
@@ -808,29 +888,19 @@ def validate(
                 f"site {s.name}: {st.masked_rows} of {st.rows} rows are fully masked; the "
                 f"approximation outputs zeros there (the float model outputs a uniform row)"
             )
-    chosen_all: dict[str, ApproxSpec | None] = {s.name: chosen.get(s.name) for s in selected}
-    # Timing: the float model's calibration run (one onnxruntime run of the whole model,
-    # site tensors kept as extra outputs) vs one emulation run. No extra float runs.
-    t_float = trace.seconds
-    t0 = time.perf_counter()
-    emulated = emu.run(feeds, {k: v for k, v in chosen.items() if k in {s.name for s in active}})
-    t_emu = time.perf_counter() - t0
-    e2e = end_to_end_metrics(ref, emulated, **mkw)
-    timing = {
-        "float_onnxruntime": t_float,
-        "emulation": t_emu,
-        "emulation_sessions": emu.session_seconds,
-        "approx_models": emu.approx_seconds,
-        "sessions": float(emu.n_sessions),
-    }
-    warnings += [unsupported_message(s) for s in imported.unsupported]
-    if not imported.sites:
-        warnings.insert(
-            0,
-            "no softmax, GELU, LayerNorm/RMSNorm or attention-normaliser site was found in "
-            "this model: nothing is approximated and the end-to-end table compares the float "
-            "model with itself (hwapprox list shows the operators it looks for)",
-        )
+    return site_errors, sat
+
+
+def _run_notes(
+    imported: ImportedModel,
+    files: list[Path] | None,
+    feeds: Mapping[str, np.ndarray],
+    axis: int | None,
+    tm: tuple[str, np.ndarray] | None,
+    kinds: Mapping[str, Any],
+) -> tuple[list[str], int]:
+    """The report's notes on the run (import notes, batch files, batch axis, padding,
+    output kinds) and the number of samples."""
     notes = list(imported.notes)
     if files is not None:
         notes.append(
@@ -847,40 +917,13 @@ def validate(
         n = int(first.shape[0]) if first is not None and first.ndim else 1
     if tm is not None:
         notes.append(
-            f"padding mask from input '{tm[0]}': {int(keep.sum())} of {keep.size} tokens real; "
+            f"padding mask from input '{tm[0]}': {int(tm[1].sum())} of {tm[1].size} tokens "
+            f"real; "
             f"padded tokens are left out of the end-to-end metrics"
         )
     for name, info in kinds.items():
         notes.append(f"output '{name}': {info.kind} ({info.note})")
-    fused = None
-    if attention == "fused":
-        fused = _fused_run(
-            imported.model, active, chosen, feeds, ref, mkw, warnings,
-            width=width, headroom=headroom, stat=stat, threads=threads,
-        )  # fmt: skip
-    res = ValidationResult(
-        imported,
-        selected,
-        trace,
-        in_fmts,
-        chosen_all,
-        site_errors,
-        e2e,
-        emulated,
-        timing,
-        n,
-        b,
-        tuning,
-        label,
-        sat,
-        warnings,
-        notes,
-        axis,
-        None if tm is None else tm[0],
-        stat,
-        fused,
-    )
-    return res
+    return notes, n
 
 
 def _fused_run(

@@ -26,14 +26,14 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 import onnx
 from onnx import ModelProto, helper
 
-from hwapprox.approx.base import ELEMENTWISE_ATTENTION, SpecError
+from hwapprox.approx.base import ELEMENTWISE_ATTENTION, ApproxSpec, SpecError
 from hwapprox.approx.config import load_config
 from hwapprox.export.handoff import ExportError
 from hwapprox.fixed import FixedFormat, Overflow, Rounding
@@ -46,7 +46,10 @@ from hwapprox.hls.hls4ml_ext import (
     register,
     site_from_attrs,
 )
-from hwapprox.hls.onnx_block import fold_blocks, fold_sites
+from hwapprox.hls.onnx_block import BlockMatch, fold_blocks, fold_sites
+
+if TYPE_CHECKING:
+    from hwapprox.hls.calibrate import BlockCalibration
 
 __all__ = [
     "CSIM_OPT",
@@ -271,20 +274,7 @@ def prepare_model(
     hmatch, why_no_head = match_head(m, matches[-1].output, all_sites)
     if hmatch is not None:
         parts["after"] = [n for n in parts["after"] if n.name not in set(hmatch.nodes)]
-    for where, label in (("before", "before the blocks (embeddings)"),
-                         ("after", "after the blocks (pooler, head)")):  # fmt: skip
-        nodes = parts[where]
-        if nodes:
-            ops: dict[str, int] = {}
-            for n in nodes:
-                ops[n.op_type] = ops.get(n.op_type, 0) + 1
-            listing = ", ".join(f"{k} x{v}" for k, v in ops.items())
-            first = ", ".join(repr(n.name) for n in nodes[:4])
-            why = f" (no dense head: {why_no_head})" if where == "after" and why_no_head else ""
-            notes.append(
-                f"not in the HLS design, {label}: {len(nodes)} nodes ({listing}; first "
-                f"{first}{', ...' if len(nodes) > 4 else ''}); they stay in the float model{why}"
-            )
+    notes += _outside_notes(parts, why_no_head)
     # a site kind only some methods compute (quick_gelu: not I-BERT's erf polynomial;
     # RMSNorm: not a LayerNorm) gets the first of them, with the kind's own field
     # defaults (a SiLU's wider table), under an operator default naming another, as in
@@ -307,6 +297,71 @@ def prepare_model(
         )  # fmt: skip
     except ExportError as exc:
         raise SpecError(str(exc)) from None
+    blocks = _configure_blocks(
+        folded, matches, specs, cal, hls, attention, seq, notes,
+        width=width, headroom=headroom, stat=stat,
+    )  # fmt: skip
+    samples, float_out, key_mask = _csim_samples(cal, blocks[0], matches[0], feeds, seq)
+    head = None
+    if hmatch is not None:
+        head, head_out = _prepare_head(
+            m, hmatch, blocks[-1], cfg, feeds, width=width, headroom=headroom, stat=stat,
+            defaults=DEFAULT_METHODS if not (cfg.defaults or cfg.sites) else {},
+        )  # fmt: skip
+        _append_head(folded, head)
+        if head_out is not None and samples is not None:
+            float_out = np.asarray(head_out, np.float64).reshape(len(samples), head.rows, -1)
+        notes.append(_head_note(hmatch, head))
+    return Prepared(
+        folded,
+        blocks,
+        [bm.sites for bm in matches],
+        notes=notes,
+        samples=samples,
+        float_out=float_out,
+        key_mask=key_mask,
+        head=head,
+    )
+
+
+def _outside_notes(parts: Mapping[str, list[Any]], why_no_head: str | None) -> list[str]:
+    """A note per side of the block chain on the nodes that stay in the float model."""
+    notes: list[str] = []
+    for where, label in (("before", "before the blocks (embeddings)"),
+                         ("after", "after the blocks (pooler, head)")):  # fmt: skip
+        nodes = parts[where]
+        if nodes:
+            ops: dict[str, int] = {}
+            for n in nodes:
+                ops[n.op_type] = ops.get(n.op_type, 0) + 1
+            listing = ", ".join(f"{k} x{v}" for k, v in ops.items())
+            first = ", ".join(repr(n.name) for n in nodes[:4])
+            why = f" (no dense head: {why_no_head})" if where == "after" and why_no_head else ""
+            notes.append(
+                f"not in the HLS design, {label}: {len(nodes)} nodes ({listing}; first "
+                f"{first}{', ...' if len(nodes) > 4 else ''}); they stay in the float model{why}"
+            )
+    return notes
+
+
+def _configure_blocks(
+    folded: ModelProto,
+    matches: list[BlockMatch],
+    specs: list[dict[str, ApproxSpec]],
+    cal: BlockCalibration | None,
+    hls: Mapping[str, Any],
+    attention: str,
+    seq: int,
+    notes: list[str],
+    *,
+    width: int,
+    headroom: int,
+    stat: str | float,
+) -> list[EncoderBlock]:
+    """Each folded block node gets its specs and formats (the ``hwapprox`` and
+    ``attention`` attributes): calibrated formats under the config's ``hls`` entries,
+    block ``i + 1``'s input format block ``i``'s output format, the fused schedule's
+    accumulator from the V format and ``seq``; the blocks as the project builds them."""
     blocks: list[EncoderBlock] = []
     for i, (node, bm, sp) in enumerate(zip(folded.graph.node, matches, specs, strict=True)):
         fm = dict(hls)
@@ -343,43 +398,42 @@ def prepare_model(
         node.attribute.append(helper.make_attribute("hwapprox", json.dumps(payload)))
         node.attribute.append(helper.make_attribute("attention", attention))
         blocks.append(block_from_attrs(_node_attrs(node), seq))
+    return blocks
+
+
+def _csim_samples(
+    cal: BlockCalibration | None,
+    first: EncoderBlock,
+    bm: BlockMatch,
+    feeds: Mapping[str, np.ndarray] | None,
+    seq: int,
+) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+    """The real first-block inputs as raw codes, the float model's output of the last
+    block, and the key mask (True = real token) of the sample inputs (Nones without
+    calibration)."""
     samples = float_out = key_mask = None
     if cal is not None:
         x0 = np.asarray(cal.block_inputs[0], dtype=np.float64)
         x0 = x0.reshape(-1, seq, x0.shape[-1])
-        samples = blocks[0].formats.in_fmt.quantize(x0)
+        samples = first.formats.in_fmt.quantize(x0)
         if cal.last_output is not None:
             float_out = np.asarray(cal.last_output, np.float64).reshape(x0.shape)
-        km = matches[0].key_mask
+        km = bm.key_mask
         if km is not None and feeds is not None:
             key_mask = np.asarray(feeds[km]).reshape(x0.shape[0], seq) != 0
-    head = None
-    if hmatch is not None:
-        head, head_out = _prepare_head(
-            m, hmatch, blocks[-1], cfg, feeds, width=width, headroom=headroom, stat=stat,
-            defaults=DEFAULT_METHODS if not (cfg.defaults or cfg.sites) else {},
-        )  # fmt: skip
-        _append_head(folded, head)
-        if head_out is not None and samples is not None:
-            float_out = np.asarray(head_out, np.float64).reshape(len(samples), head.rows, -1)
-        parts_ = ([f"LayerNorm site {hmatch.ln.name}"] if hmatch.ln is not None else []) + [
-            repr(n) for n in hmatch.nodes if hmatch.ln is None or n not in hmatch.ln.nodes
-        ]
-        notes.append(
-            f"dense head converted after the blocks: {', '.join(parts_)} -> "
-            f"{'token ' + str(head.token) if head.token is not None else 'every token'}, "
-            f"{'LayerNorm ' + head.ln.method + ', ' if head.ln is not None else ''}"
-            f"Dense {head.dim} -> {head.n_out} (output {head.out_fmt})"
-        )
-    return Prepared(
-        folded,
-        blocks,
-        [bm.sites for bm in matches],
-        notes=notes,
-        samples=samples,
-        float_out=float_out,
-        key_mask=key_mask,
-        head=head,
+    return samples, float_out, key_mask
+
+
+def _head_note(hmatch: HeadMatch, head: DenseHead) -> str:
+    """The note on a dense head converted after the blocks."""
+    parts = ([f"LayerNorm site {hmatch.ln.name}"] if hmatch.ln is not None else []) + [
+        repr(n) for n in hmatch.nodes if hmatch.ln is None or n not in hmatch.ln.nodes
+    ]
+    return (
+        f"dense head converted after the blocks: {', '.join(parts)} -> "
+        f"{'token ' + str(head.token) if head.token is not None else 'every token'}, "
+        f"{'LayerNorm ' + head.ln.method + ', ' if head.ln is not None else ''}"
+        f"Dense {head.dim} -> {head.n_out} (output {head.out_fmt})"
     )
 
 
