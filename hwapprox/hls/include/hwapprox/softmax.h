@@ -90,6 +90,23 @@ struct mask_bits {
     bool operator[](int i) const { return bits[i]; }
 };
 
+// The two io_parallel entry points of a unit (CRTP): OP::row<data_T, res_T, C>(data,
+// mask policy, res) with no_mask, or with the caller's mask bits.
+template <class OP>
+struct softmax_row_entry {
+    template <class data_T, class res_T, typename C>
+    static void run(const data_T data[C::n_in], res_T res[C::n_in]) {
+        #pragma HLS INLINE
+        OP::template row<data_T, res_T, C>(data, no_mask(), res);
+    }
+    template <class data_T, class res_T, typename C>
+    static void run(const data_T data[C::n_in], const bool mask[C::n_in], res_T res[C::n_in]) {
+        #pragma HLS INLINE
+        const mask_bits m = {mask};
+        OP::template row<data_T, res_T, C>(data, m, res);
+    }
+};
+
 // ---- online ----------------------------------------------------------------------------
 template <typename C>
 struct softmax_online_types {
@@ -170,7 +187,7 @@ struct online_exp<false> {
     }
 };
 
-struct softmax_online_op {
+struct softmax_online_op : softmax_row_entry<softmax_online_op> {
     template <typename C>
     static typename softmax_online_types<C>::e_t exp(
         const typename softmax_online_types<C>::delta_t& delta) {
@@ -436,18 +453,6 @@ struct softmax_online_op {
             res[i] = emit_one<res_T, C>(x[i], mask[i] || skip[i], st, rs);
         }
     }
-
-    template <class data_T, class res_T, typename C>
-    static void run(const data_T data[C::n_in], res_T res[C::n_in]) {
-        #pragma HLS INLINE
-        row<data_T, res_T, C>(data, no_mask(), res);
-    }
-    template <class data_T, class res_T, typename C>
-    static void run(const data_T data[C::n_in], const bool mask[C::n_in], res_T res[C::n_in]) {
-        #pragma HLS INLINE
-        const mask_bits m = {mask};
-        row<data_T, res_T, C>(data, m, res);
-    }
 };
 
 // ---- I-BERT ----------------------------------------------------------------------------
@@ -465,7 +470,12 @@ struct softmax_ibert_types {
     typedef ap_int<C::Y_W> y_t;                   // the output before out_fmt's overflow
 };
 
-struct softmax_ibert_op {
+// I-BERT's method in the three-pass skeleton (softmax_3pass_op below).
+struct ibert_3pass {
+    template <typename C>
+    struct types : softmax_ibert_types<C> {
+        typedef typename softmax_ibert_types<C>::e16_t term_t;  // the summed exp term
+    };
     // steps 2-3 of IBertSoftmax: e16 of diff = x - max (<= 0)
     template <typename C>
     static typename softmax_ibert_types<C>::e16_t exp16(
@@ -483,13 +493,36 @@ struct softmax_ibert_op {
         }
         return HWAPPROX_NARROW(typename T::e16_t, e >> C::EXP_SHIFT);
     }
+    template <typename C>
+    static typename softmax_ibert_types<C>::e16_t term(
+        const typename softmax_ibert_types<C>::diff_t& diff) {
+        #pragma HLS INLINE
+        return exp16<C>(diff);
+    }
+    // 2^factor_bits / sum, one divider per row (a fully masked row sums to 0: 1)
+    template <typename C>
+    static typename softmax_ibert_types<C>::factor_t factor(
+        typename softmax_ibert_types<C>::sum_t total) {
+        #pragma HLS INLINE
+        typedef softmax_ibert_types<C> T;
+        if (total == 0) total = 1;  // only a fully masked row: its outputs are all 0
+        return HWAPPROX_NARROW(typename T::factor_t,
+                               typename T::factor_t(1) << C::FACTOR_BITS) / total;
+    }
+};
 
+// The three-pass integer softmax of I-BERT and I-ViT's Shiftmax (the SV's
+// hwa_softmax_3pass): max of the row; each exp term (METHOD::term of x - max) and
+// their sum; one per-row factor (METHOD::factor of the sum); out = term·factor >>
+// OUT_SHIFT into res_T. METHOD::types<C> names every intermediate's type.
+template <class METHOD>
+struct softmax_3pass_op : softmax_row_entry<softmax_3pass_op<METHOD> > {
     template <class data_T, class res_T, typename C, class M>
     static void row(const data_T data[C::n_in], const M& mask, res_T res[C::n_in]) {
         #pragma HLS INLINE
-        typedef softmax_ibert_types<C> T;
+        typedef typename METHOD::template types<C> T;
         typename T::x_t x[C::n_in];
-        typename T::e16_t e[C::n_in];
+        typename T::term_t e[C::n_in];
         #pragma HLS ARRAY_PARTITION variable = x complete
         #pragma HLS ARRAY_PARTITION variable = e complete
         typename T::x_t m = 0;
@@ -505,14 +538,12 @@ struct softmax_ibert_op {
     exps:
         for (int i = 0; i < C::n_in; i++) {
             #pragma HLS UNROLL
-            e[i] = mask[i] ? typename T::e16_t(0)
-                           : exp16<C>(HWAPPROX_NARROW(typename T::diff_t, x[i] - m));
+            e[i] = mask[i] ? typename T::term_t(0)
+                           : METHOD::template term<C>(
+                                 HWAPPROX_NARROW(typename T::diff_t, x[i] - m));
             total = HWAPPROX_NARROW(typename T::sum_t, total + e[i]);
         }
-        if (total == 0) total = 1;  // only a fully masked row: its outputs are all 0
-        // one divider per row
-        const typename T::factor_t factor = HWAPPROX_NARROW(
-            typename T::factor_t, typename T::factor_t(1) << C::FACTOR_BITS) / total;
+        const typename T::factor_t factor = METHOD::template factor<C>(total);
     out:
         for (int i = 0; i < C::n_in; i++) {
             #pragma HLS UNROLL
@@ -521,19 +552,9 @@ struct softmax_ibert_op {
             res[i] = mask[i] ? res_T(0) : cast_raw<C::OUT_F, res_T>(y);
         }
     }
-
-    template <class data_T, class res_T, typename C>
-    static void run(const data_T data[C::n_in], res_T res[C::n_in]) {
-        #pragma HLS INLINE
-        row<data_T, res_T, C>(data, no_mask(), res);
-    }
-    template <class data_T, class res_T, typename C>
-    static void run(const data_T data[C::n_in], const bool mask[C::n_in], res_T res[C::n_in]) {
-        #pragma HLS INLINE
-        const mask_bits m = {mask};
-        row<data_T, res_T, C>(data, m, res);
-    }
 };
+
+typedef softmax_3pass_op<ibert_3pass> softmax_ibert_op;
 
 // ---- I-ViT Shiftmax ----------------------------------------------------------------------
 template <typename C>
@@ -547,59 +568,34 @@ struct softmax_shiftmax_types {
     typedef ap_int<C::Y_W> y_t;          // the output before out_fmt's overflow
 };
 
-struct softmax_shiftmax_op {
-    template <class data_T, class res_T, typename C, class M>
-    static void row(const data_T data[C::n_in], const M& mask, res_T res[C::n_in]) {
+// Shiftmax's method in the three-pass skeleton.
+struct shiftmax_3pass {
+    template <typename C>
+    struct types : softmax_shiftmax_types<C> {
+        typedef typename softmax_shiftmax_types<C>::e_t term_t;  // the summed exp term
+    };
+    template <typename C>
+    static typename softmax_shiftmax_types<C>::e_t term(
+        const typename softmax_shiftmax_types<C>::diff_t& diff) {
+        #pragma HLS INLINE
+        return shift_exp<C>(diff);
+    }
+    // I-ViT clamps the sum to 2^31 - 1; (2^31 - 1) / sum, one divider per row (only a
+    // fully masked row sums to 0: 1)
+    template <typename C>
+    static typename softmax_shiftmax_types<C>::factor_t factor(
+        typename softmax_shiftmax_types<C>::sum_t total) {
         #pragma HLS INLINE
         typedef softmax_shiftmax_types<C> T;
-        typename T::x_t x[C::n_in];
-        typename T::e_t e[C::n_in];
-        #pragma HLS ARRAY_PARTITION variable = x complete
-        #pragma HLS ARRAY_PARTITION variable = e complete
-        typename T::x_t m = 0;
-        bool any = false;
-    load:
-        for (int i = 0; i < C::n_in; i++) {
-            #pragma HLS UNROLL
-            x[i] = code_of(data[i]);
-            if (!mask[i] && (!any || x[i] > m)) m = x[i];
-            any = any || !mask[i];
-        }
-        typename T::sum_t total = 0;
-    exps:
-        for (int i = 0; i < C::n_in; i++) {
-            #pragma HLS UNROLL
-            e[i] = mask[i] ? typename T::e_t(0)
-                           : shift_exp<C>(HWAPPROX_NARROW(typename T::diff_t, x[i] - m));
-            total = HWAPPROX_NARROW(typename T::sum_t, total + e[i]);
-        }
-        // I-ViT clamps the sum to 2^31 - 1; only a fully masked row sums to 0
         typename T::factor_t sum = total > typename T::sum_t(C::SUM_MAX)
                                        ? typename T::factor_t(C::SUM_MAX)
                                        : HWAPPROX_NARROW(typename T::factor_t, total);
         if (sum == 0) sum = 1;
-        const typename T::factor_t factor = typename T::factor_t(C::SUM_MAX) / sum;  // one divider
-    out:
-        for (int i = 0; i < C::n_in; i++) {
-            #pragma HLS UNROLL
-            const typename T::prod_t p = HWAPPROX_NARROW(typename T::prod_t, e[i] * factor);
-            const typename T::y_t y = HWAPPROX_NARROW(typename T::y_t, p >> C::OUT_SHIFT);
-            res[i] = mask[i] ? res_T(0) : cast_raw<C::OUT_F, res_T>(y);
-        }
-    }
-
-    template <class data_T, class res_T, typename C>
-    static void run(const data_T data[C::n_in], res_T res[C::n_in]) {
-        #pragma HLS INLINE
-        row<data_T, res_T, C>(data, no_mask(), res);
-    }
-    template <class data_T, class res_T, typename C>
-    static void run(const data_T data[C::n_in], const bool mask[C::n_in], res_T res[C::n_in]) {
-        #pragma HLS INLINE
-        const mask_bits m = {mask};
-        row<data_T, res_T, C>(data, m, res);
+        return typename T::factor_t(C::SUM_MAX) / sum;
     }
 };
+
+typedef softmax_3pass_op<shiftmax_3pass> softmax_shiftmax_op;
 
 // ---- Softermax ---------------------------------------------------------------------------
 template <typename C>
@@ -633,7 +629,7 @@ struct softermax_recip_p : C {
     }
 };
 
-struct softmax_softermax_op {
+struct softmax_softermax_op : softmax_row_entry<softmax_softermax_op> {
     // P(t - M·2^F_t) = 2^a (a < 1) as exp2_neg(1 - a) with P_F + 1 fraction bits; a is
     // clamped at A_MIN, below which P is 0 (SoftermaxSoftmax._pow2_fn)
     template <typename C>
@@ -698,18 +694,6 @@ struct softmax_softermax_op {
             const typename T::outp_t pr = pow2<C>(t[i], m) * r;
             res[i] = cast_raw<C::P_F + C::R_F, res_T>(pr);
         }
-    }
-
-    template <class data_T, class res_T, typename C>
-    static void run(const data_T data[C::n_in], res_T res[C::n_in]) {
-        #pragma HLS INLINE
-        row<data_T, res_T, C>(data, no_mask(), res);
-    }
-    template <class data_T, class res_T, typename C>
-    static void run(const data_T data[C::n_in], const bool mask[C::n_in], res_T res[C::n_in]) {
-        #pragma HLS INLINE
-        const mask_bits m = {mask};
-        row<data_T, res_T, C>(data, m, res);
     }
 };
 
@@ -1003,7 +987,7 @@ struct softmax_ibert_stages {
             const bool b = bits_in.read();
             const typename T::e16_t e =
                 b ? typename T::e16_t(0)
-                  : softmax_ibert_op::exp16<C>(HWAPPROX_NARROW(typename T::diff_t, x - m));
+                  : ibert_3pass::exp16<C>(HWAPPROX_NARROW(typename T::diff_t, x - m));
             total = HWAPPROX_NARROW(typename T::sum_t, total + e);
             ebuf.write(e);
             bits.write(b);
