@@ -12,7 +12,7 @@ of the C-sim library (:func:`hwapprox.hls.project.compile_project`, cold: an
 empty cache directory; wall time, CPU time and the peak resident memory of the
 compiler processes), the same build again (a cache hit), and the C simulation
 of the real block inputs against the Python model (bit-exact or not), plus the
-Python model's own time.
+Python model's own time, and the peak resident memory of this process.
 
 Usage: ``.venv/bin/python benchmarks/bench_hls_scale.py [--layers 6] [--samples 2]
 [--io io_parallel io_stream] [--model PATH --inputs NPZ]``
@@ -119,7 +119,9 @@ def main() -> None:
             f"{'yes' if rep.bit_exact else f'NO: {rep.mismatches} differ'} |",
             flush=True,
         )
-    print(f"\nwork dir: {work}")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"\npeak RSS of this process (import, calibration, models, hls4ml): {peak:.0f} MiB")
+    print(f"work dir: {work}")
 
 
 if __name__ == "__main__":
