@@ -10,14 +10,15 @@ nonlinear specs' ``hw_params`` (through :mod:`hwapprox.rtl_sim.units`, unchanged
 raw codes (``Wq | Wk | Wv`` side by side as one ``D -> 3D`` layer).
 
 Supported today: post-LN and pre-LN, causal / local window / key-padding masks, the
-two-pass attention, the GELU FFN, with the units softmax ``online``, GELU ``pwl``,
-LayerNorm ``rsqrt_lut`` (other methods are refused by name). The schedule and the
+two-pass attention, the GELU FFN, with the units softmax ``online``, GELU ``pwl`` or
+``edgemoe``, LayerNorm ``rsqrt_lut`` (other methods are refused by name). The schedule and the
 cycle count per sequence are :func:`block_cycles` (the contract header of
 ``rtl/hwa_encoder_block.sv`` describes the phases).
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -43,6 +44,8 @@ from hwapprox.rtl_sim.units import get_unit
 __all__ = [
     "BLOCK_SOURCES",
     "BLOCK_TOP",
+    "PHASE_NAMES",
+    "BlockCycles",
     "BlockLike",
     "add_params",
     "block_config",
@@ -50,6 +53,7 @@ __all__ = [
     "build_block",
     "lint_block",
     "mac_params",
+    "measured_phases",
     "simulate_block",
 ]
 
@@ -68,6 +72,8 @@ BLOCK_SOURCES = (
     "hwa_out_code.sv",
     "hwa_softmax_online.sv",
     "hwa_pwl.sv",
+    "hwa_mul_pipe.sv",
+    "hwa_gelu_edgemoe.sv",
     "hwa_layernorm_rsqrt.sv",
     "hwa_linear.sv",
     "hwa_mac.sv",
@@ -77,7 +83,14 @@ BLOCK_SOURCES = (
     "hwa_encoder_block.sv",
 )
 #: the unit methods the RTL block instantiates, per role
-RTL_BLOCK_METHODS = {"softmax": "online", "gelu": "pwl", "ln1": "rsqrt_lut", "ln2": "rsqrt_lut"}
+RTL_BLOCK_METHODS = {
+    "softmax": ("online",),
+    "gelu": ("pwl", "edgemoe"),
+    "ln1": ("rsqrt_lut",),
+    "ln2": ("rsqrt_lut",),
+}
+#: the SV parameter prefix of each GELU method (GE_METHOD = its index)
+_GELU_PREFIX = {"pwl": "GE", "edgemoe": "GM"}
 
 RawArray = npt.NDArray[np.int64]
 
@@ -121,7 +134,9 @@ def mac_params(spec: MatMulSpec) -> dict[str, int]:
     return {"B_W": spec.b_fmt.width, **{k: p[k] for k in keep}}
 
 
-def add_params(a_fmt: FixedFormat, b_fmt: FixedFormat | None, out_fmt: FixedFormat) -> dict[str, int]:
+def add_params(
+    a_fmt: FixedFormat, b_fmt: FixedFormat | None, out_fmt: FixedFormat
+) -> dict[str, int]:
     """``hwa_add_cast``'s parameters for ``out_fmt(a + b)`` (:class:`AddSpec`), or a plain
     cast ``out_fmt(a)`` when ``b_fmt`` is None (``b`` a 1-bit zero).
 
@@ -153,11 +168,11 @@ def add_params(a_fmt: FixedFormat, b_fmt: FixedFormat | None, out_fmt: FixedForm
 
 def _check_supported(block: BlockLike) -> None:
     problems = []
-    for role, method in RTL_BLOCK_METHODS.items():
+    for role, methods in RTL_BLOCK_METHODS.items():
         spec = getattr(block, role)
-        if spec is None or spec.method != method:
+        if spec is None or spec.method not in methods:
             got = "none" if spec is None else spec.method
-            problems.append(f"{role} method {got} (the RTL block has {method})")
+            problems.append(f"{role} method {got} (the RTL block has {', '.join(methods)})")
     if block.attention != "two_pass":
         problems.append(f"attention={block.attention!r} (the RTL block has two_pass)")
     if block.score_bias:
@@ -166,7 +181,9 @@ def _check_supported(block: BlockLike) -> None:
         problems.append(f"ffn_act={block.ffn_act!r} (the RTL block has gelu)")
     if problems:
         raise SpecError(
-            "hwa_encoder_block cannot build this block (" + block_kind(block) + "): "
+            "hwa_encoder_block cannot build this block ("
+            + block_kind(block)
+            + "): "
             + "; ".join(problems)
         )
 
@@ -230,13 +247,17 @@ def block_config(
     for pre, name in (("AD1", "add1"), ("AD2", "add2")):
         spec = st[name]
         assert isinstance(spec, AddSpec)
-        params |= {f"{pre}_{k}": v for k, v in add_params(spec.a_fmt, spec.b_fmt, spec.out_fmt).items()}
+        ap = add_params(spec.a_fmt, spec.b_fmt, spec.out_fmt)
+        params |= {f"{pre}_{k}": v for k, v in ap.items()}
     # the pre-LN casts in front of the LayerNorms (post-LN: unused, an identity)
     cx = (fm.in_fmt, block.ln1.in_fmt) if block.prenorm else (fm.in_fmt, fm.in_fmt)
     cr = (fm.res_fmt, block.ln2.in_fmt) if block.prenorm else (fm.in_fmt, fm.in_fmt)
     params |= {f"CX_{k}": v for k, v in add_params(cx[0], None, cx[1]).items()}
     params |= {f"CR_{k}": v for k, v in add_params(cr[0], None, cr[1]).items()}
-    units = (("SM", block.softmax, s), ("GE", block.gelu, 0), ("L1", block.ln1, d))
+    assert block.gelu is not None
+    params["GE_METHOD"] = list(_GELU_PREFIX).index(block.gelu.method)
+    units = (("SM", block.softmax, s), (_GELU_PREFIX[block.gelu.method], block.gelu, 0),
+             ("L1", block.ln1, d))  # fmt: skip
     for pre, spec, row_max in (*units, ("L2", block.ln2, d)):
         assert spec is not None
         up, um = get_unit(spec.operator, spec.method).config(spec, row_max)
@@ -249,16 +270,21 @@ def block_config(
     return params, mems
 
 
-#: softmax online: last score in -> last p out = S + SM_EXTRA (its contract header: 9 +
-#: RECIP_LAT to the first output, RECIP_LAT = 3 + Newton steps)
-def _sm_tail(spec: ApproxSpec) -> int:
-    steps = getattr(spec, "newton_steps", 1) if getattr(spec, "recip_unit", "") == "newton" else 0
-    return 9 + 3 + steps
+def _recip_lat(sm: ApproxSpec) -> int:
+    """``hwa_recip``'s cycles: 3, plus one per Newton step."""
+    hw = sm.hw_params()
+    return 3 + (int(hw["STEPS"]) if hw["NEWTON"] else 0)
+
+
+#: ``hwa_gelu_*`` element latency (the units' contract headers), by method
+_GELU_LAT = {"pwl": 6, "edgemoe": 10}
 
 
 @dataclass(frozen=True)
 class BlockCycles:
-    """Cycles of each phase of one sequence (no stalls) and their sum."""
+    """Cycles of each phase of one sequence (no idle input, no backpressure) and their
+    sum :attr:`total`: the interval between the first input beats of back-to-back
+    sequences; the last output beat leaves ``total - 1`` cycles after the first input."""
 
     phases: dict[str, int]
 
@@ -268,10 +294,80 @@ class BlockCycles:
 
 
 def block_cycles(block: BlockLike, parallel: int | Mapping[str, int] = 8) -> BlockCycles:
-    """The contract's cycle count of one sequence (first input transfer -> last output
-    transfer, no idle input, no backpressure), phase by phase; filled in from the
-    measured schedule (see ``rtl/hwa_encoder_block.sv``)."""
-    raise NotImplementedError
+    """The contract's cycle count of one sequence, phase by phase (``hwa_encoder_block``'s
+    header names the phases). With ``G(N, P) = ceil(N / P)``, ``DH = D / H``:
+
+    * ``IN = OUT = S`` (one beat per cycle);
+    * a linear phase: ``S·K·G(N, P) + 6`` (``QKV``: K = D, N = 3D; ``O``: K = N = D):
+      ``hwa_linear``'s ``K·G`` cycles per token, back to back, plus its latency 5 and
+      one cycle to start;
+    * ``LN`` (``LNA`` pre-LN, ``LNM``): ``S·D + D + 15 + 3·NEWTON`` (the serialised
+      rows, the unit's last-in -> last-out ``D + 13 + 3·NEWTON``, the serialiser and
+      the deserialiser);
+    * ``ATT = H·S·(SC + SM + PV)``: ``SC = PV = S·DH + 2`` (one term per cycle, the
+      MAC's two stages), ``SM = 2S + 8 + RLAT`` (+1 with log-coded outputs; RLAT = 3 +
+      Newton steps of the reciprocal);
+    * ``FFN = r1 + r2 + F + L_gelu + (S - 1)·max(r1, r2) + 12`` with ``r1 = D·G(F, P1)``,
+      ``r2 = F·G(D, P2)`` (the first token through both layers and the GELU, the others
+      at the slower layer's rate), post-LN plus ``2D + 14 + 3·NEWTON2`` (LN2 on the way
+      out).
+
+    Exact for ``D >= 16`` (the LayerNorm unit takes back-to-back rows of 16 or more at
+    full rate; shorter rows stall it a few cycles per row)."""
+    _check_supported(block)
+    s, d, f, h = block.seq, block.dim, block.ffn, block.heads
+    par = _parallel(parallel, block)
+    dh = d // h
+
+    def lin(k: int, n: int, p: int) -> int:
+        return s * cycles_per_token(k, n, p) + LINEAR_LATENCY_EXTRA + 1
+
+    def ln(spec: ApproxSpec) -> int:
+        return s * d + d + 15 + 3 * int(spec.hw_params()["NEWTON"])
+
+    sm = block.softmax
+    sm_t = 2 * s + 8 + _recip_lat(sm) + (getattr(sm, "out_code", "linear") != "linear")
+    r1 = cycles_per_token(d, f, par["ffn1"])
+    r2 = cycles_per_token(f, d, par["ffn2"])
+    assert block.gelu is not None
+    ffn = r1 + r2 + f + _GELU_LAT[block.gelu.method] + (s - 1) * max(r1, r2) + 12
+    if not block.prenorm:
+        ffn += 2 * d + 14 + 3 * int(block.ln2.hw_params()["NEWTON"])
+    phases = {"IN": s}
+    if block.prenorm:
+        phases["LNA"] = ln(block.ln1)
+    phases |= {
+        "QKV": lin(d, 3 * d, par["qkv"]),
+        "ATT": h * s * (2 * (s * dh + 2) + sm_t),
+        "O": lin(d, d, par["o"]),
+        "LNM": ln(block.ln2 if block.prenorm else block.ln1),
+        "FFN": ffn,
+        "OUT": s,
+    }
+    return BlockCycles(phases)
+
+
+#: ``hwa_encoder_block``'s phase codes (``ph_reg``), in enum order
+PHASE_NAMES = ("INIT", "IN", "LNA", "QKV", "SC", "SM", "PV", "O", "LNM", "FFN", "OUT")
+
+
+def measured_phases(stats: Mapping[str, Any]) -> list[dict[str, int]]:
+    """Per sequence, the cycles spent in each phase (``SC``, ``SM``, ``PV`` summed as
+    ``ATT``) from the phase register's changes a simulation recorded
+    (``stats["watch"]``); sequences whose ``OUT`` phase did not end are left out."""
+    seqs: list[dict[str, int]] = []
+    cur: dict[str, int] = {}
+    w = stats.get("watch", [])
+    for (c0, v0), (c1, _) in itertools.pairwise(w):
+        name = PHASE_NAMES[v0]
+        if name == "INIT":
+            continue
+        key = "ATT" if name in ("SC", "SM", "PV") else name
+        cur[key] = cur.get(key, 0) + c1 - c0
+        if name == "OUT":
+            seqs.append(cur)
+            cur = {}
+    return seqs
 
 
 def build_block(
@@ -335,7 +431,8 @@ def simulate_block(
         name, kk, jj = falsify_weight
         w = dict(block.weights)
         bad = np.array(w[name], dtype=np.int64)
-        bad[kk, jj] = bad[kk, jj] + 1 if bad[kk, jj] < block.formats.weight_fmt.max_raw else bad[kk, jj] - 1
+        top = bad[kk, jj] >= block.formats.weight_fmt.max_raw
+        bad[kk, jj] += -1 if top else 1
         shim = _Shim(block, {**w, name: bad})
         _, mems = block_config(shim, parallel)
     info = build_block(block, parallel, mems)
@@ -355,6 +452,7 @@ def simulate_block(
         "seed": int(seed),
         "probe_ready": False,
         "cycles_hint": 400 * block.dim,
+        "watch": "ph_reg",
     }
     return run_job(info, job, test_module="hwapprox.rtl_sim.tb.token_test")
 
@@ -368,6 +466,3 @@ class _Shim:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._block, name)
-
-
-_ = (cycles_per_token, LINEAR_LATENCY_EXTRA)

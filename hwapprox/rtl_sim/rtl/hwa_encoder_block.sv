@@ -38,8 +38,8 @@
 // combinational path runs from m_axis_tready to s_axis_tready.
 // LayerNorm gamma/beta: ROMs ($readmemh G1_FILE ...) written into the units' memories in
 // D cycles after reset (INIT phase; s_axis_tready is low meanwhile).
-// Units: softmax online (SM_*), GELU pwl (GE_*), LayerNorm rsqrt_lut (L1_*, L2_*), their
-// parameters the specs' hw_params as hwapprox.rtl_sim.units passes them; linear stages
+// Units: softmax online (SM_*), GELU pwl (GE_*) or edgemoe (GM_*; GE_METHOD), LayerNorm
+// rsqrt_lut (L1_*, L2_*), their parameters the specs' hw_params as hwapprox.rtl_sim.units passes them; linear stages
 // QKV_*, O_*, F1_*, F2_* (hwapprox.rtl_sim.linear.linear_params), the dot products QK_*,
 // PV_* (mac_params), the adds AD1_*, AD2_* and the casts CX_* (X -> ln1.in, pre-LN), CR_*
 // (R1 -> ln2.in, pre-LN) (add_params). Block parameters have no defaults:
@@ -60,6 +60,8 @@ module hwa_encoder_block #(
     parameter int P_O,
     parameter int P_F1,
     parameter int P_F2,
+    // the FFN's GELU unit: 0 pwl (GE_*), 1 edgemoe (GM_*)
+    parameter int GE_METHOD,
     parameter int QKV_A_W,
     parameter bit QKV_A_SIGNED,
     parameter int QKV_W_W,
@@ -298,6 +300,27 @@ module hwa_encoder_block #(
     parameter string GE_BP_FILE = "",
     parameter string GE_SLOPE_FILE = "",
     parameter string GE_ICPT_FILE = "",
+    parameter int GM_IN_W = 16,
+    parameter int GM_IN_F = 11,
+    parameter int GM_OUT_W = 16,
+    parameter int GM_OUT_F = 11,
+    parameter bit GM_OUT_SIGNED = 1'b1,
+    parameter int GM_OUT_RND = 2,
+    parameter int GM_OUT_OVF = 1,
+    parameter int GM_TABLE_SIZE = 177,
+    parameter int GM_K = 5,
+    parameter int GM_ENTRY_F = 22,
+    parameter int GM_ENTRY_RND = 0,
+    parameter int GM_FT = 6,
+    parameter int GM_FA = 22,
+    parameter int GM_ABS_W = 16,
+    parameter int GM_IDX_W = 10,
+    parameter int GM_T_W = 6,
+    parameter int GM_ENTRY_W = 22,
+    parameter int GM_INTERP_W = 29,
+    parameter int GM_DELTA_W = 22,
+    parameter int GM_ACC_W = 27,
+    parameter string GM_DELTA_FILE = "",
     parameter int L1_IN_W = 16,
     parameter int L1_OUT_W = 16,
     parameter bit L1_OUT_SIGNED = 1'b1,
@@ -373,6 +396,8 @@ module hwa_encoder_block #(
 );
 
   localparam int DH = D / H;
+  localparam int GI_W = (GE_METHOD == 0) ? GE_IN_W : GM_IN_W;  // the GELU unit's codes
+  localparam int GO_W = (GE_METHOD == 0) ? GE_OUT_W : GM_OUT_W;
   localparam int IW = $clog2(S + 1);  // token counters 0..S
   localparam int LW = $clog2(D + 1);  // lane counters 0..D
   localparam int HW = (H > 1) ? $clog2(H) : 1;
@@ -386,8 +411,9 @@ module hwa_encoder_block #(
       || (!PRENORM && (A_W != IN_W || L1_IN_W != AD1_Y_W || L2_IN_W != AD2_Y_W
                        || Y_W != L1_OUT_W || AD2_A_W != L1_OUT_W))
       || (PRENORM && (A_W != L1_OUT_W || Y_W != L2_OUT_W || AD2_A_W != AD1_Y_W))
-      || QK_Y_W != SM_IN_W || PV_A_W != SM_OUT_W || GE_IN_W != F1_Y_W
-      || F2_A_W != GE_OUT_W || AD2_B_W != F2_Y_W || AD1_B_W != O_Y_W || AD1_A_W != IN_W
+      || QK_Y_W != SM_IN_W || PV_A_W != SM_OUT_W || GI_W != F1_Y_W
+      || F2_A_W != GO_W || GE_METHOD < 0 || GE_METHOD > 1 || AD2_B_W != F2_Y_W
+      || AD1_B_W != O_Y_W || AD1_A_W != IN_W
       || O_A_W != PV_Y_W) begin : g_bad
     $error("%m: inconsistent S=%0d D=%0d H=%0d F=%0d PRENORM=%0d OUT_W=%0d (block_config derives every width)",
            S, D, H, F, PRENORM, OUT_W);
@@ -597,44 +623,76 @@ module hwa_encoder_block #(
   );
 
   // -- GELU between the FFN's linear layers --------------------------------------------------
-  logic [GE_IN_W-1:0] ge_in_d;
-  logic [GE_OUT_W-1:0] ge_out_d;
+  logic [GI_W-1:0] ge_in_d;
+  logic [GO_W-1:0] ge_out_d;
   logic ge_in_v, ge_in_rdy, ge_in_l, ge_out_v, ge_out_rdy;
   /* verilator lint_off UNUSEDSIGNAL */
   logic ge_out_l;
   /* verilator lint_on UNUSEDSIGNAL */
-  hwa_tok_ser #(.L(F), .W(GE_IN_W)) u_ge_ser (
+  hwa_tok_ser #(.L(F), .W(GI_W)) u_ge_ser (
       .clk(clk), .rst(rst),
       .s_tdata(f1_out), .s_tvalid(f1_ov), .s_tready(f1_ordy),
       .m_tdata(ge_in_d), .m_tvalid(ge_in_v), .m_tready(ge_in_rdy), .m_tlast(ge_in_l)
   );
-  hwa_pwl #(
-      .IN_W(GE_IN_W),
-      .OUT_W(GE_OUT_W),
-      .OUT_SIGNED(GE_OUT_SIGNED),
-      .OUT_RND(GE_OUT_RND),
-      .OUT_OVF(GE_OUT_OVF),
-      .NSEG(GE_NSEG),
-      .S_W(GE_S_W),
-      .C_W(GE_C_W),
-      .SH_XS(GE_SH_XS),
-      .SH_C(GE_SH_C),
-      .SH_X(GE_SH_X),
-      .FA(GE_FA),
-      .TOP_ONE(GE_TOP_ONE),
-      .OUT_SHIFT(GE_OUT_SHIFT),
-      .ACC_W(GE_ACC_W),
-      .BP_FILE(GE_BP_FILE),
-      .SLOPE_FILE(GE_SLOPE_FILE),
-      .ICPT_FILE(GE_ICPT_FILE)
-  ) u_gelu (
-      .clk(clk), .rst(rst),
-      .s_axis_tdata(ge_in_d), .s_axis_tvalid(ge_in_v), .s_axis_tready(ge_in_rdy),
-      .s_axis_tlast(ge_in_l),
-      .m_axis_tdata(ge_out_d), .m_axis_tvalid(ge_out_v), .m_axis_tready(ge_out_rdy),
-      .m_axis_tlast(ge_out_l)
-  );
-  hwa_tok_deser #(.L(F), .W(GE_OUT_W)) u_ge_deser (
+  if (GE_METHOD == 0) begin : g_pwl
+    hwa_pwl #(
+        .IN_W(GE_IN_W),
+        .OUT_W(GE_OUT_W),
+        .OUT_SIGNED(GE_OUT_SIGNED),
+        .OUT_RND(GE_OUT_RND),
+        .OUT_OVF(GE_OUT_OVF),
+        .NSEG(GE_NSEG),
+        .S_W(GE_S_W),
+        .C_W(GE_C_W),
+        .SH_XS(GE_SH_XS),
+        .SH_C(GE_SH_C),
+        .SH_X(GE_SH_X),
+        .FA(GE_FA),
+        .TOP_ONE(GE_TOP_ONE),
+        .OUT_SHIFT(GE_OUT_SHIFT),
+        .ACC_W(GE_ACC_W),
+        .BP_FILE(GE_BP_FILE),
+        .SLOPE_FILE(GE_SLOPE_FILE),
+        .ICPT_FILE(GE_ICPT_FILE)
+    ) u_gelu (
+        .clk(clk), .rst(rst),
+        .s_axis_tdata(ge_in_d), .s_axis_tvalid(ge_in_v), .s_axis_tready(ge_in_rdy),
+        .s_axis_tlast(ge_in_l),
+        .m_axis_tdata(ge_out_d), .m_axis_tvalid(ge_out_v), .m_axis_tready(ge_out_rdy),
+        .m_axis_tlast(ge_out_l)
+    );
+  end else begin : g_edgemoe
+    hwa_gelu_edgemoe #(
+        .IN_W(GM_IN_W),
+        .IN_F(GM_IN_F),
+        .OUT_W(GM_OUT_W),
+        .OUT_F(GM_OUT_F),
+        .OUT_SIGNED(GM_OUT_SIGNED),
+        .OUT_RND(GM_OUT_RND),
+        .OUT_OVF(GM_OUT_OVF),
+        .TABLE_SIZE(GM_TABLE_SIZE),
+        .K(GM_K),
+        .ENTRY_F(GM_ENTRY_F),
+        .ENTRY_RND(GM_ENTRY_RND),
+        .FT(GM_FT),
+        .FA(GM_FA),
+        .ABS_W(GM_ABS_W),
+        .IDX_W(GM_IDX_W),
+        .T_W(GM_T_W),
+        .ENTRY_W(GM_ENTRY_W),
+        .INTERP_W(GM_INTERP_W),
+        .DELTA_W(GM_DELTA_W),
+        .ACC_W(GM_ACC_W),
+        .DELTA_FILE(GM_DELTA_FILE)
+    ) u_gelu (
+        .clk(clk), .rst(rst),
+        .s_axis_tdata(ge_in_d), .s_axis_tvalid(ge_in_v), .s_axis_tready(ge_in_rdy),
+        .s_axis_tlast(ge_in_l),
+        .m_axis_tdata(ge_out_d), .m_axis_tvalid(ge_out_v), .m_axis_tready(ge_out_rdy),
+        .m_axis_tlast(ge_out_l)
+    );
+  end
+  hwa_tok_deser #(.L(F), .W(GO_W)) u_ge_deser (
       .clk(clk), .rst(rst),
       .s_tdata(ge_out_d), .s_tvalid(ge_out_v), .s_tready(ge_out_rdy),
       .m_tdata(f2_in), .m_tvalid(f2_iv), .m_tready(f2_rdy)

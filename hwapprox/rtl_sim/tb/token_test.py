@@ -7,8 +7,9 @@ token, ``in_w`` bits per lane, lane 0 in the low bits), ``last`` (the ``tlast`` 
 each token), optionally ``user`` (the ``s_axis_tuser`` bit of each token), the model's
 ``expected`` outputs per token (``out_w`` bits per lane, ``out_signed``), the
 ``idle``/``backpressure`` pause probabilities, ``seed``, ``probe_ready`` (fail when
-``s_axis_tready`` follows a flip of ``m_axis_tready`` between clock edges) and
-``stats_file``.
+``s_axis_tready`` follows a flip of ``m_axis_tready`` between clock edges),
+optionally ``watch`` (an internal signal whose changes are recorded with their cycle
+in ``stats["watch"]``: the encoder block's phase register) and ``stats_file``.
 
 Every output beat is unpacked into lanes and compared with the expected token in order;
 the test fails on any difference, a missing or an extra beat, a wrong ``tlast``, a
@@ -28,7 +29,7 @@ from typing import Any
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, RisingEdge
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
 from hwapprox.rtl_sim.tb.axis import (
     AxisMonitor,
@@ -62,6 +63,21 @@ def unpack(word: int, width: int, lanes: int, signed: bool) -> list[int]:
     return out
 
 
+async def _watch(sig: Any, clk: Any, counter: CycleCounter, out: list[tuple[int, int]]) -> None:
+    """Record (cycle, value) whenever ``sig`` changes (sampled after each rising edge)."""
+    prev = None
+    while True:
+        await RisingEdge(clk)
+        await ReadOnly()
+        try:
+            v = int(sig.value)
+        except ValueError:
+            continue
+        if v != prev:
+            out.append((counter.cycle, v))
+            prev = v
+
+
 @cocotb.test()
 async def tokens_match_model(dut: Any) -> None:
     job = load_job()
@@ -87,6 +103,9 @@ async def tokens_match_model(dut: Any) -> None:
     monitor = AxisMonitor(dut, "m_axis", dut.clk, counter)
     probe = ReadyProbe(dut, dut.clk, counter, "s_axis", "m_axis") if job["probe_ready"] else None
 
+    changes: list[tuple[int, int]] = []
+    if job.get("watch"):
+        cocotb.start_soon(_watch(getattr(dut, job["watch"]), dut.clk, counter, changes))
     t0 = time.perf_counter()
     user = job.get("user")
     for i, (tok, last) in enumerate(zip(job["tokens"], job["last"], strict=True)):
@@ -133,6 +152,7 @@ async def tokens_match_model(dut: Any) -> None:
         "in_cycles": [s.cycle for s in sent],
         "out_cycles": [o.cycle for o in outs],
         "wall_seconds": time.perf_counter() - t0,
+        "watch": changes,
     }
     stats["passed"] = (
         not timed_out
