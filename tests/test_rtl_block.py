@@ -129,7 +129,7 @@ def test_falsified_weight_fails() -> None:
     bad = simulate_block(blk, x, km, parallel=16, falsify_weight=("wq", 1, 2))
     assert not bad.passed
     assert bad.stats["mismatches"] > 0
-    assert bad.stats["first_mismatches"][0].startswith("token 0:")
+    assert bad.stats["first_mismatches"][0].startswith("token ")  # a whole token differs
     assert simulate_block(blk, x, km, parallel=16).passed  # the true ROM passes
 
 
