@@ -9,10 +9,15 @@ with no stalls and with 50 % idle input / output backpressure. With no stalls, e
 phase of every sequence takes the cycles of ``block_cycles`` (the contract formula) and
 back-to-back sequences start ``total`` cycles apart. A weight ROM with one weight
 changed by one code fails. The embedded example's first block (S = 16, D = 64, H = 4,
-F = 128, its real activations) is the slow test.
+F = 128, its real activations) and two corpus exports (BERT post-LN with key padding,
+GPT-2 pre-LN causal with key padding) run through ``hwapprox rtl block`` in the slow
+tests.
 """
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -31,6 +36,7 @@ pytestmark = [
 ]
 
 S, D, H, F = 4, 16, 2, 32
+CORPUS = Path(__file__).parent / "corpus"
 
 #: block kinds: EncoderBlock flags and the GELU method
 KINDS: dict[str, dict] = {
@@ -181,21 +187,51 @@ def test_cycle_formula_by_hand() -> None:
     }
 
 
-@pytest.mark.slow
-def test_embedded_example_block() -> None:
-    """The embedded example's first block (post-LN, S = 16, D = 64, H = 4, F = 128,
-    softmax online, GELU edgemoe, LayerNorm rsqrt_lut, calibrated formats) on one
-    sequence of its real activations: bit-exact, and the cycles of the formula."""
-    from hwapprox.export import example
-    from hwapprox.hls.project import prepare_model
-    from hwapprox.rtl_sim.block import block_cycles, measured_phases, simulate_block
+def _cli_block(model: Path, inputs: Path, *args: str) -> list[dict]:
+    """``hwapprox rtl block MODEL --inputs ... ARGS --json``: exit 0 (bit-exact) and its
+    rows, each block at each P."""
+    from click.testing import CliRunner
 
-    prep = prepare_model(example.model_path(), None, inputs=example.inputs_path())
-    blk = prep.blocks[0]
-    assert prep.samples is not None
-    res = simulate_block(blk, prep.samples[:1], parallel=64)
-    assert res.stats["mismatches"] == 0, res.stats["first_mismatches"]
-    assert res.passed
-    want = block_cycles(blk, 64)
-    assert measured_phases(res.stats) == [want.phases]
-    assert res.stats["out_cycles"][-1] - res.stats["in_cycles"][0] == want.total - 1
+    from hwapprox.cli import cli
+
+    res = CliRunner().invoke(
+        cli, ["rtl", "block", str(model), "--inputs", str(inputs), *args, "--json"]
+    )
+    assert res.exit_code == 0, res.output[-3000:]
+    rows = json.loads(res.output)
+    for r in rows:
+        assert r["bit_exact"], r
+        assert r["outputs_checked"] == r["sequences"] * r["S"] * r["D"]
+        if r["stall"] == 0:
+            assert r["cycles_per_sequence"] == r["formula"], r
+    return rows
+
+
+@pytest.mark.slow
+def test_embedded_example_blocks() -> None:
+    """The embedded example's two blocks (post-LN, S = 16, D = 64, H = 4, F = 128;
+    softmax online, GELU edgemoe, LayerNorm rsqrt_lut at calibrated formats) on their
+    real activations: bit-exact at P = 64 with the formula's cycles, and block 0 at
+    P = 16 under 30 % idle input and backpressure."""
+    from hwapprox.export import example
+
+    model, inputs = Path(example.model_path()), Path(example.inputs_path())
+    rows = _cli_block(model, inputs, "-p", "64", "--block", "0", "--block", "1")
+    assert [(r["block"], r["parallel"]) for r in rows] == [(0, 64), (1, 64)]
+    rows = _cli_block(model, inputs, "-p", "16", "--block", "0", "--stall", "0.3")
+    assert [(r["block"], r["parallel"], r["stall"]) for r in rows] == [(0, 16, 0.3)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["bert_ts17", "gpt2_ts17"])
+def test_corpus_exports(name: str) -> None:
+    """Two torch exports of the corpus: BERT (post-LN, key padding) and GPT-2 (pre-LN,
+    causal + key padding), both blocks, two sequences of the real inputs (the second
+    padded), at P = 32 and P = 8, and at P = 8 with 30 % stalls."""
+    model, inputs = CORPUS / f"{name}.onnx", CORPUS / f"{name}.npz"
+    rows = _cli_block(model, inputs, "-p", "32", "-p", "8", "--sequences", "2")
+    assert [(r["block"], r["parallel"]) for r in rows] == [(0, 32), (0, 8), (1, 32), (1, 8)]
+    kind = "post-LN, key-masked" if name == "bert_ts17" else "pre-LN, causal, key-masked"
+    assert {r["kind"] for r in rows} == {kind}
+    rows = _cli_block(model, inputs, "-p", "8", "--stall", "0.3", "--sequences", "2")
+    assert len(rows) == 2

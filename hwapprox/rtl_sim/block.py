@@ -451,7 +451,9 @@ def simulate_block(
         "backpressure": float(backpressure),
         "seed": int(seed),
         "probe_ready": False,
-        "cycles_hint": 400 * block.dim,
+        # the bench waits this long per token (twice the formula's share) before it
+        # times out, and once more after the last output for any extra beat
+        "cycles_hint": 2 * -(-block_cycles(block, parallel).total // s),
         "watch": "ph_reg",
     }
     return run_job(info, job, test_module="hwapprox.rtl_sim.tb.token_test")

@@ -20,27 +20,37 @@
 //
 // Schedule (sequence level; attention needs every key, so the sequence is buffered in
 // RAM [S][.] per stage): phases one after the other, each streaming its S tokens through
-// its units back to back:
-//   IN   S beats into X                                   S cycles (no idle input)
-//   LNA  (pre-LN) X -> cast -> LN1 -> A                   T_LN
-//   QKV  A (or X) -> hwa_linear(D -> 3D, P_QKV) -> QKV     T_LIN(D, 3D, P_QKV)
-//   ATT  per head h, query i:  SC: S·DH terms -> scores;  SM: scores -> softmax -> p;
-//        PV: DH·S terms -> C                              H·S·(T_SC + T_SM + T_PV)
-//   O    C -> hwa_linear(D -> D, P_O) -> add1 -> R1       T_LIN(D, D, P_O)
-//   LNM  R1 -> (cast) -> LN1 (post) / LN2 (pre) -> Y      T_LN
-//   FFN  Y -> hwa_linear(D -> F) -> GELU -> hwa_linear(F -> D) -> add2 (-> LN2 post)
-//   OUT  S beats from the output RAM                      S cycles (no backpressure)
-// Cycles per sequence (first input transfer -> last output transfer, no stalls) is
-// hwapprox.rtl_sim.block.block_cycles (the formula, phase by phase, with the unit
-// latencies of their contract headers); tests/test_rtl_block.py checks it. The block
-// takes the next sequence after the last output beat (one sequence in flight).
+// its units back to back. Cycles of each phase, no idle input, no backpressure, with
+// G(N, P) = ceil(N / P), DH = D / H:
+//   IN   S beats into X                                    S
+//   LNA  (pre-LN) X -> cast -> LN1 -> A                    T_LN(ln1)
+//   QKV  A (or X) -> hwa_linear(D -> 3D, P_QKV) -> QKV      S·D·G(3D, P_QKV) + 6
+//   ATT  per head h, query i:                              H·S·(2·(S·DH + 2) + T_SM)
+//          SC: S·DH terms -> scores (S·DH + 2); SM: scores -> softmax -> p (T_SM);
+//          PV: DH·S terms -> C (S·DH + 2)
+//   O    C -> hwa_linear(D -> D, P_O) -> add1 -> R1        S·D·G(D, P_O) + 6
+//   LNM  R1 -> (cast) -> LN1 (post) / LN2 (pre) -> Y       T_LN(ln1 post / ln2 pre)
+//   FFN  Y -> hwa_linear(D -> F, P_F1) -> GELU -> hwa_linear(F -> D, P_F2) -> add2
+//        (-> LN2 post-LN):  r1 + r2 + F + L_GELU + (S - 1)·max(r1, r2) + 12
+//        (+ 2D + 14 + 3·NEWTON2 post-LN), r1 = D·G(F, P_F1), r2 = F·G(D, P_F2)
+//   OUT  S beats from the output RAM                       S
+// with T_LN = S·D + D + 15 + 3·NEWTON (the unit's last-in -> last-out D + 13 + 3·NEWTON
+// plus the serialiser and deserialiser), T_SM = 2S + 8 + RECIP_LAT (+1 with log-coded
+// outputs; RECIP_LAT = 3 + Newton steps), L_GELU = 6 (pwl) / 10 (edgemoe). Cycles per
+// sequence = the sum (hwapprox.rtl_sim.block.block_cycles): the interval between the
+// first beats of back-to-back sequences; the last output beat leaves sum - 1 cycles after
+// the first input beat. Exact for D >= 16 (the LayerNorm unit's full-rate rows; shorter
+// rows stall it a few cycles each); tests/test_rtl_block.py checks every phase. The block
+// takes the next sequence after the last output beat (one sequence in flight); the
+// multipliers: P_QKV + P_O + P_F1 + P_F2 (hwa_linear), 2 (hwa_mac) and the units' own.
 // Handshakes: s_axis_tready and m_axis_tvalid are registers' functions (the phase), so no
 // combinational path runs from m_axis_tready to s_axis_tready.
 // LayerNorm gamma/beta: ROMs ($readmemh G1_FILE ...) written into the units' memories in
 // D cycles after reset (INIT phase; s_axis_tready is low meanwhile).
 // Units: softmax online (SM_*), GELU pwl (GE_*) or edgemoe (GM_*; GE_METHOD), LayerNorm
-// rsqrt_lut (L1_*, L2_*), their parameters the specs' hw_params as hwapprox.rtl_sim.units passes them; linear stages
-// QKV_*, O_*, F1_*, F2_* (hwapprox.rtl_sim.linear.linear_params), the dot products QK_*,
+// rsqrt_lut (L1_*, L2_*), their parameters the specs' hw_params as hwapprox.rtl_sim.units
+// passes them; linear stages QKV_*, O_*, F1_*, F2_* (hwapprox.rtl_sim.linear.linear_params),
+// the dot products QK_*,
 // PV_* (mac_params), the adds AD1_*, AD2_* and the casts CX_* (X -> ln1.in, pre-LN), CR_*
 // (R1 -> ln2.in, pre-LN) (add_params). Block parameters have no defaults:
 // hwapprox.rtl_sim.block.block_config passes every one.
