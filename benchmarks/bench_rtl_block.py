@@ -140,8 +140,9 @@ def write(rows: list[dict[str, Any]], synth: list[dict[str, Any]]) -> None:
         "",
         "Fmax: not placed and routed as a whole block yet; it is bounded by its slowest "
         "unit in `timing.md` (ECP5-85k, speed grade 6: softmax/online 23.1 MHz, "
-        "layernorm/rsqrt_lut 58.1 MHz; `hwa_linear` and the block's glue are registered "
-        "per stage).",
+        "layernorm/rsqrt_lut 58.1 MHz; `hwa_linear` registers every stage, the block's "
+        "glue -- RAM read, add and cast, RAM write -- is one combinational stage; not "
+        "measured).",
     ]
     lines += [
         "",
