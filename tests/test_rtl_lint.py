@@ -60,6 +60,11 @@ NO_DEFAULTS = {
     "hwa_ln_int_out": (),
     "hwa_mul_pipe": (),
     "hwa_round_shift_pipe": (),
+    # the encoder block's pieces (issue 25)
+    "hwa_mac": (),
+    "hwa_add_cast": (),
+    "hwa_tok_ser": (),
+    "hwa_tok_deser": (),
 }
 
 

@@ -1,0 +1,312 @@
+// hwa_linear -- a weight-stationary linear layer y = x·W + b on raw integer codes
+// (hwapprox.approx.linear.MatMulSpec.model with a constant W, bit-exact; the HLS
+// hwapprox::matmul_bias of linear.h).
+//
+// Per token (one s_axis beat: the K input codes x_0..x_{K-1}, lane k at bits
+// [k*A_W +: A_W], A_SIGNED two's complement or unsigned; tlast passed through with the
+// token) one m_axis beat of the N outputs (lane j at [j*Y_W +: Y_W]):
+//   acc_0     = accum(b_j)                (HAS_BIAS; else 0): hwa_cast by BIAS_SHIFT with
+//                                          ACC_RND / ACC_OVF (the bias format -> accum)
+//   acc_{k+1} = accum(acc_k + x_k·W[k][j]), k = 0, 1, ..., K-1 in this order:
+//                the product exact (A_W + 1 + W_W bits), the sum exact on the grid of
+//                the finer of the two (acc << A_SHL, product << P_SHL, SUM_W bits),
+//                then one cast back to the accumulator: round_shift by A_SHL with
+//                ACC_RND, then ACC_OVF into ACC_W bits (hwapprox.fixed.cast)
+//   y_j       = out(acc_K): hwa_cast by Y_SHIFT with Y_RND / Y_OVF into Y_W bits.
+// Weights and biases are ROMs loaded with $readmemh (hwapprox.rtl_sim.linear writes them
+// from the very integers the model uses): W_FILE holds G·K words of P lanes of W_W bits,
+// word g·K + k = W[k][g·P + l] in lane l (0 past column N); B_FILE holds G words of P
+// lanes of B_W bits, word g = b[g·P + l]. G = ceil(N / P).
+//
+// Schedule: P multipliers, one per lane of a column group. Column group g (outputs
+// g·P .. g·P + P - 1) takes K cycles, one input code per cycle for all its P columns
+// (the order of k is the model's); the groups follow one another. So
+//   cycles per token (throughput) = K·G = K·ceil(N / P),
+// with back-to-back tokens at that rate (an input register holds the next token while
+// one is issued; s_axis_tready is a function of registers only).
+//   latency (token transferred into an idle unit -> its output beat transferred, no
+//   backpressure) = K·G + 5 cycles: input register, load, ROM read, product,
+//   accumulate, output cast into the output register.
+// Output: the output register and a skid register (hwa_skid): the whole datapath stalls
+// on the skid's registered ready, so no combinational path runs from m_axis_tready to
+// s_axis_tready or to the enable.
+// Preconditions: 1 <= P <= N; W_W, B_W signed; every width parameter as
+// hwapprox.rtl_sim.linear.linear_params derives it from the spec (defaults: the default
+// BlockFormats qkv stage, K = N = P = 8).
+`default_nettype none
+module hwa_linear #(
+    parameter int K = 8,
+    parameter int N = 8,
+    parameter int P = 8,
+    parameter int A_W = 16,
+    parameter bit A_SIGNED = 1'b1,
+    parameter int W_W = 10,
+    parameter int B_W = 12,
+    parameter bit HAS_BIAS = 1'b1,
+    // bias -> accumulator: hwa_cast SHIFT (fraction bits of the bias minus the accum's)
+    parameter int BIAS_SHIFT = -11,
+    // accumulator ap_fixed<ACC_W, .>, its rounding and overflow (hwa_pkg codes)
+    parameter int ACC_W = 32,
+    parameter int ACC_RND = 0,
+    parameter int ACC_OVF = 1,
+    // the exact sum acc + x·w: acc << A_SHL, product << P_SHL, SUM_W bits
+    parameter int A_SHL = 0,
+    parameter int P_SHL = 2,
+    parameter int SUM_W = 33,
+    // output cast: hwa_cast SHIFT (accum fraction bits minus the output's)
+    parameter int Y_W = 16,
+    parameter bit Y_SIGNED = 1'b1,
+    parameter int Y_SHIFT = 10,
+    parameter int Y_RND = 2,
+    parameter int Y_OVF = 1,
+    parameter string W_FILE = "",
+    parameter string B_FILE = ""
+) (
+    input  wire logic             clk,
+    input  wire logic             rst,
+    input  wire logic [K*A_W-1:0] s_axis_tdata,
+    input  wire logic             s_axis_tvalid,
+    output logic                  s_axis_tready,
+    input  wire logic             s_axis_tlast,
+    output logic      [N*Y_W-1:0] m_axis_tdata,
+    output logic                  m_axis_tvalid,
+    input  wire logic             m_axis_tready,
+    output logic                  m_axis_tlast
+);
+
+  localparam int G = (N + P - 1) / P;
+  localparam int KW = (K > 1) ? $clog2(K) : 1;
+  localparam int GW = (G > 1) ? $clog2(G) : 1;
+  localparam int DW = (G * K > 1) ? $clog2(G * K) : 1;
+  localparam int PROD_W = A_W + 1 + W_W;
+
+  if (K < 1 || N < 1 || P < 1 || P > N || A_W < 1 || W_W < 2 || B_W < 2 || ACC_W < 2
+      || ACC_W > 62 || Y_W < 1 || Y_W > 62 || A_SHL < 0 || P_SHL < 0
+      || SUM_W < ((ACC_W + A_SHL > PROD_W + P_SHL) ? ACC_W + A_SHL : PROD_W + P_SHL) + 1)
+      begin : g_bad
+    $error("%m: invalid K=%0d N=%0d P=%0d (1 <= P <= N) A_W=%0d W_W=%0d B_W=%0d ACC_W=%0d Y_W=%0d A_SHL=%0d P_SHL=%0d SUM_W=%0d",
+           K, N, P, A_W, W_W, B_W, ACC_W, Y_W, A_SHL, P_SHL, SUM_W);
+  end
+
+  logic ce;  // the stall-all enable: the output skid buffer's registered ready
+
+  // -- input register: the next token, taken while the current one is issued ----------
+  logic nxt_v_reg, nxt_l_reg;
+  logic [K*A_W-1:0] nxt_d_reg;
+  logic busy_reg, tok_l_reg, load, last_issue;
+  logic [K*A_W-1:0] tok_reg;
+  logic [KW-1:0] k_reg;
+  logic [GW-1:0] g_reg;
+  logic [DW-1:0] addr_reg;
+
+  assign last_issue = busy_reg && k_reg == KW'(K - 1) && g_reg == GW'(G - 1);
+  assign load = ce && nxt_v_reg && (!busy_reg || last_issue);
+  assign s_axis_tready = ~nxt_v_reg | load;
+
+  always_ff @(posedge clk) begin
+    if (rst) nxt_v_reg <= 1'b0;
+    else if (s_axis_tvalid && s_axis_tready) nxt_v_reg <= 1'b1;
+    else if (load) nxt_v_reg <= 1'b0;
+    if (s_axis_tvalid && s_axis_tready) begin
+      nxt_d_reg <= s_axis_tdata;
+      nxt_l_reg <= s_axis_tlast;
+    end
+  end
+
+  // -- issue: one (g, k) per cycle, g major, k minor ------------------------------------
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      busy_reg <= 1'b0;
+      k_reg <= '0;
+      g_reg <= '0;
+      addr_reg <= '0;
+    end else if (ce) begin
+      if (load) begin
+        busy_reg <= 1'b1;
+        k_reg <= '0;
+        g_reg <= '0;
+        addr_reg <= '0;
+      end else if (busy_reg) begin
+        if (last_issue) busy_reg <= 1'b0;
+        addr_reg <= addr_reg + 1'b1;
+        if (k_reg == KW'(K - 1)) begin
+          k_reg <= '0;
+          g_reg <= g_reg + 1'b1;
+        end else k_reg <= k_reg + 1'b1;
+      end
+    end
+    if (ce && load) begin
+      tok_reg <= nxt_d_reg;
+      tok_l_reg <= nxt_l_reg;
+    end
+  end
+
+  // -- stage 1: the input code x_k, the weight word (ROM), the bias word (ROM) ---------
+  logic s1_v, s1_first, s1_lastk, s1_lasttok, s1_l;
+  logic [GW-1:0] s1_g;
+  logic [A_W-1:0] s1_a;
+  logic [P*W_W-1:0] w_q;
+  logic [P*B_W-1:0] b_q;
+  always_ff @(posedge clk) begin
+    if (rst) s1_v <= 1'b0;
+    else if (ce) s1_v <= busy_reg;
+    if (ce) begin
+      s1_first <= k_reg == '0;
+      s1_lastk <= k_reg == KW'(K - 1);
+      s1_lasttok <= last_issue;
+      s1_l <= tok_l_reg;
+      s1_g <= g_reg;
+      s1_a <= tok_reg[32'(k_reg)*A_W+:A_W];
+    end
+  end
+  hwa_rom #(
+      .W(P * W_W),
+      .DEPTH(G * K),
+      .AW(DW),
+      .FILE(W_FILE)
+  ) u_w (
+      .clk (clk),
+      .en  (ce),
+      .addr(addr_reg),
+      .q   (w_q)
+  );
+  if (HAS_BIAS) begin : g_brom
+    hwa_rom #(
+        .W(P * B_W),
+        .DEPTH(G),
+        .AW(GW),
+        .FILE(B_FILE)
+    ) u_b (
+        .clk (clk),
+        .en  (ce),
+        .addr(g_reg),
+        .q   (b_q)
+    );
+  end else begin : g_nob
+    assign b_q = '0;
+  end
+
+  // -- stage 2: P exact products, the bias cast to the accumulator ----------------------
+  logic s2_v, s2_first, s2_lastk, s2_lasttok, s2_l;
+  logic [GW-1:0] s2_g;
+  logic signed [A_W:0] a_ext;
+  assign a_ext = A_SIGNED ? (A_W + 1)'($signed(s1_a)) : $signed({1'b0, s1_a});
+  always_ff @(posedge clk) begin
+    if (rst) s2_v <= 1'b0;
+    else if (ce) s2_v <= s1_v;
+    if (ce) begin
+      s2_first <= s1_first;
+      s2_lastk <= s1_lastk;
+      s2_lasttok <= s1_lasttok;
+      s2_l <= s1_l;
+      s2_g <= s1_g;
+    end
+  end
+
+  // -- stage 3: the accumulators; stage 4: the output cast ------------------------------
+  logic s3_v, s3_lastk, s3_lasttok, s3_l;
+  logic [GW-1:0] s3_g;
+  logic [P*Y_W-1:0] y_c;
+  for (genvar l = 0; l < P; l++) begin : g_lane
+    logic signed [PROD_W-1:0] prod_reg;
+    logic signed [ACC_W-1:0] bias_c, bias_reg, acc_reg, acc_c, base;
+    logic signed [SUM_W-1:0] sum;
+    always_ff @(posedge clk) begin
+      if (ce) begin
+        prod_reg <= PROD_W'(a_ext) * PROD_W'($signed(w_q[l*W_W+:W_W]));
+        bias_reg <= bias_c;
+      end
+    end
+    if (HAS_BIAS) begin : g_bias
+      hwa_cast #(
+          .IN_W      (B_W),
+          .SHIFT     (BIAS_SHIFT),
+          .MODE      (ACC_RND),
+          .OUT_W     (ACC_W),
+          .OUT_SIGNED(1'b1),
+          .OVF       (ACC_OVF)
+      ) u_bias (
+          .x(b_q[l*B_W+:B_W]),
+          .y(bias_c)
+      );
+    end else begin : g_nobias
+      /* verilator lint_off UNUSEDSIGNAL */
+      logic [B_W-1:0] unused_b;
+      /* verilator lint_on UNUSEDSIGNAL */
+      assign unused_b = b_q[l*B_W+:B_W];
+      assign bias_c = '0;
+    end
+    assign base = s2_first ? bias_reg : acc_reg;
+    assign sum = (SUM_W'(base) <<< A_SHL) + (SUM_W'(prod_reg) <<< P_SHL);
+    hwa_cast #(
+        .IN_W      (SUM_W),
+        .SHIFT     (A_SHL),
+        .MODE      (ACC_RND),
+        .OUT_W     (ACC_W),
+        .OUT_SIGNED(1'b1),
+        .OVF       (ACC_OVF)
+    ) u_acc (
+        .x(sum),
+        .y(acc_c)
+    );
+    always_ff @(posedge clk) begin
+      if (ce && s2_v) acc_reg <= acc_c;
+    end
+    hwa_cast #(
+        .IN_W      (ACC_W),
+        .SHIFT     (Y_SHIFT),
+        .MODE      (Y_RND),
+        .OUT_W     (Y_W),
+        .OUT_SIGNED(Y_SIGNED),
+        .OVF       (Y_OVF)
+    ) u_out (
+        .x(acc_reg),
+        .y(y_c[l*Y_W+:Y_W])
+    );
+  end
+  always_ff @(posedge clk) begin
+    if (rst) s3_v <= 1'b0;
+    else if (ce) s3_v <= s2_v;
+    if (ce) begin
+      s3_lastk <= s2_lastk;
+      s3_lasttok <= s2_lasttok;
+      s3_l <= s2_l;
+      s3_g <= s2_g;
+    end
+  end
+
+  // the output lanes: group s3_g's from the casts, the others held from earlier groups
+  logic [N*Y_W-1:0] y_stage_reg, y_next;
+  for (genvar j = 0; j < N; j++) begin : g_out
+    assign y_next[j*Y_W+:Y_W] = (32'(s3_g) == j / P) ? y_c[(j%P)*Y_W+:Y_W]
+                                                      : y_stage_reg[j*Y_W+:Y_W];
+  end
+  logic out_v_reg, out_l_reg;
+  logic [N*Y_W-1:0] out_d_reg;
+  always_ff @(posedge clk) begin
+    if (rst) out_v_reg <= 1'b0;
+    else if (ce) out_v_reg <= s3_v && s3_lasttok;
+    if (ce && s3_v && s3_lastk) y_stage_reg <= y_next;
+    if (ce && s3_v && s3_lasttok) begin
+      out_d_reg <= y_next;
+      out_l_reg <= s3_l;
+    end
+  end
+
+  hwa_skid #(
+      .W(N * Y_W)
+  ) u_skid (
+      .clk          (clk),
+      .rst          (rst),
+      .in_v         (out_v_reg),
+      .in_l         (out_l_reg),
+      .in_d         (out_d_reg),
+      .ce           (ce),
+      .m_axis_tdata (m_axis_tdata),
+      .m_axis_tvalid(m_axis_tvalid),
+      .m_axis_tready(m_axis_tready),
+      .m_axis_tlast (m_axis_tlast)
+  );
+
+endmodule
+`default_nettype wire
