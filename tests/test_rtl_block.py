@@ -168,6 +168,31 @@ def test_unsupported_blocks_are_refused() -> None:
         block_config(blk, 8)
 
 
+def test_llama_blocks_are_refused() -> None:
+    """A Llama-kind block (rotary Q/K, gated FFN) names both stages the RTL block lacks."""
+    from hwapprox.rtl_sim.block import block_config
+
+    rng = np.random.default_rng(1)
+    dh = D // H
+    ang = np.arange(S)[:, None] * np.tile(10000.0 ** (-np.arange(0, dh, 2) / dh), 2)[None]
+    extra = {"wu": rng.normal(0, 0.3, (D, F)), "bu": np.zeros(F), "rc": np.cos(ang),
+             "rs": np.sin(ang)}  # fmt: skip
+    blk = EncoderBlock.from_float(
+        float_weights(0) | extra,
+        seq=S,
+        heads=H,
+        softmax=make_spec("softmax", "online"),
+        gelu=make_spec("gelu", "pwl", form="silu", lo=-16.0, hi=16.0, segments=16),
+        ln1=make_spec("layernorm", "rsqrt_lut", max_n=64),
+        ln2=make_spec("layernorm", "rsqrt_lut", max_n=64),
+        ffn_act="gated",
+        rope=True,
+    )
+    msg = r"ffn_act='gated' \(the RTL block has gelu\); a rotary embedding on Q/K"
+    with pytest.raises(SpecError, match=msg):
+        block_config(blk, 8)
+
+
 def test_cycle_formula_by_hand() -> None:
     """block_cycles at the post-LN test block, P = 16, against the phases worked out by
     hand from the contract header."""

@@ -179,6 +179,8 @@ def _check_supported(block: BlockLike) -> None:
         problems.append("a score bias (not in the RTL block)")
     if block.ffn_act != "gelu":
         problems.append(f"ffn_act={block.ffn_act!r} (the RTL block has gelu)")
+    if getattr(block, "rope", False):
+        problems.append("a rotary embedding on Q/K (not in the RTL block)")
     if problems:
         raise SpecError(
             "hwa_encoder_block cannot build this block ("
