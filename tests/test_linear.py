@@ -8,9 +8,10 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from hwapprox.approx import _kernels
 from hwapprox.approx.base import SpecError
 from hwapprox.approx.linear import AddSpec, MatMulSpec
-from hwapprox.fixed import FixedFormat
+from hwapprox.fixed import FixedFormat, cast
 
 
 def _q(v: Fraction, fmt: FixedFormat) -> int:
@@ -152,3 +153,58 @@ def test_errors_name_the_problem():
         MatMulSpec("ap_fixed<8,3>", "ap_fixed<8,3>", "ap_fixd<16,6>", "ap_fixed<8,3>")
     with pytest.raises(SpecError, match=r"accumulator too wide"):
         MatMulSpec("ap_fixed<32,3>", "ap_fixed<32,3>", "ap_fixed<40,6>", "ap_fixed<8,3>")
+
+
+#: accumulator formats of the fast-path comparison: every rounding mode (the fast path
+#: takes TRN, RND and RND_MIN_INF; the others must fall back), coarser and finer than
+#: the products, wide (never saturates) and narrow (saturates on some outputs)
+FAST_ACCUMS = [
+    f"ap_fixed<{w},{i},{r},AP_SAT>"
+    for w, i in ((32, 9), (40, 10), (24, 12), (16, 8), (14, 4))
+    for r in ("AP_TRN", "AP_RND", "AP_RND_MIN_INF", "AP_RND_CONV", "AP_RND_ZERO")
+] + ["ap_fixed<20,8,AP_RND,AP_WRAP>", "ap_ufixed<32,16,AP_RND,AP_SAT>"]
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.parametrize("accum", FAST_ACCUMS)
+def test_fast_accumulation_equals_the_loop(accum: str, compiled: bool, monkeypatch) -> None:
+    """MatMulSpec.model's order-free sum (one product, or rounded products summed in
+    blocks) against the per-step loop of the contract, on random and extreme codes,
+    heads broadcast, a bias, K up to 300: identical codes, or the fast path declines;
+    with the compiled kernel and with the numpy blocks."""
+    monkeypatch.setattr(_kernels, "enabled", compiled)
+    rng = np.random.default_rng(abs(hash(accum)) % 2**32)
+    af, bf = FixedFormat.parse("ap_fixed<12,3>"), FixedFormat.parse("ap_fixed<10,1>")
+    bias_fmt = FixedFormat.parse("ap_fixed<12,4>")
+    spec = MatMulSpec(af, bf, accum, "ap_fixed<16,6,AP_RND,AP_SAT>", bias_fmt)
+    for k in (1, 7, 300):
+        a = rng.integers(af.min_raw, af.max_raw + 1, (2, 5, k))
+        b = rng.integers(bf.min_raw, bf.max_raw + 1, (1, k, 6))
+        a[0, 0] = af.max_raw  # an all-extreme row and column
+        b[0, :, 0] = bf.min_raw
+        bias = rng.integers(bias_fmt.min_raw, bias_fmt.max_raw + 1, 6)
+        acc0 = np.broadcast_to(cast(bias, bias_fmt, spec.accum_fmt), (2, 5, 6)).copy()
+        slow = spec._sum_loop(a, b, acc0)
+        fast = spec._sum_fast(a, b, acc0)
+        if spec.accum_fmt.rounding.value in ("AP_RND_CONV", "AP_RND_ZERO"):
+            d = spec.product_fmt.frac_bits - spec.accum_fmt.frac_bits
+            assert fast is None or d <= 0  # ties that depend on the sum: the loop runs
+        if fast is not None:
+            assert np.array_equal(fast, slow), accum
+        assert np.array_equal(spec.model(a, b, bias), cast(slow, spec.accum_fmt, spec.out_fmt))
+
+
+def test_fast_accumulation_is_taken_and_can_fail() -> None:
+    """The fast path runs on a wide truncating accumulator (the calibrated blocks'),
+    and a broken fast path (rounding half up where the contract truncates) differs."""
+    spec = MatMulSpec("ap_fixed<16,4>", "ap_fixed<16,1>", "ap_fixed<36,12,AP_TRN,AP_SAT>",
+                      "ap_fixed<16,6,AP_RND,AP_SAT>")  # fmt: skip
+    rng = np.random.default_rng(5)
+    a = rng.integers(-(2**15), 2**15, (8, 64))
+    b = rng.integers(-(2**15), 2**15, (64, 8))
+    acc0 = np.zeros((8, 8), np.int64)
+    fast = spec._sum_fast(a, b, acc0)
+    assert fast is not None
+    assert np.array_equal(fast, spec._sum_loop(a, b, acc0))
+    broken = MatMulSpec(spec.a_fmt, spec.b_fmt, "ap_fixed<36,12,AP_RND,AP_SAT>", spec.out_fmt)
+    assert not np.array_equal(broken._sum_fast(a, b, acc0), fast)

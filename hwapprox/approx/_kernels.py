@@ -39,6 +39,7 @@ __all__ = [
     "online_state",
     "quantize_f32",
     "quantize_gather",
+    "rounded_dot_sums",
     "scale_affine_rows",
     "softermax_out",
     "softermax_sum",
@@ -484,3 +485,21 @@ if njit is not None:
 else:  # pragma: no cover
     err_stats = _err_stats
     count_outside = _count_outside
+
+
+def _rounded_dot_sums(a: Any, bt: Any, acc: Any, h: int, d: int) -> None:
+    """``acc[g, i, j] += Σ_k (a[g, i, k]·bt[g, j, k] + h) >> d`` (int64; the rounded
+    products of :meth:`hwapprox.approx.linear.MatMulSpec._sum_fast`, ``bt`` = B
+    transposed so both rows are read in order)."""
+    for g in range(a.shape[0]):
+        for i in range(a.shape[1]):
+            for j in range(bt.shape[1]):
+                s = np.int64(0)
+                for k in range(a.shape[2]):
+                    s += (a[g, i, k] * bt[g, j, k] + h) >> d
+                acc[g, i, j] += s
+
+
+rounded_dot_sums = (
+    njit(cache=True, nogil=True)(_rounded_dot_sums) if njit is not None else _rounded_dot_sums
+)

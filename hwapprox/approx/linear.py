@@ -35,8 +35,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from hwapprox.approx import _kernels
 from hwapprox.approx.base import SpecError
-from hwapprox.fixed import FixedFormat, FixedPointError, add, cast, mul
+from hwapprox.fixed import FixedFormat, FixedPointError, Rounding, add, cast, mul
 
 __all__ = ["AddSpec", "MatMulSpec", "MulSpec", "RotarySpec"]
 
@@ -113,7 +114,6 @@ class MatMulSpec:
                 f"MatMul inner sizes differ: A {ra.shape} has K={ra.shape[-1]}, "
                 f"B {'(transposed) ' if self.transpose_b else ''}{rb.shape} has K={rb.shape[-2]}"
             )
-        n_k = ra.shape[-1]
         lead = np.broadcast_shapes(ra.shape[:-2], rb.shape[:-2])
         out_shape = (*lead, ra.shape[-2], rb.shape[-1])
         if bias is None:
@@ -126,11 +126,66 @@ class MatMulSpec:
             if rbias.shape != (rb.shape[-1],):
                 raise SpecError(f"MatMul bias must have shape ({rb.shape[-1]},), got {rbias.shape}")
             acc = np.broadcast_to(cast(rbias, bfmt, accf), out_shape).copy()
-        for k in range(n_k):
+        fast = self._sum_fast(ra, rb, acc)
+        if fast is None:
+            fast = self._sum_loop(ra, rb, acc)
+        return cast(fast, accf, outf)
+
+    def _sum_loop(self, ra: RawArray, rb: RawArray, acc: RawArray) -> RawArray:
+        """The accumulator after ``k = 0, 1, ...``, one cast per step (the contract)."""
+        af, bf, accf = self.a_fmt, self.b_fmt, self.accum_fmt
+        for k in range(ra.shape[-1]):
             p, pf = mul(ra[..., :, k : k + 1], af, rb[..., k : k + 1, :], bf)
             s, sf = add(acc, accf, p, pf)
             acc = cast(s, sf, accf)
-        return cast(acc, accf, outf)
+        return acc
+
+    def _sum_fast(self, ra: RawArray, rb: RawArray, acc0: RawArray) -> RawArray | None:
+        """The same accumulator without the per-step loop, where that is exact; else None.
+
+        Each step is ``acc + R(p_k)`` (``p_k`` on the product grid, ``R`` the
+        accumulator's rounding to its grid ``d`` bits coarser) while nothing
+        saturates. For ``R`` = floor (AP_TRN), half up (AP_RND) or half down
+        (AP_RND_MIN_INF), ``R(n + x) = n + R(x)`` for an integer ``n`` (the accumulator
+        is on its grid), so ``acc_K = acc_0 + Σ_k R(p_k)`` in any order: one integer
+        matrix product when ``d <= 0`` (no rounding), else the rounded products summed
+        in blocks of keys. No partial sum saturates when ``|acc_0| + Σ_k |R(p_k)|``
+        fits the accumulator (bounded by ``(|A|·|B|) >> d + K``); otherwise (or for
+        another rounding mode) None, and the loop runs."""
+        accf = self.accum_fmt
+        d = self.product_fmt.frac_bits - accf.frac_bits
+        half = {Rounding.TRN: 0, Rounding.RND: 1, Rounding.RND_MIN_INF: 2}.get(accf.rounding)
+        if d > 0 and half is None:
+            return None
+        n_k = ra.shape[-1]
+        # the bound in float64: exact products of < 2^32 each, a relative error of about
+        # K·2^-53 on the sum, far below the margin of one code per key added below
+        mag = np.matmul(np.abs(ra).astype(np.float64), np.abs(rb).astype(np.float64))
+        bound = np.abs(acc0) + np.ldexp(mag, -d) * (1 + 1e-9) + n_k + 1
+        if not (bound <= min(accf.max_raw, -accf.min_raw)).all():
+            return None
+        if d <= 0:
+            if float(mag.max(initial=0.0)) < 2.0**52:  # the float64 product is exact
+                total = np.matmul(ra.astype(np.float64), rb.astype(np.float64)).astype(np.int64)
+            else:
+                total = np.matmul(ra, rb)
+            return acc0 + (total << np.int64(-d))
+        h = np.int64(0 if half == 0 else (1 << (d - 1)) - (half == 2))
+        acc = np.array(acc0, dtype=np.int64, copy=True)
+        if _kernels.available():  # compiled: one pass, no product tensor
+            lead, (m, n) = acc.shape[:-2], acc.shape[-2:]
+            a3 = np.ascontiguousarray(np.broadcast_to(ra, (*lead, m, n_k)).reshape(-1, m, n_k))
+            bt = np.swapaxes(np.broadcast_to(rb, (*lead, n_k, n)), -1, -2)
+            b3 = np.ascontiguousarray(bt.reshape(-1, n, n_k))
+            acc3 = acc.reshape(-1, m, n)
+            _kernels.rounded_dot_sums(a3, b3, acc3, int(h), int(d))
+            return acc3.reshape(acc.shape)
+        step = max(1, (1 << 22) // max(1, acc.size))  # products per block: ~4M elements
+        for k0 in range(0, n_k, step):
+            k1 = min(n_k, k0 + step)
+            p = ra[..., :, k0:k1, None] * rb[..., None, k0:k1, :]  # [..., M, kb, N], exact
+            acc += ((p + h) >> np.int64(d)).sum(axis=-2)
+        return acc
 
 
 @dataclass(frozen=True)
