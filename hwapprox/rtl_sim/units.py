@@ -578,6 +578,14 @@ def _softmax_ibert(spec: Any, row_max: int) -> Config:
 
 
 _COMMON = ("hwa_pkg.sv", "hwa_rom.sv", "hwa_round_shift.sv", "hwa_sat.sv", "hwa_skid.sv")
+#: the rsqrt LayerNorms' row stream and pipelined per-row 1/sqrt and output products
+_RSQRT_SOURCES = (
+    "hwa_row_stream.sv",
+    "hwa_delay.sv",
+    "hwa_mul_pipe.sv",
+    "hwa_round_shift_pipe.sv",
+    "hwa_rsqrt_pipe.sv",
+)
 _LN_INT_SOURCES = (
     "hwa_row_stream.sv",
     "hwa_fifo.sv",
@@ -764,10 +772,14 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         Operator.LAYERNORM,
         "rsqrt_lut",
         "hwa_layernorm_rsqrt",
-        (*_COMMON, "hwa_row_stream.sv", "hwa_layernorm_rsqrt.sv"),
+        (*_COMMON, *_RSQRT_SOURCES, "hwa_layernorm_rsqrt.sv"),
         _layernorm_rsqrt,
         rowwise=True,
-        doc="single-pass S1/S2, pipelined 1/sqrt (table + Newton), gamma/beta memory",
+        doc="single-pass S1/S2, pipelined 1/sqrt (table + Newton, 18 x 18 partial "
+        "products: 10 stages per Newton step), gamma/beta memory. Last-in -> last-out "
+        "N + 31 + 10·newton_steps (N + 41 at the default one step; the row buffer is "
+        "sized for the per-row latency)",
+        latency_extra=41,
     ),
     (Operator.LAYERNORM, "ibert"): RtlUnit(
         Operator.LAYERNORM,
@@ -800,7 +812,7 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         Operator.LAYERNORM,
         "rmsnorm",
         "hwa_layernorm_rmsnorm",
-        (*_COMMON, "hwa_row_stream.sv", "hwa_layernorm_rmsnorm.sv"),
+        (*_COMMON, *_RSQRT_SOURCES, "hwa_layernorm_rmsnorm.sv"),
         _layernorm_rmsnorm,
         rowwise=True,
         doc="single-pass S2 over the first k = N, partial_k or ceil(partial·N) elements "
