@@ -777,9 +777,9 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         rowwise=True,
         doc="single-pass S1/S2, pipelined 1/sqrt (table + Newton, 18 x 18 partial "
         "products: 10 stages per Newton step), gamma/beta memory. Last-in -> last-out "
-        "N + 31 + 10·newton_steps (N + 41 at the default one step; the row buffer is "
+        "N + 33 + 10·newton_steps (N + 43 at the default one step; the row buffer is "
         "sized for the per-row latency)",
-        latency_extra=41,
+        latency_extra=43,
     ),
     (Operator.LAYERNORM, "ibert"): RtlUnit(
         Operator.LAYERNORM,
@@ -817,7 +817,10 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         rowwise=True,
         doc="single-pass S2 over the first k = N, partial_k or ceil(partial·N) elements "
         "(pRMSNorm: a queue of codes lets S2 follow k(i) = ceil(p·i)), pipelined "
-        "1/sqrt(k·S2 + eps) (table + Newton), gamma/beta memory",
+        "1/sqrt(k·S2 + eps) (table + Newton, 18 x 18 partial products: 10 stages per "
+        "Newton step), gamma/beta memory. Last-in -> last-out N + 32 + 10·newton_steps "
+        "(N + 42 at the default one step; the row buffer is sized for the per-row latency)",
+        latency_extra=42,
     ),
     (Operator.RELU_ATTENTION, "wortsman"): RtlUnit(
         Operator.RELU_ATTENTION,

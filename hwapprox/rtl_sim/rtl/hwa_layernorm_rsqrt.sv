@@ -13,13 +13,18 @@
 //     out = sat(round_shift(acc, OUT_SHIFT, OUT_RND), OUT_OVF).
 // gamma_i/beta_i come from a memory written through cfg_* (one word per cycle).
 //
-// Buffering (hwa_row_stream): the row is held in a circular buffer of
-// BUF_DEPTH words (input stalls when full); up to ROWQ rows may wait for
-// output. Latency: last input -> first output of its row ROW_LAT + 5 cycles
-// (ROW_LAT = 9 + 3*NEWTON; 17 at the defaults, NEWTON = 1) when the output is
-// free, then one element per cycle: last input -> last output N + 16 (NEWTON = 2:
-// N + 19). Throughput: with row_stream_params' geometry (BUF_DEPTH >= 2*ROW_MAX - 1,
-// ROWQ = 4) back-to-back rows of N >= 16 never stall the input and lose no output
+// Buffering (hwa_row_stream): the row is held in a circular buffer (input stalls when
+// full); rows wait for output in a row queue. Both are sized for the per-row latency:
+// BUF_DEPTH, or the power of 2 >= ROW_MAX + ROW_LAT + 4 when that is larger, and ROWQ,
+// or the power of 2 >= 4 + (ROW_LAT + ROW_MAX + 15) / 16 (issue 22).
+// Pipelining (issue 22, ECP5 at 125 MHz): the ingest square is a registered multiply;
+// per row, n*S2, S1^2, n^2 and n^2*EPS_Q are hwa_mul_pipe products (18 x 18 partial
+// products), the 1/sqrt is hwa_rsqrt_pipe (8 + 10*NEWTON stages); on the way out n*X,
+// A*y (hwa_mul_pipe), Z's rounding shift (hwa_round_shift_pipe) and Z*gamma
+// (hwa_mul_pipe) each have their own stages.
+// Latency: last input -> context ROW_LAT = 19 + 10*NEWTON cycles; last input -> last
+// output N + 33 + 10*NEWTON (N + 43 at the defaults, NEWTON = 1), one element per cycle.
+// Throughput: back-to-back rows of N >= 16 never stall the input and lose no output
 // cycle (tests/test_rtl_throughput.py).
 // Rows of 1..ROW_MAX elements. A longer row is dropped (consumed up to its
 // tlast, nothing output for it) and row_err pulses for one cycle; the next row
@@ -91,19 +96,21 @@ module hwa_layernorm_rsqrt #(
   localparam int EPS_W = bit_len(EPS_Q);
   // the per-row pipeline: t1 (the row's sums) -> ctx_v (t2..t8 De, hwa_rsqrt_pipe, the
   // context); ROW_LAT: in_last -> ctx_v (two more: the square and the sums)
-  localparam int CTX_LAT = 9 + 6 + 10 * NEWTON;
+  localparam int CTX_LAT = 9 + 8 + 10 * NEWTON;
   localparam int ROW_LAT = CTX_LAT + 2;
-  // the row buffer and row queue hold a row for its context's latency too (rows of >= 16)
+  // the row buffer and row queue hold a row for its context's latency too (rows of >= 16;
+  // mixed lengths: a short row may wait behind a long one)
   localparam int BUF_NEED = ROW_MAX + ROW_LAT + 4;
   localparam int BUF_U = (BUF_NEED > BUF_DEPTH) ? 1 << $clog2(BUF_NEED) : BUF_DEPTH;
-  localparam int ROWQ_NEED = 2 + (ROW_LAT + 3 + 15) / 16;
+  localparam int ROWQ_NEED = 4 + (ROW_LAT + ROW_MAX + 15) / 16;
   localparam int ROWQ_U = (ROWQ_NEED > ROWQ) ? 1 << $clog2(ROWQ_NEED) : ROWQ;
 
   // ---- parameter checks ---------------------------------------------------
   if (IN_W < 2 || IN_W > 32 || OUT_W < 1 || OUT_W > 32 || GAMMA_W < 1 || BETA_W < 1
-      || ROW_MAX < 1 || (1 << N_BITS) <= ROW_MAX) begin : g_bad_w
-    $error("hwa_layernorm_rsqrt %m: invalid IN_W=%0d OUT_W=%0d ROW_MAX=%0d N_BITS=%0d",
-                   IN_W, OUT_W, ROW_MAX, N_BITS);
+      || ROW_MAX < 1 || (1 << N_BITS) <= ROW_MAX || BUF_DEPTH < ROW_MAX
+      || (1 << $clog2(BUF_DEPTH)) != BUF_DEPTH) begin : g_bad_w
+    $error("hwa_layernorm_rsqrt %m: invalid IN_W=%0d OUT_W=%0d ROW_MAX=%0d N_BITS=%0d BUF_DEPTH=%0d (power of 2 >= ROW_MAX)",
+                   IN_W, OUT_W, ROW_MAX, N_BITS, BUF_DEPTH);
   end
   if (NEWTON < 0 || NEWTON > 2 || TB < 2 || TB - 1 > P || P > 28 || DE_W > 120
       || DE_W < P + 2 || DE_W < D_W || S2_W + 1 > 68 || S1_W > 68 || 2 * N_BITS + 1 > 68) begin : g_bad_r

@@ -10,10 +10,11 @@
 // Widths (RsqrtLutLayerNorm.hw_params' derivation): y <= 2^P (P+1 bits), m < 2^(P+2),
 // y*y <= 2^(2P), m*sq < 2^(2P+2), u in (0, 3*2^P], y*u <= 3*2^(2P): every product an
 // unsigned value of at most 2P+2 bits, through hwa_mul_pipe (18 x 18 partial products).
-// Stages: bitlen; k and the shift amount; the shift; the table address; the table read
+// Stages: per byte of De its bit length, then bitlen(De); k and the shift amount; the
+// shift by a multiple of 8, then by the rest; the table address; the table read
 // (the ROM's output register); y registered (a block RAM read has ~6 ns clock to out);
 // then per Newton step 10: y*y (3), m*sq (3), u (1), y*u (3).
-// Latency: LAT = 6 + 10*NEWTON cycles from in_v to out_v (y, k of that De), one row per
+// Latency: LAT = 8 + 10*NEWTON cycles from in_v to out_v (y, k of that De), one row per
 // cycle, free running (no enable: the per-row pipeline never stalls).
 // Parameters: no defaults; DE_W (2..120), P (TB - 1..28), TB (>= 2), NEWTON (0..2), KW
 // (k's width, bitlen(DE_W) + 1), FILE (the table, $readmemh).
@@ -38,7 +39,7 @@ module hwa_rsqrt_pipe #(
   localparam int M_W = P + 2;
   localparam int Y_W = P + 1;
   localparam int W2 = 2 * P + 2;  // every product: y*y, m*sq, y*u
-  localparam int LAT = 6 + 10 * NEWTON;
+  localparam int LAT = 8 + 10 * NEWTON;
   localparam int SW = KW + 1;  // 2k - P, signed
 
   if (DE_W < 2 || DE_W > 120 || TB < 2 || TB - 1 > P || P > 28 || NEWTON < 0 || NEWTON > 2
@@ -55,24 +56,44 @@ module hwa_rsqrt_pipe #(
   end
   assign out_v = v_sr[LAT-1];
 
-  // a: bitlen(De)
+  // a1: per byte of De, whether it has a one and the bit length within it; a2: bitlen(De)
+  localparam int NG = (DE_W + 7) / 8;
+  logic [NG*8-1:0] de_x;
+  assign de_x = (NG * 8)'(de);
+  logic [NG-1:0] any_a1;
+  logic [3:0] lb_a1[NG];
+  logic [DE_W-1:0] de_a1, de_a, de_b, de_c1;
+  for (genvar g = 0; g < NG; g++) begin : g_byte
+    logic [3:0] lb_c;
+    always_comb begin
+      lb_c = '0;
+      for (int i = 0; i < 8; i++) begin
+        if (de_x[8*g+i]) lb_c = 4'(i + 1);
+      end
+    end
+    always_ff @(posedge clk) begin
+      any_a1[g] <= |de_x[8*g+:8];
+      lb_a1[g] <= lb_c;
+    end
+  end
   logic [KW-1:0] bl_c, bl_a;
-  logic [DE_W-1:0] de_a, de_b;
   always_comb begin
     bl_c = '0;
-    for (int i = 0; i < DE_W; i++) begin
-      if (de[i]) bl_c = KW'(i + 1);
+    for (int g = 0; g < NG; g++) begin
+      if (any_a1[g]) bl_c = KW'(8 * g) + KW'(lb_a1[g]);
     end
   end
   always_ff @(posedge clk) begin
+    de_a1 <= de;
     bl_a <= bl_c;
-    de_a <= de;
+    de_a <= de_a1;
   end
-  // b: k, and the shift: right by 2k - P (rs_b) or left by P - 2k
-  logic [KW-1:0] k_c, k_b;
+  // b: k, and the shift: right by 2k - P or left by P - 2k
+  logic [KW-1:0] k_c, k_b, k_c1;
   logic signed [SW-1:0] s_c;
-  logic right_b;
+  logic right_b, right_c1;
   logic [SW-1:0] amt_b;
+  logic [2:0] amt_c1;
   assign k_c = (bl_a - 1'b1) >> 1;
   assign s_c = $signed({1'b0, k_c[KW-2:0], 1'b0}) - SW'(P);  // 2k - P (k < 2^(KW-1))
   always_ff @(posedge clk) begin
@@ -81,16 +102,23 @@ module hwa_rsqrt_pipe #(
     amt_b <= (s_c >= 0) ? s_c : -s_c;
     de_b <= de_a;
   end
-  // c: m in [2^P, 2^(P+2))
+  // c1: the shift by the amount's multiple of 8; c: the rest, m in [2^P, 2^(P+2))
+  // (a left shift keeps the low DE_W >= M_W bits: the only ones m takes)
+  always_ff @(posedge clk) begin
+    de_c1 <= right_b ? de_b >> {amt_b[SW-1:3], 3'b000} : de_b << {amt_b[SW-1:3], 3'b000};
+    amt_c1 <= amt_b[2:0];
+    right_c1 <= right_b;
+    k_c1 <= k_b;
+  end
   logic [M_W-1:0] m_c, m_cr;
   logic [KW-1:0] k_cr;
   always_comb begin
-    if (right_b) m_c = M_W'(de_b >> amt_b);
-    else m_c = M_W'(de_b << amt_b);
+    if (right_c1) m_c = M_W'(de_c1 >> amt_c1);
+    else m_c = M_W'(de_c1 << amt_c1);
   end
   always_ff @(posedge clk) begin
     m_cr <= m_c;
-    k_cr <= k_b;
+    k_cr <= k_c1;
   end
   // d: the table address {h, j}
   logic [TB-1:0] ta_d;
