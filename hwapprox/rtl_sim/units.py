@@ -588,6 +588,8 @@ _RSQRT_SOURCES = (
 )
 _LN_INT_SOURCES = (
     "hwa_row_stream.sv",
+    "hwa_delay.sv",
+    "hwa_mul_pipe.sv",
     "hwa_fifo.sv",
     "hwa_udiv_iter.sv",
     "hwa_isqrt_iter.sv",
@@ -790,10 +792,10 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         rowwise=True,
         doc="two passes through two row buffers: S1/S2 (mean, var0 from the moments, the "
         "shift s); y and the variance at s and s + 1; per row an iterative isqrt and "
-        "2^31/std; y·factor, sqrt(n), gamma/beta. Last-in -> last-out 2N + 46 (the "
+        "2^31/std; y·factor, sqrt(n), gamma/beta. Last-in -> last-out 2N + 51 (the "
         "variance at the row's shift needs the row re-read once its mean is known)",
         row_passes=2,
-        latency_extra=48,
+        latency_extra=51,
     ),
     (Operator.LAYERNORM, "ivit"): RtlUnit(
         Operator.LAYERNORM,
@@ -804,7 +806,7 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         rowwise=True,
         doc="single-pass S1/S2 (var0 from the moments), per row: mean divider, sqrt(n), "
         "I-ViT's 10 Newton steps as a chain of iterative dividers, (2^31-1)/std; "
-        "gamma/beta memory. Last-in -> last-out N + 141 at the defaults (nine dependent "
+        "gamma/beta memory. Last-in -> last-out N + 146 at the defaults (nine dependent "
         "divisions per row: N + 16 is out of reach for this method)",
         latency_extra=160,
     ),
