@@ -69,11 +69,10 @@ WHY = {
     "product's rounding; the sum loop itself is a shift and an add",
     "softmax/ibert": "—",
     "softmax/shiftmax": "—",
-    "layernorm/rsqrt_lut": "the per-row 1/sqrt: table read -> Newton square in one stage "
-    "(and n·S2, S1² as single wide products); its latency also sets how long the row "
-    "waits in the buffer (N + 16 at the defaults, the tightest buffer 2N)",
-    "layernorm/rmsnorm": "the per-row 1/sqrt, as in rsqrt_lut: table read -> Newton "
-    "product and shift in one stage",
+    "layernorm/rsqrt_lut": "—",
+    "layernorm/rmsnorm": "the per-row 1/sqrt is pipelined as in rsqrt_lut (hwa_rsqrt_pipe); "
+    "the critical path is a register -> MULT18X18D -> register partial product (k² per row): "
+    "placement-bound, at the registered 18x18 multiply's range",
     "layernorm/ibert": "the per-row statistics (hwa_ln_int_stats: the mean -> var0 from "
     "the moments, a wide product and subtraction in one stage); then the second pass's "
     "y, its square and the variance at s and s + 1",

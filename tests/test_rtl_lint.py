@@ -38,6 +38,8 @@ PRIMS = {
     "hwa_skid": ["hwa_skid.sv"],
     "hwa_mul_pipe": ["hwa_mul_pipe.sv"],
     "hwa_round_shift_pipe": ["hwa_pkg.sv", "hwa_round_shift_pipe.sv"],
+    "hwa_delay": ["hwa_delay.sv"],
+    "hwa_rsqrt_pipe": ["hwa_rom.sv", "hwa_delay.sv", "hwa_mul_pipe.sv", "hwa_rsqrt_pipe.sv"],
 }
 #: submodules whose parameters must all be set by the parent (no defaults)
 NO_DEFAULTS = {
@@ -65,6 +67,8 @@ NO_DEFAULTS = {
     "hwa_add_cast": (),
     "hwa_tok_ser": (),
     "hwa_tok_deser": (),
+    "hwa_delay": (),
+    "hwa_rsqrt_pipe": (),
 }
 
 
@@ -127,6 +131,10 @@ def _prim_params(top: str) -> dict:
         return {"A_W": 40, "B_W": 30, "B_SIGNED": 1, "P_W": 60}
     if top == "hwa_skid":
         return {"W": 12}
+    if top == "hwa_delay":
+        return {"W": 12, "L": 3}
+    if top == "hwa_rsqrt_pipe":  # the default LayerNorm's 1/sqrt
+        return {"DE_W": 55, "P": 20, "TB": 8, "NEWTON": 1, "KW": 7, "FILE": '""'}
     if top == "hwa_row_stream":
         names = ("ROW_MAX", "BUF_DEPTH", "ROWQ", "N_BITS")
         return {"IN_W": p["IN_W"], "CTX_W": p["IN_W"] + p["R_W"], **{k: p[k] for k in names}}

@@ -112,3 +112,28 @@ def test_mul_pipe_check_fails_on_a_wrong_expected_value() -> None:
     res = run_job(info, {**params, "seed": 1, "cycles": 200, "corrupt": 50}, test_module=MUL_MODULE)
     assert not res.passed
     assert res.stats["mismatches"] == 1
+
+
+# -- the pipelined rounding shift (hwa_round_shift_pipe, issue 22) ------------------------
+RSP_MODULE = "hwapprox.rtl_sim.tb.round_shift_pipe_test"
+RSP_SOURCES = ["hwa_pkg.sv", "hwa_round_shift_pipe.sv"]
+
+
+@pytest.mark.parametrize("mode", range(7))
+def test_round_shift_pipe_equals_round_shift(mode: int) -> None:
+    """Every rounding mode: 41-bit inputs, shifts 0..63 (beyond IN_W + 1 too), the
+    result truncated to 30 bits; the same build serves every mode but MODE."""
+    params = {"IN_W": 41, "SH_W": 6, "OUT_W": 30, "MODE": mode}
+    info = build("hwa_round_shift_pipe", RSP_SOURCES, params)
+    res = run_job(info, {**params, "seed": mode, "cycles": 2500}, test_module=RSP_MODULE)
+    assert res.stats["mismatches"] == 0, res.stats["first"]
+    assert res.stats["checked"] > 1500
+    assert res.passed
+
+
+def test_round_shift_pipe_check_fails_on_a_wrong_expected_value() -> None:
+    params = {"IN_W": 41, "SH_W": 6, "OUT_W": 30, "MODE": 6}
+    info = build("hwa_round_shift_pipe", RSP_SOURCES, params)
+    res = run_job(info, {**params, "cycles": 200, "corrupt": 50}, test_module=RSP_MODULE)
+    assert not res.passed
+    assert res.stats["mismatches"] == 1

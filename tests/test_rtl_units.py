@@ -191,28 +191,34 @@ def test_icarus_is_optional() -> None:
     assert res.passed, res.log_tail
 
 
-def test_layernorm_latency_and_throughput_target() -> None:
-    """The default LayerNorm (one Newton step on a 256-entry 1/sqrt table): rows of 64
-    back to back, last-in to last-out <= N + 16, outputs without pauses."""
+@pytest.mark.parametrize("method", ["rsqrt_lut", "rmsnorm"])
+def test_layernorm_latency_and_throughput_target(method: str) -> None:
+    """The default rsqrt LayerNorms (one Newton step on a 256-entry 1/sqrt table): rows of
+    64 back to back leave one output per cycle, last-in to last-out exactly the
+    N + latency_extra the unit states (N + 43: the per-row 1/sqrt pipelined for 125 MHz,
+    issue 22)."""
     from hwapprox.rtl_sim.sim import simulate
+    from hwapprox.rtl_sim.units import get_unit
 
-    spec = make_spec("layernorm", "rsqrt_lut")
+    spec = make_spec("layernorm", method)
     rng = np.random.default_rng(4)
     n = 64
     rows = [spec.in_fmt.quantize(rng.normal(0, 2, n)) for _ in range(12)]
     res = simulate(spec, rows, row_max=n)
     st = res.stats
     assert res.passed, st.get("summary")
-    assert st["latency_last"]["max"] <= n + 16
-    assert st["throughput_out"] > 0.95
+    lat = st["latency_last"]
+    assert lat["min"] == lat["max"] == n + get_unit("layernorm", method).latency_extra, lat
+    assert st["throughput_out"] == 1.0
+    assert st["throughput_in"] == 1.0
 
 
 @pytest.mark.parametrize("method", ["ivit", "ibert"])
 def test_integer_layernorm_latency_and_throughput(method: str) -> None:
     """The integer LayerNorms at their default spec: rows of 64 back to back leave one
     output per cycle at one constant latency, within the unit's stated bound (I-ViT:
-    N + 160, measured N + 141: its per-row chain is nine dependent divisions; I-BERT:
-    two passes, 2N + 48, measured 2N + 46: the shifted variance needs the row re-read
+    N + 160, measured N + 146: its per-row chain is nine dependent divisions; I-BERT:
+    two passes, 2N + 51, measured 2N + 51: the shifted variance needs the row re-read
     once its mean is known)."""
     from hwapprox.rtl_sim.sim import simulate
     from hwapprox.rtl_sim.units import get_unit

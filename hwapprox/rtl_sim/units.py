@@ -578,8 +578,18 @@ def _softmax_ibert(spec: Any, row_max: int) -> Config:
 
 
 _COMMON = ("hwa_pkg.sv", "hwa_rom.sv", "hwa_round_shift.sv", "hwa_sat.sv", "hwa_skid.sv")
+#: the rsqrt LayerNorms' row stream and pipelined per-row 1/sqrt and output products
+_RSQRT_SOURCES = (
+    "hwa_row_stream.sv",
+    "hwa_delay.sv",
+    "hwa_mul_pipe.sv",
+    "hwa_round_shift_pipe.sv",
+    "hwa_rsqrt_pipe.sv",
+)
 _LN_INT_SOURCES = (
     "hwa_row_stream.sv",
+    "hwa_delay.sv",
+    "hwa_mul_pipe.sv",
     "hwa_fifo.sv",
     "hwa_udiv_iter.sv",
     "hwa_isqrt_iter.sv",
@@ -764,10 +774,14 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         Operator.LAYERNORM,
         "rsqrt_lut",
         "hwa_layernorm_rsqrt",
-        (*_COMMON, "hwa_row_stream.sv", "hwa_layernorm_rsqrt.sv"),
+        (*_COMMON, *_RSQRT_SOURCES, "hwa_layernorm_rsqrt.sv"),
         _layernorm_rsqrt,
         rowwise=True,
-        doc="single-pass S1/S2, pipelined 1/sqrt (table + Newton), gamma/beta memory",
+        doc="single-pass S1/S2, pipelined 1/sqrt (table + Newton, 18 x 18 partial "
+        "products: 10 stages per Newton step), gamma/beta memory. Last-in -> last-out "
+        "N + 33 + 10·newton_steps (N + 43 at the default one step; the row buffer is "
+        "sized for the per-row latency)",
+        latency_extra=43,
     ),
     (Operator.LAYERNORM, "ibert"): RtlUnit(
         Operator.LAYERNORM,
@@ -778,10 +792,10 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         rowwise=True,
         doc="two passes through two row buffers: S1/S2 (mean, var0 from the moments, the "
         "shift s); y and the variance at s and s + 1; per row an iterative isqrt and "
-        "2^31/std; y·factor, sqrt(n), gamma/beta. Last-in -> last-out 2N + 46 (the "
+        "2^31/std; y·factor, sqrt(n), gamma/beta. Last-in -> last-out 2N + 51 (the "
         "variance at the row's shift needs the row re-read once its mean is known)",
         row_passes=2,
-        latency_extra=48,
+        latency_extra=51,
     ),
     (Operator.LAYERNORM, "ivit"): RtlUnit(
         Operator.LAYERNORM,
@@ -792,7 +806,7 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         rowwise=True,
         doc="single-pass S1/S2 (var0 from the moments), per row: mean divider, sqrt(n), "
         "I-ViT's 10 Newton steps as a chain of iterative dividers, (2^31-1)/std; "
-        "gamma/beta memory. Last-in -> last-out N + 141 at the defaults (nine dependent "
+        "gamma/beta memory. Last-in -> last-out N + 146 at the defaults (nine dependent "
         "divisions per row: N + 16 is out of reach for this method)",
         latency_extra=160,
     ),
@@ -800,12 +814,15 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         Operator.LAYERNORM,
         "rmsnorm",
         "hwa_layernorm_rmsnorm",
-        (*_COMMON, "hwa_row_stream.sv", "hwa_layernorm_rmsnorm.sv"),
+        (*_COMMON, *_RSQRT_SOURCES, "hwa_layernorm_rmsnorm.sv"),
         _layernorm_rmsnorm,
         rowwise=True,
         doc="single-pass S2 over the first k = N, partial_k or ceil(partial·N) elements "
         "(pRMSNorm: a queue of codes lets S2 follow k(i) = ceil(p·i)), pipelined "
-        "1/sqrt(k·S2 + eps) (table + Newton), gamma/beta memory",
+        "1/sqrt(k·S2 + eps) (table + Newton, 18 x 18 partial products: 10 stages per "
+        "Newton step), gamma/beta memory. Last-in -> last-out N + 32 + 10·newton_steps "
+        "(N + 42 at the default one step; the row buffer is sized for the per-row latency)",
+        latency_extra=42,
     ),
     (Operator.RELU_ATTENTION, "wortsman"): RtlUnit(
         Operator.RELU_ATTENTION,

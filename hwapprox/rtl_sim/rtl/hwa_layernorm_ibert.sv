@@ -25,7 +25,7 @@
 // per-row unit takes a row every II = 16 cycles or faster). Buffers: A holds BUF_DEPTH +
 // 2*II codes, B BUF_DEPTH + 3*II (powers of 2), each 2 more rows than ROWQ (for the
 // per-row latencies). Latency (last input -> last output): 2n + C (measured at the
-// defaults: 2n + 46 at n = 16 and 64; n + 16 is out of reach: the second pass needs the mean, the third
+// defaults: 2n + 51 at n = 16 and 64; n + 16 is out of reach: the second pass needs the mean, the third
 // the variance of the whole row).
 // Rows longer than ROW_MAX are dropped (consumed up to tlast, nothing output) and
 // row_err pulses for one cycle (hwa_row_stream). Preconditions: signed input codes.

@@ -23,7 +23,7 @@
 // lost). The row buffer and row queue are sized for the per-row latency: BUF_DEPTH +
 // C_MAX codes (a power of 2) and ROWQ + C_MAX / II + 1 rows (a power of 2).
 // Latency (last input -> last output): n + C + 6, C the per-row chain (measured at
-// the defaults, NEWTON_ITERS = 10: n + 152 -- the nine dependent divisions of I-ViT's
+// the defaults, NEWTON_ITERS = 10: n + 146 at n = 64 -- the nine dependent divisions of I-ViT's
 // fixed Newton iteration make n + 16 impossible for this method).
 // Rows longer than ROW_MAX are dropped (consumed up to tlast, nothing output) and
 // row_err pulses for one cycle (hwa_row_stream). Preconditions: signed input codes.

@@ -22,10 +22,17 @@
 // divided out, so any k costs the same.) gamma_i/beta_i come from a memory written
 // through cfg_* (one word per cycle; addresses >= ROW_MAX are ignored).
 //
-// Buffering (hwa_row_stream): BUF_DEPTH codes, ROWQ rows. Latency: last input -> last
-// output n + 16 at NEWTON = 1 (n + 19 at NEWTON = 2); back-to-back rows of n >= 16 lose
-// no cycle (tests/test_rtl_throughput.py). Rows longer than ROW_MAX are dropped
-// (consumed up to tlast, nothing output) and row_err pulses for one cycle.
+// Buffering (hwa_row_stream): a circular row buffer and a row queue, sized for the
+// per-row latency: BUF_DEPTH, or the power of 2 >= ROW_MAX + ROW_LAT + 4 when larger,
+// and ROWQ, or the power of 2 >= 4 + (ROW_LAT + ROW_MAX + 15) / 16 (issue 22).
+// Pipelining (issue 22, ECP5 at 125 MHz): the ingest square is a registered multiply;
+// per row k*S2, k^2 and k^2*EPS_Q are hwa_mul_pipe products, the 1/sqrt is hwa_rsqrt_pipe
+// (8 + 10*NEWTON stages); on the way out A*y, Z's rounding shift (hwa_round_shift_pipe)
+// and Z*gamma have their own stages. Latency: last input -> context ROW_LAT = 19 +
+// 10*NEWTON cycles; last input -> last output n + 32 + 10*NEWTON (n + 42 at NEWTON = 1);
+// back-to-back rows of n >= 16 lose no cycle (tests/test_rtl_throughput.py). Rows
+// longer than ROW_MAX are dropped (consumed up to tlast, nothing output) and row_err
+// pulses for one cycle.
 // Preconditions: signed input codes. Parameter defaults: the default RmsNorm spec's
 // hw_params() with row_stream_params(64) (its N_BITS: the spec's, sized for max_n).
 `default_nettype none
@@ -90,17 +97,38 @@ module hwa_layernorm_rmsnorm #(
   localparam int KW = $clog2(DE_W + 1) + 1;  // kl and bit lengths of De
   localparam int SHW = KW + 8;  // sh, signed
   localparam int CTX_W = Y_W + SHW + N_BITS;  // per row: y, sh, k
+  // Z = A*y << -sh needs at most FZ + G/2 - P extra bits
+  localparam int LSH = (FZ + G / 2 - P > 0) ? FZ + G / 2 - P : 0;
+  function automatic int bit_len(input logic [63:0] v);
+    int b = 1;
+    for (int i = 0; i < 64; i++) if (v[i]) b = i + 1;
+    return b;
+  endfunction
+  localparam int EPS_W = bit_len(EPS_Q);
+  // the per-row pipeline: t1 (the row's S2, k) -> ctx_v (t2..t8 De, hwa_rsqrt_pipe, the
+  // context); ROW_LAT: in_last -> ctx_v (two more: the square and the sum)
+  localparam int CTX_LAT = 9 + 8 + 10 * NEWTON;
+  localparam int ROW_LAT = CTX_LAT + 2;
+  // the row buffer and row queue hold a row for its context's latency too (rows of >= 16;
+  // mixed lengths: a short row may wait behind a long one)
+  localparam int BUF_NEED = ROW_MAX + ROW_LAT + 4;
+  localparam int BUF_U = (BUF_NEED > BUF_DEPTH) ? 1 << $clog2(BUF_NEED) : BUF_DEPTH;
+  localparam int ROWQ_NEED = 4 + (ROW_LAT + ROW_MAX + 15) / 16;
+  localparam int ROWQ_U = (ROWQ_NEED > ROWQ) ? 1 << $clog2(ROWQ_NEED) : ROWQ;
 
   // ---- parameter checks ---------------------------------------------------------------
   if (IN_W < 2 || IN_W > 32 || OUT_W < 1 || OUT_W > 32 || GAMMA_W < 1 || BETA_W < 1
-      || ROW_MAX < 1 || (1 << N_BITS) <= ROW_MAX || A_W < IN_W + 1) begin : g_bad_w
-    $error("hwa_layernorm_rmsnorm %m: invalid IN_W=%0d OUT_W=%0d ROW_MAX=%0d N_BITS=%0d A_W=%0d",
-           IN_W, OUT_W, ROW_MAX, N_BITS, A_W);
+      || ROW_MAX < 1 || (1 << N_BITS) <= ROW_MAX || A_W < IN_W + 1 || BUF_DEPTH < ROW_MAX
+      || (1 << $clog2(BUF_DEPTH)) != BUF_DEPTH) begin : g_bad_w
+    $error("hwa_layernorm_rmsnorm %m: invalid IN_W=%0d OUT_W=%0d ROW_MAX=%0d N_BITS=%0d BUF_DEPTH=%0d (power of 2 >= ROW_MAX) A_W=%0d",
+           IN_W, OUT_W, ROW_MAX, N_BITS, BUF_DEPTH, A_W);
   end
   if (NEWTON < 0 || NEWTON > 2 || TB < 2 || TB - 1 > P || P > 28 || DE_W > 120 || M_W != P + 2
-      || Y_W != P + 1 || AYS_W < AY_W) begin : g_bad_r
-    $error("hwa_layernorm_rmsnorm %m: invalid NEWTON=%0d TB=%0d P=%0d DE_W=%0d M_W=%0d Y_W=%0d AYS_W=%0d",
-           NEWTON, TB, P, DE_W, M_W, Y_W, AYS_W);
+      || Y_W != P + 1 || AYS_W < AY_W || DE_W < M_W || DE_W < D_W || S2_W + 1 > 68
+      || 2 * N_BITS + 1 > 68 || SQ_W > 2 * P + 2 || MSQ_W > 2 * P + 2 || U_W > M_W
+      || YU_W > 2 * P + 2) begin : g_bad_r
+    $error("hwa_layernorm_rmsnorm %m: invalid NEWTON=%0d TB=%0d P=%0d DE_W=%0d (M_W..120, >= D_W=%0d) M_W=%0d Y_W=%0d AYS_W=%0d S2_W=%0d N_BITS=%0d (hwa_mul_pipe: operands of <= 68 bits) SQ_W=%0d MSQ_W=%0d U_W=%0d YU_W=%0d (hwa_rsqrt_pipe: <= 2P + 2)",
+           NEWTON, TB, P, DE_W, D_W, M_W, Y_W, AYS_W, S2_W, N_BITS, SQ_W, MSQ_W, U_W, YU_W);
   end
   if (PARTIAL_K < 0 || PARTIAL_F < 1 || PARTIAL_F > 24 || PARTIAL_NUM < 1
       || PARTIAL_NUM > (1 << PARTIAL_F) || (PARTIAL_K != 0 && PARTIAL_NUM != (1 << PARTIAL_F)))
@@ -118,8 +146,8 @@ module hwa_layernorm_rmsnorm #(
       .IN_W(IN_W),
       .CTX_W(CTX_W),
       .ROW_MAX(ROW_MAX),
-      .BUF_DEPTH(BUF_DEPTH),
-      .ROWQ(ROWQ),
+      .BUF_DEPTH(BUF_U),
+      .ROWQ(ROWQ_U),
       .N_BITS(N_BITS)
   ) u_rows (.*);  // every port: the signal of the same name
   /* verilator lint_off UNUSEDSIGNAL */
@@ -163,192 +191,141 @@ module hwa_layernorm_rmsnorm #(
   end
   assign x_in = in_x;
 
-  logic [S2_W-1:0] s2_reg, s2_nxt;
-  logic signed [2*IN_W-1:0] xsq;
-  assign xsq = sq_x * sq_x;
-  assign s2_nxt = (in_first ? '0 : s2_reg) + (sq_en ? S2_W'(xsq) : '0);
+  // i1: the element to square registered; i2: its square (a registered multiply); then S2
+  logic i1_v, i1_first, i1_last, i1_en, i2_v, i2_first, i2_last;
+  logic signed [IN_W-1:0] i1_sqx;
+  logic [N_BITS-1:0] i1_k, i2_k;
+  logic signed [2*IN_W-1:0] i2_sq;
   always_ff @(posedge clk) begin
-    if (in_v) s2_reg <= s2_nxt;
+    if (rst) begin
+      i1_v <= 1'b0;
+      i2_v <= 1'b0;
+    end else begin
+      i1_v <= in_v;
+      i2_v <= i1_v;
+    end
+    i1_sqx <= sq_x;
+    i1_en <= sq_en;
+    i1_first <= in_first;
+    i1_last <= in_last;
+    i1_k <= k_nxt;
+    i2_sq <= i1_en ? (2 * IN_W)'(i1_sqx) * (2 * IN_W)'(i1_sqx) : '0;  // both signed
+    i2_first <= i1_first;
+    i2_last <= i1_last;
+    i2_k <= i1_k;
+  end
+  logic [S2_W-1:0] s2_reg, s2_nxt;
+  assign s2_nxt = (i2_first ? '0 : s2_reg) + S2_W'($unsigned(i2_sq));
+  always_ff @(posedge clk) begin
+    if (i2_v) s2_reg <= s2_nxt;
   end
 
-  // ---- per-row pipeline -------------------------------------------------------------------
-  // r0: the row's S2 and k
-  logic v0;
+  // ---- per-row pipeline (free running: one row per cycle at most, never stalls) ----------
+  // t1: the row's S2 and k; t2..t4: D = k*S2, k^2 (hwa_mul_pipe, mod 2^DE_W: De and every
+  // partial result fit DE_W bits); t5..t7: k^2*EPS_Q; t8: De; then hwa_rsqrt_pipe; one
+  // more: the context.
+  logic [7:0] v_sr;  // t1..t8
+  always_ff @(posedge clk) begin
+    if (rst) v_sr <= '0;
+    else v_sr <= {v_sr[6:0], i2_v & i2_last};
+  end
   logic [S2_W-1:0] s2_0;
   logic [N_BITS-1:0] k_0;
   always_ff @(posedge clk) begin
-    if (rst) v0 <= 1'b0;
-    else v0 <= in_v & in_last;
     s2_0 <= s2_nxt;
-    k_0 <= k_nxt;
+    k_0 <= i2_k;
   end
-  // r1: D = k*S2, k^2
-  logic v1;
-  logic [D_W-1:0] d_1;
-  logic [2*N_BITS-1:0] kk_1;
-  logic [N_BITS-1:0] k_1;
-  always_ff @(posedge clk) begin
-    if (rst) v1 <= 1'b0;
-    else v1 <= v0;
-    d_1 <= D_W'(s2_0) * D_W'(k_0);
-    kk_1 <= (2 * N_BITS)'(k_0) * (2 * N_BITS)'(k_0);
-    k_1 <= k_0;
-  end
-  // r2: De = (D << G) + k^2*EPS_Q
-  logic v2;
-  logic [DE_W-1:0] de_2;
-  logic [N_BITS-1:0] k_2;
-  always_ff @(posedge clk) begin
-    if (rst) v2 <= 1'b0;
-    else v2 <= v1;
-    de_2 <= (DE_W'(d_1) << G) + DE_W'(kk_1) * DE_W'(EPS_Q);
-    k_2 <= k_1;
-  end
-  // r3: leading one -> kl
-  logic v3;
-  logic [KW-1:0] kl_3, bl;
-  logic [DE_W-1:0] de_3;
-  logic [N_BITS-1:0] k_3;
-  always_comb begin
-    bl = '0;
-    for (int i = 0; i < DE_W; i++) begin
-      if (de_2[i]) bl = KW'(i + 1);
-    end
-  end
-  always_ff @(posedge clk) begin
-    if (rst) v3 <= 1'b0;
-    else v3 <= v2;
-    kl_3 <= (bl - 1'b1) >> 1;
-    de_3 <= de_2;
-    k_3 <= k_2;
-  end
-  // r4: m in [2^P, 2^(P+2)), table address
-  logic v4;
-  logic [M_W-1:0] m_4, m_c;
-  logic [TB-1:0] ta_4;
-  logic [KW-1:0] kl_4;
-  logic [N_BITS-1:0] k_4;
-  logic h_c;
-  logic [TB-2:0] j_c;
-  always_comb begin
-    if (2 * 32'(kl_3) >= P) m_c = M_W'(de_3 >> (2 * 32'(kl_3) - P));
-    else m_c = M_W'(de_3 << (P - 2 * 32'(kl_3)));
-    h_c = m_c[P+1];
-    j_c = h_c ? m_c[P-TB+2+:TB-1] : m_c[P-TB+1+:TB-1];
-  end
-  always_ff @(posedge clk) begin
-    if (rst) v4 <= 1'b0;
-    else v4 <= v3;
-    m_4 <= m_c;
-    ta_4 <= {h_c, j_c};
-    kl_4 <= kl_3;
-    k_4 <= k_3;
-  end
-  // r5: table read (the ROM output register is this stage)
-  logic v5;
-  logic [M_W-1:0] m_5;
-  logic [KW-1:0] kl_5;
-  logic [N_BITS-1:0] k_5;
-  logic [P-1:0] y_rom;
-  hwa_rom #(
-      .W(P),
-      .DEPTH(1 << TB),
-      .AW(TB),
+  logic signed [DE_W-1:0] d_p, eps_p;
+  logic signed [2*N_BITS-1:0] kk_p;
+  hwa_mul_pipe #(
+      .A_W(S2_W + 1),
+      .B_W(N_BITS),
+      .B_SIGNED(1'b0),
+      .P_W(DE_W)
+  ) u_d (
+      .clk(clk),
+      .en (1'b1),
+      .a  ($signed({1'b0, s2_0})),
+      .b  (k_0),
+      .p  (d_p)
+  );
+  hwa_mul_pipe #(
+      .A_W(N_BITS + 1),
+      .B_W(N_BITS),
+      .B_SIGNED(1'b0),
+      .P_W(2 * N_BITS)
+  ) u_kk (
+      .clk(clk),
+      .en (1'b1),
+      .a  ($signed({1'b0, k_0})),
+      .b  (k_0),
+      .p  (kk_p)
+  );
+  hwa_mul_pipe #(
+      .A_W(2 * N_BITS + 1),
+      .B_W(EPS_W),
+      .B_SIGNED(1'b0),
+      .P_W(DE_W)
+  ) u_eps (
+      .clk(clk),
+      .en (1'b1),
+      .a  ($signed({1'b0, kk_p})),
+      .b  (EPS_Q[EPS_W-1:0]),
+      .p  (eps_p)
+  );
+  logic [DE_W-1:0] d_7, de_8;
+  hwa_delay #(
+      .W(DE_W),
+      .L(3)
+  ) u_d7 (
+      .clk(clk),
+      .rst(1'b0),
+      .en (1'b1),
+      .d  (d_p),
+      .q  (d_7)
+  );
+  always_ff @(posedge clk) de_8 <= (d_7 << G) + DE_W'(eps_p);
+
+  logic rs_v;
+  logic [Y_W-1:0] rs_y;
+  logic [KW-1:0] rs_k;
+  hwa_rsqrt_pipe #(
+      .DE_W(DE_W),
+      .P(P),
+      .TB(TB),
+      .NEWTON(NEWTON),
+      .KW(KW),
       .FILE(RSQRT_FILE)
   ) u_rsqrt (
-      .clk (clk),
-      .en  (1'b1),
-      .addr(ta_4),
-      .q   (y_rom)
+      .clk(clk),
+      .rst(rst),
+      .in_v(v_sr[7]),
+      .de(de_8),
+      .out_v(rs_v),
+      .y(rs_y),
+      .k(rs_k)
   );
-  always_ff @(posedge clk) begin
-    if (rst) v5 <= 1'b0;
-    else v5 <= v4;
-    m_5 <= m_4;
-    kl_5 <= kl_4;
-    k_5 <= k_4;
-  end
 
-  // Newton steps, three stages each
-  logic nv[NEWTON+1];
-  logic [Y_W-1:0] ny[NEWTON+1];
-  logic [M_W-1:0] nm[NEWTON+1];
-  logic [KW-1:0] nkl[NEWTON+1];
-  logic [N_BITS-1:0] nk[NEWTON+1];
-  assign nv[0] = v5;
-  assign ny[0] = Y_W'(y_rom);
-  assign nm[0] = m_5;
-  assign nkl[0] = kl_5;
-  assign nk[0] = k_5;
-  for (genvar s = 0; s < NEWTON; s++) begin : g_newton
-    logic va, vb, vc;
-    logic [Y_W-1:0] y_a, y_b, y_c, sq_c;
-    logic [SQ_W-1:0] yy;
-    logic [MSQ_W-1:0] ms_a;
-    logic [U_W-1:0] u_b;
-    logic [YU_W-1:0] yu;
-    logic [M_W-1:0] m_a, m_b, m_c2, t_c;
-    logic [KW-1:0] kl_a, kl_b, kl_c;
-    logic [N_BITS-1:0] k_a, k_b, k_c;
-    /* verilator lint_off UNUSEDSIGNAL */
-    logic [SQ_W-1:0] yy_sh;  // (y*y) >> P <= 2^P: Y_W bits
-    logic [MSQ_W-1:0] ms_sh;  // (m*sq) >> P < 2^(P+2): M_W bits
-    logic [YU_W-1:0] yu_sh;  // (y*u) >> (P+1) <= 2^P: Y_W bits
-    /* verilator lint_on UNUSEDSIGNAL */
-    assign yy = SQ_W'(ny[s]) * SQ_W'(ny[s]);
-    assign yy_sh = yy >> P;
-    assign sq_c = Y_W'(yy_sh);
-    assign ms_sh = ms_a >> P;
-    assign t_c = M_W'(ms_sh);
-    assign yu = YU_W'(y_b) * YU_W'(u_b);
-    assign yu_sh = yu >> (P + 1);
-    always_ff @(posedge clk) begin
-      if (rst) begin
-        va <= 1'b0;
-        vb <= 1'b0;
-        vc <= 1'b0;
-      end else begin
-        va <= nv[s];
-        vb <= va;
-        vc <= vb;
-      end
-      ms_a <= MSQ_W'(nm[s]) * MSQ_W'(sq_c);  // a: m*sq
-      y_a <= ny[s];
-      m_a <= nm[s];
-      kl_a <= nkl[s];
-      k_a <= nk[s];
-      u_b <= (U_W'(3) << P) - U_W'(t_c);  // b: u = 3*2^P - t
-      y_b <= y_a;
-      m_b <= m_a;
-      kl_b <= kl_a;
-      k_b <= k_a;
-      y_c <= Y_W'(yu_sh);  // c: y = (y*u) >> (P+1)
-      m_c2 <= m_b;
-      kl_c <= kl_b;
-      k_c <= k_b;
-    end
-    assign nv[s+1] = vc;
-    assign ny[s+1] = y_c;
-    assign nm[s+1] = m_c2;
-    assign nkl[s+1] = kl_c;
-    assign nk[s+1] = k_c;
-  end
-  /* verilator lint_off UNUSEDSIGNAL */
-  logic [M_W-1:0] unused_m;  // the mantissa after the last step: not needed
-  /* verilator lint_on UNUSEDSIGNAL */
-  assign unused_m = nm[NEWTON];
-
-  // final per-row stage: the shift, then into the row queue
+  // the context: y, the shift amount, k (from t1, CTX_LAT - 1 cycles later)
   logic [Y_W-1:0] ry;
   logic signed [SHW-1:0] rsh;
   logic [N_BITS-1:0] rk;
   always_ff @(posedge clk) begin
     if (rst) ctx_v <= 1'b0;
-    else ctx_v <= nv[NEWTON];
-    ry <= ny[NEWTON];
-    rsh <= SHW'(P) + SHW'({1'b0, nkl[NEWTON]}) - SHW'(G / 2) - SHW'(FZ);
-    rk <= nk[NEWTON];
+    else ctx_v <= rs_v;
+    ry <= rs_y;
+    rsh <= SHW'(P) + SHW'({1'b0, rs_k}) - SHW'(G / 2) - SHW'(FZ);
   end
+  hwa_delay #(
+      .W(N_BITS),
+      .L(CTX_LAT - 1)
+  ) u_kd (
+      .clk(clk),
+      .rst(1'b0),
+      .en (1'b1),
+      .d  (k_0),
+      .q  (rk)
+  );
   assign ctx = {ry, rsh, rk};
 
   // ---- output side: stall-all pipeline, enable ce -----------------------------------------
@@ -381,7 +358,6 @@ module hwa_layernorm_rmsnorm #(
   logic signed [GAMMA_W-1:0] o2_g;
   logic signed [BETA_W-1:0] o2_b;
   logic [Y_W-1:0] o2_y;
-  logic signed [SHW-1:0] o2_sh;
   always_ff @(posedge clk) begin
     if (rst) o2_v <= 1'b0;
     else if (ce) o2_v <= o1_v;
@@ -391,57 +367,118 @@ module hwa_layernorm_rmsnorm #(
       o2_g <= o1_g;
       o2_b <= o1_b;
       o2_y <= o1_y;
-      o2_sh <= o1_sh;
     end
   end
-  // o3: A*y (AYS_W: room for the left shift and the rounding carry)
-  logic o3_v, o3_l;
-  logic signed [AYS_W-1:0] o3_ay;
-  logic signed [GAMMA_W-1:0] o3_g;
-  logic signed [BETA_W-1:0] o3_b;
-  logic signed [SHW-1:0] o3_sh;
+  // the row's shift as a right shift (sh > 0, clamped: every bit dropped beyond AYS_W + 1)
+  // and a left shift (sh < 0, by at most LSH), registered with o2
+  localparam int RSW = $clog2(AYS_W + 2);
+  localparam int LSW = $clog2(LSH + 1) + 1;
+  logic [RSW-1:0] o2_rsh, o5_rsh;
+  logic [LSW-1:0] o2_lsh, o5_lsh;
   always_ff @(posedge clk) begin
-    if (rst) o3_v <= 1'b0;
-    else if (ce) o3_v <= o2_v;
     if (ce) begin
-      o3_ay <= AYS_W'(o2_a) * AYS_W'($signed({1'b0, o2_y}));
-      o3_l <= o2_l;
-      o3_g <= o2_g;
-      o3_b <= o2_b;
-      o3_sh <= o2_sh;
+      o2_rsh <= (o1_sh <= 0) ? '0 : (o1_sh > SHW'(AYS_W + 1)) ? RSW'(AYS_W + 1) : RSW'(o1_sh);
+      o2_lsh <= (o1_sh >= 0) ? '0 : LSW'(-o1_sh);
     end
   end
-  // o4: Z = round half up (A*y / 2^sh)
-  logic o4_v, o4_l;
-  logic signed [Z_W-1:0] o4_z;
-  logic signed [GAMMA_W-1:0] o4_g;
-  logic signed [BETA_W-1:0] o4_b;
-  /* verilator lint_off UNUSEDSIGNAL */
-  logic signed [AYS_W-1:0] z_c;  // the model's Z fits Z_W bits: the top bits are dropped
-  /* verilator lint_on UNUSEDSIGNAL */
-  always_comb begin
-    if (o3_sh > 0) z_c = (o3_ay + (AYS_W'(1) <<< (o3_sh - 1))) >>> o3_sh;
-    else z_c = o3_ay <<< (-o3_sh);
-  end
-  always_ff @(posedge clk) begin
-    if (rst) o4_v <= 1'b0;
-    else if (ce) o4_v <= o3_v;
-    if (ce) begin
-      o4_z <= Z_W'(z_c);
-      o4_l <= o3_l;
-      o4_g <= o3_g;
-      o4_b <= o3_b;
-    end
-  end
-  // o5: acc = Z*gamma + (beta << BETA_SHIFT)
+  // o3..o5: A*y (hwa_mul_pipe; AYS_W: room for the left shift and the rounding carry)
+  logic signed [AYS_W-1:0] o5_ay;
+  hwa_mul_pipe #(
+      .A_W(A_W),
+      .B_W(Y_W),
+      .B_SIGNED(1'b0),
+      .P_W(AYS_W)
+  ) u_ay (
+      .clk(clk),
+      .en (ce),
+      .a  (o2_a),
+      .b  (o2_y),
+      .p  (o5_ay)
+  );
   logic o5_v, o5_l;
+  logic signed [GAMMA_W-1:0] o5_g;
+  logic signed [BETA_W-1:0] o5_b;
+  hwa_delay #(
+      .W(2 + GAMMA_W + BETA_W + RSW + LSW),
+      .L(3)
+  ) u_d5 (
+      .clk(clk),
+      .rst(rst),
+      .en (ce),
+      .d  ({o2_v, o2_l, o2_g, o2_b, o2_rsh, o2_lsh}),
+      .q  ({o5_v, o5_l, o5_g, o5_b, o5_rsh, o5_lsh})
+  );
+  // o6..o8: Z = round half up (A*y / 2^sh) (hwa_round_shift_pipe, AP_RND), or A*y << -sh
+  logic signed [AYS_W-1:0] o5_ays;
+  if (LSH > 0) begin : g_lsh
+    assign o5_ays = o5_ay <<< o5_lsh;
+  end else begin : g_no_lsh
+    assign o5_ays = o5_ay;
+    /* verilator lint_off UNUSEDSIGNAL */
+    logic unused_lsh;  // sh >= 0 always: P >= FZ + G/2
+    /* verilator lint_on UNUSEDSIGNAL */
+    assign unused_lsh = ^o5_lsh;
+  end
+  logic signed [Z_W-1:0] o8_z;
+  hwa_round_shift_pipe #(
+      .IN_W (AYS_W),
+      .SH_W (RSW),
+      .OUT_W(Z_W),
+      .MODE (hwa_pkg::RND_RND)
+  ) u_zr (
+      .clk(clk),
+      .en (ce),
+      .x  (o5_ays),
+      .sh (o5_rsh),
+      .y  (o8_z)
+  );
+  logic o8_v, o8_l;
+  logic signed [GAMMA_W-1:0] o8_g;
+  logic signed [BETA_W-1:0] o8_b;
+  hwa_delay #(
+      .W(2 + GAMMA_W + BETA_W),
+      .L(3)
+  ) u_d8 (
+      .clk(clk),
+      .rst(rst),
+      .en (ce),
+      .d  ({o5_v, o5_l, o5_g, o5_b}),
+      .q  ({o8_v, o8_l, o8_g, o8_b})
+  );
+  // o9..o11: Z*gamma (hwa_mul_pipe); o12: acc = Z*gamma + (beta << BETA_SHIFT)
+  logic signed [ACC_W-1:0] o11_zg;
+  hwa_mul_pipe #(
+      .A_W(Z_W),
+      .B_W(GAMMA_W),
+      .B_SIGNED(1'b1),
+      .P_W(ACC_W)
+  ) u_zg (
+      .clk(clk),
+      .en (ce),
+      .a  (o8_z),
+      .b  (o8_g),
+      .p  (o11_zg)
+  );
+  logic o11_v, o11_l;
+  logic signed [BETA_W-1:0] o11_b;
+  hwa_delay #(
+      .W(2 + BETA_W),
+      .L(3)
+  ) u_d11 (
+      .clk(clk),
+      .rst(rst),
+      .en (ce),
+      .d  ({o8_v, o8_l, o8_b}),
+      .q  ({o11_v, o11_l, o11_b})
+  );
+  logic o5_v2, o5_l2;  // o12: acc
   logic signed [ACC_W-1:0] o5_acc;
   always_ff @(posedge clk) begin
-    if (rst) o5_v <= 1'b0;
-    else if (ce) o5_v <= o4_v;
+    if (rst) o5_v2 <= 1'b0;
+    else if (ce) o5_v2 <= o11_v;
     if (ce) begin
-      o5_acc <= ACC_W'(o4_z) * ACC_W'(o4_g) + (ACC_W'(o4_b) <<< BETA_SHIFT);
-      o5_l <= o4_l;
+      o5_acc <= o11_zg + (ACC_W'(o11_b) <<< BETA_SHIFT);
+      o5_l2 <= o11_l;
     end
   end
   // o6: one rounding into out_fmt, overflow mode, output register
@@ -473,8 +510,8 @@ module hwa_layernorm_rmsnorm #(
       o_v <= 1'b0;
       o_l <= 1'b0;
     end else if (ce) begin
-      o_v <= o5_v;
-      o_l <= o5_l;
+      o_v <= o5_v2;
+      o_l <= o5_l2;
     end
     if (ce) o_d <= out_c;
   end

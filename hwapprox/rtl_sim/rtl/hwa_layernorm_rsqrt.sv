@@ -13,13 +13,18 @@
 //     out = sat(round_shift(acc, OUT_SHIFT, OUT_RND), OUT_OVF).
 // gamma_i/beta_i come from a memory written through cfg_* (one word per cycle).
 //
-// Buffering (hwa_row_stream): the row is held in a circular buffer of
-// BUF_DEPTH words (input stalls when full); up to ROWQ rows may wait for
-// output. Latency: last input -> first output of its row ROW_LAT + 5 cycles
-// (ROW_LAT = 9 + 3*NEWTON; 17 at the defaults, NEWTON = 1) when the output is
-// free, then one element per cycle: last input -> last output N + 16 (NEWTON = 2:
-// N + 19). Throughput: with row_stream_params' geometry (BUF_DEPTH >= 2*ROW_MAX - 1,
-// ROWQ = 4) back-to-back rows of N >= 16 never stall the input and lose no output
+// Buffering (hwa_row_stream): the row is held in a circular buffer (input stalls when
+// full); rows wait for output in a row queue. Both are sized for the per-row latency:
+// BUF_DEPTH, or the power of 2 >= ROW_MAX + ROW_LAT + 4 when that is larger, and ROWQ,
+// or the power of 2 >= 4 + (ROW_LAT + ROW_MAX + 15) / 16 (issue 22).
+// Pipelining (issue 22, ECP5 at 125 MHz): the ingest square is a registered multiply;
+// per row, n*S2, S1^2, n^2 and n^2*EPS_Q are hwa_mul_pipe products (18 x 18 partial
+// products), the 1/sqrt is hwa_rsqrt_pipe (8 + 10*NEWTON stages); on the way out n*X,
+// A*y (hwa_mul_pipe), Z's rounding shift (hwa_round_shift_pipe) and Z*gamma
+// (hwa_mul_pipe) each have their own stages.
+// Latency: last input -> context ROW_LAT = 19 + 10*NEWTON cycles; last input -> last
+// output N + 33 + 10*NEWTON (N + 43 at the defaults, NEWTON = 1), one element per cycle.
+// Throughput: back-to-back rows of N >= 16 never stall the input and lose no output
 // cycle (tests/test_rtl_throughput.py).
 // Rows of 1..ROW_MAX elements. A longer row is dropped (consumed up to its
 // tlast, nothing output for it) and row_err pulses for one cycle; the next row
@@ -77,24 +82,40 @@ module hwa_layernorm_rsqrt #(
     output logic                           row_err
 );
 
-  localparam int PW = 2 * D_W + 8;  // wide enough for every per-row product
+  function automatic int bit_len(input logic [63:0] v);
+    int b = 1;
+    for (int i = 0; i < 64; i++) if (v[i]) b = i + 1;
+    return b;
+  endfunction
   localparam int KW = $clog2(DE_W + 1) + 1;
   localparam int SHW = KW + 8;
   localparam int YW = P + 3;  // y and u, signed
   localparam int GAW = (ROW_MAX > 1) ? $clog2(ROW_MAX) : 1;
   // Z = A*y << -sh needs at most FZ + G/2 - P extra bits
   localparam int LSH = (FZ + G / 2 - P > 0) ? FZ + G / 2 - P : 0;
+  localparam int EPS_W = bit_len(EPS_Q);
+  // the per-row pipeline: t1 (the row's sums) -> ctx_v (t2..t8 De, hwa_rsqrt_pipe, the
+  // context); ROW_LAT: in_last -> ctx_v (two more: the square and the sums)
+  localparam int CTX_LAT = 9 + 8 + 10 * NEWTON;
+  localparam int ROW_LAT = CTX_LAT + 2;
+  // the row buffer and row queue hold a row for its context's latency too (rows of >= 16;
+  // mixed lengths: a short row may wait behind a long one)
+  localparam int BUF_NEED = ROW_MAX + ROW_LAT + 4;
+  localparam int BUF_U = (BUF_NEED > BUF_DEPTH) ? 1 << $clog2(BUF_NEED) : BUF_DEPTH;
+  localparam int ROWQ_NEED = 4 + (ROW_LAT + ROW_MAX + 15) / 16;
+  localparam int ROWQ_U = (ROWQ_NEED > ROWQ) ? 1 << $clog2(ROWQ_NEED) : ROWQ;
 
   // ---- parameter checks ---------------------------------------------------
   if (IN_W < 2 || IN_W > 32 || OUT_W < 1 || OUT_W > 32 || GAMMA_W < 1 || BETA_W < 1
-      || ROW_MAX < 1 || (1 << N_BITS) <= ROW_MAX) begin : g_bad_w
-    $error("hwa_layernorm_rsqrt %m: invalid IN_W=%0d OUT_W=%0d ROW_MAX=%0d N_BITS=%0d",
-                   IN_W, OUT_W, ROW_MAX, N_BITS);
+      || ROW_MAX < 1 || (1 << N_BITS) <= ROW_MAX || BUF_DEPTH < ROW_MAX
+      || (1 << $clog2(BUF_DEPTH)) != BUF_DEPTH) begin : g_bad_w
+    $error("hwa_layernorm_rsqrt %m: invalid IN_W=%0d OUT_W=%0d ROW_MAX=%0d N_BITS=%0d BUF_DEPTH=%0d (power of 2 >= ROW_MAX)",
+                   IN_W, OUT_W, ROW_MAX, N_BITS, BUF_DEPTH);
   end
-  if (NEWTON < 0 || NEWTON > 2 || TB < 2 || TB - 1 > P || P > 28 || DE_W > 120)
-  begin : g_bad_r
-    $error("hwa_layernorm_rsqrt %m: invalid NEWTON=%0d TB=%0d P=%0d DE_W=%0d",
-                   NEWTON, TB, P, DE_W);
+  if (NEWTON < 0 || NEWTON > 2 || TB < 2 || TB - 1 > P || P > 28 || DE_W > 120
+      || DE_W < P + 2 || DE_W < D_W || S2_W + 1 > 68 || S1_W > 68 || 2 * N_BITS + 1 > 68) begin : g_bad_r
+    $error("hwa_layernorm_rsqrt %m: invalid NEWTON=%0d TB=%0d P=%0d DE_W=%0d (P + 2..120, >= D_W=%0d) S1_W=%0d S2_W=%0d N_BITS=%0d (hwa_mul_pipe: operands of <= 68 bits)",
+                   NEWTON, TB, P, DE_W, D_W, S1_W, S2_W, N_BITS);
   end
 
   // ---- input side: row buffer, queue, output sequencer (hwa_row_stream); sums ---
@@ -107,8 +128,8 @@ module hwa_layernorm_rsqrt #(
       .IN_W(IN_W),
       .CTX_W(CTX_W),
       .ROW_MAX(ROW_MAX),
-      .BUF_DEPTH(BUF_DEPTH),
-      .ROWQ(ROWQ),
+      .BUF_DEPTH(BUF_U),
+      .ROWQ(ROWQ_U),
       .N_BITS(N_BITS)
   ) u_rows (.*);  // every port: the signal of the same name
   /* verilator lint_off UNUSEDSIGNAL */
@@ -121,190 +142,168 @@ module hwa_layernorm_rsqrt #(
     return (PARTIAL_K != 0 && 32'(n) > PARTIAL_K) ? N_BITS'(PARTIAL_K) : n;
   endfunction
 
-  // S1 = sum X, S2 = sum X^2 of the row so far (restarting at each row's first element)
+  // S1 = sum X, S2 = sum X^2 of the row so far (restarting at each row's first element),
+  // two cycles behind the input: i1 the accepted element registered, i2 its square (a
+  // registered multiply), then the sums
+  logic i1_v, i1_first, i1_last, i1_stat, i2_v, i2_first, i2_last;
+  logic signed [IN_W-1:0] i1_x, i2_x;
+  logic [N_BITS-1:0] i1_n, i2_n;
+  logic signed [2*IN_W-1:0] i2_sq;
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      i1_v <= 1'b0;
+      i2_v <= 1'b0;
+    end else begin
+      i1_v <= in_v;
+      i2_v <= i1_v;
+    end
+    i1_x <= in_x;
+    i1_first <= in_first;
+    i1_last <= in_last;
+    i1_n <= in_n;
+    // the element counts in the statistics (pRMSNorm: the first PARTIAL_K)
+    i1_stat <= (PARTIAL_K == 0) || (32'(in_n) <= PARTIAL_K);
+    i2_x <= i1_x;
+    i2_first <= i1_first;
+    i2_last <= i1_last;
+    i2_n <= i1_n;
+    i2_sq <= i1_stat ? (2 * IN_W)'(i1_x) * (2 * IN_W)'(i1_x) : '0;  // both signed
+  end
   logic signed [S1_W-1:0] s1_reg, s1_nxt;
   logic signed [S2_W:0] s2_reg, s2_nxt;
-  logic signed [IN_W-1:0] x_in;
-  assign x_in = in_x;
-  assign s1_nxt = (in_first ? '0 : s1_reg) + S1_W'(x_in);
-  logic in_stat;  // the element counts in the statistics (pRMSNorm: the first PARTIAL_K)
-  assign in_stat = (PARTIAL_K == 0) || (32'(in_n) <= PARTIAL_K);
-  assign s2_nxt = (in_first ? '0 : s2_reg)
-      + (in_stat ? (S2_W + 1)'(x_in) * (S2_W + 1)'(x_in) : '0);
+  assign s1_nxt = (i2_first ? '0 : s1_reg) + S1_W'(i2_x);
+  assign s2_nxt = (i2_first ? '0 : s2_reg) + (S2_W + 1)'($unsigned(i2_sq));
   always_ff @(posedge clk) begin
     if (rst) begin
       s1_reg <= '0;
       s2_reg <= '0;
-    end else if (in_v) begin
+    end else if (i2_v) begin
       s1_reg <= s1_nxt;
       s2_reg <= s2_nxt;
     end
   end
 
-  // ---- per-row pipeline ---------------------------------------------------------
-  // stage 0: the row's final sums
-  logic v0;
-  logic signed [PW-1:0] s1_0, s2_0, n_0;
+  // ---- per-row pipeline (free running: one row per cycle at most, never stalls) --------
+  // t1: the row's final sums; t2..t4: n*S2, S1^2, n^2 (hwa_mul_pipe, mod 2^DE_W: De and
+  // every partial result fit DE_W bits, D = n*S2 - S1^2 >= 0); t5: D; t5..t7: n^2*EPS_Q;
+  // t8: De; then hwa_rsqrt_pipe (RS_LAT); one more: the context.
+  logic [7:0] v_sr;  // t1..t8
   always_ff @(posedge clk) begin
-    if (rst) v0 <= 1'b0;
-    else v0 <= in_v & in_last;
-    s1_0 <= CENTER ? PW'(s1_nxt) : '0;
-    s2_0 <= PW'(s2_nxt);
-    n_0 <= PW'({1'b0, n_eff(in_n)});
+    if (rst) v_sr <= '0;
+    else v_sr <= {v_sr[6:0], i2_v & i2_last};
   end
-  // stage 1: products
-  logic v1;
-  logic signed [PW-1:0] ns2_1, s1sq_1, nn_1, s1_1;
+  logic signed [S1_W-1:0] s1_0;
+  logic signed [S2_W:0] s2_0;
+  logic [N_BITS-1:0] n_0;
   always_ff @(posedge clk) begin
-    if (rst) v1 <= 1'b0;
-    else v1 <= v0;
-    ns2_1 <= n_0 * s2_0;
-    s1sq_1 <= s1_0 * s1_0;
-    nn_1 <= n_0 * n_0;
-    s1_1 <= s1_0;
+    s1_0 <= CENTER ? s1_nxt : '0;
+    s2_0 <= s2_nxt;
+    n_0 <= n_eff(i2_n);
   end
-  // stage 2: De = ((n*S2 - S1^2) << G) + n^2 * EPS_Q
-  logic v2;
-  logic signed [PW-1:0] de_2, s1_2;
-  always_ff @(posedge clk) begin
-    if (rst) v2 <= 1'b0;
-    else v2 <= v1;
-    de_2 <= ((ns2_1 - s1sq_1) <<< G) + nn_1 * PW'($signed({1'b0, EPS_Q}));
-    s1_2 <= s1_1;
-  end
-  // stage 3: leading one -> k
-  logic v3;
-  logic [KW-1:0] k_3;
-  logic signed [PW-1:0] de_3, s1_3;
-  logic [KW-1:0] bl;
-  always_comb begin
-    bl = '0;
-    for (int i = 0; i < DE_W; i++) begin
-      if (de_2[i]) bl = KW'(i + 1);
-    end
-  end
-  always_ff @(posedge clk) begin
-    if (rst) v3 <= 1'b0;
-    else v3 <= v2;
-    k_3 <= (bl - 1'b1) >> 1;
-    de_3 <= de_2;
-    s1_3 <= s1_2;
-  end
-  // stage 4: normalised mantissa m in [2^P, 2^(P+2)), table address
-  logic v4;
-  logic [P+1:0] m_4;
-  logic [TB-1:0] ta_4;
-  logic [KW-1:0] k_4;
-  logic signed [PW-1:0] s1_4;
-  logic [P+1:0] m_c;
-  logic h_c;
-  logic [TB-2:0] j_c;
-  always_comb begin
-    if (2 * 32'(k_3) >= P) m_c = (P + 2)'(de_3 >>> (2 * 32'(k_3) - P));
-    else m_c = (P + 2)'(de_3 <<< (P - 2 * 32'(k_3)));
-    h_c = m_c[P+1];
-    j_c = h_c ? m_c[P-TB+2+:TB-1] : m_c[P-TB+1+:TB-1];
-  end
-  always_ff @(posedge clk) begin
-    if (rst) v4 <= 1'b0;
-    else v4 <= v3;
-    m_4 <= m_c;
-    ta_4 <= {h_c, j_c};
-    k_4 <= k_3;
-    s1_4 <= s1_3;
-  end
-  // stage 5: table read (the ROM output register is this stage)
-  logic v5;
-  logic [P+1:0] m_5;
-  logic [KW-1:0] k_5;
-  logic signed [PW-1:0] s1_5;
-  logic [P-1:0] y_rom;
-  hwa_rom #(
-      .W(P),
-      .DEPTH(1 << TB),
-      .AW(TB),
+  logic signed [DE_W-1:0] ns2_p, s1sq_p, eps_p;
+  logic signed [2*N_BITS-1:0] nn_p;
+  hwa_mul_pipe #(
+      .A_W(S2_W + 1),
+      .B_W(N_BITS),
+      .B_SIGNED(1'b0),
+      .P_W(DE_W)
+  ) u_ns2 (
+      .clk(clk),
+      .en (1'b1),
+      .a  (s2_0),
+      .b  (n_0),
+      .p  (ns2_p)
+  );
+  hwa_mul_pipe #(
+      .A_W(S1_W),
+      .B_W(S1_W),
+      .B_SIGNED(1'b1),
+      .P_W(DE_W)
+  ) u_s1sq (
+      .clk(clk),
+      .en (1'b1),
+      .a  (s1_0),
+      .b  (s1_0),
+      .p  (s1sq_p)
+  );
+  hwa_mul_pipe #(
+      .A_W(N_BITS + 1),
+      .B_W(N_BITS),
+      .B_SIGNED(1'b0),
+      .P_W(2 * N_BITS)
+  ) u_nn (
+      .clk(clk),
+      .en (1'b1),
+      .a  ($signed({1'b0, n_0})),
+      .b  (n_0),
+      .p  (nn_p)
+  );
+  hwa_mul_pipe #(
+      .A_W(2 * N_BITS + 1),
+      .B_W(EPS_W),
+      .B_SIGNED(1'b0),
+      .P_W(DE_W)
+  ) u_eps (
+      .clk(clk),
+      .en (1'b1),
+      .a  ($signed({1'b0, nn_p})),
+      .b  (EPS_Q[EPS_W-1:0]),
+      .p  (eps_p)
+  );
+  logic [DE_W-1:0] d_5, d_7, de_8;
+  always_ff @(posedge clk) d_5 <= DE_W'(ns2_p - s1sq_p);
+  hwa_delay #(
+      .W(DE_W),
+      .L(2)
+  ) u_d7 (
+      .clk(clk),
+      .rst(1'b0),
+      .en (1'b1),
+      .d  (d_5),
+      .q  (d_7)
+  );
+  always_ff @(posedge clk) de_8 <= (d_7 << G) + DE_W'(eps_p);
+
+  logic rs_v;
+  logic [P:0] rs_y;
+  logic [KW-1:0] rs_k;
+  hwa_rsqrt_pipe #(
+      .DE_W(DE_W),
+      .P(P),
+      .TB(TB),
+      .NEWTON(NEWTON),
+      .KW(KW),
       .FILE(RSQRT_FILE)
   ) u_rsqrt (
-      .clk (clk),
-      .en  (1'b1),
-      .addr(ta_4),
-      .q   (y_rom)
+      .clk(clk),
+      .rst(rst),
+      .in_v(v_sr[7]),
+      .de(de_8),
+      .out_v(rs_v),
+      .y(rs_y),
+      .k(rs_k)
   );
-  always_ff @(posedge clk) begin
-    if (rst) v5 <= 1'b0;
-    else v5 <= v4;
-    m_5 <= m_4;
-    k_5 <= k_4;
-    s1_5 <= s1_4;
-  end
 
-  // Newton steps: sq = (y*y) >> P; t = (m*sq) >> P; u = 3*2^P - t; y = (y*u) >> (P+1)
-  logic                    nv  [NEWTON+1];
-  logic signed [YW-1:0]    ny  [NEWTON+1];
-  logic        [P+1:0]     nm  [NEWTON+1];
-  logic        [KW-1:0]    nk  [NEWTON+1];
-  logic signed [PW-1:0]    ns1 [NEWTON+1];
-  assign nv[0] = v5;
-  assign ny[0] = YW'(y_rom);
-  assign nm[0] = m_5;
-  assign nk[0] = k_5;
-  assign ns1[0] = s1_5;
-
-  for (genvar s = 0; s < NEWTON; s++) begin : g_newton
-    logic va, vb, vc;
-    logic signed [2*YW-1:0] sq_a;
-    logic signed [YW-1:0] y_a, y_b, u_b;
-    logic [P+1:0] m_a, m_b, m_d;
-    logic [KW-1:0] k_a, k_b, k_c;
-    logic signed [PW-1:0] s1_a, s1_b, s1_c;
-    logic signed [YW-1:0] y_c;
-    logic signed [3*YW-1:0] msq;
-    logic signed [2*YW-1:0] yu;
-    assign msq = (3 * YW)'($signed({1'b0, m_a})) * (3 * YW)'(sq_a >>> P);
-    assign yu = (2 * YW)'(y_b) * (2 * YW)'(u_b);
-    always_ff @(posedge clk) begin
-      if (rst) begin
-        va <= 1'b0;
-        vb <= 1'b0;
-        vc <= 1'b0;
-      end else begin
-        va <= nv[s];
-        vb <= va;
-        vc <= vb;
-      end
-      sq_a <= (2 * YW)'(ny[s]) * (2 * YW)'(ny[s]);
-      y_a <= ny[s];
-      m_a <= nm[s];
-      k_a <= nk[s];
-      s1_a <= ns1[s];
-      u_b <= YW'((3 * YW)'(3) <<< P) - YW'(msq >>> P);
-      y_b <= y_a;
-      m_b <= m_a;
-      k_b <= k_a;
-      s1_b <= s1_a;
-      y_c <= YW'(yu >>> (P + 1));
-      m_d <= m_b;
-      k_c <= k_b;
-      s1_c <= s1_b;
-    end
-    assign nv[s+1] = vc;
-    assign ny[s+1] = y_c;
-    assign nm[s+1] = m_d;
-    assign nk[s+1] = k_c;
-    assign ns1[s+1] = s1_c;
-  end
-
-  // final per-row stage: shift amount, then into the row queue
+  // the context: y, the shift amount, S1 (from t1, ROW_LAT - 1 cycles later)
   logic signed [YW-1:0] ry;
   logic signed [SHW-1:0] rsh;
   logic signed [S1_W-1:0] rs1;
   always_ff @(posedge clk) begin
     if (rst) ctx_v <= 1'b0;
-    else ctx_v <= nv[NEWTON];
-    ry <= ny[NEWTON];
-    rsh <= SHW'(P) + SHW'({1'b0, nk[NEWTON]}) - SHW'(G / 2) - SHW'(FZ);
-    rs1 <= S1_W'(ns1[NEWTON]);
+    else ctx_v <= rs_v;
+    ry <= YW'({1'b0, rs_y});
+    rsh <= SHW'(P) + SHW'({1'b0, rs_k}) - SHW'(G / 2) - SHW'(FZ);
   end
+  hwa_delay #(
+      .W(S1_W),
+      .L(CTX_LAT - 1)
+  ) u_s1d (
+      .clk(clk),
+      .rst(1'b0),
+      .en (1'b1),
+      .d  (s1_0),
+      .q  (rs1)
+  );
   assign ctx = {ry, rsh, rs1};
 
   // ---- output side: stall-all pipeline, enable ce ----------------------------------
@@ -333,75 +332,155 @@ module hwa_layernorm_rsqrt #(
       o1_b <= beta_mem[GAW'(rd_idx)];
     end
   end
-  // o2: A = n*X - S1
+  // ob: n*X (a registered multiply); o2: A = n*X - S1
+  logic ob_v, ob_l;
+  logic signed [A_W-1:0] ob_nx;
+  logic signed [S1_W-1:0] ob_s1;
+  logic signed [GAMMA_W-1:0] ob_g;
+  logic signed [BETA_W-1:0] ob_b;
+  logic signed [YW-1:0] ob_y;
+  logic signed [SHW-1:0] ob_sh;
+  always_ff @(posedge clk) begin
+    if (rst) ob_v <= 1'b0;
+    else if (ce) ob_v <= o1_v;
+    if (ce) begin
+      ob_nx <= A_W'($signed({1'b0, n_eff(o1_n)})) * A_W'($signed(o1_x));
+      ob_s1 <= o1_s1;
+      ob_l <= o1_l;
+      ob_g <= o1_g;
+      ob_b <= o1_b;
+      ob_y <= o1_y;
+      ob_sh <= o1_sh;
+    end
+  end
   logic o2_v, o2_l;
   logic signed [A_W-1:0] o2_a;
   logic signed [GAMMA_W-1:0] o2_g;
   logic signed [BETA_W-1:0] o2_b;
   logic signed [YW-1:0] o2_y;
-  logic signed [SHW-1:0] o2_sh;
   always_ff @(posedge clk) begin
     if (rst) o2_v <= 1'b0;
-    else if (ce) o2_v <= o1_v;
+    else if (ce) o2_v <= ob_v;
     if (ce) begin
-      o2_a <= A_W'($signed({1'b0, n_eff(o1_n)})) * A_W'($signed(o1_x))
-          - (CENTER ? A_W'(o1_s1) : '0);
-      o2_l <= o1_l;
-      o2_g <= o1_g;
-      o2_b <= o1_b;
-      o2_y <= o1_y;
-      o2_sh <= o1_sh;
+      o2_a <= ob_nx - (CENTER ? A_W'(ob_s1) : '0);
+      o2_l <= ob_l;
+      o2_g <= ob_g;
+      o2_b <= ob_b;
+      o2_y <= ob_y;
     end
   end
-  // o3: A*y
+  // o3..o5: A*y (hwa_mul_pipe); the shift split into a right shift (sh > 0) and a left
+  // shift (sh < 0, by at most LSH)
   localparam int AYX = AY_W + LSH + 2;  // room for a left shift by -sh
-  logic o3_v, o3_l;
-  logic signed [AYX-1:0] o3_ay;
-  logic signed [GAMMA_W-1:0] o3_g;
-  logic signed [BETA_W-1:0] o3_b;
-  logic signed [SHW-1:0] o3_sh;
+  logic signed [AYX-1:0] o5_ay;
+  hwa_mul_pipe #(
+      .A_W(A_W),
+      .B_W(YW),
+      .B_SIGNED(1'b1),
+      .P_W(AYX)
+  ) u_ay (
+      .clk(clk),
+      .en (ce),
+      .a  (o2_a),
+      .b  (o2_y),
+      .p  (o5_ay)
+  );
+  // the row's shift as a right shift (sh > 0, clamped: every bit dropped beyond AYX + 1)
+  // and a left shift (sh < 0, by at most LSH), registered with o2
+  localparam int RSW = $clog2(AYX + 2);
+  localparam int LSW = $clog2(LSH + 1) + 1;
+  logic [RSW-1:0] o2_rsh, o5_rsh;
+  logic [LSW-1:0] o2_lsh, o5_lsh;
   always_ff @(posedge clk) begin
-    if (rst) o3_v <= 1'b0;
-    else if (ce) o3_v <= o2_v;
     if (ce) begin
-      o3_ay <= AYX'(o2_a) * AYX'(o2_y);
-      o3_l <= o2_l;
-      o3_g <= o2_g;
-      o3_b <= o2_b;
-      o3_sh <= o2_sh;
+      o2_rsh <= (ob_sh <= 0) ? '0 : (ob_sh > SHW'(AYX + 1)) ? RSW'(AYX + 1) : RSW'(ob_sh);
+      o2_lsh <= (ob_sh >= 0) ? '0 : LSW'(-ob_sh);
     end
   end
-  // o4: Z = round half up (A*y / 2^sh)
-  logic o4_v, o4_l;
-  logic signed [Z_W-1:0] o4_z;
-  logic signed [GAMMA_W-1:0] o4_g;
-  logic signed [BETA_W-1:0] o4_b;
-  /* verilator lint_off UNUSEDSIGNAL */
-  logic signed [AYX-1:0] z_c;  // the model's Z fits Z_W bits: the top bits are dropped
-  /* verilator lint_on UNUSEDSIGNAL */
-  always_comb begin
-    if (o3_sh > 0) z_c = (o3_ay + (AYX'(1) <<< (o3_sh - 1))) >>> o3_sh;
-    else z_c = o3_ay <<< (-o3_sh);
-  end
-  always_ff @(posedge clk) begin
-    if (rst) o4_v <= 1'b0;
-    else if (ce) o4_v <= o3_v;
-    if (ce) begin
-      o4_z <= Z_W'(z_c);
-      o4_l <= o3_l;
-      o4_g <= o3_g;
-      o4_b <= o3_b;
-    end
-  end
-  // o5: acc = Z*gamma + (beta << BETA_SHIFT)
   logic o5_v, o5_l;
+  logic signed [GAMMA_W-1:0] o5_g;
+  logic signed [BETA_W-1:0] o5_b;
+  hwa_delay #(
+      .W(2 + GAMMA_W + BETA_W + RSW + LSW),
+      .L(3)
+  ) u_d5 (
+      .clk(clk),
+      .rst(rst),
+      .en (ce),
+      .d  ({o2_v, o2_l, o2_g, o2_b, o2_rsh, o2_lsh}),
+      .q  ({o5_v, o5_l, o5_g, o5_b, o5_rsh, o5_lsh})
+  );
+  // o6..o8: Z = round half up (A*y / 2^sh) (hwa_round_shift_pipe, AP_RND), or A*y << -sh
+  logic signed [AYX-1:0] o5_ays;
+  if (LSH > 0) begin : g_lsh
+    assign o5_ays = o5_ay <<< o5_lsh;
+  end else begin : g_no_lsh
+    assign o5_ays = o5_ay;
+    /* verilator lint_off UNUSEDSIGNAL */
+    logic unused_lsh;  // sh >= 0 always: P >= FZ + G/2
+    /* verilator lint_on UNUSEDSIGNAL */
+    assign unused_lsh = ^o5_lsh;
+  end
+  logic signed [Z_W-1:0] o7_z;
+  hwa_round_shift_pipe #(
+      .IN_W (AYX),
+      .SH_W (RSW),
+      .OUT_W(Z_W),
+      .MODE (hwa_pkg::RND_RND)
+  ) u_zr (
+      .clk(clk),
+      .en (ce),
+      .x  (o5_ays),
+      .sh (o5_rsh),
+      .y  (o7_z)
+  );
+  logic o7_v, o7_l;
+  logic signed [GAMMA_W-1:0] o7_g;
+  logic signed [BETA_W-1:0] o7_b;
+  hwa_delay #(
+      .W(2 + GAMMA_W + BETA_W),
+      .L(3)
+  ) u_d7o (
+      .clk(clk),
+      .rst(rst),
+      .en (ce),
+      .d  ({o5_v, o5_l, o5_g, o5_b}),
+      .q  ({o7_v, o7_l, o7_g, o7_b})
+  );
+  // o8..o10: Z*gamma (hwa_mul_pipe); o11: acc = Z*gamma + (beta << BETA_SHIFT)
+  logic signed [ACC_W+1:0] o10_zg;
+  hwa_mul_pipe #(
+      .A_W(Z_W),
+      .B_W(GAMMA_W),
+      .B_SIGNED(1'b1),
+      .P_W(ACC_W + 2)
+  ) u_zg (
+      .clk(clk),
+      .en (ce),
+      .a  (o7_z),
+      .b  (o7_g),
+      .p  (o10_zg)
+  );
+  logic o10_v, o10_l;
+  logic signed [BETA_W-1:0] o10_b;
+  hwa_delay #(
+      .W(2 + BETA_W),
+      .L(3)
+  ) u_d10 (
+      .clk(clk),
+      .rst(rst),
+      .en (ce),
+      .d  ({o7_v, o7_l, o7_b}),
+      .q  ({o10_v, o10_l, o10_b})
+  );
+  logic o5n_v, o5n_l;  // o11 (the original o5: acc)
   logic signed [ACC_W+1:0] o5_acc;
   always_ff @(posedge clk) begin
-    if (rst) o5_v <= 1'b0;
-    else if (ce) o5_v <= o4_v;
+    if (rst) o5n_v <= 1'b0;
+    else if (ce) o5n_v <= o10_v;
     if (ce) begin
-      o5_acc <= (ACC_W + 2)'(o4_z) * (ACC_W + 2)'(o4_g) + ((ACC_W + 2)'(o4_b) <<< BETA_SHIFT);
-      o5_l <= o4_l;
+      o5_acc <= o10_zg + ((ACC_W + 2)'(o10_b) <<< BETA_SHIFT);
+      o5n_l <= o10_l;
     end
   end
   // o6: one rounding into out_fmt, overflow mode, output register
@@ -433,8 +512,8 @@ module hwa_layernorm_rsqrt #(
       o_v <= 1'b0;
       o_l <= 1'b0;
     end else if (ce) begin
-      o_v <= o5_v;
-      o_l <= o5_l;
+      o_v <= o5n_v;
+      o_l <= o5n_l;
     end
     if (ce) o_d <= out_c;
   end

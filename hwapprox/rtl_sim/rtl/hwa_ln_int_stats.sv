@@ -10,8 +10,10 @@
 //   sqrtn = round(sqrt(n) * 2^SQRTN_F) = (isqrt(n << (2*SQRTN_F + 2)) + 1) >> 1
 //           (hwa_isqrt_iter; layernorm._round_sqrt), SQRTN_W bits for n <= ROW_MAX.
 // The payload p_in leaves with its row. Timing: the divider and the square root run
-// side by side (each <= II cycles per row), then two register stages: in -> out_v
-// about II + 3 cycles; one row every II cycles at most.
+// side by side (each <= II cycles per row), then the rounded mean (one stage) and var0
+// (six stages, a stall-all chain: n*mean, the difference, mean*t as 18 x 18 partial
+// products, the subtraction; issue 22): in -> out_v about II + 8 cycles; one row every
+// II cycles at most.
 // Parameters: no defaults; the parent passes every one (the spec's hw_params()).
 `default_nettype none
 module hwa_ln_int_stats #(
@@ -134,26 +136,74 @@ module hwa_ln_int_stats #(
     end
   end
 
-  // ---- stage V: var0 = S2 - mean*(2*S1 - n*mean) ---------------------------------------
-  logic v_v;
-  logic signed [MOM_W-1:0] t_c;
+  // ---- stages V1..V6: var0 = S2 - mean*(2*S1 - n*mean), a stall-all chain (issue 22):
+  //   V1 n*mean; V2 t = 2*S1 - n*mean; V3..V5 mean*t (hwa_mul_pipe, 18 x 18 partial
+  //   products); V6 var0 = S2 - mean*t. Every product and difference mod 2^MOM_W.
+  localparam int VL = 6;
+  logic [VL-1:0] vv;  // a row in stage V1..V6
+  logic ven;  // the chain advances
+  assign ven = !vv[VL-1] || out_rdy;
+  assign v_rdy = ven;
+  always_ff @(posedge clk) begin
+    if (rst) vv <= '0;
+    else if (ven) vv <= {vv[VL-2:0], m_v};
+  end
+  logic signed [MOM_W-1:0] v1_nm, v2_t, v5_mt;
+  logic signed [S1_W-1:0] v1_s1;
+  logic [S2_W-1:0] v1_s2, v2_s2, v5_s2;
+  logic signed [X_W-1:0] v1_mean, v2_mean, v5_mean;
+  logic [SQRTN_W-1:0] v1_sqrtn, v2_sqrtn, v5_sqrtn;
+  logic [P_W-1:0] v1_p, v2_p, v5_p;
+  always_ff @(posedge clk) begin
+    if (ven) begin
+      v1_nm <= MOM_W'($signed({1'b0, m_n})) * MOM_W'(m_mean);
+      v1_s1 <= m_s1;
+      v1_s2 <= m_s2;
+      v1_mean <= m_mean;
+      v1_sqrtn <= m_sqrtn;
+      v1_p <= m_p;
+      v2_t <= (MOM_W'(v1_s1) <<< 1) - v1_nm;
+      v2_s2 <= v1_s2;
+      v2_mean <= v1_mean;
+      v2_sqrtn <= v1_sqrtn;
+      v2_p <= v1_p;
+    end
+  end
+  hwa_mul_pipe #(
+      .A_W(X_W),
+      .B_W(MOM_W),
+      .B_SIGNED(1'b1),
+      .P_W(MOM_W)
+  ) u_mt (
+      .clk(clk),
+      .en (ven),
+      .a  (v2_mean),
+      .b  (v2_t),
+      .p  (v5_mt)
+  );
+  hwa_delay #(
+      .W(S2_W + X_W + SQRTN_W + P_W),
+      .L(3)
+  ) u_v5 (
+      .clk(clk),
+      .rst(1'b0),
+      .en (ven),
+      .d  ({v2_s2, v2_mean, v2_sqrtn, v2_p}),
+      .q  ({v5_s2, v5_mean, v5_sqrtn, v5_p})
+  );
   /* verilator lint_off UNUSEDSIGNAL */
   logic signed [MOM_W-1:0] var_c;  // 0 <= var0 < 2^VAR0_W: the top bits are dropped
   /* verilator lint_on UNUSEDSIGNAL */
-  assign t_c = (MOM_W'(m_s1) <<< 1) - MOM_W'($signed({1'b0, m_n})) * MOM_W'(m_mean);
-  assign var_c = MOM_W'($signed({1'b0, m_s2})) - MOM_W'(m_mean) * t_c;
-  assign v_rdy = !v_v || out_rdy;
+  assign var_c = MOM_W'($signed({1'b0, v5_s2})) - v5_mt;
   always_ff @(posedge clk) begin
-    if (rst) v_v <= 1'b0;
-    else if (v_rdy) v_v <= m_v;
-    if (v_rdy && m_v) begin
-      mean <= m_mean;
+    if (ven) begin
+      mean <= v5_mean;
       var0 <= VAR0_W'(var_c);
-      sqrtn <= m_sqrtn;
-      p_out <= m_p;
+      sqrtn <= v5_sqrtn;
+      p_out <= v5_p;
     end
   end
-  assign out_v = v_v;
+  assign out_v = vv[VL-1];
 
 endmodule
 `default_nettype wire

@@ -1,0 +1,259 @@
+// hwa_rsqrt_pipe -- the per-row 1/sqrt of the rsqrt LayerNorms (hwa_layernorm_rsqrt,
+// hwa_layernorm_rmsnorm), pipelined for ECP5 (issue 22): the integer model's
+// normalisation, table and Newton steps (hwapprox.approx.layernorm.rsqrt_norm), bit for bit.
+//
+// For De (DE_W bits unsigned, > 0) on a cycle with in_v high:
+//   k = (bitlen(De) - 1) >> 1 (KW bits, as the model's), m = De >> (2k - P) (or
+//   << (P - 2k)) in [2^P, 2^(P+2)), table address {h, j} (h = m[P+1]),
+//   y = table[{h, j}] (2^TB words of P bits, FILE), then NEWTON Newton steps
+//   sq = (y*y) >> P, t = (m*sq) >> P, u = 3*2^P - t, y = (y*u) >> (P+1).
+// Widths (RsqrtLutLayerNorm.hw_params' derivation): y <= 2^P (P+1 bits), m < 2^(P+2),
+// y*y <= 2^(2P), m*sq < 2^(2P+2), u in (0, 3*2^P], y*u <= 3*2^(2P): every product an
+// unsigned value of at most 2P+2 bits, through hwa_mul_pipe (18 x 18 partial products).
+// Stages: per byte of De its bit length, then bitlen(De); k and the shift amount; the
+// shift by a multiple of 8, then by the rest; the table address; the table read
+// (the ROM's output register); y registered (a block RAM read has ~6 ns clock to out);
+// then per Newton step 10: y*y (3), m*sq (3), u (1), y*u (3).
+// Latency: LAT = 8 + 10*NEWTON cycles from in_v to out_v (y, k of that De), one row per
+// cycle, free running (no enable: the per-row pipeline never stalls).
+// Parameters: no defaults; DE_W (2..120), P (TB - 1..28), TB (>= 2), NEWTON (0..2), KW
+// (k's width, bitlen(DE_W) + 1), FILE (the table, $readmemh).
+`default_nettype none
+module hwa_rsqrt_pipe #(
+    parameter int DE_W,
+    parameter int P,
+    parameter int TB,
+    parameter int NEWTON,
+    parameter int KW,
+    parameter string FILE
+) (
+    input  wire logic            clk,
+    input  wire logic            rst,
+    input  wire logic            in_v,
+    input  wire logic [DE_W-1:0] de,
+    output logic                 out_v,
+    output logic      [P:0]      y,
+    output logic      [KW-1:0]   k
+);
+
+  localparam int M_W = P + 2;
+  localparam int Y_W = P + 1;
+  localparam int W2 = 2 * P + 2;  // every product: y*y, m*sq, y*u
+  localparam int LAT = 8 + 10 * NEWTON;
+  localparam int SW = KW + 1;  // 2k - P, signed
+
+  if (DE_W < 2 || DE_W > 120 || TB < 2 || TB - 1 > P || P > 28 || NEWTON < 0 || NEWTON > 2
+      || (1 << (KW - 1)) <= DE_W) begin : g_bad
+    $error("hwa_rsqrt_pipe %m: invalid DE_W=%0d P=%0d TB=%0d NEWTON=%0d KW=%0d", DE_W, P, TB,
+           NEWTON, KW);
+  end
+
+  // valid: LAT stages
+  logic [LAT-1:0] v_sr;
+  always_ff @(posedge clk) begin
+    if (rst) v_sr <= '0;
+    else v_sr <= {v_sr[LAT-2:0], in_v};
+  end
+  assign out_v = v_sr[LAT-1];
+
+  // a1: per byte of De, whether it has a one and the bit length within it; a2: bitlen(De)
+  localparam int NG = (DE_W + 7) / 8;
+  logic [NG*8-1:0] de_x;
+  assign de_x = (NG * 8)'(de);
+  logic [NG-1:0] any_a1;
+  logic [3:0] lb_a1[NG];
+  logic [DE_W-1:0] de_a1, de_a, de_b, de_c1;
+  for (genvar g = 0; g < NG; g++) begin : g_byte
+    logic [3:0] lb_c;
+    always_comb begin
+      lb_c = '0;
+      for (int i = 0; i < 8; i++) begin
+        if (de_x[8*g+i]) lb_c = 4'(i + 1);
+      end
+    end
+    always_ff @(posedge clk) begin
+      any_a1[g] <= |de_x[8*g+:8];
+      lb_a1[g] <= lb_c;
+    end
+  end
+  logic [KW-1:0] bl_c, bl_a;
+  always_comb begin
+    bl_c = '0;
+    for (int g = 0; g < NG; g++) begin
+      if (any_a1[g]) bl_c = KW'(8 * g) + KW'(lb_a1[g]);
+    end
+  end
+  always_ff @(posedge clk) begin
+    de_a1 <= de;
+    bl_a <= bl_c;
+    de_a <= de_a1;
+  end
+  // b: k, and the shift: right by 2k - P or left by P - 2k
+  logic [KW-1:0] k_c, k_b, k_c1;
+  logic signed [SW-1:0] s_c;
+  logic right_b, right_c1;
+  logic [SW-1:0] amt_b;
+  logic [2:0] amt_c1;
+  assign k_c = (bl_a - 1'b1) >> 1;
+  assign s_c = $signed({1'b0, k_c[KW-2:0], 1'b0}) - SW'(P);  // 2k - P (k < 2^(KW-1))
+  always_ff @(posedge clk) begin
+    k_b <= k_c;
+    right_b <= s_c >= 0;
+    amt_b <= (s_c >= 0) ? s_c : -s_c;
+    de_b <= de_a;
+  end
+  // c1: the shift by the amount's multiple of 8; c: the rest, m in [2^P, 2^(P+2))
+  // (a left shift keeps the low DE_W >= M_W bits: the only ones m takes)
+  always_ff @(posedge clk) begin
+    de_c1 <= right_b ? de_b >> {amt_b[SW-1:3], 3'b000} : de_b << {amt_b[SW-1:3], 3'b000};
+    amt_c1 <= amt_b[2:0];
+    right_c1 <= right_b;
+    k_c1 <= k_b;
+  end
+  logic [M_W-1:0] m_c, m_cr;
+  logic [KW-1:0] k_cr;
+  always_comb begin
+    if (right_c1) m_c = M_W'(de_c1 >> amt_c1);
+    else m_c = M_W'(de_c1 << amt_c1);
+  end
+  always_ff @(posedge clk) begin
+    m_cr <= m_c;
+    k_cr <= k_c1;
+  end
+  // d: the table address {h, j}
+  logic [TB-1:0] ta_d;
+  logic [M_W-1:0] m_d, m_e, m_f;
+  logic [KW-1:0] k_d, k_e, k_f;
+  always_ff @(posedge clk) begin
+    ta_d <= m_cr[P+1] ? {1'b1, m_cr[P-TB+2+:TB-1]} : {1'b0, m_cr[P-TB+1+:TB-1]};
+    m_d <= m_cr;
+    k_d <= k_cr;
+  end
+  // e: the table read; f: y registered
+  logic [P-1:0] y_rom, y_f;
+  hwa_rom #(
+      .W(P),
+      .DEPTH(1 << TB),
+      .AW(TB),
+      .FILE(FILE)
+  ) u_rom (
+      .clk (clk),
+      .en  (1'b1),
+      .addr(ta_d),
+      .q   (y_rom)
+  );
+  always_ff @(posedge clk) begin
+    m_e <= m_d;
+    k_e <= k_d;
+    y_f <= y_rom;
+    m_f <= m_e;
+    k_f <= k_e;
+  end
+
+  // Newton steps, 10 stages each
+  logic [Y_W-1:0] ny[NEWTON+1];
+  logic [M_W-1:0] nm[NEWTON+1];
+  assign ny[0] = Y_W'(y_f);
+  assign nm[0] = m_f;
+  for (genvar s = 0; s < NEWTON; s++) begin : g_newton
+    logic signed [W2-1:0] yy_p, ms_p, yu_p;
+    logic [M_W-1:0] m_3;
+    logic [Y_W-1:0] y_7;
+    logic [M_W-1:0] u_7;  // u = 3*2^P - t in (0, 3*2^P]: M_W bits
+    /* verilator lint_off UNUSEDSIGNAL */
+    logic [W2-1:0] yy_u, ms_u, yu_u;  // the products' dropped low bits
+    /* verilator lint_on UNUSEDSIGNAL */
+    assign yy_u = yy_p;
+    assign ms_u = ms_p;
+    assign yu_u = yu_p;
+    // 1..3: y*y
+    hwa_mul_pipe #(
+        .A_W(Y_W + 1),
+        .B_W(Y_W),
+        .B_SIGNED(1'b0),
+        .P_W(W2)
+    ) u_yy (
+        .clk(clk),
+        .en (1'b1),
+        .a  ($signed({1'b0, ny[s]})),
+        .b  (ny[s]),
+        .p  (yy_p)
+    );
+    hwa_delay #(
+        .W(M_W),
+        .L(3)
+    ) u_m3 (
+        .clk(clk),
+        .rst(1'b0),
+        .en (1'b1),
+        .d  (nm[s]),
+        .q  (m_3)
+    );
+    // 4..6: m * (y*y >> P)
+    hwa_mul_pipe #(
+        .A_W(M_W + 1),
+        .B_W(Y_W),
+        .B_SIGNED(1'b0),
+        .P_W(W2)
+    ) u_ms (
+        .clk(clk),
+        .en (1'b1),
+        .a  ($signed({1'b0, m_3})),
+        .b  (yy_u[P+:Y_W]),
+        .p  (ms_p)
+    );
+    // 7: u = 3*2^P - (m*sq >> P)
+    always_ff @(posedge clk) u_7 <= M_W'(3 << P) - ms_u[P+:M_W];
+    hwa_delay #(
+        .W(Y_W),
+        .L(7)
+    ) u_y7 (
+        .clk(clk),
+        .rst(1'b0),
+        .en (1'b1),
+        .d  (ny[s]),
+        .q  (y_7)
+    );
+    // 8..10: y*u
+    hwa_mul_pipe #(
+        .A_W(Y_W + 1),
+        .B_W(M_W),
+        .B_SIGNED(1'b0),
+        .P_W(W2)
+    ) u_yu (
+        .clk(clk),
+        .en (1'b1),
+        .a  ($signed({1'b0, y_7})),
+        .b  (u_7),
+        .p  (yu_p)
+    );
+    assign ny[s+1] = yu_u[P+1+:Y_W];
+    hwa_delay #(
+        .W(M_W),
+        .L(7)
+    ) u_m10 (
+        .clk(clk),
+        .rst(1'b0),
+        .en (1'b1),
+        .d  (m_3),
+        .q  (nm[s+1])
+    );
+  end
+  assign y = ny[NEWTON];
+  hwa_delay #(
+      .W(KW),
+      .L(10 * NEWTON)
+  ) u_k (
+      .clk(clk),
+      .rst(1'b0),
+      .en (1'b1),
+      .d  (k_f),
+      .q  (k)
+  );
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic [M_W-1:0] unused_m;  // the mantissa after the last step
+  /* verilator lint_on UNUSEDSIGNAL */
+  assign unused_m = nm[NEWTON];
+
+endmodule
+`default_nettype wire
