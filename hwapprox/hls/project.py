@@ -293,7 +293,7 @@ def prepare_model(
     try:
         specs = resolve_block_specs(
             cfg, matches, cal, width=width, headroom=headroom, stat=stat,
-            defaults=DEFAULT_METHODS if not (cfg.defaults or cfg.sites) else {},
+            defaults={},  # cfg carries the default methods (set above)
         )  # fmt: skip
     except ExportError as exc:
         raise SpecError(str(exc)) from None
@@ -306,7 +306,7 @@ def prepare_model(
     if hmatch is not None:
         head, head_out = _prepare_head(
             m, hmatch, blocks[-1], cfg, feeds, width=width, headroom=headroom, stat=stat,
-            defaults=DEFAULT_METHODS if not (cfg.defaults or cfg.sites) else {},
+            defaults={},  # cfg carries the default methods (set above)
         )  # fmt: skip
         _append_head(folded, head)
         if head_out is not None and samples is not None:

@@ -992,10 +992,7 @@ struct softmax_ibert_stages {
             ebuf.write(e);
             bits.write(b);
         }
-        if (total == 0) total = 1;  // only a fully masked row: its outputs are all 0
-        factor.write(HWAPPROX_NARROW(typename T::factor_t,
-                                     typename T::factor_t(1) << C::FACTOR_BITS) /
-                     total);
+        factor.write(ibert_3pass::factor<C>(total));  // the array unit's divider
     }
 
     template <class res_T>
