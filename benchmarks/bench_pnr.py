@@ -10,7 +10,15 @@ seed's Fmax, LUT/FF/DSP/BRAM, critical path, latency, and the pre-issue-22 figur
 and the ``"fmax"`` section of ``hwapprox/approx/data/cost_table.json``
 (:func:`hwapprox.approx.costmodel.fmax`).
 
+With ``--variants`` each unit is also placed and routed at two more format sets
+(:func:`variant_specs`: the output 4 bits narrower and 4 bits wider, and the input
+with it for elementwise units; ``--variant-seeds`` seeds each), stored with the
+unit's row so that :func:`~hwapprox.approx.costmodel.fmax` has three measured
+points per unit to estimate other specs from. Re-measuring a unit without
+``--variants`` drops its stored variants (they were routed from other sources).
+
 Usage: python benchmarks/bench_pnr.py [--units gelu/pwl,softmax/online] [--seeds 3]
+       [--variants [--variant-seeds 2]]
 """
 
 from __future__ import annotations
@@ -22,7 +30,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from hwapprox.approx.base import ApproxSpec, SpecError
 from hwapprox.approx.registry import make_spec
+from hwapprox.fixed import FixedFormat, FixedPointError
 from hwapprox.rtl_sim.pnr import DEVICES, place_and_route, tool_versions
 from hwapprox.rtl_sim.runner import RtlToolError
 from hwapprox.rtl_sim.units import UNITS
@@ -81,6 +91,37 @@ WHY = {
 }
 
 
+def variant_specs(op: str, method: str) -> list[tuple[str, ApproxSpec]]:
+    """The unit's two more format sets: ``out_fmt`` narrower and wider by a quarter of
+    its width (at least 2 bits; half that when the spec refuses), same integer bits,
+    with ``in_fmt`` alike for elementwise units (row-wise units derive their internals
+    from ``out_fmt``)."""
+    base = make_spec(op, method)
+    rowwise = UNITS[(base.operator, method)].rowwise
+    out: list[tuple[str, ApproxSpec]] = []
+    for sign in (-1, 1):
+        for scale in (1, 2):
+            d_out = sign * max(2, base.out_fmt.width // 4) // scale
+            d_in = sign * max(2, base.in_fmt.width // 4) // scale
+            fields = {"out_fmt": str(_widen(base.out_fmt, d_out))}
+            label = f"out {base.out_fmt.width + d_out} bits"
+            if not rowwise:
+                fields["in_fmt"] = str(_widen(base.in_fmt, d_in))
+                label = f"in/out {base.in_fmt.width + d_in}/{base.out_fmt.width + d_out} bits"
+            try:
+                out.append((label, make_spec(op, method, **fields)))
+                break
+            except (SpecError, FixedPointError):
+                continue
+    return out
+
+
+def _widen(fmt: FixedFormat, d: int) -> FixedFormat:
+    import dataclasses
+
+    return dataclasses.replace(fmt, width=fmt.width + d)
+
+
 def _latency(key: tuple[Any, str]) -> str:
     u = UNITS[key]
     if not u.rowwise:
@@ -99,6 +140,12 @@ def main() -> None:
         help="report only units whose result is cached (run nothing); the others are "
         "listed as not measured",
     )
+    ap.add_argument(
+        "--variants",
+        action="store_true",
+        help="also place and route each unit at its two format variants (variant_specs)",
+    )
+    ap.add_argument("--variant-seeds", type=int, default=2)
     args = ap.parse_args()
     only = {u for u in args.units.split(",") if u}
     versions = tool_versions("ecp5")
@@ -137,6 +184,8 @@ def main() -> None:
             "crit": r["crit"],
             "latency": _latency(key),
         }
+        if args.variants:
+            rows[name]["variants"] = _measure_variants(key, name, args)
     took = time.perf_counter() - t0
     table = json.loads(TABLE.read_text())
     old = table.get("fmax", {}).get("units", {})
@@ -150,7 +199,10 @@ def main() -> None:
         "row_max": ROW_MAX,
         "note": "post-route Fmax (nextpnr), unit inside a wrapper registering every port, "
         "best of the placement seeds; default spec of each unit",
-        "units": {**old, **{k: {kk: v[kk] for kk in v if kk != "crit"} for k, v in rows.items()}},
+        "units": {
+            **old,
+            **{k: {kk: v[kk] for kk in v if kk != "crit"} for k, v in rows.items()},
+        },
     }
     TABLE.write_text(json.dumps(table, indent=1) + "\n")
     merged = {**_previous_rows(), **rows}
@@ -158,6 +210,36 @@ def main() -> None:
     all_rows = {k: merged[k] for k in order if k in merged}
     _report(all_rows, versions, args.seeds, took)
     print(f"wrote {TABLE} and {REPORT} ({len(rows)} units) in {took:.0f} s")
+
+
+def _measure_variants(key: tuple[Any, str], name: str, args: Any) -> list[dict[str, Any]]:
+    """Place and route ``name`` at each of :func:`variant_specs` (``--variant-seeds``)."""
+    out = []
+    for label, spec in variant_specs(key[0].value, key[1]):
+        try:
+            r = place_and_route(
+                spec,
+                row_max=ROW_MAX,
+                freq_mhz=TARGET,
+                seeds=args.variant_seeds,
+                cache_only=args.cached_only,
+            )
+        except RtlToolError as exc:
+            if not args.cached_only:
+                raise
+            print(f"{name:26s} {label}: not measured: {exc}", flush=True)
+            continue
+        print(f"{name:26s} {label:18s} {r['fmax_mhz']:7.1f} MHz  {r['fmax_by_seed']}", flush=True)
+        out.append(
+            {
+                "label": label,
+                "spec": spec.to_config(),
+                "fmax_mhz": r["fmax_mhz"],
+                "fmax_by_seed": r["fmax_by_seed"],
+                **{k: r[k] for k in ("LUT", "FF", "DSP", "BRAM")},
+            }
+        )
+    return out
 
 
 def _short(version: str) -> str:
@@ -242,6 +324,28 @@ def _report(
             + ", ".join(missing)
             + ".",
         ]
+    with_var = {n: r for n, r in rows.items() if r.get("variants")}
+    if with_var:
+        lines += [
+            "",
+            "## Fmax at other formats",
+            "",
+            "Each unit also at a narrower and a wider format (`bench_pnr.py --variants`: "
+            "the output a quarter of its width narrower and wider, the input with it for "
+            "elementwise units; best of the seeds listed). These are the measured points "
+            "that `hwapprox.approx.costmodel.fmax` estimates other specs from (nearest in "
+            "the cost features) for `--clock`.",
+            "",
+            "| unit | default MHz | narrower | MHz | LUT | wider | MHz | LUT |",
+            "|---|---:|---|---:|---:|---|---:|---:|",
+        ]
+        for n, r in with_var.items():
+            cells = []
+            for v in r["variants"][:2]:
+                seeds_v = " / ".join(f"{x:.0f}" for x in v["fmax_by_seed"].values())
+                cells += [v["label"], f"{v['fmax_mhz']:.1f} ({seeds_v})", str(v["LUT"])]
+            cells += ["", "", ""] * (2 - len(r["variants"][:2]))
+            lines.append(f"| {n} | {r['fmax_mhz']:.1f} | " + " | ".join(cells) + " |")
     below = [n for n, r in rows.items() if r["fmax_mhz"] < TARGET]
     if below:
         lines += ["", f"## Below {TARGET:g} MHz: what limits them", ""]

@@ -432,6 +432,16 @@ def _jobs(jobs: int | None) -> int:
 )
 @click.option("--out", "-o", "out_dir", required=True, type=click.Path(), help="Output directory.")
 @_grid_options
+@click.option(
+    "--clock",
+    "clock_mhz",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="MHZ",
+    help="Target clock: the Pareto plots fill the specs whose RTL unit reaches it post-route "
+    "on ECP5-85k (measured or estimated from the nearest measured format) and draw the "
+    "front at it.",
+)
 @click.option("--metric", default="max_abs", show_default=True, help="Metric plotted.")
 @click.option("--no-plots", is_flag=True, help="Skip the plots.")
 @click.option("--max-points", type=click.IntRange(min=0), default=None, help="Stop after N points.")
@@ -447,6 +457,7 @@ def sweep_cmd(
     sets: tuple[str, ...],
     jobs: int | None,
     dask: str | None,
+    clock_mhz: float | None,
     metric: str,
     no_plots: bool,
     max_points: int | None,
@@ -524,7 +535,7 @@ def sweep_cmd(
     if not no_plots:
         from hwapprox.approx.plots import plot_sweep
 
-        files = plot_sweep(res.records, res.out_dir, metric)
+        files = plot_sweep(res.records, res.out_dir, metric, clock_mhz)
         if files:
             click.echo("plots: " + ", ".join(p.name for p in files))
 
@@ -563,6 +574,15 @@ def _load_grid_file(path: str) -> list[Any]:
 @click.option("--budget-kl", type=float, default=None, help="Max mean KL (softmax).")
 @click.option("--min-top1", type=float, default=None, help="Min top-1 agreement (softmax).")
 @click.option(
+    "--clock",
+    "clock_mhz",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="MHZ",
+    help="Target clock: only specs whose RTL unit reaches it post-route on ECP5-85k "
+    "(measured, or estimated from the nearest measured format) are candidates.",
+)
+@click.option(
     "--save", "save_path", type=click.Path(dir_okay=False), help="Write the chosen spec (YAML)."
 )
 @click.option("--force", is_flag=True, help="Overwrite --save if it exists.")
@@ -582,6 +602,7 @@ def tune_cmd(
     budget_rms: float | None,
     budget_kl: float | None,
     min_top1: float | None,
+    clock_mhz: float | None,
     save_path: str | None,
     force: bool,
     as_json: bool,
@@ -625,7 +646,14 @@ def tune_cmd(
     grid = _grid_from_options(operator, methods, in_fmts, out_fmts, out_widths, sets, kw)
     _expand_or_fail(grid)  # grid errors as usage errors before any work
     try:
-        res = tune(grid, budget, jobs=min(_jobs(jobs), 8), dask=dask, progress=not quiet)
+        res = tune(
+            grid,
+            budget,
+            clock_mhz=clock_mhz,
+            jobs=min(_jobs(jobs), 8),
+            dask=dask,
+            progress=not quiet,
+        )
     except SweepError as exc:
         raise click.ClickException(str(exc)) from None
     except SpecError as exc:
@@ -651,6 +679,7 @@ def tune_cmd(
                     "closest": cand(res.closest),
                     "evaluated": len(res.evaluated),
                     "space_size": res.space_size,
+                    "clock_mhz": clock_mhz,
                     "candidates": [{**cand(c), "error": c.error or None} for c in res.evaluated],
                 },
                 indent=2,

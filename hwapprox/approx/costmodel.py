@@ -17,8 +17,13 @@ These are yosys's mappings, not Vivado's; ``hwapprox rtl synth`` still runs
 yosys for exact numbers of one spec.
 
 The table's ``"fmax"`` section (``benchmarks/bench_pnr.py``) holds each RTL unit's
-post-route Fmax on ECP5-85k at its default spec, measured with nextpnr
-(:mod:`hwapprox.rtl_sim.pnr`); :func:`fmax` reads it.
+post-route Fmax on ECP5-85k at its default spec and at two format variants (a
+narrower and a wider output), measured with nextpnr (:mod:`hwapprox.rtl_sim.pnr`).
+:func:`fmax` reads it (any other spec gets the nearest measured point's figure,
+marked as an estimate); :func:`meets_clock` is the filter behind the ``--clock``
+option of sweep plots, ``tune`` and ``validate --budget``. The clock is the ECP5's
+(the open flow's device): a Xilinx part of the table's families runs the same RTL
+faster, so a clock met here is a conservative claim there.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ __all__ = [
     "fit_table",
     "fmax",
     "load_table",
+    "meets_clock",
     "nnls",
     "rank_score",
     "unit_key",
@@ -290,20 +296,68 @@ def rank_score(spec: ApproxSpec, family: str = "7series", row_max: int = 64) -> 
     return sum(w[r] * float(getattr(e, r) or 0.0) for r in RESOURCES)
 
 
+def _fmax_points(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """The measured points of one unit's ``"fmax"`` row: its default spec and the
+    format variants (``"variants"``), each with ``spec``, ``fmax_mhz`` and ``label``."""
+    pts = [{"label": "default", **{k: v for k, v in row.items() if k != "variants"}}]
+    return pts + list(row.get("variants", ()))
+
+
+def _feature_distance(a: dict[str, float], b: dict[str, float]) -> float:
+    """Distance between two specs' :func:`features`: Σ |log(1 + a) - log(1 + b)|, so
+    a doubling counts the same at any size."""
+    return sum(abs(math.log1p(a[k]) - math.log1p(b[k])) for k in FEATURES if k != "one")
+
+
 def fmax(spec: ApproxSpec) -> dict[str, Any] | None:
-    """The measured post-route Fmax of ``spec``'s RTL unit (the table's ``"fmax"``
-    section): ``{"fmax_mhz", "device", "tools", "exact"}``, ``exact`` true when ``spec``
-    is the spec that was placed and routed (the unit's default), else the figure is the
-    unit's at its default spec (a guide: widths move it). None when the unit was not
-    measured (no RTL unit, or a table without the section)."""
+    """The post-route Fmax of ``spec``'s RTL unit on ECP5-85k (the table's ``"fmax"``
+    section): ``{"fmax_mhz", "exact", "basis", "device", "tools"}``.
+
+    ``exact`` is true when ``spec`` is one of the specs that were placed and routed
+    (the unit's default and its format variants, ``bench_pnr.py --variants``); otherwise
+    the figure is an *estimate*: the measured point nearest to ``spec`` in the cost
+    features (:func:`features`, log-scaled), named in ``basis`` (its label, e.g.
+    ``"default"`` or ``"out 12 bits"``). None when the unit was never measured (no RTL
+    unit -- the hls4ml baselines -- or a table without the section)."""
     sec = load_table().get("fmax") or {}
     row = sec.get("units", {}).get(f"{spec.operator.value}/{spec.method}")
     if row is None:
         return None
-    exact = json.dumps(row["spec"], sort_keys=True) == json.dumps(spec.to_config(), sort_keys=True)
+    points = _fmax_points(row)
+    key = json.dumps(spec.to_config(), sort_keys=True)
+    hit = next((p for p in points if json.dumps(p["spec"], sort_keys=True) == key), None)
+    exact = hit is not None
+    if hit is None:
+        mine = features(spec)
+
+        def dist(p: dict[str, Any]) -> float:
+            from hwapprox.approx.registry import spec_from_config
+
+            try:
+                return _feature_distance(mine, features(spec_from_config(p["spec"])))
+            except SpecError:  # a point the current spec class refuses: last resort
+                return math.inf
+
+        hit = min(points, key=dist)
     return {
-        "fmax_mhz": row["fmax_mhz"],
+        "fmax_mhz": hit["fmax_mhz"],
+        "exact": exact,
+        "basis": hit["label"],
         "device": sec.get("device"),
         "tools": sec.get("tools"),
-        "exact": exact,
     }
+
+
+def meets_clock(spec: ApproxSpec, clock_mhz: float | None) -> tuple[bool, str]:
+    """Whether ``spec``'s unit reaches ``clock_mhz`` post-route (:func:`fmax`), and why
+    not: ``(True, "")`` when no clock is asked; a spec with no measured RTL unit does
+    not meet a clock (nothing proves it does)."""
+    if clock_mhz is None:
+        return True, ""
+    f = fmax(spec)
+    if f is None:
+        return False, f"no post-route Fmax for {spec.operator.value}/{spec.method} (no RTL unit)"
+    if f["fmax_mhz"] < clock_mhz:
+        how = "measured" if f["exact"] else f"estimated from its {f['basis']} spec"
+        return False, f"Fmax {f['fmax_mhz']:.1f} MHz on ECP5-85k ({how}) < {clock_mhz:g} MHz"
+    return True, ""

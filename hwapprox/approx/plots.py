@@ -13,6 +13,11 @@ with identical errors remain distinguishable.
   sweep's ``cost_score`` (the yosys-fitted estimate of
   :mod:`hwapprox.approx.costmodel` in LUT-equivalents of the grid's family),
   or its ``LUT`` / ``DSP`` part (``pareto_lut_*``, ``pareto_dsp_*``).
+  With a target clock (``clock_mhz``, the sweep's ``--clock``) the plot gains
+  the Fmax axis: specs whose unit reaches the clock post-route on ECP5-85k
+  (:func:`hwapprox.approx.costmodel.fmax`, measured or estimated from the nearest
+  measured format) are filled, the others hollow, and the solid front is the
+  one *at* that clock; the front over all specs is dashed.
 
 Both read sweep records (``results.jsonl``) and return the files written.
 Figures are built with :class:`matplotlib.figure.Figure` directly (no pyplot
@@ -112,14 +117,32 @@ _COST_AXES = {
 }
 
 
+def _spec_fmax(s: dict[str, Any]) -> float | None:
+    """A spec's post-route Fmax: the sweep record's, or looked up for records written
+    before sweeps recorded it."""
+    if s.get("fmax_mhz") is not None:
+        return float(s["fmax_mhz"])
+    from hwapprox.approx.base import SpecError
+    from hwapprox.approx.costmodel import fmax
+    from hwapprox.approx.registry import spec_from_config
+
+    try:
+        f = fmax(spec_from_config(s["config"]))
+    except SpecError:
+        return None
+    return None if f is None else float(f["fmax_mhz"])
+
+
 def plot_pareto(
     records: Iterable[dict[str, Any]],
     out_dir: str | Path,
     metric: str = "max_abs",
     cost: str = "cost_score",
+    clock_mhz: float | None = None,
 ) -> list[Path]:
-    """``pareto_<operator>.{png,svg}`` (``cost``: ``cost_score``, ``LUT`` or ``DSP``; see
-    the module docstring); specs without that cost are left out."""
+    """``pareto_<operator>.{png,svg}`` (``cost``: ``cost_score``, ``LUT`` or ``DSP``;
+    ``clock_mhz``: mark the specs that reach it and draw the front at it; see the
+    module docstring); specs without that cost are left out."""
     stem, xlabel = _COST_AXES[cost]
     from matplotlib.ticker import FormatStrFormatter, NullFormatter
 
@@ -138,16 +161,34 @@ def plot_pareto(
         by_method: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for s in items:
             by_method[s["method"]].append(s)
+        for s in items:
+            s["meets"] = clock_mhz is None or (_spec_fmax(s) or 0.0) >= clock_mhz
         for i, (method, ss) in enumerate(sorted(by_method.items())):
-            ax.scatter(
-                [s["cost_score"] for s in ss],
-                [_positive(s["error"]) for s in ss],
-                marker=_MARKERS[i % len(_MARKERS)],
-                label=method,
-                s=18,
-                alpha=0.8,
-            )
-        front = pareto_front((s["cost_score"], s["error"], s) for s in items)
+            marker, color = _MARKERS[i % len(_MARKERS)], f"C{i % 10}"
+            fast = [s for s in ss if s["meets"]]
+            slow = [s for s in ss if not s["meets"]]
+            if fast:
+                ax.scatter(
+                    [s["cost_score"] for s in fast],
+                    [_positive(s["error"]) for s in fast],
+                    marker=marker,
+                    color=color,
+                    label=method,
+                    s=18,
+                    alpha=0.8,
+                )
+            if slow:
+                ax.scatter(
+                    [s["cost_score"] for s in slow],
+                    [_positive(s["error"]) for s in slow],
+                    marker=marker,
+                    facecolors="none",
+                    edgecolors=color,
+                    label=None if fast else f"{method} (< {clock_mhz:g} MHz)",
+                    s=18,
+                    alpha=0.7,
+                )
+        front = pareto_front((s["cost_score"], s["error"], s) for s in items if s["meets"])
         if front:
             ax.step(
                 [f[0] for f in front],
@@ -155,7 +196,18 @@ def plot_pareto(
                 where="post",
                 color="black",
                 linewidth=1.0,
-                label="Pareto front",
+                label="Pareto front" if clock_mhz is None else f"front at ≥ {clock_mhz:g} MHz",
+            )
+        if clock_mhz is not None:
+            every = pareto_front((s["cost_score"], s["error"], s) for s in items)
+            ax.step(
+                [f[0] for f in every],
+                [_positive(f[1]) for f in every],
+                where="post",
+                color="grey",
+                linestyle="--",
+                linewidth=1.0,
+                label="front at any clock (hollow: misses it)",
             )
         ax.set_xscale("log" if min(s["cost_score"] for s in items) > 0 else "symlog")
         costs = [s["cost_score"] for s in items]
@@ -167,7 +219,10 @@ def plot_pareto(
         ax.set_yscale("log")
         ax.set_xlabel(xlabel)
         ax.set_ylabel(_LABELS.get(metric, metric) + " (worst input set)")
-        ax.set_title(f"{op}: error vs {cost if cost != 'cost_score' else 'cost'}")
+        title = f"{op}: error vs {cost if cost != 'cost_score' else 'cost'}"
+        if clock_mhz is not None:
+            title += f" at ≥ {clock_mhz:g} MHz (ECP5-85k post-route)"
+        ax.set_title(title)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize="small")
         written += _save(fig, out, f"{stem}_{op}")
@@ -175,11 +230,14 @@ def plot_pareto(
 
 
 def plot_sweep(
-    records: Iterable[dict[str, Any]], out_dir: str | Path, metric: str = "max_abs"
+    records: Iterable[dict[str, Any]],
+    out_dir: str | Path,
+    metric: str = "max_abs",
+    clock_mhz: float | None = None,
 ) -> list[Path]:
     """Both plots; returns every file written."""
     recs = list(records)
     out = plot_error_vs_width(recs, out_dir, metric)
     for cost in _COST_AXES:
-        out += plot_pareto(recs, out_dir, metric, cost)
+        out += plot_pareto(recs, out_dir, metric, cost, clock_mhz)
     return out

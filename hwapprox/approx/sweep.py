@@ -58,7 +58,7 @@ from typing import Any
 import numpy as np
 
 from hwapprox.approx.base import ApproxSpec, Operator, SpecError
-from hwapprox.approx.costmodel import FAMILIES, estimate, rank_score
+from hwapprox.approx.costmodel import FAMILIES, estimate, fmax, rank_score
 from hwapprox.approx.inputs import InputSet
 from hwapprox.approx.metrics import METRIC_NAMES, Metrics, compute_metrics
 from hwapprox.approx.paths import unwritable
@@ -117,6 +117,8 @@ CSV_COLUMNS: tuple[str, ...] = (
     "lsb",
     *METRIC_NAMES,
     *COST_COLUMNS,
+    "fmax_mhz",
+    "fmax_basis",
     "seconds",
 )
 
@@ -360,6 +362,9 @@ def run_point(
         rec["proxy_score"] = cost.score()
         for c in COST_COLUMNS[7:]:
             rec[c] = getattr(cost, c)
+        f = fmax(spec)
+        rec["fmax_mhz"] = None if f is None else f["fmax_mhz"]
+        rec["fmax_basis"] = None if f is None else ("measured" if f["exact"] else f["basis"])
         m = measure(spec, iset)
         rec.update(m.as_dict())
         rec["status"] = "ok"
@@ -597,8 +602,13 @@ def run_sweep(
     previous = load_records(out)
     done = latest_by_key(previous)
     csv_path = out / RESULTS_CSV
-    if previous and _csv_keys(csv_path) != [r["key"] for r in previous]:
-        _rewrite_csv(out, previous)  # a kill between the two appends; JSONL is the truth
+    if previous and (
+        _csv_keys(csv_path) != [r["key"] for r in previous]
+        or _csv_header(csv_path) != list(CSV_COLUMNS)
+    ):
+        # a kill between the two appends, or a sweep from an older version: JSONL is
+        # the truth
+        _rewrite_csv(out, previous)
     todo: list[SweepPoint] = []
     seen: set[str] = set()
     for p in points:
@@ -672,6 +682,13 @@ def _drop_partial_line(path: Path) -> None:
         fh.truncate(data.rfind(b"\n") + 1)
 
 
+def _csv_header(path: Path) -> list[str]:
+    if not path.is_file():
+        return []
+    with path.open(encoding="utf-8", newline="") as fh:
+        return next(csv.reader(fh), [])
+
+
 def _csv_keys(path: Path) -> list[str]:
     if not path.is_file():
         return []
@@ -704,8 +721,9 @@ def aggregate_by_spec(
 
     Returns one dict per spec: ``config``, ``operator``, ``method``,
     ``out_width``, ``cost_score``, ``LUT``/``DSP`` (the fitted estimate, when
-    recorded), ``error`` (worst; for ``qsnr_db``/``top1``
-    the smallest) and ``inputs`` (how many sets).
+    recorded), ``fmax_mhz`` (post-route on ECP5-85k, :func:`costmodel.fmax`),
+    ``error`` (worst; for ``qsnr_db``/``top1`` the smallest) and ``inputs`` (how many
+    sets).
     """
     lower_is_worse = metric in ("qsnr_db", "top1")
     by: dict[str, dict[str, Any]] = {}
@@ -724,6 +742,7 @@ def aggregate_by_spec(
                 "cost_score": float(r["cost_score"]),
                 "LUT": r.get("LUT"),
                 "DSP": r.get("DSP"),
+                "fmax_mhz": r.get("fmax_mhz"),
                 "error": v,
                 "inputs": 1,
             }

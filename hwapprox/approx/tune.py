@@ -22,6 +22,11 @@ anything more expensive.
 
 When nothing in the space meets the budget the result says so and carries the
 closest candidate (smallest worst ratio metric / limit).
+
+With a target clock (``clock_mhz``) the space is first cut to the specs whose RTL
+unit reaches it post-route on ECP5-85k (:func:`hwapprox.approx.costmodel.meets_clock`:
+measured, or estimated from the nearest measured format); the others are listed in
+``skipped`` with their Fmax, so the answer is the smallest area *at that clock*.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hwapprox.approx.base import ApproxSpec, SpecError
-from hwapprox.approx.costmodel import rank_score
+from hwapprox.approx.costmodel import meets_clock, rank_score
 from hwapprox.approx.inputs import InputSet
 from hwapprox.approx.metrics import Metrics
 from hwapprox.approx.registry import spec_from_config
@@ -153,6 +158,12 @@ class TuneResult:
     space_size: int = 0
     skipped: list[tuple[dict[str, Any], str]] = field(default_factory=list)
     family: str = "7series"
+    clock_mhz: float | None = None
+
+    def _at_clock(self) -> str:
+        if self.clock_mhz is None:
+            return ""
+        return f" reaching {self.clock_mhz:g} MHz on ECP5-85k"
 
     def summary(self) -> str:
         """Human-readable verdict (what was chosen, or that nothing fits)."""
@@ -162,15 +173,16 @@ class TuneResult:
             assert b.metrics is not None
             return (
                 f"cheapest spec meeting {self.budget.describe()} "
-                f"(evaluated {n} of {self.space_size} candidates, cheapest first):\n"
+                f"(evaluated {n} of {self.space_size} candidates, cheapest first"
+                f"{self._at_clock()}):\n"
                 f"  {b.spec.describe()}\n"
                 f"  cost {b.score:.1f} LUT-eq. ({self.family}); "
                 f"max error {b.metrics.max_lsb:.3g} LSB, "
                 f"max abs {b.metrics.max_abs:.3g}"
             )
         lines = [
-            f"no spec in the search space ({self.space_size} candidates) meets "
-            f"{self.budget.describe()}"
+            f"no spec in the search space ({self.space_size} candidates"
+            f"{self._at_clock()}) meets {self.budget.describe()}"
         ]
         c = self.closest
         if c is not None and c.metrics is not None:
@@ -188,16 +200,27 @@ def tune(
     grid: Grid,
     budget: Budget,
     *,
+    clock_mhz: float | None = None,
     jobs: int = 1,
     dask: str | None = None,
     executor: cf.Executor | None = None,
     progress: bool = False,
 ) -> TuneResult:
-    """Cheapest spec of ``grid`` whose worst metrics over ``grid.inputs`` meet ``budget``."""
+    """Cheapest spec of ``grid`` whose worst metrics over ``grid.inputs`` meet ``budget``
+    (and whose unit reaches ``clock_mhz`` post-route, when given)."""
     from tqdm.auto import tqdm
 
+    if clock_mhz is not None and not (math.isfinite(clock_mhz) and clock_mhz > 0):
+        raise SpecError(f"clock {clock_mhz} MHz must be a positive number")
     exp = expand(grid)
-    specs = exp.specs  # ascending cost
+    specs = []  # ascending cost
+    slow: list[tuple[dict[str, Any], str]] = []
+    for s in exp.specs:
+        ok, why = meets_clock(s, clock_mhz)
+        if ok:
+            specs.append(s)
+        else:
+            slow.append(({"method": s.method, **s.to_config()}, why))
     inputs = [s.to_dict() for s in grid.inputs]
     result = TuneResult(
         budget=budget,
@@ -205,8 +228,9 @@ def tune(
         best=None,
         closest=None,
         space_size=len(specs),
-        skipped=exp.skipped,
+        skipped=exp.skipped + slow,
         family=grid.family,
+        clock_mhz=clock_mhz,
     )
     if not specs:
         return result

@@ -120,6 +120,15 @@ def _methods(values: tuple[str, ...]) -> dict[str, str]:
     metavar="ADDRESS",
     help="--budget: evaluate candidates on the Dask scheduler at ADDRESS (tcp://host:8786).",
 )
+@click.option(
+    "--clock",
+    "clock_mhz",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="MHZ",
+    help="--budget: only candidates whose RTL unit reaches MHZ post-route on ECP5-85k "
+    "(measured, or estimated from the nearest measured format; implies --for rtl).",
+)
 @click.option("--seed", default=0, show_default=True, help="Seed for generated inputs.")
 @click.option(
     "-o",
@@ -144,6 +153,7 @@ def validate_cmd(
     attention: str,
     jobs: int,
     dask: str | None,
+    clock_mhz: float | None,
     seed: int,
     outdir: Path | None,
     force: bool,
@@ -160,11 +170,15 @@ def validate_cmd(
 
     meths = _methods(methods)
     space = None
+    if clock_mhz is not None:
+        if budget is None:
+            raise click.UsageError("--clock ranks --budget candidates; give --budget too")
+        target = "rtl"
     allowed = _allowed_methods(target)
     if allowed is not None:
         from hwapprox.export.tuning import SearchSpace
 
-        space = SearchSpace(headroom=headroom, methods=allowed)
+        space = SearchSpace(headroom=headroom, methods=allowed, clock_mhz=clock_mhz)
     if model is None:
         model = example.model_path()
     if inputs is None and _same_file(model, example.model_path()):

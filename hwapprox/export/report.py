@@ -199,11 +199,15 @@ def format_report(res: ValidationResult) -> str:
     ]
     if res.budget is not None:
         met = res.budget.meets(e)
-        parts += ["", f"Budget {res.budget.describe()}: {'met' if met else 'NOT met'}"]
+        clock = next((t["clock_mhz"] for t in res.tuning if t.get("clock_mhz")), None)
+        at = "" if clock is None else f" with every unit at >= {clock:g} MHz (ECP5-85k post-route)"
+        parts += ["", f"Budget {res.budget.describe()}{at}: {'met' if met else 'NOT met'}"]
         for t in res.tuning:
             spec = res.specs.get(t["site"])
             chosen = short_spec(spec) if spec is not None else "float (no candidate met the budget)"
             cost = "" if t.get("cost_score") is None else f", cost {t['cost_score']:g}"
+            if t.get("fmax_mhz") is not None:
+                cost += f", Fmax {t['fmax_mhz']:.0f} MHz"
             parts.append(
                 f"  {t['site']}: {chosen}{cost} ({len(t['evaluated'])} of "
                 f"{t.get('front', '?')} front candidates evaluated end to end, "

@@ -38,7 +38,7 @@ import numpy as np
 
 from hwapprox.approx.base import ELEMENTWISE_ATTENTION, ApproxSpec, Operator, SpecError
 from hwapprox.approx.config import ApproxConfig
-from hwapprox.approx.costmodel import rank_score
+from hwapprox.approx.costmodel import meets_clock, rank_score
 from hwapprox.approx.registry import METHODS, get_method
 from hwapprox.export.calibrate import SiteStats, parameter_format
 from hwapprox.export.emulate import apply_spec, rows_view
@@ -95,6 +95,9 @@ class SearchSpace:
     headroom: int = 1
     #: only these methods per operator (e.g. those with an HLS unit), or all
     methods: dict[Operator, tuple[str, ...]] | None = None
+    #: only specs whose RTL unit reaches this clock post-route on ECP5-85k
+    #: (:func:`hwapprox.approx.costmodel.meets_clock`; no RTL unit: left out)
+    clock_mhz: float | None = None
 
 
 def _with_width(fmt: FixedFormat, width: int, int_bits: int | None = None) -> FixedFormat:
@@ -283,7 +286,7 @@ def candidate_specs(
                     if spec is None:
                         continue
                     key = spec.describe()
-                    if key not in seen:
+                    if key not in seen and meets_clock(spec, space.clock_mhz)[0]:
                         seen.add(key)
                         out.append(spec)
     return out

@@ -42,7 +42,7 @@ from onnx import ModelProto
 from hwapprox.approx import _kernels
 from hwapprox.approx.base import ApproxSpec, Operator, SpecError
 from hwapprox.approx.config import ApproxConfig, load_config
-from hwapprox.approx.costmodel import rank_score
+from hwapprox.approx.costmodel import fmax, rank_score
 from hwapprox.approx.registry import get_method
 from hwapprox.export import metrics as _metrics
 from hwapprox.export.calibrate import (
@@ -996,6 +996,12 @@ def _fused_run(
     }
 
 
+def _fmax_mhz(spec: ApproxSpec | None) -> float | None:
+    """``spec``'s unit's post-route Fmax on ECP5-85k (measured or estimated), if any."""
+    f = None if spec is None else fmax(spec)
+    return None if f is None else f["fmax_mhz"]
+
+
 def _tune(
     emu: Emulator,
     active: list[Site],
@@ -1088,6 +1094,8 @@ def _tune(
                     "chosen": None if pick is None else pick.describe(),
                     "cost_score": None if pick is None else round(rank_score(pick), 2),
                     "cost": None if pick is None else dataclasses.asdict(pick.cost()),
+                    "fmax_mhz": _fmax_mhz(pick),
+                    "clock_mhz": space.clock_mhz,
                     "met": how,
                     "share": target.describe(),
                     "candidates": n_cands,
