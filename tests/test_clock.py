@@ -147,3 +147,26 @@ def test_validate_clock_needs_a_budget() -> None:
     res = CliRunner().invoke(cli, ["validate", "--clock", "125"])
     assert res.exit_code == 2
     assert "--budget" in res.output
+
+
+@pytest.mark.usefixtures("fake_fmax")
+def test_budget_search_candidates_at_a_clock() -> None:
+    import numpy as np
+    from onnx_models import single_node
+
+    from hwapprox.export.tuning import SearchSpace, candidate_specs
+    from hwapprox.export.validate import import_model, validate
+
+    imp = import_model(single_node("Gelu", [4, 256], 20))
+    x = {"x": np.linspace(-6.0, 6.0, 1024, dtype=np.float32).reshape(4, 256)}
+    res = validate(imp, inputs=x)
+    site = imp.sites[0]
+    stats, out = res.stats[site.name], res.trace.out_stats[site.name]
+    free = candidate_specs(site, stats, out, None, SearchSpace())
+    at = candidate_specs(site, stats, out, None, SearchSpace(clock_mhz=150.0))
+    assert 0 < len(at) < len(free)
+    assert {s.method for s in at} <= {"lut", "pwl"}
+    for s in at:
+        f = costmodel.fmax(s)
+        assert f is not None
+        assert f["fmax_mhz"] >= 150.0
