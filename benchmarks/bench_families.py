@@ -56,8 +56,8 @@ def validate_row(entry: dict) -> dict:
 
 
 def hls_row(entry: dict, work: Path) -> dict:
+    from hwapprox.export.blockmatch import match_blocks
     from hwapprox.export.graph import load_model
-    from hwapprox.hls.onnx_block import match_blocks
     from hwapprox.hls.project import compile_project, convert, csim_check, prepare_model
 
     errors: dict[str, str] = {}

@@ -96,7 +96,8 @@ def main() -> None:
             out.append(f"| {kind}/{s.method} N={n} | {s.in_fmt} -> {s.out_fmt} | "
                        f"{x.shape[0]} rows | {want.size} | {bad} | {dt:.2f} |")  # fmt: skip
 
-    from hwapprox.hls.block import EncoderBlock
+    from hwapprox.approx.block import EncoderBlock
+    from hwapprox.hls.block import block_instances
 
     s_, d_, h_, f_ = 4, 8, 2, 16
     w = {}
@@ -113,7 +114,7 @@ def main() -> None:
                                   gelu=make_spec("gelu", "pwl"), ln1=ln, ln2=ln,
                                   score_scale=1 / np.sqrt(d_ // h_))  # fmt: skip
     t = time.perf_counter()
-    exe = build_harness(CXX / "hls_block_harness.cpp", blk.instances("blk0"),
+    exe = build_harness(CXX / "hls_block_harness.cpp", block_instances(blk, "blk0"),
                         [("0", "run_block", "blk0")], name="bench_hls_block")  # fmt: skip
     builds.append(("block", time.perf_counter() - t))
     x = blk.formats.in_fmt.quantize(rng.normal(0, 1, (args.block_samples, s_, d_)))

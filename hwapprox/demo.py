@@ -218,8 +218,8 @@ def stage_validate(out: Path, budget: str) -> StageResult:
 # -- stage 2: HLS ----------------------------------------------------------------------
 def _block_site_config(res: Any) -> tuple[list[dict[str, str]], dict[str, Any]]:
     """Per block role -> site name in the example, and the tuned config of those sites."""
+    from hwapprox.export.blockmatch import match_blocks
     from hwapprox.export.graph import load_model
-    from hwapprox.hls.onnx_block import match_blocks
 
     matches = match_blocks(load_model(res.imported.model))
     cfg = res.config().to_dict()
@@ -237,7 +237,7 @@ def stage_hls(
             "skipped", note="g++ is not on PATH (apt-get install g++) -- needed for the C-sim"
         )
     from hwapprox.export import example
-    from hwapprox.hls.onnx_block import encoder_block_onnx, match_blocks
+    from hwapprox.export.blockmatch import encoder_block_onnx, match_blocks
     from hwapprox.hls.project import compile_project, convert, csim_check, prepare_model
 
     roles, sites = _block_site_config(res)

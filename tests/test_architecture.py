@@ -82,3 +82,36 @@ def test_a_cycle_is_found() -> None:
     assert import_graph.cycles(edges) == []
     edges["c"].add("a")
     assert import_graph.cycles(edges) == ["a", "b", "c"]
+
+
+#: where each piece of the block flow is defined (docs/ARCHITECTURE.md: reading ONNX in
+#: export, the composite block model in approx, hls and rtl_sim consuming it)
+DEFINED_IN = {
+    "EncoderBlock": "hwapprox/approx/block.py",
+    "BlockFormats": "hwapprox/approx/block.py",
+    "match_blocks": "hwapprox/export/blockmatch.py",
+    "fold_blocks": "hwapprox/export/blockmatch.py",
+    "calibrate_blocks": "hwapprox/export/blockcal.py",
+    "block_instances": "hwapprox/hls/block.py",
+    "block_config": "hwapprox/rtl_sim/block.py",
+}
+
+
+def _definitions(root: Path) -> dict[str, list[str]]:
+    import ast
+
+    out: dict[str, list[str]] = {}
+    for path in sorted((root / "hwapprox").rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef | ast.FunctionDef):
+                out.setdefault(node.name, []).append(str(path.relative_to(root)))
+    return out
+
+
+def test_each_piece_of_the_block_flow_is_defined_on_its_layer() -> None:
+    defs = _definitions(Path(__file__).resolve().parents[1])
+    for name, where in DEFINED_IN.items():
+        assert defs.get(name) == [where], (name, defs.get(name))
+    # the check can fail: a definition on the wrong layer is seen
+    assert DEFINED_IN["EncoderBlock"] not in defs.get("block_instances", [])

@@ -1,4 +1,4 @@
-"""C simulation of hwapprox/encoder.h, bit-exact with hwapprox.hls.block.EncoderBlock.model.
+"""C simulation of hwapprox/encoder.h, bit-exact with hwapprox.approx.block.EncoderBlock.model.
 
 Post-LN and pre-LN blocks, causal and key-masked, at two format sets, in one
 harness build (tests/conftest.py keeps this module on one xdist worker).
@@ -16,8 +16,9 @@ import pytest
 
 from hwapprox._cxx import cache_dir, hls4ml_include_dirs
 from hwapprox.approx.base import SpecError
+from hwapprox.approx.block import WEIGHT_NAMES, BlockFormats, EncoderBlock
 from hwapprox.approx.registry import make_spec
-from hwapprox.hls.block import WEIGHT_NAMES, BlockFormats, EncoderBlock
+from hwapprox.hls.block import block_instances
 from hwapprox.hls.csim import build_harness, library_digest, run_harness
 from hwapprox.hls.emit import INCLUDE_DIR, header_digest, render_header, write_header
 
@@ -230,7 +231,7 @@ def _harness_table() -> tuple[dict[str, EncoderBlock], list, list[tuple[str, str
     """Instance ``blk{j}`` per case; id ``j`` runs it io_parallel, ``j + len(CASES)``
     io_stream (``encoder_block_stream``)."""
     bl = {c: case_block(c) for c in CASES}
-    insts = [i for j, c in enumerate(CASES) for i in bl[c].instances(f"blk{j}")]
+    insts = [i for j, c in enumerate(CASES) for i in block_instances(bl[c], f"blk{j}")]
     rows = []
     for k, io in enumerate(IO_TYPES):
         fn = "run_block_stream" if io == "io_stream" else "run_block"
@@ -336,7 +337,7 @@ def test_relu_ffn_block() -> None:
     st = blk.stages()
     assert st["ffn1"].out_fmt == st["ffn2"].a_fmt == blk.formats.hid_fmt
     assert "relu FFN" in blk.kind
-    insts = {i.name for i in blk.instances("blk")}
+    insts = {i.name for i in block_instances(blk, "blk")}
     assert "blk_gelu" not in insts
     x, _ = inputs(blk, 0)
     y1 = blk._ffn(x[0], st)
@@ -387,7 +388,7 @@ def test_prenorm_config_and_stages():
     assert st["qkv"].a_fmt == fm.in_fmt
     assert st["add2"].out_fmt == post.ln2.in_fmt
     blk = make_block("a", prenorm=True, causal=True, masked=True)
-    (inst,) = [i for i in blk.instances("t") if i.name == "t"]
+    (inst,) = [i for i in block_instances(blk, "t") if i.name == "t"]
     assert {k: inst.consts[k] for k in ("prenorm", "causal", "masked")} == {
         "prenorm": 1, "causal": 1, "masked": 1,
     }  # fmt: skip

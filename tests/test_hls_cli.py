@@ -11,7 +11,7 @@ import yaml
 from click.testing import CliRunner
 
 from hwapprox.cli import cli
-from hwapprox.hls.onnx_block import encoder_block_onnx
+from hwapprox.export.blockmatch import encoder_block_onnx
 
 pytestmark = pytest.mark.hls
 

@@ -26,8 +26,8 @@ import pytest
 from click.testing import CliRunner
 
 from hwapprox.cli import cli
+from hwapprox.export.blockmatch import _check_float, _Evaluator, _NoMatch, match_blocks
 from hwapprox.export.graph import GraphIndex, load_model
-from hwapprox.hls.onnx_block import _check_float, _Evaluator, _NoMatch, match_blocks
 
 CORPUS = Path(__file__).parent / "corpus" / "hf"
 MODELS = json.loads((CORPUS / "manifest.json").read_text())["models"]

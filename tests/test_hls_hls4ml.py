@@ -1,7 +1,7 @@
 """ONNX encoder block -> hls4ml project (Vivado, Vitis): compile() + predict() bit-exact.
 
 The expected output is the Python block model (hwapprox.approx.linear + the
-nonlinear specs composed in hwapprox.hls.block), never the C++ itself.
+nonlinear specs composed in hwapprox.approx.block), never the C++ itself.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 
 from hwapprox._cxx import cache_dir
+from hwapprox.approx.block import WEIGHT_NAMES, BlockFormats
 from hwapprox.approx.registry import make_spec
+from hwapprox.export.blockmatch import OP_TYPE, encoder_block_onnx, fold_blocks
 from hwapprox.fixed import FixedFormat
-from hwapprox.hls.block import WEIGHT_NAMES, BlockFormats
 from hwapprox.hls.emit import cpp_type
 from hwapprox.hls.hls4ml_ext import MASK_INPUT, block_from_node, mask_layer_config, predict_raw
-from hwapprox.hls.onnx_block import OP_TYPE, encoder_block_onnx, fold_blocks
 from hwapprox.hls.project import (
     CSIM_OPT,
     POISON_PRECISION,
@@ -323,7 +323,7 @@ def _folded_blocks_onnx(kinds, seed: int = 0):
     """``x`` [1, S, D] (+ ``key_mask`` [1, S]) -> one HwApproxEncoderBlock node per kind."""
     from onnx import TensorProto, helper, numpy_helper
 
-    from hwapprox.hls.onnx_block import DOMAIN
+    from hwapprox.export.blockmatch import DOMAIN
 
     specs = {
         "softmax": make_spec("softmax", "online").to_config(),

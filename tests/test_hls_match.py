@@ -12,14 +12,14 @@ import pytest
 from click.testing import CliRunner
 
 from hwapprox.cli import cli
-from hwapprox.export.graph import load_model
-from hwapprox.hls.onnx_block import (
+from hwapprox.export.blockmatch import (
     _check_float,
     _Evaluator,
     _NoMatch,
     float_block,
     match_blocks,
 )
+from hwapprox.export.graph import load_model
 
 CORPUS = Path(__file__).parent / "corpus"
 MODELS = json.loads((CORPUS / "manifest.json").read_text())["models"]

@@ -23,8 +23,8 @@ import numpy as np
 import pytest
 
 from hwapprox.approx.base import SpecError
+from hwapprox.approx.block import BlockFormats, EncoderBlock
 from hwapprox.approx.registry import make_spec
-from hwapprox.hls.block import BlockFormats, EncoderBlock
 from hwapprox.rtl_sim.runner import simulator_available
 
 pytestmark = [

@@ -5,7 +5,10 @@ This module is the one door from :mod:`hwapprox.hls` into :mod:`hwapprox.export`
 module): besides :func:`to_hls_graph` it re-exports what the HLS block flow reads
 of the ONNX side -- loading and indexing graphs, the site finder and its sites,
 attention-mask tracing, calibration statistics and formats, traced onnxruntime
-sessions, the float references of the block check and the seeded test encoders.
+sessions, the float references of the block check, the seeded test encoders, and
+the transformer-block matcher (:mod:`hwapprox.export.blockmatch`: blocks found in
+the graph, checked in float64, folded into one node each) with the calibration of
+each block's specs and formats (:mod:`hwapprox.export.blockcal`).
 
 :func:`to_hls_graph` is the entry point for :mod:`hwapprox.hls`: it imports
 the model (or takes an :class:`~hwapprox.export.validate.ImportedModel`),
@@ -32,6 +35,23 @@ from onnx import ModelProto, NodeProto
 
 from hwapprox.approx.base import ApproxSpec
 from hwapprox.approx.config import ApproxConfig, load_config
+from hwapprox.export.blockcal import (
+    BlockCalibration,
+    calibrate_blocks,
+    resolve_block_specs,
+    resolve_site,
+)
+from hwapprox.export.blockmatch import (
+    DOMAIN,
+    OP_TYPE,
+    SITE_OP_TYPE,
+    BlockMatch,
+    encoder_block_onnx,
+    fold_blocks,
+    fold_sites,
+    match_blocks,
+    outside_nodes,
+)
 from hwapprox.export.builders import EncoderShape, bert_encoder
 from hwapprox.export.calibrate import (
     SiteStats,
@@ -54,9 +74,14 @@ from hwapprox.export.validate import DEFAULT_METHODS, ImportedModel, import_mode
 
 __all__ = [
     "DEFAULT_METHODS",
+    "DOMAIN",
     "HLS4ML_ONNX_OPS",
     "MASK_LIMIT",
+    "OP_TYPE",
+    "SITE_OP_TYPE",
     "Ancestry",
+    "BlockCalibration",
+    "BlockMatch",
     "EncoderShape",
     "ExportError",
     "FloatRefNormaliser",
@@ -67,15 +92,23 @@ __all__ = [
     "Trace",
     "bert_encoder",
     "calibrate",
+    "calibrate_blocks",
     "calibrated_fields",
     "config_for_kinds",
+    "encoder_block_onnx",
     "find_sites",
+    "fold_blocks",
+    "fold_sites",
     "gelu_float",
     "graph_inputs",
     "load_model",
+    "match_blocks",
+    "outside_nodes",
     "parameter_format",
     "parse_range",
     "prepare_inputs",
+    "resolve_block_specs",
+    "resolve_site",
     "to_hls_graph",
     "trace_model",
 ]

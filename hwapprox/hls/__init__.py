@@ -24,13 +24,15 @@ Layout
     Builds a harness (``tests/cxx/hls_*_harness.cpp``) against a generated
     instances header, once per content (:func:`hwapprox._cxx.compile_cxx`).
 :mod:`hwapprox.hls.block`
-    :class:`~hwapprox.hls.block.EncoderBlock`: the block's exact model
-    (linear stages + nonlinear specs composed) and its config.
+    :func:`~hwapprox.hls.block.block_instances`: the config of
+    :class:`hwapprox.approx.block.EncoderBlock` (the block's exact model, linear
+    stages and nonlinear specs composed, in ``approx``) for ``encoder.h``.
 :mod:`hwapprox.hls.head`
     :class:`~hwapprox.hls.head.DenseHead`: the head's exact model, and
     :func:`~hwapprox.hls.head.match_head` (the ONNX pattern after the blocks).
-:mod:`hwapprox.hls.onnx_block`, :mod:`hwapprox.hls.hls4ml_ext`, :mod:`hwapprox.hls.project`
-    ONNX encoder blocks folded into one ``HwApproxEncoderBlock`` node each
+:mod:`hwapprox.hls.hls4ml_ext`, :mod:`hwapprox.hls.project`
+    ONNX encoder blocks folded into one ``HwApproxEncoderBlock`` node each (by
+    :mod:`hwapprox.export.blockmatch`, read through :mod:`hwapprox.export.handoff`)
     (models without a whole block: one ``HwApproxNonlinear`` node per
     softmax/GELU/LayerNorm site); the hls4ml layers, ONNX handlers and
     Vivado/Vitis templates, registered by one explicit call

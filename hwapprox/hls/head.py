@@ -40,7 +40,7 @@ from hwapprox.hls.units import unit_instance
 
 __all__ = ["HEAD_OP_TYPE", "DenseHead", "HeadMatch", "head_from_attrs", "match_head"]
 
-#: op type of the folded head node (domain :data:`hwapprox.hls.onnx_block.DOMAIN`)
+#: op type of the folded head node (domain :data:`hwapprox.export.blockmatch.DOMAIN`)
 HEAD_OP_TYPE = "HwApproxDenseHead"
 
 RawArray = npt.NDArray[np.int64]

@@ -5,16 +5,16 @@ call:
 
 * the IR layer ``HwApproxEncoderBlock`` (:func:`hls4ml.model.layers.register_layer`);
 * the ONNX handler for the node of the same name written by
-  :func:`hwapprox.hls.onnx_block.fold_blocks` (weights as tensor attributes,
+  :func:`hwapprox.export.blockmatch.fold_blocks` (weights as tensor attributes,
   the block's specs and formats as a JSON string attribute ``hwapprox``);
 * for the Vivado and Vitis backends: a config template (the data-only config
-  of :meth:`hwapprox.hls.block.EncoderBlock.instances`, rendered by
+  of :func:`hwapprox.hls.block.block_instances`, rendered by
   :func:`hwapprox.hls.emit.render_instances`), a one-line function-call
   template (``hwapprox::encoder_block<...>``), and the library headers
   (``include/hwapprox/*.h``, copied into the project's ``nnet_utils``).
 
 Every type the block uses is explicit in its generated config; its output
-type is the block's :attr:`~hwapprox.hls.block.EncoderBlock.out_fmt`
+type is the block's :attr:`~hwapprox.approx.block.EncoderBlock.out_fmt`
 (``ln2.out_fmt`` post-LN, ``formats.out_fmt`` pre-LN). The 17 weight tensors
 are hls4ml weight variables ``hwa{index}_{name}`` (``firmware/weights/*.h``,
 loaded from ``.txt`` in C-sim as hls4ml does for Dense layers), passed to the
@@ -45,12 +45,13 @@ import numpy as np
 import numpy.typing as npt
 
 from hwapprox.approx.base import ApproxSpec, SpecError
+from hwapprox.approx.block import OPTIONAL_WEIGHTS, WEIGHT_NAMES, BlockFormats, EncoderBlock
 from hwapprox.approx.registry import spec_from_config
+from hwapprox.export.handoff import OP_TYPE, SITE_OP_TYPE
 from hwapprox.fixed import FixedFormat, cast
-from hwapprox.hls.block import OPTIONAL_WEIGHTS, WEIGHT_NAMES, BlockFormats, EncoderBlock
+from hwapprox.hls.block import block_instances
 from hwapprox.hls.emit import INCLUDE_DIR, Instance, render_instances
 from hwapprox.hls.head import HEAD_OP_TYPE, DenseHead, head_from_attrs
-from hwapprox.hls.onnx_block import OP_TYPE, SITE_OP_TYPE
 from hwapprox.hls.units import unit_instance
 
 __all__ = [
@@ -475,7 +476,7 @@ def _templates(layer_cls: type) -> tuple[type, type]:
 
         def format(self, node: Any) -> str:
             blk: EncoderBlock = node.get_attr("hwapprox_block")
-            return render_instances(blk.instances(f"config{node.index}"))
+            return render_instances(block_instances(blk, f"config{node.index}"))
 
     class BlockFunctionTemplate(FunctionCallTemplate):  # type: ignore[misc]
         def __init__(self) -> None:

@@ -1,9 +1,9 @@
 """ONNX encoder -> hls4ml project, and the bit-exactness check of its C simulation.
 
-:func:`prepare_model` folds every encoder block (:mod:`hwapprox.hls.onnx_block`)
+:func:`prepare_model` folds every encoder block (:mod:`hwapprox.export.blockmatch`)
 and resolves each block's nonlinear sites with the approximation config
 (:class:`hwapprox.approx.config.ApproxConfig`; the optional ``hls`` section
-holds :class:`~hwapprox.hls.block.BlockFormats`), writing the resolved specs
+holds :class:`~hwapprox.approx.block.BlockFormats`), writing the resolved specs
 and formats into the node (attribute ``hwapprox``, JSON). :func:`convert`
 hands that model to ``hls4ml.converters.convert_from_onnx_model`` with the
 extension registered; :func:`csim_check` runs ``compile()``/``predict()``
@@ -34,10 +34,10 @@ import onnx
 from onnx import ModelProto, helper
 
 from hwapprox.approx.base import ELEMENTWISE_ATTENTION, ApproxSpec, SpecError
+from hwapprox.approx.block import ATTENTION_SCHEDULES, BlockFormats, EncoderBlock
 from hwapprox.approx.config import load_config
-from hwapprox.export.handoff import ExportError
+from hwapprox.export.handoff import BlockMatch, ExportError, fold_blocks, fold_sites
 from hwapprox.fixed import FixedFormat, Overflow, Rounding
-from hwapprox.hls.block import ATTENTION_SCHEDULES, BlockFormats, EncoderBlock
 from hwapprox.hls.head import HEAD_OP_TYPE, DenseHead, HeadMatch, match_head
 from hwapprox.hls.hls4ml_ext import (
     IO_TYPES,
@@ -46,10 +46,9 @@ from hwapprox.hls.hls4ml_ext import (
     register,
     site_from_attrs,
 )
-from hwapprox.hls.onnx_block import BlockMatch, fold_blocks, fold_sites
 
 if TYPE_CHECKING:
-    from hwapprox.hls.calibrate import BlockCalibration
+    from hwapprox.export.handoff import BlockCalibration
 
 __all__ = [
     "CSIM_OPT",
@@ -194,7 +193,7 @@ def prepare_model(
 
     With ``calibrate`` (default) the float model runs once on ``inputs`` (the
     user's, or seeded ones when the input shapes are static) and every format the
-    config does not set is calibrated (:mod:`hwapprox.hls.calibrate`); methods the
+    config does not set is calibrated (:mod:`hwapprox.export.blockcal`); methods the
     config does not name are :data:`~hwapprox.export.validate.DEFAULT_METHODS`.
     The config may be the one ``hwapprox validate`` writes: sites outside the
     blocks get a note (:attr:`Prepared.notes`), not a refusal. ``attention``
@@ -204,14 +203,16 @@ def prepare_model(
     """
     from hwapprox.export.handoff import (
         DEFAULT_METHODS,
+        calibrate_blocks,
         config_for_kinds,
         find_sites,
         load_model,
+        match_blocks,
+        outside_nodes,
         parse_range,
         prepare_inputs,
+        resolve_block_specs,
     )
-    from hwapprox.hls.calibrate import calibrate_blocks, resolve_block_specs
-    from hwapprox.hls.onnx_block import match_blocks, outside_nodes
 
     approx, hls = split_config(config)
     cfg_attention = str(hls.pop("attention", "two_pass"))
@@ -451,9 +452,15 @@ def _prepare_head(
 ) -> tuple[DenseHead, np.ndarray | None]:
     """The head's spec and formats, calibrated like the blocks' (the float model runs
     once more for the head's tensors); and the float head output on ``feeds``."""
-    from hwapprox.export.handoff import SiteStats, calibrate, parameter_format, trace_model
+    from hwapprox.export.handoff import (
+        BlockCalibration,
+        SiteStats,
+        calibrate,
+        parameter_format,
+        resolve_site,
+        trace_model,
+    )
     from hwapprox.fixed import Overflow, Rounding
-    from hwapprox.hls.calibrate import BlockCalibration, _resolve_site
 
     cal = out_vals = None
     if feeds is not None:
@@ -465,7 +472,7 @@ def _prepare_head(
     gamma = beta = None
     if hm.ln is not None:
         try:
-            ln = _resolve_site(
+            ln = resolve_site(
                 cfg, hm.ln, cal, width=width, headroom=headroom, stat=stat, defaults=defaults
             )
         except ExportError as exc:
@@ -502,7 +509,7 @@ def _append_head(folded: ModelProto, head: DenseHead) -> None:
     """Append the folded ``HwApproxDenseHead`` node; the graph output becomes its output."""
     from onnx import numpy_helper
 
-    from hwapprox.hls.onnx_block import DOMAIN
+    from hwapprox.export.handoff import DOMAIN
 
     g = folded.graph
     last = g.output[0]
@@ -546,8 +553,7 @@ def _node_attrs(node: Any) -> dict[str, Any]:
 
 def _prepare_sites(source: str | Path | ModelProto, cfg: Any) -> Prepared:
     """Models without a whole encoder block: one layer per nonlinear site (a chain)."""
-    from hwapprox.export.handoff import config_for_kinds
-    from hwapprox.hls.onnx_block import SITE_OP_TYPE
+    from hwapprox.export.handoff import SITE_OP_TYPE, config_for_kinds
 
     folded, sites = fold_sites(source)
     others = [n for n in folded.graph.node if n.op_type != SITE_OP_TYPE]

@@ -1,6 +1,7 @@
 """A whole transformer encoder block in RTL: ``hwa_encoder_block`` configured from an
-encoder block model (:class:`hwapprox.hls.block.EncoderBlock`, duck-typed here:
-``rtl_sim`` does not import ``hls``) and simulated against its ``model``.
+encoder block model (:class:`hwapprox.approx.block.EncoderBlock`, the block's one
+Python truth, which the HLS block matches too; typed here by the :class:`BlockLike`
+protocol of what the RTL reads) and simulated against its ``model``.
 
 Contract: for every sequence ``X`` (``[S, D]`` raw ``in_fmt`` codes, optional key
 padding bits) the RTL's output tokens equal ``block.model(X, key_mask)`` bit for bit.

@@ -1,7 +1,7 @@
 // hwapprox/encoder.h -- a transformer encoder block, post-LN or pre-LN, with
 // optional causal and key-padding masks (io_parallel).
 //
-// Contract: bit-exact with hwapprox.hls.block.EncoderBlock.model on the same
+// Contract: bit-exact with hwapprox.approx.block.EncoderBlock.model on the same
 // raw codes (tests/test_hls_block.py, and through hls4ml compile()/predict()
 // in tests/test_hls_hls4ml.py). x and y are row-major [seq][dim].
 //   attention(A): Q,K,V = A.W + b; per head: P = softmax(Q_h.K_h^T (+ B_h); M) by

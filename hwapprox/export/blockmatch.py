@@ -45,16 +45,12 @@ import onnx
 from onnx import ModelProto, NodeProto, helper, numpy_helper
 
 from hwapprox.approx.base import Operator
-from hwapprox.export.handoff import (
-    MASK_LIMIT,
-    Ancestry,
-    ExportError,
-    GraphIndex,
-    Site,
-    find_sites,
-    load_model,
-)
-from hwapprox.hls.block import OPTIONAL_WEIGHTS
+from hwapprox.approx.block import OPTIONAL_WEIGHTS
+from hwapprox.export.errors import ExportError
+from hwapprox.export.graph import GraphIndex, load_model
+from hwapprox.export.masks import MASK_LIMIT
+from hwapprox.export.masks import _Ancestry as Ancestry
+from hwapprox.export.patterns import Site, find_sites
 
 __all__ = [
     "DOMAIN",
@@ -156,7 +152,7 @@ class _Evaluator:
 
     def _feeds(self) -> dict[str, np.ndarray]:
         if self.feeds is None:
-            from hwapprox.export.handoff import graph_inputs
+            from hwapprox.export.calibrate import graph_inputs
 
             rng = np.random.default_rng(0)
             feeds: dict[str, np.ndarray] = {}
@@ -174,7 +170,7 @@ class _Evaluator:
     def __call__(self, names: list[str]) -> dict[str, np.ndarray]:
         want = [n for n in dict.fromkeys(names) if n not in self.cache]
         if want:
-            from hwapprox.export.handoff import trace_model
+            from hwapprox.export.emulate import trace_model
 
             sess = trace_model(self.model, want)
             outs = [o.name for o in sess.get_outputs()]
@@ -234,7 +230,7 @@ class _Matcher:
         v = self.gi.scalar(name)
         if v is not None:
             return v
-        from hwapprox.export.handoff import Ancestry as _Ancestry
+        from hwapprox.export.masks import _Ancestry
 
         inits = {i.name for i in self.m.graph.initializer}
         anc = _Ancestry(self.gi, {i.name for i in self.m.graph.input} - inits)
@@ -876,7 +872,7 @@ def _float_rotary(t: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray
 def float_block(bm: BlockMatch, x: np.ndarray, keep: np.ndarray | None = None) -> np.ndarray:
     """The matched block in float64 on ``x`` ``[B, S, D]`` (``keep`` ``[B, S]``: real
     tokens): what the matcher believes the graph computes (checked against it)."""
-    from hwapprox.export.handoff import FloatRefNormaliser, gelu_float
+    from hwapprox.export.refspec import FloatRefNormaliser, gelu_float
 
     w = bm.weights
     d = w["wo"].shape[1]
@@ -1116,7 +1112,7 @@ def fold_blocks(
     out = helper.make_model(
         graph,
         opset_imports=[helper.make_operatorsetid("", 17), helper.make_operatorsetid(DOMAIN, 1)],
-        producer_name="hwapprox.hls.onnx_block",
+        producer_name="hwapprox.export.blockmatch",
     )
     out.ir_version = m.ir_version
     return out, matches
@@ -1139,7 +1135,7 @@ def encoder_block_onnx(
     graphs of the export package): from the embedding LayerNorm's output to
     the last block's output. The input is named ``x``.
     """
-    from hwapprox.export.handoff import EncoderShape, bert_encoder
+    from hwapprox.export.builders import EncoderShape, bert_encoder
 
     full = load_model(
         bert_encoder(
@@ -1227,7 +1223,7 @@ def fold_sites(model: ModelProto) -> tuple[ModelProto, list[Site]]:
     opsets = [o for o in m.opset_import if o.domain != DOMAIN]
     out = helper.make_model(
         graph, opset_imports=[*opsets, helper.make_operatorsetid(DOMAIN, 1)],
-        producer_name="hwapprox.hls.onnx_block",
+        producer_name="hwapprox.export.blockmatch",
     )  # fmt: skip
     out.ir_version = m.ir_version
     return out, sites

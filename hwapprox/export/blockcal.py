@@ -8,7 +8,7 @@ user's ``--inputs`` or seeded ones) and chooses:
   :data:`hwapprox.export.validate.DEFAULT_METHODS`, with calibrated
   ``in_fmt``/``out_fmt``/``gamma_fmt``/``beta_fmt``
   (:func:`hwapprox.export.tuning.calibrated_fields`); fields the config sets win;
-* each block's :class:`~hwapprox.hls.block.BlockFormats` from the float
+* each block's :class:`~hwapprox.approx.block.BlockFormats` from the float
   tensors of its linear stages: ``qkv_fmt`` holds ``Q·scale``, ``K`` and ``V``
   (the score scale is folded into ``Wq``), ``ctx_fmt`` the merged ``P·V``,
   ``attn_fmt`` the output projection, ``ffn_fmt`` the second FFN matrix's
@@ -35,22 +35,18 @@ from typing import Any
 import numpy as np
 
 from hwapprox.approx.base import ApproxSpec, Operator, SpecError
+from hwapprox.approx.block import BlockFormats
 from hwapprox.approx.config import ApproxConfig
-from hwapprox.export.handoff import (
-    ExportError,
-    Site,
-    SiteStats,
-    Trace,
-    calibrate,
-    calibrated_fields,
-    parameter_format,
-    trace_model,
-)
+from hwapprox.export.blockmatch import BlockMatch
+from hwapprox.export.calibrate import Trace, calibrate, parameter_format
+from hwapprox.export.emulate import trace_model
+from hwapprox.export.errors import ExportError
+from hwapprox.export.patterns import Site
+from hwapprox.export.stats import SiteStats
+from hwapprox.export.tuning import calibrated_fields
 from hwapprox.fixed import FixedFormat, Overflow, Rounding
-from hwapprox.hls.block import BlockFormats
-from hwapprox.hls.onnx_block import BlockMatch
 
-__all__ = ["BlockCalibration", "calibrate_blocks"]
+__all__ = ["BlockCalibration", "calibrate_blocks", "resolve_block_specs", "resolve_site"]
 
 
 @dataclass
@@ -205,7 +201,7 @@ def resolve_block_specs(
     for m in matches:
         specs: dict[str, ApproxSpec] = {}
         for role, site in m.site_roles.items():
-            specs[role] = _resolve_site(
+            specs[role] = resolve_site(
                 cfg, site, cal, width=width, headroom=headroom, stat=stat, defaults=defaults
             )
         out.append(specs)
@@ -240,7 +236,7 @@ def _entry(cfg: ApproxConfig, site: Site, defaults: Mapping[Operator, str]) -> d
     return merged
 
 
-def _resolve_site(
+def resolve_site(
     cfg: ApproxConfig,
     site: Site,
     cal: BlockCalibration | None,
@@ -250,13 +246,12 @@ def _resolve_site(
     stat: str | float,
     defaults: Mapping[Operator, str],
 ) -> ApproxSpec:
-    from hwapprox.approx.registry import get_method, make_spec
-    from hwapprox.hls.units import UNITS, supported
+    from hwapprox.approx.registry import IMPLEMENTED, get_method, make_spec
 
     fields = _entry(cfg, site, defaults)
     method = fields.pop("method")
-    if (str(site.operator), method) not in UNITS:
-        have = [u.split("/")[1] for u in supported() if u.startswith(f"{site.operator}/")]
+    have = list(IMPLEMENTED["hls"].get(site.operator, ()))
+    if method not in have:
         raise ExportError(
             f"site {site.name}: {site.operator}/{method} has no HLS unit; {site.operator} "
             f"methods with one: {', '.join(have)}. Set another in the config (sites: "
