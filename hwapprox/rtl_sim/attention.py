@@ -22,6 +22,7 @@ from hwapprox.approx.attention import AttentionRowSpec
 from hwapprox.approx.base import SpecError
 from hwapprox.rtl_sim.emit import memh_text
 from hwapprox.rtl_sim.runner import BuildInfo, SimResult, build, lint, run_job
+from hwapprox.rtl_sim.sources import sv_sources
 
 __all__ = [
     "ATTENTION_SOURCES",
@@ -33,15 +34,8 @@ __all__ = [
 ]
 
 ATTENTION_TOP = "hwa_attention_row"
-ATTENTION_SOURCES = (
-    "hwa_pkg.sv",
-    "hwa_rom.sv",
-    "hwa_round_shift.sv",
-    "hwa_sat.sv",
-    "hwa_exp_unit.sv",
-    "hwa_recip.sv",
-    "hwa_attention_row.sv",
-)
+#: every SV file the row needs, read from the sources (:func:`.sources.sv_sources`)
+ATTENTION_SOURCES = sv_sources(ATTENTION_TOP)
 
 #: SV parameters of hwa_attention_row taken from hw_params (64-bit ones as literals)
 _ROW = (

@@ -40,6 +40,7 @@ from hwapprox.rtl_sim.linear import (
     linear_params,
 )
 from hwapprox.rtl_sim.runner import RTL_DIR, BuildInfo, SimResult, build, lint, run_job
+from hwapprox.rtl_sim.sources import sv_sources
 from hwapprox.rtl_sim.units import get_unit
 
 __all__ = [
@@ -59,33 +60,8 @@ __all__ = [
 ]
 
 BLOCK_TOP = "hwa_encoder_block"
-BLOCK_SOURCES = (
-    "hwa_pkg.sv",
-    "hwa_rom.sv",
-    "hwa_round_shift.sv",
-    "hwa_sat.sv",
-    "hwa_cast.sv",
-    "hwa_skid.sv",
-    "hwa_row_stream.sv",
-    "hwa_exp_unit.sv",
-    "hwa_recip.sv",
-    "hwa_log_code.sv",
-    "hwa_out_code.sv",
-    "hwa_softmax_online.sv",
-    "hwa_pwl.sv",
-    "hwa_mul_pipe.sv",
-    "hwa_gelu_edgemoe.sv",
-    "hwa_delay.sv",
-    "hwa_round_shift_pipe.sv",
-    "hwa_rsqrt_pipe.sv",
-    "hwa_layernorm_rsqrt.sv",
-    "hwa_linear.sv",
-    "hwa_mac.sv",
-    "hwa_add_cast.sv",
-    "hwa_tok_ser.sv",
-    "hwa_tok_deser.sv",
-    "hwa_encoder_block.sv",
-)
+#: every SV file the block needs, read from the sources (:func:`.sources.sv_sources`)
+BLOCK_SOURCES = sv_sources(BLOCK_TOP)
 #: the unit methods the RTL block instantiates, per role
 RTL_BLOCK_METHODS = {
     "softmax": ("online",),
