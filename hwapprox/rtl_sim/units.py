@@ -585,6 +585,7 @@ _RSQRT_SOURCES = (
     "hwa_mul_pipe.sv",
     "hwa_round_shift_pipe.sv",
     "hwa_rsqrt_pipe.sv",
+    "hwa_ln_rsqrt_out.sv",
 )
 _LN_INT_SOURCES = (
     "hwa_row_stream.sv",
@@ -779,9 +780,9 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         rowwise=True,
         doc="single-pass S1/S2, pipelined 1/sqrt (table + Newton, 18 x 18 partial "
         "products: 10 stages per Newton step), gamma/beta memory. Last-in -> last-out "
-        "N + 33 + 10·newton_steps (N + 43 at the default one step; the row buffer is "
+        "N + 35 + 10·newton_steps (N + 45 at the default one step; the row buffer is "
         "sized for the per-row latency)",
-        latency_extra=43,
+        latency_extra=45,
     ),
     (Operator.LAYERNORM, "ibert"): RtlUnit(
         Operator.LAYERNORM,
@@ -820,9 +821,9 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         doc="single-pass S2 over the first k = N, partial_k or ceil(partial·N) elements "
         "(pRMSNorm: a queue of codes lets S2 follow k(i) = ceil(p·i)), pipelined "
         "1/sqrt(k·S2 + eps) (table + Newton, 18 x 18 partial products: 10 stages per "
-        "Newton step), gamma/beta memory. Last-in -> last-out N + 32 + 10·newton_steps "
-        "(N + 42 at the default one step; the row buffer is sized for the per-row latency)",
-        latency_extra=42,
+        "Newton step), gamma/beta memory. Last-in -> last-out N + 37 + 10·newton_steps "
+        "(N + 47 at the default one step; the row buffer is sized for the per-row latency)",
+        latency_extra=47,
     ),
     (Operator.RELU_ATTENTION, "wortsman"): RtlUnit(
         Operator.RELU_ATTENTION,
