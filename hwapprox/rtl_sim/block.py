@@ -307,15 +307,15 @@ def block_cycles(block: BlockLike, parallel: int | Mapping[str, int] = 8) -> Blo
     * a linear phase: ``S·K·G(N, P) + 6`` (``QKV``: K = D, N = 3D; ``O``: K = N = D):
       ``hwa_linear``'s ``K·G`` cycles per token, back to back, plus its latency 5 and
       one cycle to start;
-    * ``LN`` (``LNA`` pre-LN, ``LNM``): ``S·D + D + 37 + 10·NEWTON`` (the serialised
-      rows, the unit's last-in -> last-out ``D + 35 + 10·NEWTON``, the serialiser and
+    * ``LN`` (``LNA`` pre-LN, ``LNM``): ``S·D + D + 35 + 10·NEWTON`` (the serialised
+      rows, the unit's last-in -> last-out ``D + 33 + 10·NEWTON``, the serialiser and
       the deserialiser);
     * ``ATT = H·S·(SC + SM + PV)``: ``SC = PV = S·DH + 2`` (one term per cycle, the
       MAC's two stages), ``SM = 2S + 8 + RLAT`` (+1 with log-coded outputs; RLAT = 3 +
       Newton steps of the reciprocal);
     * ``FFN = r1 + r2 + F + L_gelu + (S - 1)·max(r1, r2) + 12`` with ``r1 = D·G(F, P1)``,
       ``r2 = F·G(D, P2)`` (the first token through both layers and the GELU, the others
-      at the slower layer's rate), post-LN plus ``2D + 36 + 10·NEWTON2`` (LN2 on the way
+      at the slower layer's rate), post-LN plus ``2D + 34 + 10·NEWTON2`` (LN2 on the way
       out).
 
     Exact for ``D >= 16`` (the LayerNorm unit takes back-to-back rows of 16 or more at
@@ -329,7 +329,7 @@ def block_cycles(block: BlockLike, parallel: int | Mapping[str, int] = 8) -> Blo
         return s * cycles_per_token(k, n, p) + LINEAR_LATENCY_EXTRA + 1
 
     def ln_extra(spec: ApproxSpec) -> int:  # hwa_layernorm_rsqrt: last in -> last out - N
-        return 35 + 10 * int(spec.hw_params()["NEWTON"])
+        return 33 + 10 * int(spec.hw_params()["NEWTON"])
 
     def ln(spec: ApproxSpec) -> int:
         return s * d + d + 2 + ln_extra(spec)

@@ -32,9 +32,9 @@
 //   LNM  R1 -> (cast) -> LN1 (post) / LN2 (pre) -> Y       T_LN(ln1 post / ln2 pre)
 //   FFN  Y -> hwa_linear(D -> F, P_F1) -> GELU -> hwa_linear(F -> D, P_F2) -> add2
 //        (-> LN2 post-LN):  r1 + r2 + F + L_GELU + (S - 1)·max(r1, r2) + 12
-//        (+ 2D + 36 + 10·NEWTON2 post-LN), r1 = D·G(F, P_F1), r2 = F·G(D, P_F2)
+//        (+ 2D + 34 + 10·NEWTON2 post-LN), r1 = D·G(F, P_F1), r2 = F·G(D, P_F2)
 //   OUT  S beats from the output RAM                       S
-// with T_LN = S·D + D + 37 + 10·NEWTON (the unit's last-in -> last-out D + 35 + 10·NEWTON
+// with T_LN = S·D + D + 35 + 10·NEWTON (the unit's last-in -> last-out D + 33 + 10·NEWTON
 // plus the serialiser and deserialiser), T_SM = 2S + 8 + RECIP_LAT (+1 with log-coded
 // outputs; RECIP_LAT = 3 + Newton steps), L_GELU = 6 (pwl) / 10 (edgemoe). Cycles per
 // sequence = the sum (hwapprox.rtl_sim.block.block_cycles): the interval between the

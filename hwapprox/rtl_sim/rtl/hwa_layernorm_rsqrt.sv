@@ -21,11 +21,10 @@
 // per row, n*S2, S1^2, n^2 and n^2*EPS_Q are hwa_mul_pipe products (18 x 18 partial
 // products), the 1/sqrt is hwa_rsqrt_pipe (8 + 10*NEWTON stages); on the way out n*X
 // (1 stage), A = n*X - S1 (1), then hwa_ln_rsqrt_out (shared with hwa_layernorm_rmsnorm):
-// A*y and Z*gamma (hwa_mul_pipe with operand registers of their own, 4 stages each),
-// Z's rounding shift (hwa_round_shift_pipe, 3), acc (1), the output rounding (1).
+// A*y and Z*gamma (hwa_mul_pipe, 3 stages each), Z's rounding shift
+// (hwa_round_shift_pipe, 3), acc (1), the output rounding (1).
 // Latency: last input -> context ROW_LAT = 19 + 10*NEWTON cycles; last input -> last
-// output N + 35 + 10*NEWTON (N + 45 at the defaults, NEWTON = 1; the operand registers of
-// the two output products cost 1 cycle each), one element per cycle.
+// output N + 33 + 10*NEWTON (N + 43 at the defaults, NEWTON = 1), one element per cycle.
 // Throughput: back-to-back rows of N >= 16 never stall the input and lose no output
 // cycle (tests/test_rtl_throughput.py).
 // Rows of 1..ROW_MAX elements. A longer row is dropped (consumed up to its
@@ -96,9 +95,9 @@ module hwa_layernorm_rsqrt #(
   // Z = A*y << -sh needs at most FZ + G/2 - P extra bits
   localparam int LSH = (FZ + G / 2 - P > 0) ? FZ + G / 2 - P : 0;
   localparam int EPS_W = bit_len(EPS_Q);
-  // the output pipeline's multipliers behind operand registers of their own (issue 22;
-  // hwa_ln_rsqrt_out: 2 stages more)
-  localparam bit MUL_IN_REG = 1'b1;
+  // the output pipeline's multipliers without operand registers of their own (IN_REG = 1
+  // would cost 2 stages and did not help here: 120 MHz against 125.5, issue 22)
+  localparam bit MUL_IN_REG = 1'b0;
   // the per-row pipeline: t1 (the row's sums) -> ctx_v (t2..t8 De, hwa_rsqrt_pipe, the
   // context); ROW_LAT: in_last -> ctx_v (two more: the square and the sums)
   localparam int CTX_LAT = 9 + 8 + 10 * NEWTON;
