@@ -67,6 +67,8 @@ NO_DEFAULTS = {
     "hwa_out_code": (),
     "hwa_udiv_iter": (),
     "hwa_isqrt_iter": (),
+    "hwa_udiv_rr": (),
+    "hwa_isqrt_rr": (),
     "hwa_ln_int_stats": (),
     "hwa_ln_int_out": (),
     "hwa_mul_pipe": ("IN_REG",),

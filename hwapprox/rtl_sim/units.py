@@ -594,6 +594,8 @@ _LN_INT_SOURCES = (
     "hwa_fifo.sv",
     "hwa_udiv_iter.sv",
     "hwa_isqrt_iter.sv",
+    "hwa_udiv_rr.sv",
+    "hwa_isqrt_rr.sv",
     "hwa_ln_int_stats.sv",
     "hwa_ln_int_out.sv",
 )
@@ -780,9 +782,9 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         rowwise=True,
         doc="single-pass S1/S2, pipelined 1/sqrt (table + Newton, 18 x 18 partial "
         "products: 10 stages per Newton step), gamma/beta memory. Last-in -> last-out "
-        "N + 35 + 10·newton_steps (N + 45 at the default one step; the row buffer is "
+        "N + 33 + 10·newton_steps (N + 43 at the default one step; the row buffer is "
         "sized for the per-row latency)",
-        latency_extra=45,
+        latency_extra=43,
     ),
     (Operator.LAYERNORM, "ibert"): RtlUnit(
         Operator.LAYERNORM,
