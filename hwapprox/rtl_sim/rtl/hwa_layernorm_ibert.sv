@@ -24,9 +24,14 @@
 // Throughput: one element per cycle in and out back to back (rows of n >= 16: every
 // per-row unit takes a row every II = 16 cycles or faster). Buffers: A holds BUF_DEPTH +
 // 2*II codes, B BUF_DEPTH + 3*II (powers of 2), each 2 more rows than ROWQ (for the
-// per-row latencies). Latency (last input -> last output): 2n + C (measured at the
-// defaults: 2n + 51 at n = 16 and 64; n + 16 is out of reach: the second pass needs the mean, the third
-// the variance of the whole row).
+// per-row latencies). Pipelining (issue 22, ECP5 at 125 MHz): the divisions and roots
+// take one bit per cycle (hwa_udiv_rr / hwa_isqrt_rr: copies taken in turn keep one row
+// per II; the factor 33 cycles, 12 before; the isqrt 17, 9 before; the statistics'
+// mean and sqrt(n) 17 and 22, 10 and 12 before); the second pass is a chain y = X - mean,
+// the shifts, the squares (2 stages more); hwa_ln_int_out's products have their own
+// stages (16 stages, 5 before). Latency (last input -> last output): 2n + C (measured at
+// the defaults: 2n + 103 at n = 64, 2n + 51 before issue 22's stages; n + 16 is out of
+// reach: the second pass needs the mean, the third the variance of the whole row).
 // Rows longer than ROW_MAX are dropped (consumed up to tlast, nothing output) and
 // row_err pulses for one cycle (hwa_row_stream). Preconditions: signed input codes.
 // Parameter defaults: the default IBertLayerNorm spec's hw_params(64) with
@@ -234,44 +239,60 @@ module hwa_layernorm_ibert #(
   end
 
   // ---- pass 2: y = X - mean into row buffer B; var at s and s + 1 ------------------------
+  // a stall-all chain q1 -> q2 -> p advancing with a_ce (issue 22): q1 y = X - mean (after
+  // the buffer read); q2 floor(y / 2^s), floor(y / 2^(s+1)) (barrel shifts); p their
+  // squares (registered multiplies), y into B; then the sums
   logic signed [X_W-1:0] a_mean, a_xs;
   logic [SW-1:0] a_s;
   logic [SQRTN_W-1:0] a_sqrtn;
-  logic signed [YC_W-1:0] a_y;
-  logic signed [YS_W-1:0] a_ysa, a_ysb;
+  assign {a_mean, a_s, a_sqrtn} = a_o1_ctx;
+  assign a_xs = a_o1_x;
+
+  logic p_v, p_l, p_first, first_reg, b_rdy;
+  logic q1_v, q1_l, q1_first, q2_v, q2_l, q2_first;
+  logic signed [YC_W-1:0] q1_y, q2_y, p_y;
+  logic [SW-1:0] q1_s, q2_s, p_s;
+  logic [SQRTN_W-1:0] q1_sqrtn, q2_sqrtn, p_sqrtn;
+  logic signed [YS_W-1:0] q2_ysa, q2_ysb;
   /* verilator lint_off UNUSEDSIGNAL */
   logic signed [2*YS_W-1:0] a_ta, a_tb;  // a square: its sign bit is 0
   /* verilator lint_on UNUSEDSIGNAL */
-  assign {a_mean, a_s, a_sqrtn} = a_o1_ctx;
-  assign a_xs = a_o1_x;
-  assign a_y = YC_W'(a_xs) - YC_W'(a_mean);
-  assign a_ysa = YS_W'(a_y >>> a_s);  // floor(y / 2^s) fits YS_W (hw_params)
-  assign a_ysb = YS_W'(a_y >>> (a_s + 1'b1));
-  assign a_ta = a_ysa * a_ysa;
-  assign a_tb = a_ysb * a_ysb;
-
-  logic p_v, p_l, p_first, first_reg, b_rdy;
-  logic signed [YC_W-1:0] p_y;
   logic [VAR_W-1:0] p_ta, p_tb, va_reg, vb_reg, va_nxt, vb_nxt;
-  logic [SW-1:0] p_s;
-  logic [SQRTN_W-1:0] p_sqrtn;
+  assign a_ta = q2_ysa * q2_ysa;
+  assign a_tb = q2_ysb * q2_ysb;
   assign a_ce = ~p_v | b_rdy;
   always_ff @(posedge clk) begin
     if (rst) begin
+      q1_v <= 1'b0;
+      q2_v <= 1'b0;
       p_v <= 1'b0;
       first_reg <= 1'b1;
     end else if (a_ce) begin
-      p_v <= a_o1_v;
+      q1_v <= a_o1_v;
+      q2_v <= q1_v;
+      p_v <= q2_v;
       if (a_o1_v) first_reg <= a_o1_l;
     end
     if (a_ce) begin
-      p_y <= a_y;
-      p_l <= a_o1_l;
-      p_first <= first_reg;
+      q1_y <= YC_W'(a_xs) - YC_W'(a_mean);
+      q1_l <= a_o1_l;
+      q1_first <= first_reg;
+      q1_s <= a_s;
+      q1_sqrtn <= a_sqrtn;
+      q2_y <= q1_y;
+      q2_l <= q1_l;
+      q2_first <= q1_first;
+      q2_s <= q1_s;
+      q2_sqrtn <= q1_sqrtn;
+      q2_ysa <= YS_W'(q1_y >>> q1_s);  // floor(y / 2^s) fits YS_W (hw_params)
+      q2_ysb <= YS_W'(q1_y >>> (q1_s + 1'b1));
+      p_y <= q2_y;
+      p_l <= q2_l;
+      p_first <= q2_first;
       p_ta <= VAR_W'(a_ta);
       p_tb <= VAR_W'(a_tb);
-      p_s <= a_s;
-      p_sqrtn <= a_sqrtn;
+      p_s <= q2_s;
+      p_sqrtn <= q2_sqrtn;
     end
   end
   assign va_nxt = (p_first ? '0 : va_reg) + p_ta;
@@ -354,7 +375,7 @@ module hwa_layernorm_ibert #(
   logic [ROOT_W-1:0] root;
   logic [SW-1:0] sq_s;
   logic [SQRTN_W-1:0] sq_sqrtn;
-  hwa_isqrt_iter #(
+  hwa_isqrt_rr #(
       .X_W(VAR_LIMIT_BITS),
       .II (II),
       .P_W(SW + SQRTN_W)
@@ -379,7 +400,7 @@ module hwa_layernorm_ibert #(
   logic [STD_W-1:0] d_r;  // the remainder: not needed
   /* verilator lint_on UNUSEDSIGNAL */
   assign std_c = STD_W'(root) << sq_s;
-  hwa_udiv_iter #(
+  hwa_udiv_rr #(
       .N_W(FACTOR_NUM_BITS + 1),
       .D_W(STD_W),
       .Q_W(FACTOR_W),

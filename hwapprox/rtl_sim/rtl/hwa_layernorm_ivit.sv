@@ -22,9 +22,15 @@
 // lose no cycle; shorter rows wait for the per-row chain (the input stalls, nothing is
 // lost). The row buffer and row queue are sized for the per-row latency: BUF_DEPTH +
 // C_MAX codes (a power of 2) and ROWQ + C_MAX / II + 1 rows (a power of 2).
-// Latency (last input -> last output): n + C + 6, C the per-row chain (measured at
-// the defaults, NEWTON_ITERS = 10: n + 146 at n = 64 -- the nine dependent divisions of I-ViT's
-// fixed Newton iteration make n + 16 impossible for this method).
+// Pipelining (issue 22, ECP5 at 125 MHz): every division and root takes one bit per
+// cycle (hwa_udiv_rr / hwa_isqrt_rr: copies taken in turn keep one row per II), which
+// costs each Newton division Q_W + 1 cycles (12 before), the factor FACTOR_W + 1 (12
+// before), the statistics' sqrt(n) 22 (12 before); hwa_ln_int_out's products have
+// their own stages (16 stages, 5 before).
+// Latency (last input -> last output): n + C + 17, C the per-row chain (measured at
+// the defaults, NEWTON_ITERS = 10: n + 286 at n = 64, n + 146 before issue 22's stages --
+// the nine dependent divisions of I-ViT's fixed Newton iteration make n + 16 impossible
+// for this method).
 // Rows longer than ROW_MAX are dropped (consumed up to tlast, nothing output) and
 // row_err pulses for one cycle (hwa_row_stream). Preconditions: signed input codes.
 // Parameter defaults: the default IVitLayerNorm spec's hw_params(64) with
@@ -85,7 +91,11 @@ module hwa_layernorm_ivit #(
 );
 
   localparam int II = 16;  // cycles per row of every per-row unit (rows of >= 16)
-  localparam int C_MAX = II * (NEWTON_ITERS + 2) + 8;  // per-row latency bound
+  // per-row latency bound (issue 22: one quotient / root bit per cycle, hwa_udiv_rr and
+  // hwa_isqrt_rr): the statistics (sqrt(n): RBN + 1 cycles, then 7 stages), each Newton
+  // division Q_W + 1 cycles and the next k, the factor FACTOR_W + 1, and some slack
+  localparam int RBN = (N_BITS + 2 * SQRTN_F + 3) / 2;
+  localparam int C_MAX = RBN + 8 + (NEWTON_ITERS - 1) * (Q_W + 2) + FACTOR_W + 2 + 8;
   localparam int BUF_U = 1 << $clog2(BUF_DEPTH + C_MAX);
   localparam int ROWQ_U = 1 << $clog2(ROWQ + C_MAX / II + 1);
   localparam int K0_SH = $clog2(NEWTON_K0);
@@ -210,7 +220,7 @@ module hwa_layernorm_ivit #(
     /* verilator lint_off UNUSEDSIGNAL */
     logic [K_W-1:0] r;  // the remainder: not needed
     /* verilator lint_on UNUSEDSIGNAL */
-    hwa_udiv_iter #(
+    hwa_udiv_rr #(
         .N_W(VAR0_W),
         .D_W(K_W),
         .Q_W(Q_W),
@@ -242,7 +252,7 @@ module hwa_layernorm_ivit #(
   logic [VAR0_W-1:0] unused_var;
   /* verilator lint_on UNUSEDSIGNAL */
   assign unused_var = nvar[NDIV];
-  hwa_udiv_iter #(
+  hwa_udiv_rr #(
       .N_W(FN_W),
       .D_W(STD_W),
       .Q_W(FACTOR_W),

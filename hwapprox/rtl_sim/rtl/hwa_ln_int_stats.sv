@@ -65,7 +65,7 @@ module hwa_ln_int_stats #(
   assign mag = s1[S1_W-1] ? S1_W'(-s1) : S1_W'(s1);  // -(-2^(S1_W-1)) reads as unsigned
   assign in_rdy = dv_rdy & sq_rdy;
   assign join_v = dv_v & sq_v;
-  hwa_udiv_iter #(
+  hwa_udiv_rr #(
       .N_W(S1_W),
       .D_W(N_BITS),
       .Q_W(X_W),
@@ -85,7 +85,7 @@ module hwa_ln_int_stats #(
       .r(r),
       .p_out(dp)
   );
-  hwa_isqrt_iter #(
+  hwa_isqrt_rr #(
       .X_W(RX),
       .II (II),
       .P_W(1)
