@@ -27,10 +27,12 @@
 // per-row latencies). Pipelining (issue 22, ECP5 at 125 MHz): the divisions and roots
 // take one bit per cycle (hwa_udiv_rr / hwa_isqrt_rr: copies taken in turn keep one row
 // per II; the factor 33 cycles, 12 before; the isqrt 17, 9 before; the statistics'
-// mean and sqrt(n) 17 and 22, 10 and 12 before); the second pass is a chain y = X - mean,
-// the shifts, the squares (2 stages more); hwa_ln_int_out's products have their own
-// stages (16 stages, 5 before). Latency (last input -> last output): 2n + C (measured at
-// the defaults: 2n + 103 at n = 64, 2n + 51 before issue 22's stages; n + 16 is out of
+// mean and sqrt(n) 17 and 22, 10 and 12 before); the ingest square is a registered
+// multiply two stages behind the input; the shift s from var0 takes 3 stages (1
+// before); the second pass is a chain y = X - mean, the shifts, the squares (2 stages
+// more); hwa_ln_int_out's products have their own stages (16 stages, 5 before).
+// Latency (last input -> last output): 2n + C (measured at the defaults: 2n + 107 at
+// n = 64, 2n + 51 before issue 22's stages; n + 16 is out of
 // reach: the second pass needs the mean, the third the variance of the whole row).
 // Rows longer than ROW_MAX are dropped (consumed up to tlast, nothing output) and
 // row_err pulses for one cycle (hwa_row_stream). Preconditions: signed input codes.
@@ -157,14 +159,34 @@ module hwa_layernorm_ibert #(
 
   logic signed [S1_W-1:0] s1_reg, s1_nxt;
   logic [S2_W-1:0] s2_reg, s2_nxt;
-  logic signed [IN_W-1:0] x_in;
-  logic signed [2*IN_W-1:0] xsq;
-  assign x_in = a_in_x;
-  assign xsq = x_in * x_in;
-  assign s1_nxt = (a_in_first ? '0 : s1_reg) + S1_W'(x_in);
-  assign s2_nxt = (a_in_first ? '0 : s2_reg) + S2_W'(xsq);
+  // two stages behind the input (issue 22): i1 the accepted element registered, i2 its
+  // square (a registered multiply), then the sums
+  logic i1_v, i1_first, i1_last, i2_v, i2_first, i2_last;
+  logic signed [IN_W-1:0] i1_x, i2_x;
+  logic [N_BITS-1:0] i1_n, i2_n;
+  logic signed [2*IN_W-1:0] i2_sq;
   always_ff @(posedge clk) begin
-    if (a_in_v) begin
+    if (rst) begin
+      i1_v <= 1'b0;
+      i2_v <= 1'b0;
+    end else begin
+      i1_v <= a_in_v;
+      i2_v <= i1_v;
+    end
+    i1_x <= a_in_x;
+    i1_first <= a_in_first;
+    i1_last <= a_in_last;
+    i1_n <= a_in_n;
+    i2_x <= i1_x;
+    i2_first <= i1_first;
+    i2_last <= i1_last;
+    i2_n <= i1_n;
+    i2_sq <= i1_x * i1_x;
+  end
+  assign s1_nxt = (i2_first ? '0 : s1_reg) + S1_W'(i2_x);
+  assign s2_nxt = (i2_first ? '0 : s2_reg) + S2_W'(i2_sq);
+  always_ff @(posedge clk) begin
+    if (i2_v) begin
       s1_reg <= s1_nxt;
       s2_reg <= s2_nxt;
     end
@@ -181,8 +203,8 @@ module hwa_layernorm_ibert #(
   ) u_sums (
       .clk(clk),
       .rst(rst),
-      .in_v(a_in_v & a_in_last),
-      .in_d({s1_nxt, s2_nxt, a_in_n}),
+      .in_v(i2_v & i2_last),
+      .in_d({s1_nxt, s2_nxt, i2_n}),
       .out_v(fa_v),
       .out_rdy(fa_rdy),
       .out_d({fa_s1, fa_s2, fa_n})
@@ -218,24 +240,42 @@ module hwa_layernorm_ibert #(
       .sqrtn(st_sqrtn),
       .p_out(unused_stp)
   );
-  // s = max(SHIFT, need), need = max(0, (bitlen(var0 - 1) - VAR_LIMIT_BITS + 1) >> 1)
-  logic [VAR0_W-1:0] vm1;
-  logic [VB_W-1:0] bl;
+  // s = max(SHIFT, need), need = max(0, (bitlen(var0 - 1) - VAR_LIMIT_BITS + 1) >> 1),
+  // in three free-running stages (issue 22): c1 var0 - 1; c2 its bit length; then s
+  logic c1_v, c2_v;
+  logic [VAR0_W-1:0] c1_vm1;
+  logic signed [X_W-1:0] c1_mean, c2_mean;
+  logic [SQRTN_W-1:0] c1_sqrtn, c2_sqrtn;
+  logic [VB_W-1:0] bl, c2_bl;
   logic [SW-1:0] s_c;
-  assign vm1 = (st_var0 == '0) ? '0 : st_var0 - 1'b1;
   always_comb begin
-    int need;
     bl = '0;
     for (int i = 0; i < VAR0_W; i++) begin
-      if (vm1[i]) bl = VB_W'(i + 1);
+      if (c1_vm1[i]) bl = VB_W'(i + 1);
     end
-    need = (int'(bl) - VAR_LIMIT_BITS + 1) >>> 1;  // floor, as Python's >>
+  end
+  always_comb begin
+    int need;
+    need = (int'(c2_bl) - VAR_LIMIT_BITS + 1) >>> 1;  // floor, as Python's >>
     s_c = (need > SHIFT) ? SW'(need) : SW'(SHIFT);
   end
   always_ff @(posedge clk) begin
-    if (rst) a_ctx_v <= 1'b0;
-    else a_ctx_v <= st_v;
-    if (st_v) a_ctx <= {st_mean, s_c, st_sqrtn};
+    if (rst) begin
+      c1_v <= 1'b0;
+      c2_v <= 1'b0;
+      a_ctx_v <= 1'b0;
+    end else begin
+      c1_v <= st_v;
+      c2_v <= c1_v;
+      a_ctx_v <= c2_v;
+    end
+    c1_vm1 <= (st_var0 == '0) ? '0 : st_var0 - 1'b1;
+    c1_mean <= st_mean;
+    c1_sqrtn <= st_sqrtn;
+    c2_bl <= bl;
+    c2_mean <= c1_mean;
+    c2_sqrtn <= c1_sqrtn;
+    if (c2_v) a_ctx <= {c2_mean, s_c, c2_sqrtn};
   end
 
   // ---- pass 2: y = X - mean into row buffer B; var at s and s + 1 ------------------------

@@ -26,9 +26,10 @@
 // cycle (hwa_udiv_rr / hwa_isqrt_rr: copies taken in turn keep one row per II), which
 // costs each Newton division Q_W + 1 cycles (12 before), the factor FACTOR_W + 1 (12
 // before), the statistics' sqrt(n) 22 (12 before); hwa_ln_int_out's products have
-// their own stages (16 stages, 5 before).
-// Latency (last input -> last output): n + C + 17, C the per-row chain (measured at
-// the defaults, NEWTON_ITERS = 10: n + 286 at n = 64, n + 146 before issue 22's stages --
+// their own stages (16 stages, 5 before); the ingest square is a registered multiply
+// two stages behind the input.
+// Latency (last input -> last output): n + C + 19, C the per-row chain (measured at
+// the defaults, NEWTON_ITERS = 10: n + 288 at n = 64, n + 146 before issue 22's stages --
 // the nine dependent divisions of I-ViT's fixed Newton iteration make n + 16 impossible
 // for this method).
 // Rows longer than ROW_MAX are dropped (consumed up to tlast, nothing output) and
@@ -137,14 +138,34 @@ module hwa_layernorm_ivit #(
   // ---- ingest: S1, S2 ---------------------------------------------------------------------
   logic signed [S1_W-1:0] s1_reg, s1_nxt;
   logic [S2_W-1:0] s2_reg, s2_nxt;
-  logic signed [IN_W-1:0] x_in;
-  logic signed [2*IN_W-1:0] xsq;
-  assign x_in = in_x;
-  assign xsq = x_in * x_in;
-  assign s1_nxt = (in_first ? '0 : s1_reg) + S1_W'(x_in);
-  assign s2_nxt = (in_first ? '0 : s2_reg) + S2_W'(xsq);
+  // two stages behind the input (issue 22): i1 the accepted element registered, i2 its
+  // square (a registered multiply), then the sums
+  logic i1_v, i1_first, i1_last, i2_v, i2_first, i2_last;
+  logic signed [IN_W-1:0] i1_x, i2_x;
+  logic [N_BITS-1:0] i1_n, i2_n;
+  logic signed [2*IN_W-1:0] i2_sq;
   always_ff @(posedge clk) begin
-    if (in_v) begin
+    if (rst) begin
+      i1_v <= 1'b0;
+      i2_v <= 1'b0;
+    end else begin
+      i1_v <= in_v;
+      i2_v <= i1_v;
+    end
+    i1_x <= in_x;
+    i1_first <= in_first;
+    i1_last <= in_last;
+    i1_n <= in_n;
+    i2_x <= i1_x;
+    i2_first <= i1_first;
+    i2_last <= i1_last;
+    i2_n <= i1_n;
+    i2_sq <= i1_x * i1_x;
+  end
+  assign s1_nxt = (i2_first ? '0 : s1_reg) + S1_W'(i2_x);
+  assign s2_nxt = (i2_first ? '0 : s2_reg) + S2_W'(i2_sq);
+  always_ff @(posedge clk) begin
+    if (i2_v) begin
       s1_reg <= s1_nxt;
       s2_reg <= s2_nxt;
     end
@@ -163,8 +184,8 @@ module hwa_layernorm_ivit #(
   ) u_sums (
       .clk(clk),
       .rst(rst),
-      .in_v(in_v & in_last),
-      .in_d({s1_nxt, s2_nxt, in_n}),
+      .in_v(i2_v & i2_last),
+      .in_d({s1_nxt, s2_nxt, i2_n}),
       .out_v(f_v),
       .out_rdy(f_rdy),
       .out_d({f_s1, f_s2, f_n})
