@@ -29,7 +29,7 @@
 // their own stages (16 stages, 5 before); the ingest square is a registered multiply
 // two stages behind the input.
 // Latency (last input -> last output): n + C + 19, C the per-row chain (measured at
-// the defaults, NEWTON_ITERS = 10: n + 288 at n = 64, n + 146 before issue 22's stages --
+// the defaults, NEWTON_ITERS = 10: n + 290 at n = 64, n + 146 before issue 22's stages --
 // the nine dependent divisions of I-ViT's fixed Newton iteration make n + 16 impossible
 // for this method).
 // Rows longer than ROW_MAX are dropped (consumed up to tlast, nothing output) and
