@@ -795,12 +795,12 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         rowwise=True,
         doc="two passes through two row buffers: S1/S2 (mean, var0 from the moments, the "
         "shift s); y and the variance at s and s + 1; per row an iterative isqrt and "
-        "2^31/std; y·factor, sqrt(n), gamma/beta. Last-in -> last-out 2N + 109 (the "
+        "2^31/std; y·factor, sqrt(n), gamma/beta. Last-in -> last-out 2N + 110 (the "
         "variance at the row's shift needs the row re-read once its mean is known; "
         "2N + 51 before the issue-22 pipelining: dividers and roots at one bit per cycle, "
         "the output products and the second pass's shifts and squares in stages)",
         row_passes=2,
-        latency_extra=109,
+        latency_extra=110,
     ),
     (Operator.LAYERNORM, "ivit"): RtlUnit(
         Operator.LAYERNORM,

@@ -26,12 +26,13 @@
 // 2*II codes, B BUF_DEPTH + 3*II (powers of 2), each 2 more rows than ROWQ (for the
 // per-row latencies). Pipelining (issue 22, ECP5 at 125 MHz): the divisions and roots
 // take one bit per cycle (hwa_udiv_rr / hwa_isqrt_rr: copies taken in turn keep one row
-// per II; the factor 33 cycles, 12 before; the isqrt 17, 9 before; the statistics'
-// mean and sqrt(n) 17 and 22, 10 and 12 before); the ingest square is a registered
+// per II; the factor 33 cycles and a register before it, 12 before; the isqrt 17, 9
+// before; the statistics' mean and sqrt(n) 17 and 22, 10 and 12 before, the rounded
+// mean 3 stages, 1 before); the ingest square is a registered
 // multiply two stages behind the input; the shift s from var0 takes 3 stages (1
 // before); the second pass is a chain y = X - mean, the shifts, the squares (2 stages
 // more); hwa_ln_int_out's products have their own stages (16 stages, 5 before).
-// Latency (last input -> last output): 2n + C (measured at the defaults: 2n + 109 at
+// Latency (last input -> last output): 2n + C (measured at the defaults: 2n + 110 at
 // n = 64, 2n + 51 before issue 22's stages; n + 16 is out of
 // reach: the second pass needs the mean, the third the variance of the whole row).
 // Rows longer than ROW_MAX are dropped (consumed up to tlast, nothing output) and
@@ -440,6 +441,20 @@ module hwa_layernorm_ibert #(
   logic [STD_W-1:0] d_r;  // the remainder: not needed
   /* verilator lint_on UNUSEDSIGNAL */
   assign std_c = STD_W'(root) << sq_s;
+  // one register stage between the root and the divider (issue 22): std, std == 0
+  logic sd_v, sd_dz, u_rdy;
+  logic [STD_W-1:0] sd_std;
+  logic [SQRTN_W-1:0] sd_sqrtn;
+  assign sq_rdy = !sd_v || u_rdy;
+  always_ff @(posedge clk) begin
+    if (rst) sd_v <= 1'b0;
+    else if (sq_rdy) sd_v <= sq_v;
+    if (sq_rdy && sq_v) begin
+      sd_std <= std_c;
+      sd_dz <= std_c == '0;
+      sd_sqrtn <= sq_sqrtn;
+    end
+  end
   hwa_udiv_rr #(
       .N_W(FACTOR_NUM_BITS + 1),
       .D_W(STD_W),
@@ -449,11 +464,11 @@ module hwa_layernorm_ibert #(
   ) u_factor (
       .clk(clk),
       .rst(rst),
-      .in_v(sq_v),
-      .in_rdy(sq_rdy),
+      .in_v(sd_v),
+      .in_rdy(u_rdy),
       .n((FACTOR_NUM_BITS + 1)'(1) << FACTOR_NUM_BITS),
-      .d(std_c),
-      .p_in({std_c == '0, sq_sqrtn}),
+      .d(sd_std),
+      .p_in({sd_dz, sd_sqrtn}),
       .out_v(b_ctx_v),
       .out_rdy(1'b1),  // B's row queue has room for every row that entered B
       .q(factor),
