@@ -26,10 +26,11 @@
 // cycle (hwa_udiv_rr / hwa_isqrt_rr: copies taken in turn keep one row per II), which
 // costs each Newton division Q_W + 1 cycles (12 before), the factor FACTOR_W + 1 (12
 // before), the statistics' sqrt(n) 22 (12 before); hwa_ln_int_out's products have
-// their own stages (16 stages, 5 before); the ingest square is a registered multiply
+// their own stages (16 stages, 5 before), the buffered code is registered before
+// y = X - mean (1 stage); the ingest square is a registered multiply
 // two stages behind the input.
-// Latency (last input -> last output): n + C + 19, C the per-row chain (measured at
-// the defaults, NEWTON_ITERS = 10: n + 290 at n = 64, n + 146 before issue 22's stages --
+// Latency (last input -> last output): n + C + 20, C the per-row chain (measured at
+// the defaults, NEWTON_ITERS = 10: n + 291 at n = 64, n + 146 before issue 22's stages --
 // the nine dependent divisions of I-ViT's fixed Newton iteration make n + 16 impossible
 // for this method).
 // Rows longer than ROW_MAX are dropped (consumed up to tlast, nothing output) and
@@ -319,7 +320,28 @@ module hwa_layernorm_ivit #(
   logic signed [YC_W-1:0] o1_y;
   assign {o1_mean, o1_factor, o1_sqrtn} = o1_ctx;
   assign o1_xs = o1_x;
-  assign o1_y = YC_W'(o1_xs) - YC_W'(o1_mean);
+  // ob: the buffered code (a block RAM read at this depth: ~6 ns clock to out) and the
+  // row's context registered before y = X - mean (issue 22)
+  logic ob_v, ob_l;
+  logic signed [X_W-1:0] ob_x, ob_mean;
+  logic [FACTOR_W-1:0] ob_factor;
+  logic [SQRTN_W-1:0] ob_sqrtn;
+  logic signed [GAMMA_W-1:0] ob_g;
+  logic signed [BETA_W-1:0] ob_b;
+  always_ff @(posedge clk) begin
+    if (rst) ob_v <= 1'b0;
+    else if (ce) ob_v <= o1_v;
+    if (ce) begin
+      ob_l <= o1_l;
+      ob_x <= o1_xs;
+      ob_mean <= o1_mean;
+      ob_factor <= o1_factor;
+      ob_sqrtn <= o1_sqrtn;
+      ob_g <= o1_g;
+      ob_b <= o1_b;
+    end
+  end
+  assign o1_y = YC_W'(ob_x) - YC_W'(ob_mean);
   logic o_v, o_l;
   logic [OUT_W-1:0] o_y;
   hwa_ln_int_out #(
@@ -344,13 +366,13 @@ module hwa_layernorm_ivit #(
       .clk(clk),
       .rst(rst),
       .ce(ce),
-      .in_v(o1_v),
-      .in_l(o1_l),
+      .in_v(ob_v),
+      .in_l(ob_l),
       .y(o1_y),
-      .factor(o1_factor),
-      .sqrtn(o1_sqrtn),
-      .gamma(o1_g),
-      .beta(o1_b),
+      .factor(ob_factor),
+      .sqrtn(ob_sqrtn),
+      .gamma(ob_g),
+      .beta(ob_b),
       .m_axis_tdata(o_y),
       .m_axis_tvalid(o_v),
       .m_axis_tlast(o_l)
