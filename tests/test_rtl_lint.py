@@ -40,6 +40,15 @@ PRIMS = {
     "hwa_round_shift_pipe": ["hwa_pkg.sv", "hwa_round_shift_pipe.sv"],
     "hwa_delay": ["hwa_delay.sv"],
     "hwa_rsqrt_pipe": ["hwa_rom.sv", "hwa_delay.sv", "hwa_mul_pipe.sv", "hwa_rsqrt_pipe.sv"],
+    "hwa_ln_rsqrt_out": [
+        "hwa_pkg.sv",
+        "hwa_round_shift.sv",
+        "hwa_sat.sv",
+        "hwa_delay.sv",
+        "hwa_mul_pipe.sv",
+        "hwa_round_shift_pipe.sv",
+        "hwa_ln_rsqrt_out.sv",
+    ],
 }
 #: submodules whose parameters must all be set by the parent (no defaults)
 NO_DEFAULTS = {
@@ -58,9 +67,11 @@ NO_DEFAULTS = {
     "hwa_out_code": (),
     "hwa_udiv_iter": (),
     "hwa_isqrt_iter": (),
+    "hwa_udiv_rr": (),
+    "hwa_isqrt_rr": (),
     "hwa_ln_int_stats": (),
     "hwa_ln_int_out": (),
-    "hwa_mul_pipe": (),
+    "hwa_mul_pipe": ("IN_REG",),
     "hwa_round_shift_pipe": (),
     # the encoder block's pieces (issue 25)
     "hwa_mac": (),
@@ -69,6 +80,7 @@ NO_DEFAULTS = {
     "hwa_tok_deser": (),
     "hwa_delay": (),
     "hwa_rsqrt_pipe": (),
+    "hwa_ln_rsqrt_out": ("IN_REG",),
 }
 
 
@@ -131,6 +143,25 @@ def _prim_params(top: str) -> dict:
         return {"A_W": 40, "B_W": 30, "B_SIGNED": 1, "P_W": 60}
     if top == "hwa_skid":
         return {"W": 12}
+    if top == "hwa_ln_rsqrt_out":  # the default RMSNorm's output pipeline
+        return {
+            "A_W": 27,
+            "Y_W": 21,
+            "Y_SIGNED": 0,
+            "SHW": 15,
+            "LSH": 0,
+            "AY_W": 49,
+            "Z_W": 25,
+            "GAMMA_W": 16,
+            "BETA_W": 16,
+            "ACC_W": 42,
+            "BETA_SHIFT": 18,
+            "OUT_SHIFT": 16,
+            "OUT_W": 16,
+            "OUT_SIGNED": 1,
+            "OUT_RND": 2,
+            "OUT_OVF": 1,
+        }
     if top == "hwa_delay":
         return {"W": 12, "L": 3}
     if top == "hwa_rsqrt_pipe":  # the default LayerNorm's 1/sqrt

@@ -24,9 +24,17 @@
 // Throughput: one element per cycle in and out back to back (rows of n >= 16: every
 // per-row unit takes a row every II = 16 cycles or faster). Buffers: A holds BUF_DEPTH +
 // 2*II codes, B BUF_DEPTH + 3*II (powers of 2), each 2 more rows than ROWQ (for the
-// per-row latencies). Latency (last input -> last output): 2n + C (measured at the
-// defaults: 2n + 51 at n = 16 and 64; n + 16 is out of reach: the second pass needs the mean, the third
-// the variance of the whole row).
+// per-row latencies). Pipelining (issue 22, ECP5 at 125 MHz): the divisions and roots
+// take one bit per cycle (hwa_udiv_rr / hwa_isqrt_rr: copies taken in turn keep one row
+// per II; the factor 33 cycles and a register before it, 12 before; the isqrt 17, 9
+// before; the statistics' mean and sqrt(n) 17 and 22, 10 and 12 before, the rounded
+// mean 3 stages, 1 before); the ingest square is a registered
+// multiply two stages behind the input; the shift s from var0 takes 3 stages (1
+// before); the second pass is a chain y = X - mean, the shifts, the squares (2 stages
+// more); hwa_ln_int_out's products have their own stages (16 stages, 5 before).
+// Latency (last input -> last output): 2n + C (measured at the defaults: 2n + 110 at
+// n = 64, 2n + 51 before issue 22's stages; n + 16 is out of
+// reach: the second pass needs the mean, the third the variance of the whole row).
 // Rows longer than ROW_MAX are dropped (consumed up to tlast, nothing output) and
 // row_err pulses for one cycle (hwa_row_stream). Preconditions: signed input codes.
 // Parameter defaults: the default IBertLayerNorm spec's hw_params(64) with
@@ -152,14 +160,34 @@ module hwa_layernorm_ibert #(
 
   logic signed [S1_W-1:0] s1_reg, s1_nxt;
   logic [S2_W-1:0] s2_reg, s2_nxt;
-  logic signed [IN_W-1:0] x_in;
-  logic signed [2*IN_W-1:0] xsq;
-  assign x_in = a_in_x;
-  assign xsq = x_in * x_in;
-  assign s1_nxt = (a_in_first ? '0 : s1_reg) + S1_W'(x_in);
-  assign s2_nxt = (a_in_first ? '0 : s2_reg) + S2_W'(xsq);
+  // two stages behind the input (issue 22): i1 the accepted element registered, i2 its
+  // square (a registered multiply), then the sums
+  logic i1_v, i1_first, i1_last, i2_v, i2_first, i2_last;
+  logic signed [IN_W-1:0] i1_x, i2_x;
+  logic [N_BITS-1:0] i1_n, i2_n;
+  logic signed [2*IN_W-1:0] i2_sq;
   always_ff @(posedge clk) begin
-    if (a_in_v) begin
+    if (rst) begin
+      i1_v <= 1'b0;
+      i2_v <= 1'b0;
+    end else begin
+      i1_v <= a_in_v;
+      i2_v <= i1_v;
+    end
+    i1_x <= a_in_x;
+    i1_first <= a_in_first;
+    i1_last <= a_in_last;
+    i1_n <= a_in_n;
+    i2_x <= i1_x;
+    i2_first <= i1_first;
+    i2_last <= i1_last;
+    i2_n <= i1_n;
+    i2_sq <= i1_x * i1_x;
+  end
+  assign s1_nxt = (i2_first ? '0 : s1_reg) + S1_W'(i2_x);
+  assign s2_nxt = (i2_first ? '0 : s2_reg) + S2_W'(i2_sq);
+  always_ff @(posedge clk) begin
+    if (i2_v) begin
       s1_reg <= s1_nxt;
       s2_reg <= s2_nxt;
     end
@@ -176,8 +204,8 @@ module hwa_layernorm_ibert #(
   ) u_sums (
       .clk(clk),
       .rst(rst),
-      .in_v(a_in_v & a_in_last),
-      .in_d({s1_nxt, s2_nxt, a_in_n}),
+      .in_v(i2_v & i2_last),
+      .in_d({s1_nxt, s2_nxt, i2_n}),
       .out_v(fa_v),
       .out_rdy(fa_rdy),
       .out_d({fa_s1, fa_s2, fa_n})
@@ -213,65 +241,99 @@ module hwa_layernorm_ibert #(
       .sqrtn(st_sqrtn),
       .p_out(unused_stp)
   );
-  // s = max(SHIFT, need), need = max(0, (bitlen(var0 - 1) - VAR_LIMIT_BITS + 1) >> 1)
-  logic [VAR0_W-1:0] vm1;
-  logic [VB_W-1:0] bl;
+  // s = max(SHIFT, need), need = max(0, (bitlen(var0 - 1) - VAR_LIMIT_BITS + 1) >> 1),
+  // in three free-running stages (issue 22): c1 var0 - 1; c2 its bit length; then s
+  logic c1_v, c2_v;
+  logic [VAR0_W-1:0] c1_vm1;
+  logic signed [X_W-1:0] c1_mean, c2_mean;
+  logic [SQRTN_W-1:0] c1_sqrtn, c2_sqrtn;
+  logic [VB_W-1:0] bl, c2_bl;
   logic [SW-1:0] s_c;
-  assign vm1 = (st_var0 == '0) ? '0 : st_var0 - 1'b1;
   always_comb begin
-    int need;
     bl = '0;
     for (int i = 0; i < VAR0_W; i++) begin
-      if (vm1[i]) bl = VB_W'(i + 1);
+      if (c1_vm1[i]) bl = VB_W'(i + 1);
     end
-    need = (int'(bl) - VAR_LIMIT_BITS + 1) >>> 1;  // floor, as Python's >>
+  end
+  always_comb begin
+    int need;
+    need = (int'(c2_bl) - VAR_LIMIT_BITS + 1) >>> 1;  // floor, as Python's >>
     s_c = (need > SHIFT) ? SW'(need) : SW'(SHIFT);
   end
   always_ff @(posedge clk) begin
-    if (rst) a_ctx_v <= 1'b0;
-    else a_ctx_v <= st_v;
-    if (st_v) a_ctx <= {st_mean, s_c, st_sqrtn};
+    if (rst) begin
+      c1_v <= 1'b0;
+      c2_v <= 1'b0;
+      a_ctx_v <= 1'b0;
+    end else begin
+      c1_v <= st_v;
+      c2_v <= c1_v;
+      a_ctx_v <= c2_v;
+    end
+    c1_vm1 <= (st_var0 == '0) ? '0 : st_var0 - 1'b1;
+    c1_mean <= st_mean;
+    c1_sqrtn <= st_sqrtn;
+    c2_bl <= bl;
+    c2_mean <= c1_mean;
+    c2_sqrtn <= c1_sqrtn;
+    if (c2_v) a_ctx <= {c2_mean, s_c, c2_sqrtn};
   end
 
   // ---- pass 2: y = X - mean into row buffer B; var at s and s + 1 ------------------------
+  // a stall-all chain q1 -> q2 -> p advancing with a_ce (issue 22): q1 y = X - mean (after
+  // the buffer read); q2 floor(y / 2^s), floor(y / 2^(s+1)) (barrel shifts); p their
+  // squares (registered multiplies), y into B; then the sums
   logic signed [X_W-1:0] a_mean, a_xs;
   logic [SW-1:0] a_s;
   logic [SQRTN_W-1:0] a_sqrtn;
-  logic signed [YC_W-1:0] a_y;
-  logic signed [YS_W-1:0] a_ysa, a_ysb;
+  assign {a_mean, a_s, a_sqrtn} = a_o1_ctx;
+  assign a_xs = a_o1_x;
+
+  logic p_v, p_l, p_first, first_reg, b_rdy;
+  logic q1_v, q1_l, q1_first, q2_v, q2_l, q2_first;
+  logic signed [YC_W-1:0] q1_y, q2_y, p_y;
+  logic [SW-1:0] q1_s, q2_s, p_s;
+  logic [SQRTN_W-1:0] q1_sqrtn, q2_sqrtn, p_sqrtn;
+  logic signed [YS_W-1:0] q2_ysa, q2_ysb;
   /* verilator lint_off UNUSEDSIGNAL */
   logic signed [2*YS_W-1:0] a_ta, a_tb;  // a square: its sign bit is 0
   /* verilator lint_on UNUSEDSIGNAL */
-  assign {a_mean, a_s, a_sqrtn} = a_o1_ctx;
-  assign a_xs = a_o1_x;
-  assign a_y = YC_W'(a_xs) - YC_W'(a_mean);
-  assign a_ysa = YS_W'(a_y >>> a_s);  // floor(y / 2^s) fits YS_W (hw_params)
-  assign a_ysb = YS_W'(a_y >>> (a_s + 1'b1));
-  assign a_ta = a_ysa * a_ysa;
-  assign a_tb = a_ysb * a_ysb;
-
-  logic p_v, p_l, p_first, first_reg, b_rdy;
-  logic signed [YC_W-1:0] p_y;
   logic [VAR_W-1:0] p_ta, p_tb, va_reg, vb_reg, va_nxt, vb_nxt;
-  logic [SW-1:0] p_s;
-  logic [SQRTN_W-1:0] p_sqrtn;
+  assign a_ta = q2_ysa * q2_ysa;
+  assign a_tb = q2_ysb * q2_ysb;
   assign a_ce = ~p_v | b_rdy;
   always_ff @(posedge clk) begin
     if (rst) begin
+      q1_v <= 1'b0;
+      q2_v <= 1'b0;
       p_v <= 1'b0;
       first_reg <= 1'b1;
     end else if (a_ce) begin
-      p_v <= a_o1_v;
+      q1_v <= a_o1_v;
+      q2_v <= q1_v;
+      p_v <= q2_v;
       if (a_o1_v) first_reg <= a_o1_l;
     end
     if (a_ce) begin
-      p_y <= a_y;
-      p_l <= a_o1_l;
-      p_first <= first_reg;
+      q1_y <= YC_W'(a_xs) - YC_W'(a_mean);
+      q1_l <= a_o1_l;
+      q1_first <= first_reg;
+      q1_s <= a_s;
+      q1_sqrtn <= a_sqrtn;
+      q2_y <= q1_y;
+      q2_l <= q1_l;
+      q2_first <= q1_first;
+      q2_s <= q1_s;
+      q2_sqrtn <= q1_sqrtn;
+      q2_ysa <= YS_W'(q1_y >>> q1_s);  // floor(y / 2^s) fits YS_W (hw_params)
+      q2_ysb <= YS_W'(q1_y >>> (q1_s + 1'b1));
+      p_y <= q2_y;
+      p_l <= q2_l;
+      p_first <= q2_first;
       p_ta <= VAR_W'(a_ta);
       p_tb <= VAR_W'(a_tb);
-      p_s <= a_s;
-      p_sqrtn <= a_sqrtn;
+      p_s <= q2_s;
+      p_sqrtn <= q2_sqrtn;
     end
   end
   assign va_nxt = (p_first ? '0 : va_reg) + p_ta;
@@ -354,7 +416,7 @@ module hwa_layernorm_ibert #(
   logic [ROOT_W-1:0] root;
   logic [SW-1:0] sq_s;
   logic [SQRTN_W-1:0] sq_sqrtn;
-  hwa_isqrt_iter #(
+  hwa_isqrt_rr #(
       .X_W(VAR_LIMIT_BITS),
       .II (II),
       .P_W(SW + SQRTN_W)
@@ -379,7 +441,21 @@ module hwa_layernorm_ibert #(
   logic [STD_W-1:0] d_r;  // the remainder: not needed
   /* verilator lint_on UNUSEDSIGNAL */
   assign std_c = STD_W'(root) << sq_s;
-  hwa_udiv_iter #(
+  // one register stage between the root and the divider (issue 22): std, std == 0
+  logic sd_v, sd_dz, u_rdy;
+  logic [STD_W-1:0] sd_std;
+  logic [SQRTN_W-1:0] sd_sqrtn;
+  assign sq_rdy = !sd_v || u_rdy;
+  always_ff @(posedge clk) begin
+    if (rst) sd_v <= 1'b0;
+    else if (sq_rdy) sd_v <= sq_v;
+    if (sq_rdy && sq_v) begin
+      sd_std <= std_c;
+      sd_dz <= std_c == '0;
+      sd_sqrtn <= sq_sqrtn;
+    end
+  end
+  hwa_udiv_rr #(
       .N_W(FACTOR_NUM_BITS + 1),
       .D_W(STD_W),
       .Q_W(FACTOR_W),
@@ -388,11 +464,11 @@ module hwa_layernorm_ibert #(
   ) u_factor (
       .clk(clk),
       .rst(rst),
-      .in_v(sq_v),
-      .in_rdy(sq_rdy),
+      .in_v(sd_v),
+      .in_rdy(u_rdy),
       .n((FACTOR_NUM_BITS + 1)'(1) << FACTOR_NUM_BITS),
-      .d(std_c),
-      .p_in({std_c == '0, sq_sqrtn}),
+      .d(sd_std),
+      .p_in({sd_dz, sd_sqrtn}),
       .out_v(b_ctx_v),
       .out_rdy(1'b1),  // B's row queue has room for every row that entered B
       .q(factor),

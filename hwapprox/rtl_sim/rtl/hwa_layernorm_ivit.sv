@@ -22,9 +22,17 @@
 // lose no cycle; shorter rows wait for the per-row chain (the input stalls, nothing is
 // lost). The row buffer and row queue are sized for the per-row latency: BUF_DEPTH +
 // C_MAX codes (a power of 2) and ROWQ + C_MAX / II + 1 rows (a power of 2).
-// Latency (last input -> last output): n + C + 6, C the per-row chain (measured at
-// the defaults, NEWTON_ITERS = 10: n + 146 at n = 64 -- the nine dependent divisions of I-ViT's
-// fixed Newton iteration make n + 16 impossible for this method).
+// Pipelining (issue 22, ECP5 at 125 MHz): every division and root takes one bit per
+// cycle (hwa_udiv_rr / hwa_isqrt_rr: copies taken in turn keep one row per II), which
+// costs each Newton division Q_W + 1 cycles (12 before), the factor FACTOR_W + 1 (12
+// before), the statistics' sqrt(n) 22 (12 before); hwa_ln_int_out's products have
+// their own stages (16 stages, 5 before), the buffered code is registered before
+// y = X - mean (1 stage); the ingest square is a registered multiply
+// two stages behind the input.
+// Latency (last input -> last output): n + C + 20, C the per-row chain (measured at
+// the defaults, NEWTON_ITERS = 10: n + 291 at n = 64, n + 146 before issue 22's stages --
+// the nine dependent divisions of I-ViT's fixed Newton iteration make n + 16 impossible
+// for this method).
 // Rows longer than ROW_MAX are dropped (consumed up to tlast, nothing output) and
 // row_err pulses for one cycle (hwa_row_stream). Preconditions: signed input codes.
 // Parameter defaults: the default IVitLayerNorm spec's hw_params(64) with
@@ -85,7 +93,11 @@ module hwa_layernorm_ivit #(
 );
 
   localparam int II = 16;  // cycles per row of every per-row unit (rows of >= 16)
-  localparam int C_MAX = II * (NEWTON_ITERS + 2) + 8;  // per-row latency bound
+  // per-row latency bound (issue 22: one quotient / root bit per cycle, hwa_udiv_rr and
+  // hwa_isqrt_rr): the statistics (sqrt(n): RBN + 1 cycles, then 7 stages), each Newton
+  // division Q_W + 1 cycles and the next k, the factor FACTOR_W + 1, and some slack
+  localparam int RBN = (N_BITS + 2 * SQRTN_F + 3) / 2;
+  localparam int C_MAX = RBN + 8 + (NEWTON_ITERS - 1) * (Q_W + 2) + FACTOR_W + 2 + 8;
   localparam int BUF_U = 1 << $clog2(BUF_DEPTH + C_MAX);
   localparam int ROWQ_U = 1 << $clog2(ROWQ + C_MAX / II + 1);
   localparam int K0_SH = $clog2(NEWTON_K0);
@@ -127,14 +139,34 @@ module hwa_layernorm_ivit #(
   // ---- ingest: S1, S2 ---------------------------------------------------------------------
   logic signed [S1_W-1:0] s1_reg, s1_nxt;
   logic [S2_W-1:0] s2_reg, s2_nxt;
-  logic signed [IN_W-1:0] x_in;
-  logic signed [2*IN_W-1:0] xsq;
-  assign x_in = in_x;
-  assign xsq = x_in * x_in;
-  assign s1_nxt = (in_first ? '0 : s1_reg) + S1_W'(x_in);
-  assign s2_nxt = (in_first ? '0 : s2_reg) + S2_W'(xsq);
+  // two stages behind the input (issue 22): i1 the accepted element registered, i2 its
+  // square (a registered multiply), then the sums
+  logic i1_v, i1_first, i1_last, i2_v, i2_first, i2_last;
+  logic signed [IN_W-1:0] i1_x, i2_x;
+  logic [N_BITS-1:0] i1_n, i2_n;
+  logic signed [2*IN_W-1:0] i2_sq;
   always_ff @(posedge clk) begin
-    if (in_v) begin
+    if (rst) begin
+      i1_v <= 1'b0;
+      i2_v <= 1'b0;
+    end else begin
+      i1_v <= in_v;
+      i2_v <= i1_v;
+    end
+    i1_x <= in_x;
+    i1_first <= in_first;
+    i1_last <= in_last;
+    i1_n <= in_n;
+    i2_x <= i1_x;
+    i2_first <= i1_first;
+    i2_last <= i1_last;
+    i2_n <= i1_n;
+    i2_sq <= i1_x * i1_x;
+  end
+  assign s1_nxt = (i2_first ? '0 : s1_reg) + S1_W'(i2_x);
+  assign s2_nxt = (i2_first ? '0 : s2_reg) + S2_W'(i2_sq);
+  always_ff @(posedge clk) begin
+    if (i2_v) begin
       s1_reg <= s1_nxt;
       s2_reg <= s2_nxt;
     end
@@ -153,8 +185,8 @@ module hwa_layernorm_ivit #(
   ) u_sums (
       .clk(clk),
       .rst(rst),
-      .in_v(in_v & in_last),
-      .in_d({s1_nxt, s2_nxt, in_n}),
+      .in_v(i2_v & i2_last),
+      .in_d({s1_nxt, s2_nxt, i2_n}),
       .out_v(f_v),
       .out_rdy(f_rdy),
       .out_d({f_s1, f_s2, f_n})
@@ -210,7 +242,7 @@ module hwa_layernorm_ivit #(
     /* verilator lint_off UNUSEDSIGNAL */
     logic [K_W-1:0] r;  // the remainder: not needed
     /* verilator lint_on UNUSEDSIGNAL */
-    hwa_udiv_iter #(
+    hwa_udiv_rr #(
         .N_W(VAR0_W),
         .D_W(K_W),
         .Q_W(Q_W),
@@ -242,7 +274,7 @@ module hwa_layernorm_ivit #(
   logic [VAR0_W-1:0] unused_var;
   /* verilator lint_on UNUSEDSIGNAL */
   assign unused_var = nvar[NDIV];
-  hwa_udiv_iter #(
+  hwa_udiv_rr #(
       .N_W(FN_W),
       .D_W(STD_W),
       .Q_W(FACTOR_W),
@@ -288,7 +320,28 @@ module hwa_layernorm_ivit #(
   logic signed [YC_W-1:0] o1_y;
   assign {o1_mean, o1_factor, o1_sqrtn} = o1_ctx;
   assign o1_xs = o1_x;
-  assign o1_y = YC_W'(o1_xs) - YC_W'(o1_mean);
+  // ob: the buffered code (a block RAM read at this depth: ~6 ns clock to out) and the
+  // row's context registered before y = X - mean (issue 22)
+  logic ob_v, ob_l;
+  logic signed [X_W-1:0] ob_x, ob_mean;
+  logic [FACTOR_W-1:0] ob_factor;
+  logic [SQRTN_W-1:0] ob_sqrtn;
+  logic signed [GAMMA_W-1:0] ob_g;
+  logic signed [BETA_W-1:0] ob_b;
+  always_ff @(posedge clk) begin
+    if (rst) ob_v <= 1'b0;
+    else if (ce) ob_v <= o1_v;
+    if (ce) begin
+      ob_l <= o1_l;
+      ob_x <= o1_xs;
+      ob_mean <= o1_mean;
+      ob_factor <= o1_factor;
+      ob_sqrtn <= o1_sqrtn;
+      ob_g <= o1_g;
+      ob_b <= o1_b;
+    end
+  end
+  assign o1_y = YC_W'(ob_x) - YC_W'(ob_mean);
   logic o_v, o_l;
   logic [OUT_W-1:0] o_y;
   hwa_ln_int_out #(
@@ -313,13 +366,13 @@ module hwa_layernorm_ivit #(
       .clk(clk),
       .rst(rst),
       .ce(ce),
-      .in_v(o1_v),
-      .in_l(o1_l),
+      .in_v(ob_v),
+      .in_l(ob_l),
       .y(o1_y),
-      .factor(o1_factor),
-      .sqrtn(o1_sqrtn),
-      .gamma(o1_g),
-      .beta(o1_b),
+      .factor(ob_factor),
+      .sqrtn(ob_sqrtn),
+      .gamma(ob_g),
+      .beta(ob_b),
       .m_axis_tdata(o_y),
       .m_axis_tvalid(o_v),
       .m_axis_tlast(o_l)

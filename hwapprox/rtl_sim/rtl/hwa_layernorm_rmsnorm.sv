@@ -26,10 +26,14 @@
 // per-row latency: BUF_DEPTH, or the power of 2 >= ROW_MAX + ROW_LAT + 4 when larger,
 // and ROWQ, or the power of 2 >= 4 + (ROW_LAT + ROW_MAX + 15) / 16 (issue 22).
 // Pipelining (issue 22, ECP5 at 125 MHz): the ingest square is a registered multiply;
-// per row k*S2, k^2 and k^2*EPS_Q are hwa_mul_pipe products, the 1/sqrt is hwa_rsqrt_pipe
-// (8 + 10*NEWTON stages); on the way out A*y, Z's rounding shift (hwa_round_shift_pipe)
-// and Z*gamma have their own stages. Latency: last input -> context ROW_LAT = 19 +
-// 10*NEWTON cycles; last input -> last output n + 32 + 10*NEWTON (n + 42 at NEWTON = 1);
+// per row k*S2, k^2 and k^2*EPS_Q are hwa_mul_pipe products with operand registers of
+// their own (LM = 4 stages each: k^2*EPS_Q after k^2, 2 more than without them), De (1),
+// the 1/sqrt is hwa_rsqrt_pipe (8 + 10*NEWTON stages); on the way out: the element, k, y
+// and sh registered (1 stage), A = k*X (1), then hwa_ln_rsqrt_out (shared with
+// hwa_layernorm_rsqrt): A*y and Z*gamma (4 each), Z's rounding shift (3), acc (1), the
+// output rounding (1). Latency: last input -> context ROW_LAT = 21 + 10*NEWTON cycles;
+// last input -> last output n + 37 + 10*NEWTON (n + 47 at NEWTON = 1; it was n + 42
+// before the operand registers and the element stage);
 // back-to-back rows of n >= 16 lose no cycle (tests/test_rtl_throughput.py). Rows
 // longer than ROW_MAX are dropped (consumed up to tlast, nothing output) and row_err
 // pulses for one cycle.
@@ -105,9 +109,15 @@ module hwa_layernorm_rmsnorm #(
     return b;
   endfunction
   localparam int EPS_W = bit_len(EPS_Q);
-  // the per-row pipeline: t1 (the row's S2, k) -> ctx_v (t2..t8 De, hwa_rsqrt_pipe, the
-  // context); ROW_LAT: in_last -> ctx_v (two more: the square and the sum)
-  localparam int CTX_LAT = 9 + 8 + 10 * NEWTON;
+  // every hwa_mul_pipe behind operand registers of its own (issue 22): LM stages each
+  localparam bit MUL_IN_REG = 1'b1;
+  localparam int LM = 3 + int'(MUL_IN_REG);
+  // the per-row pipeline: t1 (the row's S2, k) -> ctx_v (t2..tDE De: k^2 and k^2*EPS_Q
+  // two products in a row, one stage more for De; then hwa_rsqrt_pipe, RS_LAT stages; one
+  // more: the context); ROW_LAT: in_last -> ctx_v (two more: the square and the sum)
+  localparam int TDE = 2 * LM + 2;
+  localparam int RS_LAT = 8 + 10 * NEWTON;
+  localparam int CTX_LAT = TDE + 1 + RS_LAT;
   localparam int ROW_LAT = CTX_LAT + 2;
   // the row buffer and row queue hold a row for its context's latency too (rows of >= 16;
   // mixed lengths: a short row may wait behind a long one)
@@ -221,13 +231,13 @@ module hwa_layernorm_rmsnorm #(
   end
 
   // ---- per-row pipeline (free running: one row per cycle at most, never stalls) ----------
-  // t1: the row's S2 and k; t2..t4: D = k*S2, k^2 (hwa_mul_pipe, mod 2^DE_W: De and every
-  // partial result fit DE_W bits); t5..t7: k^2*EPS_Q; t8: De; then hwa_rsqrt_pipe; one
-  // more: the context.
-  logic [7:0] v_sr;  // t1..t8
+  // t1: the row's S2 and k; t2..t(1+LM): D = k*S2, k^2 (hwa_mul_pipe, mod 2^DE_W: De and
+  // every partial result fit DE_W bits); then LM more: k^2*EPS_Q; tDE: De; then
+  // hwa_rsqrt_pipe; one more: the context.
+  logic [TDE-1:0] v_sr;  // t1..tDE
   always_ff @(posedge clk) begin
     if (rst) v_sr <= '0;
-    else v_sr <= {v_sr[6:0], i2_v & i2_last};
+    else v_sr <= {v_sr[TDE-2:0], i2_v & i2_last};
   end
   logic [S2_W-1:0] s2_0;
   logic [N_BITS-1:0] k_0;
@@ -241,7 +251,8 @@ module hwa_layernorm_rmsnorm #(
       .A_W(S2_W + 1),
       .B_W(N_BITS),
       .B_SIGNED(1'b0),
-      .P_W(DE_W)
+      .P_W(DE_W),
+      .IN_REG(MUL_IN_REG)
   ) u_d (
       .clk(clk),
       .en (1'b1),
@@ -253,7 +264,8 @@ module hwa_layernorm_rmsnorm #(
       .A_W(N_BITS + 1),
       .B_W(N_BITS),
       .B_SIGNED(1'b0),
-      .P_W(2 * N_BITS)
+      .P_W(2 * N_BITS),
+      .IN_REG(MUL_IN_REG)
   ) u_kk (
       .clk(clk),
       .en (1'b1),
@@ -265,7 +277,8 @@ module hwa_layernorm_rmsnorm #(
       .A_W(2 * N_BITS + 1),
       .B_W(EPS_W),
       .B_SIGNED(1'b0),
-      .P_W(DE_W)
+      .P_W(DE_W),
+      .IN_REG(MUL_IN_REG)
   ) u_eps (
       .clk(clk),
       .en (1'b1),
@@ -273,10 +286,10 @@ module hwa_layernorm_rmsnorm #(
       .b  (EPS_Q[EPS_W-1:0]),
       .p  (eps_p)
   );
-  logic [DE_W-1:0] d_7, de_8;
+  logic [DE_W-1:0] d_7, de_8;  // D waits for k^2*EPS_Q (LM stages more); De at tDE
   hwa_delay #(
       .W(DE_W),
-      .L(3)
+      .L(LM)
   ) u_d7 (
       .clk(clk),
       .rst(1'b0),
@@ -299,7 +312,7 @@ module hwa_layernorm_rmsnorm #(
   ) u_rsqrt (
       .clk(clk),
       .rst(rst),
-      .in_v(v_sr[7]),
+      .in_v(v_sr[TDE-1]),
       .de(de_8),
       .out_v(rs_v),
       .y(rs_y),
@@ -352,169 +365,83 @@ module hwa_layernorm_rmsnorm #(
   logic signed [IN_W-1:0] o1_xs;
   assign {o1_y, o1_sh, o1_k} = o1_ctx;
   assign o1_xs = o1_x;
-  // o2: A = k*X
+  // ob: the element and the row's k, y, sh registered (the o1 registers drive the
+  // buffer read and the row context); o2: A = k*X (one registered 18 x 18 multiply)
+  logic ob_v, ob_l;
+  logic signed [IN_W-1:0] ob_x;
+  logic [N_BITS-1:0] ob_k;
+  logic signed [GAMMA_W-1:0] ob_g;
+  logic signed [BETA_W-1:0] ob_b;
+  logic [Y_W-1:0] ob_y;
+  logic signed [SHW-1:0] ob_sh;
+  always_ff @(posedge clk) begin
+    if (rst) ob_v <= 1'b0;
+    else if (ce) ob_v <= o1_v;
+    if (ce) begin
+      ob_x <= o1_xs;
+      ob_k <= o1_k;
+      ob_l <= o1_l;
+      ob_g <= o1_g;
+      ob_b <= o1_b;
+      ob_y <= o1_y;
+      ob_sh <= o1_sh;
+    end
+  end
   logic o2_v, o2_l;
   logic signed [A_W-1:0] o2_a;
   logic signed [GAMMA_W-1:0] o2_g;
   logic signed [BETA_W-1:0] o2_b;
   logic [Y_W-1:0] o2_y;
+  logic signed [SHW-1:0] o2_sh;
   always_ff @(posedge clk) begin
     if (rst) o2_v <= 1'b0;
-    else if (ce) o2_v <= o1_v;
+    else if (ce) o2_v <= ob_v;
     if (ce) begin
-      o2_a <= A_W'($signed({1'b0, o1_k})) * A_W'(o1_xs);
-      o2_l <= o1_l;
-      o2_g <= o1_g;
-      o2_b <= o1_b;
-      o2_y <= o1_y;
+      o2_a <= A_W'($signed({1'b0, ob_k})) * A_W'(ob_x);
+      o2_l <= ob_l;
+      o2_g <= ob_g;
+      o2_b <= ob_b;
+      o2_y <= ob_y;
+      o2_sh <= ob_sh;
     end
   end
-  // the row's shift as a right shift (sh > 0, clamped: every bit dropped beyond AYS_W + 1)
-  // and a left shift (sh < 0, by at most LSH), registered with o2
-  localparam int RSW = $clog2(AYS_W + 2);
-  localparam int LSW = $clog2(LSH + 1) + 1;
-  logic [RSW-1:0] o2_rsh, o5_rsh;
-  logic [LSW-1:0] o2_lsh, o5_lsh;
-  always_ff @(posedge clk) begin
-    if (ce) begin
-      o2_rsh <= (o1_sh <= 0) ? '0 : (o1_sh > SHW'(AYS_W + 1)) ? RSW'(AYS_W + 1) : RSW'(o1_sh);
-      o2_lsh <= (o1_sh >= 0) ? '0 : LSW'(-o1_sh);
-    end
-  end
-  // o3..o5: A*y (hwa_mul_pipe; AYS_W: room for the left shift and the rounding carry)
-  logic signed [AYS_W-1:0] o5_ay;
-  hwa_mul_pipe #(
-      .A_W(A_W),
-      .B_W(Y_W),
-      .B_SIGNED(1'b0),
-      .P_W(AYS_W)
-  ) u_ay (
-      .clk(clk),
-      .en (ce),
-      .a  (o2_a),
-      .b  (o2_y),
-      .p  (o5_ay)
-  );
-  logic o5_v, o5_l;
-  logic signed [GAMMA_W-1:0] o5_g;
-  logic signed [BETA_W-1:0] o5_b;
-  hwa_delay #(
-      .W(2 + GAMMA_W + BETA_W + RSW + LSW),
-      .L(3)
-  ) u_d5 (
-      .clk(clk),
-      .rst(rst),
-      .en (ce),
-      .d  ({o2_v, o2_l, o2_g, o2_b, o2_rsh, o2_lsh}),
-      .q  ({o5_v, o5_l, o5_g, o5_b, o5_rsh, o5_lsh})
-  );
-  // o6..o8: Z = round half up (A*y / 2^sh) (hwa_round_shift_pipe, AP_RND), or A*y << -sh
-  logic signed [AYS_W-1:0] o5_ays;
-  if (LSH > 0) begin : g_lsh
-    assign o5_ays = o5_ay <<< o5_lsh;
-  end else begin : g_no_lsh
-    assign o5_ays = o5_ay;
-    /* verilator lint_off UNUSEDSIGNAL */
-    logic unused_lsh;  // sh >= 0 always: P >= FZ + G/2
-    /* verilator lint_on UNUSEDSIGNAL */
-    assign unused_lsh = ^o5_lsh;
-  end
-  logic signed [Z_W-1:0] o8_z;
-  hwa_round_shift_pipe #(
-      .IN_W (AYS_W),
-      .SH_W (RSW),
-      .OUT_W(Z_W),
-      .MODE (hwa_pkg::RND_RND)
-  ) u_zr (
-      .clk(clk),
-      .en (ce),
-      .x  (o5_ays),
-      .sh (o5_rsh),
-      .y  (o8_z)
-  );
-  logic o8_v, o8_l;
-  logic signed [GAMMA_W-1:0] o8_g;
-  logic signed [BETA_W-1:0] o8_b;
-  hwa_delay #(
-      .W(2 + GAMMA_W + BETA_W),
-      .L(3)
-  ) u_d8 (
-      .clk(clk),
-      .rst(rst),
-      .en (ce),
-      .d  ({o5_v, o5_l, o5_g, o5_b}),
-      .q  ({o8_v, o8_l, o8_g, o8_b})
-  );
-  // o9..o11: Z*gamma (hwa_mul_pipe); o12: acc = Z*gamma + (beta << BETA_SHIFT)
-  logic signed [ACC_W-1:0] o11_zg;
-  hwa_mul_pipe #(
-      .A_W(Z_W),
-      .B_W(GAMMA_W),
-      .B_SIGNED(1'b1),
-      .P_W(ACC_W)
-  ) u_zg (
-      .clk(clk),
-      .en (ce),
-      .a  (o8_z),
-      .b  (o8_g),
-      .p  (o11_zg)
-  );
-  logic o11_v, o11_l;
-  logic signed [BETA_W-1:0] o11_b;
-  hwa_delay #(
-      .W(2 + BETA_W),
-      .L(3)
-  ) u_d11 (
-      .clk(clk),
-      .rst(rst),
-      .en (ce),
-      .d  ({o8_v, o8_l, o8_b}),
-      .q  ({o11_v, o11_l, o11_b})
-  );
-  logic o5_v2, o5_l2;  // o12: acc
-  logic signed [ACC_W-1:0] o5_acc;
-  always_ff @(posedge clk) begin
-    if (rst) o5_v2 <= 1'b0;
-    else if (ce) o5_v2 <= o11_v;
-    if (ce) begin
-      o5_acc <= o11_zg + (ACC_W'(o11_b) <<< BETA_SHIFT);
-      o5_l2 <= o11_l;
-    end
-  end
-  // o6: one rounding into out_fmt, overflow mode, output register
-  logic signed [ACC_W-1:0] rnd_c;
-  logic [OUT_W-1:0] out_c;
-  hwa_round_shift #(
-      .IN_W (ACC_W),
-      .SH_W (8),
-      .OUT_W(ACC_W),
-      .MODE (OUT_RND)
-  ) u_round (
-      .x (o5_acc),
-      .sh(8'(OUT_SHIFT)),
-      .y (rnd_c)
-  );
-  hwa_sat #(
-      .IN_W      (ACC_W),
-      .OUT_W     (OUT_W),
-      .OUT_SIGNED(OUT_SIGNED),
-      .OVF       (OUT_OVF)
-  ) u_sat (
-      .x(rnd_c),
-      .y(out_c)
-  );
+  // Z = round(A*y / 2^sh), acc = Z*gamma + (beta << BETA_SHIFT), out: hwa_ln_rsqrt_out
+  // (OUT_LAT stages; AYS_W: room for the left shift and the rounding carry)
   logic o_v, o_l;
   logic [OUT_W-1:0] o_d;
-  always_ff @(posedge clk) begin
-    if (rst) begin
-      o_v <= 1'b0;
-      o_l <= 1'b0;
-    end else if (ce) begin
-      o_v <= o5_v2;
-      o_l <= o5_l2;
-    end
-    if (ce) o_d <= out_c;
-  end
+  hwa_ln_rsqrt_out #(
+      .A_W(A_W),
+      .Y_W(Y_W),
+      .Y_SIGNED(1'b0),
+      .SHW(SHW),
+      .LSH(LSH),
+      .AY_W(AYS_W),
+      .Z_W(Z_W),
+      .GAMMA_W(GAMMA_W),
+      .BETA_W(BETA_W),
+      .ACC_W(ACC_W),
+      .BETA_SHIFT(BETA_SHIFT),
+      .OUT_SHIFT(OUT_SHIFT),
+      .OUT_W(OUT_W),
+      .OUT_SIGNED(OUT_SIGNED),
+      .OUT_RND(OUT_RND),
+      .OUT_OVF(OUT_OVF),
+      .IN_REG(MUL_IN_REG)
+  ) u_out (
+      .clk(clk),
+      .rst(rst),
+      .ce(ce),
+      .in_v(o2_v),
+      .in_l(o2_l),
+      .a(o2_a),
+      .y(o2_y),
+      .sh(o2_sh),
+      .gamma(o2_g),
+      .beta(o2_b),
+      .out_v(o_v),
+      .out_l(o_l),
+      .out_d(o_d)
+  );
 
   // output register -> skid buffer -> m_axis (ce: its registered ready)
   hwa_skid #(

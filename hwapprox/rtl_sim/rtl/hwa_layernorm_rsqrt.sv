@@ -19,9 +19,10 @@
 // or the power of 2 >= 4 + (ROW_LAT + ROW_MAX + 15) / 16 (issue 22).
 // Pipelining (issue 22, ECP5 at 125 MHz): the ingest square is a registered multiply;
 // per row, n*S2, S1^2, n^2 and n^2*EPS_Q are hwa_mul_pipe products (18 x 18 partial
-// products), the 1/sqrt is hwa_rsqrt_pipe (8 + 10*NEWTON stages); on the way out n*X,
-// A*y (hwa_mul_pipe), Z's rounding shift (hwa_round_shift_pipe) and Z*gamma
-// (hwa_mul_pipe) each have their own stages.
+// products), the 1/sqrt is hwa_rsqrt_pipe (8 + 10*NEWTON stages); on the way out n*X
+// (1 stage), A = n*X - S1 (1), then hwa_ln_rsqrt_out (shared with hwa_layernorm_rmsnorm):
+// A*y and Z*gamma (hwa_mul_pipe, 3 stages each), Z's rounding shift
+// (hwa_round_shift_pipe, 3), acc (1), the output rounding (1).
 // Latency: last input -> context ROW_LAT = 19 + 10*NEWTON cycles; last input -> last
 // output N + 33 + 10*NEWTON (N + 43 at the defaults, NEWTON = 1), one element per cycle.
 // Throughput: back-to-back rows of N >= 16 never stall the input and lose no output
@@ -94,6 +95,9 @@ module hwa_layernorm_rsqrt #(
   // Z = A*y << -sh needs at most FZ + G/2 - P extra bits
   localparam int LSH = (FZ + G / 2 - P > 0) ? FZ + G / 2 - P : 0;
   localparam int EPS_W = bit_len(EPS_Q);
+  // the output pipeline's multipliers without operand registers of their own (IN_REG = 1
+  // would cost 2 stages and did not help here: 120 MHz against 125.5, issue 22)
+  localparam bit MUL_IN_REG = 1'b0;
   // the per-row pipeline: t1 (the row's sums) -> ctx_v (t2..t8 De, hwa_rsqrt_pipe, the
   // context); ROW_LAT: in_last -> ctx_v (two more: the square and the sums)
   localparam int CTX_LAT = 9 + 8 + 10 * NEWTON;
@@ -358,6 +362,7 @@ module hwa_layernorm_rsqrt #(
   logic signed [GAMMA_W-1:0] o2_g;
   logic signed [BETA_W-1:0] o2_b;
   logic signed [YW-1:0] o2_y;
+  logic signed [SHW-1:0] o2_sh;
   always_ff @(posedge clk) begin
     if (rst) o2_v <= 1'b0;
     else if (ce) o2_v <= ob_v;
@@ -367,156 +372,47 @@ module hwa_layernorm_rsqrt #(
       o2_g <= ob_g;
       o2_b <= ob_b;
       o2_y <= ob_y;
+      o2_sh <= ob_sh;
     end
   end
-  // o3..o5: A*y (hwa_mul_pipe); the shift split into a right shift (sh > 0) and a left
-  // shift (sh < 0, by at most LSH)
-  localparam int AYX = AY_W + LSH + 2;  // room for a left shift by -sh
-  logic signed [AYX-1:0] o5_ay;
-  hwa_mul_pipe #(
-      .A_W(A_W),
-      .B_W(YW),
-      .B_SIGNED(1'b1),
-      .P_W(AYX)
-  ) u_ay (
-      .clk(clk),
-      .en (ce),
-      .a  (o2_a),
-      .b  (o2_y),
-      .p  (o5_ay)
-  );
-  // the row's shift as a right shift (sh > 0, clamped: every bit dropped beyond AYX + 1)
-  // and a left shift (sh < 0, by at most LSH), registered with o2
-  localparam int RSW = $clog2(AYX + 2);
-  localparam int LSW = $clog2(LSH + 1) + 1;
-  logic [RSW-1:0] o2_rsh, o5_rsh;
-  logic [LSW-1:0] o2_lsh, o5_lsh;
-  always_ff @(posedge clk) begin
-    if (ce) begin
-      o2_rsh <= (ob_sh <= 0) ? '0 : (ob_sh > SHW'(AYX + 1)) ? RSW'(AYX + 1) : RSW'(ob_sh);
-      o2_lsh <= (ob_sh >= 0) ? '0 : LSW'(-ob_sh);
-    end
-  end
-  logic o5_v, o5_l;
-  logic signed [GAMMA_W-1:0] o5_g;
-  logic signed [BETA_W-1:0] o5_b;
-  hwa_delay #(
-      .W(2 + GAMMA_W + BETA_W + RSW + LSW),
-      .L(3)
-  ) u_d5 (
-      .clk(clk),
-      .rst(rst),
-      .en (ce),
-      .d  ({o2_v, o2_l, o2_g, o2_b, o2_rsh, o2_lsh}),
-      .q  ({o5_v, o5_l, o5_g, o5_b, o5_rsh, o5_lsh})
-  );
-  // o6..o8: Z = round half up (A*y / 2^sh) (hwa_round_shift_pipe, AP_RND), or A*y << -sh
-  logic signed [AYX-1:0] o5_ays;
-  if (LSH > 0) begin : g_lsh
-    assign o5_ays = o5_ay <<< o5_lsh;
-  end else begin : g_no_lsh
-    assign o5_ays = o5_ay;
-    /* verilator lint_off UNUSEDSIGNAL */
-    logic unused_lsh;  // sh >= 0 always: P >= FZ + G/2
-    /* verilator lint_on UNUSEDSIGNAL */
-    assign unused_lsh = ^o5_lsh;
-  end
-  logic signed [Z_W-1:0] o7_z;
-  hwa_round_shift_pipe #(
-      .IN_W (AYX),
-      .SH_W (RSW),
-      .OUT_W(Z_W),
-      .MODE (hwa_pkg::RND_RND)
-  ) u_zr (
-      .clk(clk),
-      .en (ce),
-      .x  (o5_ays),
-      .sh (o5_rsh),
-      .y  (o7_z)
-  );
-  logic o7_v, o7_l;
-  logic signed [GAMMA_W-1:0] o7_g;
-  logic signed [BETA_W-1:0] o7_b;
-  hwa_delay #(
-      .W(2 + GAMMA_W + BETA_W),
-      .L(3)
-  ) u_d7o (
-      .clk(clk),
-      .rst(rst),
-      .en (ce),
-      .d  ({o5_v, o5_l, o5_g, o5_b}),
-      .q  ({o7_v, o7_l, o7_g, o7_b})
-  );
-  // o8..o10: Z*gamma (hwa_mul_pipe); o11: acc = Z*gamma + (beta << BETA_SHIFT)
-  logic signed [ACC_W+1:0] o10_zg;
-  hwa_mul_pipe #(
-      .A_W(Z_W),
-      .B_W(GAMMA_W),
-      .B_SIGNED(1'b1),
-      .P_W(ACC_W + 2)
-  ) u_zg (
-      .clk(clk),
-      .en (ce),
-      .a  (o7_z),
-      .b  (o7_g),
-      .p  (o10_zg)
-  );
-  logic o10_v, o10_l;
-  logic signed [BETA_W-1:0] o10_b;
-  hwa_delay #(
-      .W(2 + BETA_W),
-      .L(3)
-  ) u_d10 (
-      .clk(clk),
-      .rst(rst),
-      .en (ce),
-      .d  ({o7_v, o7_l, o7_b}),
-      .q  ({o10_v, o10_l, o10_b})
-  );
-  logic o5n_v, o5n_l;  // o11 (the original o5: acc)
-  logic signed [ACC_W+1:0] o5_acc;
-  always_ff @(posedge clk) begin
-    if (rst) o5n_v <= 1'b0;
-    else if (ce) o5n_v <= o10_v;
-    if (ce) begin
-      o5_acc <= o10_zg + ((ACC_W + 2)'(o10_b) <<< BETA_SHIFT);
-      o5n_l <= o10_l;
-    end
-  end
-  // o6: one rounding into out_fmt, overflow mode, output register
-  logic signed [ACC_W+1:0] rnd_c;
-  logic [OUT_W-1:0] out_c;
-  hwa_round_shift #(
-      .IN_W (ACC_W + 2),
-      .SH_W (8),
-      .OUT_W(ACC_W + 2),
-      .MODE (OUT_RND)
-  ) u_round (
-      .x (o5_acc),
-      .sh(8'(OUT_SHIFT)),
-      .y (rnd_c)
-  );
-  hwa_sat #(
-      .IN_W      (ACC_W + 2),
-      .OUT_W     (OUT_W),
-      .OUT_SIGNED(OUT_SIGNED),
-      .OVF       (OUT_OVF)
-  ) u_sat (
-      .x(rnd_c),
-      .y(out_c)
-  );
+  // Z = round(A*y / 2^sh), acc = Z*gamma + (beta << BETA_SHIFT), out: hwa_ln_rsqrt_out
+  // (shared with hwa_layernorm_rmsnorm; AYX: room for a left shift by -sh, at most LSH)
+  localparam int AYX = AY_W + LSH + 2;
   logic o_v, o_l;
   logic [OUT_W-1:0] o_d;
-  always_ff @(posedge clk) begin
-    if (rst) begin
-      o_v <= 1'b0;
-      o_l <= 1'b0;
-    end else if (ce) begin
-      o_v <= o5n_v;
-      o_l <= o5n_l;
-    end
-    if (ce) o_d <= out_c;
-  end
+  hwa_ln_rsqrt_out #(
+      .A_W(A_W),
+      .Y_W(YW),
+      .Y_SIGNED(1'b1),
+      .SHW(SHW),
+      .LSH(LSH),
+      .AY_W(AYX),
+      .Z_W(Z_W),
+      .GAMMA_W(GAMMA_W),
+      .BETA_W(BETA_W),
+      .ACC_W(ACC_W + 2),
+      .BETA_SHIFT(BETA_SHIFT),
+      .OUT_SHIFT(OUT_SHIFT),
+      .OUT_W(OUT_W),
+      .OUT_SIGNED(OUT_SIGNED),
+      .OUT_RND(OUT_RND),
+      .OUT_OVF(OUT_OVF),
+      .IN_REG(MUL_IN_REG)
+  ) u_out (
+      .clk(clk),
+      .rst(rst),
+      .ce(ce),
+      .in_v(o2_v),
+      .in_l(o2_l),
+      .a(o2_a),
+      .y(o2_y),
+      .sh(o2_sh),
+      .gamma(o2_g),
+      .beta(o2_b),
+      .out_v(o_v),
+      .out_l(o_l),
+      .out_d(o_d)
+  );
 
   // output register -> skid buffer -> m_axis (ce: its registered ready)
   hwa_skid #(

@@ -10,10 +10,11 @@
 //   sqrtn = round(sqrt(n) * 2^SQRTN_F) = (isqrt(n << (2*SQRTN_F + 2)) + 1) >> 1
 //           (hwa_isqrt_iter; layernorm._round_sqrt), SQRTN_W bits for n <= ROW_MAX.
 // The payload p_in leaves with its row. Timing: the divider and the square root run
-// side by side (each <= II cycles per row), then the rounded mean (one stage) and var0
+// side by side (one bit per cycle, hwa_udiv_rr / hwa_isqrt_rr: a row every <= II
+// cycles), then the rounded mean (three stages, one before issue 22) and var0
 // (six stages, a stall-all chain: n*mean, the difference, mean*t as 18 x 18 partial
-// products, the subtraction; issue 22): in -> out_v about II + 8 cycles; one row every
-// II cycles at most.
+// products, the subtraction; issue 22): in -> out_v about RB + 10 cycles (RB =
+// ceil(RX / 2), the root's bits: the slower of the two); one row every II cycles at most.
 // Parameters: no defaults; the parent passes every one (the spec's hw_params()).
 `default_nettype none
 module hwa_ln_int_stats #(
@@ -65,7 +66,7 @@ module hwa_ln_int_stats #(
   assign mag = s1[S1_W-1] ? S1_W'(-s1) : S1_W'(s1);  // -(-2^(S1_W-1)) reads as unsigned
   assign in_rdy = dv_rdy & sq_rdy;
   assign join_v = dv_v & sq_v;
-  hwa_udiv_iter #(
+  hwa_udiv_rr #(
       .N_W(S1_W),
       .D_W(N_BITS),
       .Q_W(X_W),
@@ -85,7 +86,7 @@ module hwa_ln_int_stats #(
       .r(r),
       .p_out(dp)
   );
-  hwa_isqrt_iter #(
+  hwa_isqrt_rr #(
       .X_W(RX),
       .II (II),
       .P_W(1)
@@ -102,14 +103,39 @@ module hwa_ln_int_stats #(
       .p_out(unused_sqp)
   );
 
-  // ---- stage M: the rounded mean, sqrtn ------------------------------------------------
-  logic m_v, v_rdy;
+  // ---- stages M1..M3: the rounded mean, sqrtn (a stall-all chain; issue 22): M1 the
+  // divider's and the root's results registered; M2 the rounding of |S1| / n, ties to
+  // even, and sqrtn; M3 the sign
+  localparam int ML = 3;
+  logic [ML-1:0] mv;  // a row in stage M1..M3
+  logic men, m_v, v_rdy;
+  assign men = !mv[ML-1] || v_rdy;
+  assign m_rdy = men;
+  assign m_v = mv[ML-1];
+  always_ff @(posedge clk) begin
+    if (rst) mv <= '0;
+    else if (men) mv <= {mv[ML-2:0], join_v};
+  end
   logic signed [X_W-1:0] m_mean;
   logic signed [S1_W-1:0] m_s1;
   logic [S2_W-1:0] m_s2;
   logic [N_BITS-1:0] m_n;
   logic [SQRTN_W-1:0] m_sqrtn;
   logic [P_W-1:0] m_p;
+  // M1
+  logic [X_W-1:0] m1_q;
+  logic [N_BITS-1:0] m1_r;
+  logic [DP-1:0] m1_dp;
+  logic [RB-1:0] m1_root;
+  always_ff @(posedge clk) begin
+    if (men) begin
+      m1_q <= q;
+      m1_r <= r;
+      m1_dp <= dp;
+      m1_root <= root;
+    end
+  end
+  // M2
   logic d_neg;
   logic signed [S1_W-1:0] d_s1;
   logic [S2_W-1:0] d_s2;
@@ -117,22 +143,37 @@ module hwa_ln_int_stats #(
   logic [P_W-1:0] d_p;
   logic [N_BITS:0] r2;
   logic up;
-  logic [X_W:0] qr;
-  assign {d_neg, d_s1, d_s2, d_n, d_p} = dp;
-  assign r2 = {r, 1'b0};
-  assign up = (r2 > {1'b0, d_n}) || (r2 == {1'b0, d_n} && q[0]);
-  assign qr = {1'b0, q} + (X_W + 1)'(up);  // round(|S1| / n) <= 2^(X_W-1)
-  assign m_rdy = !m_v || v_rdy;
+  logic [X_W:0] qr, m2_qr;  // round(|S1| / n) <= 2^(X_W-1)
+  logic m2_neg;
+  logic signed [S1_W-1:0] m2_s1;
+  logic [S2_W-1:0] m2_s2;
+  logic [N_BITS-1:0] m2_n;
+  logic [SQRTN_W-1:0] m2_sqrtn;
+  logic [P_W-1:0] m2_p;
+  assign {d_neg, d_s1, d_s2, d_n, d_p} = m1_dp;
+  assign r2 = {m1_r, 1'b0};
+  assign up = (r2 > {1'b0, d_n}) || (r2 == {1'b0, d_n} && m1_q[0]);
+  assign qr = {1'b0, m1_q} + (X_W + 1)'(up);
   always_ff @(posedge clk) begin
-    if (rst) m_v <= 1'b0;
-    else if (m_rdy) m_v <= join_v;
-    if (m_rdy && join_v) begin
-      m_mean <= d_neg ? X_W'(-qr) : X_W'(qr);
-      m_s1 <= d_s1;
-      m_s2 <= d_s2;
-      m_n <= d_n;
-      m_sqrtn <= SQRTN_W'((RB + 1)'(root) + 1'b1 >> 1);
-      m_p <= d_p;
+    if (men) begin
+      m2_qr <= qr;
+      m2_neg <= d_neg;
+      m2_s1 <= d_s1;
+      m2_s2 <= d_s2;
+      m2_n <= d_n;
+      m2_sqrtn <= SQRTN_W'((RB + 1)'(m1_root) + 1'b1 >> 1);
+      m2_p <= d_p;
+    end
+  end
+  // M3
+  always_ff @(posedge clk) begin
+    if (men) begin
+      m_mean <= m2_neg ? X_W'(-m2_qr) : X_W'(m2_qr);
+      m_s1 <= m2_s1;
+      m_s2 <= m2_s2;
+      m_n <= m2_n;
+      m_sqrtn <= m2_sqrtn;
+      m_p <= m2_p;
     end
   end
 

@@ -9,14 +9,20 @@
 //   s2     r_i   = sum_j pp_ij · 2^(17 j)     (a row per a-limb; NB - 1 adders)
 //   s3     p     = sum_i r_i · 2^(17 i)       (NA - 1 adders), mod 2^P_W
 // NB = 1 or NA = 1 leaves s2 or s3 a plain register (the latency stays 3).
-// Latency: 3 cycles, one result per cycle; advances when en is high (the parent's
-// pipeline enable). Parameters: A_W, B_W (1..68), B_SIGNED, P_W (1..128); no defaults.
+// IN_REG = 1 (issue 22) adds a stage s0 in front: every product's two limbs in registers
+// of its own (fan-out 1, placed at its MULT18X18D), so that no operand register drives
+// several multipliers across the die; the path s0 -> s1 is then one register -> DSP ->
+// register.
+// Latency: 3 + IN_REG cycles, one result per cycle; advances when en is high (the
+// parent's pipeline enable). Parameters: A_W, B_W (1..68), B_SIGNED, P_W (1..128), no
+// defaults; IN_REG (0 or 1, default 0).
 `default_nettype none
 module hwa_mul_pipe #(
     parameter int A_W,
     parameter int B_W,
     parameter bit B_SIGNED,
-    parameter int P_W
+    parameter int P_W,
+    parameter bit IN_REG = 1'b0
 ) (
     input  wire logic                  clk,
     input  wire logic                  en,
@@ -63,8 +69,21 @@ module hwa_mul_pipe #(
       end else begin : g_low
         assign bl = $signed({1'b0, bx[j*L+:L]});
       end
-      always_ff @(posedge clk) begin
-        if (en) pp[i][j] <= PPW'(al) * PPW'(bl);
+      if (IN_REG) begin : g_in_reg
+        (* keep *) logic signed [17:0] al_r, bl_r;  // this product's own copies
+        always_ff @(posedge clk) begin
+          if (en) begin
+            al_r <= al;
+            bl_r <= bl;
+          end
+        end
+        always_ff @(posedge clk) begin
+          if (en) pp[i][j] <= PPW'(al_r) * PPW'(bl_r);
+        end
+      end else begin : g_no_in_reg
+        always_ff @(posedge clk) begin
+          if (en) pp[i][j] <= PPW'(al) * PPW'(bl);
+        end
       end
     end
   end

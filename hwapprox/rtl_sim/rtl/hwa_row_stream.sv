@@ -160,11 +160,13 @@ module hwa_row_stream #(
   // ---- row queue: each row's length (at its tlast) and context (at ctx_v) -----------
   // never overflows: the input stalls while ROWQ rows wait
   logic [N_BITS-1:0] q_n[ROWQ];
+  logic [N_BITS-1:0] q_nm1[ROWQ];  // the length - 1 (the last index: no adder on rd_last)
   logic [CTX_W-1:0] q_ctx[ROWQ];
   logic [QW-1:0] qn_wr, qc_wr, q_rd;
   logic [QW:0] q_cnt;  // rows with a context, not yet read out
   always_ff @(posedge clk) begin
     if (keep && s_axis_tlast) q_n[qn_wr] <= in_n;
+    if (keep && s_axis_tlast) q_nm1[qn_wr] <= cnt_reg;  // in_n - 1
     if (ctx_v) q_ctx[qc_wr] <= ctx;
     if (rst) begin
       qn_wr <= '0;
@@ -182,7 +184,7 @@ module hwa_row_stream #(
   // ---- output sequencer ------------------------------------------------------------
   logic [N_BITS-1:0] idx_reg;
   assign rd_issue = ce && (q_cnt != 0);
-  assign rd_last = (idx_reg + 1'b1) == q_n[q_rd];
+  assign rd_last = idx_reg == q_nm1[q_rd];
   assign q_pop = rd_issue & rd_last;
   assign rd_idx = idx_reg;
   always_ff @(posedge clk) begin
