@@ -79,15 +79,27 @@ WHY = {
     "product's rounding; the sum loop itself is a shift and an add",
     "softmax/ibert": "—",
     "softmax/shiftmax": "—",
-    "layernorm/rsqrt_lut": "—",
-    "layernorm/rmsnorm": "the per-row 1/sqrt is pipelined as in rsqrt_lut (hwa_rsqrt_pipe); "
-    "the critical path is a register -> MULT18X18D -> register partial product (k² per row): "
-    "placement-bound, at the registered 18x18 multiply's range",
-    "layernorm/ibert": "the per-row statistics (hwa_ln_int_stats: the mean -> var0 from "
-    "the moments, a wide product and subtraction in one stage); then the second pass's "
-    "y, its square and the variance at s and s + 1",
-    "layernorm/ivit": "the output stage hwa_ln_int_out: y·factor (a wide product) right "
-    "after the row buffer read (a block RAM at this unit's depth)",
+    "layernorm/rsqrt_lut": "the register -> MULT18X18D -> register path of n·X taken "
+    "straight from the row stream's output register (or, on other seeds, hwa_row_stream's "
+    "read sequencer idx -> count); the logic is cycle for cycle the one that measured "
+    "125.5 before its output pipeline moved into hwa_ln_rsqrt_out (shared with RMSNorm): "
+    "placement noise around 125 (122 / 125 / 109 then, 119 / 115 / 109 now); a register "
+    "before n·X (+1 cycle) is untried",
+    "layernorm/rmsnorm": "every product behind operand registers of its own (hwa_mul_pipe "
+    "IN_REG) and an element stage before A = k·X; left: the register -> MULT18X18D -> "
+    "register paths themselves (0.52 ns clock to out + 3.93 ns through the multiplier "
+    "leave 3.55 ns of routing at 125 MHz; nextpnr spends 3.6–4.1). Closing them needs "
+    "the DSP's own input/output registers (REG_INPUTA/B, REG_OUTPUT), which synth_ecp5 "
+    "does not infer: a flow change (instantiating MULT18X18D) not made yet",
+    "layernorm/ibert": "dividers and roots at one bit per cycle (hwa_udiv_rr / "
+    "hwa_isqrt_rr, copies taken in turn, no ready path through them), the statistics and "
+    "the second pass staged, hwa_ln_int_out's products with operand registers; left: the "
+    "register -> MULT18X18D -> register path, as for RMSNorm",
+    "layernorm/ivit": "as I-BERT LayerNorm (one-bit-per-cycle Newton dividers, the output "
+    "products staged, the block-RAM read registered); left: hwa_ln_int_out's y·factor and "
+    "Z·γ register -> DSP -> register paths (this is the largest design and its DSPs land "
+    "further from their registers: 4.8–5.2 ns of routing) and, on one seed, the sums "
+    "FIFO's read -> the mean divider's load (a register after the FIFO would take it off)",
 }
 
 
