@@ -684,6 +684,9 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         (
             *_COMMON,
             "hwa_row_stream.sv",
+            "hwa_mul_pipe.sv",
+            "hwa_round_shift_pipe.sv",
+            "hwa_delay.sv",
             "hwa_exp_unit.sv",
             "hwa_recip.sv",
             "hwa_log_code.sv",
@@ -707,6 +710,9 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         (
             *_COMMON,
             "hwa_row_stream.sv",
+            "hwa_mul_pipe.sv",
+            "hwa_round_shift_pipe.sv",
+            "hwa_delay.sv",
             "hwa_exp_unit.sv",
             "hwa_recip.sv",
             "hwa_log_code.sv",
