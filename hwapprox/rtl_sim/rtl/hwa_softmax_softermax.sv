@@ -446,6 +446,7 @@ module hwa_softmax_softermax #(
     end
   end
   logic signed [A_W-1:0] o2_a;
+  logic signed [M_W-1:0] o2_m;
   always_ff @(posedge clk) begin
     if (ce) o2_a <= p_a(o_t, o2_m);
   end
@@ -477,7 +478,6 @@ module hwa_softmax_softermax #(
       .e  (p_out)
   );
   // the row's M alongside t (TLAT), r and the flags to P (TLAT + 1 + ELAT)
-  logic signed [M_W-1:0] o2_m;
   hwa_delay #(
       .W(M_W),
       .L(TLAT)
