@@ -274,15 +274,19 @@ module hwa_softmax_softermax #(
     end
   end
 
-  logic a2_v, a2_last, a2_live, a2_first_live, a2_any;
-  logic [SH_W-1:0] a2_sh;
+  // the sum's shift, decided here: zero the sum (a row's first unmasked element, or a
+  // shift of SUM_W or more) or shift it by sh < SUM_W
+  localparam int SHC_W = $clog2(SUM_W);
+  logic a2_v, a2_last, a2_live, a2_zero, a2_any;
+  logic [SHC_W-1:0] a2_shc;
   logic signed [M_W-1:0] a2_m;
   logic signed [A_W-1:0] a2_a;
   always_ff @(posedge clk) begin
     if (rst) a2_v <= 1'b0;
     else a2_v <= a_v;
-    {a2_last, a2_live, a2_first_live, a2_any, a2_sh, a2_m} <=
-        {a_last, a_live, a_first_live, a_any, a_sh, a_m};
+    {a2_last, a2_live, a2_any, a2_m} <= {a_last, a_live, a_any, a_m};
+    a2_zero <= a_first_live || (32'(a_sh) >= SUM_W);
+    a2_shc <= SHC_W'(a_sh);
     a2_a <= p_a(a_t, a_m);
   end
 
@@ -314,8 +318,8 @@ module hwa_softmax_softermax #(
       .d  (p_arg(a2_a)),
       .e  (p_in)
   );
-  logic c_v, c_last, c_live, c_first_live, c_any;
-  logic [SH_W-1:0] c_sh;
+  logic c_v, c_last, c_live, c_zero, c_any;
+  logic [SHC_W-1:0] c_shc;
   logic signed [M_W-1:0] c_m;
   hwa_delay #(
       .W(1),
@@ -328,25 +332,24 @@ module hwa_softmax_softermax #(
       .q  (c_v)
   );
   hwa_delay #(
-      .W(4 + SH_W + M_W),
+      .W(4 + SHC_W + M_W),
       .L(ELAT)
   ) u_cf (
       .clk(clk),
       .rst(1'b0),
       .en (1'b1),
-      .d  ({a2_last, a2_live, a2_first_live, a2_any, a2_sh, a2_m}),
-      .q  ({c_last, c_live, c_first_live, c_any, c_sh, c_m})
+      .d  ({a2_last, a2_live, a2_zero, a2_any, a2_shc, a2_m}),
+      .q  ({c_last, c_live, c_zero, c_any, c_shc, c_m})
   );
 
   // ---- stage D: d = (d >> sh) + P, the one-cycle loop ------------------------------------
-  logic [SUM_W-1:0] d_reg, d_cur, d_shifted, d_nxt;
-  assign d_cur = c_first_live ? '0 : d_reg;
-  assign d_shifted = (32'(c_sh) >= SUM_W) ? '0 : (d_cur >> c_sh);
-  assign d_nxt = c_live ? d_shifted + (SUM_W'(p_in) << SUM_UP) : d_reg;
+  logic [SUM_W-1:0] d_reg, d_shifted, d_nxt;
+  assign d_shifted = c_zero ? '0 : (d_reg >> c_shc);
+  assign d_nxt = d_shifted + (SUM_W'(p_in) << SUM_UP);
   logic row_v, row_any;
   logic signed [M_W-1:0] row_m;
   always_ff @(posedge clk) begin
-    if (c_v) d_reg <= d_nxt;
+    if (c_v && c_live) d_reg <= d_nxt;
     if (rst) row_v <= 1'b0;
     else row_v <= c_v & c_last;
     if (c_v & c_last) begin
