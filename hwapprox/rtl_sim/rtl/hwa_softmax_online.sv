@@ -619,8 +619,17 @@ module hwa_softmax_online #(
   end
   // o2, o3: E(m - x) (UNIFIED safe rows: E(PHI - x))
   logic [EXP_W-1:0] e_out;
-  logic [DW-1:0] o_delta;
-  assign o_delta = DW'((IN_W + 1)'(o1_m) - (IN_W + 1)'(o1_xs));
+  // PIPE: m - x registered (OD = 1 stage) before the exp unit's multiplier
+  localparam int OD = PIPE ? 1 : 0;
+  logic [DW-1:0] o_delta, o_delta_c;
+  assign o_delta_c = DW'((IN_W + 1)'(o1_m) - (IN_W + 1)'(o1_xs));
+  if (PIPE) begin : g_od
+    always_ff @(posedge clk) begin
+      if (ce) o_delta <= o_delta_c;
+    end
+  end else begin : g_nod
+    assign o_delta = o_delta_c;
+  end
   hwa_exp_unit #(
       .D_W(DW),
       .PIPE(PIPE),
@@ -654,7 +663,7 @@ module hwa_softmax_online #(
   logic [US_W-1:0] o3_s;
   hwa_delay #(
       .W(1),
-      .L(ELAT)
+      .L(ELAT + OD)
   ) u_o3v (
       .clk(clk),
       .rst(rst),
@@ -664,7 +673,7 @@ module hwa_softmax_online #(
   );
   hwa_delay #(
       .W(2 + RC_W + US_W),
-      .L(ELAT)
+      .L(ELAT + OD)
   ) u_o3f (
       .clk(clk),
       .rst(1'b0),
