@@ -724,8 +724,10 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         ),
         _softmax_softermax,
         rowwise=True,
+        latency_extra=67,
         doc="base 2, integer running max with shift rescaling, PWL 2^x and PWL 1/d, "
-        "mask bits; circular row buffer of t; log-coded outputs (one more stage)",
+        "mask bits; circular row buffer of x (t computed on both sides); log-coded outputs "
+        "(one more stage); pipelined for ECP5 (issue 22): last in -> last out N + 67",
         out_codes=True,
     ),
     (Operator.SOFTMAX, "ibert"): RtlUnit(
@@ -873,6 +875,7 @@ def get_unit(op: str | Operator, method: str) -> RtlUnit:
 def list_units() -> list[str]:
     """``operator/method`` of every RTL unit."""
     return [f"{o}/{m}" for o, m in UNITS]
+
 
 #: ``hwa_softmax_online`` (PIPE = 1, its default): cycles of ``s_axis_tready`` low after
 #: each accepted element that raises the row's running max (the rescale d·E through

@@ -18,17 +18,19 @@
 // is a one-cycle loop.
 // Pipelining (issue 22, ECP5 at 125 MHz): t = x·LOG2E is hwa_mul_pipe (3), its
 // rounding hwa_round_shift_pipe (3) and the saturation (1): TLAT = 7 stages (4 when
-// PROD_SHIFT <= 0), on both sides; the running max and shift (1), t - M·2^T_F (1);
-// P is hwa_exp_unit with PIPE = 1 (ELAT = 11); the reciprocal hwa_recip with PIPE = 1
-// (RLAT = 17); the output product P·r is hwa_mul_pipe (3) and its rounding
-// hwa_round_shift_pipe (3, OUT_SHIFT > 0 only): OLAT = 6.
+// PROD_SHIFT <= 0), on both sides; the running max and shift (1), t - M·2^T_F (1),
+// its clamp and 2^T_F - . (1); P is hwa_exp_unit with PIPE = 1 (ELAT = 11); the
+// reciprocal hwa_recip with PIPE = 1 (RLAT = 17); the output product P·r is
+// hwa_mul_pipe (3) and its rounding hwa_round_shift_pipe (3, OUT_SHIFT > 0 only):
+// OLAT = 6.
 // Buffering (hwa_row_stream): circular buffer of {mask, x} words, BUF_DEPTH or the
 // power of 2 >= ROW_MAX + ROW_LAT + 4 when that is larger; a queue of ROWQ rows, or
 // the power of 2 >= 4 + (ROW_LAT + ROW_MAX + 15) / 16 (ROW_LAT: last input -> its
-// row's context = TLAT + ELAT + RLAT + 4 = 39 at the defaults).
-// Latency: last input -> first output ROW_LAT + 3 + TLAT + ELAT + OLAT = 66 cycles at
-// the defaults when the output is free, then one element per cycle: last input -> last
-// output N + 65 (one more with OUT_CODE). Back-to-back rows of N >= 16 never stall the
+// row's context = TLAT + ELAT + RLAT + 5 = 40 at the defaults).
+// Latency: last input -> first output ROW_LAT + 4 + TLAT + ELAT + OLAT = 68 cycles at
+// the defaults when the output is free (11 before issue 22), then one element per
+// cycle: last input -> last output N + 67 (one more with OUT_CODE). Back-to-back rows
+// of N >= 16 never stall the
 // input and lose no output cycle (tests/test_rtl_throughput.py).
 // Rows longer than ROW_MAX are dropped with a row_err pulse (hwa_row_stream).
 // Parameter defaults: the default SoftermaxSoftmax spec's hw_params() with
@@ -113,7 +115,7 @@ module hwa_softmax_softermax #(
   localparam int ELAT = hwa_pkg::exp_unit_lat(1'b1, 1'b1, 64'd1, 0);
   localparam int RLAT = hwa_pkg::recip_lat(1'b1, 1'b0, 0);
   localparam int OLAT = 3 + ((OUT_SHIFT > 0) ? 3 : 0);
-  localparam int ROW_LAT = TLAT + ELAT + RLAT + 4;  // in_last -> ctx_v
+  localparam int ROW_LAT = TLAT + ELAT + RLAT + 5;  // in_last -> ctx_v
   localparam int BUF_NEED = ROW_MAX + ROW_LAT + 4;
   localparam int BUF_U = (BUF_NEED > BUF_DEPTH) ? 1 << $clog2(BUF_NEED) : BUF_DEPTH;
   localparam int ROWQ_NEED = 4 + (ROW_LAT + ROW_MAX + 15) / 16;
@@ -290,6 +292,10 @@ module hwa_softmax_softermax #(
     a2_a <= p_a(a_t, a_m);
   end
 
+  // stage A3: the argument's clamp and 2^T_F - . registered
+  logic [T_W-1:0] a3_arg;
+  always_ff @(posedge clk) a3_arg <= p_arg(a2_a);
+
   // ---- stages B, C: P (ELAT stages) ------------------------------------------------------
   logic [EXP_W-1:0] p_in;
   hwa_exp_unit #(
@@ -315,7 +321,7 @@ module hwa_softmax_softermax #(
   ) u_p_in (
       .clk(clk),
       .en (1'b1),
-      .d  (p_arg(a2_a)),
+      .d  (a3_arg),
       .e  (p_in)
   );
   logic c_v, c_last, c_live, c_zero, c_any;
@@ -323,7 +329,7 @@ module hwa_softmax_softermax #(
   logic signed [M_W-1:0] c_m;
   hwa_delay #(
       .W(1),
-      .L(ELAT)
+      .L(ELAT + 1)
   ) u_cv (
       .clk(clk),
       .rst(rst),
@@ -333,7 +339,7 @@ module hwa_softmax_softermax #(
   );
   hwa_delay #(
       .W(4 + SHC_W + M_W),
-      .L(ELAT)
+      .L(ELAT + 1)
   ) u_cf (
       .clk(clk),
       .rst(1'b0),
@@ -450,8 +456,12 @@ module hwa_softmax_softermax #(
   end
   logic signed [A_W-1:0] o2_a;
   logic signed [M_W-1:0] o2_m;
+  logic [T_W-1:0] o3_arg;
   always_ff @(posedge clk) begin
-    if (ce) o2_a <= p_a(o_t, o2_m);
+    if (ce) begin
+      o2_a <= p_a(o_t, o2_m);
+      o3_arg <= p_arg(o2_a);
+    end
   end
   logic [EXP_W-1:0] p_out;
   hwa_exp_unit #(
@@ -477,7 +487,7 @@ module hwa_softmax_softermax #(
   ) u_p_out (
       .clk(clk),
       .en (ce),
-      .d  (p_arg(o2_a)),
+      .d  (o3_arg),
       .e  (p_out)
   );
   // the row's M alongside t (TLAT), r and the flags to P (TLAT + 1 + ELAT)
@@ -491,7 +501,7 @@ module hwa_softmax_softermax #(
       .d  (o1_m),
       .q  (o2_m)
   );
-  localparam int PLAT = TLAT + 1 + ELAT;
+  localparam int PLAT = TLAT + 2 + ELAT;
   logic o3_v, o3_l, o3_mask, o4_v, o4_l, o4_mask;
   logic [R_W-1:0] o3_r;
   hwa_delay #(
