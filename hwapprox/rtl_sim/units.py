@@ -695,13 +695,13 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         ),
         _softmax_online,
         rowwise=True,
-        latency_extra=86,
+        latency_extra=87,
         doc=(
             "single pass: running max and sum, exp base2 (table + PWL) or LUT, "
             "1/d per row (Newton or PWL), circular row buffer; options: threshold "
             "skipping, unified max (the exact state kept alongside: fallback without a "
             "re-read), log-coded outputs (one more output stage); pipelined for ECP5 "
-            "(issue 22): last in -> last out N + 81 (+4 when the row's last element is a "
+            "(issue 22): last in -> last out N + 82 (+4 when the row's last element is a "
             "new max), the input held 4 cycles after each new running max"
         ),
         out_codes=True,
@@ -724,10 +724,10 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         ),
         _softmax_softermax,
         rowwise=True,
-        latency_extra=67,
+        latency_extra=68,
         doc="base 2, integer running max with shift rescaling, PWL 2^x and PWL 1/d, "
         "mask bits; circular row buffer of x (t computed on both sides); log-coded outputs "
-        "(one more stage); pipelined for ECP5 (issue 22): last in -> last out N + 67",
+        "(one more stage); pipelined for ECP5 (issue 22): last in -> last out N + 68",
         out_codes=True,
     ),
     (Operator.SOFTMAX, "ibert"): RtlUnit(

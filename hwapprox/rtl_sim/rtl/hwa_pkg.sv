@@ -52,10 +52,10 @@ package hwa_pkg;
   endfunction
 
   // Latency of hwa_recip (its contract header): 3 + Newton steps unpipelined; PIPE:
-  // normalisation 3, the seed (Newton 2, PWL 10), 13 per Newton step, final 4.
+  // normalisation 3, the seed (Newton 2, PWL 10), 13 per Newton step, final 5.
   function automatic int recip_lat(input bit pipe, input bit newton, input int steps);
     if (!pipe) return 3 + (newton ? steps : 0);
-    return 3 + (newton ? 2 + 13 * steps : 10) + 4;
+    return 3 + (newton ? 2 + 13 * steps : 10) + 5;
   endfunction
 
 endpackage

@@ -20,8 +20,9 @@
 //    the value (1) and its rounding through hwa_round_shift_pipe (3) (10); per
 //    Newton step 13: U*R (hwa_mul_pipe, 3), 2^(2WF+1) - U*R (1), its rounding (3),
 //    R*e (3), its rounding (3); the final scaling: the rounding shift (3) alongside
-//    the left shift, the saturation into the output register (1). LAT = 9 + 13*STEPS
-//    with Newton (35 at the default online spec), 17 with PWL (Softermax).
+//    the left shift, after the shift amount's register (1), the saturation into the
+//    output register (1). LAT = 10 + 13*STEPS with Newton (36 at the default online
+//    spec), 18 with PWL (Softermax).
 // Parameters: no defaults (TABLE_FILE aside); the parent passes every one from the
 // spec's hw_params(), and PIPE.
 `default_nettype none
@@ -293,8 +294,11 @@ module hwa_recip #(
     logic signed [SW+1:0] total;
     logic signed [LW-1:0] rx, rs3, rl1, rl3;
     logic pos1, pos3;
-    assign total = (SW + 2)'(WF - D_F - R_F) + (SW + 2)'({1'b0, p_last});
-    assign rx = LW'(sr[NST]);
+    // f0: the shift amount and R registered
+    always_ff @(posedge clk) begin
+      total <= (SW + 2)'(WF - D_F - R_F) + (SW + 2)'({1'b0, p_last});
+      rx <= LW'(sr[NST]);
+    end
     hwa_round_shift_pipe #(
         .IN_W (LW),
         .SH_W (SW),

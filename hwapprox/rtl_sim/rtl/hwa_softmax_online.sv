@@ -44,15 +44,32 @@
 // The running max is resolved one stage ahead of the sum, so E is pipelined
 // and only d = f(d, e) is a one-cycle loop.
 //
-// Buffering (hwa_row_stream): circular buffer of BUF_DEPTH {zero bit, code} words (a
-// row streams out while the next streams in); up to ROWQ rows wait for output.
-// Latency: last input -> first output of its row = 9 + RECIP_LAT cycles
-// (RECIP_LAT = 3 + Newton steps; 14 at the defaults) when the output is free;
-// then one element per cycle: last input -> last output N + 13 at the defaults.
-// SKIP and UNIFIED add no cycle; OUT_CODE adds one (N + 14 at the defaults).
-// Throughput: with row_stream_params' geometry back-to-back rows of N >= 16 never
-// stall the input and lose no output cycle (tests/test_rtl_throughput.py), with or
-// without the options (tests/test_rtl_units.py).
+// Pipelining (PIPE = 1, the default; issue 22, ECP5 at 125 MHz): the exp units are
+// hwa_exp_unit with PIPE = 1 (ELAT = 17 at the defaults, hwa_pkg::exp_unit_lat), the
+// reciprocal hwa_recip with PIPE = 1 (RLAT = 10 + 13·STEPS = 36, hwa_pkg::recip_lat), the
+// output product E·r hwa_mul_pipe (3), z (1) and its rounding hwa_round_shift_pipe (3):
+// OLAT = 7; m - x is registered before the output exp unit (1). The rescale of a new
+// running max, d = R_s(d·E) + ONE, cannot stay a one-cycle loop bit-exactly (the model
+// rounds each rescale of the previous, rounded sum), so its product runs through
+// hwa_mul_pipe (3) and its rounding (1) and the unit holds s_axis_tready low for MB = 4
+// cycles after accepting each element that raises the running max (an unmasked,
+// unskipped element above the max before it, other than the row's opener; with
+// OFF_BY_ONE every one above the zero logit counts): the hold is a counter register,
+// so tready stays a function of flip-flops. PIPE = 0: the original one-stage schedule
+// (ELAT 2, RLAT 3 + STEPS, OLAT 0, MB 0; the encoder block uses it).
+// Buffering (hwa_row_stream): circular buffer of {zero bit, code} words (a row streams
+// out while the next streams in), BUF_DEPTH or (PIPE) the power of 2 >= ROW_MAX +
+// ROW_LAT + 4 when larger; up to ROWQ rows (PIPE: or the power of 2 >= 4 + (ROW_LAT +
+// ROW_MAX + 15) / 16) wait for output; ROW_LAT = ELAT + RLAT + 2 + MB.
+// Latency: last input -> first output of its row = 5 + 2·ELAT + RLAT + OLAT + (PIPE)
+// cycles when the output is free, + MB when the row's last element is a new max;
+// then one element per cycle: last input -> last output N + 82 at the defaults (N + 13
+// with PIPE = 0, and before issue 22). SKIP and UNIFIED add no cycle; OUT_CODE adds one.
+// Throughput: input one element per cycle except MB held cycles after each new running
+// max (a row of n elements with k new maxima takes n + 4k input cycles: random rows
+// have ~ln n new maxima, an ascending row n - 1, the worst case 1/5 rate); output one
+// element per cycle; rows back to back lose no other cycle
+// (tests/test_rtl_throughput.py, hwapprox.rtl_sim.units.online_input_gaps).
 // Rows of 1..ROW_MAX elements. A longer row is dropped (consumed up to its
 // tlast, nothing output for it) and row_err pulses for one cycle; the next row
 // is processed normally (see hwa_row_stream).

@@ -20,16 +20,16 @@
 // rounding hwa_round_shift_pipe (3) and the saturation (1): TLAT = 7 stages (4 when
 // PROD_SHIFT <= 0), on both sides; the running max and shift (1), t - M·2^T_F (1),
 // its clamp and 2^T_F - . (1); P is hwa_exp_unit with PIPE = 1 (ELAT = 11); the
-// reciprocal hwa_recip with PIPE = 1 (RLAT = 17); the output product P·r is
+// reciprocal hwa_recip with PIPE = 1 (RLAT = 18); the output product P·r is
 // hwa_mul_pipe (3) and its rounding hwa_round_shift_pipe (3, OUT_SHIFT > 0 only):
 // OLAT = 6.
 // Buffering (hwa_row_stream): circular buffer of {mask, x} words, BUF_DEPTH or the
 // power of 2 >= ROW_MAX + ROW_LAT + 4 when that is larger; a queue of ROWQ rows, or
 // the power of 2 >= 4 + (ROW_LAT + ROW_MAX + 15) / 16 (ROW_LAT: last input -> its
-// row's context = TLAT + ELAT + RLAT + 5 = 40 at the defaults).
-// Latency: last input -> first output ROW_LAT + 4 + TLAT + ELAT + OLAT = 68 cycles at
+// row's context = TLAT + ELAT + RLAT + 5 = 41 at the defaults).
+// Latency: last input -> first output ROW_LAT + 4 + TLAT + ELAT + OLAT = 69 cycles at
 // the defaults when the output is free (11 before issue 22), then one element per
-// cycle: last input -> last output N + 67 (one more with OUT_CODE). Back-to-back rows
+// cycle: last input -> last output N + 68 (one more with OUT_CODE). Back-to-back rows
 // of N >= 16 never stall the
 // input and lose no output cycle (tests/test_rtl_throughput.py).
 // Rows longer than ROW_MAX are dropped with a row_err pulse (hwa_row_stream).
