@@ -240,11 +240,13 @@ module hwa_softmax_softermax #(
                                                 input logic signed [M_W-1:0] m);
     return A_W'(t) - (A_W'(m) <<< T_F);
   endfunction
+  // (the compare and the subtraction side by side, then a 2:1 select)
   function automatic logic [T_W-1:0] p_arg(input logic signed [A_W-1:0] a_in);
-    logic signed [A_W-1:0] a;
-    a = a_in;
-    if (a < A_W'(A_MIN)) a = A_W'(A_MIN);
-    return T_W'((A_W'(1) <<< T_F) - a);
+    localparam logic signed [A_W-1:0] ONE_T = A_W'(1) <<< T_F;
+    localparam logic signed [A_W-1:0] CL = ONE_T - A_W'(A_MIN);
+    logic signed [A_W-1:0] v;
+    v = ONE_T - a_in;
+    return T_W'((a_in < A_W'(A_MIN)) ? CL : v);
   endfunction
 
   // ---- stage A: integer running max over the unmasked elements, shift; stage A2: the
