@@ -307,15 +307,16 @@ module hwa_softmax_online #(
   always_ff @(posedge clk) begin
     if (rst) a_v <= 1'b0;
     else a_v <= in_v;
-    if (in_v) begin
-      a_first <= in_first;
-      a_last <= in_last;
-      a_live <= live;
-      a_start <= starts;
-      a_new <= live && !starts && (diff > 0);
-      a_delta <= starts ? '0 : DW'((diff > 0) ? diff : -diff);
+    // the stage's data load every cycle (a_v marks it; no enable fanout from in_v)
+    a_first <= in_first;
+    a_last <= in_last;
+    a_live <= live;
+    a_start <= starts;
+    a_new <= live && !starts && (diff > 0);
+    a_delta <= starts ? '0 : DW'((diff > 0) ? diff : -diff);
+    a_m <= (starts || (live && diff > 0)) ? x_in : m_prev;
+    if (in_v) begin  // the running state: accepted elements only
       m_reg <= (starts || (live && diff > 0)) ? x_in : m_prev;
-      a_m <= (starts || (live && diff > 0)) ? x_in : m_prev;
       seen_reg <= seen_prev || live;
     end
   end
