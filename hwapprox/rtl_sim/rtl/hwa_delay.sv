@@ -23,6 +23,10 @@ module hwa_delay #(
 
   if (L == 0) begin : g_wire
     assign q = d;
+    /* verilator lint_off UNUSEDSIGNAL */
+    logic unused_ctl;  // a wire: no clock, reset or enable
+    assign unused_ctl = ^{clk, rst, en};
+    /* verilator lint_on UNUSEDSIGNAL */
   end else begin : g_reg
     logic [W-1:0] sr[L];
     always_ff @(posedge clk) begin

@@ -988,7 +988,10 @@ module hwa_encoder_block #(
   assign sm_mask = (CAUSAL && fi_reg > i_reg)
       || (WINDOW != 0 && 32'(i_reg) >= 32'(fi_reg) + WINDOW)
       || (MASKED && pad_ram[fi_ix]);
+  // PIPE = 0: the softmax's original schedule (full rate on every row, the contract's
+  // SM = 2S + 8 + RLAT); its pipelined form (issue 22) stalls on new running maxima
   hwa_softmax_online #(
+      .PIPE(1'b0),
       .IN_W(SM_IN_W),
       .OUT_W(SM_OUT_W),
       .OUT_SIGNED(SM_OUT_SIGNED),

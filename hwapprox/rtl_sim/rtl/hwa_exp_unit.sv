@@ -10,12 +10,23 @@
 //    T = 2^A + 1 entries 2^(-j/2^A) with TABLE_F fraction bits (TABLE_FILE).
 //  BASE2 = 0: e = 0 if d >= 2^LIM_BITS else T[min(d, 2^LIM_BITS - 1) >> LUT_SHIFT]
 //    (T = 2^LUT_BITS exp_fmt codes from TABLE_FILE).
-// Latency: 2 cycles, advancing when en is high.
+// Latency: LAT = hwa_pkg::exp_unit_lat(PIPE, BASE2, LOG2E, PROD_SHIFT) cycles, one
+// result per cycle, advancing when en is high:
+//  PIPE = 0 (or BASE2 = 0): 2 stages (t; table, interpolation and rounding).
+//  PIPE = 1, BASE2 = 1 (issue 22, ECP5 at 125 MHz), the same values in registered steps:
+//   t: d*LOG2E through hwa_mul_pipe (3), its rounding through hwa_round_shift_pipe (3,
+//      PROD_SHIFT > 0 only), the saturation (1) -- or, when LOG2E = 1 and PROD_SHIFT =
+//      0 (Softermax's exp2), the saturation alone (1);
+//   2^-t: the table read (1; a block RAM's output register), its copy (1; ~6 ns clock
+//      to out), lo - hi and lo << G (1), (lo - hi)*u through hwa_mul_pipe (3), v (1),
+//      the variable rounding shift through hwa_round_shift_pipe (3): 10.
+//   LAT = 17 at the default online spec (d*LOG2E rounded), 11 for Softermax.
 // Parameters: no defaults (TABLE_FILE aside); the parent passes every one from the
-// spec's hw_params(), the unused variant's too.
+// spec's hw_params(), the unused variant's too, and PIPE.
 `default_nettype none
 module hwa_exp_unit #(
     parameter int D_W,
+    parameter bit PIPE,
     parameter bit BASE2,
     parameter int EXP_W,
     parameter int EXP_F,
@@ -48,7 +59,153 @@ module hwa_exp_unit #(
            D_W, EXP_W, T_W, T_F, A, LUT_BITS, LUT_SHIFT, TABLE_F);
   end
 
-  if (BASE2) begin : g_base2
+  if (BASE2 && PIPE) begin : g_pipe
+    localparam int PW = D_W + LOG2E_W + ((PROD_SHIFT < 0) ? -PROD_SHIFT : 0) + 2;
+    localparam int G = T_F - A;
+    localparam int KW = T_W - T_F + 1;
+    localparam int VW = TABLE_F + G + 3;
+    localparam int SW = 8;
+    localparam int UW = (G > 0) ? G : 1;
+    // lo - hi of adjacent entries of 2^(-j/2^A) (<= 2^TABLE_F): below
+    // 2^TABLE_F·ln2/2^A + 1, so TABLE_F - A + 1 bits, signed with margin
+    localparam int DLW = TABLE_F - A + 3;
+    localparam bit IDENT = (LOG2E == 1 && PROD_SHIFT == 0);
+    localparam int CW2 = (PW > T_W ? PW : T_W) + 2;
+    logic [TABLE_F:0] tab[(1 << A) + 1];
+    initial begin
+      if (TABLE_FILE != "") $readmemh(TABLE_FILE, tab);
+    end
+    // t = sat(round(d * LOG2E)): registered
+    logic [T_W-1:0] t_reg;
+    logic signed [CW2-1:0] trx;
+    if (IDENT) begin : g_id
+      assign trx = CW2'({1'b0, d});
+    end else begin : g_mul
+      logic signed [PW-1:0] prod, tr;
+      hwa_mul_pipe #(
+          .A_W(D_W + 1),
+          .B_W(LOG2E_W),
+          .B_SIGNED(1'b0),
+          .P_W(PW)
+      ) u_m (
+          .clk(clk),
+          .en (en),
+          .a  ($signed({1'b0, d})),
+          .b  (LOG2E_W'(LOG2E)),
+          .p  (prod)
+      );
+      if (PROD_SHIFT > 0) begin : g_r
+        hwa_round_shift_pipe #(
+            .IN_W (PW),
+            .SH_W (SW),
+            .OUT_W(PW),
+            .MODE (T_RND)
+        ) u_rt (
+            .clk(clk),
+            .en (en),
+            .x  (prod),
+            .sh (SW'(PROD_SHIFT)),
+            .y  (tr)
+        );
+      end else begin : g_l
+        assign tr = prod <<< (-PROD_SHIFT);
+      end
+      assign trx = CW2'(tr);
+    end
+    always_ff @(posedge clk) begin
+      if (en) t_reg <= (trx > ((CW2'(1) <<< T_W) - CW2'(1))) ? '1 : T_W'(trx);
+    end
+    // b1: the table read (the ROM's output register); b1b: its copy
+    logic [A-1:0] i0;
+    logic [UW-1:0] u0, u1, u1b, u2;
+    logic [KW-1:0] k1, k1b, k2;
+    logic [TABLE_F:0] lo1, hi1, lo1b, hi1b;
+    assign i0 = t_reg[T_F-1-:A];
+    if (G > 0) begin : g_u
+      assign u0 = t_reg[G-1:0];
+    end else begin : g_nou
+      assign u0 = '0;
+    end
+    always_ff @(posedge clk) begin
+      if (en) begin
+        lo1 <= tab[(A+1)'(i0)];
+        hi1 <= tab[(A+1)'(i0)+1'b1];
+        k1 <= KW'(t_reg >> T_F);
+        u1 <= u0;
+        lo1b <= lo1;
+        hi1b <= hi1;
+        k1b <= k1;
+        u1b <= u1;
+      end
+    end
+    // b2: lo - hi, lo << G
+    logic signed [DLW-1:0] dl2;
+    logic signed [VW-1:0] v02, v05, pr5, v6;
+    logic [KW-1:0] k5;
+    always_ff @(posedge clk) begin
+      if (en) begin
+        dl2 <= DLW'(VW'(lo1b) - VW'(hi1b));
+        v02 <= VW'(lo1b) <<< G;
+        k2 <= k1b;
+        u2 <= u1b;
+      end
+    end
+`ifndef SYNTHESIS
+    always_ff @(posedge clk) begin
+      if (en && (VW'(lo1b) - VW'(hi1b)) != VW'(DLW'(VW'(lo1b) - VW'(hi1b)))) begin
+        $error("hwa_exp_unit %m: table step lo - hi does not fit DLW=%0d bits", DLW);
+      end
+    end
+`endif
+    // b3..b5: (lo - hi) * u
+    hwa_mul_pipe #(
+        .A_W(DLW),
+        .B_W(UW),
+        .B_SIGNED(1'b0),
+        .P_W(VW)
+    ) u_mi (
+        .clk(clk),
+        .en (en),
+        .a  (dl2),
+        .b  (u2),
+        .p  (pr5)
+    );
+    hwa_delay #(
+        .W(VW + KW),
+        .L(3)
+    ) u_dv (
+        .clk(clk),
+        .rst(1'b0),
+        .en (en),
+        .d  ({v02, k2}),
+        .q  ({v05, k5})
+    );
+    // b6: v = (lo << G) - (lo - hi) * u; the shift k + TABLE_F + G - EXP_F
+    logic [SW-1:0] tot6;
+    always_ff @(posedge clk) begin
+      if (en) begin
+        v6 <= (INTERP && G > 0) ? v05 - pr5 : v05;
+        tot6 <= SW'(k5) + SW'(TABLE_F + G - EXP_F);
+      end
+    end
+    // b7..b9: one rounding
+    /* verilator lint_off UNUSEDSIGNAL */
+    logic signed [VW-1:0] e_c;  // e <= 1.0 fits EXP_W bits
+    /* verilator lint_on UNUSEDSIGNAL */
+    hwa_round_shift_pipe #(
+        .IN_W (VW),
+        .SH_W (SW),
+        .OUT_W(VW),
+        .MODE (EXP_RND)
+    ) u_re (
+        .clk(clk),
+        .en (en),
+        .x  (v6),
+        .sh (tot6),
+        .y  (e_c)
+    );
+    assign e = EXP_W'(e_c);
+  end else if (BASE2) begin : g_base2
     localparam int PW = D_W + LOG2E_W + ((PROD_SHIFT < 0) ? -PROD_SHIFT : 0) + 2;
     localparam int G = T_F - A;
     localparam int KW = T_W - T_F + 1;

@@ -10,12 +10,25 @@
 //               R = round_shift(R*e, WF, RND)
 //   r = sat(round_shift(R, WF - D_F - R_F + p, RND))  (negative: exact left shift)
 // T: TABLE_FILE, (NEWTON ? 2^TB : 2^TB + 1) words of WF fraction bits.
-// Latency: 3 + (NEWTON ? STEPS : 0) cycles; accepts one d per cycle.
+// Latency: LAT = hwa_pkg::recip_lat(PIPE, NEWTON, STEPS) cycles; accepts one d per cycle.
+//  PIPE = 0: 3 + (NEWTON ? STEPS : 0) (normalisation; seed or PWL; a stage per Newton
+//    step; the final scaling).
+//  PIPE = 1 (issue 22, ECP5 at 125 MHz), the same values in registered steps: the
+//    leading one (1), the normalising shift by a multiple of 8 (1), by the rest (1);
+//    the seed: the table read and its copy (2; a block RAM has ~6 ns clock to out),
+//    or PWL: the read, its copy, lo - hi (1), (lo - hi)*w through hwa_mul_pipe (3),
+//    the value (1) and its rounding through hwa_round_shift_pipe (3) (10); per
+//    Newton step 13: U*R (hwa_mul_pipe, 3), 2^(2WF+1) - U*R (1), its rounding (3),
+//    R*e (3), its rounding (3); the final scaling: the rounding shift (3) alongside
+//    the left shift, after the shift amount's register (1), the saturation into the
+//    output register (1). LAT = 10 + 13*STEPS with Newton (36 at the default online
+//    spec), 18 with PWL (Softermax).
 // Parameters: no defaults (TABLE_FILE aside); the parent passes every one from the
-// spec's hw_params().
+// spec's hw_params(), and PIPE.
 `default_nettype none
 module hwa_recip #(
     parameter int D_W,
+    parameter bit PIPE,
     parameter int D_F,
     parameter int R_W,
     parameter int R_F,
@@ -53,7 +66,7 @@ module hwa_recip #(
     if (TABLE_FILE != "") $readmemh(TABLE_FILE, tab);
   end
 
-  // stage 1: leading one and normalised mantissa U in [2^WF, 2^(WF+1))
+  // leading one of d (both variants)
   logic [PB-1:0] p_c;
   always_comb begin
     p_c = '0;
@@ -61,6 +74,270 @@ module hwa_recip #(
       if (d[b]) p_c = PB'(b);
     end
   end
+
+  if (PIPE) begin : g_pipe
+    localparam int LAT = hwa_pkg::recip_lat(1'b1, NEWTON, STEPS);
+    localparam int NW = D_W + WF;  // d << WF
+    localparam int RW = WF + 4;  // R (~ 2^WF) and e (~ 2^WF) as multiply operands
+    localparam int LW = XW + D_W + 2;
+    logic [LAT-1:0] v_sr;
+    always_ff @(posedge clk) begin
+      if (rst) v_sr <= '0;
+      else v_sr <= {v_sr[LAT-2:0], in_valid};
+    end
+    assign out_valid = v_sr[LAT-1];
+    // n1: the leading one; n2: (d << WF) >> (p rounded down to 8); n3: >> the rest
+    logic [PB-1:0] p1, p2, p3;
+    logic [D_W-1:0] d1;
+    logic [NW-1:0] x2;
+    logic [2:0] pf2;
+    logic [WF:0] u3;
+    always_ff @(posedge clk) begin
+      p1 <= p_c;
+      d1 <= d;
+      x2 <= {d1, {WF{1'b0}}} >> {p1[PB-1:3], 3'b000};
+      pf2 <= p1[2:0];
+      p2 <= p1;
+      u3 <= (WF + 1)'(x2 >> pf2);
+      p3 <= p2;
+    end
+    // the seed (NEWTON) or the PWL value; U and p alongside
+    localparam int SL = NEWTON ? 2 : 10;
+    logic [TB-1:0] i3;
+    assign i3 = u3[WF-1-:TB];
+    logic signed [XW-1:0] r_seed;
+    logic [PB+WF:0] pu_s;
+    hwa_delay #(
+        .W(PB + WF + 1),
+        .L(SL)
+    ) u_dpu (
+        .clk(clk),
+        .rst(1'b0),
+        .en (1'b1),
+        .d  ({p3, u3}),
+        .q  (pu_s)
+    );
+    if (NEWTON) begin : g_seed
+      if (G > 0) begin : g_unused
+        /* verilator lint_off UNUSEDSIGNAL */
+        logic [G-1:0] w_unused;
+        /* verilator lint_on UNUSEDSIGNAL */
+        assign w_unused = u3[G-1:0];
+      end
+      logic [WF:0] t4, t5;
+      always_ff @(posedge clk) begin
+        t4 <= tab[i3];
+        t5 <= t4;
+      end
+      assign r_seed = XW'(t5);
+    end else begin : g_pwl
+      localparam int GW = (G > 0) ? G : 1;
+      localparam int DLW = WF - TB + 3;  // adjacent entries of 1/x: < 2^(WF-TB) + 1 apart
+      logic [WF:0] lo4, hi4, lo5, hi5;
+      logic [GW-1:0] w3, w4, w5, w6;
+      if (G > 0) begin : g_w
+        assign w3 = u3[G-1:0];
+      end else begin : g_now
+        assign w3 = '0;
+      end
+      logic signed [DLW-1:0] dl6;
+      logic signed [XW-1:0] lg6, lg9, pr9, ex10;
+      always_ff @(posedge clk) begin
+        lo4 <= tab[(TB+1)'(i3)];
+        hi4 <= tab[(TB+1)'(i3)+1'b1];
+        w4 <= w3;
+        lo5 <= lo4;
+        hi5 <= hi4;
+        w5 <= w4;
+        dl6 <= DLW'(XW'(lo5) - XW'(hi5));
+        lg6 <= XW'(lo5) <<< G;
+        w6 <= w5;
+      end
+`ifndef SYNTHESIS
+      always_ff @(posedge clk) begin
+        if ((XW'(lo5) - XW'(hi5)) != XW'(DLW'(XW'(lo5) - XW'(hi5)))) begin
+          $error("hwa_recip %m: table step lo - hi does not fit DLW=%0d bits", DLW);
+        end
+      end
+`endif
+      hwa_mul_pipe #(
+          .A_W(DLW),
+          .B_W(GW),
+          .B_SIGNED(1'b0),
+          .P_W(XW)
+      ) u_mw (
+          .clk(clk),
+          .en (1'b1),
+          .a  (dl6),
+          .b  (w6),
+          .p  (pr9)
+      );
+      hwa_delay #(
+          .W(XW),
+          .L(3)
+      ) u_dlg (
+          .clk(clk),
+          .rst(1'b0),
+          .en (1'b1),
+          .d  (lg6),
+          .q  (lg9)
+      );
+      always_ff @(posedge clk) ex10 <= (G > 0) ? lg9 - pr9 : lg9;
+      hwa_round_shift_pipe #(
+          .IN_W (XW),
+          .SH_W (SW),
+          .OUT_W(XW),
+          .MODE (RND)
+      ) u_rp (
+          .clk(clk),
+          .en (1'b1),
+          .x  (ex10),
+          .sh (SW'(G)),
+          .y  (r_seed)
+      );
+    end
+    // Newton steps, 13 stages each
+    logic signed [XW-1:0] sr[NST+1];
+    logic [PB+WF:0] spu[NST+1];
+    assign sr[0] = r_seed;
+    assign spu[0] = pu_s;
+    for (genvar s = 0; s < NST; s++) begin : g_step
+      logic signed [XW-1:0] pu3, ue4, e7, re10, r13;
+      logic signed [RW-1:0] r7;
+      logic [WF:0] u_s;
+      assign u_s = spu[s][WF:0];
+`ifndef SYNTHESIS
+      always_ff @(posedge clk) begin
+        if ((v_sr[2+SL+13*s] && sr[s] != XW'(RW'(sr[s])))
+            || (v_sr[2+SL+13*s+7] && e7 != XW'(RW'(e7)))) begin
+          $error("hwa_recip %m: Newton operand out of RW=%0d bits", RW);
+        end
+      end
+`endif
+      hwa_mul_pipe #(
+          .A_W(RW),
+          .B_W(WF + 1),
+          .B_SIGNED(1'b0),
+          .P_W(XW)
+      ) u_mu (
+          .clk(clk),
+          .en (1'b1),
+          .a  (RW'(sr[s])),
+          .b  (u_s),
+          .p  (pu3)
+      );
+      always_ff @(posedge clk) ue4 <= (XW'(1) <<< (2 * WF + 1)) - pu3;
+      hwa_round_shift_pipe #(
+          .IN_W (XW),
+          .SH_W (SW),
+          .OUT_W(XW),
+          .MODE (RND)
+      ) u_e (
+          .clk(clk),
+          .en (1'b1),
+          .x  (ue4),
+          .sh (SW'(WF)),
+          .y  (e7)
+      );
+      hwa_delay #(
+          .W(RW),
+          .L(7)
+      ) u_dr (
+          .clk(clk),
+          .rst(1'b0),
+          .en (1'b1),
+          .d  (RW'(sr[s])),
+          .q  (r7)
+      );
+      hwa_mul_pipe #(
+          .A_W(RW),
+          .B_W(RW),
+          .B_SIGNED(1'b1),
+          .P_W(XW)
+      ) u_mr (
+          .clk(clk),
+          .en (1'b1),
+          .a  (r7),
+          .b  (RW'(e7)),
+          .p  (re10)
+      );
+      hwa_round_shift_pipe #(
+          .IN_W (XW),
+          .SH_W (SW),
+          .OUT_W(XW),
+          .MODE (RND)
+      ) u_r (
+          .clk(clk),
+          .en (1'b1),
+          .x  (re10),
+          .sh (SW'(WF)),
+          .y  (r13)
+      );
+      hwa_delay #(
+          .W(PB + WF + 1),
+          .L(13)
+      ) u_dpu (
+          .clk(clk),
+          .rst(1'b0),
+          .en (1'b1),
+          .d  (spu[s]),
+          .q  (spu[s+1])
+      );
+      assign sr[s+1] = r13;
+    end
+    // final: scale by 2^(D_F - p), round once, fit recip_fmt
+    /* verilator lint_off UNUSEDSIGNAL */
+    logic [WF:0] u_last;
+    /* verilator lint_on UNUSEDSIGNAL */
+    logic [PB-1:0] p_last;
+    assign {p_last, u_last} = spu[NST];
+    logic signed [SW+1:0] total;
+    logic signed [LW-1:0] rx, rs3, rl1, rl3;
+    logic pos1, pos3;
+    // f0: the shift amount and R registered
+    always_ff @(posedge clk) begin
+      total <= (SW + 2)'(WF - D_F - R_F) + (SW + 2)'({1'b0, p_last});
+      rx <= LW'(sr[NST]);
+    end
+    hwa_round_shift_pipe #(
+        .IN_W (LW),
+        .SH_W (SW),
+        .OUT_W(LW),
+        .MODE (RND)
+    ) u_fin (
+        .clk(clk),
+        .en (1'b1),
+        .x  (rx),
+        .sh ((total > 0) ? SW'(total) : '0),
+        .y  (rs3)
+    );
+    always_ff @(posedge clk) begin
+      rl1 <= rx <<< (-total);
+      pos1 <= total > 0;
+    end
+    hwa_delay #(
+        .W(LW + 1),
+        .L(2)
+    ) u_dl (
+        .clk(clk),
+        .rst(1'b0),
+        .en (1'b1),
+        .d  ({pos1, rl1}),
+        .q  ({pos3, rl3})
+    );
+    logic [R_W-1:0] r_c;
+    hwa_sat #(
+        .IN_W      (LW),
+        .OUT_W     (R_W),
+        .OUT_SIGNED(1'b0),
+        .OVF       (R_OVF)
+    ) u_sat (
+        .x(pos3 ? rs3 : rl3),
+        .y(r_c)
+    );
+    always_ff @(posedge clk) r <= r_c;
+  end else begin : g_comb
+  // stage 1: leading one and normalised mantissa U in [2^WF, 2^(WF+1))
   logic v1;
   logic [PB-1:0] p1;
   logic [WF:0] u1;
@@ -200,6 +477,8 @@ module hwa_recip #(
     if (rst) out_valid <= 1'b0;
     else out_valid <= sv[NST];
     r <= r_c;
+  end
+
   end
 
 endmodule

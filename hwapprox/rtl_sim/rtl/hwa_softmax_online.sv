@@ -44,15 +44,32 @@
 // The running max is resolved one stage ahead of the sum, so E is pipelined
 // and only d = f(d, e) is a one-cycle loop.
 //
-// Buffering (hwa_row_stream): circular buffer of BUF_DEPTH {zero bit, code} words (a
-// row streams out while the next streams in); up to ROWQ rows wait for output.
-// Latency: last input -> first output of its row = 9 + RECIP_LAT cycles
-// (RECIP_LAT = 3 + Newton steps; 14 at the defaults) when the output is free;
-// then one element per cycle: last input -> last output N + 13 at the defaults.
-// SKIP and UNIFIED add no cycle; OUT_CODE adds one (N + 14 at the defaults).
-// Throughput: with row_stream_params' geometry back-to-back rows of N >= 16 never
-// stall the input and lose no output cycle (tests/test_rtl_throughput.py), with or
-// without the options (tests/test_rtl_units.py).
+// Pipelining (PIPE = 1, the default; issue 22, ECP5 at 125 MHz): the exp units are
+// hwa_exp_unit with PIPE = 1 (ELAT = 17 at the defaults, hwa_pkg::exp_unit_lat), the
+// reciprocal hwa_recip with PIPE = 1 (RLAT = 10 + 13·STEPS = 36, hwa_pkg::recip_lat), the
+// output product E·r hwa_mul_pipe (3), z (1) and its rounding hwa_round_shift_pipe (3):
+// OLAT = 7; m - x is registered before the output exp unit (1). The rescale of a new
+// running max, d = R_s(d·E) + ONE, cannot stay a one-cycle loop bit-exactly (the model
+// rounds each rescale of the previous, rounded sum), so its product runs through
+// hwa_mul_pipe (3) and its rounding (1) and the unit holds s_axis_tready low for MB = 4
+// cycles after accepting each element that raises the running max (an unmasked,
+// unskipped element above the max before it, other than the row's opener; with
+// OFF_BY_ONE every one above the zero logit counts): the hold is a counter register,
+// so tready stays a function of flip-flops. PIPE = 0: the original one-stage schedule
+// (ELAT 2, RLAT 3 + STEPS, OLAT 0, MB 0; the encoder block uses it).
+// Buffering (hwa_row_stream): circular buffer of {zero bit, code} words (a row streams
+// out while the next streams in), BUF_DEPTH or (PIPE) the power of 2 >= ROW_MAX +
+// ROW_LAT + 4 when larger; up to ROWQ rows (PIPE: or the power of 2 >= 4 + (ROW_LAT +
+// ROW_MAX + 15) / 16) wait for output; ROW_LAT = ELAT + RLAT + 2 + MB.
+// Latency: last input -> first output of its row = 5 + 2·ELAT + RLAT + OLAT + (PIPE)
+// cycles when the output is free, + MB when the row's last element is a new max;
+// then one element per cycle: last input -> last output N + 82 at the defaults (N + 13
+// with PIPE = 0, and before issue 22). SKIP and UNIFIED add no cycle; OUT_CODE adds one.
+// Throughput: input one element per cycle except MB held cycles after each new running
+// max (a row of n elements with k new maxima takes n + 4k input cycles: random rows
+// have ~ln n new maxima, an ascending row n - 1, the worst case 1/5 rate); output one
+// element per cycle; rows back to back lose no other cycle
+// (tests/test_rtl_throughput.py, hwapprox.rtl_sim.units.online_input_gaps).
 // Rows of 1..ROW_MAX elements. A longer row is dropped (consumed up to its
 // tlast, nothing output for it) and row_err pulses for one cycle; the next row
 // is processed normally (see hwa_row_stream).
@@ -70,6 +87,10 @@ module hwa_softmax_online #(
     parameter int BUF_DEPTH = 128,
     parameter int ROWQ = 4,
     parameter int N_BITS = 8,
+    // pipelining (issue 22): 1 = registered stages for ECP5 at 125 MHz (exp units,
+    // reciprocal, output product, the rescale multiply with its new-max input bubbles);
+    // 0 = the original schedule (one-cycle rescale, full rate on every row)
+    parameter bit PIPE = 1'b1,
     // Softmax_1 (OnlineSoftmax.off_by_one): every row's state starts at a zero logit
     parameter bit OFF_BY_ONE = 1'b0,
     // clipped softmax (OnlineSoftmax.clip_gamma/clip_zeta): y = clamp(cast(E*r_s + G'), 0, ONE)
@@ -173,6 +194,20 @@ module hwa_softmax_online #(
     $error("hwa_softmax_online %m: invalid OUT_CODE=%0d (0..2) CODE_NW=%0d (= OUT_W=%0d) CODE_BITS=%0d (2..8) CODE_ZERO=%0d (2^CODE_BITS - 1)",
            OUT_CODE, CODE_NW, OUT_W, CODE_BITS, CODE_ZERO);
   end
+  // ---- latencies (derived) and the buffer geometry they need ----------------------
+  // ELAT: hwa_exp_unit; RLAT: hwa_recip; MB: the rescale multiply's input bubbles after
+  // a new running max (hwa_mul_pipe 3 + its rounding 1); OLAT: the output product's
+  // stages (hwa_mul_pipe 3, the shift/offset 1, the rounding 3 when OUT_SHIFT > 0)
+  localparam int ELAT = hwa_pkg::exp_unit_lat(PIPE, BASE2, LOG2E, PROD_SHIFT);
+  localparam int RLAT = hwa_pkg::recip_lat(PIPE, NEWTON, STEPS);
+  localparam int MB = PIPE ? 4 : 0;
+  localparam int OLAT = PIPE ? 4 + ((OUT_SHIFT > 0) ? 3 : 0) : 0;
+  localparam int ROW_LAT = ELAT + RLAT + 2 + MB;  // in_last -> ctx_v, at most
+  localparam int BUF_NEED = ROW_MAX + ROW_LAT + 4;
+  localparam int BUF_U = (PIPE && BUF_NEED > BUF_DEPTH) ? 1 << $clog2(BUF_NEED) : BUF_DEPTH;
+  localparam int ROWQ_NEED = 4 + (ROW_LAT + ROW_MAX + 15) / 16;
+  localparam int ROWQ_U = (PIPE && ROWQ_NEED > ROWQ) ? 1 << $clog2(ROWQ_NEED) : ROWQ;
+
   // ---- input: row buffer, queue and output sequencer (hwa_row_stream) -------------
   // the buffered word is {zero bit, code}: the zero bit is the mask bit, or (SKIP) the
   // skip decision made as the element enters -- either way the element takes no part
@@ -190,19 +225,22 @@ module hwa_softmax_online #(
   logic [N_BITS-1:0] in_n, o1_n, rd_idx;
   logic [CTX_W-1:0] ctx, o1_ctx;
   logic zero_in;  // masked or skipped
+  // PIPE: MB cycles of s_axis_tready low after each accepted new running max (hold, a
+  // register: the ready stays a function of flip-flops)
+  logic hold, rs_tready;
   hwa_row_stream #(
       .IN_W(IN_W + 1),
       .CTX_W(CTX_W),
       .ROW_MAX(ROW_MAX),
-      .BUF_DEPTH(BUF_DEPTH),
-      .ROWQ(ROWQ),
+      .BUF_DEPTH(BUF_U),
+      .ROWQ(ROWQ_U),
       .N_BITS(N_BITS)
   ) u_rows (
       .clk(clk),
       .rst(rst),
       .s_axis_tdata({zero_in, s_axis_tdata}),
-      .s_axis_tvalid(s_axis_tvalid),
-      .s_axis_tready(s_axis_tready),
+      .s_axis_tvalid(s_axis_tvalid & ~hold),
+      .s_axis_tready(rs_tready),
       .s_axis_tlast(s_axis_tlast),
       .in_v(in_v),
       .in_x(in_w),
@@ -254,18 +292,31 @@ module hwa_softmax_online #(
   assign zero_in = s_axis_tuser || skip_in;
   assign live = !zero_in;
   assign starts = live && !seen_prev && !OFF_BY_ONE;  // it opens the empty state
+  assign s_axis_tready = rs_tready & ~hold;
+  if (PIPE) begin : g_hold
+    logic [2:0] hold_cnt;
+    always_ff @(posedge clk) begin
+      if (rst) hold_cnt <= '0;
+      else if (in_v && live && !starts && diff > 0) hold_cnt <= 3'(MB);
+      else if (hold_cnt != 0) hold_cnt <= hold_cnt - 1'b1;
+    end
+    assign hold = hold_cnt != 0;
+  end else begin : g_nohold
+    assign hold = 1'b0;
+  end
   always_ff @(posedge clk) begin
     if (rst) a_v <= 1'b0;
     else a_v <= in_v;
-    if (in_v) begin
-      a_first <= in_first;
-      a_last <= in_last;
-      a_live <= live;
-      a_start <= starts;
-      a_new <= live && !starts && (diff > 0);
-      a_delta <= starts ? '0 : DW'((diff > 0) ? diff : -diff);
+    // the stage's data load every cycle (a_v marks it; no enable fanout from in_v)
+    a_first <= in_first;
+    a_last <= in_last;
+    a_live <= live;
+    a_start <= starts;
+    a_new <= live && !starts && (diff > 0);
+    a_delta <= starts ? '0 : DW'((diff > 0) ? diff : -diff);
+    a_m <= (starts || (live && diff > 0)) ? x_in : m_prev;
+    if (in_v) begin  // the running state: accepted elements only
       m_reg <= (starts || (live && diff > 0)) ? x_in : m_prev;
-      a_m <= (starts || (live && diff > 0)) ? x_in : m_prev;
       seen_reg <= seen_prev || live;
     end
   end
@@ -274,6 +325,7 @@ module hwa_softmax_online #(
   logic [EXP_W-1:0] e_in;
   hwa_exp_unit #(
       .D_W(DW),
+      .PIPE(PIPE),
       .BASE2(BASE2),
       .EXP_W(EXP_W),
       .EXP_F(EXP_F),
@@ -297,30 +349,29 @@ module hwa_softmax_online #(
       .d  (a_delta),
       .e  (e_in)
   );
-  logic b_v, b_first, b_last, b_new, b_live, b_start, c_v, c_first, c_last, c_new, c_live;
-  logic c_start;
-  logic signed [IN_W-1:0] b_m, c_m;
-  always_ff @(posedge clk) begin
-    if (rst) begin
-      b_v <= 1'b0;
-      c_v <= 1'b0;
-    end else begin
-      b_v <= a_v;
-      c_v <= b_v;
-    end
-    b_first <= a_first;
-    b_last <= a_last;
-    b_new <= a_new;
-    b_live <= a_live;
-    b_start <= a_start;
-    b_m <= a_m;
-    c_first <= b_first;
-    c_last <= b_last;
-    c_new <= b_new;
-    c_live <= b_live;
-    c_start <= b_start;
-    c_m <= b_m;
-  end
+  // the element's flags alongside E (ELAT stages)
+  logic c_v, c_first, c_last, c_new, c_live, c_start;
+  logic signed [IN_W-1:0] c_m;
+  hwa_delay #(
+      .W(1),
+      .L(ELAT)
+  ) u_cv (
+      .clk(clk),
+      .rst(rst),
+      .en (1'b1),
+      .d  (a_v),
+      .q  (c_v)
+  );
+  hwa_delay #(
+      .W(5 + IN_W),
+      .L(ELAT)
+  ) u_cf (
+      .clk(clk),
+      .rst(1'b0),
+      .en (1'b1),
+      .d  ({a_first, a_last, a_new, a_live, a_start, a_m}),
+      .q  ({c_first, c_last, c_new, c_live, c_start, c_m})
+  );
 
   // stage D: the running sum (the only one-cycle loop)
   localparam logic [SUM_W-1:0] ONE = SUM_W'(1) << SUM_F;
@@ -331,30 +382,99 @@ module hwa_softmax_online #(
   /* verilator lint_on UNUSEDSIGNAL */
   logic [SUM_W-1:0] d_cur;  // the state before this element (OFF_BY_ONE: ONE at a row start)
   assign d_cur = (OFF_BY_ONE && c_first) ? ONE : d_reg;
-  assign de = PW'(d_cur) * PW'(e_in);
-  hwa_round_shift #(
-      .IN_W (PW),
-      .SH_W (SW),
-      .OUT_W(PW),
-      .MODE (SUM_RND)
-  ) u_rescale (
-      .x (de),
-      .sh(SW'(EXP_F)),
-      .y (de_r)
-  );
-  always_comb begin
-    if (!c_live) d_nxt = d_cur;  // masked or skipped: no change
-    else if (c_start) d_nxt = ONE;
-    else if (c_new) d_nxt = SUM_W'(de_r) + ONE;
-    else d_nxt = d_cur + (SUM_W'(e_in) << (SUM_F - EXP_F));
-  end
-  logic row_v;
+  logic row_v, row_end;  // row_end: the row's sum is final in d_reg from the next cycle
   logic signed [IN_W-1:0] row_m;
+  if (PIPE) begin : g_rescale_pipe
+    // a new max launches d·E through hwa_mul_pipe (3 stages) and its rounding (1): the
+    // input was held for MB cycles after that element, so no element reaches this stage
+    // until d_reg = R_s(d·E) + ONE (merged in the fourth cycle after it)
+    logic launch, m3, l3, m4, l4;
+    logic [SUM_W-1:0] q4;
+    logic inc4;
+    assign launch = c_v && c_live && !c_start && c_new;
+    hwa_mul_pipe #(
+        .A_W(SUM_W + 1),
+        .B_W(EXP_W),
+        .B_SIGNED(1'b0),
+        .P_W(PW)
+    ) u_rescale (
+        .clk(clk),
+        .en (1'b1),
+        .a  ($signed({1'b0, d_cur})),
+        .b  (e_in),
+        .p  (de)
+    );
+    hwa_delay #(
+        .W(2),
+        .L(3)
+    ) u_ml (
+        .clk(clk),
+        .rst(rst),
+        .en (1'b1),
+        .d  ({launch, c_last}),
+        .q  ({m3, l3})
+    );
+    assign de_r = de >>> EXP_F;  // the floor quotient; the increment below
+    logic half, below;
+    assign half = de[EXP_F-1];
+    if (EXP_F > 1) begin : g_below
+      assign below = |de[EXP_F-2:0];
+    end else begin : g_nobelow
+      assign below = 1'b0;
+    end
+    always_ff @(posedge clk) begin
+      if (rst) m4 <= 1'b0;
+      else m4 <= m3;
+      l4 <= l3;
+      q4 <= SUM_W'(de_r);
+      inc4 <= hwa_pkg::round_up(SUM_RND, half & below, half & ~below, half | below, 1'b0,
+                                de_r[0]);
+    end
+    always_comb begin
+      if (!c_live) d_nxt = d_cur;  // masked or skipped: no change
+      else if (c_start) d_nxt = ONE;
+      else d_nxt = d_cur + (SUM_W'(e_in) << (SUM_F - EXP_F));
+    end
+    always_ff @(posedge clk) begin
+      if (rst) d_reg <= '0;
+      else if (m4) d_reg <= q4 + ONE + SUM_W'(inc4);
+      else if (c_v && !launch) d_reg <= d_nxt;
+    end
+    assign row_end = (c_v && c_last && !launch) || (m4 && l4);
+`ifndef SYNTHESIS
+    always_ff @(posedge clk) begin
+      if (!rst && c_v && (m3 || m4 || $past(launch) || $past(launch, 2))) begin
+        $error("hwa_softmax_online %m: an element reached the sum during a rescale");
+      end
+    end
+`endif
+  end else begin : g_rescale
+    assign de = PW'(d_cur) * PW'(e_in);
+    hwa_round_shift #(
+        .IN_W (PW),
+        .SH_W (SW),
+        .OUT_W(PW),
+        .MODE (SUM_RND)
+    ) u_rescale (
+        .x (de),
+        .sh(SW'(EXP_F)),
+        .y (de_r)
+    );
+    always_comb begin
+      if (!c_live) d_nxt = d_cur;  // masked or skipped: no change
+      else if (c_start) d_nxt = ONE;
+      else if (c_new) d_nxt = SUM_W'(de_r) + ONE;
+      else d_nxt = d_cur + (SUM_W'(e_in) << (SUM_F - EXP_F));
+    end
+    always_ff @(posedge clk) begin
+      if (rst) d_reg <= '0;
+      else if (c_v) d_reg <= d_nxt;
+    end
+    assign row_end = c_v & c_last;
+  end
   always_ff @(posedge clk) begin
-    if (rst) d_reg <= '0;
-    else if (c_v) d_reg <= d_nxt;
     if (rst) row_v <= 1'b0;
-    else row_v <= c_v & c_last;
+    else row_v <= row_end;
     if (c_v & c_last) row_m <= c_m;
   end
 
@@ -372,19 +492,28 @@ module hwa_softmax_online #(
     localparam logic signed [IN_W-1:0] PHI_X = IN_W'(PHI);
     localparam logic [SUM_W-1:0] FLOOR = SUM_W'(U_FLOOR);
     // stage A: the phi argument (an element above PHI leaves the safe range)
-    logic a_uover, b_uover, c_uover;
+    logic a_uover, c_uover;
     logic [DW-1:0] a_udelta;
     always_ff @(posedge clk) begin
       if (in_v) begin
         a_uover <= live && (x_in > PHI_X);
         a_udelta <= (live && !(x_in > PHI_X)) ? DW'(PHI_X - x_in) : '0;
       end
-      b_uover <= a_uover;
-      c_uover <= b_uover;
     end
+    hwa_delay #(
+        .W(1),
+        .L(ELAT)
+    ) u_cu (
+        .clk(clk),
+        .rst(1'b0),
+        .en (1'b1),
+        .d  (a_uover),
+        .q  (c_uover)
+    );
     logic [EXP_W-1:0] e_phi;
     hwa_exp_unit #(
         .D_W(DW),
+        .PIPE(PIPE),
         .BASE2(BASE2),
         .EXP_W(EXP_W),
         .EXP_F(EXP_F),
@@ -449,12 +578,12 @@ module hwa_softmax_online #(
 
   // per row: r = 1/d; the row's reference max (and shift) travel alongside, and all go
   // to the row queue
-  localparam int RLAT = 3 + (NEWTON ? STEPS : 0);
   localparam int MQ_W = IN_W + (UNIFIED ? U_S_W : 1);
   logic r_v;
   logic [R_W-1:0] r_val;
   hwa_recip #(
       .D_W(SUM_W),
+      .PIPE(PIPE),
       .D_F(SUM_F),
       .R_W(R_W),
       .R_F(R_F),
@@ -508,10 +637,20 @@ module hwa_softmax_online #(
   end
   // o2, o3: E(m - x) (UNIFIED safe rows: E(PHI - x))
   logic [EXP_W-1:0] e_out;
-  logic [DW-1:0] o_delta;
-  assign o_delta = DW'((IN_W + 1)'(o1_m) - (IN_W + 1)'(o1_xs));
+  // PIPE: m - x registered (OD = 1 stage) before the exp unit's multiplier
+  localparam int OD = PIPE ? 1 : 0;
+  logic [DW-1:0] o_delta, o_delta_c;
+  assign o_delta_c = DW'((IN_W + 1)'(o1_m) - (IN_W + 1)'(o1_xs));
+  if (PIPE) begin : g_od
+    always_ff @(posedge clk) begin
+      if (ce) o_delta <= o_delta_c;
+    end
+  end else begin : g_nod
+    assign o_delta = o_delta_c;
+  end
   hwa_exp_unit #(
       .D_W(DW),
+      .PIPE(PIPE),
       .BASE2(BASE2),
       .EXP_W(EXP_W),
       .EXP_F(EXP_F),
@@ -535,34 +674,122 @@ module hwa_softmax_online #(
       .d  (o_delta),
       .e  (e_out)
   );
-  logic o2_v, o2_l, o2_mask, o3_v, o3_l, o3_mask;
-  logic [RC_W-1:0] o2_r, o3_r;
-  logic [(UNIFIED ? U_S_W : 1)-1:0] o2_s, o3_s;
-  always_ff @(posedge clk) begin
-    if (rst) begin
-      o2_v <= 1'b0;
-      o3_v <= 1'b0;
-    end else if (ce) begin
-      o2_v <= o1_v;
-      o3_v <= o2_v;
-    end
-    if (ce) begin
-      o2_l <= o1_l;
-      o2_mask <= o1_mask;
-      o2_r <= o1_r;
-      o2_s <= o1_s;
-      o3_l <= o2_l;
-      o3_mask <= o2_mask;
-      o3_r <= o2_r;
-      o3_s <= o2_s;
-    end
-  end
-  // o4: y = cast_out(e * r) (UNIFIED: cast_out((e * r) << s), UOUTP_W bits)
+  // the element's flags, r and s alongside E (ELAT ce stages)
+  localparam int US_W = UNIFIED ? U_S_W : 1;
+  logic o3_v, o3_l, o3_mask, o4_v, o4_l, o4_mask;
+  logic [RC_W-1:0] o3_r;
+  logic [US_W-1:0] o3_s;
+  hwa_delay #(
+      .W(1),
+      .L(ELAT + OD)
+  ) u_o3v (
+      .clk(clk),
+      .rst(rst),
+      .en (ce),
+      .d  (o1_v),
+      .q  (o3_v)
+  );
+  hwa_delay #(
+      .W(2 + RC_W + US_W),
+      .L(ELAT + OD)
+  ) u_o3f (
+      .clk(clk),
+      .rst(1'b0),
+      .en (ce),
+      .d  ({o1_l, o1_mask, o1_r, o1_s}),
+      .q  ({o3_l, o3_mask, o3_r, o3_s})
+  );
+  // o4: y = cast_out(e * r) (UNIFIED: cast_out((e * r) << s), UOUTP_W bits); PIPE: the
+  // product through hwa_mul_pipe, then z (the shift or offset) and the rounding
+  // (hwa_round_shift_pipe) registered, OLAT ce stages; the flags alongside
   localparam int EP_W = CLIP ? CZ_W : (UNIFIED ? UOUTP_W : EXP_W + R_W);
   localparam int YW = EP_W + ((OUT_SHIFT < 0) ? -OUT_SHIFT : 0) + 2;
   logic signed [YW-1:0] er, er_r, er_l;
   logic [OUT_W-1:0] y_c, y_o, y_z;
-  if (CLIP) begin : g_clip_z  // z = E·r_s + G·2^(EXP_F + R_F - CLIP_F), exact
+  hwa_delay #(
+      .W(1),
+      .L(OLAT)
+  ) u_o4v (
+      .clk(clk),
+      .rst(rst),
+      .en (ce),
+      .d  (o3_v),
+      .q  (o4_v)
+  );
+  hwa_delay #(
+      .W(2),
+      .L(OLAT)
+  ) u_o4f (
+      .clk(clk),
+      .rst(1'b0),
+      .en (ce),
+      .d  ({o3_l, o3_mask}),
+      .q  ({o4_l, o4_mask})
+  );
+  if (PIPE) begin : g_prod_pipe
+    localparam int ZP_W = (YW > RC_W) ? YW : RC_W;
+    logic signed [ZP_W-1:0] pz;
+    logic [US_W-1:0] s3;
+    hwa_mul_pipe #(
+        .A_W(EXP_W + 1),
+        .B_W(RC_W),
+        .B_SIGNED(1'b0),
+        .P_W(ZP_W)
+    ) u_er (
+        .clk(clk),
+        .en (ce),
+        .a  ($signed({1'b0, e_out})),
+        .b  (o3_r),
+        .p  (pz)
+    );
+    hwa_delay #(
+        .W(US_W),
+        .L(3)
+    ) u_s3 (
+        .clk(clk),
+        .rst(1'b0),
+        .en (ce),
+        .d  (o3_s),
+        .q  (s3)
+    );
+    /* verilator lint_off UNUSEDSIGNAL */
+    logic signed [ZP_W-1:0] zc;  // the bits above YW: sign copies (CLIP) or none
+    /* verilator lint_on UNUSEDSIGNAL */
+    if (CLIP) begin : g_zc
+      assign zc = pz + (ZP_W'(CLIP_G) <<< (EXP_F + R_F - CLIP_F));
+    end else if (UNIFIED) begin : g_zu
+      assign zc = ZP_W'(YW'(pz) <<< s3);
+    end else begin : g_zp
+      assign zc = pz;
+    end
+    if (!UNIFIED) begin : g_no_s3
+      /* verilator lint_off UNUSEDSIGNAL */
+      logic unused_s3;  // s is 0 on the exact path
+      assign unused_s3 = s3[0];
+      /* verilator lint_on UNUSEDSIGNAL */
+    end
+    always_ff @(posedge clk) begin
+      if (ce) er <= YW'(zc);
+    end
+    if (OUT_SHIFT > 0) begin : g_rs
+      hwa_round_shift_pipe #(
+          .IN_W (YW),
+          .SH_W (SW),
+          .OUT_W(YW),
+          .MODE (OUT_RND)
+      ) u_out (
+          .clk(clk),
+          .en (ce),
+          .x  (er),
+          .sh (SW'(OUT_SHIFT)),
+          .y  (er_r)
+      );
+      assign er_l = er_r;
+    end else begin : g_ls
+      assign er_r = '0;
+      assign er_l = er <<< (-OUT_SHIFT);
+    end
+  end else if (CLIP) begin : g_clip_z  // z = E·r_s + G·2^(EXP_F + R_F - CLIP_F), exact
     // r_s < 2^(R_F + 4) (S < 2^(CLIP_F + 4)): CRS_W may exceed YW at narrow formats, so
     // the product is formed at the wider of the two; z itself fits CZ_W < YW bits
     localparam int ZP_W = (YW > RC_W) ? YW : RC_W;
@@ -582,7 +809,9 @@ module hwa_softmax_online #(
     assign unused_o3s = o3_s[0];
     /* verilator lint_on UNUSEDSIGNAL */
   end
-  if (OUT_SHIFT > 0) begin : g_rs
+  if (PIPE) begin : g_pipe_rs
+    // above (g_prod_pipe)
+  end else if (OUT_SHIFT > 0) begin : g_rs
     hwa_round_shift #(
         .IN_W (YW),
         .SH_W (SW),
@@ -615,7 +844,7 @@ module hwa_softmax_online #(
   end else begin : g_noclamp
     assign y_o = y_c;
   end
-  assign y_z = o3_mask ? '0 : y_o;  // a masked (or skipped) element outputs 0
+  assign y_z = o4_mask ? '0 : y_o;  // a masked (or skipped) element outputs 0
   // the output register, or (OUT_CODE) one more and the log code (hwa_log_code)
   localparam int OW = OUT_CODE != 0 ? CODE_BITS : OUT_W;
   logic o_v, o_l;
@@ -633,8 +862,8 @@ module hwa_softmax_online #(
       .clk  (clk),
       .rst  (rst),
       .ce   (ce),
-      .in_v (o3_v),
-      .in_l (o3_l),
+      .in_v (o4_v),
+      .in_l (o4_l),
       .in_y (y_z),
       .out_v(o_v),
       .out_l(o_l),

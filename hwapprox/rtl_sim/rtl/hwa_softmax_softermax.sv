@@ -5,7 +5,7 @@
 // mask bit each (s_axis_tuser, 1 = masked out: no part in max or sum, output 0; a
 // fully masked row outputs zeros):
 //   t = sat(round_shift(x * LOG2E, PROD_SHIFT, T_RND))           (t_fmt, TX_W bits;
-//       computed as the element enters, the row buffer holds {mask, t})
+//       computed on the way in and again on the way out: the row buffer holds {mask, x})
 //   pass 1 (ingest, one element per cycle), unmasked elements only:
 //       M' = max(M, t >>> T_F);  d = (d >> (M' - M)) + (P(t - M'·2^T_F) << SUM_UP)
 //       (the first unmasked element: M' = t >>> T_F, d = P)
@@ -14,11 +14,24 @@
 //       P_F + 1 fraction bits read as P_F (2^a = 2·2^-(1-a));
 //   per row: r = 1/d (hwa_recip, PWL of 2^TB segments, no Newton; R_RND, R_OVF);
 //   output (row re-read): y = sat(round_shift(P(t - M·2^T_F) * r, OUT_SHIFT, OUT_RND))
-// The running max and shift are resolved one stage ahead of the sum, so only
-// d = (d >> sh) + P is a one-cycle loop.
-// Buffering (hwa_row_stream): circular buffer of BUF_DEPTH {mask, t} words; up to ROWQ
-// rows wait for output. Latency: last input -> first output 8 + 3 (reciprocal) cycles
-// when the output is free, then one element per cycle.
+// The running max and shift are resolved ahead of the sum, so only d = (d >> sh) + P
+// is a one-cycle loop.
+// Pipelining (issue 22, ECP5 at 125 MHz): t = x·LOG2E is hwa_mul_pipe (3), its
+// rounding hwa_round_shift_pipe (3) and the saturation (1): TLAT = 7 stages (4 when
+// PROD_SHIFT <= 0), on both sides; the running max and shift (1), t - M·2^T_F (1),
+// its clamp and 2^T_F - . (1); P is hwa_exp_unit with PIPE = 1 (ELAT = 11); the
+// reciprocal hwa_recip with PIPE = 1 (RLAT = 18); the output product P·r is
+// hwa_mul_pipe (3) and its rounding hwa_round_shift_pipe (3, OUT_SHIFT > 0 only):
+// OLAT = 6.
+// Buffering (hwa_row_stream): circular buffer of {mask, x} words, BUF_DEPTH or the
+// power of 2 >= ROW_MAX + ROW_LAT + 4 when that is larger; a queue of ROWQ rows, or
+// the power of 2 >= 4 + (ROW_LAT + ROW_MAX + 15) / 16 (ROW_LAT: last input -> its
+// row's context = TLAT + ELAT + RLAT + 5 = 41 at the defaults).
+// Latency: last input -> first output ROW_LAT + 4 + TLAT + ELAT + OLAT = 69 cycles at
+// the defaults when the output is free (11 before issue 22), then one element per
+// cycle: last input -> last output N + 68 (one more with OUT_CODE). Back-to-back rows
+// of N >= 16 never stall the
+// input and lose no output cycle (tests/test_rtl_throughput.py).
 // Rows longer than ROW_MAX are dropped with a row_err pulse (hwa_row_stream).
 // Parameter defaults: the default SoftermaxSoftmax spec's hw_params() with
 // row_stream_params(64) (tests/test_rtl_lint.py).
@@ -97,54 +110,37 @@ module hwa_softmax_softermax #(
            IN_W, OUT_W, TX_W, T_F, SUM_W, SUM_UP, A_MIN, EXP_W, EXP_F);
   end
 
-  // ---- t = x·log2(e) as the element enters; the buffer holds {mask, t} ---------------
-  logic signed [PROD_W-1:0] prod_in;
-  logic signed [PRW-1:0] t_sh;
-  logic [TX_W-1:0] t_in;
-  assign prod_in = PROD_W'($signed(s_axis_tdata)) * PROD_W'($signed({1'b0, LOG2E_W'(LOG2E)}));
-  if (PROD_SHIFT > 0) begin : g_t_rs
-    hwa_round_shift #(
-        .IN_W (PROD_W),
-        .SH_W (SW),
-        .OUT_W(PRW),
-        .MODE (T_RND)
-    ) u_t (
-        .x (prod_in),
-        .sh(SW'(PROD_SHIFT)),
-        .y (t_sh)
-    );
-  end else begin : g_t_ls
-    assign t_sh = PRW'(prod_in) <<< (-PROD_SHIFT);
-  end
-  hwa_sat #(
-      .IN_W      (PRW),
-      .OUT_W     (TX_W),
-      .OUT_SIGNED(1'b1),
-      .OVF       (hwa_pkg::OVF_SAT)
-  ) u_t_sat (
-      .x(t_sh),
-      .y(t_in)
-  );
+  // ---- per-spec latencies and the buffer geometry they need --------------------------
+  localparam int TLAT = 3 + ((PROD_SHIFT > 0) ? 3 : 0) + 1;
+  localparam int ELAT = hwa_pkg::exp_unit_lat(1'b1, 1'b1, 64'd1, 0);
+  localparam int RLAT = hwa_pkg::recip_lat(1'b1, 1'b0, 0);
+  localparam int OLAT = 3 + ((OUT_SHIFT > 0) ? 3 : 0);
+  localparam int ROW_LAT = TLAT + ELAT + RLAT + 5;  // in_last -> ctx_v
+  localparam int BUF_NEED = ROW_MAX + ROW_LAT + 4;
+  localparam int BUF_U = (BUF_NEED > BUF_DEPTH) ? 1 << $clog2(BUF_NEED) : BUF_DEPTH;
+  localparam int ROWQ_NEED = 4 + (ROW_LAT + ROW_MAX + 15) / 16;
+  localparam int ROWQ_U = (ROWQ_NEED > ROWQ) ? 1 << $clog2(ROWQ_NEED) : ROWQ;
+
 
   logic in_v, in_first, in_last, ctx_v, ce, rd_issue, o1_v, o1_l;
-  logic [TX_W:0] in_w, o1_w;
+  logic [IN_W:0] in_w, o1_w;
   logic in_mask, o1_mask;
-  logic signed [TX_W-1:0] x_t, o1_t;
-  assign {in_mask, x_t} = in_w;
-  assign {o1_mask, o1_t} = o1_w;
+  logic signed [IN_W-1:0] in_x, o1_x;
+  assign {in_mask, in_x} = in_w;
+  assign {o1_mask, o1_x} = o1_w;
   logic [N_BITS-1:0] in_n, o1_n, rd_idx;
   logic [CTX_W-1:0] ctx, o1_ctx;
   hwa_row_stream #(
-      .IN_W(TX_W + 1),
+      .IN_W(IN_W + 1),
       .CTX_W(CTX_W),
       .ROW_MAX(ROW_MAX),
-      .BUF_DEPTH(BUF_DEPTH),
-      .ROWQ(ROWQ),
+      .BUF_DEPTH(BUF_U),
+      .ROWQ(ROWQ_U),
       .N_BITS(N_BITS)
   ) u_rows (
       .clk(clk),
       .rst(rst),
-      .s_axis_tdata({s_axis_tuser, t_in}),
+      .s_axis_tdata({s_axis_tuser, s_axis_tdata}),
       .s_axis_tvalid(s_axis_tvalid),
       .s_axis_tready(s_axis_tready),
       .s_axis_tlast(s_axis_tlast),
@@ -170,47 +166,143 @@ module hwa_softmax_softermax #(
   assign unused_rows = ^{in_n, o1_n, rd_idx, rd_issue};
   /* verilator lint_on UNUSEDSIGNAL */
 
-  // the exp2 argument of P(t - M·2^T_F): 2^T_F - max(a, A_MIN)
-  function automatic logic [T_W-1:0] p_arg(input logic signed [TX_W-1:0] t,
-                                           input logic signed [M_W-1:0] m);
-    logic signed [A_W-1:0] a;
-    a = A_W'(t) - (A_W'(m) <<< T_F);
-    if (a < A_W'(A_MIN)) a = A_W'(A_MIN);
-    return T_W'((A_W'(1) <<< T_F) - a);
+  // ---- ingest: t of in_x (TLAT stages, free running) -------------------------------------
+  logic signed [TX_W-1:0] i_t;
+  if (1) begin : g_i_t
+    logic signed [PROD_W-1:0] prod;
+    logic signed [PRW-1:0] t_sh;
+    hwa_mul_pipe #(
+        .A_W(IN_W),
+        .B_W(LOG2E_W + 1),
+        .B_SIGNED(1'b0),
+        .P_W(PROD_W)
+    ) u_m (
+        .clk(clk),
+        .en (1'b1),
+        .a  (in_x),
+        .b  ({1'b0, LOG2E_W'(LOG2E)}),
+        .p  (prod)
+    );
+    if (PROD_SHIFT > 0) begin : g_rs
+      hwa_round_shift_pipe #(
+          .IN_W (PROD_W),
+          .SH_W (SW),
+          .OUT_W(PRW),
+          .MODE (T_RND)
+      ) u_t (
+          .clk(clk),
+          .en (1'b1),
+          .x  (prod),
+          .sh (SW'(PROD_SHIFT)),
+          .y  (t_sh)
+      );
+    end else begin : g_ls
+      assign t_sh = PRW'(prod) <<< (-PROD_SHIFT);
+    end
+    logic [TX_W-1:0] t_c;
+    hwa_sat #(
+        .IN_W      (PRW),
+        .OUT_W     (TX_W),
+        .OUT_SIGNED(1'b1),
+        .OVF       (hwa_pkg::OVF_SAT)
+    ) u_t_sat (
+        .x(t_sh),
+        .y(t_c)
+    );
+    always_ff @(posedge clk) begin
+      if (1'b1) i_t <= t_c;
+    end
+  end
+  logic i_v, i_first, i_last, i_mask;
+  hwa_delay #(
+      .W(1),
+      .L(TLAT)
+  ) u_iv (
+      .clk(clk),
+      .rst(rst),
+      .en (1'b1),
+      .d  (in_v),
+      .q  (i_v)
+  );
+  hwa_delay #(
+      .W(3),
+      .L(TLAT)
+  ) u_if (
+      .clk(clk),
+      .rst(1'b0),
+      .en (1'b1),
+      .d  ({in_first, in_last, in_mask}),
+      .q  ({i_first, i_last, i_mask})
+  );
+
+  // the exp2 argument of P(t - M·2^T_F): 2^T_F - max(a, A_MIN), a = t - M·2^T_F
+  function automatic logic signed [A_W-1:0] p_a(input logic signed [TX_W-1:0] t,
+                                                input logic signed [M_W-1:0] m);
+    return A_W'(t) - (A_W'(m) <<< T_F);
+  endfunction
+  // (the compare and the subtraction side by side, then a 2:1 select)
+  function automatic logic [T_W-1:0] p_arg(input logic signed [A_W-1:0] a_in);
+    localparam logic signed [A_W-1:0] ONE_T = A_W'(1) <<< T_F;
+    localparam logic signed [A_W-1:0] CL = ONE_T - A_W'(A_MIN);
+    logic signed [A_W-1:0] v;
+    v = ONE_T - a_in;
+    return T_W'((a_in < A_W'(A_MIN)) ? CL : v);
   endfunction
 
-  // ---- stage A: integer running max over the unmasked elements, shift, P argument ----
+  // ---- stage A: integer running max over the unmasked elements, shift; stage A2: the
+  // P argument's t - M·2^T_F (its clamp and 2^T_F - . feed the exp unit's first stage)
   logic signed [M_W-1:0] m_reg, mj, m_new;
   logic seen_reg, seen_prev, live, is_new;
   logic a_v, a_last, a_live, a_first_live, a_any;
   logic [SH_W-1:0] a_sh;
-  logic [T_W-1:0] a_arg;
+  logic signed [TX_W-1:0] a_t;
   logic signed [M_W-1:0] a_m;
-  assign live = !in_mask;
-  assign seen_prev = !in_first && seen_reg;
-  assign mj = M_W'(x_t >>> T_F);
+  assign live = !i_mask;
+  assign seen_prev = !i_first && seen_reg;
+  assign mj = M_W'(i_t >>> T_F);
   assign is_new = live && (!seen_prev || mj > m_reg);
   assign m_new = is_new ? mj : m_reg;
   always_ff @(posedge clk) begin
     if (rst) a_v <= 1'b0;
-    else a_v <= in_v;
-    if (in_v) begin
-      a_last <= in_last;
+    else a_v <= i_v;
+    if (i_v) begin
+      a_last <= i_last;
       a_live <= live;
       a_first_live <= live && !seen_prev;
       a_any <= seen_prev || live;  // an unmasked element so far in the row
       a_sh <= (is_new && seen_prev) ? SH_W'(mj - m_reg) : '0;
-      a_arg <= p_arg(x_t, m_new);
+      a_t <= i_t;
       a_m <= m_new;
       m_reg <= m_new;
       seen_reg <= seen_prev || live;
     end
   end
 
-  // ---- stages B, C: P -------------------------------------------------------------------
+  // the sum's shift, decided here: zero the sum (a row's first unmasked element, or a
+  // shift of SUM_W or more) or shift it by sh < SUM_W
+  localparam int SHC_W = $clog2(SUM_W);
+  logic a2_v, a2_last, a2_live, a2_zero, a2_any;
+  logic [SHC_W-1:0] a2_shc;
+  logic signed [M_W-1:0] a2_m;
+  logic signed [A_W-1:0] a2_a;
+  always_ff @(posedge clk) begin
+    if (rst) a2_v <= 1'b0;
+    else a2_v <= a_v;
+    {a2_last, a2_live, a2_any, a2_m} <= {a_last, a_live, a_any, a_m};
+    a2_zero <= a_first_live || (32'(a_sh) >= SUM_W);
+    a2_shc <= SHC_W'(a_sh);
+    a2_a <= p_a(a_t, a_m);
+  end
+
+  // stage A3: the argument's clamp and 2^T_F - . registered
+  logic [T_W-1:0] a3_arg;
+  always_ff @(posedge clk) a3_arg <= p_arg(a2_a);
+
+  // ---- stages B, C: P (ELAT stages) ------------------------------------------------------
   logic [EXP_W-1:0] p_in;
   hwa_exp_unit #(
       .D_W(T_W),
+      .PIPE(1'b1),
       .BASE2(1'b1),
       .EXP_W(EXP_W),
       .EXP_F(EXP_F),
@@ -231,35 +323,41 @@ module hwa_softmax_softermax #(
   ) u_p_in (
       .clk(clk),
       .en (1'b1),
-      .d  (a_arg),
+      .d  (a3_arg),
       .e  (p_in)
   );
-  logic b_v, b_last, b_live, b_first_live, b_any, c_v, c_last, c_live, c_first_live, c_any;
-  logic [SH_W-1:0] b_sh, c_sh;
-  logic signed [M_W-1:0] b_m, c_m;
-  always_ff @(posedge clk) begin
-    if (rst) begin
-      b_v <= 1'b0;
-      c_v <= 1'b0;
-    end else begin
-      b_v <= a_v;
-      c_v <= b_v;
-    end
-    {b_last, b_live, b_first_live, b_any, b_sh, b_m} <=
-        {a_last, a_live, a_first_live, a_any, a_sh, a_m};
-    {c_last, c_live, c_first_live, c_any, c_sh, c_m} <=
-        {b_last, b_live, b_first_live, b_any, b_sh, b_m};
-  end
+  logic c_v, c_last, c_live, c_zero, c_any;
+  logic [SHC_W-1:0] c_shc;
+  logic signed [M_W-1:0] c_m;
+  hwa_delay #(
+      .W(1),
+      .L(ELAT + 1)
+  ) u_cv (
+      .clk(clk),
+      .rst(rst),
+      .en (1'b1),
+      .d  (a2_v),
+      .q  (c_v)
+  );
+  hwa_delay #(
+      .W(4 + SHC_W + M_W),
+      .L(ELAT + 1)
+  ) u_cf (
+      .clk(clk),
+      .rst(1'b0),
+      .en (1'b1),
+      .d  ({a2_last, a2_live, a2_zero, a2_any, a2_shc, a2_m}),
+      .q  ({c_last, c_live, c_zero, c_any, c_shc, c_m})
+  );
 
   // ---- stage D: d = (d >> sh) + P, the one-cycle loop ------------------------------------
-  logic [SUM_W-1:0] d_reg, d_cur, d_shifted, d_nxt;
-  assign d_cur = c_first_live ? '0 : d_reg;
-  assign d_shifted = (32'(c_sh) >= SUM_W) ? '0 : (d_cur >> c_sh);
-  assign d_nxt = c_live ? d_shifted + (SUM_W'(p_in) << SUM_UP) : d_reg;
+  logic [SUM_W-1:0] d_reg, d_shifted, d_nxt;
+  assign d_shifted = c_zero ? '0 : (d_reg >> c_shc);
+  assign d_nxt = d_shifted + (SUM_W'(p_in) << SUM_UP);
   logic row_v, row_any;
   logic signed [M_W-1:0] row_m;
   always_ff @(posedge clk) begin
-    if (c_v) d_reg <= d_nxt;
+    if (c_v && c_live) d_reg <= d_nxt;
     if (rst) row_v <= 1'b0;
     else row_v <= c_v & c_last;
     if (c_v & c_last) begin
@@ -269,11 +367,11 @@ module hwa_softmax_softermax #(
   end
 
   // ---- per row: r = 1/d (PWL, no Newton); M travels alongside -----------------------------
-  localparam int RLAT = 3;
   logic r_v;
   logic [R_W-1:0] r_val;
   hwa_recip #(
       .D_W(SUM_W),
+      .PIPE(1'b1),
       .D_F(SUM_F),
       .R_W(R_W),
       .R_F(R_F),
@@ -292,22 +390,85 @@ module hwa_softmax_softermax #(
       .out_valid(r_v),
       .r(r_val)
   );
-  logic signed [M_W-1:0] mq_pipe[RLAT];
-  always_ff @(posedge clk) begin
-    mq_pipe[0] <= row_m;
-    for (int s = 1; s < RLAT; s++) mq_pipe[s] <= mq_pipe[s-1];
-  end
+  logic signed [M_W-1:0] row_m_q;
+  hwa_delay #(
+      .W(M_W),
+      .L(RLAT)
+  ) u_mq (
+      .clk(clk),
+      .rst(1'b0),
+      .en (1'b1),
+      .d  (row_m),
+      .q  (row_m_q)
+  );
   assign ctx_v = r_v;
-  assign ctx = {mq_pipe[RLAT-1], r_val};
+  assign ctx = {row_m_q, r_val};
 
   // ---- output: P(t - M·2^T_F) * r, stall-all pipeline -----------------------------------
   logic signed [M_W-1:0] o1_m;
   logic [R_W-1:0] o1_r;
   // ce: the output skid buffer's registered ready (hwa_skid, at the end)
   assign {o1_m, o1_r} = o1_ctx;
+  // ---- output: t of o1_x (TLAT stages, advancing on ce) -------------------------------------
+  logic signed [TX_W-1:0] o_t;
+  if (1) begin : g_o_t
+    logic signed [PROD_W-1:0] prod;
+    logic signed [PRW-1:0] t_sh;
+    hwa_mul_pipe #(
+        .A_W(IN_W),
+        .B_W(LOG2E_W + 1),
+        .B_SIGNED(1'b0),
+        .P_W(PROD_W)
+    ) u_m (
+        .clk(clk),
+        .en (ce),
+        .a  (o1_x),
+        .b  ({1'b0, LOG2E_W'(LOG2E)}),
+        .p  (prod)
+    );
+    if (PROD_SHIFT > 0) begin : g_rs
+      hwa_round_shift_pipe #(
+          .IN_W (PROD_W),
+          .SH_W (SW),
+          .OUT_W(PRW),
+          .MODE (T_RND)
+      ) u_t (
+          .clk(clk),
+          .en (ce),
+          .x  (prod),
+          .sh (SW'(PROD_SHIFT)),
+          .y  (t_sh)
+      );
+    end else begin : g_ls
+      assign t_sh = PRW'(prod) <<< (-PROD_SHIFT);
+    end
+    logic [TX_W-1:0] t_c;
+    hwa_sat #(
+        .IN_W      (PRW),
+        .OUT_W     (TX_W),
+        .OUT_SIGNED(1'b1),
+        .OVF       (hwa_pkg::OVF_SAT)
+    ) u_t_sat (
+        .x(t_sh),
+        .y(t_c)
+    );
+    always_ff @(posedge clk) begin
+      if (ce) o_t <= t_c;
+    end
+  end
+  logic signed [A_W-1:0] o2_a;
+  logic signed [M_W-1:0] o2_m;
+  logic [T_W-1:0] o3_arg;
+  always_ff @(posedge clk) begin
+    if (ce) begin
+      o2_a <= p_a(o_t, o2_m);
+      o3_arg <= p_arg(o2_a);
+    end
+  end
   logic [EXP_W-1:0] p_out;
   hwa_exp_unit #(
       .D_W(T_W),
+      .PIPE(1'b1),
       .BASE2(1'b1),
       .EXP_W(EXP_W),
       .EXP_F(EXP_F),
@@ -328,42 +489,95 @@ module hwa_softmax_softermax #(
   ) u_p_out (
       .clk(clk),
       .en (ce),
-      .d  (p_arg(o1_t, o1_m)),
+      .d  (o3_arg),
       .e  (p_out)
   );
-  logic o2_v, o2_l, o2_mask, o3_v, o3_l, o3_mask;
-  logic [R_W-1:0] o2_r, o3_r;
-  always_ff @(posedge clk) begin
-    if (rst) begin
-      o2_v <= 1'b0;
-      o3_v <= 1'b0;
-    end else if (ce) begin
-      o2_v <= o1_v;
-      o3_v <= o2_v;
-    end
-    if (ce) begin
-      {o2_l, o2_mask, o2_r} <= {o1_l, o1_mask, o1_r};
-      {o3_l, o3_mask, o3_r} <= {o2_l, o2_mask, o2_r};
-    end
-  end
+  // the row's M alongside t (TLAT), r and the flags to P (TLAT + 1 + ELAT)
+  hwa_delay #(
+      .W(M_W),
+      .L(TLAT)
+  ) u_om (
+      .clk(clk),
+      .rst(1'b0),
+      .en (ce),
+      .d  (o1_m),
+      .q  (o2_m)
+  );
+  localparam int PLAT = TLAT + 2 + ELAT;
+  logic o3_v, o3_l, o3_mask, o4_v, o4_l, o4_mask;
+  logic [R_W-1:0] o3_r;
+  hwa_delay #(
+      .W(1),
+      .L(PLAT)
+  ) u_ov (
+      .clk(clk),
+      .rst(rst),
+      .en (ce),
+      .d  (o1_v),
+      .q  (o3_v)
+  );
+  hwa_delay #(
+      .W(2 + R_W),
+      .L(PLAT)
+  ) u_of (
+      .clk(clk),
+      .rst(1'b0),
+      .en (ce),
+      .d  ({o1_l, o1_mask, o1_r}),
+      .q  ({o3_l, o3_mask, o3_r})
+  );
+  // P·r (hwa_mul_pipe) and its rounding (hwa_round_shift_pipe): OLAT stages
   localparam int YW = EXP_W + R_W + ((OUT_SHIFT < 0) ? -OUT_SHIFT : 0) + 2;
   logic signed [YW-1:0] pr, pr_r;
   logic [OUT_W-1:0] y_c;
-  assign pr = YW'(p_out) * YW'(o3_r);
+  hwa_mul_pipe #(
+      .A_W(EXP_W + 1),
+      .B_W(R_W),
+      .B_SIGNED(1'b0),
+      .P_W(YW)
+  ) u_pr (
+      .clk(clk),
+      .en (ce),
+      .a  ($signed({1'b0, p_out})),
+      .b  (o3_r),
+      .p  (pr)
+  );
   if (OUT_SHIFT > 0) begin : g_rs
-    hwa_round_shift #(
+    hwa_round_shift_pipe #(
         .IN_W (YW),
         .SH_W (SW),
         .OUT_W(YW),
         .MODE (OUT_RND)
     ) u_out (
-        .x (pr),
-        .sh(SW'(OUT_SHIFT)),
-        .y (pr_r)
+        .clk(clk),
+        .en (ce),
+        .x  (pr),
+        .sh (SW'(OUT_SHIFT)),
+        .y  (pr_r)
     );
   end else begin : g_ls
     assign pr_r = pr <<< (-OUT_SHIFT);
   end
+  hwa_delay #(
+      .W(1),
+      .L(OLAT)
+  ) u_o4v (
+      .clk(clk),
+      .rst(rst),
+      .en (ce),
+      .d  (o3_v),
+      .q  (o4_v)
+  );
+  hwa_delay #(
+      .W(2),
+      .L(OLAT)
+  ) u_o4f (
+      .clk(clk),
+      .rst(1'b0),
+      .en (ce),
+      .d  ({o3_l, o3_mask}),
+      .q  ({o4_l, o4_mask})
+  );
   hwa_sat #(
       .IN_W      (YW),
       .OUT_W     (OUT_W),
@@ -379,7 +593,7 @@ module hwa_softmax_softermax #(
            OUT_CODE, CODE_NW, OUT_W, CODE_BITS, CODE_ZERO);
   end
   logic [OUT_W-1:0] y_z;
-  assign y_z = o3_mask ? '0 : y_c;  // a masked element outputs 0
+  assign y_z = o4_mask ? '0 : y_c;  // a masked element outputs 0
   // the output register, or (OUT_CODE) one more and the log code: one cycle more
   localparam int OW = OUT_CODE != 0 ? CODE_BITS : OUT_W;
   logic o_v, o_l;
@@ -397,8 +611,8 @@ module hwa_softmax_softermax #(
       .clk  (clk),
       .rst  (rst),
       .ce   (ce),
-      .in_v (o3_v),
-      .in_l (o3_l),
+      .in_v (o4_v),
+      .in_l (o4_l),
       .in_y (y_z),
       .out_v(o_v),
       .out_l(o_l),
