@@ -66,17 +66,15 @@ BEFORE = {
 #: what limits a unit below the target: the stage its critical path (the table's last
 #: column, measured) runs through, and what closing it takes (not done in issue 22 yet)
 WHY = {
-    "softmax/online": "the exp unit itself (hwa_exp_unit's two stages: (x - max)·log2 e, "
-    "its rounding and saturation in one stage, the 2^f table read, interpolation multiply "
-    "and variable rounding shift in the other; the running max is already resolved one "
-    "stage ahead of the sum). Past it: the one-cycle sum loop d = R(d·e) + 1 with a 36 x 22 "
-    "product on every new max, which full rate cannot split bit-exactly (each new max "
-    "rescales the previous, rounded sum), and hwa_recip's Newton step and final variable "
-    "rounding shift (~70 bits) in one stage each",
-    "softmax/softermax": "the exp unit (hwa_exp_unit: the 2^f table read, interpolation "
-    "multiply and variable rounding shift in one stage) on both sides; then t = x·log2 e "
-    "with its rounding before the row buffer, hwa_recip's PWL stage and the output "
-    "product's rounding; the sum loop itself is a shift and an add",
+    "softmax/online": "every arithmetic stage is registered now (exp units 17 stages, "
+    "reciprocal 36, output product 7, the rescale multiply d·E over 4 with input bubbles "
+    "after each new running max); the critical path is the input handshake: the new-max "
+    "hold register -> s_axis_tvalid & ~hold -> hwa_row_stream's accept -> its occupancy "
+    "counter (a high-fanout accept net). Next: fold the hold into hwa_row_stream's "
+    "registered ready and register the occupancy update",
+    "softmax/softermax": "pipelined throughout (t = x·log2 e on both sides, the P "
+    "argument, exp, PWL reciprocal, output product); the critical path is hwa_row_stream's "
+    "row-length counter -> accept -> occupancy counter, as for the online unit",
     "softmax/ibert": "—",
     "softmax/shiftmax": "—",
     "layernorm/rsqrt_lut": "the register -> MULT18X18D -> register path of n·X taken "
