@@ -309,6 +309,18 @@ def _feature_distance(a: dict[str, float], b: dict[str, float]) -> float:
     return sum(abs(math.log1p(a[k]) - math.log1p(b[k])) for k in FEATURES if k != "one")
 
 
+@functools.cache
+def _point_features(config_json: str) -> dict[str, float] | None:
+    """:func:`features` of a measured point's spec (its config as canonical JSON),
+    computed once per process; None for a config the current spec class refuses."""
+    from hwapprox.approx.registry import spec_from_config
+
+    try:
+        return features(spec_from_config(json.loads(config_json)))
+    except SpecError:
+        return None
+
+
 def fmax(spec: ApproxSpec) -> dict[str, Any] | None:
     """The post-route Fmax of ``spec``'s RTL unit on ECP5-85k (the table's ``"fmax"``
     section): ``{"fmax_mhz", "exact", "basis", "device", "tools"}``.
@@ -331,12 +343,8 @@ def fmax(spec: ApproxSpec) -> dict[str, Any] | None:
         mine = features(spec)
 
         def dist(p: dict[str, Any]) -> float:
-            from hwapprox.approx.registry import spec_from_config
-
-            try:
-                return _feature_distance(mine, features(spec_from_config(p["spec"])))
-            except SpecError:  # a point the current spec class refuses: last resort
-                return math.inf
+            theirs = _point_features(json.dumps(p["spec"], sort_keys=True))
+            return math.inf if theirs is None else _feature_distance(mine, theirs)
 
         hit = min(points, key=dist)
     return {

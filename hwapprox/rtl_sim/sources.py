@@ -35,17 +35,17 @@ _KEYWORDS = {
 
 
 @functools.cache
-def _index(rtl_dir: Path) -> dict[str, tuple[Path, str]]:
-    """Module/package name -> (its file, its comment-free text)."""
-    out: dict[str, tuple[Path, str]] = {}
+def _index(rtl_dir: Path) -> dict[str, tuple[Path, str, bool]]:
+    """Module/package name -> (its file, its comment-free text, whether a package)."""
+    out: dict[str, tuple[Path, str, bool]] = {}
     for path in sorted(rtl_dir.glob("*.sv")):
         text = _COMMENT.sub("", path.read_text())
-        for _, name in _DECL.findall(text):
-            out[name] = (path, text)
+        for kind, name in _DECL.findall(text):
+            out[name] = (path, text, kind == "package")
     return out
 
 
-def _deps(text: str, known: dict[str, tuple[Path, str]], own: str) -> list[str]:
+def _deps(text: str, known: dict[str, tuple[Path, str, bool]], own: str) -> list[str]:
     names = [n for n in _INST.findall(text) if n not in _KEYWORDS]
     names += _PKG.findall(text)
     seen: list[str] = []
@@ -70,7 +70,7 @@ def sv_sources(top: str, rtl_dir: Path = RTL_DIR) -> tuple[str, ...]:
         if state.get(name) == 1:
             raise SpecError(f"SV modules instantiate each other in a circle through {name}")
         state[name] = 1
-        path, text = known[name]
+        path, text, _ = known[name]
         for dep in _deps(text, known, name):
             if known[dep][0] != path:
                 visit(dep)
@@ -79,5 +79,5 @@ def sv_sources(top: str, rtl_dir: Path = RTL_DIR) -> tuple[str, ...]:
             order.append(path.name)
 
     visit(top)
-    pkgs = [f for f in order if re.search(r"^\s*package\s", (rtl_dir / f).read_text(), re.M)]
-    return tuple(pkgs + [f for f in order if f not in pkgs])
+    pkgs = {path.name for path, _, is_pkg in known.values() if is_pkg}
+    return tuple([f for f in order if f in pkgs] + [f for f in order if f not in pkgs])
