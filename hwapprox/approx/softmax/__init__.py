@@ -32,7 +32,7 @@ Methods (registry name -> class):
 
 Modules: :mod:`._common` (the :class:`SoftmaxSpec` base, the mask contract,
 shared exact helpers), :mod:`.lut` (hls4ml baselines), :mod:`.ibert` (I-BERT,
-Shiftmax), :mod:`.online` (online, softermax).
+Shiftmax), :mod:`.online` (online), :mod:`.softermax`.
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ from __future__ import annotations
 from hwapprox.approx.softmax._common import SoftmaxSpec, stable_softmax
 from hwapprox.approx.softmax.ibert import IBertSoftmax, ShiftmaxSoftmax
 from hwapprox.approx.softmax.lut import Hls4mlLatencySoftmax, Hls4mlStableSoftmax
-from hwapprox.approx.softmax.online import OnlineSoftmax, SoftermaxSoftmax
+from hwapprox.approx.softmax.online import OnlineSoftmax
+from hwapprox.approx.softmax.softermax import SoftermaxSoftmax
 
 __all__ = [
     "Hls4mlLatencySoftmax",
