@@ -208,6 +208,7 @@ class IBertSoftmax(SoftmaxSpec):
             "FACTOR_W": ubits(1 << fb),
             "PROD_W": ubits(1 << fb),
             "Y_W": sbits(0, 1 << self.out_fmt.frac_bits),
+            **self._log_code_params(),
         }
 
     def _exp16(self, v: RawArray) -> RawArray:
@@ -375,6 +376,7 @@ class ShiftmaxSoftmax(SoftmaxSpec):
             "FACTOR_W": ubits(lim),
             "PROD_W": ubits(lim),
             "Y_W": sbits(0, lim >> (31 - f)),
+            **self._log_code_params(),
         }
 
     def _exp_memo(self) -> RawArray:

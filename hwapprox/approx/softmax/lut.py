@@ -225,6 +225,7 @@ class _Hls4mlSoftmax(SoftmaxSpec):
             "DIFF_W": self.in_fmt.width + 1,
             "PROD_W": self.accum_fmt.width + self.inv_table_fmt.width,
             "PROD_I": self.accum_fmt.int_bits + self.inv_table_fmt.int_bits,
+            **self._log_code_params(),
         }
 
     def _exp_res(self, v: RawArray, tabs: dict[str, RawArray]) -> RawArray:

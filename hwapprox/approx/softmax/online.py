@@ -547,7 +547,7 @@ class OnlineSoftmax(SoftmaxSpec):
 
         Options as constants: ``SKIP``/``SKIP_TAU`` (threshold skipping), ``UNIFIED``/
         ``PHI``/``U_LOW``/``U_FLOOR`` (unified max), ``OUT_CODE``.. (the log-code
-        post-stage, :meth:`SoftmaxSpec.log_code_params`).
+        post-stage, :meth:`SoftmaxSpec._log_code_params`).
         """
         f_in, f_e, f_s = self.in_fmt.frac_bits, self.exp_fmt.frac_bits, self.sum_fmt.frac_bits
         f_r, wf, tb = self.recip_fmt.frac_bits, self.recip_work_frac_bits, self.recip_table_bits
@@ -611,7 +611,7 @@ class OnlineSoftmax(SoftmaxSpec):
             "U_FLOOR": self._one_sum() >> self.unified_low,
             "U_S_W": ubits(self.unified_low),
             "UOUTP_W": self.exp_fmt.width + self.recip_fmt.width + self.unified_low,
-            **self.log_code_params(),
+            **self._log_code_params(),
         }
         if self.exp_unit == "base2":
             t_f, a = self.exp_arg_fmt.frac_bits, self.exp_frac_bits

@@ -250,6 +250,7 @@ class SoftermaxSoftmax(SoftmaxSpec):
             "OUT_RND": rounding_code(self.out_fmt.rounding),
             "OUT_OVF": overflow_code(self.out_fmt.overflow),
             "OUT_SHIFT": fp + f_r - self.out_fmt.frac_bits,
+            **self._log_code_params(),
         }
 
     def _t(self, x: RawArray) -> RawArray:
