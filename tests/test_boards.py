@@ -82,7 +82,7 @@ def test_user_board_file_is_validated(tmp_path) -> None:
 def test_boards_cli_lists_and_shows() -> None:
     from click.testing import CliRunner
 
-    from hwapprox.boards.cli import boards_cmd
+    from hwapprox.cli.boards import boards_cmd
 
     res = CliRunner().invoke(boards_cmd, [])
     assert res.exit_code == 0

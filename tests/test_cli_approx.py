@@ -13,10 +13,10 @@ import yaml
 from click.testing import CliRunner, Result
 
 from hwapprox.approx.base import Operator
-from hwapprox.approx.cliparse import parse_scalar, split_list
 from hwapprox.approx.registry import METHODS
 from hwapprox.approx.sweep import load_records
 from hwapprox.cli import cli
+from hwapprox.cli.parse import parse_scalar, split_list
 
 SMALL = ["--rows", "8", "--n", "16"]
 

@@ -123,8 +123,8 @@ def test_tune_at_a_clock_skips_the_units_that_miss_it() -> None:
 
 @pytest.mark.usefixtures("fake_fmax")
 def test_sweep_records_fmax_and_the_plot_draws_the_front_at_the_clock(tmp_path: Path) -> None:
-    from hwapprox.approx.plots import plot_pareto
     from hwapprox.approx.sweep import expand, run_sweep
+    from hwapprox.report.plots import plot_pareto
 
     exp = expand(_gelu_grid())
     res = run_sweep(exp.points, tmp_path / "sw", progress=False)

@@ -18,6 +18,7 @@ import yaml
 from click.testing import CliRunner
 
 from hwapprox import demo
+from hwapprox.cli import demo as demo_cli
 from hwapprox.export import example
 
 # Sites the example has by construction (export.example / builders.bert_encoder):
@@ -27,7 +28,7 @@ EXPECTED_OPS = {"softmax": LAYERS, "gelu": LAYERS, "layernorm": 2 * LAYERS + 1}
 
 
 def _run(args: list[str]) -> tuple[int, str]:
-    r = CliRunner().invoke(demo.demo_cmd, args, catch_exceptions=False)
+    r = CliRunner().invoke(demo_cli.demo_cmd, args, catch_exceptions=False)
     return r.exit_code, r.output
 
 

@@ -16,8 +16,8 @@ from hwapprox.export import example
 from hwapprox.export.builders import EncoderShape, bert_encoder
 from hwapprox.export.errors import ExportError
 from hwapprox.export.graph import load_model
-from hwapprox.export.report import write_report
 from hwapprox.export.validate import E2EBudget, import_model, validate
+from hwapprox.report.validate import write_report
 
 SHAPE = EncoderShape(layers=1, width=16, heads=2, ffn=32, seq=4, batch=2, vocab=20)
 

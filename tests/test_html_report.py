@@ -23,9 +23,9 @@ import pytest
 
 from hwapprox.approx.base import Operator
 from hwapprox.export import example
-from hwapprox.export.report import _jsonable, _plot, _short_name, write_report
 from hwapprox.export.validate import validate
-from hwapprox.html_report import demo_html, validate_html
+from hwapprox.report.html import demo_html, validate_html
+from hwapprox.report.validate import _jsonable, _plot, _short_name, write_report
 
 PNG_SIG = b"\x89PNG\r\n\x1a\n"
 EVIL = "<script>alert('x')</script>"

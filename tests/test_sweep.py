@@ -199,7 +199,7 @@ def test_pareto_front_by_hand() -> None:
 
 
 def test_plots_are_written(tmp_path: Path) -> None:
-    from hwapprox.approx.plots import plot_sweep
+    from hwapprox.report.plots import plot_sweep
 
     exp = expand(_grid())
     res = run_sweep(exp.points, tmp_path / "p", progress=False)

@@ -10,9 +10,9 @@ import pytest
 from hwapprox.approx.softmax import stable_softmax
 from hwapprox.export.emulate import apply_spec, rows_view
 from hwapprox.export.example import inputs_path, model_path
-from hwapprox.export.report import _jsonable, format_report
 from hwapprox.export.validate import validate
-from hwapprox.html_report import validate_html
+from hwapprox.report.html import validate_html
+from hwapprox.report.validate import _jsonable, format_report
 
 
 @pytest.fixture(scope="module")

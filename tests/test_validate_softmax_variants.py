@@ -13,8 +13,8 @@ import pytest
 
 from hwapprox.approx.base import Operator
 from hwapprox.export.calibrate import unified_max_phi
-from hwapprox.export.report import format_report
 from hwapprox.export.validate import validate, variant_stats
+from hwapprox.report.validate import format_report
 
 CORPUS = Path(__file__).parent / "corpus"
 ENTRY = next(

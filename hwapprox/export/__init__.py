@@ -16,8 +16,8 @@ Modules (each with its contract in its docstring):
   sites into onnxruntime sessions by level, sites evaluated with
   ``quantize -> spec.model -> to_float``.
 * :mod:`~hwapprox.export.validate` -- :func:`validate`: per-site and
-  end-to-end errors, greedy ``--budget`` tuning; :mod:`~hwapprox.export.report`
-  text/JSON/YAML/PNG; :mod:`~hwapprox.export.cli` ``hwapprox validate``.
+  end-to-end errors, greedy ``--budget`` tuning; :mod:`~hwapprox.report.validate`
+  text/JSON/YAML/PNG; :mod:`~hwapprox.cli.validate` ``hwapprox validate``.
 * :mod:`~hwapprox.export.handoff` -- :func:`to_hls_graph`, the HLS flow's
   entry point (sites + specs + graph; unsupported operators listed).
 * :mod:`~hwapprox.export.builders` -- seeded BERT-style encoders written in

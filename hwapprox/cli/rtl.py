@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from hwapprox.approx.base import ApproxSpec, Operator, SpecError
-from hwapprox.approx.cliparse import parse_sets
+from hwapprox.cli.parse import parse_sets
 
 _OPS = [o.value for o in Operator]
 
@@ -312,3 +312,119 @@ def lint_cmd() -> None:
             click.echo(str(exc))
     if bad:
         raise SystemExit(1)
+
+
+@click.command("block")
+@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+@click.option("--inputs", type=click.Path(exists=True), help="Sample inputs (.npz) of the model.")
+@click.option(
+    "--config", type=click.Path(exists=True, dir_okay=False), help="Approximation config."
+)
+@click.option(
+    "--parallel",
+    "-p",
+    "parallel",
+    multiple=True,
+    type=int,
+    default=(64,),
+    show_default=True,
+    help="Multipliers per linear stage (repeat for several builds).",
+)
+@click.option("--block", "blocks", multiple=True, type=int, help="Block index (default: all).")
+@click.option("--sequences", default=1, show_default=True, help="Sample sequences simulated.")
+@click.option("--stall", default=0.0, show_default=True, help="Idle and backpressure probability.")
+@click.option("--synth", is_flag=True, help="Also count resources with yosys (slow).")
+@click.option("--family", default="7series", show_default=True, help="yosys synth_xilinx family.")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+def rtl_block_cmd(
+    model: str,
+    inputs: str | None,
+    config: str | None,
+    parallel: tuple[int, ...],
+    blocks: tuple[int, ...],
+    sequences: int,
+    stall: float,
+    synth: bool,
+    family: str,
+    as_json: bool,
+) -> None:
+    """Simulate the encoder blocks of MODEL.onnx in RTL (cocotb + Verilator).
+
+    The HLS matcher finds the blocks (as ``hwapprox hls project`` does); each block is
+    built as ``hwa_encoder_block`` at every --parallel and run on the model's real block
+    inputs (the first block's calibrated sample codes, then each block's model output);
+    every output bit is compared with the Python block model. Prints cycles per
+    sequence (measured and the contract formula), tokens per cycle and, with --synth,
+    yosys resources. Exit status 1 on any mismatch.
+    """
+    import json
+
+    import numpy as np
+
+    from hwapprox.approx.base import SpecError
+    from hwapprox.hls.project import prepare_model
+    from hwapprox.rtl_sim.block import (
+        BLOCK_SOURCES,
+        BLOCK_TOP,
+        block_config,
+        block_cycles,
+        simulate_block,
+    )
+    from hwapprox.rtl_sim.synth import synthesize_top
+
+    try:
+        prep = prepare_model(model, config, inputs=inputs)
+    except SpecError as exc:
+        raise click.ClickException(str(exc)) from None
+    if not prep.blocks or prep.samples is None:
+        raise click.ClickException(f"{model}: no encoder block with sample inputs to run")
+    x = np.asarray(prep.samples)[:sequences]
+    km = None if prep.key_mask is None else np.asarray(prep.key_mask)[:sequences]
+    rows, failed = [], False
+    for i, blk in enumerate(prep.blocks):
+        if not blocks or i in blocks:
+            for p in parallel:
+                try:
+                    res = simulate_block(blk, x, km if blk.masked else None, parallel=p,
+                                         idle=stall, backpressure=stall)  # fmt: skip
+                    want = block_cycles(blk, p)
+                except SpecError as exc:
+                    raise click.ClickException(f"block {i}: {exc}") from None
+                st = res.stats
+                ins, outs = st.get("in_cycles", []), st.get("out_cycles", [])
+                measured = outs[blk.seq - 1] - ins[0] + 1 if len(outs) >= blk.seq else None
+                row = {
+                    "block": i, "kind": blk.kind, "S": blk.seq, "D": blk.dim, "H": blk.heads,
+                    "F": blk.ffn, "parallel": p, "sequences": len(x), "stall": stall,
+                    "bit_exact": bool(res.passed), "mismatches": st.get("mismatches"),
+                    "outputs_checked": st.get("matched", 0) * blk.dim,
+                    "cycles_per_sequence": measured, "formula": want.total,
+                    "phases": want.phases, "tokens_per_cycle": blk.seq / want.total,
+                    "sim_seconds": round(res.wall_seconds, 1),
+                }  # fmt: skip
+                failed |= not res.passed
+                if synth:
+                    params, mems = block_config(blk, p)
+                    syn = synthesize_top(BLOCK_TOP, list(BLOCK_SOURCES), params, mems,
+                                         family=family)  # fmt: skip
+                    row["resources"] = {k: syn[k] for k in ("LUT", "FF", "DSP", "BRAM", "LUTRAM")}
+                rows.append(row)
+            x = blk.model(x, km) if blk.masked else blk.model(x)  # the next block's input
+    if as_json:
+        click.echo(json.dumps(rows, indent=1))
+    else:
+        for r in rows:
+            click.echo(
+                f"block {r['block']} ({r['kind']}; S={r['S']} D={r['D']} H={r['H']} "
+                f"F={r['F']}) P={r['parallel']}: "
+                + ("bit-exact" if r["bit_exact"] else f"MISMATCH ({r['mismatches']} tokens)")
+                + f" on {r['outputs_checked']} outputs of {r['sequences']} sequence(s); "
+                f"{r['cycles_per_sequence']} cycles/sequence (formula {r['formula']}), "
+                f"{r['tokens_per_cycle']:.5f} tokens/cycle"
+                + (f"; {r['resources']}" if "resources" in r else "")
+            )
+    if failed:
+        raise SystemExit(1)
+
+
+rtl_group.add_command(rtl_block_cmd)

@@ -461,11 +461,11 @@ def _plot(res: ValidationResult, path: Path) -> None:
 def write_report(res: ValidationResult, outdir: str | Path, force: bool = False) -> dict[str, Path]:
     """Write ``report.txt``, ``validate.json``, ``config.yaml`` (resolved per-site
     specs), ``validate.png`` and ``report.html`` (all of it in one self-contained
-    page, :func:`hwapprox.html_report.validate_html`) into ``outdir`` (see
+    page, :func:`hwapprox.report.html.validate_html`) into ``outdir`` (see
     :func:`prepare_outdir`)."""
     import yaml
 
-    from hwapprox.html_report import validate_html
+    from hwapprox.report.html import validate_html
 
     out = prepare_outdir(outdir, force)
     files = {
