@@ -61,3 +61,55 @@ def test_empty_directory_and_pattern_are_named(tmp_path: Path) -> None:
         validate(example.model_path(), inputs=tmp_path)
     with pytest.raises(ExportError, match=r"matches no \.npz files"):
         validate(example.model_path(), inputs=str(tmp_path / "x_*.npz"))
+
+
+def test_batches_folded_on_a_dask_cluster_equal_the_serial_statistics(batches: Path) -> None:
+    """Batches 2..4 run on two Dask workers; their merged statistics are the serial
+    run's exactly (equal floats, not approximately: the merge is the serial update)."""
+    distributed = pytest.importorskip("dask.distributed")
+    from hwapprox.export.calibrate import iter_batches, prepare_inputs
+
+    imp = import_model(example.model_path())
+    files = batch_files(batches)
+    assert files is not None
+    first = prepare_inputs(imp.model, files[0])
+    serial = calibrate(imp.model, imp.sites, first, more=iter_batches(imp.model, files[1:]))
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as cluster:
+        spread = calibrate(
+            imp.model,
+            imp.sites,
+            first,
+            more=iter_batches(imp.model, files[1:]),
+            dask=cluster.scheduler_address,
+        )
+        res = validate(example.model_path(), inputs=batches, dask=cluster.scheduler_address)
+    assert res.in_fmts == validate(example.model_path(), inputs=batches).in_fmts
+    assert spread.batches == serial.batches == 4
+    for s in imp.sites:
+        for got, want in (
+            (spread.stats[s.name], serial.stats[s.name]),
+            (spread.out_stats[s.name], serial.out_stats[s.name]),
+        ):
+            assert got.as_dict() == want.as_dict()
+    # the cluster really saw the batches: without them the statistics differ
+    alone = calibrate(imp.model, imp.sites, first)
+    assert any(alone.stats[s.name].as_dict() != serial.stats[s.name].as_dict() for s in imp.sites)
+
+
+def test_an_unreachable_dask_scheduler_is_named(batches: Path) -> None:
+    pytest.importorskip("dask.distributed")
+    from hwapprox.export.calibrate import iter_batches, prepare_inputs
+
+    imp = import_model(example.model_path())
+    files = batch_files(batches)
+    assert files is not None
+    with pytest.raises(ExportError, match=r"tcp://127\.0\.0\.1:1"):
+        calibrate(
+            imp.model,
+            imp.sites,
+            prepare_inputs(imp.model, files[0]),
+            more=iter_batches(imp.model, files[1:]),
+            dask="tcp://127.0.0.1:1",
+        )

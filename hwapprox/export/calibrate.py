@@ -17,6 +17,14 @@ calibrated over their unmasked elements only; the count of masked elements and
 of fully masked rows is recorded. A softmax input that still holds non-finite
 values or values at or below :data:`~hwapprox.export.masks.MASK_LIMIT` after
 masking is an error naming the node that produced them.
+
+Further batches (``--inputs`` a directory or glob of ``.npz`` files) are folded
+into running statistics one at a time; with a Dask scheduler address they run
+on its workers instead (:func:`calibrate` ``dask=``): each worker keeps one trace
+session of the model, folds the batches it is sent into statistics of its own,
+and the partial statistics are merged in batch order, so the result equals the
+serial one exactly (min/max, counts and histograms add; the moments merge by
+the same update, :meth:`~hwapprox.export.stats.RunningStats.merge`).
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from __future__ import annotations
 import functools
 import math
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -333,6 +342,7 @@ def calibrate(
     threads: int = 0,
     more: Iterable[Mapping[str, np.ndarray]] = (),
     sessions: ModelSessions | None = None,
+    dask: str | None = None,
 ) -> Trace:
     """Run the float model once, recording each site's input, output and mask bits.
 
@@ -342,6 +352,10 @@ def calibrate(
     so memory does not grow with their number) and dropped, while the trace keeps
     ``feeds``' tensors as the sample the per-site errors are measured on.
     ``sessions``: the model's kept index and trace sessions (:class:`ModelSessions`).
+    ``dask``: a Dask scheduler address; ``more``'s batches are then read here one at
+    a time, sent to its workers and folded there (at most two per worker in flight),
+    and the partial statistics merged in batch order: the same statistics as the
+    serial run (module docstring).
     """
     if sessions is not None and sessions.model is not model:
         raise ExportError("calibrate: the sessions given were built for another model")
@@ -382,12 +396,15 @@ def calibrate(
         if s.operator is Operator.SOFTMAX:
             extents[s.name] = functools.partial(row_extents, s, x, mask)  # only unified max
     batches = 1
-    for batch in more:
-        vals = _run_trace(sess, batch)
-        for s in sites:
-            acc.fold(s, vals, g)
-        batches += 1
-        del vals
+    if dask is None:
+        for batch in more:
+            vals = _run_trace(sess, batch)
+            for s in sites:
+                acc.fold(s, vals, g)
+            batches += 1
+            del vals
+    else:
+        batches += _fold_on_dask(dask, model, sites, tensors, threads, more, acc)
     stats = {s.name: acc.site_stats(s.name) for s in sites}
     out_stats = {s.name: acc.site_stats(s.name, out=True) for s in sites}
     return Trace(
@@ -427,6 +444,73 @@ def _run_trace(sess: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarr
     return values
 
 
+#: per worker process: (calibration id) -> (graph index, trace session)
+_WORKER_SESSIONS: dict[str, tuple[GraphIndex, Any]] = {}
+
+
+def _fold_task(
+    key: str,
+    model_bytes: bytes,
+    sites: list[Site],
+    tensors: list[str],
+    threads: int,
+    feeds: Mapping[str, np.ndarray],
+) -> _StatsAcc:
+    """On a Dask worker: one batch's statistics (the model's trace session is built once
+    per worker and calibration, keyed by ``key``)."""
+    if key not in _WORKER_SESSIONS:
+        _WORKER_SESSIONS.clear()  # one calibration's session at a time
+        m = ModelProto()
+        m.ParseFromString(model_bytes)
+        g = GraphIndex(m)
+        _WORKER_SESSIONS[key] = (g, trace_model(m, tensors, threads=threads, index=g))
+    g, sess = _WORKER_SESSIONS[key]
+    vals = _run_trace(sess, feeds)
+    part = _StatsAcc()
+    for s in sites:
+        part.fold(s, vals, g)
+    return part
+
+
+def _fold_on_dask(
+    address: str,
+    model: ModelProto,
+    sites: list[Site],
+    tensors: list[str],
+    threads: int,
+    more: Iterable[Mapping[str, np.ndarray]],
+    acc: _StatsAcc,
+) -> int:
+    """Fold ``more``'s batches into ``acc`` on the Dask workers at ``address``, merged in
+    batch order; returns how many batches were folded."""
+    from hwapprox.approx.sweep import SweepError, dask_client
+
+    try:
+        client = dask_client(address)
+    except SweepError as exc:
+        raise ExportError(str(exc)) from None
+    try:
+        key = uuid.uuid4().hex
+        model_ref = client.scatter(model.SerializeToString(), broadcast=True, hash=False)
+        n_workers = max(1, len(client.scheduler_info().get("workers", {})))
+        pending: list[Any] = []
+        n = 0
+        for batch in more:
+            pending.append(
+                client.submit(
+                    _fold_task, key, model_ref, sites, tensors, threads, dict(batch), pure=False
+                )
+            )
+            n += 1
+            if len(pending) >= 2 * n_workers:
+                acc.merge(pending.pop(0).result())
+        for fut in pending:
+            acc.merge(fut.result())
+        return n
+    finally:
+        client.close()
+
+
 class _StatsAcc:
     """Per-site running statistics of inputs and outputs over batches."""
 
@@ -450,6 +534,16 @@ class _StatsAcc:
         self.ins.setdefault(s.name, RunningStats()).add(x, mask)
         self.outs.setdefault(s.name, RunningStats()).add(values[s.output], mask)
         return mask
+
+    def merge(self, other: _StatsAcc) -> None:
+        """Fold in another accumulator's statistics (batches folded elsewhere)."""
+        for mine, theirs in ((self.ins, other.ins), (self.outs, other.outs)):
+            for name, rs in theirs.items():
+                mine.setdefault(name, RunningStats()).merge(rs)
+        for name, (full, rows) in other.rows.items():
+            counts = self.rows.setdefault(name, [0, 0])
+            counts[0] += full
+            counts[1] += rows
 
     def site_stats(self, name: str, *, out: bool = False) -> SiteStats:
         if out:

@@ -118,7 +118,8 @@ def _methods(values: tuple[str, ...]) -> dict[str, str]:
     "--dask",
     default=None,
     metavar="ADDRESS",
-    help="--budget: evaluate candidates on the Dask scheduler at ADDRESS (tcp://host:8786).",
+    help="Use the Dask scheduler at ADDRESS (tcp://host:8786): --budget's candidates and the "
+    "further batches of an --inputs directory run on its workers (same result as without).",
 )
 @click.option(
     "--clock",

@@ -142,9 +142,12 @@ class RunningStats:
     def _merge_moments(self, n_b: int, lo: float, hi: float, mean_b: float, m2_b: float) -> None:
         n_a = self.count
         n = n_a + n_b
-        delta = mean_b - self.mean
-        self.mean += delta * n_b / n
-        self.m2 += m2_b + delta * delta * n_a * n_b / n
+        if n_a == 0:  # exactly the batch's moments (merging into empty statistics is a copy)
+            self.mean, self.m2 = mean_b, m2_b
+        else:
+            delta = mean_b - self.mean
+            self.mean += delta * n_b / n
+            self.m2 += m2_b + delta * delta * n_a * n_b / n
         self.count = n
         self.min = min(self.min, lo)
         self.max = max(self.max, hi)

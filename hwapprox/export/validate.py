@@ -679,7 +679,10 @@ def validate(
 
     ``jobs`` / ``dask``: where the budget search's end-to-end evaluations run (``jobs``
     local worker processes, or the Dask scheduler at address ``dask``); the result is
-    the serial search's (:mod:`hwapprox.export.evaluators`).
+    the serial search's (:mod:`hwapprox.export.evaluators`). With ``dask`` and a
+    directory of input batches, calibration's further batches also run on the
+    cluster (:func:`~hwapprox.export.calibrate.calibrate`), with the serial
+    statistics.
     """
     if attention not in ("two_pass", "fused"):
         raise ExportError(f"attention={attention!r}: use two_pass or fused")
@@ -704,7 +707,13 @@ def validate(
         )
     more = iter_batches(imported.model, files[1:]) if files else ()
     trace = calibrate(
-        imported.model, active, feeds, threads=threads, more=more, sessions=imported.sessions
+        imported.model,
+        active,
+        feeds,
+        threads=threads,
+        more=more,
+        sessions=imported.sessions,
+        dask=dask if files and len(files) > 1 else None,
     )
     axis = _metrics.batch_axis(imported.sites)
     tm = _metrics.token_mask(imported.sites, feeds, axis)
