@@ -25,12 +25,22 @@ register), ``LUT`` = ``TRELLIS_COMB`` (LUT4s, carry-chain halves included) minus
 one per reduction register of 2..4 bits (the XOR LUT4s), ``DSP`` = ``MULT18X18D``,
 ``BRAM`` = ``DP16KD`` (18 kbit blocks).
 
+Vendor primitives: for ECP5 the sources are read with ``HWA_ECP5_DSP`` defined
+(:data:`SYNTH_DEFINES`), which makes every ``hwa_mul_pipe`` product with operand
+registers (``IN_REG``) a ``MULT18X18D`` instance whose own input and output registers
+hold those two stages (``synth_ecp5`` infers the multiplier but never packs fabric
+registers into it); the timing then starts and ends inside the DSP instead of running
+register -> multiplier -> register through the fabric. Simulation keeps the
+behavioural code (``tests/test_rtl_prims.py`` checks the primitive branch against a
+model of the primitive).
+
 Device: :data:`DEVICES` (ECP5 LFE5U-85F, CABGA381, speed grade 6 -- nextpnr's
 default grade and the slowest). Notes as in :mod:`~hwapprox.rtl_sim.synth`: the
 tools are WebAssembly (pip extra ``synth``); they cannot see ``/tmp``, so the
 run happens in ``rtl_cache_dir()/pnr/<key>``; the first call compiles them (about
 a minute each). Results are cached per (top, parameters, sources, memory files,
-family, device, frequency target, seeds, flow version).
+family, device, frequency target, seeds, defines and primitive declarations, flow
+version).
 """
 
 from __future__ import annotations

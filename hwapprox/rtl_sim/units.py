@@ -793,9 +793,9 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         rowwise=True,
         doc="single-pass S1/S2, pipelined 1/sqrt (table + Newton, 18 x 18 partial "
         "products: 10 stages per Newton step), gamma/beta memory. Last-in -> last-out "
-        "N + 33 + 10·newton_steps (N + 43 at the default one step; the row buffer is "
+        "N + 38 + 10·newton_steps (N + 48 at the default one step; the row buffer is "
         "sized for the per-row latency)",
-        latency_extra=43,
+        latency_extra=48,
     ),
     (Operator.LAYERNORM, "ibert"): RtlUnit(
         Operator.LAYERNORM,

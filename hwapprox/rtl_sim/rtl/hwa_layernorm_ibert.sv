@@ -441,14 +441,17 @@ module hwa_layernorm_ibert #(
   logic [STD_W-1:0] d_r;  // the remainder: not needed
   /* verilator lint_on UNUSEDSIGNAL */
   assign std_c = STD_W'(root) << sq_s;
-  // one register stage between the root and the divider (issue 22): std, std == 0
+  // one register stage between the root and the divider (issue 22): std, std == 0; it
+  // takes a root only when empty (sq_rdy a register: no ready path from the divider pool
+  // through the root pool into the FIFO of row variances; a row per II >= 2 cycles at most)
   logic sd_v, sd_dz, u_rdy;
   logic [STD_W-1:0] sd_std;
   logic [SQRTN_W-1:0] sd_sqrtn;
-  assign sq_rdy = !sd_v || u_rdy;
+  assign sq_rdy = !sd_v;
   always_ff @(posedge clk) begin
     if (rst) sd_v <= 1'b0;
     else if (sq_rdy) sd_v <= sq_v;
+    else if (u_rdy) sd_v <= 1'b0;  // the divider took it
     if (sq_rdy && sq_v) begin
       sd_std <= std_c;
       sd_dz <= std_c == '0;
