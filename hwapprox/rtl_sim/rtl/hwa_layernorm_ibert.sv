@@ -31,8 +31,10 @@
 // mean 3 stages, 1 before); the ingest square is a registered
 // multiply two stages behind the input; the shift s from var0 takes 3 stages (1
 // before); the second pass is a chain y = X - mean, the shifts, the squares (2 stages
-// more); hwa_ln_int_out's products have their own stages (16 stages, 5 before).
-// Latency (last input -> last output): 2n + C (measured at the defaults: 2n + 110 at
+// more); hwa_ln_int_out's products have their own stages (16 stages, 5 before); the
+// statistics (hwa_ln_int_stats) take a row into a register and give it out of one,
+// neither with a ready path through it (2 stages).
+// Latency (last input -> last output): 2n + C (measured at the defaults: 2n + 112 at
 // n = 64, 2n + 51 before issue 22's stages; n + 16 is out of
 // reach: the second pass needs the mean, the third the variance of the whole row).
 // Rows longer than ROW_MAX are dropped (consumed up to tlast, nothing output) and
