@@ -116,7 +116,7 @@ def shiftgelu_table() -> None:
             except Exception:
                 cells.append("refused")
                 continue
-            x0 = spec.params()["x0"]
+            x0 = spec.hw_params()["X0"]
             cells.append(f"{max_err_lsb(spec, 4.0) * float(spec.out_fmt.lsb):.4f}")
         print(f"| {f} ({x0}) | " + " | ".join(cells) + " |")
 

@@ -10,8 +10,8 @@ tests. :func:`check_widths` then demands, per unit and format set:
 * every ``*_W`` of ``hw_params()`` types something in the header, and every
   type has exactly the width of its parameter (a header typedef that changes
   fails);
-* the generated config carries ``hw_params()`` unchanged (softmax: plus
-  ``log_code_params()``, the constants of softmax.h's log-code post-stage);
+* the generated config carries ``hw_params()`` unchanged (softmax: with the
+  constants of softmax.h's log-code post-stage);
 * for the units that also exist in SystemVerilog (GELU lut and pwl, softmax
   online, LayerNorm rsqrt_lut / rmsnorm) the SV parameters ``rtl_sim.units``
   gives the unit are the same numbers under the same names (a mapping that
@@ -100,13 +100,11 @@ def check_widths(spec, n: int, got: dict[str, list[int]]) -> dict[str, int]:
         if max(ws) > 64:
             assert (str(spec.operator), spec.method, name) in WIDE_OK, f"{name} = {ws} > 64 bits"
     inst = unit_instance("w", spec, n)
-    # softmax configs also carry the log-code post-stage's constants (SoftmaxSpec)
-    post = spec.log_code_params() if str(spec.operator) == "softmax" else {}
-    want = {**post, **hw, "n_in": n}
+    want = {**hw, "n_in": n}
     assert dict(inst.consts) == want, "the config is not hw_params() unchanged"
     rtl = rtl_params(spec, n)
     if rtl is not None:
-        full = {**post, **hw}  # the SV units take the log-code constants too
+        full = hw
         outside = set(rtl) - set(full)
         assert outside <= ROW_BUFFER, f"SV parameters outside hw_params: {sorted(outside)}"
         for k in set(rtl) & set(full):

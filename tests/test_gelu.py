@@ -87,7 +87,7 @@ def test_defaults_registry_and_config_round_trip(cls):
     assert spec_from_config(spec.to_config()) == spec
     assert spec.source
     assert str(spec.operator) == "gelu"
-    assert all(isinstance(v, int) for v in spec.params().values())
+    assert all(isinstance(v, int) for v in spec.hw_params().values())
     assert spec.cost().score() >= 0
     x = np.linspace(-3, 3, 13).reshape(13, 1)
     assert spec.evaluate(x).shape == x.shape
@@ -181,8 +181,8 @@ def test_ibert_matches_the_source_arithmetic_on_every_code():
     spec = IBertGelu()  # ap_fixed<16,5> in and out
     codes = spec.in_fmt.all_codes()
     prod, scale, consts = _ibert_float_emulation(codes, float(spec.in_fmt.lsb))
-    p = spec.params()
-    assert {k: p[k] for k in consts} == consts
+    p = spec.hw_params()
+    assert {k: p[k.upper()] for k in consts} == consts
     v = prod * scale / float(spec.out_fmt.lsb)  # ideal output in LSBs (exact up to 1 ulp)
     y = spec.model(codes)
     sat = (y == spec.out_fmt.max_raw) | (y == spec.out_fmt.min_raw)
@@ -503,7 +503,7 @@ def test_lut_is_the_rounded_reference_on_every_code():
 
 def test_lut_top_bits_index_for_a_wide_input():
     spec = LutGelu(in_fmt="ap_fixed<16,5,AP_RND,AP_SAT>", out_fmt="ap_fixed<16,5>", index_bits=12)
-    assert spec.params()["index_shift"] == 4
+    assert spec.hw_params()["INDEX_SHIFT"] == 4
     assert spec.tables()["lut"].shape == (4096,)
     codes, x = _codes_and_values(spec)
     err = np.abs(spec.out_fmt.to_float(spec.model(codes)) - _gelu_math(x))
@@ -518,7 +518,7 @@ def test_lut_binned_is_monotone_where_gelu_is():
     # which GELU is monotone (bins entirely right of the minimum at -0.7518)
     spec = LutGelu(in_fmt="ap_fixed<12,4,AP_RND,AP_SAT>", out_fmt="ap_fixed<12,4>", index_bits=8)
     lut = spec.tables()["lut"]
-    lo_edge = spec.in_fmt.to_float(spec.in_fmt.all_codes()[:: 1 << spec.params()["index_shift"]])
+    lo_edge = spec.in_fmt.to_float(spec.in_fmt.all_codes()[:: 1 << spec.hw_params()["INDEX_SHIFT"]])
     assert np.all(np.diff(lut[lo_edge >= -0.75]) >= 0)
 
 

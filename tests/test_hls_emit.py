@@ -48,11 +48,11 @@ def test_instance_from_spec_holds_every_format_param_and_table():
     inst = instance_from_spec("g0", spec)
     assert inst.types["in_t"] == spec.in_fmt
     assert inst.types["entry_t"] == spec.entry_fmt
-    assert inst.consts == {k: int(v) for k, v in spec.params().items()}
+    assert inst.consts == {k: int(v) for k, v in spec.hw_params().items()}
     text = render_header("G_H", [inst])
     table = spec.tables()["delta"]
     assert f"static const {table_type(table)[0]} g0_delta[{table.size}] = {{" in text
-    assert f"static const long long table_size = {spec.table_size};" in text
+    assert f"static const long long TABLE_SIZE = {spec.table_size};" in text
     # every entry is written, in order
     body = text.split("g0_delta[")[1].split("};")[0].split("{", 1)[1]
     assert [int(v) for v in body.replace("\n", " ").split(",") if v.strip()] == table.tolist()

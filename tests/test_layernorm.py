@@ -403,20 +403,20 @@ def test_row_of_length_one_gives_beta(cls):
 def test_registry_and_config_round_trip(method):
     spec = make_spec("layernorm", method)
     assert spec_from_config(spec.to_config()) == spec
-    assert all(isinstance(v, int) for v in spec.params().values())
+    assert all(isinstance(v, int) for v in spec.hw_params().values())
     assert spec.cost().score() > 0
 
 
 def test_rsqrt_params_describe_the_datapath():
     spec = RsqrtLutLayerNorm()
-    p = spec.params()
+    p = spec.hw_params()
     # 16-bit inputs, N <= 1024: S1 needs 16 + 10 bits + sign, D ≤ N²·2^30 (50 bits)
-    assert p["s1_bits"] == 27
-    assert p["s2_bits"] == 41
-    assert p["d_bits"] == 51
-    assert p["eps_q"] == round(1e-5 * 2**24)
-    # the default table: 2^8 entries (one Newton step; the RTL's N + 16 latency)
-    assert p["rsqrt_entries"] == 256
+    assert p["S1_W"] == 27
+    assert p["S2_W"] == 41
+    assert p["D_W"] == 51
+    assert p["EPS_Q"] == round(1e-5 * 2**24)
+    # the default table: 2^8 entries
+    assert 1 << p["TB"] == 256
     assert spec.tables()["rsqrt_table"].size == 256
 
 

@@ -138,7 +138,7 @@ def _prim_params(top: str) -> dict:
         return {"W": 12, "DEPTH": 8}
     if top == "hwa_out_code":  # softermax's default out_fmt, log-sqrt2 codes of 5 bits
         c = make_spec("softmax", "softermax", out_code="log2sqrt2", out_code_bits=5)
-        q = c.log_code_params()
+        q = c.hw_params()
         return {
             "W": q["CODE_NW"],
             "SIGNED": int(c.out_fmt.signed),

@@ -12,6 +12,7 @@ import pytest
 
 from hwapprox._cxx import compile_cxx, hls4ml_include_dirs
 from hwapprox.approx.base import SpecError
+from hwapprox.approx.hwparams import overflow_code, rounding_code
 from hwapprox.approx.registry import make_spec, spec_from_config
 from hwapprox.approx.softmax import (
     Hls4mlLatencySoftmax,
@@ -22,7 +23,7 @@ from hwapprox.approx.softmax import (
     SoftermaxSoftmax,
     stable_softmax,
 )
-from hwapprox.fixed import FixedFormat
+from hwapprox.fixed import FixedFormat, Overflow, Rounding
 
 HARNESS = Path(__file__).parent / "cxx" / "hls4ml_softmax_harness.cpp"
 ALL = [
@@ -185,7 +186,7 @@ def test_outputs_within_out_fmt_and_registry(cls) -> None:  # type: ignore[no-un
     assert y.dtype == np.int64
     assert y.shape == x.shape
     assert spec.out_fmt.contains(y)
-    assert all(isinstance(v, int) for v in spec.params().values())
+    assert all(isinstance(v, int) for v in spec.hw_params().values())
     for name, tab in spec.tables().items():
         assert tab.dtype == np.int64, name
         assert tab.ndim == 1, name
@@ -334,7 +335,19 @@ def test_invalid_specs(cls, fields: dict, pattern: str) -> None:  # type: ignore
         cls(**fields)
 
 
-# -- online: the documented datapath, transcribed from params() and tables() only ----------
+# -- online: the documented datapath, transcribed from hw_params() and tables() only -------
+def _rnd(code: int) -> bool:
+    """A hardware rounding code (:mod:`hwapprox.approx.hwparams`): AP_RND or AP_TRN."""
+    assert code in (rounding_code(Rounding.RND), rounding_code(Rounding.TRN))
+    return code == rounding_code(Rounding.RND)
+
+
+def _sat(code: int) -> bool:
+    """A hardware overflow code: AP_SAT or AP_WRAP."""
+    assert code in (overflow_code(Overflow.SAT), overflow_code(Overflow.WRAP))
+    return code == overflow_code(Overflow.SAT)
+
+
 def _rshift(v: int, s: int, rnd: int) -> int:
     """Scalar v / 2^s: floor, or + the last dropped bit (AP_RND); s <= 0 shifts left."""
     if s <= 0:
@@ -345,24 +358,24 @@ def _rshift(v: int, s: int, rnd: int) -> int:
 def _scalar_online(
     row: list[int], p: dict[str, int], t: dict[str, np.ndarray]
 ) -> tuple[int, int, list[int]]:
-    """What an RTL engineer builds from the docstring, ``params()`` and ``tables()``.
+    """What an RTL engineer builds from the docstring, ``hw_params()`` and ``tables()``.
 
     Returns the row's final ``d``, the reciprocal ``r`` and the outputs.
     """
 
     def exp(delta: int) -> int:
-        if not p["EXP_UNIT_BASE2"]:
-            if delta >= 1 << (p["IN_F"] + p["EXP_LUT_INT_BITS"]):
+        if not p["BASE2"]:
+            if delta >= 1 << p["LIM_BITS"]:
                 return 0
-            return int(t["exp_lut"][delta >> p["EXP_LUT_SHIFT"]])
-        tt = _rshift(delta * p["LOG2E"], p["IN_F"] + p["LOG2E_F"] - p["T_F"], p["T_RND"])
+            return int(t["exp_lut"][delta >> p["LUT_SHIFT"]])
+        tt = _rshift(delta * p["LOG2E"], p["IN_F"] + p["LOG2E_F"] - p["T_F"], _rnd(p["T_RND"]))
         tt = min(tt, (1 << p["T_W"]) - 1)  # AP_SAT
         k, f = tt >> p["T_F"], tt & ((1 << p["T_F"]) - 1)
-        g = p["T_F"] - p["EXP2_ADDR_BITS"]
+        g = p["T_F"] - p["A"]
         i, u = f >> g, f & ((1 << g) - 1)
         tab = t["exp2_table"]
-        v = (int(tab[i]) << g) - ((int(tab[i]) - int(tab[i + 1])) * u if p["EXP2_INTERP"] else 0)
-        return _rshift(v, min(k + p["EXP2_TABLE_F"] + g - p["EXP_F"], 62), p["EXP_RND"])
+        v = (int(tab[i]) << g) - ((int(tab[i]) - int(tab[i + 1])) * u if p["INTERP"] else 0)
+        return _rshift(v, min(k + p["TABLE_F"] + g - p["EXP_F"], 62), _rnd(p["EXP_RND"]))
 
     m, d = row[0], p["SUM_ONE"]
     if p["TWO_PASS"]:
@@ -371,29 +384,29 @@ def _scalar_online(
     else:
         for x in row[1:]:
             if x > m:
-                d = _rshift(d * exp(x - m), p["EXP_F"], p["SUM_RND"]) + p["SUM_ONE"]
+                d = _rshift(d * exp(x - m), p["EXP_F"], _rnd(p["SUM_RND"])) + p["SUM_ONE"]
                 m = x
             else:
                 d += exp(m - x) << (p["SUM_F"] - p["EXP_F"])
-    wf, rnd = p["RECIP_WORK_F"], p["RECIP_RND"]
+    wf, rnd = p["WF"], _rnd(p["R_RND"])
     lead = d.bit_length() - 1
     u_n = d << (wf - lead) if wf >= lead else d >> (lead - wf)
-    g = wf - p["RECIP_TABLE_BITS"]
+    g = wf - p["TB"]
     i, w = (u_n - (1 << wf)) >> g, (u_n - (1 << wf)) & ((1 << g) - 1)
     rt = [int(v) for v in t["recip_table"]]
-    if p["RECIP_NEWTON"]:
+    if p["NEWTON"]:
         r = rt[i]
-        for _ in range(p["NEWTON_STEPS"]):
+        for _ in range(p["STEPS"]):
             e = _rshift((2 << (2 * wf)) - u_n * r, wf, rnd)
             r = _rshift(r * e, wf, rnd)
     else:
         r = _rshift((rt[i] << g) - (rt[i] - rt[i + 1]) * w, g, rnd)
-    r = min(_rshift(r, wf + lead - p["SUM_F"] - p["RECIP_F"], rnd), (1 << p["RECIP_W"]) - 1)
+    r = min(_rshift(r, wf + lead - p["SUM_F"] - p["R_F"], rnd), (1 << p["R_W"]) - 1)
     out = []
     top = (1 << (p["OUT_W"] - p["OUT_SIGNED"])) - 1
     for x in row:
-        y = _rshift(exp(m - x) * r, p["EXP_F"] + p["RECIP_F"] - p["OUT_F"], p["OUT_RND"])
-        out.append(min(y, top) if p["OUT_SAT"] else y & top)
+        y = _rshift(exp(m - x) * r, p["EXP_F"] + p["R_F"] - p["OUT_F"], _rnd(p["OUT_RND"]))
+        out.append(min(y, top) if _sat(p["OUT_OVF"]) else y & top)
     return d, r, out
 
 
@@ -414,7 +427,7 @@ def _scalar_online(
 )
 def test_online_model_equals_scalar_datapath(fields: dict) -> None:  # type: ignore[type-arg]
     spec = OnlineSoftmax(**fields)
-    p, t = spec.params(), spec.tables()
+    p, t = spec.hw_params(), spec.tables()
     rng = np.random.default_rng(31)
     x = spec.quantize_input(rng.normal(0, 3, (24, 33)))
     x = np.concatenate([x, _edge_rows(33, spec.in_fmt), np.sort(x[:4], axis=-1)])
@@ -482,11 +495,12 @@ def test_ibert_and_shiftmax_match_source_transcriptions(in_fmt: str) -> None:
 
 
 def _scalar_softermax(row: list[int], p: dict[str, int], t: dict[str, np.ndarray]) -> list[int]:
-    """Softermax from its docstring, ``params()`` and ``tables()`` (scalar ints)."""
+    """Softermax from its docstring, ``hw_params()`` and ``tables()`` (scalar ints)."""
     ft = p["T_F"]
-    tmax, tmin = (1 << (p["T_W"] - 1)) - 1, -(1 << (p["T_W"] - 1))
+    tmax, tmin = (1 << (p["TX_W"] - 1)) - 1, -(1 << (p["TX_W"] - 1))
+    t_rnd = _rnd(p["T_RND"])
     ts = [
-        min(max(_rshift(x * p["LOG2E"], p["IN_F"] + p["LOG2E_F"] - ft, p["T_RND"]), tmin), tmax)
+        min(max(_rshift(x * p["LOG2E"], p["IN_F"] + p["LOG2E_F"] - ft, t_rnd), tmin), tmax)
         for x in row
     ]
     pt = [int(v) for v in t["pow2_table"]]
@@ -494,31 +508,31 @@ def _scalar_softermax(row: list[int], p: dict[str, int], t: dict[str, np.ndarray
     def pow2(a: int) -> int:  # 2^a, a < 1, as 2 · 2^-(1 - a)
         arg = (1 << ft) - a
         k, f = arg >> ft, arg & ((1 << ft) - 1)
-        g = ft - p["POW2_ADDR_BITS"]
+        g = ft - p["A"]
         i, u = f >> g, f & ((1 << g) - 1)
         v = (pt[i] << g) - (pt[i] - pt[i + 1]) * u
-        return _rshift(v, min(k + p["POW2_TABLE_F"] + g - (p["POW2_F"] + 1), 62), p["POW2_RND"])
+        return _rshift(v, min(k + p["TABLE_F"] + g - (p["P_F"] + 1), 62), _rnd(p["EXP_RND"]))
 
-    up = p["SUM_F"] - p["POW2_F"]
+    up = p["SUM_F"] - p["P_F"]
     m = ts[0] >> ft
     d = pow2(ts[0] - (m << ft)) << up
     for tj in ts[1:]:
         mj = max(m, tj >> ft)
         d = (d >> (mj - m)) + (pow2(tj - (mj << ft)) << up)
         m = mj
-    wf, rnd = p["RECIP_WORK_F"], p["RECIP_RND"]
+    wf, rnd = p["WF"], _rnd(p["R_RND"])
     lead = d.bit_length() - 1
     u_n = d << (wf - lead) if wf >= lead else d >> (lead - wf)
-    g = wf - p["RECIP_ADDR_BITS"]
+    g = wf - p["TB"]
     i, w = (u_n - (1 << wf)) >> g, (u_n - (1 << wf)) & ((1 << g) - 1)
     rt = [int(v) for v in t["recip_table"]]
     r = _rshift((rt[i] << g) - (rt[i] - rt[i + 1]) * w, g, rnd)
-    r = min(_rshift(r, wf + lead - p["SUM_F"] - p["RECIP_F"], rnd), (1 << p["RECIP_W"]) - 1)
+    r = min(_rshift(r, wf + lead - p["SUM_F"] - p["R_F"], rnd), (1 << p["R_W"]) - 1)
     top = (1 << (p["OUT_W"] - p["OUT_SIGNED"])) - 1
     out = []
     for tj in ts:
-        y = _rshift(pow2(tj - (m << ft)) * r, p["POW2_F"] + p["RECIP_F"] - p["OUT_F"], p["OUT_RND"])
-        out.append(min(y, top) if p["OUT_SAT"] else y & top)
+        y = _rshift(pow2(tj - (m << ft)) * r, p["P_F"] + p["R_F"] - p["OUT_F"], _rnd(p["OUT_RND"]))
+        out.append(min(y, top) if _sat(p["OUT_OVF"]) else y & top)
     return out
 
 
@@ -536,7 +550,7 @@ def _scalar_softermax(row: list[int], p: dict[str, int], t: dict[str, np.ndarray
 )
 def test_softermax_model_equals_scalar_datapath(fields: dict) -> None:  # type: ignore[type-arg]
     spec = SoftermaxSoftmax(**fields)
-    p, t = spec.params(), spec.tables()
+    p, t = spec.hw_params(), spec.tables()
     rng = np.random.default_rng(51)
     x = spec.quantize_input(rng.normal(0, 3, (24, 33)))
     x = np.concatenate([x, _edge_rows(33, spec.in_fmt), np.sort(x[:4], axis=-1)])

@@ -4,7 +4,7 @@ The vectorised models in :mod:`hwapprox.approx.softmax` use memo tables, in-plac
 casts and, for the streaming methods, precompute everything that does not
 depend on the running sum around the per-element loop. Each function here is a
 plain per-row, per-element Python-int implementation written from the class
-docstrings (datapath descriptions), sharing only the spec's ``params()`` /
+docstrings (datapath descriptions), sharing only the spec's ``hw_params()`` /
 ``tables()`` / constants with the model. They are compared on the same raw
 integers with ``np.array_equal`` on small seeded inputs and edge rows.
 """
@@ -15,18 +15,25 @@ import numpy as np
 import pytest
 
 from hwapprox.approx.base import ApproxSpec
+from hwapprox.approx.hwparams import rounding_code
 from hwapprox.approx.softmax import (
     IBertSoftmax,
     OnlineSoftmax,
     ShiftmaxSoftmax,
     SoftermaxSoftmax,
 )
-from hwapprox.fixed import FixedFormat, Overflow
+from hwapprox.fixed import FixedFormat, Overflow, Rounding
 
 F = FixedFormat.parse
 
 
 # -- scalar helpers (Python ints, exact) ----------------------------------------------
+def _rnd(code: int) -> bool:
+    """A hardware rounding code (:mod:`hwapprox.approx.hwparams`): AP_RND or AP_TRN."""
+    assert code in (rounding_code(Rounding.RND), rounding_code(Rounding.TRN))
+    return code == rounding_code(Rounding.RND)
+
+
 def _rshift(v: int, s: int, rnd: bool) -> int:
     """``v / 2^s``: floor (AP_TRN) or half up (AP_RND); ``s <= 0`` multiplies exactly."""
     if s <= 0:
@@ -57,11 +64,11 @@ def _exp2_neg(
 
 def _recip(d: int, d_f: int, out_f: int, spec: OnlineSoftmax | SoftermaxSoftmax) -> int:
     """1/d by leading-one normalisation and a PWL table or a seed plus Newton steps."""
-    p = spec.params()
+    p = spec.hw_params()
     wf, tb, rnd = (
-        p["RECIP_WORK_F"],
-        (p.get("RECIP_TABLE_BITS") or p["RECIP_ADDR_BITS"]),
-        bool(p["RECIP_RND"]),
+        p["WF"],
+        p["TB"],
+        _rnd(p["R_RND"]),
     )
     tab = [int(v) for v in spec.tables()["recip_table"]]
     lead = d.bit_length() - 1
@@ -69,9 +76,9 @@ def _recip(d: int, d_f: int, out_f: int, spec: OnlineSoftmax | SoftermaxSoftmax)
     frac = u - (1 << wf)
     g = wf - tb
     i, w = frac >> g, frac & ((1 << g) - 1)
-    if p.get("RECIP_NEWTON"):
+    if p["NEWTON"]:
         r = tab[i]  # seed table has wf fraction bits
-        for _ in range(p["NEWTON_STEPS"]):
+        for _ in range(p["STEPS"]):
             e = _rshift((2 << (2 * wf)) - u * r, wf, rnd)
             r = _rshift(r * e, wf, rnd)
     else:
@@ -83,27 +90,27 @@ def _recip(d: int, d_f: int, out_f: int, spec: OnlineSoftmax | SoftermaxSoftmax)
 # -- per-method scalar models ---------------------------------------------------------
 def online_row(spec: OnlineSoftmax, row: list[int]) -> list[int]:
     """OnlineSoftmax datapath, element by element (class docstring)."""
-    p, tabs = spec.params(), spec.tables()
+    p, tabs = spec.hw_params(), spec.tables()
     f_in, f_e, sum_f, one = p["IN_F"], p["EXP_F"], p["SUM_F"], p["SUM_ONE"]
 
     def e_unit(delta: int) -> int:
-        if p["EXP_UNIT_BASE2"]:
-            t = _rshift(delta * p["LOG2E"], f_in + p["LOG2E_F"] - p["T_F"], bool(p["T_RND"]))
+        if p["BASE2"]:
+            t = _rshift(delta * p["LOG2E"], f_in + p["LOG2E_F"] - p["T_F"], _rnd(p["T_RND"]))
             t = min(t, spec.exp_arg_fmt.max_raw)
             tab = [int(v) for v in tabs["exp2_table"]]
             return _exp2_neg(
                 t,
                 p["T_F"],
                 tab,
-                p["EXP2_ADDR_BITS"],
+                p["A"],
                 f_e,
-                p["EXP2_TABLE_F"],
-                bool(p["EXP2_INTERP"]),
-                bool(p["EXP_RND"]),
+                p["TABLE_F"],
+                bool(p["INTERP"]),
+                _rnd(p["EXP_RND"]),
             )
-        if delta >= 1 << (f_in + p["EXP_LUT_INT_BITS"]):
+        if delta >= 1 << p["LIM_BITS"]:
             return 0
-        return int(tabs["exp_lut"][delta >> p["EXP_LUT_SHIFT"]])
+        return int(tabs["exp_lut"][delta >> p["LUT_SHIFT"]])
 
     if p["TWO_PASS"]:
         m = max(row)
@@ -112,25 +119,25 @@ def online_row(spec: OnlineSoftmax, row: list[int]) -> list[int]:
         m, d = row[0], one
         for v in row[1:]:
             if v > m:
-                d = _rshift(d * e_unit(v - m), f_e, bool(p["SUM_RND"])) + one
+                d = _rshift(d * e_unit(v - m), f_e, _rnd(p["SUM_RND"])) + one
                 m = v
             else:
                 d += e_unit(m - v) << (sum_f - f_e)
-    r = _recip(d, sum_f, p["RECIP_F"], spec)
-    sh = f_e + p["RECIP_F"] - p["OUT_F"]
+    r = _recip(d, sum_f, p["R_F"], spec)
+    sh = f_e + p["R_F"] - p["OUT_F"]
     return [
-        _overflow(_rshift(e_unit(m - v) * r, sh, bool(p["OUT_RND"])), spec.out_fmt) for v in row
+        _overflow(_rshift(e_unit(m - v) * r, sh, _rnd(p["OUT_RND"])), spec.out_fmt) for v in row
     ]
 
 
 def softermax_row(spec: SoftermaxSoftmax, row: list[int]) -> list[int]:
     """Softermax: t = R_t(x·LOG2E), integer running max, shift-rescaled sum, PWL units."""
-    p = spec.params()
-    tf, pf, up = p["T_F"], p["POW2_F"], p["SUM_F"] - p["POW2_F"]
+    p = spec.hw_params()
+    tf, pf, up = p["T_F"], p["P_F"], p["SUM_F"] - p["P_F"]
     tab = [int(v) for v in spec.tables()["pow2_table"]]
     ts = [
         _overflow(
-            _rshift(v * p["LOG2E"], p["IN_F"] + p["LOG2E_F"] - tf, bool(p["T_RND"])), spec.t_fmt
+            _rshift(v * p["LOG2E"], p["IN_F"] + p["LOG2E_F"] - tf, _rnd(p["T_RND"])), spec.t_fmt
         )
         for v in row
     ]
@@ -140,11 +147,11 @@ def softermax_row(spec: SoftermaxSoftmax, row: list[int]) -> list[int]:
             (1 << tf) - a,
             tf,
             tab,
-            p["POW2_ADDR_BITS"],
+            p["A"],
             pf + 1,
-            p["POW2_TABLE_F"],
+            p["TABLE_F"],
             True,
-            bool(p["POW2_RND"]),
+            _rnd(p["EXP_RND"]),
         )
 
     big_m = ts[0] >> tf
@@ -153,51 +160,51 @@ def softermax_row(spec: SoftermaxSoftmax, row: list[int]) -> list[int]:
         mj = max(big_m, t >> tf)
         d = (d >> (mj - big_m)) + (pow2(t - (mj << tf)) << up)
         big_m = mj
-    r = _recip(d, p["SUM_F"], p["RECIP_F"], spec)
-    sh = pf + p["RECIP_F"] - p["OUT_F"]
+    r = _recip(d, p["SUM_F"], p["R_F"], spec)
+    sh = pf + p["R_F"] - p["OUT_F"]
     return [
-        _overflow(_rshift(pow2(t - (big_m << tf)) * r, sh, bool(p["OUT_RND"])), spec.out_fmt)
+        _overflow(_rshift(pow2(t - (big_m << tf)) * r, sh, _rnd(p["OUT_RND"])), spec.out_fmt)
         for t in ts
     ]
 
 
 def shiftmax_row(spec: ShiftmaxSoftmax, row: list[int]) -> list[int]:
     """I-ViT Shiftmax (pytorch variant): shift-exp of x - max, 31-bit normalisation."""
-    p = spec.params()
-    x0, n = p["x0"], p["n"]
+    p = spec.hw_params()
+    x0, n = p["X0"], p["EXP_N"]
     es = []
     for v in row:
         t = v - max(row)
         t = max(t + (t >> 1) - (t >> 4), n * x0)
         q = t // x0
         r = t - x0 * q
-        es.append(((r - 2 * x0) << (n - q)) >> 1 if not p["tvm"] else ((r >> 1) - x0) << (n - q))
+        es.append(((r - 2 * x0) << (n - q)) >> 1 if not p["TVM"] else ((r >> 1) - x0) << (n - q))
     lim = (1 << 31) - 1
     factor = lim // min(sum(es), lim)
-    return [_overflow((e * factor) >> p["out_shift"], spec.out_fmt) for e in es]
+    return [_overflow((e * factor) >> p["OUT_SHIFT"], spec.out_fmt) for e in es]
 
 
 def ibert_row(spec: IBertSoftmax, row: list[int]) -> list[int]:
     """I-BERT IntSoftmax: i-exp, 16-bit requantisation (ties to even or shift), 2^32 / sum."""
-    p = spec.params()
-    x0, n = p["x0"], p["n"]
+    p = spec.hw_params()
+    x0, n = p["X0"], p["EXP_N"]
     es = []
     for v in row:
         t = max(v - max(row), n * x0)
         q = t // x0
         r = t - x0 * q
-        e = max((r * (r + p["b_int"]) + p["c_int"]) << (n - q), 0)
-        if p["calibrated"]:
-            num, sh = e * p["requant_mult"], p["requant_shift"]
+        e = max((r * (r + p["B_INT"]) + p["C_INT"]) << (n - q), 0)
+        if p["CALIBRATED"]:
+            num, sh = e * p["REQUANT_MULT"], p["REQUANT_SHIFT"]
             q16, rem = num >> sh, num & ((1 << sh) - 1)
             half = 1 << (sh - 1)
             q16 += rem > half or (rem == half and q16 & 1)
-            e = min(q16, (1 << (p["exp_bits"] - 1)) - 1)
+            e = min(q16, (1 << (p["EXP_BITS"] - 1)) - 1)
         else:
-            e >>= p["exp_shift"]
+            e >>= p["EXP_SHIFT"]
         es.append(e)
-    factor = (1 << p["factor_bits"]) // sum(es)
-    return [_overflow((e * factor) >> p["out_shift"], spec.out_fmt) for e in es]
+    factor = (1 << p["FACTOR_BITS"]) // sum(es)
+    return [_overflow((e * factor) >> p["OUT_SHIFT"], spec.out_fmt) for e in es]
 
 
 SPECS: list[tuple[ApproxSpec, object]] = [
@@ -264,7 +271,7 @@ def test_model_matches_scalar_reimplementation(spec: ApproxSpec, ref: object) ->
 def test_online_row_state_matches_scalar_recurrence() -> None:
     """``row_state`` (m, d) of the online schedule against the scalar recurrence."""
     spec = OnlineSoftmax()
-    p = spec.params()
+    p = spec.hw_params()
     x = _rows(spec.in_fmt, seed=11)[-4]  # N = 40, Gaussian sigma 2
     m, d = spec.row_state(x)
     for row, mi, di in zip(x.tolist(), m, d, strict=True):
@@ -272,7 +279,7 @@ def test_online_row_state_matches_scalar_recurrence() -> None:
         for v in row[1:]:
             if v > want_m:
                 e = int(spec.exp_unit_raw(np.array([v - want_m]))[0])
-                want_d = _rshift(want_d * e, p["EXP_F"], bool(p["SUM_RND"])) + p["SUM_ONE"]
+                want_d = _rshift(want_d * e, p["EXP_F"], _rnd(p["SUM_RND"])) + p["SUM_ONE"]
                 want_m = v
             else:
                 e = int(spec.exp_unit_raw(np.array([want_m - v]))[0])

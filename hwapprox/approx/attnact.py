@@ -282,10 +282,6 @@ class ReluAttention(FnSpec):
         k, fa = self._mult_shift()
         return self._to_out(np.maximum(x, 0) * np.int64(k), fa)
 
-    def params(self) -> dict[str, int]:
-        k, fa = self._mult_shift()
-        return {**self._common_params(), "seq_len": self.seq_len, "mult": k, "acc_frac_bits": fa}
-
     def hw_params(self, n: int | None = None) -> dict[str, int]:
         """Hardware parameter set: SV parameters of ``hwa_relu_attention`` and HLS constants.
 

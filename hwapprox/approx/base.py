@@ -235,10 +235,6 @@ class ApproxSpec(abc.ABC):
         """Every look-up table, name -> exact integer entries (the ROM contents)."""
         return {}
 
-    def params(self) -> dict[str, int]:
-        """Integer constants and widths the HLS/RTL units need, name -> value."""
-        return {}
-
     @abc.abstractmethod
     def cost(self) -> Cost:
         """Pre-synthesis cost summary."""

@@ -71,14 +71,6 @@ class FnSpec(ElementwiseSpec):
         """Exact value ``raw·2^-frac_bits`` into ``out_fmt`` (its rounding, its overflow)."""
         return cast(raw, acc_fmt(frac_bits), self.out_fmt)
 
-    def _common_params(self) -> dict[str, int]:
-        return {
-            "in_width": self.in_fmt.width,
-            "in_frac_bits": self.in_fmt.frac_bits,
-            "out_width": self.out_fmt.width,
-            "out_frac_bits": self.out_fmt.frac_bits,
-        }
-
     def _hw_common(self) -> dict[str, int]:
         """Formats of the hardware parameter set (:mod:`hwapprox.approx.hwparams`)."""
         return {
@@ -202,17 +194,6 @@ class PwlTable(FnSpec):
         y = np.where(x >= bp[-1], top, y)
         return self._to_out(y, fa)
 
-    def params(self) -> dict[str, int]:
-        return {
-            **self._common_params(),
-            "segments": self.segments,
-            "slope_width": self.slope_fmt.width,
-            "slope_frac_bits": self.slope_fmt.frac_bits,
-            "intercept_width": self.intercept_fmt.width,
-            "intercept_frac_bits": self.intercept_fmt.frac_bits,
-            "acc_frac_bits": self._acc_frac_bits,
-        }
-
     def hw_params(self, n: int | None = None) -> dict[str, int]:
         """Hardware parameter set: the SV parameters of ``hwa_pwl`` and the HLS constants.
 
@@ -322,14 +303,6 @@ class LutTable(FnSpec):
     def _model_flat(self, x: RawArray) -> RawArray:
         idx = (x - np.int64(self.in_fmt.min_raw)) >> np.int64(self._shift)
         return self._table[idx]
-
-    def params(self) -> dict[str, int]:
-        return {
-            **self._common_params(),
-            "index_bits": self._index_bits,
-            "index_shift": self._shift,
-            "table_size": 1 << self._index_bits,
-        }
 
     def hw_params(self, n: int | None = None) -> dict[str, int]:
         """Hardware parameter set: the SV parameters of ``hwa_lut`` and the HLS constants.

@@ -389,21 +389,6 @@ class IBertGelu(_GeluSpec):
         y = round_shift(q, c["mult_shift"], self.out_fmt.rounding)
         return self.out_fmt.saturate(y)
 
-    def params(self) -> dict[str, int]:
-        c = self._consts
-        return {
-            **self._common_params(),
-            "b_int": c["b_int"],
-            "c_int": c["c_int"],
-            "erf_shift": self.erf_shift,
-            "erf_one": c["erf_one"],
-            "mult": c["mult"],
-            "mult_shift": c["mult_shift"],
-            "poly_bits": c["poly_bits"],
-            "sum_bits": c["sum_bits"],
-            "prod_bits": c["prod_bits"],
-        }
-
     def hw_params(self, n: int | None = None) -> dict[str, int]:
         """Hardware parameter set (names as the HLS config constants).
 
@@ -591,18 +576,6 @@ class ShiftGelu(_GeluSpec):
         sig = (e1 * factor) >> np.int64(32 - self.sigmoid_bits)
         return self._to_out(x * sig, self.in_fmt.frac_bits + self.sigmoid_bits - 1)
 
-    def params(self) -> dict[str, int]:
-        return {
-            **self._common_params(),
-            "x0": self._x0,
-            "n": self.n,
-            "clip": self.n * self._x0,
-            "sigmoid_bits": self.sigmoid_bits,
-            "sigmoid_shift": 32 - self.sigmoid_bits,
-            "prod_frac_bits": self.in_fmt.frac_bits + self.sigmoid_bits - 1,
-            "exp_bits": (2 * -self._x0 * 2**self.n).bit_length(),
-        }
-
     def hw_params(self, n: int | None = None) -> dict[str, int]:
         """Hardware parameter set (names as the HLS config constants).
 
@@ -785,18 +758,6 @@ class EdgeMoeGelu(_GeluSpec):
         fa = max(f_in, fe)
         relu = np.maximum(x, 0) << np.int64(fa - f_in)
         return self._to_out(relu - (delta << np.int64(fa - fe)), fa)
-
-    def params(self) -> dict[str, int]:
-        return {
-            **self._common_params(),
-            "table_size": self.table_size,
-            "step_log2": -self._k,
-            "entry_width": self.entry_fmt.width,
-            "entry_frac_bits": self.entry_fmt.frac_bits,
-            "t_bits": self._t_bits,
-            "acc_frac_bits": max(self.in_fmt.frac_bits, self.entry_fmt.frac_bits),
-            "index_bits": max(1, (self.table_size - 1).bit_length()),
-        }
 
     def hw_params(self, n: int | None = None) -> dict[str, int]:
         """Hardware parameter set (names as the HLS config constants).

@@ -20,10 +20,10 @@ config constants, so both sides pass the set through unchanged:
   headers and checks each type's width against this set and the SV
   parameters).
 
-``params()`` stays what it was: the method's constants as its docstring
-describes them (the frozen-model tests read it). Where a key appears in both,
-``hw_params()`` holds the hardware encoding (``*_RND``/``*_OVF`` are the
-``hwa_pkg`` codes below, not 0/1 flags).
+It is the spec's one set of integer constants: the scalar transcriptions in
+the tests (``tests/test_softmax.py``, ``tests/test_softmax_frozen.py``) and
+hls4ml's own config (``EPS_POW10`` ...) read it too, with its encodings
+(``*_RND``/``*_OVF`` are the ``hwa_pkg`` codes below, not 0/1 flags).
 
 Width conventions: ``X_W`` is the width of the value's hardware type. Values
 that are never negative are unsigned (``ap_uint``, SV ``logic [X_W-1:0]``) and

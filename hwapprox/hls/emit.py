@@ -9,7 +9,7 @@ per layer instance:
     static const ap_uint<20> g0_delta[177] = {...};    // ROM contents (tables())
     struct g0 {
         typedef ap_fixed<16,5,AP_RND,AP_SAT> in_t;     // one typedef per FixedFormat field
-        static const long long table_size = 177;       // one constant per params() entry
+        static const long long TABLE_SIZE = 177;       // one constant per hw_params() entry
         typedef hwapprox::gelu_edgemoe_op op;          // aliases: the unit to use
         typedef ap_uint<20> delta_entry_t;             // entry type (narrowest width)
         static const unsigned delta_len = 177;
@@ -138,7 +138,7 @@ def instance_from_spec(
     """An :class:`Instance` from a spec: every ``FixedFormat`` field ``x_fmt``
     becomes ``typedef ... x_t``; ``tables()`` become tables; the constants are
     ``consts`` when given (the HLS units pass ``hw_params()``, the hardware
-    parameter set), else ``params()``; ``extra_consts`` are added.
+    parameter set), else ``spec.hw_params()``; ``extra_consts`` are added.
 
     Boolean/enum/int fields of the spec that are not in the constants are not
     written: the algorithm headers read only what the constants state.
@@ -150,7 +150,7 @@ def instance_from_spec(
             types[_type_name(f.name)] = v
     types.update(extra_types or {})
     values: dict[str, int] = {}
-    for k, v in (spec.params() if consts is None else consts).items():
+    for k, v in (spec.hw_params() if consts is None else consts).items():
         if isinstance(v, enum.Enum):
             v = v.value
         values[k] = int(v)

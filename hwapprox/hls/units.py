@@ -80,8 +80,6 @@ def unit_instance(name: str, spec: ApproxSpec, n_in: int) -> Instance:
     if str(spec.operator) == "softmax" and spec.method.startswith("hls4ml"):
         extra_types["exp_addr_t"] = spec.exp_addr_fmt  # type: ignore[attr-defined]
     hw = spec.hw_params(n_in)  # type: ignore[attr-defined]
-    if str(spec.operator) == "softmax":  # softmax.h's log-code post-stage reads these
-        hw = {**spec.log_code_params(), **hw}  # type: ignore[attr-defined]
     inst = instance_from_spec(name, spec, extra_types=extra_types, consts={**hw, "n_in": n_in})
     return Instance(
         inst.name,

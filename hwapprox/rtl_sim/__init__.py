@@ -14,7 +14,7 @@
   ready is the pipeline enable, so ``s_axis_tready`` never depends
   combinationally on ``m_axis_tready``). Every file is ``default_nettype none``.
 * :mod:`~hwapprox.rtl_sim.units` -- which unit implements which spec and its
-  SV parameters, taken from the spec's ``params()``/``tables()``;
+  SV parameters, taken from the spec's ``hw_params()``/``tables()``;
   :mod:`~hwapprox.rtl_sim.emit` writes the ``$readmemh`` data.
 * :mod:`~hwapprox.rtl_sim.tb` -- importable cocotb 2.x testbench: AXI-Stream
   source/sink with seeded idle/backpressure, scoreboard against

@@ -442,7 +442,7 @@ def _softmax_online(spec: Any, row_max: int) -> Config:
     return params, {"EXP_FILE": exp_mem, "RECIP_FILE": recip_mem}
 
 
-#: the log-code output stage's parameters (SoftmaxSpec.log_code_params; hwa_out_code)
+#: the log-code output stage's parameters (in every softmax hw_params; hwa_out_code)
 _CODE = (
     "OUT_CODE",
     "CODE_BITS",
@@ -503,7 +503,7 @@ def _softmax_softermax(spec: Any, row_max: int) -> Config:
     return {
         **row_stream_params(row_max),
         **_sv(hw, _SOFTERMAX),
-        **_sv(spec.log_code_params(), _CODE),
+        **_sv(hw, _CODE),
     }, mems
 
 
@@ -530,11 +530,8 @@ _SHIFTMAX = (
 
 def _softmax_shiftmax(spec: Any, row_max: int) -> Config:
     _signed_in(spec, "softmax/shiftmax")
-    return {
-        **row_stream_params(row_max),
-        **_sv(spec.hw_params(row_max), _SHIFTMAX),
-        **_sv(spec.log_code_params(), _CODE),
-    }, {}
+    hw = spec.hw_params(row_max)
+    return {**row_stream_params(row_max), **_sv(hw, _SHIFTMAX), **_sv(hw, _CODE)}, {}
 
 
 _IBERT_SOFTMAX = (
@@ -570,11 +567,8 @@ _IBERT_SOFTMAX = (
 
 def _softmax_ibert(spec: Any, row_max: int) -> Config:
     _signed_in(spec, "softmax/ibert")
-    return {
-        **row_stream_params(row_max),
-        **_sv(spec.hw_params(row_max), _IBERT_SOFTMAX),
-        **_sv(spec.log_code_params(), _CODE),
-    }, {}
+    hw = spec.hw_params(row_max)
+    return {**row_stream_params(row_max), **_sv(hw, _IBERT_SOFTMAX), **_sv(hw, _CODE)}, {}
 
 
 _COMMON = ("hwa_pkg.sv", "hwa_rom.sv", "hwa_round_shift.sv", "hwa_sat.sv", "hwa_skid.sv")

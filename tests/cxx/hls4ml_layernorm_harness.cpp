@@ -3,7 +3,7 @@
 //
 // hwapprox_instances.h (written by the test from the spec) holds one struct per
 // (spec, N) with in_t, out_t, gamma_t, beta_t, accum_t, table_t, n_in and the
-// params() constants; ln_config<C> turns it into an nnet::layernorm_config
+// hw_params() constants; ln_config<C> turns it into an nnet::layernorm_config
 // exactly as hls4ml's LayerNormalizationConfigTemplate does (seq_len = 1, one
 // row per call, product = nnet::product::mult).
 //
@@ -19,9 +19,9 @@ struct ln_config : nnet::layernorm_config {
     static const unsigned n_in = C::n_in;
     static const unsigned seq_len = 1;
     static const unsigned axis = 2;
-    static const unsigned epsilon_power_of_10 = C::epsilon_power_of_10;
-    static const unsigned table_range_power2 = C::table_range_power2;
-    static const unsigned table_size = C::table_size;
+    static const unsigned epsilon_power_of_10 = C::EPS_POW10;
+    static const unsigned table_range_power2 = C::TABLE_RANGE_POW2;
+    static const unsigned table_size = C::TABLE_SIZE;
     typedef typename C::accum_t accum_t;
     typedef typename C::beta_t bias_t;
     typedef typename C::gamma_t scale_t;

@@ -264,19 +264,6 @@ class _LayerNormSpec(RowwiseSpec):
         to ``n`` elements (None: the longest row the spec allows)."""
         raise NotImplementedError(f"layernorm/{self.method} has no hardware unit")
 
-    def _format_params(self) -> dict[str, int]:
-        """Width and fraction bits of the four formats (the head of ``params()``)."""
-        return {
-            "in_width": self.in_fmt.width,
-            "in_frac": self.in_fmt.frac_bits,
-            "out_width": self.out_fmt.width,
-            "out_frac": self.out_fmt.frac_bits,
-            "gamma_width": self.gamma_fmt.width,
-            "gamma_frac": self.gamma_fmt.frac_bits,
-            "beta_width": self.beta_fmt.width,
-            "beta_frac": self.beta_fmt.frac_bits,
-        }
-
     def _check_n(self, n: int, limit: int, why: str) -> None:
         require(
             n <= limit,

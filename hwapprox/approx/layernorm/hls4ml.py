@@ -162,17 +162,6 @@ class Hls4mlLayerNorm(_LayerNormSpec):
             self.table_size, self.epsilon_power_of_10, self.table_range_power2, self.table_fmt
         )
 
-    def params(self) -> dict[str, int]:
-        return {
-            "epsilon_power_of_10": self.epsilon_power_of_10,
-            "table_range_power2": self.table_range_power2,
-            "table_size": self.table_size,
-            "accum_width": self.accum_fmt.width,
-            "accum_int": self.accum_fmt.int_bits,
-            "table_width": self.table_fmt.width,
-            "table_int": self.table_fmt.int_bits,
-        }
-
     def hw_params(self, n: int | None = None) -> dict[str, int]:
         """Hardware parameter set of the HLS unit (``layernorm_hls4ml_op``), rows of ``n``.
 
@@ -180,7 +169,8 @@ class Hls4mlLayerNorm(_LayerNormSpec):
         ``table_t``, ``scale_t = gamma_fmt``, ``bias_t = beta_fmt``: every assignment
         into ``accum_t`` rounds and overflows as the class docstring says; the final
         ``d·r·γ + β`` is exact, one cast). Constants: ``K_INV`` (the raw ``accum_t``
-        code of ``1/n``) and ``TSCALE = table_size·2^table_range_power2``.
+        code of ``1/n``), ``TSCALE = table_size·2^table_range_power2`` and hls4ml's own
+        config values ``EPS_POW10`` (``epsilon_power_of_10``), ``TABLE_RANGE_POW2``.
 
         ========= ======== ==========================================================
         name      sign     value range -> bits
@@ -203,6 +193,8 @@ class Hls4mlLayerNorm(_LayerNormSpec):
             "ACCUM_F": acc.frac_bits,
             "TABLE_W": self.table_fmt.width,
             "TABLE_SIZE": self.table_size,
+            "EPS_POW10": self.epsilon_power_of_10,
+            "TABLE_RANGE_POW2": self.table_range_power2,
             "TSCALE": tscale,
             "K_INV": int(acc.quantize(np.array([1.0 / rows]))[0]),
             "IDX_W": acc.width + ubits(tscale) + 1,

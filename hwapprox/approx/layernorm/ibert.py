@@ -155,18 +155,6 @@ class IBertLayerNorm(_LayerNormSpec):
         )
         return affine_out(z, self.norm_frac_bits, g, self.gamma_fmt, b, self.beta_fmt, self.out_fmt)
 
-    def params(self) -> dict[str, int]:
-        return {
-            **self._format_params(),
-            "shift": self.shift,
-            "var_limit_bits": self.VAR_LIMIT_BITS,
-            "factor_num_bits": 31,
-            "y_int_scale_bits": 30,
-            "sqrtn_frac": self.SQRTN_FRAC,
-            "norm_frac": self.norm_frac_bits,
-            "max_n": self.MAX_N,
-        }
-
     def hw_params(self, n: int | None = None) -> dict[str, int]:
         """Hardware parameter set for rows of up to ``n`` elements (default ``MAX_N``).
 
@@ -313,12 +301,6 @@ class IVitLayerNorm(IBertLayerNorm):
 
     def _factor(self, std: RawArray) -> RawArray:
         return ((1 << 31) - 1) // std
-
-    def params(self) -> dict[str, int]:
-        p = super().params()
-        p.update({"newton_iterations": self.newton_iterations, "newton_k0": 1 << 16})
-        p.pop("var_limit_bits")
-        return p
 
     def hw_params(self, n: int | None = None) -> dict[str, int]:
         """Hardware parameter set: :meth:`IBertLayerNorm.hw_params` without the variance

@@ -91,17 +91,17 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
     """hwapprox single-pass LayerNorm unit: exact statistics, table + Newton 1/sqrt.
 
     N is the row length at call time, ``1 <= N <= max_n``; ``max_n`` sizes
-    the accumulators (``params()``). Notation: ``X`` raw input (``F`` =
+    the accumulators (:meth:`hw_params`). Notation: ``X`` raw input (``F`` =
     in_fmt fraction bits, ``W`` its width), ``P = rsqrt_frac_bits``, ``b =
     rsqrt_table_bits``, ``G = eps_guard_bits`` (even), ``Fz =
     norm_frac_bits``. Every step is an integer operation; ``>>`` is floor.
 
     Pass 1 (while the row streams in):
-      ``S1 = Σ X`` (signed, ``s1_bits``), ``S2 = Σ X²`` (unsigned, ``s2_bits``).
+      ``S1 = Σ X`` (signed, ``S1_W``), ``S2 = Σ X²`` (unsigned, ``S2_W``).
     Per row (once):
       ``D = N·S2 - S1²`` (exact; = N²·var·2^2F, no rounding: the mean is
       never divided out), ``De = (D << G) + N²·eps_q`` with the constant
-      ``eps_q = round(eps·2^(2F+G))`` (``de_bits``);
+      ``eps_q = round(eps·2^(2F+G))`` (``DE_W``);
       ``L = bitlen(De)``, ``k = (L-1) >> 1`` (even shift 2k: ``4^k <= De < 4^(k+1)``);
       ``m = De >> (2k-P)`` if ``2k >= P`` else ``De << (P-2k)`` (``m`` in
       ``[2^P, 2^(P+2))``, ``P+2`` bits, truncated);
@@ -109,9 +109,9 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
       ``newton_steps`` Newton steps, see :func:`rsqrt_norm`);
       ``sh = P + k - G/2 - Fz`` (signed per-row shift).
     Pass 2 (on the way out, γ_i/β_i from memory):
-      ``A = N·X - S1`` (``a_bits``; RMSNorm: ``A = N·X``),
+      ``A = N·X - S1`` (``A_W``; RMSNorm: ``A = N·X``),
       ``Z = (A·y + 2^(sh-1)) >> sh`` (round half up; ``A·y << -sh`` if sh <= 0),
-      so ``Z ≈ (x - mean)/sqrt(var + eps)·2^Fz`` (``z_bits``);
+      so ``Z ≈ (x - mean)/sqrt(var + eps)·2^Fz`` (``Z_W``);
       ``out = affine_out(Z)``: ``acc = Z·γ + (β << (Fz + F_γ - F_β))``, then
       ``round_shift(acc, Fz + F_γ - F_out, out_fmt.rounding)`` and
       ``out_fmt``'s overflow (default ``AP_RND``/``AP_SAT``).
@@ -212,17 +212,17 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
             f"(values below 2^-{2 * self.in_fmt.frac_bits + self.eps_guard_bits} count as "
             f"that one step)",
         )
-        w = self.widths()
-        for key, limit in (("de_bits", MAX_RAW_BITS), ("ay_bits", MAX_RAW_BITS)):
+        w = self._acc_widths()
+        for key, what in (("DE_W", "De"), ("AY_W", "A·y")):
             require(
-                w[key] <= limit,
+                w[key] <= MAX_RAW_BITS,
                 f"{name}: in_fmt={self.in_fmt}, max_n={self.max_n} need a {w[key]}-bit "
-                f"{key[:-5]} accumulator; the int64 model holds {limit}. Lower max_n "
+                f"{what} accumulator; the int64 model holds {MAX_RAW_BITS}. Lower max_n "
                 f"or eps_guard_bits, or narrow in_fmt",
             )
         require(
-            w["acc_bits"] <= MAX_RAW_BITS,
-            f"{name}: Z·γ needs {w['acc_bits']} bits (norm_frac_bits={self.norm_frac_bits}, "
+            w["ACC_W"] <= MAX_RAW_BITS,
+            f"{name}: Z·γ needs {w['ACC_W']} bits (norm_frac_bits={self.norm_frac_bits}, "
             f"gamma_fmt={self.gamma_fmt}); the int64 model holds {MAX_RAW_BITS}",
         )
 
@@ -251,8 +251,8 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
         v = Fraction(self.eps) * (Fraction(2) ** (2 * self.in_fmt.frac_bits + self.eps_guard_bits))
         return max(1, math.floor(v + Fraction(1, 2)))
 
-    def widths(self) -> dict[str, int]:
-        """Bit widths of every accumulator/intermediate for rows up to ``max_n``."""
+    def _acc_widths(self) -> dict[str, int]:
+        """The accumulator widths of :meth:`hw_params` (rows up to ``max_n``; see its table)."""
         n = self.max_n
         xmax = max(-self.in_fmt.min_raw, self.in_fmt.max_raw)  # largest |X|
         s1 = n * xmax
@@ -270,24 +270,20 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
             z_int = max(z_int, bound + 2)
         z_bits = z_int.bit_length() + self.norm_frac_bits + 1
         return {
-            "n_bits": n.bit_length(),
-            "s1_bits": s1.bit_length() + 1,
-            "s2_bits": s2.bit_length(),
-            "d_bits": d.bit_length(),
-            "de_bits": de.bit_length(),
-            "m_bits": p + 2,
-            "y_bits": p + 1,
-            "a_bits": a.bit_length() + 1,
-            "ay_bits": (a * 2 * y_max).bit_length() + 1,
-            "z_bits": z_bits,
+            "N_BITS": n.bit_length(),
+            "S1_W": s1.bit_length() + 1,
+            "S2_W": s2.bit_length(),
+            "D_W": d.bit_length(),
+            "DE_W": de.bit_length(),
+            "A_W": a.bit_length() + 1,
+            "AY_W": (a * 2 * y_max).bit_length() + 1,
+            "Z_W": z_bits,
             # Z·γ (signed product) plus β aligned by beta_shift, one carry
-            "acc_bits": max(
+            "ACC_W": max(
                 z_bits + raw_width(self.gamma_fmt),
                 raw_width(self.beta_fmt) + self._beta_shift,
             )
             + 1,
-            "newton_sq_bits": 2 * (p + 1),
-            "newton_t_bits": 2 * p + 4,
         }
 
     @property
@@ -302,7 +298,7 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
         HLS config constants, one set (``RmsNorm``: ``CENTER = 0``).
 
         ``n`` is unused: the accumulators are sized for ``max_n`` (rows of
-        ``1..max_n``); :meth:`widths` derives them from the largest input
+        ``1..max_n``), derived from the largest input
         magnitude ``|X| <= xmax``. Codes ``OUT_RND``/``OUT_OVF`` are ``hwa_pkg``'s.
 
         ========= ======== =========================================================
@@ -332,7 +328,7 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
         ACC_W     signed   ``Z·γ + (β << BETA_SHIFT)``
         ========= ======== =========================================================
         """
-        w = self.widths()
+        w = self._acc_widths()
         pb, g = self.rsqrt_frac_bits, self.eps_guard_bits
         lsh = max(0, self.norm_frac_bits + g // 2 - pb)
         return {
@@ -353,11 +349,7 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
             "PARTIAL_NUM": self.partial_num,
             "PARTIAL_F": self.PARTIAL_F,
             "MAX_N": self.max_n,
-            "N_BITS": w["n_bits"],
-            "S1_W": w["s1_bits"],
-            "S2_W": w["s2_bits"],
-            "D_W": w["d_bits"],
-            "DE_W": w["de_bits"],
+            **{k: w[k] for k in ("N_BITS", "S1_W", "S2_W", "D_W", "DE_W")},
             "EPS_Q": self.eps_q,
             "G": g,
             "P": pb,
@@ -373,33 +365,9 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
             "MSQ_W": 2 * pb + 2,
             "U_W": ubits(3 << pb),
             "YU_W": ubits(3 << (2 * pb)),
-            "A_W": w["a_bits"],
-            "AY_W": w["ay_bits"],
-            "AYS_W": w["ay_bits"] + lsh + 1,
-            "Z_W": w["z_bits"],
-            "ACC_W": w["acc_bits"],
+            **{k: w[k] for k in ("A_W", "AY_W", "Z_W", "ACC_W")},
+            "AYS_W": w["AY_W"] + lsh + 1,
         }
-
-    def params(self) -> dict[str, int]:
-        p = {
-            **self._format_params(),
-            "center": int(self.center),
-            "max_n": self.max_n,
-            "eps_q": self.eps_q,
-            "eps_guard_bits": self.eps_guard_bits,
-            "rsqrt_table_bits": self.rsqrt_table_bits,
-            "rsqrt_entries": 1 << self.rsqrt_table_bits,
-            "rsqrt_frac_bits": self.rsqrt_frac_bits,
-            "rsqrt_entry_bits": self.rsqrt_frac_bits,  # unsigned entries < 2^P
-            "newton_steps": self.newton_steps,
-            "newton_three": 3 << self.rsqrt_frac_bits,
-            "norm_frac_bits": self.norm_frac_bits,
-            "acc_frac_bits": self.norm_frac_bits + self.gamma_fmt.frac_bits,
-            "out_shift": self.norm_frac_bits + self.gamma_fmt.frac_bits - self.out_fmt.frac_bits,
-            "beta_shift": self.norm_frac_bits + self.gamma_fmt.frac_bits - self.beta_fmt.frac_bits,
-        }
-        p.update(self.widths())
-        return p
 
     def _model_rows(
         self, x: RawArray, gamma: npt.ArrayLike | None = None, beta: npt.ArrayLike | None = None
@@ -447,16 +415,16 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
         return _rsqrt_rel_error(self.rsqrt_table_bits, self.rsqrt_frac_bits, self.newton_steps)
 
     def cost(self) -> Cost:
-        w = self.widths()
+        w = self._acc_widths()
         p = self.rsqrt_frac_bits
-        nb = w["n_bits"]
+        nb = w["N_BITS"]
         mults = [
             (self.in_fmt.width, self.in_fmt.width),  # X² (per element)
             (self.in_fmt.width, nb),  # N·X (per element)
-            (w["a_bits"], p + 1),  # A·y (per element)
-            (w["z_bits"], self.gamma_fmt.width),  # Z·γ (per element)
+            (w["A_W"], p + 1),  # A·y (per element)
+            (w["Z_W"], self.gamma_fmt.width),  # Z·γ (per element)
         ]
-        per_row = [(w["s2_bits"], nb), (w["s1_bits"], w["s1_bits"])] + [
+        per_row = [(w["S2_W"], nb), (w["S1_W"], w["S1_W"])] + [
             (p + 1, p + 1),
             (p + 2, p + 2),
             (p + 1, p + 2),
@@ -467,11 +435,11 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
             multipliers=len(mults),
             mult_bits=tuple(mults),
             adders=4,
-            widest_bits=w["de_bits"],
+            widest_bits=w["DE_W"],
             notes=(
                 "per element: X², N·X, A·y, Z·γ; per row (may be multi-cycle/shared): "
                 f"{len(per_row)} multipliers {per_row}, one leading-one detector of "
-                f"{w['de_bits']} bits"
+                f"{w['DE_W']} bits"
             ),
         )
 

@@ -238,7 +238,7 @@ class SoftmaxSpec(RowwiseSpec):
         y = decode_log_code(raw, self.out_code, self.out_code_bits)
         return y if np.dtype(dtype) == np.float64 else y.astype(dtype)
 
-    def log_code_params(self) -> dict[str, int]:
+    def _log_code_params(self) -> dict[str, int]:
         """The post-stage's hardware constants: ``OUT_CODE`` (0 linear, 1 log2,
         2 log2sqrt2), ``CODE_BITS``, ``CODE_ZERO`` (the zero code), ``CODE_NW`` (the
         mantissa width, ``out_fmt.width``), ``CODE_F`` (``out_fmt.frac_bits``) and the

@@ -125,24 +125,6 @@ class IBertSoftmax(SoftmaxSpec):
             f"exp_bits + factor_bits must be <= 62 (exp_bits={self.exp_bits})",
         )
 
-    def params(self) -> dict[str, int]:
-        k = self._consts()
-        return {
-            "x0": k.x0,
-            "b_int": k.b_int,
-            "c_int": k.c_int,
-            "n": k.n,
-            "calibrated": int(self.requant == "calibrated"),
-            "requant_mult": self._requant_mult()[0],
-            "requant_shift": self._requant_mult()[1],
-            "exp_shift": self._exp_shift(),
-            "exp_bits": self.exp_bits,
-            "factor_bits": self.factor_bits,
-            "out_shift": self.factor_bits - self.out_fmt.frac_bits,
-            "in_width": self.in_fmt.width,
-            "out_width": self.out_fmt.width,
-        }
-
     def hw_params(self, n: int | None = None) -> dict[str, int]:
         """Hardware parameter set for rows of up to ``n`` elements (default: the
         longest row the model takes, ``2^(62 - exp_bits)``).
@@ -226,6 +208,7 @@ class IBertSoftmax(SoftmaxSpec):
             "FACTOR_W": ubits(1 << fb),
             "PROD_W": ubits(1 << fb),
             "Y_W": sbits(0, 1 << self.out_fmt.frac_bits),
+            **self._log_code_params(),
         }
 
     def _exp16(self, v: RawArray) -> RawArray:
@@ -336,17 +319,6 @@ class ShiftmaxSoftmax(SoftmaxSpec):
             "fraction bits must be in [0, 31]",
         )
 
-    def params(self) -> dict[str, int]:
-        return {
-            "x0": self._x0(),
-            "n": self.n,
-            "tvm": int(self.variant == "tvm"),
-            "sum_max": (1 << 31) - 1,
-            "out_shift": 31 - self.out_fmt.frac_bits,
-            "in_width": self.in_fmt.width,
-            "out_width": self.out_fmt.width,
-        }
-
     def hw_params(self, n: int | None = None) -> dict[str, int]:
         """Hardware parameter set for rows of up to ``n`` elements (default 2^16).
 
@@ -404,6 +376,7 @@ class ShiftmaxSoftmax(SoftmaxSpec):
             "FACTOR_W": ubits(lim),
             "PROD_W": ubits(lim),
             "Y_W": sbits(0, lim >> (31 - f)),
+            **self._log_code_params(),
         }
 
     def _exp_memo(self) -> RawArray:

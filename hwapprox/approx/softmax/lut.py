@@ -202,18 +202,6 @@ class _Hls4mlSoftmax(SoftmaxSpec):
             "invert_table": _hls_quantize_float(inv, self.inv_table_fmt),
         }
 
-    def params(self) -> dict[str, int]:
-        return {
-            "n_in_width": self.in_fmt.width,
-            "exp_table_size": self.exp_table_size,
-            "inv_table_size": self.inv_table_size,
-            "exp_addr_bits": self.exp_table_size.bit_length() - 1,
-            "inv_addr_bits": self.inv_table_size.bit_length() - 1,
-            "exp_addr_width": self.exp_addr_fmt.width,
-            "inv_inp_width": self.inv_inp_fmt.width,
-            "stable": int(self._stable),
-        }
-
     def hw_params(self, n: int | None = None) -> dict[str, int]:
         """Hardware parameter set. hls4ml's own types carry the datapath (every
         ``*_fmt``); derived here: ``DIFF_W`` (stable: the exact difference
@@ -237,6 +225,7 @@ class _Hls4mlSoftmax(SoftmaxSpec):
             "DIFF_W": self.in_fmt.width + 1,
             "PROD_W": self.accum_fmt.width + self.inv_table_fmt.width,
             "PROD_I": self.accum_fmt.int_bits + self.inv_table_fmt.int_bits,
+            **self._log_code_params(),
         }
 
     def _exp_res(self, v: RawArray, tabs: dict[str, RawArray]) -> RawArray:

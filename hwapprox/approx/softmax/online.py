@@ -41,10 +41,6 @@ _UFIX36_12_RND = _F("ap_ufixed<36,12,AP_RND>")
 _UFIX8_0_RND_SAT = _F("ap_ufixed<8,0,AP_RND,AP_SAT>")
 
 
-def _rnd_flag(fmt: FixedFormat) -> int:
-    return 1 if fmt.rounding is Rounding.RND else 0
-
-
 #: the fixed internal formats the online softmax had before they were derived from
 #: ``out_fmt`` and ``row_max`` (one more integer bit in the sum, so that rows of 4096
 #: fit): what the tests and ``benchmarks/bench_softmax.py`` compare the derived ones with
@@ -514,55 +510,6 @@ class OnlineSoftmax(SoftmaxSpec):
             out["recip_table"] = intmath.recip_seed_table(tb, wf, mode)
         return out
 
-    def params(self) -> dict[str, int]:
-        """Integer constants and widths (``*_RND`` = 1 for AP_RND, 0 for AP_TRN)."""
-        p = {
-            "IN_W": self.in_fmt.width,
-            "IN_F": self.in_fmt.frac_bits,
-            "TWO_PASS": int(self.schedule == "two_pass"),
-            "EXP_UNIT_BASE2": int(self.exp_unit == "base2"),
-            "EXP_W": self.exp_fmt.width,
-            "EXP_F": self.exp_fmt.frac_bits,
-            "EXP_RND": _rnd_flag(self.exp_fmt),
-            "SUM_W": self.sum_fmt.width,
-            "SUM_F": self.sum_fmt.frac_bits,
-            "SUM_RND": _rnd_flag(self.sum_fmt),
-            "SUM_ONE": self._one_sum(),
-            "RECIP_W": self.recip_fmt.width,
-            "RECIP_F": self.recip_fmt.frac_bits,
-            "RECIP_RND": _rnd_flag(self.recip_fmt),
-            "RECIP_NEWTON": int(self.recip_unit == "newton"),
-            "RECIP_TABLE_BITS": self.recip_table_bits,
-            "RECIP_WORK_F": self.recip_work_frac_bits,
-            "NEWTON_STEPS": self.newton_steps,
-            "OUT_W": self.out_fmt.width,
-            "OUT_RND": _rnd_flag(self.out_fmt),
-            "OUT_SAT": int(self.out_fmt.overflow.value == "AP_SAT"),
-            "OUT_SIGNED": int(self.out_fmt.signed),
-            "OUT_F": self.out_fmt.frac_bits,
-            "OFF_BY_ONE": int(self.off_by_one),
-            "CLIP": int(self.clipped),
-        }
-        if self.exp_unit == "base2":
-            p |= {
-                "LOG2E": self.log2e_raw,
-                "LOG2E_W": self.log2e_fmt.width,
-                "LOG2E_F": self.log2e_fmt.frac_bits,
-                "T_W": self.exp_arg_fmt.width,
-                "T_F": self.exp_arg_fmt.frac_bits,
-                "T_RND": _rnd_flag(self.exp_arg_fmt),
-                "EXP2_ADDR_BITS": self.exp_frac_bits,
-                "EXP2_TABLE_F": self.exp_table_frac_bits,
-                "EXP2_INTERP": int(self.exp_interp == "pwl"),
-            }
-        else:
-            p |= {
-                "EXP_LUT_BITS": self.exp_lut_bits,
-                "EXP_LUT_INT_BITS": self.exp_lut_int_bits,
-                "EXP_LUT_SHIFT": self.in_fmt.frac_bits + self.exp_lut_int_bits - self.exp_lut_bits,
-            }
-        return p
-
     def hw_params(self, n: int | None = None) -> dict[str, int]:
         """The hardware parameter set: the SV parameters of ``hwa_softmax_online`` (and its
         ``hwa_exp_unit``/``hwa_recip``) and the HLS config constants, one set.
@@ -600,9 +547,8 @@ class OnlineSoftmax(SoftmaxSpec):
 
         Options as constants: ``SKIP``/``SKIP_TAU`` (threshold skipping), ``UNIFIED``/
         ``PHI``/``U_LOW``/``U_FLOOR`` (unified max), ``OUT_CODE``.. (the log-code
-        post-stage, :meth:`SoftmaxSpec.log_code_params`).
+        post-stage, :meth:`SoftmaxSpec._log_code_params`).
         """
-        p = self.params()
         f_in, f_e, f_s = self.in_fmt.frac_bits, self.exp_fmt.frac_bits, self.sum_fmt.frac_bits
         f_r, wf, tb = self.recip_fmt.frac_bits, self.recip_work_frac_bits, self.recip_table_bits
         hw: dict[str, int] = {
@@ -615,9 +561,9 @@ class OnlineSoftmax(SoftmaxSpec):
             "OUT_RND": rounding_code(self.out_fmt.rounding),
             "OUT_OVF": overflow_code(self.out_fmt.overflow),
             "OUT_SHIFT": f_e + f_r - self.out_fmt.frac_bits,
-            "TWO_PASS": p["TWO_PASS"],
-            "OFF_BY_ONE": p["OFF_BY_ONE"],
-            "CLIP": p["CLIP"],
+            "TWO_PASS": int(self.schedule == "two_pass"),
+            "OFF_BY_ONE": int(self.off_by_one),
+            "CLIP": int(self.clipped),
             "CLIP_F": self.clip_frac_bits,
             "CLIP_S": self.clip_constants()[0],
             "CLIP_G": self.clip_constants()[1],
@@ -627,7 +573,7 @@ class OnlineSoftmax(SoftmaxSpec):
             "CS_W": self.clip_frac_bits + 5,
             "CRS_W": self.recip_fmt.width + self.clip_frac_bits + 5,
             "CZ_W": self.exp_fmt.width + self.recip_fmt.width + 6,
-            "BASE2": p["EXP_UNIT_BASE2"],
+            "BASE2": int(self.exp_unit == "base2"),
             "EXP_W": self.exp_fmt.width,
             "EXP_F": f_e,
             "EXP_RND": rounding_code(self.exp_fmt.rounding),
@@ -642,7 +588,7 @@ class OnlineSoftmax(SoftmaxSpec):
             "R_RND": rounding_code(self.recip_fmt.rounding),
             "WF": wf,
             "TB": tb,
-            "NEWTON": p["RECIP_NEWTON"],
+            "NEWTON": int(self.recip_unit == "newton"),
             "STEPS": self.newton_steps,
             "DELTA_W": self.in_fmt.width,
             "RESCALE_W": self.sum_fmt.width + self.exp_fmt.width,
@@ -665,7 +611,7 @@ class OnlineSoftmax(SoftmaxSpec):
             "U_FLOOR": self._one_sum() >> self.unified_low,
             "U_S_W": ubits(self.unified_low),
             "UOUTP_W": self.exp_fmt.width + self.recip_fmt.width + self.unified_low,
-            **self.log_code_params(),
+            **self._log_code_params(),
         }
         if self.exp_unit == "base2":
             t_f, a = self.exp_arg_fmt.frac_bits, self.exp_frac_bits
@@ -682,7 +628,7 @@ class OnlineSoftmax(SoftmaxSpec):
                 "A": a,
                 "G": g,
                 "TABLE_F": self.exp_table_frac_bits,
-                "INTERP": p["EXP2_INTERP"],
+                "INTERP": int(self.exp_interp == "pwl"),
                 "V_W": ubits(1 << (self.exp_table_frac_bits + g)),
                 "EXP2_SHIFT": self.exp_table_frac_bits + g - f_e,
             }

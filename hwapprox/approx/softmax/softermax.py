@@ -24,17 +24,13 @@ from hwapprox.approx.softmax._common import (
     _zero_masked,
     event_scan,
 )
-from hwapprox.fixed import MAX_RAW_BITS, FixedFormat, Rounding, cast
+from hwapprox.fixed import MAX_RAW_BITS, FixedFormat, cast
 
 _F = FixedFormat.parse
 _UFIX8_0_RND_SAT = _F("ap_ufixed<8,0,AP_RND,AP_SAT>")
 _UFIX12_1_RND = _F("ap_ufixed<12,1,AP_RND>")
 _UFIX16_1_RND = _F("ap_ufixed<16,1,AP_RND>")
 _UFIX28_12_TRN = _F("ap_ufixed<28,12,AP_TRN>")
-
-
-def _rnd_flag(fmt: FixedFormat) -> int:
-    return 1 if fmt.rounding is Rounding.RND else 0
 
 
 @dataclass(frozen=True)
@@ -157,33 +153,6 @@ class SoftermaxSoftmax(SoftmaxSpec):
             ),
         }
 
-    def params(self) -> dict[str, int]:
-        return {
-            "IN_W": self.in_fmt.width,
-            "IN_F": self.in_fmt.frac_bits,
-            "LOG2E": self.log2e_raw,
-            "LOG2E_F": self.log2e_fmt.frac_bits,
-            "T_W": self.t_fmt.width,
-            "T_F": self.t_fmt.frac_bits,
-            "T_RND": _rnd_flag(self.t_fmt),
-            "POW2_F": self.pow2_fmt.frac_bits,
-            "POW2_RND": _rnd_flag(self.pow2_fmt),
-            "POW2_ADDR_BITS": self.pow2_segments_log2,
-            "POW2_TABLE_F": self.pow2_table_frac_bits,
-            "SUM_W": self.sum_fmt.width,
-            "SUM_F": self.sum_fmt.frac_bits,
-            "RECIP_W": self.recip_fmt.width,
-            "RECIP_F": self.recip_fmt.frac_bits,
-            "RECIP_RND": _rnd_flag(self.recip_fmt),
-            "RECIP_ADDR_BITS": self.recip_segments_log2,
-            "RECIP_WORK_F": self.recip_work_frac_bits,
-            "OUT_W": self.out_fmt.width,
-            "OUT_F": self.out_fmt.frac_bits,
-            "OUT_RND": _rnd_flag(self.out_fmt),
-            "OUT_SAT": int(self.out_fmt.overflow.value == "AP_SAT"),
-            "OUT_SIGNED": int(self.out_fmt.signed),
-        }
-
     def hw_params(self, n: int | None = None) -> dict[str, int]:
         """The hardware parameter set of the HLS unit ``softmax_softermax_op``.
 
@@ -281,6 +250,7 @@ class SoftermaxSoftmax(SoftmaxSpec):
             "OUT_RND": rounding_code(self.out_fmt.rounding),
             "OUT_OVF": overflow_code(self.out_fmt.overflow),
             "OUT_SHIFT": fp + f_r - self.out_fmt.frac_bits,
+            **self._log_code_params(),
         }
 
     def _t(self, x: RawArray) -> RawArray:
