@@ -151,7 +151,8 @@ def test_mul_pipe_ecp5_dsp_branch_equals_integer_product(
 def test_mul_pipe_ecp5_dsp_check_fails_on_miswired_primitive(tmp_path: Path) -> None:
     """The check above sees a wiring mistake: A0 and A1 swapped at the primitive."""
     src = (RTL_DIR / "hwa_mul_pipe.sv").read_text()
-    assert ".A1(al[1])" in src and ".A0(al[0])" in src
+    assert ".A1(al[1])" in src
+    assert ".A0(al[0])" in src
     bad = src.replace(".A1(al[1])", ".A1(al[@])").replace(".A0(al[0])", ".A0(al[1])")
     (tmp_path / "hwa_mul_pipe.sv").write_text(bad.replace(".A1(al[@])", ".A1(al[0])"))
     params = {"A_W": 28, "B_W": 25, "B_SIGNED": 1, "P_W": 52, "IN_REG": 1}

@@ -3,8 +3,9 @@
 Each cycle drives seeded random ``a`` (signed ``A_W``), ``b`` (``B_W``, signed when
 ``B_SIGNED``) and a random enable; the product of the inputs taken at an enabled
 cycle must appear on ``p`` after 3 + ``IN_REG`` enabled cycles (the job's ``IN_REG``,
-default 0), equal to ``a * b`` reduced to a signed ``P_W``-bit value. Edge operands (the most negative and largest codes,
-0, -1) are mixed in. Writes ``{"passed", "checked", "mismatches", "first"}``.
+default 0), equal to ``a * b`` reduced to a signed ``P_W``-bit value. Edge operands
+(the most negative and largest codes, 0, -1) are mixed in. Writes ``{"passed",
+"checked", "mismatches", "first"}``.
 """
 
 from __future__ import annotations
