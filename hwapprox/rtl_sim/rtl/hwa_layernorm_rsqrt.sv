@@ -19,14 +19,14 @@
 // or the power of 2 >= 4 + (ROW_LAT + ROW_MAX + 15) / 16 (issue 22).
 // Pipelining (issue 22, ECP5 at 125 MHz): the ingest square is a registered multiply;
 // per row, n*S2, S1^2, n^2 and n^2*EPS_Q are hwa_mul_pipe products (18 x 18 partial
-// products), the 1/sqrt is hwa_rsqrt_pipe (8 + 10*NEWTON stages); on the way out n*X
+// products), the 1/sqrt is hwa_rsqrt_pipe (8 + 13*NEWTON stages); on the way out n*X
 // (hwa_mul_pipe with operand registers of its own, 4 stages), A = n*X - S1 (1), then
 // hwa_ln_rsqrt_out (shared with hwa_layernorm_rmsnorm): A*y and Z*gamma (hwa_mul_pipe
 // with operand registers, 4 stages each), Z's rounding shift (hwa_round_shift_pipe, 3),
 // acc (1), the output rounding (1). Every output-side product is thus register ->
 // multiplier -> register, on ECP5 inside the MULT18X18D (hwa_mul_pipe's HWA_ECP5_DSP).
-// Latency: last input -> context ROW_LAT = 19 + 10*NEWTON cycles; last input -> last
-// output N + 38 + 10*NEWTON (N + 48 at the defaults, NEWTON = 1; N + 43 before the
+// Latency: last input -> context ROW_LAT = 19 + 13*NEWTON cycles; last input -> last
+// output N + 38 + 13*NEWTON (N + 51 at the defaults, NEWTON = 1; N + 43 before the
 // operand registers), one element per cycle.
 // Throughput: back-to-back rows of N >= 16 never stall the input and lose no output
 // cycle (tests/test_rtl_throughput.py).
@@ -105,7 +105,7 @@ module hwa_layernorm_rsqrt #(
   localparam int LM = 3 + int'(MUL_IN_REG);
   // the per-row pipeline: t1 (the row's sums) -> ctx_v (t2..t8 De, hwa_rsqrt_pipe, the
   // context); ROW_LAT: in_last -> ctx_v (two more: the square and the sums)
-  localparam int CTX_LAT = 9 + 8 + 10 * NEWTON;
+  localparam int CTX_LAT = 9 + 8 + 13 * NEWTON;  // hwa_rsqrt_pipe: 8 + 13*NEWTON
   localparam int ROW_LAT = CTX_LAT + 2;
   // the row buffer and row queue hold a row for its context's latency too (rows of >= 16;
   // mixed lengths: a short row may wait behind a long one)

@@ -12,11 +12,11 @@
 // The payload p_in leaves with its row. Timing: the divider and the square root run
 // side by side (one bit per cycle, hwa_udiv_rr / hwa_isqrt_rr: a row every <= II
 // cycles), then the rounded mean (three stages, one before issue 22) and var0
-// (six stages, a stall-all chain: n*mean, the difference, mean*t as 18 x 18 partial
+// (seven stages, a stall-all chain: n*mean, the difference, mean*t as 18 x 18 partial
 // products, the subtraction; issue 22), with a register before the divider and the
 // root and one after var0, each taking a row only when empty (in_rdy and the chain's
 // enable are registers: no ready path through the module; issue 22): in -> out_v about
-// RB + 12 cycles (RB = ceil(RX / 2), the root's bits: the slower of the two); one row
+// RB + 13 cycles (RB = ceil(RX / 2), the root's bits: the slower of the two); one row
 // every max(II, 2) cycles at most.
 // Parameters: no defaults; the parent passes every one (the spec's hw_params()).
 `default_nettype none
@@ -199,11 +199,12 @@ module hwa_ln_int_stats #(
     end
   end
 
-  // ---- stages V1..V6: var0 = S2 - mean*(2*S1 - n*mean), a stall-all chain (issue 22):
-  //   V1 n*mean; V2 t = 2*S1 - n*mean; V3..V5 mean*t (hwa_mul_pipe, 18 x 18 partial
-  //   products); V6 var0 = S2 - mean*t. Every product and difference mod 2^MOM_W.
-  localparam int VL = 6;
-  logic [VL-1:0] vv;  // a row in stage V1..V6
+  // ---- stages V1..V7: var0 = S2 - mean*(2*S1 - n*mean), a stall-all chain (issue 22):
+  //   V1 n*mean; V2 t = 2*S1 - n*mean; V3..V6 mean*t (hwa_mul_pipe with operand
+  //   registers of its own, 18 x 18 partial products); V7 var0 = S2 - mean*t. Every
+  //   product and difference mod 2^MOM_W.
+  localparam int VL = 7;
+  logic [VL-1:0] vv;  // a row in stage V1..V7
   logic ven;  // the chain advances
   logic o_v;  // O: the output register (below)
   assign ven = !vv[VL-1] || !o_v;
@@ -237,7 +238,8 @@ module hwa_ln_int_stats #(
       .A_W(X_W),
       .B_W(MOM_W),
       .B_SIGNED(1'b1),
-      .P_W(MOM_W)
+      .P_W(MOM_W),
+      .IN_REG(1'b1)
   ) u_mt (
       .clk(clk),
       .en (ven),
@@ -247,7 +249,7 @@ module hwa_ln_int_stats #(
   );
   hwa_delay #(
       .W(S2_W + X_W + SQRTN_W + P_W),
-      .L(3)
+      .L(4)
   ) u_v5 (
       .clk(clk),
       .rst(1'b0),
