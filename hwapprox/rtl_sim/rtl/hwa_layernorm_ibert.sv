@@ -444,8 +444,6 @@ module hwa_layernorm_ibert #(
   /* verilator lint_off UNUSEDSIGNAL */
   logic [STD_W-1:0] d_r;  // the remainder: not needed
   /* verilator lint_on UNUSEDSIGNAL */
-  assign std_c = STD_W'(sd_root) << sd_s;  // from the registers below
-  assign sd_dz = std_c == '0;
   // one register stage between the root and the divider (issue 22): the root and its
   // shift registered (the root pool's output mux, the shift and std == 0 in separate
   // cycles), std = root << s computed from them into the divider; it
@@ -454,6 +452,8 @@ module hwa_layernorm_ibert #(
   logic sd_v, u_rdy;
   logic [ROOT_W-1:0] sd_root;
   logic [SW-1:0] sd_s;
+  assign std_c = STD_W'(sd_root) << sd_s;
+  assign sd_dz = std_c == '0;
   logic [SQRTN_W-1:0] sd_sqrtn;
   assign sq_rdy = !sd_v;
   always_ff @(posedge clk) begin
