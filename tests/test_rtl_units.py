@@ -218,7 +218,7 @@ def test_icarus_is_optional() -> None:
 def test_layernorm_latency_and_throughput_target(method: str) -> None:
     """The default rsqrt LayerNorms (one Newton step on a 256-entry 1/sqrt table): rows of
     64 back to back leave one output per cycle, last-in to last-out exactly the
-    N + latency_extra the unit states (N + 51 and N + 50: the per-row 1/sqrt and the
+    N + latency_extra the unit states (N + 53 and N + 50: the per-row 1/sqrt and the
     output products pipelined for 125 MHz, issue 22)."""
     from hwapprox.rtl_sim.sim import simulate
     from hwapprox.rtl_sim.units import get_unit

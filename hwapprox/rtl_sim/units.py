@@ -787,9 +787,9 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         rowwise=True,
         doc="single-pass S1/S2, pipelined 1/sqrt (table + Newton, 18 x 18 partial "
         "products: 13 stages per Newton step), gamma/beta memory. Last-in -> last-out "
-        "N + 38 + 13·newton_steps (N + 51 at the default one step; the row buffer is "
+        "N + 40 + 13·newton_steps (N + 53 at the default one step; the row buffer is "
         "sized for the per-row latency)",
-        latency_extra=51,
+        latency_extra=53,
     ),
     (Operator.LAYERNORM, "ibert"): RtlUnit(
         Operator.LAYERNORM,
