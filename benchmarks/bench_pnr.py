@@ -64,7 +64,8 @@ BEFORE = {
 }
 
 #: what limits a unit below the target: the stage its critical path (the table's last
-#: column, measured) runs through, and what closing it takes (not done in issue 22 yet)
+#: column, measured) runs through, and what closing it takes (the LayerNorm entries:
+#: measured after the MULT18X18D flow, FLOW_VERSION 3)
 WHY = {
     "softmax/online": "every arithmetic stage is registered now (exp units 17 stages, "
     "reciprocal 36, output product 7, the rescale multiply d·E over 4 with input bubbles "
@@ -77,27 +78,32 @@ WHY = {
     "row-length counter -> accept -> occupancy counter, as for the online unit",
     "softmax/ibert": "—",
     "softmax/shiftmax": "—",
-    "layernorm/rsqrt_lut": "the register -> MULT18X18D -> register path of n·X taken "
-    "straight from the row stream's output register (or, on other seeds, hwa_row_stream's "
-    "read sequencer idx -> count); the logic is cycle for cycle the one that measured "
-    "125.5 before its output pipeline moved into hwa_ln_rsqrt_out (shared with RMSNorm): "
-    "placement noise around 125 (122 / 125 / 109 then, 119 / 115 / 109 now); a register "
-    "before n·X (+1 cycle) is untried",
-    "layernorm/rmsnorm": "every product behind operand registers of its own (hwa_mul_pipe "
-    "IN_REG) and an element stage before A = k·X; left: the register -> MULT18X18D -> "
-    "register paths themselves (0.52 ns clock to out + 3.93 ns through the multiplier "
-    "leave 3.55 ns of routing at 125 MHz; nextpnr spends 3.6–4.1). Closing them needs "
-    "the DSP's own input/output registers (REG_INPUTA/B, REG_OUTPUT), which synth_ecp5 "
-    "does not infer: a flow change (instantiating MULT18X18D) not made yet",
-    "layernorm/ibert": "dividers and roots at one bit per cycle (hwa_udiv_rr / "
-    "hwa_isqrt_rr, copies taken in turn, no ready path through them), the statistics and "
-    "the second pass staged, hwa_ln_int_out's products with operand registers; left: the "
-    "register -> MULT18X18D -> register path, as for RMSNorm",
-    "layernorm/ivit": "as I-BERT LayerNorm (one-bit-per-cycle Newton dividers, the output "
-    "products staged, the block-RAM read registered); left: hwa_ln_int_out's y·factor and "
-    "Z·γ register -> DSP -> register paths (this is the largest design and its DSPs land "
-    "further from their registers: 4.8–5.2 ns of routing) and, on one seed, the sums "
-    "FIFO's read -> the mean divider's load (a register after the FIFO would take it off)",
+    "layernorm/rsqrt_lut": "every product (per row n·S2, S1², n², n²·EPS_Q; the 1/sqrt's "
+    "Newton products; on the way out n·X, A·y, Z·γ) behind operand registers of its own "
+    "(hwa_mul_pipe IN_REG), which the ECP5 flow maps onto the MULT18X18D's own input and "
+    "output registers, so no critical path runs through a multiplier any more (N + 43 -> "
+    "N + 53); left, on both seeds: hwa_row_stream's row counter -> accept -> occupancy and "
+    "row-count registers (cnt_reg -> occ_reg / rows_reg, 8.0 ns), the row stream being "
+    "reworked separately",
+    "layernorm/rmsnorm": "every hwa_mul_pipe product in the DSP's own registers (the ECP5 "
+    "flow's MULT18X18D with REG_INPUTA/B and REG_OUTPUT) and the 1/sqrt's Newton products "
+    "with operand registers too (N + 47 -> N + 50); left: hwa_row_stream's row counter -> "
+    "occupancy path (best seed) and the inline A = k·X register -> MULT18X18D -> register "
+    "(4.45 ns + 4.3 ns of routing on the other seed)",
+    "layernorm/ibert": "the products in the DSP's own registers; the ready chain from the "
+    "factor divider pool through the root pool into the FIFO of row variances cut (the "
+    "root -> divider register takes a root only when empty, holds root and shift, std "
+    "after it); hwa_ln_int_stats with an input and an output register whose ready is a "
+    "register and mean·t with operand registers (2N + 110 -> 2N + 113); left: the "
+    "statistics' inline n·mean register -> MULT18X18D -> register (4.45 + 3.4 ns)",
+    "layernorm/ivit": "the products in the DSP's own registers and hwa_ln_int_stats "
+    "decoupled as for I-BERT (N + 291 -> N + 294): the sums FIFO -> mean divider and "
+    "Newton divider -> statistics ready paths are gone; left, on both seeds: the chain of "
+    "Newton dividers' handshakes (hwa_udiv_rr): divider i+1's in_rdy -> divider i's "
+    "out_rdy -> its copy's in_rdy (hwa_udiv_iter's !busy && (!done || out_rdy)) -> the "
+    "copy's remainder/counter load (2.5 ns logic + 6.7 ns routing across the die). Next: "
+    "a register with registered ready between the Newton dividers, or a copy load "
+    "enable in hwa_udiv_rr that does not see out_rdy (a copy is loaded only when idle)",
 }
 
 

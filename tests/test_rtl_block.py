@@ -205,9 +205,9 @@ def test_cycle_formula_by_hand() -> None:
         "QKV": S * D * 3 + 6,
         "ATT": H * S * (2 * (S * dh + 2) + 2 * S + 8 + rlat),
         "O": S * D * 1 + 6,
-        "LNM": S * D + D + 35 + 10,
-        # r1 = D·ceil(F/16) = 32, r2 = F·ceil(D/16) = 32; pwl 6; LN2 2D + 34 + 10
-        "FFN": 32 + 32 + F + 6 + (S - 1) * 32 + 12 + 2 * D + 34 + 10,
+        "LNM": S * D + D + 42 + 13,
+        # r1 = D·ceil(F/16) = 32, r2 = F·ceil(D/16) = 32; pwl 6; LN2 2D + 41 + 13
+        "FFN": 32 + 32 + F + 6 + (S - 1) * 32 + 12 + 2 * D + 41 + 13,
         "OUT": S,
     }
 

@@ -3,9 +3,11 @@ input code, every rounding mode and every overflow mode (one build)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from hwapprox.rtl_sim.runner import build, run_job, simulator_available
+from hwapprox.rtl_sim.runner import RTL_DIR, build, run_job, simulator_available
 
 pytestmark = [
     pytest.mark.rtl,
@@ -104,6 +106,60 @@ def test_mul_pipe_equals_integer_product(a_w: int, b_w: int, b_signed: int, p_w:
     assert res.stats["mismatches"] == 0, res.stats["first"]
     assert res.stats["checked"] > 1200
     assert res.passed
+
+
+@pytest.mark.parametrize(("a_w", "b_w", "b_signed", "p_w"), [MUL_SETS[1], MUL_SETS[4]])
+def test_mul_pipe_with_operand_registers_equals_integer_product(
+    a_w: int, b_w: int, b_signed: int, p_w: int
+) -> None:
+    """IN_REG = 1 (the behavioural branch, what every simulation runs): one more stage."""
+    params = {"A_W": a_w, "B_W": b_w, "B_SIGNED": b_signed, "P_W": p_w, "IN_REG": 1}
+    info = build("hwa_mul_pipe", ["hwa_mul_pipe.sv"], params)
+    res = run_job(info, {**params, "seed": a_w + 1, "cycles": 2000}, test_module=MUL_MODULE)
+    assert res.stats["mismatches"] == 0, res.stats["first"]
+    assert res.stats["checked"] > 1200
+    assert res.passed
+
+
+#: a test-only model of the ECP5 MULT18X18D (our reading of the primitive: see its header)
+DSP_MODEL = Path(__file__).parent / "rtl_fixtures" / "mult18x18d_model.sv"
+DSP_DEFINES: dict[str, int | str] = {"HWA_ECP5_DSP": 1}
+
+
+def _dsp_build(params: dict[str, int], mul_src: Path | str = "hwa_mul_pipe.sv"):
+    return build("hwa_mul_pipe", [DSP_MODEL, mul_src], params, defines=DSP_DEFINES)
+
+
+@pytest.mark.parametrize(("a_w", "b_w", "b_signed", "p_w"), MUL_SETS)
+def test_mul_pipe_ecp5_dsp_branch_equals_integer_product(
+    a_w: int, b_w: int, b_signed: int, p_w: int
+) -> None:
+    """The place-and-route flow's branch (HWA_ECP5_DSP: every IN_REG product a
+    MULT18X18D with its own input and output registers), simulated with the model of
+    the primitive: the same latency and the same values as the behavioural branch
+    (both are checked against the integer product on seeded random and edge operands,
+    with a random enable)."""
+    params = {"A_W": a_w, "B_W": b_w, "B_SIGNED": b_signed, "P_W": p_w, "IN_REG": 1}
+    res = run_job(
+        _dsp_build(params), {**params, "seed": a_w + 2, "cycles": 2000}, test_module=MUL_MODULE
+    )
+    assert res.stats["mismatches"] == 0, res.stats["first"]
+    assert res.stats["checked"] > 1200
+    assert res.passed
+
+
+def test_mul_pipe_ecp5_dsp_check_fails_on_miswired_primitive(tmp_path: Path) -> None:
+    """The check above sees a wiring mistake: A0 and A1 swapped at the primitive."""
+    src = (RTL_DIR / "hwa_mul_pipe.sv").read_text()
+    assert ".A1(al[1])" in src
+    assert ".A0(al[0])" in src
+    bad = src.replace(".A1(al[1])", ".A1(al[@])").replace(".A0(al[0])", ".A0(al[1])")
+    (tmp_path / "hwa_mul_pipe.sv").write_text(bad.replace(".A1(al[@])", ".A1(al[0])"))
+    params = {"A_W": 28, "B_W": 25, "B_SIGNED": 1, "P_W": 52, "IN_REG": 1}
+    info = _dsp_build(params, tmp_path / "hwa_mul_pipe.sv")
+    res = run_job(info, {**params, "seed": 3, "cycles": 300}, test_module=MUL_MODULE)
+    assert not res.passed
+    assert res.stats["mismatches"] > 50
 
 
 def test_mul_pipe_check_fails_on_a_wrong_expected_value() -> None:

@@ -218,7 +218,7 @@ def test_icarus_is_optional() -> None:
 def test_layernorm_latency_and_throughput_target(method: str) -> None:
     """The default rsqrt LayerNorms (one Newton step on a 256-entry 1/sqrt table): rows of
     64 back to back leave one output per cycle, last-in to last-out exactly the
-    N + latency_extra the unit states (N + 43 and N + 47: the per-row 1/sqrt and the
+    N + latency_extra the unit states (N + 53 and N + 50: the per-row 1/sqrt and the
     output products pipelined for 125 MHz, issue 22)."""
     from hwapprox.rtl_sim.sim import simulate
     from hwapprox.rtl_sim.units import get_unit
@@ -240,8 +240,8 @@ def test_layernorm_latency_and_throughput_target(method: str) -> None:
 def test_integer_layernorm_latency_and_throughput(method: str) -> None:
     """The integer LayerNorms at their default spec: rows of 64 back to back leave one
     output per cycle at one constant latency, within the unit's stated bound (I-ViT:
-    N + 300, measured N + 291: its per-row chain is nine dependent divisions at one
-    quotient bit per cycle; I-BERT: two passes, 2N + 110, measured 2N + 110 (issue 22's
+    N + 300, measured N + 294: its per-row chain is nine dependent divisions at one
+    quotient bit per cycle; I-BERT: two passes, 2N + 113, measured 2N + 113 (issue 22's
     pipelining: 2N + 51 before): the shifted variance needs the row re-read
     once its mean is known)."""
     from hwapprox.rtl_sim.sim import simulate

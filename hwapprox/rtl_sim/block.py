@@ -305,7 +305,7 @@ def block_cycles(block: BlockLike, parallel: int | Mapping[str, int] = 8) -> Blo
         return s * cycles_per_token(k, n, p) + LINEAR_LATENCY_EXTRA + 1
 
     def ln_extra(spec: ApproxSpec) -> int:  # hwa_layernorm_rsqrt: last in -> last out - N
-        return 33 + 10 * int(spec.hw_params()["NEWTON"])
+        return 40 + 13 * int(spec.hw_params()["NEWTON"])
 
     def ln(spec: ApproxSpec) -> int:
         return s * d + d + 2 + ln_extra(spec)

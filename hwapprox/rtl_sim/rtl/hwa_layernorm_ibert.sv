@@ -31,8 +31,11 @@
 // mean 3 stages, 1 before); the ingest square is a registered
 // multiply two stages behind the input; the shift s from var0 takes 3 stages (1
 // before); the second pass is a chain y = X - mean, the shifts, the squares (2 stages
-// more); hwa_ln_int_out's products have their own stages (16 stages, 5 before).
-// Latency (last input -> last output): 2n + C (measured at the defaults: 2n + 110 at
+// more); hwa_ln_int_out's products have their own stages (16 stages, 5 before); the
+// statistics (hwa_ln_int_stats) take a row into a register and give it out of one,
+// neither with a ready path through it (2 stages), and its mean*t has operand
+// registers of its own (1 stage).
+// Latency (last input -> last output): 2n + C (measured at the defaults: 2n + 113 at
 // n = 64, 2n + 51 before issue 22's stages; n + 16 is out of
 // reach: the second pass needs the mean, the third the variance of the whole row).
 // Rows longer than ROW_MAX are dropped (consumed up to tlast, nothing output) and
@@ -434,24 +437,32 @@ module hwa_layernorm_ibert #(
   );
   // std = isqrt(var) << s; factor = 2^FACTOR_NUM_BITS / std (0 when std = 0)
   logic [STD_W-1:0] std_c;
+  logic sd_dz;
   logic [FACTOR_W-1:0] factor;
   logic dz;
   logic [SQRTN_W-1:0] d_sqrtn;
   /* verilator lint_off UNUSEDSIGNAL */
   logic [STD_W-1:0] d_r;  // the remainder: not needed
   /* verilator lint_on UNUSEDSIGNAL */
-  assign std_c = STD_W'(root) << sq_s;
-  // one register stage between the root and the divider (issue 22): std, std == 0
-  logic sd_v, sd_dz, u_rdy;
-  logic [STD_W-1:0] sd_std;
+  // one register stage between the root and the divider (issue 22): the root and its
+  // shift registered (the root pool's output mux, the shift and std == 0 in separate
+  // cycles), std = root << s computed from them into the divider; it
+  // takes a root only when empty (sq_rdy a register: no ready path from the divider pool
+  // through the root pool into the FIFO of row variances; a row per II >= 2 cycles at most)
+  logic sd_v, u_rdy;
+  logic [ROOT_W-1:0] sd_root;
+  logic [SW-1:0] sd_s;
+  assign std_c = STD_W'(sd_root) << sd_s;
+  assign sd_dz = std_c == '0;
   logic [SQRTN_W-1:0] sd_sqrtn;
-  assign sq_rdy = !sd_v || u_rdy;
+  assign sq_rdy = !sd_v;
   always_ff @(posedge clk) begin
     if (rst) sd_v <= 1'b0;
     else if (sq_rdy) sd_v <= sq_v;
+    else if (u_rdy) sd_v <= 1'b0;  // the divider took it
     if (sq_rdy && sq_v) begin
-      sd_std <= std_c;
-      sd_dz <= std_c == '0;
+      sd_root <= root;
+      sd_s <= sq_s;
       sd_sqrtn <= sq_sqrtn;
     end
   end
@@ -467,7 +478,7 @@ module hwa_layernorm_ibert #(
       .in_v(sd_v),
       .in_rdy(u_rdy),
       .n((FACTOR_NUM_BITS + 1)'(1) << FACTOR_NUM_BITS),
-      .d(sd_std),
+      .d(std_c),
       .p_in({sd_dz, sd_sqrtn}),
       .out_v(b_ctx_v),
       .out_rdy(1'b1),  // B's row queue has room for every row that entered B

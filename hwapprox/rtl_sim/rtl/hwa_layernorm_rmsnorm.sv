@@ -28,12 +28,12 @@
 // Pipelining (issue 22, ECP5 at 125 MHz): the ingest square is a registered multiply;
 // per row k*S2, k^2 and k^2*EPS_Q are hwa_mul_pipe products with operand registers of
 // their own (LM = 4 stages each: k^2*EPS_Q after k^2, 2 more than without them), De (1),
-// the 1/sqrt is hwa_rsqrt_pipe (8 + 10*NEWTON stages); on the way out: the element, k, y
+// the 1/sqrt is hwa_rsqrt_pipe (8 + 13*NEWTON stages); on the way out: the element, k, y
 // and sh registered (1 stage), A = k*X (1), then hwa_ln_rsqrt_out (shared with
 // hwa_layernorm_rsqrt): A*y and Z*gamma (4 each), Z's rounding shift (3), acc (1), the
-// output rounding (1). Latency: last input -> context ROW_LAT = 21 + 10*NEWTON cycles;
-// last input -> last output n + 37 + 10*NEWTON (n + 47 at NEWTON = 1; it was n + 42
-// before the operand registers and the element stage);
+// output rounding (1). Latency: last input -> context ROW_LAT = 21 + 13*NEWTON cycles;
+// last input -> last output n + 37 + 13*NEWTON (n + 50 at NEWTON = 1; it was n + 42
+// before the operand registers and the element stage, n + 47 before hwa_rsqrt_pipe's);
 // back-to-back rows of n >= 16 lose no cycle (tests/test_rtl_throughput.py). Rows
 // longer than ROW_MAX are dropped (consumed up to tlast, nothing output) and row_err
 // pulses for one cycle.
@@ -116,7 +116,7 @@ module hwa_layernorm_rmsnorm #(
   // two products in a row, one stage more for De; then hwa_rsqrt_pipe, RS_LAT stages; one
   // more: the context); ROW_LAT: in_last -> ctx_v (two more: the square and the sum)
   localparam int TDE = 2 * LM + 2;
-  localparam int RS_LAT = 8 + 10 * NEWTON;
+  localparam int RS_LAT = 8 + 13 * NEWTON;
   localparam int CTX_LAT = TDE + 1 + RS_LAT;
   localparam int ROW_LAT = CTX_LAT + 2;
   // the row buffer and row queue hold a row for its context's latency too (rows of >= 16;

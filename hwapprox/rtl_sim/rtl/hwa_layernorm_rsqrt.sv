@@ -19,12 +19,15 @@
 // or the power of 2 >= 4 + (ROW_LAT + ROW_MAX + 15) / 16 (issue 22).
 // Pipelining (issue 22, ECP5 at 125 MHz): the ingest square is a registered multiply;
 // per row, n*S2, S1^2, n^2 and n^2*EPS_Q are hwa_mul_pipe products (18 x 18 partial
-// products), the 1/sqrt is hwa_rsqrt_pipe (8 + 10*NEWTON stages); on the way out n*X
-// (1 stage), A = n*X - S1 (1), then hwa_ln_rsqrt_out (shared with hwa_layernorm_rmsnorm):
-// A*y and Z*gamma (hwa_mul_pipe, 3 stages each), Z's rounding shift
-// (hwa_round_shift_pipe, 3), acc (1), the output rounding (1).
-// Latency: last input -> context ROW_LAT = 19 + 10*NEWTON cycles; last input -> last
-// output N + 33 + 10*NEWTON (N + 43 at the defaults, NEWTON = 1), one element per cycle.
+// products, operand registers of their own: 4 stages each), the 1/sqrt is hwa_rsqrt_pipe (8 + 13*NEWTON stages); on the way out n*X
+// (hwa_mul_pipe with operand registers of its own, 4 stages), A = n*X - S1 (1), then
+// hwa_ln_rsqrt_out (shared with hwa_layernorm_rmsnorm): A*y and Z*gamma (hwa_mul_pipe
+// with operand registers, 4 stages each), Z's rounding shift (hwa_round_shift_pipe, 3),
+// acc (1), the output rounding (1). Every output-side product is thus register ->
+// multiplier -> register, on ECP5 inside the MULT18X18D (hwa_mul_pipe's HWA_ECP5_DSP).
+// Latency: last input -> context ROW_LAT = 21 + 13*NEWTON cycles; last input -> last
+// output N + 40 + 13*NEWTON (N + 53 at the defaults, NEWTON = 1; N + 43 before the
+// operand registers), one element per cycle.
 // Throughput: back-to-back rows of N >= 16 never stall the input and lose no output
 // cycle (tests/test_rtl_throughput.py).
 // Rows of 1..ROW_MAX elements. A longer row is dropped (consumed up to its
@@ -95,12 +98,15 @@ module hwa_layernorm_rsqrt #(
   // Z = A*y << -sh needs at most FZ + G/2 - P extra bits
   localparam int LSH = (FZ + G / 2 - P > 0) ? FZ + G / 2 - P : 0;
   localparam int EPS_W = bit_len(EPS_Q);
-  // the output pipeline's multipliers without operand registers of their own (IN_REG = 1
-  // would cost 2 stages and did not help here: 120 MHz against 125.5, issue 22)
-  localparam bit MUL_IN_REG = 1'b0;
+  // every output-side multiplier (n*X, A*y, Z*gamma) behind operand registers of its own
+  // (hwa_mul_pipe IN_REG; on ECP5 the MULT18X18D's own input and output registers, issue
+  // 22): LM stages each
+  localparam bit MUL_IN_REG = 1'b1;
+  localparam int LM = 3 + int'(MUL_IN_REG);
   // the per-row pipeline: t1 (the row's sums) -> ctx_v (t2..t8 De, hwa_rsqrt_pipe, the
   // context); ROW_LAT: in_last -> ctx_v (two more: the square and the sums)
-  localparam int CTX_LAT = 9 + 8 + 10 * NEWTON;
+  localparam int TDE = 2 * LM + 2;  // t1 -> De (the per-row products, below)
+  localparam int CTX_LAT = TDE + 1 + 8 + 13 * NEWTON;  // hwa_rsqrt_pipe: 8 + 13*NEWTON
   localparam int ROW_LAT = CTX_LAT + 2;
   // the row buffer and row queue hold a row for its context's latency too (rows of >= 16;
   // mixed lengths: a short row may wait behind a long one)
@@ -188,13 +194,14 @@ module hwa_layernorm_rsqrt #(
   end
 
   // ---- per-row pipeline (free running: one row per cycle at most, never stalls) --------
-  // t1: the row's final sums; t2..t4: n*S2, S1^2, n^2 (hwa_mul_pipe, mod 2^DE_W: De and
-  // every partial result fit DE_W bits, D = n*S2 - S1^2 >= 0); t5: D; t5..t7: n^2*EPS_Q;
-  // t8: De; then hwa_rsqrt_pipe (RS_LAT); one more: the context.
-  logic [7:0] v_sr;  // t1..t8
+  // t1: the row's final sums; t2..t(LM+1): n*S2, S1^2, n^2 (hwa_mul_pipe with operand
+  // registers of its own, mod 2^DE_W: De and every partial result fit DE_W bits, D =
+  // n*S2 - S1^2 >= 0); t(LM+2): D; t(LM+2)..t(2LM+1): n^2*EPS_Q; t(2LM+2) = TDE: De;
+  // then hwa_rsqrt_pipe (RS_LAT); one more: the context.
+  logic [TDE-1:0] v_sr;  // t1..tDE
   always_ff @(posedge clk) begin
     if (rst) v_sr <= '0;
-    else v_sr <= {v_sr[6:0], i2_v & i2_last};
+    else v_sr <= {v_sr[TDE-2:0], i2_v & i2_last};
   end
   logic signed [S1_W-1:0] s1_0;
   logic signed [S2_W:0] s2_0;
@@ -210,7 +217,8 @@ module hwa_layernorm_rsqrt #(
       .A_W(S2_W + 1),
       .B_W(N_BITS),
       .B_SIGNED(1'b0),
-      .P_W(DE_W)
+      .P_W(DE_W),
+      .IN_REG(MUL_IN_REG)
   ) u_ns2 (
       .clk(clk),
       .en (1'b1),
@@ -222,7 +230,8 @@ module hwa_layernorm_rsqrt #(
       .A_W(S1_W),
       .B_W(S1_W),
       .B_SIGNED(1'b1),
-      .P_W(DE_W)
+      .P_W(DE_W),
+      .IN_REG(MUL_IN_REG)
   ) u_s1sq (
       .clk(clk),
       .en (1'b1),
@@ -234,7 +243,8 @@ module hwa_layernorm_rsqrt #(
       .A_W(N_BITS + 1),
       .B_W(N_BITS),
       .B_SIGNED(1'b0),
-      .P_W(2 * N_BITS)
+      .P_W(2 * N_BITS),
+      .IN_REG(MUL_IN_REG)
   ) u_nn (
       .clk(clk),
       .en (1'b1),
@@ -246,7 +256,8 @@ module hwa_layernorm_rsqrt #(
       .A_W(2 * N_BITS + 1),
       .B_W(EPS_W),
       .B_SIGNED(1'b0),
-      .P_W(DE_W)
+      .P_W(DE_W),
+      .IN_REG(MUL_IN_REG)
   ) u_eps (
       .clk(clk),
       .en (1'b1),
@@ -258,7 +269,7 @@ module hwa_layernorm_rsqrt #(
   always_ff @(posedge clk) d_5 <= DE_W'(ns2_p - s1sq_p);
   hwa_delay #(
       .W(DE_W),
-      .L(2)
+      .L(LM - 1)
   ) u_d7 (
       .clk(clk),
       .rst(1'b0),
@@ -281,7 +292,7 @@ module hwa_layernorm_rsqrt #(
   ) u_rsqrt (
       .clk(clk),
       .rst(rst),
-      .in_v(v_sr[7]),
+      .in_v(v_sr[TDE-1]),
       .de(de_8),
       .out_v(rs_v),
       .y(rs_y),
@@ -336,7 +347,8 @@ module hwa_layernorm_rsqrt #(
       o1_b <= beta_mem[GAW'(rd_idx)];
     end
   end
-  // ob: n*X (a registered multiply); o2: A = n*X - S1
+  // ob: n*X (hwa_mul_pipe, LM stages, the row's context and gamma/beta delayed beside it);
+  // o2: A = n*X - S1
   logic ob_v, ob_l;
   logic signed [A_W-1:0] ob_nx;
   logic signed [S1_W-1:0] ob_s1;
@@ -344,19 +356,29 @@ module hwa_layernorm_rsqrt #(
   logic signed [BETA_W-1:0] ob_b;
   logic signed [YW-1:0] ob_y;
   logic signed [SHW-1:0] ob_sh;
-  always_ff @(posedge clk) begin
-    if (rst) ob_v <= 1'b0;
-    else if (ce) ob_v <= o1_v;
-    if (ce) begin
-      ob_nx <= A_W'($signed({1'b0, n_eff(o1_n)})) * A_W'($signed(o1_x));
-      ob_s1 <= o1_s1;
-      ob_l <= o1_l;
-      ob_g <= o1_g;
-      ob_b <= o1_b;
-      ob_y <= o1_y;
-      ob_sh <= o1_sh;
-    end
-  end
+  hwa_mul_pipe #(
+      .A_W(IN_W),
+      .B_W(N_BITS),
+      .B_SIGNED(1'b0),
+      .P_W(A_W),
+      .IN_REG(MUL_IN_REG)
+  ) u_nx (
+      .clk(clk),
+      .en (ce),
+      .a  ($signed(o1_x)),
+      .b  (n_eff(o1_n)),
+      .p  (ob_nx)
+  );
+  hwa_delay #(
+      .W(2 + S1_W + GAMMA_W + BETA_W + YW + SHW),
+      .L(LM)
+  ) u_dnx (
+      .clk(clk),
+      .rst(rst),
+      .en (ce),
+      .d  ({o1_v, o1_l, o1_s1, o1_g, o1_b, o1_y, o1_sh}),
+      .q  ({ob_v, ob_l, ob_s1, ob_g, ob_b, ob_y, ob_sh})
+  );
   logic o2_v, o2_l;
   logic signed [A_W-1:0] o2_a;
   logic signed [GAMMA_W-1:0] o2_g;

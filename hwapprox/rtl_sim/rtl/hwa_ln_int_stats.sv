@@ -12,9 +12,12 @@
 // The payload p_in leaves with its row. Timing: the divider and the square root run
 // side by side (one bit per cycle, hwa_udiv_rr / hwa_isqrt_rr: a row every <= II
 // cycles), then the rounded mean (three stages, one before issue 22) and var0
-// (six stages, a stall-all chain: n*mean, the difference, mean*t as 18 x 18 partial
-// products, the subtraction; issue 22): in -> out_v about RB + 10 cycles (RB =
-// ceil(RX / 2), the root's bits: the slower of the two); one row every II cycles at most.
+// (seven stages, a stall-all chain: n*mean, the difference, mean*t as 18 x 18 partial
+// products, the subtraction; issue 22), with a register before the divider and the
+// root and one after var0, each taking a row only when empty (in_rdy and the chain's
+// enable are registers: no ready path through the module; issue 22): in -> out_v about
+// RB + 13 cycles (RB = ceil(RX / 2), the root's bits: the slower of the two); one row
+// every max(II, 2) cycles at most.
 // Parameters: no defaults; the parent passes every one (the spec's hw_params()).
 `default_nettype none
 module hwa_ln_int_stats #(
@@ -63,8 +66,27 @@ module hwa_ln_int_stats #(
   logic [DP-1:0] dp;
   logic [RB-1:0] root;
   logic unused_sqp;
-  assign mag = s1[S1_W-1] ? S1_W'(-s1) : S1_W'(s1);  // -(-2^(S1_W-1)) reads as unsigned
-  assign in_rdy = dv_rdy & sq_rdy;
+  // I: the row's sums registered first, taken only when the register is empty (in_rdy a
+  // register: no ready path from the divider and root pools back into the caller's FIFO
+  // of row sums; issue 22), released when both pools take the row
+  logic i_v;
+  logic signed [S1_W-1:0] i_s1;
+  logic [S2_W-1:0] i_s2;
+  logic [N_BITS-1:0] i_n;
+  logic [P_W-1:0] i_p;
+  assign in_rdy = !i_v;
+  always_ff @(posedge clk) begin
+    if (rst) i_v <= 1'b0;
+    else if (!i_v) i_v <= in_v;
+    else if (dv_rdy & sq_rdy) i_v <= 1'b0;
+    if (!i_v) begin
+      i_s1 <= s1;
+      i_s2 <= s2;
+      i_n <= n;
+      i_p <= p_in;
+    end
+  end
+  assign mag = i_s1[S1_W-1] ? S1_W'(-i_s1) : S1_W'(i_s1);  // -(-2^(S1_W-1)): unsigned
   assign join_v = dv_v & sq_v;
   hwa_udiv_rr #(
       .N_W(S1_W),
@@ -75,11 +97,11 @@ module hwa_ln_int_stats #(
   ) u_mean (
       .clk(clk),
       .rst(rst),
-      .in_v(in_v & sq_rdy),
+      .in_v(i_v & sq_rdy),
       .in_rdy(dv_rdy),
       .n(mag),
-      .d(n),
-      .p_in({s1[S1_W-1], s1, s2, n, p_in}),
+      .d(i_n),
+      .p_in({i_s1[S1_W-1], i_s1, i_s2, i_n, i_p}),
       .out_v(dv_v),
       .out_rdy(join_v & m_rdy),
       .q(q),
@@ -93,9 +115,9 @@ module hwa_ln_int_stats #(
   ) u_sqrtn (
       .clk(clk),
       .rst(rst),
-      .in_v(in_v & dv_rdy),
+      .in_v(i_v & dv_rdy),
       .in_rdy(sq_rdy),
-      .x(RX'(n) << (2 * SQRTN_F + 2)),
+      .x(RX'(i_n) << (2 * SQRTN_F + 2)),
       .p_in(1'b0),
       .out_v(sq_v),
       .out_rdy(join_v & m_rdy),
@@ -177,13 +199,15 @@ module hwa_ln_int_stats #(
     end
   end
 
-  // ---- stages V1..V6: var0 = S2 - mean*(2*S1 - n*mean), a stall-all chain (issue 22):
-  //   V1 n*mean; V2 t = 2*S1 - n*mean; V3..V5 mean*t (hwa_mul_pipe, 18 x 18 partial
-  //   products); V6 var0 = S2 - mean*t. Every product and difference mod 2^MOM_W.
-  localparam int VL = 6;
-  logic [VL-1:0] vv;  // a row in stage V1..V6
+  // ---- stages V1..V7: var0 = S2 - mean*(2*S1 - n*mean), a stall-all chain (issue 22):
+  //   V1 n*mean; V2 t = 2*S1 - n*mean; V3..V6 mean*t (hwa_mul_pipe with operand
+  //   registers of its own, 18 x 18 partial products); V7 var0 = S2 - mean*t. Every
+  //   product and difference mod 2^MOM_W.
+  localparam int VL = 7;
+  logic [VL-1:0] vv;  // a row in stage V1..V7
   logic ven;  // the chain advances
-  assign ven = !vv[VL-1] || out_rdy;
+  logic o_v;  // O: the output register (below)
+  assign ven = !vv[VL-1] || !o_v;
   assign v_rdy = ven;
   always_ff @(posedge clk) begin
     if (rst) vv <= '0;
@@ -214,7 +238,8 @@ module hwa_ln_int_stats #(
       .A_W(X_W),
       .B_W(MOM_W),
       .B_SIGNED(1'b1),
-      .P_W(MOM_W)
+      .P_W(MOM_W),
+      .IN_REG(1'b1)
   ) u_mt (
       .clk(clk),
       .en (ven),
@@ -224,7 +249,7 @@ module hwa_ln_int_stats #(
   );
   hwa_delay #(
       .W(S2_W + X_W + SQRTN_W + P_W),
-      .L(3)
+      .L(4)
   ) u_v5 (
       .clk(clk),
       .rst(1'b0),
@@ -236,15 +261,32 @@ module hwa_ln_int_stats #(
   logic signed [MOM_W-1:0] var_c;  // 0 <= var0 < 2^VAR0_W: the top bits are dropped
   /* verilator lint_on UNUSEDSIGNAL */
   assign var_c = MOM_W'($signed({1'b0, v5_s2})) - v5_mt;
+  logic signed [X_W-1:0] v6_mean;
+  logic [VAR0_W-1:0] v6_var0;
+  logic [SQRTN_W-1:0] v6_sqrtn;
+  logic [P_W-1:0] v6_p;
   always_ff @(posedge clk) begin
     if (ven) begin
-      mean <= v5_mean;
-      var0 <= VAR0_W'(var_c);
-      sqrtn <= v5_sqrtn;
-      p_out <= v5_p;
+      v6_mean <= v5_mean;
+      v6_var0 <= VAR0_W'(var_c);
+      v6_sqrtn <= v5_sqrtn;
+      v6_p <= v5_p;
     end
   end
-  assign out_v = vv[VL-1];
+  // O: the row's statistics in a register that takes a row only when empty (the chain's
+  // enable ven a function of registers, not of out_rdy; issue 22), emptied by out_rdy
+  always_ff @(posedge clk) begin
+    if (rst) o_v <= 1'b0;
+    else if (!o_v) o_v <= vv[VL-1];
+    else if (out_rdy) o_v <= 1'b0;
+    if (!o_v) begin
+      mean <= v6_mean;
+      var0 <= v6_var0;
+      sqrtn <= v6_sqrtn;
+      p_out <= v6_p;
+    end
+  end
+  assign out_v = o_v;
 
 endmodule
 `default_nettype wire

@@ -12,7 +12,9 @@
 // IN_REG = 1 (issue 22) adds a stage s0 in front: every product's two limbs in registers
 // of its own (fan-out 1, placed at its MULT18X18D), so that no operand register drives
 // several multipliers across the die; the path s0 -> s1 is then one register -> DSP ->
-// register.
+// register. For ECP5 place and route (`HWA_ECP5_DSP, defined by hwapprox.rtl_sim.pnr)
+// each IN_REG product is a MULT18X18D instance whose own input and output registers
+// hold s0 and s1 (same latency, same values); simulation uses the behavioural code.
 // Latency: 3 + IN_REG cycles, one result per cycle; advances when en is high (the
 // parent's pipeline enable). Parameters: A_W, B_W (1..68), B_SIGNED, P_W (1..128), no
 // defaults; IN_REG (0 or 1, default 0).
@@ -70,6 +72,55 @@ module hwa_mul_pipe #(
         assign bl = $signed({1'b0, bx[j*L+:L]});
       end
       if (IN_REG) begin : g_in_reg
+`ifdef HWA_ECP5_DSP
+        // ECP5 place and route (hwapprox.rtl_sim.pnr defines HWA_ECP5_DSP): the operand
+        // registers and the product register are the MULT18X18D's own input registers
+        // (A, B on CLK0, enabled by CE0 = en) and output register, the same two stages
+        // as the behavioural branch below, so the multiplier's own delay sits between
+        // two DSP-internal registers (synth_ecp5 does not pack fabric registers into
+        // the ECP5 DSP). Limbs are 18-bit signed (SIGNEDA = SIGNEDB = 1; the low limbs
+        // carry a zero sign bit), the 36-bit product is exact. No reset (RST0 = 0, GSR
+        // off: the data registers have none in the behavioural branch either).
+        // Simulation keeps the behavioural branch; tests/test_rtl_prims.py checks this
+        // wiring against a test-only model of the primitive.
+        logic [PPW-1:0] pq;
+        MULT18X18D #(
+            .REG_INPUTA_CLK("CLK0"),
+            .REG_INPUTA_CE("CE0"),
+            .REG_INPUTA_RST("RST0"),
+            .REG_INPUTB_CLK("CLK0"),
+            .REG_INPUTB_CE("CE0"),
+            .REG_INPUTB_RST("RST0"),
+            .REG_PIPELINE_CLK("NONE"),
+            .REG_OUTPUT_CLK("CLK0"),
+            .REG_OUTPUT_CE("CE0"),
+            .REG_OUTPUT_RST("RST0"),
+            .GSR("DISABLED"),
+            .RESETMODE("SYNC")
+        ) u_dsp (
+            .A17(al[17]), .A16(al[16]), .A15(al[15]), .A14(al[14]), .A13(al[13]),
+            .A12(al[12]), .A11(al[11]), .A10(al[10]), .A9(al[9]), .A8(al[8]), .A7(al[7]),
+            .A6(al[6]), .A5(al[5]), .A4(al[4]), .A3(al[3]), .A2(al[2]), .A1(al[1]),
+            .A0(al[0]),
+            .B17(bl[17]), .B16(bl[16]), .B15(bl[15]), .B14(bl[14]), .B13(bl[13]),
+            .B12(bl[12]), .B11(bl[11]), .B10(bl[10]), .B9(bl[9]), .B8(bl[8]), .B7(bl[7]),
+            .B6(bl[6]), .B5(bl[5]), .B4(bl[4]), .B3(bl[3]), .B2(bl[2]), .B1(bl[1]),
+            .B0(bl[0]),
+            .P35(pq[35]), .P34(pq[34]), .P33(pq[33]), .P32(pq[32]), .P31(pq[31]),
+            .P30(pq[30]), .P29(pq[29]), .P28(pq[28]), .P27(pq[27]), .P26(pq[26]),
+            .P25(pq[25]), .P24(pq[24]), .P23(pq[23]), .P22(pq[22]), .P21(pq[21]),
+            .P20(pq[20]), .P19(pq[19]), .P18(pq[18]), .P17(pq[17]), .P16(pq[16]),
+            .P15(pq[15]), .P14(pq[14]), .P13(pq[13]), .P12(pq[12]), .P11(pq[11]),
+            .P10(pq[10]), .P9(pq[9]), .P8(pq[8]), .P7(pq[7]), .P6(pq[6]), .P5(pq[5]),
+            .P4(pq[4]), .P3(pq[3]), .P2(pq[2]), .P1(pq[1]), .P0(pq[0]),
+            .C17(1'b0), .C16(1'b0), .C15(1'b0), .C14(1'b0), .C13(1'b0), .C12(1'b0),
+            .C11(1'b0), .C10(1'b0), .C9(1'b0), .C8(1'b0), .C7(1'b0), .C6(1'b0), .C5(1'b0),
+            .C4(1'b0), .C3(1'b0), .C2(1'b0), .C1(1'b0), .C0(1'b0),
+            .SIGNEDA(1'b1), .SIGNEDB(1'b1), .SOURCEA(1'b0), .SOURCEB(1'b0),
+            .CLK0(clk), .CE0(en), .RST0(1'b0)
+        );
+        assign pp[i][j] = $signed(pq);
+`else
         (* keep *) logic signed [17:0] al_r, bl_r;  // this product's own copies
         always_ff @(posedge clk) begin
           if (en) begin
@@ -80,6 +131,7 @@ module hwa_mul_pipe #(
         always_ff @(posedge clk) begin
           if (en) pp[i][j] <= PPW'(al_r) * PPW'(bl_r);
         end
+`endif
       end else begin : g_no_in_reg
         always_ff @(posedge clk) begin
           if (en) pp[i][j] <= PPW'(al) * PPW'(bl);

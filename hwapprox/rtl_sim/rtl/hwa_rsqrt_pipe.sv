@@ -13,8 +13,10 @@
 // Stages: per byte of De its bit length, then bitlen(De); k and the shift amount; the
 // shift by a multiple of 8, then by the rest; the table address; the table read
 // (the ROM's output register); y registered (a block RAM read has ~6 ns clock to out);
-// then per Newton step 10: y*y (3), m*sq (3), u (1), y*u (3).
-// Latency: LAT = 8 + 10*NEWTON cycles from in_v to out_v (y, k of that De), one row per
+// then per Newton step 13: y*y (4), m*sq (4), u (1), y*u (4), each product hwa_mul_pipe
+// with operand registers of its own (IN_REG; on ECP5 the MULT18X18D's own input and
+// output registers; 10 per step before, issue 22).
+// Latency: LAT = 8 + 13*NEWTON cycles from in_v to out_v (y, k of that De), one row per
 // cycle, free running (no enable: the per-row pipeline never stalls).
 // Parameters: no defaults; DE_W (2..120), P (TB - 1..28), TB (>= 2), NEWTON (0..2), KW
 // (k's width, bitlen(DE_W) + 1), FILE (the table, $readmemh).
@@ -39,7 +41,10 @@ module hwa_rsqrt_pipe #(
   localparam int M_W = P + 2;
   localparam int Y_W = P + 1;
   localparam int W2 = 2 * P + 2;  // every product: y*y, m*sq, y*u
-  localparam int LAT = 8 + 10 * NEWTON;
+  localparam bit MUL_IN_REG = 1'b1;
+  localparam int LM = 3 + int'(MUL_IN_REG);  // hwa_mul_pipe's latency
+  localparam int NS = 3 * LM + 1;  // stages per Newton step
+  localparam int LAT = 8 + NS * NEWTON;
   localparam int SW = KW + 1;  // 2k - P, signed
 
   if (DE_W < 2 || DE_W > 120 || TB < 2 || TB - 1 > P || P > 28 || NEWTON < 0 || NEWTON > 2
@@ -150,7 +155,7 @@ module hwa_rsqrt_pipe #(
     k_f <= k_e;
   end
 
-  // Newton steps, 10 stages each
+  // Newton steps, NS stages each
   logic [Y_W-1:0] ny[NEWTON+1];
   logic [M_W-1:0] nm[NEWTON+1];
   assign ny[0] = Y_W'(y_f);
@@ -166,12 +171,13 @@ module hwa_rsqrt_pipe #(
     assign yy_u = yy_p;
     assign ms_u = ms_p;
     assign yu_u = yu_p;
-    // 1..3: y*y
+    // 1..LM: y*y
     hwa_mul_pipe #(
         .A_W(Y_W + 1),
         .B_W(Y_W),
         .B_SIGNED(1'b0),
-        .P_W(W2)
+        .P_W(W2),
+        .IN_REG(MUL_IN_REG)
     ) u_yy (
         .clk(clk),
         .en (1'b1),
@@ -181,7 +187,7 @@ module hwa_rsqrt_pipe #(
     );
     hwa_delay #(
         .W(M_W),
-        .L(3)
+        .L(LM)
     ) u_m3 (
         .clk(clk),
         .rst(1'b0),
@@ -189,12 +195,13 @@ module hwa_rsqrt_pipe #(
         .d  (nm[s]),
         .q  (m_3)
     );
-    // 4..6: m * (y*y >> P)
+    // LM+1..2LM: m * (y*y >> P)
     hwa_mul_pipe #(
         .A_W(M_W + 1),
         .B_W(Y_W),
         .B_SIGNED(1'b0),
-        .P_W(W2)
+        .P_W(W2),
+        .IN_REG(MUL_IN_REG)
     ) u_ms (
         .clk(clk),
         .en (1'b1),
@@ -202,11 +209,11 @@ module hwa_rsqrt_pipe #(
         .b  (yy_u[P+:Y_W]),
         .p  (ms_p)
     );
-    // 7: u = 3*2^P - (m*sq >> P)
+    // 2LM+1: u = 3*2^P - (m*sq >> P)
     always_ff @(posedge clk) u_7 <= M_W'(3 << P) - ms_u[P+:M_W];
     hwa_delay #(
         .W(Y_W),
-        .L(7)
+        .L(2 * LM + 1)
     ) u_y7 (
         .clk(clk),
         .rst(1'b0),
@@ -214,12 +221,13 @@ module hwa_rsqrt_pipe #(
         .d  (ny[s]),
         .q  (y_7)
     );
-    // 8..10: y*u
+    // 2LM+2..NS: y*u
     hwa_mul_pipe #(
         .A_W(Y_W + 1),
         .B_W(M_W),
         .B_SIGNED(1'b0),
-        .P_W(W2)
+        .P_W(W2),
+        .IN_REG(MUL_IN_REG)
     ) u_yu (
         .clk(clk),
         .en (1'b1),
@@ -230,7 +238,7 @@ module hwa_rsqrt_pipe #(
     assign ny[s+1] = yu_u[P+1+:Y_W];
     hwa_delay #(
         .W(M_W),
-        .L(7)
+        .L(NS - LM)
     ) u_m10 (
         .clk(clk),
         .rst(1'b0),
@@ -242,7 +250,7 @@ module hwa_rsqrt_pipe #(
   assign y = ny[NEWTON];
   hwa_delay #(
       .W(KW),
-      .L(10 * NEWTON)
+      .L(NS * NEWTON)
   ) u_k (
       .clk(clk),
       .rst(1'b0),

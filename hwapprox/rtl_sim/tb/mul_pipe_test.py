@@ -2,9 +2,10 @@
 
 Each cycle drives seeded random ``a`` (signed ``A_W``), ``b`` (``B_W``, signed when
 ``B_SIGNED``) and a random enable; the product of the inputs taken at an enabled
-cycle must appear on ``p`` after three enabled cycles, equal to ``a * b`` reduced to
-a signed ``P_W``-bit value. Edge operands (the most negative and largest codes,
-0, -1) are mixed in. Writes ``{"passed", "checked", "mismatches", "first"}``.
+cycle must appear on ``p`` after 3 + ``IN_REG`` enabled cycles (the job's ``IN_REG``,
+default 0), equal to ``a * b`` reduced to a signed ``P_W``-bit value. Edge operands
+(the most negative and largest codes, 0, -1) are mixed in. Writes ``{"passed",
+"checked", "mismatches", "first"}``.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ async def mul_pipe_matches_integers(dut: Any) -> None:
     a_w, b_w, p_w, b_signed = (int(job[k]) for k in ("A_W", "B_W", "P_W", "B_SIGNED"))
     rng = random.Random(int(job.get("seed", 0)))
     Clock(dut.clk, 10, unit="ns").start()
-    pending: list[int] = []  # expected products in flight (three enabled stages)
+    lat = 3 + int(job.get("IN_REG", 0))
+    pending: list[int] = []  # expected products in flight (lat enabled stages)
     checked, bad, first = 0, 0, []
     dut.en.value = 0
     await FallingEdge(dut.clk)
@@ -53,7 +55,7 @@ async def mul_pipe_matches_integers(dut: Any) -> None:
         await ReadOnly()
         if en:
             pending.append(_wrap(a * b, p_w))
-            if len(pending) == 3:  # p now holds the product taken three enables ago
+            if len(pending) == lat:  # p now holds the product taken lat enables ago
                 want = pending.pop(0)
                 got = dut.p.value.to_signed()
                 checked += 1
