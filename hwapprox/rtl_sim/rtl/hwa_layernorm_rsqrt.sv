@@ -134,6 +134,8 @@ module hwa_layernorm_rsqrt #(
   logic [IN_W-1:0] in_x, o1_x;
   logic [N_BITS-1:0] in_n, rd_idx, o1_n;
   logic [CTX_W-1:0] ctx, o1_ctx;
+  logic s_hold;  // the input is never held
+  assign s_hold = 1'b0;
   hwa_row_stream #(
       .IN_W(IN_W),
       .CTX_W(CTX_W),

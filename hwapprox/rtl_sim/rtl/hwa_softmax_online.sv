@@ -54,8 +54,9 @@
 // hwa_mul_pipe (3) and its rounding (1) and the unit holds s_axis_tready low for MB = 4
 // cycles after accepting each element that raises the running max (an unmasked,
 // unskipped element above the max before it, other than the row's opener; with
-// OFF_BY_ONE every one above the zero logit counts): the hold is a counter register,
-// so tready stays a function of flip-flops. PIPE = 0: the original one-stage schedule
+// OFF_BY_ONE every one above the zero logit counts): the hold (a counter register) is
+// folded into hwa_row_stream's registered s_axis_tready (its s_hold), so tready is a
+// flip-flop and nothing is ANDed into the valid. PIPE = 0: the original one-stage schedule
 // (ELAT 2, RLAT 3 + STEPS, OLAT 0, MB 0; the encoder block uses it).
 // Buffering (hwa_row_stream): circular buffer of {zero bit, code} words (a row streams
 // out while the next streams in), BUF_DEPTH or (PIPE) the power of 2 >= ROW_MAX +
@@ -225,9 +226,9 @@ module hwa_softmax_online #(
   logic [N_BITS-1:0] in_n, o1_n, rd_idx;
   logic [CTX_W-1:0] ctx, o1_ctx;
   logic zero_in;  // masked or skipped
-  // PIPE: MB cycles of s_axis_tready low after each accepted new running max (hold, a
-  // register: the ready stays a function of flip-flops)
-  logic hold, rs_tready;
+  // PIPE: MB cycles of s_axis_tready low after each accepted new running max: the hold
+  // request goes to hwa_row_stream, which folds it into its registered ready
+  logic hold_nxt;
   hwa_row_stream #(
       .IN_W(IN_W + 1),
       .CTX_W(CTX_W),
@@ -239,9 +240,10 @@ module hwa_softmax_online #(
       .clk(clk),
       .rst(rst),
       .s_axis_tdata({zero_in, s_axis_tdata}),
-      .s_axis_tvalid(s_axis_tvalid & ~hold),
-      .s_axis_tready(rs_tready),
+      .s_axis_tvalid(s_axis_tvalid),
+      .s_axis_tready(s_axis_tready),
       .s_axis_tlast(s_axis_tlast),
+      .s_hold(hold_nxt),
       .in_v(in_v),
       .in_x(in_w),
       .in_first(in_first),
@@ -273,6 +275,7 @@ module hwa_softmax_online #(
   logic signed [IN_W-1:0] x_in, m_reg, m_prev;
   logic signed [IN_W:0] diff;
   logic a_v, a_first, a_last, a_new, a_live, a_start, starts, live, seen_reg, seen_prev;
+  logic gt;  // x > the running max before it (= diff > 0, a comparator: no zero test)
   logic skip_in;
   logic [DW-1:0] a_delta;
   logic signed [IN_W-1:0] a_m;
@@ -280,11 +283,12 @@ module hwa_softmax_online #(
   assign seen_prev = !in_first && seen_reg;  // an unmasked element earlier in this row
   assign m_prev = (OFF_BY_ONE && in_first) ? '0 : m_reg;
   assign diff = (IN_W + 1)'(x_in) - (IN_W + 1)'(m_prev);
+  assign gt = x_in > m_prev;
   if (SKIP) begin : g_skip
     localparam logic [IN_W:0] TAU = (IN_W + 1)'(SKIP_TAU);
     logic signed [IN_W:0] below;  // m - x when not a new max: in [0, 2^IN_W - 1]
     assign below = -diff;
-    assign skip_in = !s_axis_tuser && (seen_prev || OFF_BY_ONE) && (diff <= 0)
+    assign skip_in = !s_axis_tuser && (seen_prev || OFF_BY_ONE) && !gt
         && ($unsigned(below) > TAU);
   end else begin : g_noskip
     assign skip_in = 1'b0;
@@ -292,17 +296,20 @@ module hwa_softmax_online #(
   assign zero_in = s_axis_tuser || skip_in;
   assign live = !zero_in;
   assign starts = live && !seen_prev && !OFF_BY_ONE;  // it opens the empty state
-  assign s_axis_tready = rs_tready & ~hold;
   if (PIPE) begin : g_hold
+    // hold_cnt: the held cycles still to come; s_axis_tready is low in the MB cycles
+    // after the new max is accepted (hold_nxt: "low in the next cycle")
     logic [2:0] hold_cnt;
+    logic new_max;
+    assign new_max = in_v && live && !starts && gt;
     always_ff @(posedge clk) begin
       if (rst) hold_cnt <= '0;
-      else if (in_v && live && !starts && diff > 0) hold_cnt <= 3'(MB);
+      else if (new_max) hold_cnt <= 3'(MB);
       else if (hold_cnt != 0) hold_cnt <= hold_cnt - 1'b1;
     end
-    assign hold = hold_cnt != 0;
+    assign hold_nxt = new_max || (hold_cnt > 3'd1);
   end else begin : g_nohold
-    assign hold = 1'b0;
+    assign hold_nxt = 1'b0;
   end
   always_ff @(posedge clk) begin
     if (rst) a_v <= 1'b0;
@@ -312,11 +319,11 @@ module hwa_softmax_online #(
     a_last <= in_last;
     a_live <= live;
     a_start <= starts;
-    a_new <= live && !starts && (diff > 0);
-    a_delta <= starts ? '0 : DW'((diff > 0) ? diff : -diff);
-    a_m <= (starts || (live && diff > 0)) ? x_in : m_prev;
+    a_new <= live && !starts && gt;
+    a_delta <= starts ? '0 : DW'(gt ? diff : -diff);
+    a_m <= (starts || (live && gt)) ? x_in : m_prev;
     if (in_v) begin  // the running state: accepted elements only
-      m_reg <= (starts || (live && diff > 0)) ? x_in : m_prev;
+      m_reg <= (starts || (live && gt)) ? x_in : m_prev;
       seen_reg <= seen_prev || live;
     end
   end

@@ -144,6 +144,7 @@ module hwa_softmax_softermax #(
       .s_axis_tvalid(s_axis_tvalid),
       .s_axis_tready(s_axis_tready),
       .s_axis_tlast(s_axis_tlast),
+      .s_hold(1'b0),
       .in_v(in_v),
       .in_x(in_w),
       .in_first(in_first),
