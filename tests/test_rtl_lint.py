@@ -110,12 +110,13 @@ def _prim_params(top: str) -> dict:
     if top == "hwa_exp_unit":
         names = ("BASE2", "EXP_W", "EXP_F", "EXP_RND", "LOG2E", "LOG2E_W", "PROD_SHIFT", "T_W")
         names += ("T_F", "T_RND", "A", "TABLE_F", "INTERP", "LUT_BITS", "LIM_BITS", "LUT_SHIFT")
-        return {"D_W": p["IN_W"], "PIPE": 1, **{k: p[k] for k in names}}
+        return {"D_W": p["IN_W"], "PIPE": 1, "MUL_IN_REG": 1, **{k: p[k] for k in names}}
     if top == "hwa_recip":
         names = ("R_W", "R_F", "R_OVF", "WF", "TB", "NEWTON", "STEPS")
         return {
             "D_W": p["SUM_W"],
             "PIPE": 1,
+            "MUL_IN_REG": 1,
             "D_F": p["SUM_F"],
             "RND": p["R_RND"],
             **{k: p[k] for k in names},

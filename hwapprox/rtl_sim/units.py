@@ -692,13 +692,13 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         ),
         _softmax_online,
         rowwise=True,
-        latency_extra=87,
+        latency_extra=96,
         doc=(
             "single pass: running max and sum, exp base2 (table + PWL) or LUT, "
             "1/d per row (Newton or PWL), circular row buffer; options: threshold "
             "skipping, unified max (the exact state kept alongside: fallback without a "
             "re-read), log-coded outputs (one more output stage); pipelined for ECP5 "
-            "(issue 22): last in -> last out N + 82 (+4 when the row's last element is a "
+            "(issue 22): last in -> last out N + 91 (+4 when the row's last element is a "
             "new max), the input held 4 cycles after each new running max"
         ),
         out_codes=True,
@@ -747,10 +747,10 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         doc="three passes through two row buffers: max; i-exp, requantisation (12 "
         "pipelined stages) and sum; a 33-stage pipelined divider 2^32 / sum per row; "
         "e16·factor (18 x 18 partial products). Mask bits; log-coded outputs (one more "
-        "stage). Last-in -> last-out 2N + 59, log-coded 2N + 60 (the exps need the row "
+        "stage). Last-in -> last-out 2N + 60, log-coded 2N + 61 (the exps need the row "
         "max, the outputs the whole sum)",
         row_passes=2,
-        latency_extra=59,
+        latency_extra=60,
         out_codes=True,
     ),
     (Operator.SOFTMAX, "shiftmax"): RtlUnit(
@@ -773,9 +773,9 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         doc="three passes through two row buffers: max; shift-exp (5 pipelined stages) "
         "and sum; a 31-stage pipelined divider per row; e·factor (18 x 18 partial "
         "products). Mask bits; log-coded outputs (one more stage). Last-in -> last-out "
-        "2N + 50, log-coded 2N + 51 (the exps need the row max, the outputs the whole sum)",
+        "2N + 51, log-coded 2N + 52 (the exps need the row max, the outputs the whole sum)",
         row_passes=2,
-        latency_extra=50,
+        latency_extra=51,
         out_codes=True,
     ),
     (Operator.LAYERNORM, "rsqrt_lut"): RtlUnit(

@@ -281,6 +281,7 @@ module hwa_attention_row #(
   hwa_exp_unit #(
       .D_W(DW),
       .PIPE(1'b0),
+      .MUL_IN_REG(1'b0),
       .BASE2(BASE2),
       .EXP_W(EXP_W),
       .EXP_F(EXP_F),
@@ -405,6 +406,7 @@ module hwa_attention_row #(
   hwa_recip #(
       .D_W(SUM_W),
       .PIPE(1'b0),
+      .MUL_IN_REG(1'b0),
       .D_F(SUM_F),
       .R_W(R_W),
       .R_F(R_F),

@@ -21,6 +21,9 @@
 //      to out), lo - hi and lo << G (1), (lo - hi)*u through hwa_mul_pipe (3), v (1),
 //      the variable rounding shift through hwa_round_shift_pipe (3): 10.
 //   LAT = 17 at the default online spec (d*LOG2E rounded), 11 for Softermax.
+//   MUL_IN_REG = 1: both products with operand registers of their own
+//   (hwa_mul_pipe IN_REG; on ECP5 the MULT18X18D's own input registers), +1 cycle
+//   each: LAT = 19 at the default online spec (its PIPE sets it).
 // Parameters: no defaults (TABLE_FILE aside); the parent passes every one from the
 // spec's hw_params(), the unused variant's too, and PIPE.
 `default_nettype none
@@ -45,6 +48,7 @@ module hwa_exp_unit #(
     parameter int LUT_BITS,
     parameter int LIM_BITS,
     parameter int LUT_SHIFT,
+    parameter bit MUL_IN_REG,
     parameter string TABLE_FILE = ""
 ) (
     input  logic             clk,
@@ -86,7 +90,8 @@ module hwa_exp_unit #(
           .A_W(D_W + 1),
           .B_W(LOG2E_W),
           .B_SIGNED(1'b0),
-          .P_W(PW)
+          .P_W(PW),
+          .IN_REG(MUL_IN_REG)
       ) u_m (
           .clk(clk),
           .en (en),
@@ -162,7 +167,8 @@ module hwa_exp_unit #(
         .A_W(DLW),
         .B_W(UW),
         .B_SIGNED(1'b0),
-        .P_W(VW)
+        .P_W(VW),
+        .IN_REG(MUL_IN_REG)
     ) u_mi (
         .clk(clk),
         .en (en),
@@ -172,7 +178,7 @@ module hwa_exp_unit #(
     );
     hwa_delay #(
         .W(VW + KW),
-        .L(3)
+        .L(3 + int'(MUL_IN_REG))
     ) u_dv (
         .clk(clk),
         .rst(1'b0),

@@ -6,7 +6,9 @@
 // root bit, rem = 4*rem + next two bits of x; if rem >= 4*root + 1 then rem -= 4*root
 // + 1 and the bit is 1). R = ceil(RB / (II - 1)) bits per cycle over T = ceil(RB / R)
 // <= II - 1 cycles. The result and the payload (carried unchanged) are held on out_v
-// until out_rdy. Timing: in -> out_v T + 1 cycles; one root every T + 1 <= II cycles.
+// until out_rdy. Timing: in -> out_v T + 1 cycles; a radicand is taken only when no
+// root is held (in_rdy = !busy && !done, registers alone: no path from out_rdy to the
+// load, issue 22), so one root every T + 2 cycles.
 // Parameters: no defaults; the parent passes every one.
 `default_nettype none
 module hwa_isqrt_iter #(
@@ -44,7 +46,7 @@ module hwa_isqrt_iter #(
   logic [EW-1:0] rem_reg;
   logic [P_W-1:0] p_reg;
 
-  assign in_rdy = !busy_reg && (!done_reg || out_rdy);
+  assign in_rdy = !busy_reg && !done_reg;
   assign out_v = done_reg;
   /* verilator lint_off UNUSEDSIGNAL */
   logic [TR-1:0] root_all;  // bits above RB are zero

@@ -3,9 +3,10 @@
 // in order, one root every II cycles at most, but each cycle of a root is one trial
 // subtraction (hwa_isqrt_iter with R = 1) instead of ceil(RB / (II - 1)) of them chained.
 // Contract: as hwa_isqrt_iter. RB = ceil(X_W / 2); M = ceil((RB + 2) / II) copies, each
-// one root per RB + 2 cycles (a copy takes a radicand only when idle and empty, so
-// in_rdy is a function of registers, not of out_rdy); a radicand goes to copy w and its root is taken from copy
-// w, w = 0, 1, ..., M - 1, 0, ... on both sides.
+// one root per RB + 2 cycles (hwa_isqrt_iter takes a radicand only when idle and
+// empty, so in_rdy and every copy's load are functions of registers and in_v, never of
+// out_rdy); a radicand goes to copy w and its root is taken from copy w, w = 0, 1, ...,
+// M - 1, 0, ... on both sides.
 // Timing: in -> out_v RB + 1 cycles (hwa_isqrt_iter: ceil(RB / R) + 1).
 // Parameters: no defaults; the parent passes every one.
 `default_nettype none
@@ -37,7 +38,7 @@ module hwa_isqrt_rr #(
   end
 
   logic [WW-1:0] wsel, rsel;
-  logic i_rdy[M], o_v[M], idle[M];
+  logic i_rdy[M], o_v[M];
   logic [RB-1:0] o_root[M];
   logic [P_W-1:0] o_p[M];
   for (genvar i = 0; i < M; i++) begin : g_sq
@@ -48,7 +49,7 @@ module hwa_isqrt_rr #(
     ) u_sq (
         .clk(clk),
         .rst(rst),
-        .in_v(in_v && idle[i] && 32'(wsel) == i),
+        .in_v(in_v && 32'(wsel) == i),
         .in_rdy(i_rdy[i]),
         .x(x),
         .p_in(p_in),
@@ -58,17 +59,7 @@ module hwa_isqrt_rr #(
         .p_out(o_p[i])
     );
   end
-  /* verilator lint_off UNUSEDSIGNAL */
-  logic unused_rdy;  // the copies' own in_rdy (it also accepts while a result leaves)
-  /* verilator lint_on UNUSEDSIGNAL */
-  for (genvar i = 0; i < M; i++) begin : g_idle
-    assign idle[i] = i_rdy[i] && !o_v[i];  // not busy, no result held
-  end
-  assign in_rdy = idle[wsel];
-  always_comb begin
-    unused_rdy = 1'b0;
-    for (int i = 0; i < M; i++) unused_rdy = unused_rdy ^ i_rdy[i];
-  end
+  assign in_rdy = i_rdy[wsel];  // that copy is not busy and holds no result
   assign out_v = o_v[rsel];
   assign root = o_root[rsel];
   assign p_out = o_p[rsel];

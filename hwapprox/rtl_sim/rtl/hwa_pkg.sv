@@ -43,19 +43,22 @@ package hwa_pkg;
 
   // Latency of hwa_exp_unit (its contract header): 2 cycles unpipelined or LUT
   // variant; PIPE base2: the t front (1 when d*LOG2E is the identity, else the
-  // product 3 + its rounding 3 (PROD_SHIFT > 0) + saturation 1) and 10 for 2^-t.
+  // product 3 + its rounding 3 (PROD_SHIFT > 0) + saturation 1) and 10 for 2^-t;
+  // MUL_IN_REG adds one cycle per product (hwa_mul_pipe IN_REG).
   function automatic int exp_unit_lat(input bit pipe, input bit base2, input longint log2e,
-                                      input int prod_shift);
+                                      input int prod_shift, input bit mul_in_reg);
     if (!pipe || !base2) return 2;
-    if (log2e == 1 && prod_shift == 0) return 1 + 10;
-    return 3 + ((prod_shift > 0) ? 3 : 0) + 1 + 10;
+    if (log2e == 1 && prod_shift == 0) return 1 + 10 + int'(mul_in_reg);
+    return 3 + ((prod_shift > 0) ? 3 : 0) + 1 + 10 + 2 * int'(mul_in_reg);
   endfunction
 
   // Latency of hwa_recip (its contract header): 3 + Newton steps unpipelined; PIPE:
-  // normalisation 3, the seed (Newton 2, PWL 10), 13 per Newton step, final 5.
-  function automatic int recip_lat(input bit pipe, input bit newton, input int steps);
+  // normalisation 3, the seed (Newton 2, PWL 10), 13 per Newton step, final 5;
+  // MUL_IN_REG adds one cycle per product (PWL seed 1, Newton step 2).
+  function automatic int recip_lat(input bit pipe, input bit newton, input int steps,
+                                   input bit mul_in_reg);
     if (!pipe) return 3 + (newton ? steps : 0);
-    return 3 + (newton ? 2 + 13 * steps : 10) + 5;
+    return 3 + (newton ? 2 + (13 + 2 * int'(mul_in_reg)) * steps : 10 + int'(mul_in_reg)) + 5;
   endfunction
 
 endpackage

@@ -21,8 +21,10 @@
 //    Newton step 13: U*R (hwa_mul_pipe, 3), 2^(2WF+1) - U*R (1), its rounding (3),
 //    R*e (3), its rounding (3); the final scaling: the rounding shift (3) alongside
 //    the left shift, after the shift amount's register (1), the saturation into the
-//    output register (1). LAT = 10 + 13*STEPS with Newton (36 at the default online
-//    spec), 18 with PWL (Softermax).
+//    output register (1). LAT = 10 + 13*STEPS with Newton, 18 with PWL (Softermax).
+//    MUL_IN_REG = 1 puts every product's operands in registers of their
+//    own (hwa_mul_pipe IN_REG; on ECP5 the MULT18X18D's input registers): +1 cycle
+//    per product, LAT = 10 + 15*STEPS (40 at the default online spec) or 19.
 // Parameters: no defaults (TABLE_FILE aside); the parent passes every one from the
 // spec's hw_params(), and PIPE.
 `default_nettype none
@@ -38,6 +40,7 @@ module hwa_recip #(
     parameter bit NEWTON,
     parameter int STEPS,
     parameter int RND,
+    parameter bit MUL_IN_REG,
     parameter string TABLE_FILE = ""
 ) (
     input  logic           clk,
@@ -76,7 +79,9 @@ module hwa_recip #(
   end
 
   if (PIPE) begin : g_pipe
-    localparam int LAT = hwa_pkg::recip_lat(1'b1, NEWTON, STEPS);
+    localparam int LAT = hwa_pkg::recip_lat(1'b1, NEWTON, STEPS, MUL_IN_REG);
+    localparam int M = int'(MUL_IN_REG);  // a product's operand-register stage
+    localparam int STL = 13 + 2 * M;  // one Newton step
     localparam int NW = D_W + WF;  // d << WF
     localparam int RW = WF + 4;  // R (~ 2^WF) and e (~ 2^WF) as multiply operands
     localparam int LW = XW + D_W + 2;
@@ -102,7 +107,7 @@ module hwa_recip #(
       p3 <= p2;
     end
     // the seed (NEWTON) or the PWL value; U and p alongside
-    localparam int SL = NEWTON ? 2 : 10;
+    localparam int SL = NEWTON ? 2 : 10 + M;
     logic [TB-1:0] i3;
     assign i3 = u3[WF-1-:TB];
     logic signed [XW-1:0] r_seed;
@@ -164,7 +169,8 @@ module hwa_recip #(
           .A_W(DLW),
           .B_W(GW),
           .B_SIGNED(1'b0),
-          .P_W(XW)
+          .P_W(XW),
+          .IN_REG(MUL_IN_REG)
       ) u_mw (
           .clk(clk),
           .en (1'b1),
@@ -174,7 +180,7 @@ module hwa_recip #(
       );
       hwa_delay #(
           .W(XW),
-          .L(3)
+          .L(3 + M)
       ) u_dlg (
           .clk(clk),
           .rst(1'b0),
@@ -208,8 +214,8 @@ module hwa_recip #(
       assign u_s = spu[s][WF:0];
 `ifndef SYNTHESIS
       always_ff @(posedge clk) begin
-        if ((v_sr[2+SL+13*s] && sr[s] != XW'(RW'(sr[s])))
-            || (v_sr[2+SL+13*s+7] && e7 != XW'(RW'(e7)))) begin
+        if ((v_sr[2+SL+STL*s] && sr[s] != XW'(RW'(sr[s])))
+            || (v_sr[2+SL+STL*s+7+M] && e7 != XW'(RW'(e7)))) begin
           $error("hwa_recip %m: Newton operand out of RW=%0d bits", RW);
         end
       end
@@ -218,7 +224,8 @@ module hwa_recip #(
           .A_W(RW),
           .B_W(WF + 1),
           .B_SIGNED(1'b0),
-          .P_W(XW)
+          .P_W(XW),
+          .IN_REG(MUL_IN_REG)
       ) u_mu (
           .clk(clk),
           .en (1'b1),
@@ -241,7 +248,7 @@ module hwa_recip #(
       );
       hwa_delay #(
           .W(RW),
-          .L(7)
+          .L(7 + M)
       ) u_dr (
           .clk(clk),
           .rst(1'b0),
@@ -253,7 +260,8 @@ module hwa_recip #(
           .A_W(RW),
           .B_W(RW),
           .B_SIGNED(1'b1),
-          .P_W(XW)
+          .P_W(XW),
+          .IN_REG(MUL_IN_REG)
       ) u_mr (
           .clk(clk),
           .en (1'b1),
@@ -275,7 +283,7 @@ module hwa_recip #(
       );
       hwa_delay #(
           .W(PB + WF + 1),
-          .L(13)
+          .L(STL)
       ) u_dpu (
           .clk(clk),
           .rst(1'b0),

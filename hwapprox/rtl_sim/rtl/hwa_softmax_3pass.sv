@@ -8,7 +8,8 @@
 //   per row: total = max(S, 1) (CLAMP: S clamped at 2^NUM_W - 1 first) registered, then
 //       factor = floor(NUMERATOR / total) (hwa_udiv, NUM_W pipelined stages);
 //   pass 3 (B re-read): the read registered, e * factor as DSP-sized partial products
-//       (hwa_mul_pipe, 3 stages), y = sat((e * factor) >> OUT_SHIFT, OUT_OVF); masked: 0.
+//       (hwa_mul_pipe with operand registers, 4 stages; on ECP5 the MULT18X18D's own
+//       input and output registers), y = sat((e * factor) >> OUT_SHIFT, OUT_OVF); masked: 0.
 // Pass 2 is a stall-all pipeline (enable: B accepts or its input register is empty),
 // pass 3 one on the output skid buffer's registered ready (issue 22: no stage holds
 // more than one narrow operation after a block-RAM read).
@@ -291,7 +292,7 @@ module hwa_softmax_3pass #(
 
   // ---- pass 3: B's read registered, e * factor (3 stages), y = sat(... >> OUT_SHIFT) --
   // a stall-all pipeline on b_ce (the output skid buffer's registered ready)
-  localparam int MUL_LAT = 3;  // hwa_mul_pipe
+  localparam int MUL_LAT = 4;  // hwa_mul_pipe, IN_REG
   logic q0_v, q0_l, q0_mask;
   logic [E_W-1:0] q0_e;
   logic [FACTOR_W-1:0] q0_f;
@@ -309,7 +310,8 @@ module hwa_softmax_3pass #(
       .A_W(E_W + 1),
       .B_W(FACTOR_W),
       .B_SIGNED(1'b0),
-      .P_W(PROD_W)
+      .P_W(PROD_W),
+      .IN_REG(1'b1)
   ) u_mul (
       .clk(clk),
       .en (b_ce),

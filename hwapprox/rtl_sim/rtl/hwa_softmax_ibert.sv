@@ -9,7 +9,7 @@
 // The passes: hwa_softmax_3pass (max on ingest; exp (hwa_ibert_exp_pipe, 12 stages) and
 // sum into a second row buffer; a FACTOR_BITS + 1 stage pipelined divider per row;
 // e16·factor as 18 x 18 partial products), one element per cycle in and out back to
-// back. Latency: last input -> last output 2N + 59 cycles at the defaults (2N + 26 +
+// back. Latency: last input -> last output 2N + 60 cycles at the defaults (2N + 27 +
 // FACTOR_BITS; the method needs the row max before its exps and the whole sum before
 // its outputs).
 // Parameter defaults: the default IBertSoftmax spec's hw_params(64) with

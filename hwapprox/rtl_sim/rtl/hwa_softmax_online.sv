@@ -45,10 +45,11 @@
 // and only d = f(d, e) is a one-cycle loop.
 //
 // Pipelining (PIPE = 1, the default; issue 22, ECP5 at 125 MHz): the exp units are
-// hwa_exp_unit with PIPE = 1 (ELAT = 17 at the defaults, hwa_pkg::exp_unit_lat), the
-// reciprocal hwa_recip with PIPE = 1 (RLAT = 10 + 13·STEPS = 36, hwa_pkg::recip_lat), the
-// output product E·r hwa_mul_pipe (3), z (1) and its rounding hwa_round_shift_pipe (3):
-// OLAT = 7; m - x is registered before the output exp unit (1). The rescale of a new
+// hwa_exp_unit with PIPE = 1 (ELAT = 19 at the defaults, hwa_pkg::exp_unit_lat), the
+// reciprocal hwa_recip with PIPE = 1 (RLAT = 10 + 15·STEPS = 40, hwa_pkg::recip_lat), the
+// output product E·r hwa_mul_pipe (4), z (1) and its rounding hwa_round_shift_pipe (3):
+// OLAT = 8; every one of those products with operand registers of its own (MUL_IN_REG,
+// IN_REG: on ECP5 the MULT18X18D's input and output registers, +1 cycle each); m - x is registered before the output exp unit (1). The rescale of a new
 // running max, d = R_s(d·E) + ONE, cannot stay a one-cycle loop bit-exactly (the model
 // rounds each rescale of the previous, rounded sum), so its product runs through
 // hwa_mul_pipe (3) and its rounding (1) and the unit holds s_axis_tready low for MB = 4
@@ -64,7 +65,7 @@
 // ROW_MAX + 15) / 16) wait for output; ROW_LAT = ELAT + RLAT + 2 + MB.
 // Latency: last input -> first output of its row = 5 + 2·ELAT + RLAT + OLAT + (PIPE)
 // cycles when the output is free, + MB when the row's last element is a new max;
-// then one element per cycle: last input -> last output N + 82 at the defaults (N + 13
+// then one element per cycle: last input -> last output N + 91 at the defaults (N + 13
 // with PIPE = 0, and before issue 22). SKIP and UNIFIED add no cycle; OUT_CODE adds one.
 // Throughput: input one element per cycle except MB held cycles after each new running
 // max (a row of n elements with k new maxima takes n + 4k input cycles: random rows
@@ -198,11 +199,13 @@ module hwa_softmax_online #(
   // ---- latencies (derived) and the buffer geometry they need ----------------------
   // ELAT: hwa_exp_unit; RLAT: hwa_recip; MB: the rescale multiply's input bubbles after
   // a new running max (hwa_mul_pipe 3 + its rounding 1); OLAT: the output product's
-  // stages (hwa_mul_pipe 3, the shift/offset 1, the rounding 3 when OUT_SHIFT > 0)
-  localparam int ELAT = hwa_pkg::exp_unit_lat(PIPE, BASE2, LOG2E, PROD_SHIFT);
-  localparam int RLAT = hwa_pkg::recip_lat(PIPE, NEWTON, STEPS);
+  // stages (hwa_mul_pipe 4 with its operand registers, the shift/offset 1, the rounding
+  // 3 when OUT_SHIFT > 0); PIPE: every product of the exp units, the reciprocal and the
+  // output with operand registers of its own (MUL_IN_REG / IN_REG)
+  localparam int ELAT = hwa_pkg::exp_unit_lat(PIPE, BASE2, LOG2E, PROD_SHIFT, PIPE);
+  localparam int RLAT = hwa_pkg::recip_lat(PIPE, NEWTON, STEPS, PIPE);
   localparam int MB = PIPE ? 4 : 0;
-  localparam int OLAT = PIPE ? 4 + ((OUT_SHIFT > 0) ? 3 : 0) : 0;
+  localparam int OLAT = PIPE ? 5 + ((OUT_SHIFT > 0) ? 3 : 0) : 0;
   localparam int ROW_LAT = ELAT + RLAT + 2 + MB;  // in_last -> ctx_v, at most
   localparam int BUF_NEED = ROW_MAX + ROW_LAT + 4;
   localparam int BUF_U = (PIPE && BUF_NEED > BUF_DEPTH) ? 1 << $clog2(BUF_NEED) : BUF_DEPTH;
@@ -333,6 +336,7 @@ module hwa_softmax_online #(
   hwa_exp_unit #(
       .D_W(DW),
       .PIPE(PIPE),
+      .MUL_IN_REG(PIPE),
       .BASE2(BASE2),
       .EXP_W(EXP_W),
       .EXP_F(EXP_F),
@@ -521,6 +525,7 @@ module hwa_softmax_online #(
     hwa_exp_unit #(
         .D_W(DW),
         .PIPE(PIPE),
+        .MUL_IN_REG(PIPE),
         .BASE2(BASE2),
         .EXP_W(EXP_W),
         .EXP_F(EXP_F),
@@ -591,6 +596,7 @@ module hwa_softmax_online #(
   hwa_recip #(
       .D_W(SUM_W),
       .PIPE(PIPE),
+      .MUL_IN_REG(PIPE),
       .D_F(SUM_F),
       .R_W(R_W),
       .R_F(R_F),
@@ -658,6 +664,7 @@ module hwa_softmax_online #(
   hwa_exp_unit #(
       .D_W(DW),
       .PIPE(PIPE),
+      .MUL_IN_REG(PIPE),
       .BASE2(BASE2),
       .EXP_W(EXP_W),
       .EXP_F(EXP_F),
@@ -741,7 +748,8 @@ module hwa_softmax_online #(
         .A_W(EXP_W + 1),
         .B_W(RC_W),
         .B_SIGNED(1'b0),
-        .P_W(ZP_W)
+        .P_W(ZP_W),
+        .IN_REG(1'b1)
     ) u_er (
         .clk(clk),
         .en (ce),
@@ -751,7 +759,7 @@ module hwa_softmax_online #(
     );
     hwa_delay #(
         .W(US_W),
-        .L(3)
+        .L(4)
     ) u_s3 (
         .clk(clk),
         .rst(1'b0),

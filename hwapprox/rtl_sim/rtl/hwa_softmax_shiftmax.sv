@@ -12,10 +12,10 @@
 //   pass 3 (B re-read): y = sat((e * factor) >> OUT_SHIFT, OUT_OVF), OUT_SHIFT = 31 - F.
 // Each pass runs at one element per cycle; a row's first output needs its last input,
 // then its second pass and sum, then the divider. Latency: last input -> last output
-// 2N + 50 cycles (pass 1: an input register; pass 2: two registers, hwa_shift_exp_pipe's
+// 2N + 51 cycles (pass 1: an input register; pass 2: two registers, hwa_shift_exp_pipe's
 // 5 stages and B's input register; the total and its clamp 2, the divider 31; pass 3: a
-// register, hwa_mul_pipe's 3 stages, the output register), so the row-wise N + 16 target cannot hold for this
-// method (its exp needs the row max, its normalisation the whole sum). Back to back,
+// register, hwa_mul_pipe's 4 stages with operand registers, the output register), so the
+// row-wise N + 16 target cannot hold for this method (its exp needs the row max, its normalisation the whole sum). Back to back,
 // rows overlap across the two buffers: one element per cycle in and out.
 // The passes: hwa_softmax_3pass with hwa_shift_exp_pipe as its exponent.
 // Rows longer than ROW_MAX are dropped with a row_err pulse (hwa_row_stream A).

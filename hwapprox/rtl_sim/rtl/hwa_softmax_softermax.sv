@@ -112,8 +112,8 @@ module hwa_softmax_softermax #(
 
   // ---- per-spec latencies and the buffer geometry they need --------------------------
   localparam int TLAT = 3 + ((PROD_SHIFT > 0) ? 3 : 0) + 1;
-  localparam int ELAT = hwa_pkg::exp_unit_lat(1'b1, 1'b1, 64'd1, 0);
-  localparam int RLAT = hwa_pkg::recip_lat(1'b1, 1'b0, 0);
+  localparam int ELAT = hwa_pkg::exp_unit_lat(1'b1, 1'b1, 64'd1, 0, 1'b0);
+  localparam int RLAT = hwa_pkg::recip_lat(1'b1, 1'b0, 0, 1'b0);
   localparam int OLAT = 3 + ((OUT_SHIFT > 0) ? 3 : 0);
   localparam int ROW_LAT = TLAT + ELAT + RLAT + 5;  // in_last -> ctx_v
   localparam int BUF_NEED = ROW_MAX + ROW_LAT + 4;
@@ -304,6 +304,7 @@ module hwa_softmax_softermax #(
   hwa_exp_unit #(
       .D_W(T_W),
       .PIPE(1'b1),
+      .MUL_IN_REG(1'b0),
       .BASE2(1'b1),
       .EXP_W(EXP_W),
       .EXP_F(EXP_F),
@@ -373,6 +374,7 @@ module hwa_softmax_softermax #(
   hwa_recip #(
       .D_W(SUM_W),
       .PIPE(1'b1),
+      .MUL_IN_REG(1'b0),
       .D_F(SUM_F),
       .R_W(R_W),
       .R_F(R_F),
@@ -470,6 +472,7 @@ module hwa_softmax_softermax #(
   hwa_exp_unit #(
       .D_W(T_W),
       .PIPE(1'b1),
+      .MUL_IN_REG(1'b0),
       .BASE2(1'b1),
       .EXP_W(EXP_W),
       .EXP_F(EXP_F),

@@ -7,8 +7,9 @@
 // remainder starts at n >> (T*R) and takes the low T*R bits of n one by one (r = 2r +
 // bit; if r >= d then r -= d, quotient bit 1). The result (q, r and the payload p_in,
 // carried unchanged) is held on out_v until out_rdy. d = 0 gives q = all ones.
-// Timing: in -> out_v T + 1 cycles; a new division is taken in the cycle its result
-// leaves, so one division every T + 1 <= II cycles.
+// Timing: in -> out_v T + 1 cycles; a division is taken only when no result is held
+// (in_rdy = !busy && !done, a function of registers alone: no path from out_rdy to the
+// load, issue 22), so one division every T + 2 cycles (T + 1 <= II - 1 + 1).
 // Parameters: no defaults; the parent passes every one.
 `default_nettype none
 module hwa_udiv_iter #(
@@ -52,7 +53,7 @@ module hwa_udiv_iter #(
   logic [NX-1:0] n_ext;
   assign n_ext = NX'(n);
 
-  assign in_rdy = !busy_reg && (!done_reg || out_rdy);
+  assign in_rdy = !busy_reg && !done_reg;
   assign out_v = done_reg;
   /* verilator lint_off UNUSEDSIGNAL */
   logic [TR-1:0] q_all;  // bits above Q_W are zero (n / d < 2^Q_W)

@@ -4,9 +4,10 @@
 // division is one compare-subtract of D_W + 1 bits (hwa_udiv_iter with R = 1) instead
 // of ceil(Q_W / (II - 1)) of them chained.
 // Contract: as hwa_udiv_iter (n / d < 2^Q_W; d = 0 gives q = all ones). M = ceil((Q_W +
-// 2) / II) copies, each one division per Q_W + 2 cycles (a copy takes a division only
-// when idle and empty, so in_rdy is a function of registers, not of out_rdy); a division goes to copy w and
-// its result is taken from copy w, w = 0, 1, ..., M - 1, 0, ... on both sides.
+// 2) / II) copies, each one division per Q_W + 2 cycles (hwa_udiv_iter takes a division
+// only when idle and empty, so in_rdy and every copy's load are functions of registers
+// and in_v, never of out_rdy); a division goes to copy w and its result is taken from
+// copy w, w = 0, 1, ..., M - 1, 0, ... on both sides.
 // Timing: in -> out_v Q_W + 1 cycles (hwa_udiv_iter: ceil(Q_W / R) + 1).
 // Parameters: no defaults; the parent passes every one.
 `default_nettype none
@@ -41,7 +42,7 @@ module hwa_udiv_rr #(
   end
 
   logic [WW-1:0] wsel, rsel;
-  logic i_rdy[M], o_v[M], idle[M];
+  logic i_rdy[M], o_v[M];
   logic [Q_W-1:0] o_q[M];
   logic [D_W-1:0] o_r[M];
   logic [P_W-1:0] o_p[M];
@@ -55,7 +56,7 @@ module hwa_udiv_rr #(
     ) u_div (
         .clk(clk),
         .rst(rst),
-        .in_v(in_v && idle[i] && 32'(wsel) == i),
+        .in_v(in_v && 32'(wsel) == i),
         .in_rdy(i_rdy[i]),
         .n(n),
         .d(d),
@@ -67,17 +68,7 @@ module hwa_udiv_rr #(
         .p_out(o_p[i])
     );
   end
-  /* verilator lint_off UNUSEDSIGNAL */
-  logic unused_rdy;  // the copies' own in_rdy (it also accepts while a result leaves)
-  /* verilator lint_on UNUSEDSIGNAL */
-  for (genvar i = 0; i < M; i++) begin : g_idle
-    assign idle[i] = i_rdy[i] && !o_v[i];  // not busy, no result held
-  end
-  assign in_rdy = idle[wsel];
-  always_comb begin
-    unused_rdy = 1'b0;
-    for (int i = 0; i < M; i++) unused_rdy = unused_rdy ^ i_rdy[i];
-  end
+  assign in_rdy = i_rdy[wsel];  // that copy is not busy and holds no result
   assign out_v = o_v[rsel];
   assign q = o_q[rsel];
   assign r = o_r[rsel];
