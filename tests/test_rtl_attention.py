@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_rtl_lint import _sv_value, sv_parameters
+from test_rtl_lint import _sv_value
 
 from hwapprox.approx.attention import AttentionRowSpec
 from hwapprox.approx.softmax import OnlineSoftmax
 from hwapprox.rtl_sim.runner import RtlToolError, simulator_available
+from hwapprox.rtl_sim.svparams import sv_defaults
 
 pytestmark = [
     pytest.mark.rtl,
@@ -176,7 +177,7 @@ def test_sv_defaults_are_the_default_spec() -> None:
     from hwapprox.rtl_sim.attention import ATTENTION_TOP, attention_config
 
     params, _ = attention_config(AttentionRowSpec(), 8, 4)
-    defaults = sv_parameters(ATTENTION_TOP)
+    defaults = sv_defaults(ATTENTION_TOP)
     assert set(params) <= set(defaults), set(params) - set(defaults)
     got = {k: _sv_value(str(defaults[k]), defaults) for k in params}
     assert got == params

@@ -17,13 +17,14 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from test_rtl_lint import _sv_value, sv_parameters
+from test_rtl_lint import _sv_value
 
 from hwapprox.approx.base import SpecError
 from hwapprox.approx.linear import MatMulSpec
 from hwapprox.fixed import FixedFormat
 from hwapprox.rtl_sim.linear import LinearLayer
 from hwapprox.rtl_sim.runner import RtlToolError, simulator_available
+from hwapprox.rtl_sim.svparams import sv_defaults
 
 pytestmark = [
     pytest.mark.rtl,
@@ -152,7 +153,7 @@ def test_sv_defaults_are_the_default_qkv_stage() -> None:
     from hwapprox.rtl_sim.linear import LINEAR_TOP, linear_params
 
     params = linear_params(_qkv(), 8, 8, 8)
-    defaults = sv_parameters(LINEAR_TOP)
+    defaults = sv_defaults(LINEAR_TOP)
     assert set(params) <= set(defaults), set(params) - set(defaults)
     assert {k: _sv_value(str(defaults[k]), defaults) for k in params} == params
 

@@ -12,6 +12,7 @@ from rtl_cases import CASES
 
 from hwapprox.approx.registry import make_spec
 from hwapprox.rtl_sim.runner import RTL_DIR, RtlToolError, lint, simulator_available
+from hwapprox.rtl_sim.svparams import sv_defaults
 from hwapprox.rtl_sim.units import UNITS, get_unit, sv_long
 
 pytestmark = [
@@ -194,19 +195,6 @@ def _prim_params(top: str) -> dict:
     return {}
 
 
-def sv_parameters(module: str) -> dict[str, str | None]:
-    """The parameter port list of ``rtl/<module>.sv``: name -> default (text) or None."""
-    text = (RTL_DIR / f"{module}.sv").read_text()
-    text = re.sub(r"//[^\n]*", "", text)
-    head = re.search(rf"module\s+{module}\s*#\((.*?)\)\s*\(", text, re.S)
-    assert head, f"no parameter list in {module}.sv"
-    out: dict[str, str | None] = {}
-    decl = r"parameter\s+(?:[\w\[\]:]+\s+)*?(\w+)\s*(?:=\s*([^,]+?))?\s*(?:,|$)"
-    for m in re.finditer(decl, head[1].strip()):
-        out[m[1]] = None if m[2] is None else m[2].strip()
-    return out
-
-
 def _sv_value(text: str, defaults: dict[str, str | None]) -> int | str:
     if text.startswith('"') or text.startswith("64'"):
         return text
@@ -230,7 +218,7 @@ def test_primitive_lint(top: str) -> None:
 
 @pytest.mark.parametrize("module", list(NO_DEFAULTS))
 def test_submodules_have_no_defaults_to_disagree_with(module: str) -> None:
-    params = sv_parameters(module)
+    params = sv_defaults(module)
     assert params, module
     with_default = sorted(k for k, v in params.items() if v is not None)
     assert with_default == sorted(NO_DEFAULTS[module])
@@ -264,7 +252,7 @@ def test_unit_defaults_are_the_default_spec(
     unit = get_unit(op, method)
     params, _ = unit.config(make_spec(op, method, **fields), 64)
     params = {k: v for k, v in params.items() if k not in variant}
-    defaults = sv_parameters(unit.toplevel)
+    defaults = sv_defaults(unit.toplevel)
     assert set(params) <= set(defaults), set(params) - set(defaults)
     got = {k: _sv_value(defaults[k], defaults) for k in params if defaults[k] is not None}
     assert got == {k: params[k] for k in got}

@@ -2,8 +2,9 @@
 :class:`~hwapprox.approx.attention.AttentionRowSpec` and simulated against its model.
 
 :func:`attention_config` passes the spec's :meth:`AttentionRowSpec.hw_params` to the SV
-parameters by name (the online softmax's exp / sum / reciprocal units included) and
-its softmax's tables as ``$readmemh`` files. :func:`simulate_attention` streams
+parameters by name (the online softmax's exp / sum / reciprocal units included; the
+names and 64-bit types read from the SV source, :func:`.svparams.derive_sv_params`)
+and its softmax's tables as ``$readmemh`` files. :func:`simulate_attention` streams
 queries, keys, values and mask bits through the unit under idle input cycles and
 output backpressure (cocotb + Verilator, :mod:`hwapprox.rtl_sim.tb.attention_test`)
 and compares every output lane with :meth:`AttentionRowSpec.model` on the same raw
@@ -23,6 +24,8 @@ from hwapprox.approx.base import SpecError
 from hwapprox.rtl_sim.emit import memh_text
 from hwapprox.rtl_sim.runner import BuildInfo, SimResult, build, lint, run_job
 from hwapprox.rtl_sim.sources import sv_sources
+from hwapprox.rtl_sim.svparams import derive_sv_params
+from hwapprox.rtl_sim.units import EXP_VARIANT_PARAMS
 
 __all__ = [
     "ATTENTION_SOURCES",
@@ -36,53 +39,6 @@ __all__ = [
 ATTENTION_TOP = "hwa_attention_row"
 #: every SV file the row needs, read from the sources (:func:`.sources.sv_sources`)
 ATTENTION_SOURCES = sv_sources(ATTENTION_TOP)
-
-#: SV parameters of hwa_attention_row taken from hw_params (64-bit ones as literals)
-_ROW = (
-    "DIM",
-    "DIM_V",
-    "Q_W",
-    "K_W",
-    "V_W",
-    "DOT_W",
-    "HAS_SCALE",
-    "SCALE_W",
-    "SCALE_RAW",
-    "SC_W",
-    "S_SHIFT",
-    "S_RND",
-    "S_OVF",
-    "ACC_W",
-    "ACC_RND",
-    "V_SHIFT",
-    "Y_SHIFT",
-    "Y_W",
-    "Y_RND",
-    "Y_OVF",
-    "KEY_MAX",
-)
-_SOFTMAX = (
-    "OFF_BY_ONE",
-    "IN_W",
-    "BASE2",
-    "EXP_W",
-    "EXP_F",
-    "EXP_RND",
-    "SUM_W",
-    "SUM_F",
-    "SUM_RND",
-    "R_W",
-    "R_F",
-    "R_OVF",
-    "WF",
-    "TB",
-    "NEWTON",
-    "STEPS",
-    "R_RND",
-)
-_BASE2 = ("LOG2E", "LOG2E_W", "PROD_SHIFT", "T_W", "T_F", "T_RND", "A", "TABLE_F", "INTERP")
-_LUT = ("LUT_BITS", "LIM_BITS", "LUT_SHIFT")
-_LONG = ("LOG2E", "SCALE_RAW")
 
 
 def attention_config(
@@ -102,16 +58,20 @@ def attention_config(
         )
     hw: Mapping[str, int] = spec.hw_params(dim, dim_v)
     base2 = bool(hw["BASE2"])
-    names = _ROW + _SOFTMAX + (_BASE2 if base2 else _LUT)
-    params: dict[str, int | str] = {k: f"64'd{hw[k]}" if k in _LONG else int(hw[k]) for k in names}
-    params["OUTQ"] = outq
-    params["OUT_LANES"] = lanes
     t = spec.softmax.tables()
     if base2:
         exp_mem = memh_text(t["exp2_table"], hw["TABLE_F"] + 1)
     else:
         exp_mem = memh_text(t["exp_lut"], hw["EXP_W"])
     mems = {"EXP_FILE": exp_mem, "RECIP_FILE": memh_text(t["recip_table"], hw["WF"] + 1)}
+    params = derive_sv_params(
+        ATTENTION_TOP,
+        hw,
+        spec=spec,
+        given={"OUTQ": outq, "OUT_LANES": lanes},
+        mems=mems,
+        unused=EXP_VARIANT_PARAMS[not base2],
+    )
     return params, mems
 
 

@@ -3,59 +3,64 @@
 :data:`UNITS` maps ``(operator, method)`` to an :class:`RtlUnit`: the top
 module, its source files (``rtl/``) and a function that turns a spec (plus the
 row buffer size for row-wise units) into SV parameters and ``$readmemh``
-contents. The parameters are the spec's hardware parameter set
-(``spec.hw_params()``, :mod:`hwapprox.approx.hwparams`) passed through by
-name -- the same numbers the HLS config carries -- plus the row buffer
-geometry of :func:`~hwapprox.approx.hwparams.row_stream_params`; nothing is
-renamed or recomputed here. Memory files come from ``tables()``.
+contents. The parameter names are read from the top's SV source
+(:mod:`hwapprox.rtl_sim.svparams`): each is taken from the spec's hardware
+parameter set (``spec.hw_params()``, :mod:`hwapprox.approx.hwparams`) by name --
+the same numbers the HLS config carries; 64-bit ones (``longint``, ``logic [63:0]``) as
+:func:`sv_long` literals -- or is the row buffer geometry of
+:func:`~hwapprox.approx.hwparams.row_stream_params` (where the unit takes it), a
+memory file (``*_FILE``, from ``tables()``), a parameter the spec's variant leaves
+unused (the online softmax's other exp unit) or a unit-level knob kept at its SV
+default (:attr:`RtlUnit.knobs`). A parameter that is none of these is a
+:class:`SpecError` naming the module, the parameter and the spec; nothing is
+renamed or recomputed here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hwapprox.approx.base import ApproxSpec, Operator, SpecError
 from hwapprox.approx.hwparams import overflow_code, rounding_code, row_stream_params
 from hwapprox.fixed import FixedFormat
 from hwapprox.rtl_sim.emit import memh_text
+from hwapprox.rtl_sim.svparams import derive_sv_params, sv_long
 
-__all__ = ["UNITS", "RtlUnit", "get_unit", "list_units", "overflow_code", "rounding_code"]
+__all__ = [
+    "EXP_VARIANT_PARAMS",
+    "UNITS",
+    "RtlUnit",
+    "UnitSetup",
+    "get_unit",
+    "list_units",
+    "overflow_code",
+    "rounding_code",
+    "sv_long",
+]
 
 Config = tuple[dict[str, int | str], dict[str, str]]
 
-#: SV parameters that are 64-bit constants (``longint``, written as 64-bit literals)
-_LONG = (  # longint in every unit
-    "LOG2E",
-    "EPS_Q",
-    "C_INT",
-    "MULT",
-    "REQUANT_MULT",
-    "SKIP_TAU",
-    "U_FLOOR",
-    "CODE_C12",
-    "CODE_C14",
-    "CODE_C34",
-)
+#: the exp unit's (``hwa_exp_unit``) parameters of one variant only, by ``BASE2``: a
+#: spec's hw_params carry its own variant's; the other's stay at their SV defaults
+EXP_VARIANT_PARAMS: dict[bool, tuple[str, ...]] = {
+    True: ("LOG2E", "LOG2E_W", "PROD_SHIFT", "T_W", "T_F", "T_RND", "A", "TABLE_F", "INTERP"),
+    False: ("LUT_BITS", "LIM_BITS", "LUT_SHIFT"),
+}
 
 
-def sv_long(v: int) -> str:
-    """A 64-bit SV literal: ``64'd<v>``, or a negative value's two's complement as
-    ``64'h<hex>`` (Verilator's ``-G`` takes no signed sized literals)."""
-    v = int(v)
-    if not -(1 << 63) <= v < 1 << 63:
-        raise SpecError(f"{v} does not fit a 64-bit SV parameter")
-    return f"64'd{v}" if v >= 0 else f"64'h{v & ((1 << 64) - 1):016X}"
+@dataclass(frozen=True)
+class UnitSetup:
+    """What a unit's configure function takes from a spec: its hardware parameter set,
+    the SV parameters the unit sets itself (row buffer geometry), the memory files
+    (``*_FILE`` -> ``$readmemh`` text) and the top's parameters the spec's variant
+    leaves unused (at their SV defaults)."""
 
-
-def _sv(hw: Mapping[str, int], names: tuple[str, ...]) -> dict[str, int | str]:
-    """The SV parameters ``names`` of a hardware parameter set, unchanged (64-bit
-    constants as SV literals)."""
-    missing = [k for k in names if k not in hw]
-    if missing:
-        raise SpecError(f"hw_params() lacks the SV parameter(s) {missing}")
-    return {k: sv_long(hw[k]) if k in _LONG else int(hw[k]) for k in names}
+    hw: Mapping[str, int]
+    given: dict[str, int | str] = field(default_factory=dict)
+    mems: dict[str, str] = field(default_factory=dict)
+    unused: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -66,7 +71,7 @@ class RtlUnit:
     method: str
     toplevel: str
     sources: tuple[str, ...]
-    configure: Callable[[Any, int], Config]
+    configure: Callable[[Any, int], UnitSetup]
     rowwise: bool
     doc: str = ""
     #: reads of a row before its first output (1: the row's statistics are gathered as
@@ -81,6 +86,9 @@ class RtlUnit:
     latency: int | None = None
     #: the unit has the log-code output post-stage (``out_code`` "log2"/"log2sqrt2")
     out_codes: bool = False
+    #: unit-level SV parameters of the top (with a default) that no spec sets: they
+    #: stay at their SV default unless hw_params has them (the online softmax's PIPE)
+    knobs: tuple[str, ...] = ()
 
     def config(self, spec: ApproxSpec, row_max: int = 64) -> Config:
         if (spec.operator, spec.method) != (self.operator, self.method):
@@ -95,7 +103,17 @@ class RtlUnit:
                 f"unit {self.toplevel} has no log-code output stage (out_code="
                 f"{spec.out_code!r}, issue 15): use out_code='linear' for the RTL"  # type: ignore[attr-defined]
             )
-        return self.configure(spec, row_max)
+        s = self.configure(spec, row_max)
+        params = derive_sv_params(
+            self.toplevel,
+            s.hw,
+            spec=spec,
+            given=s.given,
+            mems=s.mems,
+            unused=s.unused,
+            knobs=self.knobs,
+        )
+        return params, dict(s.mems)
 
 
 def _signed_in(spec: ApproxSpec, unit: str) -> FixedFormat:
@@ -105,37 +123,17 @@ def _signed_in(spec: ApproxSpec, unit: str) -> FixedFormat:
 
 
 # -- GELU ------------------------------------------------------------------------------
-def _fn_lut(spec: Any, row_max: int) -> Config:
+def _fn_lut(spec: Any, row_max: int) -> UnitSetup:
     hw = spec.hw_params()
     lut = spec.tables()["lut"]
     if len(lut) != hw["TABLE_SIZE"]:
         raise SpecError(
             f"{spec.operator}/lut: {len(lut)} table entries, hw_params say {hw['TABLE_SIZE']}"
         )
-    params = _sv(hw, ("IN_W", "IN_SIGNED", "OUT_W", "INDEX_BITS"))
-    return params, {"LUT_FILE": memh_text(lut, spec.out_fmt.width)}
+    return UnitSetup(hw, mems={"LUT_FILE": memh_text(lut, spec.out_fmt.width)})
 
 
-_PWL = (
-    "IN_W",
-    "OUT_W",
-    "OUT_SIGNED",
-    "OUT_RND",
-    "OUT_OVF",
-    "NSEG",
-    "S_W",
-    "C_W",
-    "SH_XS",
-    "SH_C",
-    "SH_X",
-    "FA",
-    "TOP_ONE",
-    "OUT_SHIFT",
-    "ACC_W",
-)
-
-
-def _fn_pwl(spec: Any, row_max: int) -> Config:
+def _fn_pwl(spec: Any, row_max: int) -> UnitSetup:
     hw = spec.hw_params()
     t = spec.tables()
     mems = {
@@ -143,129 +141,22 @@ def _fn_pwl(spec: Any, row_max: int) -> Config:
         "SLOPE_FILE": memh_text(t["slopes"], hw["S_W"]),
         "ICPT_FILE": memh_text(t["intercepts"], hw["C_W"]),
     }
-    return _sv(hw, _PWL), mems
+    return UnitSetup(hw, mems=mems)
 
 
-_IBERT_GELU = (
-    "IN_W",
-    "OUT_W",
-    "OUT_SIGNED",
-    "OUT_RND",
-    "OUT_OVF",
-    "B_INT",
-    "C_INT",
-    "ERF_SHIFT",
-    "ERF_ONE",
-    "MULT",
-    "MULT_SHIFT",
-    "ABS_W",
-    "T_W",
-    "TB_W",
-    "SQ_W",
-    "POLY_W",
-    "ERF_W",
-    "SUM_W",
-    "PROD_W",
-    "Q_W",
-)
-
-
-def _gelu_ibert(spec: Any, row_max: int) -> Config:
-    return _sv(spec.hw_params(), _IBERT_GELU), {}
-
-
-_EDGEMOE = (
-    "IN_W",
-    "IN_F",
-    "OUT_W",
-    "OUT_F",
-    "OUT_SIGNED",
-    "OUT_RND",
-    "OUT_OVF",
-    "TABLE_SIZE",
-    "K",
-    "ENTRY_F",
-    "ENTRY_RND",
-    "FT",
-    "FA",
-    "ABS_W",
-    "IDX_W",
-    "T_W",
-    "ENTRY_W",
-    "INTERP_W",
-    "DELTA_W",
-    "ACC_W",
-)
-
-
-def _gelu_edgemoe(spec: Any, row_max: int) -> Config:
+def _gelu_edgemoe(spec: Any, row_max: int) -> UnitSetup:
     hw = spec.hw_params()
-    return _sv(hw, _EDGEMOE), {"DELTA_FILE": memh_text(spec.tables()["delta"], hw["ENTRY_W"])}
+    return UnitSetup(hw, mems={"DELTA_FILE": memh_text(spec.tables()["delta"], hw["ENTRY_W"])})
 
 
-_SHIFTGELU = (
-    "IN_W",
-    "OUT_W",
-    "OUT_F",
-    "OUT_SIGNED",
-    "OUT_RND",
-    "OUT_OVF",
-    "X0",
-    "EXP_N",
-    "TVM",
-    "SIGMOID_SHIFT",
-    "PROD_F",
-    "M_W",
-    "SX_W",
-    "ST_W",
-    "SQ_W",
-    "SR_W",
-    "SEI_W",
-    "SE_W",
-    "ESUM_W",
-    "FACTOR_W",
-    "SIGP_W",
-    "SIG_W",
-    "YP_W",
-)
-
-
-def _gelu_shiftgelu(spec: Any, row_max: int) -> Config:
-    return _sv(spec.hw_params(), _SHIFTGELU), {}
+def _hw_only(spec: Any, row_max: int) -> UnitSetup:
+    """An elementwise unit without tables: hw_params alone."""
+    return UnitSetup(spec.hw_params())
 
 
 # -- LayerNorm ---------------------------------------------------------------------------
-_LN = (
-    "IN_W",
-    "OUT_W",
-    "OUT_SIGNED",
-    "OUT_RND",
-    "OUT_OVF",
-    "GAMMA_W",
-    "BETA_W",
-    "CENTER",
-    "PARTIAL_K",
-    "N_BITS",
-    "S1_W",
-    "S2_W",
-    "D_W",
-    "DE_W",
-    "A_W",
-    "AY_W",
-    "Z_W",
-    "ACC_W",
-    "EPS_Q",
-    "G",
-    "P",
-    "TB",
-    "NEWTON",
-    "FZ",
-    "BETA_SHIFT",
-    "OUT_SHIFT",
-)
-
-
-def _layernorm_rsqrt(spec: Any, row_max: int) -> Config:
+def _layernorm_rsqrt(spec: Any, row_max: int) -> UnitSetup:
+    """The rsqrt LayerNorms (rsqrt_lut, RMSNorm): the row buffer geometry but N_BITS."""
     _signed_in(spec, f"layernorm/{spec.method}")
     hw = spec.hw_params()
     if row_max > hw["MAX_N"]:
@@ -274,151 +165,23 @@ def _layernorm_rsqrt(spec: Any, row_max: int) -> Config:
         )
     if not spec.gamma_fmt.signed or not spec.beta_fmt.signed:
         raise SpecError(f"layernorm/{spec.method} RTL needs signed gamma_fmt and beta_fmt")
-    geometry = row_stream_params(row_max)
+    geometry: dict[str, int | str] = dict(row_stream_params(row_max))
     del geometry["N_BITS"]  # the spec's N_BITS sizes the N·X and N·S2 multipliers
     table = spec.tables()["rsqrt_table"]
-    return {**geometry, **_sv(hw, _LN)}, {"RSQRT_FILE": memh_text(table, hw["P"])}
+    return UnitSetup(hw, given=geometry, mems={"RSQRT_FILE": memh_text(table, hw["P"])})
 
 
-_RMS = (
-    "IN_W",
-    "OUT_W",
-    "OUT_SIGNED",
-    "OUT_RND",
-    "OUT_OVF",
-    "GAMMA_W",
-    "BETA_W",
-    "PARTIAL_K",
-    "PARTIAL_NUM",
-    "PARTIAL_F",
-    "N_BITS",
-    "S2_W",
-    "D_W",
-    "DE_W",
-    "EPS_Q",
-    "G",
-    "P",
-    "TB",
-    "NEWTON",
-    "FZ",
-    "BETA_SHIFT",
-    "OUT_SHIFT",
-    "M_W",
-    "Y_W",
-    "SQ_W",
-    "MSQ_W",
-    "U_W",
-    "YU_W",
-    "A_W",
-    "AY_W",
-    "AYS_W",
-    "Z_W",
-    "ACC_W",
-)
-
-
-def _layernorm_rmsnorm(spec: Any, row_max: int) -> Config:
-    params, mems = _layernorm_rsqrt(spec, row_max)  # the same checks and table
-    hw = spec.hw_params()
-    keep = {k: v for k, v in params.items() if k in ("ROW_MAX", "BUF_DEPTH", "ROWQ")}
-    return {**keep, **_sv(hw, _RMS)}, mems
-
-
-# the integer LayerNorms (I-BERT, I-ViT): what both units take
-_LN_INT = (
-    "IN_W",
-    "X_W",
-    "OUT_W",
-    "OUT_SIGNED",
-    "OUT_RND",
-    "OUT_OVF",
-    "OUT_SHIFT",
-    "GAMMA_W",
-    "BETA_W",
-    "SQRTN_F",
-    "ZSHIFT",
-    "BETA_SHIFT",
-    "S1_W",
-    "S2_W",
-    "MOM_W",
-    "YC_W",
-    "VAR0_W",
-    "STD_W",
-    "FACTOR_W",
-    "YF_W",
-    "YI_W",
-    "SQRTN_W",
-    "YQ_W",
-    "Z_W",
-    "ACC_W",
-)
-_LN_IBERT = ("SHIFT", "VAR_LIMIT_BITS", "FACTOR_NUM_BITS", "VAR_W", "YS_W", "ROOT_W")
-_LN_IVIT = ("NEWTON_ITERS", "NEWTON_K0", "FACTOR_NUM", "K_W", "Q_W", "KS_W")
-
-
-def _layernorm_int(spec: Any, row_max: int) -> Config:
+def _layernorm_int(spec: Any, row_max: int) -> UnitSetup:
+    """The integer LayerNorms (I-BERT, I-ViT)."""
     _signed_in(spec, f"layernorm/{spec.method}")
     if not spec.gamma_fmt.signed or not spec.beta_fmt.signed:
         raise SpecError(f"layernorm/{spec.method} RTL needs signed gamma_fmt and beta_fmt")
     hw = spec.hw_params(row_max)  # widths for rows of up to row_max (sqrt(n) per row)
-    names = _LN_INT + (_LN_IBERT if spec.method == "ibert" else _LN_IVIT)
-    return {**row_stream_params(row_max), **_sv(hw, names)}, {}
+    return UnitSetup(hw, given=dict(row_stream_params(row_max)))
 
 
 # -- softmax ------------------------------------------------------------------------------
-_ONLINE = (
-    "SKIP",
-    "SKIP_TAU",
-    "UNIFIED",
-    "PHI",
-    "U_LOW",
-    "U_FLOOR",
-    "U_S_W",
-    "UOUTP_W",
-    "OUT_CODE",
-    "CODE_BITS",
-    "CODE_ZERO",
-    "CODE_NW",
-    "CODE_F",
-    "CODE_C12",
-    "CODE_C14",
-    "CODE_C34",
-    "OFF_BY_ONE",
-    "CLIP",
-    "CLIP_F",
-    "CLIP_S",
-    "CLIP_G",
-    "CLIP_ONE",
-    "CS_W",
-    "CRS_W",
-    "CZ_W",
-    "IN_W",
-    "OUT_W",
-    "OUT_SIGNED",
-    "OUT_RND",
-    "OUT_OVF",
-    "OUT_SHIFT",
-    "BASE2",
-    "EXP_W",
-    "EXP_F",
-    "EXP_RND",
-    "SUM_W",
-    "SUM_F",
-    "SUM_RND",
-    "R_W",
-    "R_F",
-    "R_OVF",
-    "WF",
-    "TB",
-    "NEWTON",
-    "STEPS",
-    "R_RND",
-)
-_ONLINE_BASE2 = ("LOG2E", "LOG2E_W", "PROD_SHIFT", "T_W", "T_F", "T_RND", "A", "TABLE_F", "INTERP")
-_ONLINE_LUT = ("LUT_BITS", "LIM_BITS", "LUT_SHIFT")
-
-
-def _softmax_online(spec: Any, row_max: int) -> Config:
+def _softmax_online(spec: Any, row_max: int) -> UnitSetup:
     _signed_in(spec, "softmax/online")
     if spec.schedule != "online":
         raise SpecError(
@@ -430,67 +193,20 @@ def _softmax_online(spec: Any, row_max: int) -> Config:
     if row_max > int(spec.sum_fmt.max):
         raise SpecError(f"row_max={row_max} exceeds what sum_fmt {spec.sum_fmt} can count")
     base2 = bool(hw["BASE2"])
-    params = {
-        **row_stream_params(row_max),
-        **_sv(hw, _ONLINE + (_ONLINE_BASE2 if base2 else _ONLINE_LUT)),
-    }
     if base2:
         exp_mem = memh_text(t["exp2_table"], hw["TABLE_F"] + 1)
     else:
         exp_mem = memh_text(t["exp_lut"], hw["EXP_W"])
     recip_mem = memh_text(t["recip_table"], hw["WF"] + 1)
-    return params, {"EXP_FILE": exp_mem, "RECIP_FILE": recip_mem}
+    return UnitSetup(
+        hw,
+        given=dict(row_stream_params(row_max)),
+        mems={"EXP_FILE": exp_mem, "RECIP_FILE": recip_mem},
+        unused=EXP_VARIANT_PARAMS[not base2],
+    )
 
 
-#: the log-code output stage's parameters (in every softmax hw_params; hwa_out_code)
-_CODE = (
-    "OUT_CODE",
-    "CODE_BITS",
-    "CODE_ZERO",
-    "CODE_NW",
-    "CODE_F",
-    "CODE_C12",
-    "CODE_C14",
-    "CODE_C34",
-)
-
-_SOFTERMAX = (
-    "IN_W",
-    "OUT_W",
-    "OUT_SIGNED",
-    "OUT_RND",
-    "OUT_OVF",
-    "OUT_SHIFT",
-    "LOG2E",
-    "LOG2E_W",
-    "PROD_W",
-    "PROD_SHIFT",
-    "T_RND",
-    "TX_W",
-    "T_F",
-    "M_W",
-    "SH_W",
-    "A_W",
-    "A_MIN",
-    "T_W",
-    "A",
-    "TABLE_F",
-    "EXP_W",
-    "EXP_F",
-    "EXP_RND",
-    "SUM_W",
-    "SUM_F",
-    "SUM_UP",
-    "R_W",
-    "R_F",
-    "R_OVF",
-    "R_RND",
-    "WF",
-    "TB",
-)
-
-
-def _softmax_softermax(spec: Any, row_max: int) -> Config:
+def _softmax_softermax(spec: Any, row_max: int) -> UnitSetup:
     _signed_in(spec, "softmax/softermax")
     hw = spec.hw_params()
     if row_max > int(spec.sum_fmt.max) // 2:
@@ -500,75 +216,13 @@ def _softmax_softermax(spec: Any, row_max: int) -> Config:
         "POW2_FILE": memh_text(t["pow2_table"], hw["TABLE_F"] + 1),
         "RECIP_FILE": memh_text(t["recip_table"], hw["WF"] + 1),
     }
-    return {
-        **row_stream_params(row_max),
-        **_sv(hw, _SOFTERMAX),
-        **_sv(hw, _CODE),
-    }, mems
+    return UnitSetup(hw, given=dict(row_stream_params(row_max)), mems=mems)
 
 
-_SHIFTMAX = (
-    "IN_W",
-    "OUT_W",
-    "OUT_SIGNED",
-    "OUT_OVF",
-    "OUT_SHIFT",
-    "X0",
-    "EXP_N",
-    "TVM",
-    "DIFF_W",
-    "ST_W",
-    "SQ_W",
-    "SR_W",
-    "SEI_W",
-    "SE_W",
-    "SUM_W",
-    "FACTOR_W",
-    "PROD_W",
-)
-
-
-def _softmax_shiftmax(spec: Any, row_max: int) -> Config:
-    _signed_in(spec, "softmax/shiftmax")
-    hw = spec.hw_params(row_max)
-    return {**row_stream_params(row_max), **_sv(hw, _SHIFTMAX), **_sv(hw, _CODE)}, {}
-
-
-_IBERT_SOFTMAX = (
-    "IN_W",
-    "OUT_W",
-    "OUT_SIGNED",
-    "OUT_OVF",
-    "OUT_SHIFT",
-    "X0",
-    "B_INT",
-    "C_INT",
-    "EXP_N",
-    "CALIBRATED",
-    "REQUANT_MULT",
-    "REQUANT_MULT_W",
-    "REQUANT_SHIFT",
-    "EXP_SHIFT",
-    "E16_MAX",
-    "FACTOR_BITS",
-    "DIFF_W",
-    "IT_W",
-    "IQ_W",
-    "IR_W",
-    "IZ_W",
-    "IE_W",
-    "RQ_W",
-    "E16_W",
-    "SUM_W",
-    "FACTOR_W",
-    "PROD_W",
-)
-
-
-def _softmax_ibert(spec: Any, row_max: int) -> Config:
-    _signed_in(spec, "softmax/ibert")
-    hw = spec.hw_params(row_max)
-    return {**row_stream_params(row_max), **_sv(hw, _IBERT_SOFTMAX), **_sv(hw, _CODE)}, {}
+def _softmax_3pass(spec: Any, row_max: int) -> UnitSetup:
+    """The three-pass softmaxes (I-BERT, Shiftmax): widths for rows of up to row_max."""
+    _signed_in(spec, f"softmax/{spec.method}")
+    return UnitSetup(spec.hw_params(row_max), given=dict(row_stream_params(row_max)))
 
 
 _COMMON = ("hwa_pkg.sv", "hwa_rom.sv", "hwa_round_shift.sv", "hwa_sat.sv", "hwa_skid.sv")
@@ -593,23 +247,6 @@ _LN_INT_SOURCES = (
     "hwa_ln_int_stats.sv",
     "hwa_ln_int_out.sv",
 )
-
-_RELU = (
-    "IN_W",
-    "OUT_W",
-    "OUT_SIGNED",
-    "OUT_RND",
-    "OUT_OVF",
-    "MULT",
-    "MULT_W",
-    "OUT_SHIFT",
-    "ACC_W",
-)
-
-
-def _relu_attention(spec: Any, row_max: int) -> Config:
-    return _sv(spec.hw_params(), _RELU), {}
-
 
 #: (operator, method) -> unit
 UNITS: dict[tuple[Operator, str], RtlUnit] = {
@@ -639,7 +276,7 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         "ibert",
         "hwa_gelu_ibert",
         (*_COMMON, "hwa_cast.sv", "hwa_mul_pipe.sv", "hwa_gelu_ibert.sv"),
-        _gelu_ibert,
+        _hw_only,
         rowwise=False,
         latency=9,
         doc="erf polynomial (abs, min, square), x·(erf + 1), dyadic requantisation in "
@@ -668,7 +305,7 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
             "hwa_udiv.sv",
             "hwa_gelu_shiftgelu.sv",
         ),
-        _gelu_shiftgelu,
+        _hw_only,
         rowwise=False,
         latency=44,
         doc="two five-stage shift-exps (shifts, adds, a compare chain for q), a 31-stage "
@@ -693,6 +330,7 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         _softmax_online,
         rowwise=True,
         latency_extra=96,
+        knobs=("PIPE",),
         doc=(
             "single pass: running max and sum, exp base2 (table + PWL) or LUT, "
             "1/d per row (Newton or PWL), circular row buffer; options: threshold "
@@ -742,7 +380,7 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
             "hwa_softmax_3pass.sv",
             "hwa_softmax_ibert.sv",
         ),
-        _softmax_ibert,
+        _softmax_3pass,
         rowwise=True,
         doc="three passes through two row buffers: max; i-exp, requantisation (12 "
         "pipelined stages) and sum; a 33-stage pipelined divider 2^32 / sum per row; "
@@ -768,7 +406,7 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
             "hwa_softmax_3pass.sv",
             "hwa_softmax_shiftmax.sv",
         ),
-        _softmax_shiftmax,
+        _softmax_3pass,
         rowwise=True,
         doc="three passes through two row buffers: max; shift-exp (5 pipelined stages) "
         "and sum; a 31-stage pipelined divider per row; e·factor (18 x 18 partial "
@@ -826,7 +464,7 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         "rmsnorm",
         "hwa_layernorm_rmsnorm",
         (*_COMMON, *_RSQRT_SOURCES, "hwa_layernorm_rmsnorm.sv"),
-        _layernorm_rmsnorm,
+        _layernorm_rsqrt,
         rowwise=True,
         doc="single-pass S2 over the first k = N, partial_k or ceil(partial·N) elements "
         "(pRMSNorm: a queue of codes lets S2 follow k(i) = ceil(p·i)), pipelined "
@@ -840,7 +478,7 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         "wortsman",
         "hwa_relu_attention",
         (*_COMMON, "hwa_cast.sv", "hwa_relu_attention.sv"),
-        _relu_attention,
+        _hw_only,
         rowwise=False,
         latency=3,
         doc="max(x, 0)·K, one cast (K = 1: a shift for n a power of two); latency 3",
