@@ -438,12 +438,12 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         rowwise=True,
         doc="two passes through two row buffers: S1/S2 (mean, var0 from the moments, the "
         "shift s); y and the variance at s and s + 1; per row an iterative isqrt and "
-        "2^31/std; y·factor, sqrt(n), gamma/beta. Last-in -> last-out 2N + 113 (the "
+        "2^31/std; y·factor, sqrt(n), gamma/beta. Last-in -> last-out 2N + 116 (the "
         "variance at the row's shift needs the row re-read once its mean is known; "
         "2N + 51 before the issue-22 pipelining: dividers and roots at one bit per cycle, "
         "the output products and the second pass's shifts and squares in stages)",
         row_passes=2,
-        latency_extra=113,
+        latency_extra=116,
     ),
     (Operator.LAYERNORM, "ivit"): RtlUnit(
         Operator.LAYERNORM,
@@ -454,7 +454,7 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         rowwise=True,
         doc="single-pass S1/S2 (var0 from the moments), per row: mean divider, sqrt(n), "
         "I-ViT's 10 Newton steps as a chain of iterative dividers, (2^31-1)/std; "
-        "gamma/beta memory. Last-in -> last-out N + 294 at the defaults (nine dependent "
+        "gamma/beta memory. Last-in -> last-out N + 297 at the defaults (nine dependent "
         "divisions per row at one quotient bit per cycle, for 125 MHz: N + 16 is out of "
         "reach for this method; N + 146 before the issue-22 pipelining)",
         latency_extra=300,

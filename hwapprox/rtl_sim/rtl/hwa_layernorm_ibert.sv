@@ -34,8 +34,8 @@
 // more); hwa_ln_int_out's products have their own stages (16 stages, 5 before); the
 // statistics (hwa_ln_int_stats) take a row into a register and give it out of one,
 // neither with a ready path through it (2 stages), and its mean*t has operand
-// registers of its own (1 stage).
-// Latency (last input -> last output): 2n + C (measured at the defaults: 2n + 113 at
+// registers of its own (1 stage), and so has its n*mean (3 stages).
+// Latency (last input -> last output): 2n + C (measured at the defaults: 2n + 116 at
 // n = 64, 2n + 51 before issue 22's stages; n + 16 is out of
 // reach: the second pass needs the mean, the third the variance of the whole row).
 // Rows longer than ROW_MAX are dropped (consumed up to tlast, nothing output) and

@@ -30,9 +30,9 @@
 // y = X - mean (1 stage); the ingest square is a registered multiply
 // two stages behind the input; the statistics (hwa_ln_int_stats) take a row into a
 // register and give it out of one, neither with a ready path through it (2 stages),
-// its mean*t with operand registers of its own (1 stage).
+// its mean*t with operand registers of its own (1 stage), its n*mean too (3 stages).
 // Latency (last input -> last output): n + C + 20, C the per-row chain (measured at
-// the defaults, NEWTON_ITERS = 10: n + 294 at n = 64, n + 146 before issue 22's stages --
+// the defaults, NEWTON_ITERS = 10: n + 297 at n = 64, n + 146 before issue 22's stages --
 // the nine dependent divisions of I-ViT's fixed Newton iteration make n + 16 impossible
 // for this method).
 // Rows longer than ROW_MAX are dropped (consumed up to tlast, nothing output) and

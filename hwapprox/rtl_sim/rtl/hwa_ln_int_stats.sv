@@ -12,11 +12,11 @@
 // The payload p_in leaves with its row. Timing: the divider and the square root run
 // side by side (one bit per cycle, hwa_udiv_rr / hwa_isqrt_rr: a row every <= II
 // cycles), then the rounded mean (three stages, one before issue 22) and var0
-// (seven stages, a stall-all chain: n*mean, the difference, mean*t as 18 x 18 partial
-// products, the subtraction; issue 22), with a register before the divider and the
-// root and one after var0, each taking a row only when empty (in_rdy and the chain's
+// (ten stages, a stall-all chain: n*mean and mean*t as 18 x 18 partial products with
+// operand registers, the difference, the subtraction; issue 22), with a register
+// before the divider and the root and one after var0, each taking a row only when empty (in_rdy and the chain's
 // enable are registers: no ready path through the module; issue 22): in -> out_v about
-// RB + 13 cycles (RB = ceil(RX / 2), the root's bits: the slower of the two); one row
+// RB + 16 cycles (RB = ceil(RX / 2), the root's bits: the slower of the two); one row
 // every max(II, 2) cycles at most.
 // Parameters: no defaults; the parent passes every one (the spec's hw_params()).
 `default_nettype none
@@ -199,11 +199,11 @@ module hwa_ln_int_stats #(
     end
   end
 
-  // ---- stages V1..V7: var0 = S2 - mean*(2*S1 - n*mean), a stall-all chain (issue 22):
-  //   V1 n*mean; V2 t = 2*S1 - n*mean; V3..V6 mean*t (hwa_mul_pipe with operand
-  //   registers of its own, 18 x 18 partial products); V7 var0 = S2 - mean*t. Every
-  //   product and difference mod 2^MOM_W.
-  localparam int VL = 7;
+  // ---- stages V1..V10: var0 = S2 - mean*(2*S1 - n*mean), a stall-all chain (issue 22):
+  //   V1..V4 n*mean, V6..V9 mean*t (each hwa_mul_pipe with operand registers of its
+  //   own, 18 x 18 partial products: on ECP5 the MULT18X18D's own registers); V5 t =
+  //   2*S1 - n*mean; V10 var0 = S2 - mean*t. Every product and difference mod 2^MOM_W.
+  localparam int VL = 10;
   logic [VL-1:0] vv;  // a row in stage V1..V7
   logic ven;  // the chain advances
   logic o_v;  // O: the output register (below)
@@ -219,14 +219,31 @@ module hwa_ln_int_stats #(
   logic signed [X_W-1:0] v1_mean, v2_mean, v5_mean;
   logic [SQRTN_W-1:0] v1_sqrtn, v2_sqrtn, v5_sqrtn;
   logic [P_W-1:0] v1_p, v2_p, v5_p;
+  hwa_mul_pipe #(
+      .A_W(X_W),
+      .B_W(N_BITS),
+      .B_SIGNED(1'b0),
+      .P_W(MOM_W),
+      .IN_REG(1'b1)
+  ) u_nm (
+      .clk(clk),
+      .en (ven),
+      .a  (m_mean),
+      .b  (m_n),
+      .p  (v1_nm)
+  );
+  hwa_delay #(
+      .W(S1_W + S2_W + X_W + SQRTN_W + P_W),
+      .L(4)
+  ) u_v1 (
+      .clk(clk),
+      .rst(1'b0),
+      .en (ven),
+      .d  ({m_s1, m_s2, m_mean, m_sqrtn, m_p}),
+      .q  ({v1_s1, v1_s2, v1_mean, v1_sqrtn, v1_p})
+  );
   always_ff @(posedge clk) begin
     if (ven) begin
-      v1_nm <= MOM_W'($signed({1'b0, m_n})) * MOM_W'(m_mean);
-      v1_s1 <= m_s1;
-      v1_s2 <= m_s2;
-      v1_mean <= m_mean;
-      v1_sqrtn <= m_sqrtn;
-      v1_p <= m_p;
       v2_t <= (MOM_W'(v1_s1) <<< 1) - v1_nm;
       v2_s2 <= v1_s2;
       v2_mean <= v1_mean;

@@ -299,12 +299,18 @@ module hwa_recip #(
     /* verilator lint_on UNUSEDSIGNAL */
     logic [PB-1:0] p_last;
     assign {p_last, u_last} = spu[NST];
-    logic signed [SW+1:0] total;
+    logic signed [SW+1:0] total_c;
+    logic [SW-1:0] sh_r;  // the right shift, max(total, 0)
+    logic [SW+1:0] shl_r;  // the left shift, -total when total <= 0
     logic signed [LW-1:0] rx, rs3, rl1, rl3;
-    logic pos1, pos3;
-    // f0: the shift amount and R registered
+    logic pos0, pos1, pos3;
+    assign total_c = (SW + 2)'(WF - D_F - R_F) + (SW + 2)'({1'b0, p_last});
+    // f0: the shift amounts (right or left, and which) and R registered, so that no
+    // comparison or negation sits in front of the shifters
     always_ff @(posedge clk) begin
-      total <= (SW + 2)'(WF - D_F - R_F) + (SW + 2)'({1'b0, p_last});
+      pos0 <= total_c > 0;
+      sh_r <= (total_c > 0) ? SW'(total_c) : '0;
+      shl_r <= (total_c > 0) ? '0 : (SW + 2)'(-total_c);
       rx <= LW'(sr[NST]);
     end
     hwa_round_shift_pipe #(
@@ -316,12 +322,12 @@ module hwa_recip #(
         .clk(clk),
         .en (1'b1),
         .x  (rx),
-        .sh ((total > 0) ? SW'(total) : '0),
+        .sh (sh_r),
         .y  (rs3)
     );
     always_ff @(posedge clk) begin
-      rl1 <= rx <<< (-total);
-      pos1 <= total > 0;
+      rl1 <= rx <<< shl_r;
+      pos1 <= pos0;
     end
     hwa_delay #(
         .W(LW + 1),

@@ -49,7 +49,8 @@
 // reciprocal hwa_recip with PIPE = 1 (RLAT = 10 + 15·STEPS = 40, hwa_pkg::recip_lat), the
 // output product E·r hwa_mul_pipe (4), z (1) and its rounding hwa_round_shift_pipe (3):
 // OLAT = 8; every one of those products with operand registers of its own (MUL_IN_REG,
-// IN_REG: on ECP5 the MULT18X18D's input and output registers, +1 cycle each); m - x is registered before the output exp unit (1). The rescale of a new
+// IN_REG: on ECP5 the MULT18X18D's input and output registers, +1 cycle each); m - x
+// is registered before the output exp unit (1). The rescale of a new
 // running max, d = R_s(d·E) + ONE, cannot stay a one-cycle loop bit-exactly (the model
 // rounds each rescale of the previous, rounded sum), so its product runs through
 // hwa_mul_pipe (3) and its rounding (1) and the unit holds s_axis_tready low for MB = 4
@@ -300,17 +301,24 @@ module hwa_softmax_online #(
   assign live = !zero_in;
   assign starts = live && !seen_prev && !OFF_BY_ONE;  // it opens the empty state
   if (PIPE) begin : g_hold
-    // hold_cnt: the held cycles still to come; s_axis_tready is low in the MB cycles
-    // after the new max is accepted (hold_nxt: "low in the next cycle")
+    // s_axis_tready is low in the MB cycles after a new max is accepted (hold_nxt: "low
+    // in the next cycle"). The comparator's result only reaches nm_q (the flag, one
+    // LUT after x > m) and hold_nxt; the count of the rest starts a cycle later, from
+    // nm_q: hold_cnt = the held cycles still to come after the next one.
+    logic new_max, nm_q;
     logic [2:0] hold_cnt;
-    logic new_max;
     assign new_max = in_v && live && !starts && gt;
     always_ff @(posedge clk) begin
-      if (rst) hold_cnt <= '0;
-      else if (new_max) hold_cnt <= 3'(MB);
-      else if (hold_cnt != 0) hold_cnt <= hold_cnt - 1'b1;
+      if (rst) begin
+        nm_q <= 1'b0;
+        hold_cnt <= '0;
+      end else begin
+        nm_q <= new_max;
+        if (nm_q) hold_cnt <= 3'(MB - 2);
+        else if (hold_cnt != 0) hold_cnt <= hold_cnt - 1'b1;
+      end
     end
-    assign hold_nxt = new_max || (hold_cnt > 3'd1);
+    assign hold_nxt = new_max || nm_q || (hold_cnt != 0);
   end else begin : g_nohold
     assign hold_nxt = 1'b0;
   end
