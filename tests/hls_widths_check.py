@@ -70,7 +70,7 @@ def rtl_params(spec, n: int) -> dict[str, int | str] | None:
         spec.gamma_fmt.signed and spec.beta_fmt.signed and n <= max_n
     ):
         return None
-    params, _ = RTL_UNITS[key].configure(spec, n)
+    params, _ = RTL_UNITS[key].config(spec, n)
     return params
 
 

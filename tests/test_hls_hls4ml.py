@@ -19,7 +19,7 @@ from hwapprox.approx.block import WEIGHT_NAMES, BlockFormats
 from hwapprox.approx.registry import make_spec
 from hwapprox.export.blockmatch import OP_TYPE, encoder_block_onnx, fold_blocks
 from hwapprox.fixed import FixedFormat
-from hwapprox.hls.emit import cpp_type
+from hwapprox.hls.emit import INCLUDE_DIR, cpp_type
 from hwapprox.hls.hls4ml_ext import MASK_INPUT, block_from_node, mask_layer_config, predict_raw
 from hwapprox.hls.project import (
     CSIM_OPT,
@@ -199,7 +199,9 @@ def test_generated_config_is_explicit(built):
     assert f"typedef {cpp_type(blk.softmax.out_fmt)} out_t;" in params
     for sub in ("qkv", "qk", "pv", "o", "ffn1", "ffn2", "softmax", "gelu", "ln1", "ln2"):
         assert f"typedef config2_{sub} {sub}_cfg;" in params
-    assert (fw / "nnet_utils" / "encoder.h").is_file()
+    # every library header is in the project (softmax.h includes its per-method headers)
+    for h in (INCLUDE_DIR / "hwapprox").glob("*.h"):
+        assert (fw / "nnet_utils" / h.name).read_text() == h.read_text(), h.name
 
 
 def test_fold_replaces_the_block_by_one_node():

@@ -5,13 +5,15 @@ HLS code carries pragmas and loop labels g++ does not use, so
 headers (``-isystem``): their own warnings are not ours. One translation unit
 (``tests/cxx/hls_lint.cpp``) instantiates every unit with the default spec of
 each method and a second format set; a clean result is remembered by content
-hash, so only a changed header is linted again.
+hash, so only a changed header is linted again. Each header of the library also
+compiles alone (its own includes suffice), with the same flags.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -27,6 +29,8 @@ from hwapprox.hls.units import UNITS, unit_instance
 pytestmark = pytest.mark.hls
 
 SOURCE = Path(__file__).parent / "cxx" / "hls_lint.cpp"
+#: every header of the library (include/hwapprox/*.h)
+HEADERS = sorted(p.name for p in (INCLUDE_DIR / "hwapprox").glob("*.h"))
 WARNINGS = ("-Wall", "-Wextra", "-Werror", "-Wno-unknown-pragmas", "-Wno-unused-label")
 #: a second format set per operator, on top of each method's defaults
 SECOND = {
@@ -82,3 +86,34 @@ def test_headers_compile_without_warnings() -> None:
     assert proc.returncode == 0, proc.stderr[-6000:]
     stamp.parent.mkdir(parents=True, exist_ok=True)
     stamp.write_text("clean\n")
+
+
+def _syntax_check(cxx: str, source: str, name: str) -> None:
+    """g++ -fsyntax-only of ``source`` with the lint flags; a clean result is stamped."""
+    inc = hls4ml_include_dirs()
+    flags = ["-std=c++17", "-fsyntax-only", *WARNINGS, f"-I{INCLUDE_DIR}"]
+    flags += [f"-isystem{d}" for d in inc]
+    text = "\0".join([cxx, *flags, source, library_digest()])
+    stamp = cache_dir() / "cxx" / f"{name}-{hashlib.sha256(text.encode()).hexdigest()[:16]}.ok"
+    if stamp.exists():
+        return
+    proc = subprocess.run(
+        [cxx, *flags, "-x", "c++", "-"], input=source, capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-6000:]
+    stamp.parent.mkdir(parents=True, exist_ok=True)
+    stamp.write_text("clean\n")
+
+
+@pytest.mark.parametrize("header", HEADERS)
+def test_each_header_compiles_alone(header: str) -> None:
+    cxx = shutil.which(os.environ.get("CXX", "g++"))
+    if cxx is None:
+        pytest.skip("g++ not found")
+    _syntax_check(cxx, f'#include "hwapprox/{header}"\n', f"hls_alone_{Path(header).stem}")
+
+
+def test_softmax_umbrella_includes_every_method_header() -> None:
+    text = (INCLUDE_DIR / "hwapprox" / "softmax.h").read_text()
+    included = set(re.findall(r'^#include "(softmax_\w+\.h)"$', text, re.MULTILINE))
+    assert included == {h for h in HEADERS if h.startswith("softmax_")}

@@ -6,8 +6,12 @@ Layout
     Header-only ``ap_fixed`` library (real C++ files, shipped as package data):
     ``intmath.h`` (integer primitives mirroring :mod:`hwapprox.approx.intmath`),
     ``common.h`` (raw-code access), ``linear.h`` (MatMul/Gemm, Q·Kᵀ, P·V,
-    residual add: :mod:`hwapprox.approx.linear`), ``softmax.h`` (online, ibert,
-    hls4ml stable/latency), ``gelu.h`` (ibert, shiftgelu, edgemoe, pwl, lut),
+    residual add: :mod:`hwapprox.approx.linear`), ``softmax.h`` (the softmax
+    entry points; it includes one header per method: ``softmax_online.h``,
+    ``softmax_3pass.h`` (the skeleton of ``softmax_ibert.h`` and
+    ``softmax_shiftmax.h``), ``softmax_softermax.h``, ``softmax_hls4ml.h`` (hls4ml
+    stable/latency), with ``softmax_common.h`` and ``softmax_stream.h``),
+    ``gelu.h`` (ibert, shiftgelu, edgemoe, pwl, lut),
     ``layernorm.h`` (ibert, rsqrt_lut, rmsnorm), ``encoder.h`` (a post-LN or
     pre-LN encoder block, optionally causal and with key-padding mask bits;
     weights as arguments; io_parallel and io_stream), ``head.h`` (a dense head
