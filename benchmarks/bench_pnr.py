@@ -64,52 +64,67 @@ BEFORE = {
 }
 
 #: what limits a unit below the target: the stage its critical path (the table's last
-#: column, measured) runs through, and what closing it takes (the LayerNorm entries:
-#: measured after the MULT18X18D flow, FLOW_VERSION 3)
+#: column, measured) runs through, and what closing it takes (measured with the
+#: MULT18X18D flow, FLOW_VERSION 3, after the session-9 pipelining)
 WHY = {
-    "softmax/online": "every arithmetic stage is registered (exp units 17 stages, "
-    "reciprocal 36, output product 7, the rescale multiply d·E over 4 with input bubbles "
-    "after each new running max) and the input handshake is off the critical path "
-    "(hwa_row_stream's s_axis_tready a register with the new-max hold folded in, its "
-    "counts updated from the registered accept: before, hold -> accept -> occupancy, "
-    "113.0 / 108 MHz); left: the register -> MULT18X18D -> register path of the output "
-    "exp unit's multiplier (4.45 ns through the DSP + 4.8 ns of routing in this "
-    "~3500-LUT, 34-DSP placement), as for the LayerNorms: the DSP's own input/output "
-    "registers (not inferred by synth_ecp5) are the untried next step",
+    "softmax/online": "every arithmetic stage is registered and every product of the exp "
+    "units, the reciprocal and the output sits in the MULT18X18D's own input/output "
+    "registers (hwa_exp_unit / hwa_recip MUL_IN_REG, N + 82 -> N + 91; 108.0 -> 109.4 "
+    "MHz), the reciprocal's final shift amounts registered ahead of its shifters and "
+    "the new-max hold counted from a registered flag (110.1). Left, on both seeds: the "
+    "running-max loop itself -- the running max register -> the 17-bit comparator x > m "
+    "(two carry chains) -> the new-max flag -> hwa_row_stream's registered "
+    "s_axis_tready (4.2 ns logic + 4.9 ns routing): the hold must take effect the cycle "
+    "after a new max is accepted. Next: compare a registered element (a two-entry input "
+    "buffer behind the registered ready, so the hold may start a cycle later without "
+    "losing the element in flight) -- a change to the input-gap contract "
+    "(units.online_input_gaps), not made yet",
     "softmax/softermax": "pipelined throughout (t = x·log2 e on both sides, the P "
-    "argument, exp, PWL reciprocal, output product) and the input handshake registered "
-    "(hwa_row_stream: s_axis_tready a register, the sequencer's last flag a register; "
-    "before: row-length counter / queue read -> accept / pop -> occupancy, 122.3 MHz); "
-    "one seed reaches 125, the other is limited by the running-sum loop d = (d >> sh) + "
-    "P (its flags from the delay line -> d_reg, 3.3 ns logic + 4.5 ns routing)",
-    "softmax/ibert": "—",
-    "softmax/shiftmax": "—",
-    "layernorm/rsqrt_lut": "every product (per row n·S2, S1², n², n²·EPS_Q; the 1/sqrt's "
-    "Newton products; on the way out n·X, A·y, Z·γ) behind operand registers of its own "
-    "(hwa_mul_pipe IN_REG), which the ECP5 flow maps onto the MULT18X18D's own input and "
-    "output registers, so no critical path runs through a multiplier any more (N + 43 -> "
-    "N + 53); left, on both seeds: hwa_row_stream's row counter -> accept -> occupancy and "
-    "row-count registers (cnt_reg -> occ_reg / rows_reg, 8.0 ns), the row stream being "
-    "reworked separately",
-    "layernorm/rmsnorm": "every hwa_mul_pipe product in the DSP's own registers (the ECP5 "
-    "flow's MULT18X18D with REG_INPUTA/B and REG_OUTPUT) and the 1/sqrt's Newton products "
-    "with operand registers too (N + 47 -> N + 50); left: hwa_row_stream's row counter -> "
-    "occupancy path (best seed) and the inline A = k·X register -> MULT18X18D -> register "
-    "(4.45 ns + 4.3 ns of routing on the other seed)",
-    "layernorm/ibert": "the products in the DSP's own registers; the ready chain from the "
-    "factor divider pool through the root pool into the FIFO of row variances cut (the "
-    "root -> divider register takes a root only when empty, holds root and shift, std "
-    "after it); hwa_ln_int_stats with an input and an output register whose ready is a "
-    "register and mean·t with operand registers (2N + 110 -> 2N + 113); left: the "
-    "statistics' inline n·mean register -> MULT18X18D -> register (4.45 + 3.4 ns)",
-    "layernorm/ivit": "the products in the DSP's own registers and hwa_ln_int_stats "
-    "decoupled as for I-BERT (N + 291 -> N + 294): the sums FIFO -> mean divider and "
-    "Newton divider -> statistics ready paths are gone; left, on both seeds: the chain of "
-    "Newton dividers' handshakes (hwa_udiv_rr): divider i+1's in_rdy -> divider i's "
-    "out_rdy -> its copy's in_rdy (hwa_udiv_iter's !busy && (!done || out_rdy)) -> the "
-    "copy's remainder/counter load (2.5 ns logic + 6.7 ns routing across the die). Next: "
-    "a register with registered ready between the Newton dividers, or a copy load "
-    "enable in hwa_udiv_rr that does not see out_rdy (a copy is loaded only when idle)",
+    "argument, exp, PWL reciprocal, output product) and the input handshake registered; "
+    "the limiter is the running-sum loop d = (d >> sh) + P, a one-cycle recurrence by "
+    "the method's definition (d_reg -> shifter -> adder -> d_reg, 3.3 ns logic + 4.8 ns "
+    "routing): 123-127 MHz by placement seed",
+    "layernorm/ibert": "the products in the DSP's own registers (the statistics' n·mean "
+    "too, 2N + 113 -> 2N + 116), dividers and roots at one bit per cycle taking work "
+    "only when empty (no ready path into a copy's load); the limiter is placement "
+    "spread on control paths with 5.4-5.9 ns of routing in this ~4,700-LUT design "
+    "(121.0 / 123.1 / 126.6 MHz on three seeds)",
+    "layernorm/ivit": 52.38,
+    "layernorm/rmsnorm": 32.89,
+    "relu_attention/wortsman": 324.68,
+}
+
+#: what limits a unit below the target: the stage its critical path (the table's last
+#: column, measured) runs through, and what closing it takes (measured with the
+#: MULT18X18D flow, FLOW_VERSION 3, after the session-9 pipelining)
+WHY = {
+    "softmax/online": "every arithmetic stage is registered and every product of the exp "
+    "units, the reciprocal and the output sits in the MULT18X18D's own input/output "
+    "registers (hwa_exp_unit / hwa_recip MUL_IN_REG, N + 82 -> N + 91; 108.0 -> 109.4 "
+    "MHz), the reciprocal's final shift amounts registered ahead of its shifters and "
+    "the new-max hold counted from a registered flag (110.1). Left, on both seeds: the "
+    "running-max loop itself -- the running max register -> the 17-bit comparator x > m "
+    "(two carry chains) -> the new-max flag -> hwa_row_stream's registered "
+    "s_axis_tready (4.2 ns logic + 4.9 ns routing): the hold must take effect the cycle "
+    "after a new max is accepted. Next: compare a registered element (a two-entry input "
+    "buffer behind the registered ready, so the hold may start a cycle later without "
+    "losing the element in flight) -- a change to the input-gap contract "
+    "(units.online_input_gaps), not made yet",
+    "softmax/softermax": "pipelined throughout (t = x·log2 e on both sides, the P "
+    "argument, exp, PWL reciprocal, output product) and the input handshake registered; "
+    "left: the running-sum loop d = (d >> sh) + P, a one-cycle recurrence by the "
+    "method's definition (d_reg -> shifter -> adder -> d_reg, 3.3 ns logic + 4.8 ns "
+    "routing): 121-127 MHz by placement seed",
+    "layernorm/ibert": "the products in the DSP's own registers (the statistics' n·mean "
+    "too, 2N + 113 -> 2N + 116), dividers and roots at one bit per cycle taking work "
+    "only when empty (no ready path into a copy's load); left: placement spread "
+    "(127.2 / 122.2 MHz on the two seeds before the n·mean stage, 121.0 / 123.1 after) "
+    "on control paths with 5.4-5.9 ns of routing in this ~4,700-LUT design",
+    "layernorm/ivit": "the products in the DSP's own registers (the statistics' n·mean "
+    "too: N + 294 -> N + 297), the Newton dividers taking work only when empty "
+    "(hwa_udiv_iter's in_rdy = !busy && !done: the chain divider i+1 in_rdy -> divider "
+    "i out_rdy -> its copy's load is gone; 108.5 -> 116.1 -> 127.0 MHz); left: "
+    "placement spread (119.7 on the other seed)",
 }
 
 
