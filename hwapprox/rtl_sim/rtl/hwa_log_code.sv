@@ -13,7 +13,7 @@
 // against constants round -log2 p in the log domain. Everything else is a constant
 // offset, so the stage is the priority encoder, a shifter and one or two constant
 // compares.
-// Parameters: no defaults; the parent passes the spec's log_code_params().
+// Parameters: no defaults; the parent passes them from the spec's hw_params().
 `default_nettype none
 module hwa_log_code #(
     parameter int W,

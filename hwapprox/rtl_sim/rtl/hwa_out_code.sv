@@ -6,7 +6,7 @@
 //   probability code: out_y = the BITS-bit code (2^BITS - 1 = exactly 0), two cycles.
 // in_y is the out_fmt code (W bits, F fraction bits; masked elements already 0).
 // ce: the parent's pipeline enable (its hwa_skid's registered ready), so the stage stalls with it.
-// Parameters: no defaults; the parent passes the spec's log_code_params().
+// Parameters: no defaults; the parent passes them from the spec's hw_params().
 `default_nettype none
 module hwa_out_code #(
     parameter int W,
