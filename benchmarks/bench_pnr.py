@@ -89,37 +89,6 @@ WHY = {
     "only when empty (no ready path into a copy's load); the limiter is placement "
     "spread on control paths with 5.4-5.9 ns of routing in this ~4,700-LUT design "
     "(121.0 / 123.1 / 126.6 MHz on three seeds)",
-    "layernorm/ivit": 52.38,
-    "layernorm/rmsnorm": 32.89,
-    "relu_attention/wortsman": 324.68,
-}
-
-#: what limits a unit below the target: the stage its critical path (the table's last
-#: column, measured) runs through, and what closing it takes (measured with the
-#: MULT18X18D flow, FLOW_VERSION 3, after the session-9 pipelining)
-WHY = {
-    "softmax/online": "every arithmetic stage is registered and every product of the exp "
-    "units, the reciprocal and the output sits in the MULT18X18D's own input/output "
-    "registers (hwa_exp_unit / hwa_recip MUL_IN_REG, N + 82 -> N + 91; 108.0 -> 109.4 "
-    "MHz), the reciprocal's final shift amounts registered ahead of its shifters and "
-    "the new-max hold counted from a registered flag (110.1). Left, on both seeds: the "
-    "running-max loop itself -- the running max register -> the 17-bit comparator x > m "
-    "(two carry chains) -> the new-max flag -> hwa_row_stream's registered "
-    "s_axis_tready (4.2 ns logic + 4.9 ns routing): the hold must take effect the cycle "
-    "after a new max is accepted. Next: compare a registered element (a two-entry input "
-    "buffer behind the registered ready, so the hold may start a cycle later without "
-    "losing the element in flight) -- a change to the input-gap contract "
-    "(units.online_input_gaps), not made yet",
-    "softmax/softermax": "pipelined throughout (t = x·log2 e on both sides, the P "
-    "argument, exp, PWL reciprocal, output product) and the input handshake registered; "
-    "left: the running-sum loop d = (d >> sh) + P, a one-cycle recurrence by the "
-    "method's definition (d_reg -> shifter -> adder -> d_reg, 3.3 ns logic + 4.8 ns "
-    "routing): 121-127 MHz by placement seed",
-    "layernorm/ibert": "the products in the DSP's own registers (the statistics' n·mean "
-    "too, 2N + 113 -> 2N + 116), dividers and roots at one bit per cycle taking work "
-    "only when empty (no ready path into a copy's load); left: placement spread "
-    "(127.2 / 122.2 MHz on the two seeds before the n·mean stage, 121.0 / 123.1 after) "
-    "on control paths with 5.4-5.9 ns of routing in this ~4,700-LUT design",
     "layernorm/ivit": "the products in the DSP's own registers (the statistics' n·mean "
     "too: N + 294 -> N + 297), the Newton dividers taking work only when empty "
     "(hwa_udiv_iter's in_rdy = !busy && !done: the chain divider i+1 in_rdy -> divider "
