@@ -312,6 +312,58 @@ def test_elementwise_fused_evaluate_matches_the_three_steps(spec: ElementwiseSpe
     assert np.array_equal(got.ravel(), want)
 
 
+def _reference_specs() -> list[ElementwiseSpec]:
+    """Every elementwise spec above, and each GELU reference form."""
+    out = _elementwise_specs()
+    for form in ("tanh", "quick", "silu"):
+        out += [make_spec("gelu", "pwl", form=form), make_spec("gelu", "lut", form=form)]
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("spec", _reference_specs(), ids=lambda s: s.describe()[:60])
+def test_quantized_reference_memo_matches_the_direct_reference(
+    spec: ElementwiseSpec, dtype
+) -> None:
+    """quantized_reference (a memo of the float64 reference over every input code, gathered
+    in one compiled pass from float32) == reference(to_float(quantize_input(x))), on every
+    rounding decision of in_fmt, out-of-range values and every input code; NaN still raises
+    the format's error."""
+    from test_fixed import _float32_stress
+
+    from hwapprox.fixed import FixedPointError
+
+    stress = _float32_stress(spec.in_fmt, np.random.default_rng(11)).astype(dtype)
+    codes = spec.in_fmt.to_float(np.random.default_rng(1).permutation(spec.in_fmt.all_codes()))
+    for x in (stress, codes.astype(dtype)):
+        want = spec.reference(spec.in_fmt.to_float(spec.in_fmt.quantize(x)))
+        got = spec.quantized_reference(x.reshape(1, -1))
+        assert got.dtype == np.float64
+        assert got.shape == (1, x.size)
+        assert np.array_equal(got.ravel(), want)
+        with patch.object(_kernels, "enabled", False):
+            assert np.array_equal(spec.quantized_reference(x), want)
+    bad = stress.copy()
+    bad[3] = np.nan
+    with pytest.raises(FixedPointError, match="non-finite"):
+        spec.quantized_reference(bad)
+
+
+def test_quantized_reference_comparison_detects_a_planted_error() -> None:
+    """The comparison above can fail: a reference memo off by one ulp at one code is caught."""
+    from hwapprox.approx import base
+
+    spec = make_spec("gelu", "pwl")
+    x = spec.in_fmt.to_float(spec.in_fmt.all_codes()).astype(np.float32)
+    want = spec.reference(spec.in_fmt.to_float(spec.quantize_input(x)))
+    table = base._elementwise_ref_memo(spec).copy()
+    i = len(table) // 3
+    table[i] = np.nextafter(table[i], np.inf)
+    with patch.object(base, "_elementwise_ref_memo", lambda s: table):
+        assert not np.array_equal(spec.quantized_reference(x), want)
+    assert np.array_equal(spec.quantized_reference(x), want)
+
+
 @pytest.mark.skipif(_kernels.njit is None, reason="numba is not installed")
 def test_fused_evaluate_comparison_detects_a_planted_error() -> None:
     """The comparison above can fail: a float table one LSB off at one code is caught,

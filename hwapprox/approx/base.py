@@ -423,6 +423,18 @@ def _elementwise_float_memo(spec: ElementwiseSpec) -> npt.NDArray[np.float64]:
     return memo
 
 
+@functools.lru_cache(maxsize=64)
+def _elementwise_ref_memo(spec: ElementwiseSpec) -> npt.NDArray[np.float64]:
+    """``spec.reference`` (float64) of the real of every ``in_fmt`` code, index
+    ``x - in_fmt.min_raw`` (read-only). Only a speed-up: the references are elementwise
+    functions of each value (:meth:`ElementwiseSpec.quantized_reference`)."""
+    memo = np.ascontiguousarray(
+        spec.reference(spec.in_fmt.to_float(spec.in_fmt.all_codes())), dtype=np.float64
+    )
+    memo.setflags(write=False)
+    return memo
+
+
 #: elementwise inputs up to this width are mapped through a memo of the model over
 #: every input code (2^20 int64 entries: 8 MiB at most)
 ELEMENTWISE_MEMO_BITS = 20
@@ -473,6 +485,29 @@ class ElementwiseSpec(ApproxSpec):
             if _kernels.quantize_gather(flat, *q, self.in_fmt.min_raw, table, out):
                 return out.reshape(arr.shape)
         return super().evaluate(x, dtype, **kw)
+
+    def quantized_reference(self, x: npt.ArrayLike) -> npt.NDArray[np.float64]:
+        """``reference(in_fmt.to_float(quantize_input(x)))``: the float64 function the
+        spec approximates, of the quantised input (what an exact unit with this
+        ``in_fmt`` gives). Input formats of at most 16 bits gather from a memo of the
+        reference over every input code (float32 ``x``: quantise and gather in one
+        compiled pass): the same values, since the reference is elementwise
+        (``tests/test_model_fastpath.py`` compares the two)."""
+        arr = np.asarray(x)
+        if arr.dtype != np.float32:
+            arr = arr.astype(np.float64)
+        if self.in_fmt.width > _MEMO_EAGER_BITS or not arr.size:
+            return self.reference(self.in_fmt.to_float(self.quantize_input(arr)))
+        table = _elementwise_ref_memo(self)
+        q = self._f32_quant() if arr.dtype == np.float32 else None
+        if q is not None:
+            flat = np.ascontiguousarray(arr).reshape(-1)
+            out = np.empty(flat.shape, dtype=np.float64)
+            if _kernels.quantize_gather(flat, *q, self.in_fmt.min_raw, table, out):
+                return out.reshape(arr.shape)
+        raw = self.quantize_input(arr)
+        lo = self.in_fmt.min_raw
+        return table[raw - np.int64(lo)] if lo else table[raw]
 
     def model(self, raw: npt.ArrayLike, **kw: Any) -> RawArray:
         w = self.in_fmt.width

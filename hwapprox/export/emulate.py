@@ -29,7 +29,7 @@ import onnxruntime as ort
 from onnx import ModelProto, NodeProto, TensorProto, helper, numpy_helper
 
 from hwapprox.approx.attention import AttentionRowSpec
-from hwapprox.approx.base import ELEMENTWISE_ATTENTION, ApproxSpec, Operator
+from hwapprox.approx.base import ELEMENTWISE_ATTENTION, ApproxSpec, ElementwiseSpec, Operator
 from hwapprox.export.errors import ExportError
 from hwapprox.export.graph import GraphIndex
 from hwapprox.export.patterns import Site
@@ -181,9 +181,11 @@ def _ideal(
     site: Site, spec: ApproxSpec, xv: np.ndarray, axis: int, mask: np.ndarray | None
 ) -> np.ndarray:
     """``spec.reference`` of the quantised rows ``xv`` (float64; see :func:`apply_spec`)."""
-    xq = spec.in_fmt.to_float(spec.quantize_input(xv))
     if site.operator is Operator.GELU or site.operator in ELEMENTWISE_ATTENTION:
-        return spec.reference(xq)
+        if isinstance(spec, ElementwiseSpec):  # a memo of the reference over every code
+            return spec.quantized_reference(xv)
+        return spec.reference(spec.in_fmt.to_float(spec.quantize_input(xv)))
+    xq = spec.in_fmt.to_float(spec.quantize_input(xv))
     if site.operator is Operator.SOFTMAX:
         mv = None if mask is None else rows_view(site, mask)[0]
         return spec.reference(xq, axis=axis, mask=mv)
