@@ -471,3 +471,54 @@ def test_layernorm_kernel_comparison_detects_a_planted_error() -> None:
         with patch.object(_kernels, name, off_by_one):
             assert not np.array_equal(spec.model(x), want)
         assert np.array_equal(spec.model(x), want)
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_site_blocks_on_threads_match_one_block(threads: int) -> None:
+    """apply_spec_blocks (a site tensor cut along its first axis, one block per worker
+    thread) == apply_spec on the whole tensor, for every site of the embedded example
+    (softmax with masks, GELU, LayerNorm); and the emulator's outputs with blocks on
+    threads == without."""
+    from hwapprox.export import emulate
+    from hwapprox.export.example import inputs_path, model_path
+    from hwapprox.export.validate import import_model, validate
+
+    imp = import_model(str(model_path()))
+    feeds = dict(np.load(inputs_path()))
+    res = validate(imp, inputs=feeds, threads=threads)
+    tr = res.trace
+    specs = {k: v for k, v in res.specs.items() if v is not None}
+    assert {s.operator for s in res.selected} >= {"softmax", "gelu", "layernorm"}
+    with patch.object(emulate, "MIN_SPLIT_ELEMENTS", 1):
+        for s in res.selected:
+            if s.name not in specs:
+                continue
+            x, mask = tr.site_inputs[s.name], tr.masks.get(s.name)
+            assert emulate._splittable(s, np.ndim(x))
+            want = emulate.apply_spec(s, specs[s.name], x, mask, dtype=np.float32)
+            got = emulate.apply_spec_blocks(s, specs[s.name], x, mask, None, np.float32, threads)
+            assert got.dtype == want.dtype
+            assert np.array_equal(got, want), s.name
+        emu = imp.sessions.emulator(res.selected, threads)
+        split = emu.run(feeds, specs)
+    with patch.object(emulate, "MIN_SPLIT_ELEMENTS", 1 << 62):
+        whole = emu.run(feeds, specs)
+    assert split.keys() == whole.keys()
+    for k in whole:
+        assert np.array_equal(split[k], whole[k]), k
+
+
+def test_site_blocks_keep_rows_along_the_first_axis_whole() -> None:
+    """A site whose rows run along axis 0 (or a 1-D row site) is never cut."""
+    from hwapprox.approx.base import Operator
+    from hwapprox.export import emulate
+    from hwapprox.export.patterns import Site
+
+    def site(op: Operator, axis: int | None) -> Site:
+        return Site(name="s", operator=op, input="x", output="y", nodes=("n",), axis=axis)
+
+    assert not emulate._splittable(site(Operator.SOFTMAX, 0), 3)
+    assert not emulate._splittable(site(Operator.SOFTMAX, -3), 3)
+    assert not emulate._splittable(site(Operator.LAYERNORM, -1), 1)
+    assert emulate._splittable(site(Operator.SOFTMAX, -1), 3)
+    assert emulate._splittable(site(Operator.GELU, None), 1)

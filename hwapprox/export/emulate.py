@@ -13,12 +13,23 @@ produced) is quantised with ``spec.quantize_input``, passed through
 to the tensor's ONNX element type (float32 usually) for the next session.
 A site whose spec is ``None`` runs its own original nodes in a small
 onnxruntime session, so it is exactly the float model.
+
+Threads: a large site tensor is cut along its first axis (never the site's row axis)
+into one block per worker thread (``threads``; 0: the CPU count, at most
+:data:`MAX_SITE_THREADS`), each block approximated on its own thread (the compiled
+kernels and numpy's large operations release the GIL) and the blocks joined again:
+rows and elements are independent, so the values are the one-block run's
+(``tests/test_model_fastpath.py`` compares the two).
 """
 
 from __future__ import annotations
 
+import itertools
+import os
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,8 +46,41 @@ from hwapprox.export.graph import GraphIndex
 from hwapprox.export.patterns import Site
 
 __all__ = [
-    "Emulator", "apply_fused", "apply_spec", "make_session", "rows_view", "site_mask_bits",
+    "Emulator", "apply_fused", "apply_spec", "apply_spec_blocks", "make_session", "rows_view",
+    "site_mask_bits", "site_threads", "thread_map",
 ]  # fmt: skip
+
+
+#: worker threads for the site approximations and per-site metrics at most (threads=0)
+MAX_SITE_THREADS = 4
+#: a site tensor is cut into blocks for threads only from this many elements on
+MIN_SPLIT_ELEMENTS = 1 << 16
+_POOL_PREFIX = "hwapprox-sites"
+_pools: dict[int, ThreadPoolExecutor] = {}
+_pools_lock = threading.Lock()
+
+
+def site_threads(threads: int = 0) -> int:
+    """Worker threads for site work: ``threads`` (the onnxruntime setting; 0 = the CPU
+    count, at most :data:`MAX_SITE_THREADS`); 1 inside a worker (no nesting)."""
+    if threading.current_thread().name.startswith(_POOL_PREFIX):
+        return 1
+    n = threads if threads > 0 else min(os.cpu_count() or 1, MAX_SITE_THREADS)
+    return max(1, n)
+
+
+def thread_map(fn: Callable[[Any], Any], items: Iterable[Any], threads: int = 0) -> list[Any]:
+    """``[fn(i) for i in items]`` on :func:`site_threads` worker threads (results and the
+    first error in ``items``' order)."""
+    items = list(items)
+    n = min(site_threads(threads), len(items))
+    if n <= 1:
+        return [fn(i) for i in items]
+    with _pools_lock:
+        pool = _pools.get(n)
+        if pool is None:
+            pool = _pools[n] = ThreadPoolExecutor(n, thread_name_prefix=_POOL_PREFIX)
+    return list(pool.map(fn, items))
 
 
 def make_session(model: ModelProto, threads: int = 0) -> ort.InferenceSession:
@@ -175,6 +219,47 @@ def apply_spec(
         beta = _row_param(site.beta, n, getattr(spec, "beta_fmt", None), "beta", site)
         out = spec.model(raw, axis=-1, gamma=gamma, beta=beta)
     return spec.output_to_float(out, dtype).reshape(np.shape(x))
+
+
+def apply_spec_blocks(
+    site: Site,
+    spec: ApproxSpec,
+    x: np.ndarray,
+    mask: np.ndarray | None = None,
+    n_value: Any = None,
+    dtype: npt.DTypeLike = np.float64,
+    threads: int = 0,
+) -> np.ndarray:
+    """:func:`apply_spec` of ``x`` cut along its first axis into one block per worker
+    thread (:func:`site_threads`), the blocks joined again: the same values, since the
+    site's rows (never along the first axis) and elements are independent. Small
+    tensors, and sites whose rows run along the first axis, go in one block."""
+    xa = np.asarray(x)
+    k = min(site_threads(threads), xa.shape[0] if xa.ndim else 1)
+    if k > 1 and xa.size >= MIN_SPLIT_ELEMENTS and _splittable(site, xa.ndim):
+        m = None if mask is None else np.broadcast_to(mask, xa.shape)
+        cuts = [xa.shape[0] * i // k for i in range(k + 1)]
+        blocks = list(itertools.pairwise(cuts))
+
+        def one(b: tuple[int, int]) -> np.ndarray:
+            i, j = b
+            return apply_spec(site, spec, xa[i:j], None if m is None else m[i:j], n_value, dtype)
+
+        return np.concatenate(thread_map(one, blocks, k), axis=0)
+    return apply_spec(site, spec, xa, mask, n_value, dtype)
+
+
+def _splittable(site: Site, ndim: int) -> bool:
+    """True when no row of ``site`` (:func:`rows_view`) runs along axis 0 of a tensor of
+    ``ndim`` dimensions: elementwise sites, and row sites with at least two axes whose
+    row axis is not the first."""
+    if site.operator is Operator.GELU or site.operator in ELEMENTWISE_ATTENTION:
+        return ndim >= 1
+    if ndim < 2:
+        return False
+    if site.axis is None:
+        return True  # rows along the last axis
+    return (site.axis + ndim if site.axis < 0 else site.axis) >= 1
 
 
 def _ideal(
@@ -464,7 +549,9 @@ class Emulator:
                     y = apply_fused(site, spec, x, values[site.fused_v], mask)  # type: ignore[arg-type]
                 else:
                     n_t = site.params.get("n_tensor")
-                    y = apply_spec(site, spec, x, mask, values[n_t] if n_t else None, dtype)
+                    y = apply_spec_blocks(
+                        site, spec, x, mask, values[n_t] if n_t else None, dtype, self.threads
+                    )
                 y = y.astype(dtype, copy=False)
                 self.approx_seconds += time.perf_counter() - t0
             values[site.output] = y

@@ -55,7 +55,13 @@ from hwapprox.export.calibrate import (
     prepare_inputs,
     unified_max_phi,
 )
-from hwapprox.export.emulate import Emulator, ModelSessions, apply_spec, rows_view
+from hwapprox.export.emulate import (
+    Emulator,
+    ModelSessions,
+    apply_spec,
+    rows_view,
+    thread_map,
+)
 from hwapprox.export.errors import ExportError
 from hwapprox.export.evaluators import SearchContext, make_evaluator
 from hwapprox.export.graph import GraphIndex, load_model
@@ -758,7 +764,7 @@ def validate(
                 warnings.append(
                     f"site {t['site']}: no candidate met the budget ({b.describe()}); kept float"
                 )
-    site_errors, sat = _site_reports(active, chosen, trace, warnings)
+    site_errors, sat = _site_reports(active, chosen, trace, warnings, threads)
     chosen_all: dict[str, ApproxSpec | None] = {s.name: chosen.get(s.name) for s in selected}
     # Timing: the float model's calibration run (one onnxruntime run of the whole model,
     # site tensors kept as extra outputs) vs one emulation run. No extra float runs.
@@ -863,25 +869,31 @@ def _site_reports(
     chosen: Mapping[str, ApproxSpec | None],
     trace: Trace,
     warnings: list[str],
+    threads: int = 0,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, int]]]:
     """Per approximated site: its error metrics and saturation counts (a spec that
     computes another function is refused); saturation and fully masked rows are
     appended to ``warnings``."""
     site_errors: dict[str, dict[str, Any]] = {}
     sat: dict[str, dict[str, int]] = {}
-    for s in active:
-        spec = chosen.get(s.name)
-        if spec is None:
-            continue
+    todo = [(s, spec) for s in active if (spec := chosen.get(s.name)) is not None]
+
+    def one(item: tuple[Site, ApproxSpec]) -> tuple[dict[str, Any], dict[str, int]]:
+        s, spec = item
         why = s.spec_mismatch(spec)
         if why is not None:
             raise ExportError(why)
         x, y = trace.site_inputs[s.name], trace.site_outputs[s.name]
         mask = trace.masks.get(s.name)
-        site_errors[s.name] = site_metrics(s, spec, x, y, mask, trace.site_n.get(s.name))
-        site_errors[s.name].update(variant_stats(s, spec, x, mask))
-        sat[s.name] = saturation(spec, x, y, mask)
-        c = sat[s.name]
+        err = site_metrics(s, spec, x, y, mask, trace.site_n.get(s.name))
+        err.update(variant_stats(s, spec, x, mask))
+        return err, saturation(spec, x, y, mask)
+
+    # sites are independent: on worker threads (kernels and numpy release the GIL),
+    # results taken in site order
+    for (s, spec), (err, c) in zip(todo, thread_map(one, todo, threads), strict=True):
+        site_errors[s.name] = err
+        sat[s.name] = c
         for side, fmt in (("in", spec.in_fmt), ("out", spec.out_fmt)):
             if c[side]:
                 st = trace.stats[s.name] if side == "in" else trace.out_stats[s.name]
