@@ -522,3 +522,38 @@ def test_site_blocks_keep_rows_along_the_first_axis_whole() -> None:
     assert not emulate._splittable(site(Operator.LAYERNORM, -1), 1)
     assert emulate._splittable(site(Operator.SOFTMAX, -1), 3)
     assert emulate._splittable(site(Operator.GELU, None), 1)
+
+
+def test_spec_cache_serves_equal_fields_and_tells_types_apart() -> None:
+    """make_spec / replace build a spec once per distinct field values: the cached spec
+    equals a direct construction; 1 vs True vs 1.0 and -0.0 vs 0.0 are different keys
+    (a refused value is still refused); replace gives dataclasses.replace's spec."""
+    import dataclasses
+
+    from hwapprox.approx.base import SpecError, _spec_key
+
+    a = make_spec("softmax", "online", row_max=256, clip_gamma=-0.0)
+    b = make_spec("softmax", "online", row_max=256, clip_gamma=-0.0)
+    assert a is b
+    assert a == OnlineSoftmax(row_max=256, clip_gamma=-0.0)
+    assert a.describe() == OnlineSoftmax(row_max=256, clip_gamma=-0.0).describe()
+    c = make_spec("softmax", "online", row_max=256, clip_gamma=0.0)
+    assert c is not a
+    assert np.signbit(a.clip_gamma)
+    assert not np.signbit(c.clip_gamma)
+    assert make_spec("softmax", "online", off_by_one=False).off_by_one is False
+    with pytest.raises(SpecError, match="off_by_one"):
+        make_spec("softmax", "online", off_by_one=0)
+    with pytest.raises(SpecError, match="row_max"):
+        make_spec("softmax", "online", row_max=True)
+    assert _spec_key(OnlineSoftmax, {"x": 1}) != _spec_key(OnlineSoftmax, {"x": 1.0})
+    assert _spec_key(OnlineSoftmax, {"x": [1]}) is None
+    for spec in (a, make_spec("layernorm", "rsqrt_lut"), make_spec("gelu", "pwl")):
+        derived = getattr(spec, "_derived", frozenset())
+        for changes in ({"in_fmt": "ap_fixed<12,4>"}, {}):
+            want = dataclasses.replace(spec, **{**dict.fromkeys(derived), **changes})
+            got = spec.replace(**changes)
+            assert got == want
+            assert got.describe() == want.describe()
+    with pytest.raises(TypeError):
+        a.replace(no_such_field=1)

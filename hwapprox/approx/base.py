@@ -24,7 +24,7 @@ import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -314,7 +314,13 @@ class ApproxSpec(abc.ABC):
         (left None at construction, e.g. the online softmax's internal formats from
         ``out_fmt`` and ``row_max``) are derived again unless ``changes`` sets them."""
         derived = getattr(self, "_derived", frozenset())
-        return dataclasses.replace(self, **{**dict.fromkeys(derived), **changes})
+        changes = {**dict.fromkeys(derived), **changes}
+        fs = dataclasses.fields(self)
+        if not set(changes) <= {f.name for f in fs if f.init}:
+            return dataclasses.replace(self, **changes)  # its error names the field
+        kw = {f.name: getattr(self, f.name) for f in fs if f.init}
+        kw.update(changes)
+        return new_spec(type(self), kw)
 
     def describe(self) -> str:
         """One line: method, formats and non-default fields."""
@@ -324,6 +330,46 @@ class ApproxSpec(abc.ABC):
                 continue
             parts.append(f"{f.name}={getattr(self, f.name)}")
         return " ".join(parts)
+
+
+#: specs built from the same field values (the same types) are built once: a spec is
+#: frozen, so one instance serves every caller (validation and derivation run once)
+_SPEC_CACHE: dict[tuple[Any, ...], ApproxSpec] = {}
+SpecT = TypeVar("SpecT", bound=ApproxSpec)
+_SPEC_CACHE_MAX = 4096
+_PLAIN = (int, bool, str, type(None))
+
+
+def _spec_key(cls: type, fields: dict[str, Any]) -> tuple[Any, ...] | None:
+    """A key telling the field values apart by type and value (floats by their bits:
+    -0.0 is not 0.0, 1.0 not 1 or True); None when a value is of another kind."""
+    parts: list[Any] = [cls]
+    for k in sorted(fields):
+        v = fields[k]
+        t = type(v)
+        if t is float:
+            parts.append((k, t, v.hex()))
+        elif t in _PLAIN or t is FixedFormat or isinstance(v, enum.Enum):
+            parts.append((k, t, v))
+        else:
+            return None
+    return tuple(parts)
+
+
+def new_spec(cls: type[SpecT], fields: dict[str, Any]) -> SpecT:
+    """``cls(**fields)``, built once per distinct field values (:data:`_SPEC_CACHE`);
+    a construction that raises is not kept (it raises again)."""
+    key = _spec_key(cls, fields)
+    if key is not None:
+        hit = _SPEC_CACHE.get(key)
+        if hit is not None:
+            return hit  # type: ignore[return-value]
+    spec = cls(**fields)
+    if key is not None:
+        if len(_SPEC_CACHE) >= _SPEC_CACHE_MAX:
+            _SPEC_CACHE.clear()
+        _SPEC_CACHE[key] = spec
+    return spec
 
 
 class RowwiseSpec(ApproxSpec):

@@ -10,7 +10,7 @@ import dataclasses
 import importlib
 from typing import Any
 
-from hwapprox.approx.base import ApproxSpec, Operator, SpecError
+from hwapprox.approx.base import ApproxSpec, Operator, SpecError, new_spec
 
 __all__ = [
     "IMPLEMENTED",
@@ -129,7 +129,7 @@ def make_spec(op: str | Operator, method: str, **fields: Any) -> ApproxSpec:
             f"{op}/{method} has no field(s) {', '.join(unknown)}; "
             f"fields: {', '.join(sorted(known))}"
         )
-    return cls(**fields)
+    return new_spec(cls, fields)
 
 
 def spec_from_config(config: dict[str, Any]) -> ApproxSpec:
