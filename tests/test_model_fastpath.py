@@ -557,3 +557,26 @@ def test_spec_cache_serves_equal_fields_and_tells_types_apart() -> None:
             assert got.describe() == want.describe()
     with pytest.raises(TypeError):
         a.replace(no_such_field=1)
+
+
+def test_calibration_folded_on_threads_matches_serial() -> None:
+    """calibrate folds the sites on worker threads: the statistics, masks and row counts
+    equal the one-thread run's (the embedded example, two batches)."""
+    from hwapprox.export import emulate
+    from hwapprox.export.calibrate import calibrate
+    from hwapprox.export.example import inputs_path, model_path
+    from hwapprox.export.validate import import_model
+
+    imp = import_model(str(model_path()))
+    feeds = dict(np.load(inputs_path()))
+    half = {k: v[: max(1, len(v) // 2)] for k, v in feeds.items()}
+    runs = []
+    for n in (1, 4):
+        with patch.object(emulate, "site_threads", lambda threads=0, n=n: n):
+            runs.append(calibrate(imp.model, imp.sites, feeds, more=[half]))
+    one, many = runs
+    assert one.stats == many.stats
+    assert one.out_stats == many.out_stats
+    assert one.masks.keys() == many.masks.keys()
+    for k in one.masks:
+        assert np.array_equal(one.masks[k], many.masks[k])

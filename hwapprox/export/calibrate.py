@@ -42,7 +42,13 @@ import numpy as np
 from onnx import ModelProto, TensorProto, helper
 
 from hwapprox.approx.base import ELEMENTWISE_ATTENTION, Operator
-from hwapprox.export.emulate import ModelSessions, rows_view, site_mask_bits, trace_model
+from hwapprox.export.emulate import (
+    ModelSessions,
+    rows_view,
+    site_mask_bits,
+    thread_map,
+    trace_model,
+)
 from hwapprox.export.errors import ExportError
 from hwapprox.export.graph import GraphIndex
 from hwapprox.export.masks import MASK_LIMIT
@@ -382,10 +388,12 @@ def calibrate(
     masks: dict[str, np.ndarray] = {}
     mask_roles: dict[str, list[str]] = {}
     extents: dict[str, Callable[[], np.ndarray]] = {}
-    acc = _StatsAcc()
-    for s in sites:
+    acc = _StatsAcc(sites)
+    # sites are folded on worker threads (their statistics are independent; the
+    # compiled histogram pass releases the GIL), masks and errors in site order
+    folded = thread_map(lambda s: acc.fold(s, values, g), sites, threads)
+    for s, mask in zip(sites, folded, strict=True):
         x = values[s.input]
-        mask = acc.fold(s, values, g)
         if mask is not None and (
             s.operator is Operator.SOFTMAX or s.operator in ELEMENTWISE_ATTENTION
         ):  # (attention normalisers: masked scores left out of the errors and saturation)
@@ -399,8 +407,7 @@ def calibrate(
     if dask is None:
         for batch in more:
             vals = _run_trace(sess, batch)
-            for s in sites:
-                acc.fold(s, vals, g)
+            thread_map(lambda s, v=vals: acc.fold(s, v, g), sites, threads)
             batches += 1
             del vals
     else:
@@ -514,9 +521,10 @@ def _fold_on_dask(
 class _StatsAcc:
     """Per-site running statistics of inputs and outputs over batches."""
 
-    def __init__(self) -> None:
-        self.ins: dict[str, RunningStats] = {}
-        self.outs: dict[str, RunningStats] = {}
+    def __init__(self, sites: Sequence[Site] = ()) -> None:
+        # one entry per site up front, in site order (folds may run on threads)
+        self.ins: dict[str, RunningStats] = {s.name: RunningStats() for s in sites}
+        self.outs: dict[str, RunningStats] = {s.name: RunningStats() for s in sites}
         self.rows: dict[str, list[int]] = {}
 
     def fold(self, s: Site, values: Mapping[str, np.ndarray], g: GraphIndex) -> np.ndarray | None:
