@@ -580,3 +580,24 @@ def test_calibration_folded_on_threads_matches_serial() -> None:
     assert one.masks.keys() == many.masks.keys()
     for k in one.masks:
         assert np.array_equal(one.masks[k], many.masks[k])
+
+
+@pytest.mark.skipif(_kernels.njit is None, reason="numba is not installed")
+@pytest.mark.parametrize("with_keep", [False, True])
+def test_err_stats3_matches_three_err_stats_passes(with_keep: bool) -> None:
+    """site_metrics' one-pass comparison of approximation, float output and ideal ==
+    the three err_stats passes it replaces (float32 and float64 operands, a keep mask,
+    blocks of 4096 and a tail)."""
+    rng = np.random.default_rng(4)
+    n = 3 * 4096 + 77
+    yf = rng.normal(size=n).astype(np.float32)
+    y = (yf + rng.normal(scale=1e-3, size=n)).astype(np.float32)
+    yi = yf.astype(np.float64) + rng.normal(scale=1e-4, size=n)
+    keep = rng.random(n) < 0.7 if with_keep else np.zeros(1, bool)
+    got = _kernels.err_stats3(y, yf, yi, keep, with_keep)
+    want = _kernels.err_stats(y, yf, keep, with_keep)
+    assert got[:5] == want
+    assert got[5] == _kernels.err_stats(yi, yf, keep, with_keep)[1]
+    assert got[6] == _kernels.err_stats(y, yi, keep, with_keep)[1]
+    assert got[6] > 0
+    assert got[5] > 0
