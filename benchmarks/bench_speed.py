@@ -20,7 +20,8 @@ approximated with the defaults. Per shape: onnxruntime's float run of the
 model (warm, median of 3; default session options), ``validate`` as a whole
 (import excluded: calibration run, formats, emulation, per-site and end-to-end
 metrics) and its emulation run alone (from ``ValidationResult.timing``),
-alternating, median of ``--runs``.
+alternating, median of ``--runs``; and the same in CPU seconds of all threads
+(``time.process_time``; onnxruntime in a session without spinning workers).
 
 Part ``budget``: ``validate --budget top1=1,cosine=0.999`` on the 6 x 384
 encoder, serial and with ``jobs=2`` (spawned workers), same-run wall times and
@@ -187,6 +188,7 @@ def _shapes() -> list[tuple[str, Any, dict[str, np.ndarray]]]:
 def validate_rows(runs: int) -> list[dict[str, Any]]:
     import onnxruntime as ort
 
+    from hwapprox.export.emulate import make_session
     from hwapprox.export.validate import import_model, validate
 
     rows = []
@@ -196,7 +198,12 @@ def validate_rows(runs: int) -> list[dict[str, Any]]:
             imp.model.SerializeToString(), providers=["CPUExecutionProvider"]
         )
         sess.run(None, feeds)
+        # CPU seconds (all threads): onnxruntime without spinning workers (the
+        # emulator's session options), so its CPU time is its work
+        quiet = make_session(imp.model)
+        quiet.run(None, feeds)
         t_ort, t_val, t_emu = [], [], []
+        c_ort, c_val, c_emu = [], [], []
         validate(imp, inputs=feeds)  # warm-up: memo tables, first-call costs
         fresh = import_model(model)  # a new import: validate builds its sessions again
         t0 = time.perf_counter()
@@ -206,10 +213,19 @@ def validate_rows(runs: int) -> list[dict[str, Any]]:
             t0 = time.perf_counter()
             sess.run(None, feeds)
             t_ort.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             res = validate(imp, inputs=feeds)
             t_val.append(time.perf_counter() - t0)
+            c_val.append(time.process_time() - c0)
             t_emu.append(res.timing["emulation"])
+            c0 = time.process_time()
+            quiet.run(None, feeds)
+            c_ort.append(time.process_time() - c0)
+            emu = imp.sessions.emulator(res.selected)
+            specs = {k: v for k, v in res.specs.items() if k in {s.name for s in res.selected}}
+            c0 = time.process_time()
+            emu.run(feeds, specs)
+            c_emu.append(time.process_time() - c0)
         r = {
             "shape": label,
             "sites": len(res.selected),
@@ -218,6 +234,8 @@ def validate_rows(runs: int) -> list[dict[str, Any]]:
             "emulation_s": statistics.median(t_emu),
             "first_s": t_first,
         }
+        r["cpu_emu_ratio"] = statistics.median(c_emu) / statistics.median(c_ort)
+        r["cpu_validate_ratio"] = statistics.median(c_val) / statistics.median(c_ort)
         r["emu_ratio"] = r["emulation_s"] / r["ort_s"]
         r["validate_ratio"] = r["validate_s"] / r["ort_s"]
         r["first_ratio"] = r["first_s"] / r["ort_s"]
@@ -363,6 +381,18 @@ def write(path: Path, ops: list[dict[str, Any]] | None, val: list[dict[str, Any]
                 f"| {r['shape']} | {r['sites']} | {r['ort_s']:.3f} | {r['emulation_s']:.3f} | "
                 f"{r['emu_ratio']:.2f}x | {r['validate_s']:.3f} | {r['validate_ratio']:.2f}x | "
                 f"{r['first_s']:.3f} | {r['first_ratio']:.2f}x |"
+                for r in val
+            ],
+            "",
+            "The same runs in CPU seconds (all threads, `time.process_time`; onnxruntime's "
+            "float run in a session without spinning workers, whose CPU time is its work): "
+            "less sensitive to the machine's load than the wall times, which on a shared "
+            "machine mostly measure how the other jobs slow onnxruntime's threads.",
+            "",
+            "| model | emulation / float CPU | validate / float CPU |",
+            "|---|---|---|",
+            *[
+                f"| {r['shape']} | {r['cpu_emu_ratio']:.2f}x | {r['cpu_validate_ratio']:.2f}x |"
                 for r in val
             ],
             "",
