@@ -601,3 +601,31 @@ def test_err_stats3_matches_three_err_stats_passes(with_keep: bool) -> None:
     assert got[6] == _kernels.err_stats(y, yi, keep, with_keep)[1]
     assert got[6] > 0
     assert got[5] > 0
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_thread_map_works_in_a_forked_child() -> None:
+    """A child forked after the worker threads ran (budget-search workers, a user's
+    fork-based pool) gets threads of its own instead of the parent's dead pool."""
+    import os
+    import time
+
+    from hwapprox.export import emulate
+
+    assert emulate.thread_map(lambda i: i * i, range(8), 2) == [i * i for i in range(8)]
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 when the map completes
+        try:
+            ok = emulate.thread_map(lambda i: i + 1, range(8), 2) == list(range(1, 9))
+        finally:
+            os._exit(0 if ok else 1)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            assert os.waitstatus_to_exitcode(status) == 0
+            return
+        time.sleep(0.05)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    pytest.fail("thread_map hung in the forked child")

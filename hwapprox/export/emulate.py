@@ -60,6 +60,18 @@ _pools: dict[int, ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()
 
 
+def _forget_pools_after_fork() -> None:
+    """In a forked child the parent's pool threads do not exist: start afresh (a pool
+    inherited with them would take work and never run it)."""
+    global _pools_lock
+    _pools.clear()
+    _pools_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pools_after_fork)
+
+
 def site_threads(threads: int = 0) -> int:
     """Worker threads for site work: ``threads`` (the onnxruntime setting; 0 = the CPU
     count, at most :data:`MAX_SITE_THREADS`); 1 inside a worker (no nesting)."""
