@@ -31,7 +31,7 @@ import pytest
 from hwapprox.approx.base import ApproxSpec
 from hwapprox.approx.registry import make_spec
 from hwapprox.rtl_sim.runner import simulator_available
-from hwapprox.rtl_sim.units import UNITS, online_input_gaps
+from hwapprox.rtl_sim.units import UNITS, online_input_gaps, online_row_delays
 
 pytestmark = [
     pytest.mark.rtl,
@@ -113,7 +113,7 @@ def test_back_to_back_rows_lose_no_cycle(unit: str, lengths: list[int], row_max:
     # before it; a new max as a row's last element delays its context by the same
     t_in = np.cumsum([1 + g for g in [0, *flat[:-1]]])
     last_in = t_in[np.cumsum(lengths) - 1]
-    tail = np.asarray([r[-1] for r in gaps])
+    tail = np.asarray(online_row_delays(spec, rows) if online else [0] * len(lengths))
     last_out = last_in + np.asarray(lat)
     c = lat[0] - lengths[0] - tail[0]
     bound = UNITS[(spec.operator, spec.method)].latency_extra  # 16 but where a method needs more

@@ -207,7 +207,9 @@ module hwa_softmax_online #(
   localparam int RLAT = hwa_pkg::recip_lat(PIPE, NEWTON, STEPS, PIPE);
   localparam int MB = PIPE ? 4 : 0;
   localparam int OLAT = PIPE ? 5 + ((OUT_SHIFT > 0) ? 3 : 0) : 0;
-  localparam int ROW_LAT = ELAT + RLAT + 2 + MB;  // in_last -> ctx_v, at most
+  // in_last -> ctx_v, at most: the last element may wait MB cycles in stage A and then
+  // be a new max (its rescale, MB)
+  localparam int ROW_LAT = ELAT + RLAT + 2 + 2 * MB;
   localparam int BUF_NEED = ROW_MAX + ROW_LAT + 4;
   localparam int BUF_U = (PIPE && BUF_NEED > BUF_DEPTH) ? 1 << $clog2(BUF_NEED) : BUF_DEPTH;
   localparam int ROWQ_NEED = 4 + (ROW_LAT + ROW_MAX + 15) / 16;
@@ -300,39 +302,69 @@ module hwa_softmax_online #(
   assign zero_in = s_axis_tuser || skip_in;
   assign live = !zero_in;
   assign starts = live && !seen_prev && !OFF_BY_ONE;  // it opens the empty state
+  // a_in: an element was accepted in the previous cycle (it is in stage A's registers);
+  // a_v: the element in A goes on to the exp unit and the sum this cycle; a_wait: it
+  // stays in A (PIPE: a rescale is under way), so A keeps its registers
+  logic a_in, a_wait;
   if (PIPE) begin : g_hold
-    // s_axis_tready is low in the MB cycles after a new max is accepted (hold_nxt: "low
-    // in the next cycle"). The comparator's result only reaches nm_q (the flag, one
-    // LUT after x > m) and hold_nxt; the count of the rest starts a cycle later, from
-    // nm_q: hold_cnt = the held cycles still to come after the next one.
-    logic new_max, nm_q;
-    logic [2:0] hold_cnt;
-    assign new_max = in_v && live && !starts && gt;
+    // The new-max flag is a register (a_new): nothing on the input handshake waits for
+    // the comparator. Input side: an accepted new max (a_in && a_new, the cycle after
+    // it was accepted) owes MB held cycles of s_axis_tready, paid one per cycle from the
+    // next one on (hold_nxt: "low in the next cycle"; owe_cnt: the cycles still owed
+    // after this one's). So the element accepted in the cycle after a new max is in
+    // flight: it waits in A. Sum side: an element leaves A (a_v) only MB cycles or more
+    // after a new max left it (gap_cnt), so the rescale d = R_s(d·E) + ONE is in d_reg
+    // when the next element reaches the sum. A waiting element leaves A in the cycle
+    // before the next accepted one reaches it (the MB owed cycles cover the MB gap
+    // cycles, shifted by one), so A never holds two; the one in flight after a new max
+    // reaches the sum MB cycles late, the rest on time.
+    localparam int OWE_W = $clog2(2 * MB);  // at most 2·MB - 2 owed: two new maxima in a row
+    localparam int GAP_W = $clog2(MB + 1);
+    logic [OWE_W-1:0] owe_cnt;
+    logic [GAP_W-1:0] gap_cnt;
+    logic a_full;  // A holds an element that has not gone on
+    assign hold_nxt = (a_in && a_new) || (owe_cnt != 0);
+    assign a_v = a_full && (gap_cnt == 0);
+    assign a_wait = a_full && (gap_cnt != 0);
     always_ff @(posedge clk) begin
       if (rst) begin
-        nm_q <= 1'b0;
-        hold_cnt <= '0;
+        owe_cnt <= '0;
+        gap_cnt <= '0;
+        a_full <= 1'b0;
       end else begin
-        nm_q <= new_max;
-        if (nm_q) hold_cnt <= 3'(MB - 2);
-        else if (hold_cnt != 0) hold_cnt <= hold_cnt - 1'b1;
+        if (a_in && a_new) owe_cnt <= owe_cnt + OWE_W'(MB - 1);
+        else if (owe_cnt != 0) owe_cnt <= owe_cnt - 1'b1;
+        if (a_v && a_new) gap_cnt <= GAP_W'(MB);
+        else if (gap_cnt != 0) gap_cnt <= gap_cnt - 1'b1;
+        a_full <= in_v || a_wait;
       end
     end
-    assign hold_nxt = new_max || nm_q || (hold_cnt != 0);
+`ifndef SYNTHESIS
+    always_ff @(posedge clk) begin
+      if (!rst && in_v && a_wait) begin
+        $error("hwa_softmax_online %m: an element was accepted while one waits in stage A");
+      end
+    end
+`endif
   end else begin : g_nohold
     assign hold_nxt = 1'b0;
+    assign a_v = a_in;
+    assign a_wait = 1'b0;
   end
   always_ff @(posedge clk) begin
-    if (rst) a_v <= 1'b0;
-    else a_v <= in_v;
-    // the stage's data load every cycle (a_v marks it; no enable fanout from in_v)
-    a_first <= in_first;
-    a_last <= in_last;
-    a_live <= live;
-    a_start <= starts;
-    a_new <= live && !starts && gt;
-    a_delta <= starts ? '0 : DW'(gt ? diff : -diff);
-    a_m <= (starts || (live && gt)) ? x_in : m_prev;
+    if (rst) a_in <= 1'b0;
+    else a_in <= in_v;
+    // the stage's data load every cycle but while an element waits in A (a_v marks an
+    // element going on; no enable fanout from in_v)
+    if (!a_wait) begin
+      a_first <= in_first;
+      a_last <= in_last;
+      a_live <= live;
+      a_start <= starts;
+      a_new <= live && !starts && gt;
+      a_delta <= starts ? '0 : DW'(gt ? diff : -diff);
+      a_m <= (starts || (live && gt)) ? x_in : m_prev;
+    end
     if (in_v) begin  // the running state: accepted elements only
       m_reg <= (starts || (live && gt)) ? x_in : m_prev;
       seen_reg <= seen_prev || live;
