@@ -101,15 +101,17 @@ def _online_schedule(spec, rows: list) -> tuple[float, list[int]]:
 
 #: hwa_softmax_online (PIPE = 1) at the default spec: last in -> last out = N + 91
 #: (first out 5 + 2·ELAT + RLAT + OLAT + 1 = 5 + 38 + 40 + 8 + 1 = 92, the contract
-#: header; the last N - 1 later), plus the
-#: rescale bubbles when the row's last element is a new max
+#: header; the last N - 1 later), plus units.online_row_delays: the rescale bubbles
+#: when the row's last element is a new max, and its wait when it came in the cycle
+#: after one
 ONLINE_EXTRA = 91
 
 
 def test_softmax_latency_and_throughput_target() -> None:
     """Rows of 64 back to back, random and one ascending (every element a new max):
     the exact input rate and per-row last-in -> last-out of the contract (issue 22: the
-    pipelined rescale holds the input 4 cycles after each new running max)."""
+    pipelined rescale holds the input 4 cycles per new running max, from the second
+    cycle after it)."""
     from hwapprox.rtl_sim.sim import simulate
 
     spec = make_spec("softmax", "online")
@@ -685,9 +687,9 @@ def test_online_option_comparison_can_fail(fields: dict) -> None:
 )
 def test_online_options_keep_throughput_and_latency(fields: dict) -> None:
     """Rows of 64 back to back: with every option the input rate of the contract (one
-    element per cycle but ONLINE_RESCALE_BUBBLES after each new running max) and the
-    same last-in -> last-out as the plain unit (N + 91 at the defaults; the log-code
-    stage adds one register: N + 83; + the bubbles after a new max as last element),
+    element per cycle but ONLINE_RESCALE_BUBBLES per new running max) and the same
+    last-in -> last-out as the plain unit (N + 91 at the defaults; the log-code stage
+    adds one register: N + 92; + units.online_row_delays: at most twice the bubbles),
     within N + latency_extra."""
     from hwapprox.rtl_sim.sim import simulate
     from hwapprox.rtl_sim.units import ONLINE_RESCALE_BUBBLES, get_unit

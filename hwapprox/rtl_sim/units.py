@@ -337,7 +337,8 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
             "skipping, unified max (the exact state kept alongside: fallback without a "
             "re-read), log-coded outputs (one more output stage); pipelined for ECP5 "
             "(issue 22): last in -> last out N + 91 (+4 when the row's last element is a "
-            "new max), the input held 4 cycles after each new running max"
+            "new max, +4 when it comes in the cycle after one), the input held 4 cycles "
+            "per new running max, from the second cycle after it"
         ),
         out_codes=True,
     ),

@@ -53,26 +53,34 @@
 // is registered before the output exp unit (1). The rescale of a new
 // running max, d = R_s(d·E) + ONE, cannot stay a one-cycle loop bit-exactly (the model
 // rounds each rescale of the previous, rounded sum), so its product runs through
-// hwa_mul_pipe (3) and its rounding (1) and the unit holds s_axis_tready low for MB = 4
-// cycles after accepting each element that raises the running max (an unmasked,
-// unskipped element above the max before it, other than the row's opener; with
-// OFF_BY_ONE every one above the zero logit counts): the hold (a counter register) is
-// folded into hwa_row_stream's registered s_axis_tready (its s_hold), so tready is a
-// flip-flop and nothing is ANDed into the valid. PIPE = 0: the original one-stage schedule
+// hwa_mul_pipe (3) and its rounding (1): the sum stage takes no element in the MB = 4
+// cycles after each element that raises the running max (an unmasked, unskipped
+// element above the max before it, other than the row's opener; with OFF_BY_ONE every
+// one above the zero logit counts), and the unit holds s_axis_tready low for MB cycles
+// per such element, from the second cycle after accepting it: its new-max flag is a
+// register (the comparator x > m feeds only it and the running max), the hold (a
+// counter of the cycles owed) is folded into hwa_row_stream's registered s_axis_tready
+// (its s_hold), so tready is a flip-flop and nothing is ANDed into the valid. The
+// element accepted in the cycle after a new max (its ready already decided) waits MB
+// cycles in stage A, the one-entry buffer behind the registered ready; two new maxima
+// in a row owe 2·MB held cycles. PIPE = 0: the original one-stage schedule
 // (ELAT 2, RLAT 3 + STEPS, OLAT 0, MB 0; the encoder block uses it).
 // Buffering (hwa_row_stream): circular buffer of {zero bit, code} words (a row streams
 // out while the next streams in), BUF_DEPTH or (PIPE) the power of 2 >= ROW_MAX +
 // ROW_LAT + 4 when larger; up to ROWQ rows (PIPE: or the power of 2 >= 4 + (ROW_LAT +
-// ROW_MAX + 15) / 16) wait for output; ROW_LAT = ELAT + RLAT + 2 + MB.
+// ROW_MAX + 15) / 16) wait for output; ROW_LAT = ELAT + RLAT + 2 + 2·MB.
 // Latency: last input -> first output of its row = 5 + 2·ELAT + RLAT + OLAT + (PIPE)
-// cycles when the output is free, + MB when the row's last element is a new max;
-// then one element per cycle: last input -> last output N + 91 at the defaults (N + 13
-// with PIPE = 0, and before issue 22). SKIP and UNIFIED add no cycle; OUT_CODE adds one.
-// Throughput: input one element per cycle except MB held cycles after each new running
-// max (a row of n elements with k new maxima takes n + 4k input cycles: random rows
-// have ~ln n new maxima, an ascending row n - 1, the worst case 1/5 rate); output one
-// element per cycle; rows back to back lose no other cycle
-// (tests/test_rtl_throughput.py, hwapprox.rtl_sim.units.online_input_gaps).
+// cycles when the output is free, + MB when the row's last element was accepted in the
+// cycle after a new max (it waits in stage A), + MB when it is a new max itself (its
+// rescale); then one element per cycle: last input -> last output N + 91 at the
+// defaults (N + 13 with PIPE = 0, and before issue 22), at most N + 99. SKIP and
+// UNIFIED add no cycle; OUT_CODE adds one.
+// Throughput: input one element per cycle except MB held cycles per new running max,
+// starting the second cycle after it (rows of n elements in all with k new maxima take
+// n + 4k input cycles, a row's last held cycles possibly after the next row's first
+// element: random rows have ~ln n new maxima, an ascending row n - 1, the worst case
+// 1/5 rate); output one element per cycle; rows back to back lose no other cycle
+// (tests/test_rtl_throughput.py, hwapprox.rtl_sim.units.online_schedule).
 // Rows of 1..ROW_MAX elements. A longer row is dropped (consumed up to its
 // tlast, nothing output for it) and row_err pulses for one cycle; the next row
 // is processed normally (see hwa_row_stream).
@@ -232,8 +240,8 @@ module hwa_softmax_online #(
   logic [N_BITS-1:0] in_n, o1_n, rd_idx;
   logic [CTX_W-1:0] ctx, o1_ctx;
   logic zero_in;  // masked or skipped
-  // PIPE: MB cycles of s_axis_tready low after each accepted new running max: the hold
-  // request goes to hwa_row_stream, which folds it into its registered ready
+  // PIPE: MB cycles of s_axis_tready low per accepted new running max (g_hold): the
+  // hold request goes to hwa_row_stream, which folds it into its registered ready
   logic hold_nxt;
   hwa_row_stream #(
       .IN_W(IN_W + 1),
@@ -279,9 +287,12 @@ module hwa_softmax_online #(
   // than SKIP_TAU below the running max before it is skipped: decided here, from the
   // input port and the running max, so its zero bit is buffered with its code.
   logic signed [IN_W-1:0] x_in, m_reg, m_prev;
-  logic signed [IN_W:0] diff;
+  // diff = x - m and below = m - x, two subtractions side by side (IN_W + 1 bits: no
+  // overflow); x > m is below's sign bit, the end of one carry chain: no zero test, and
+  // nothing shared with diff (the running-max loop is m -> that chain -> the select)
+  logic signed [IN_W:0] diff, below;
   logic a_v, a_first, a_last, a_new, a_live, a_start, starts, live, seen_reg, seen_prev;
-  logic gt;  // x > the running max before it (= diff > 0, a comparator: no zero test)
+  logic gt;  // x > the running max before it
   logic skip_in;
   logic [DW-1:0] a_delta;
   logic signed [IN_W-1:0] a_m;
@@ -289,11 +300,11 @@ module hwa_softmax_online #(
   assign seen_prev = !in_first && seen_reg;  // an unmasked element earlier in this row
   assign m_prev = (OFF_BY_ONE && in_first) ? '0 : m_reg;
   assign diff = (IN_W + 1)'(x_in) - (IN_W + 1)'(m_prev);
-  assign gt = x_in > m_prev;
+  assign below = (IN_W + 1)'(m_prev) - (IN_W + 1)'(x_in);
+  assign gt = below[IN_W];
   if (SKIP) begin : g_skip
     localparam logic [IN_W:0] TAU = (IN_W + 1)'(SKIP_TAU);
-    logic signed [IN_W:0] below;  // m - x when not a new max: in [0, 2^IN_W - 1]
-    assign below = -diff;
+    // below = m - x when not a new max: in [0, 2^IN_W - 1]
     assign skip_in = !s_axis_tuser && (seen_prev || OFF_BY_ONE) && !gt
         && ($unsigned(below) > TAU);
   end else begin : g_noskip
@@ -362,7 +373,7 @@ module hwa_softmax_online #(
       a_live <= live;
       a_start <= starts;
       a_new <= live && !starts && gt;
-      a_delta <= starts ? '0 : DW'(gt ? diff : -diff);
+      a_delta <= starts ? '0 : DW'(gt ? diff : below);
       a_m <= (starts || (live && gt)) ? x_in : m_prev;
     end
     if (in_v) begin  // the running state: accepted elements only
