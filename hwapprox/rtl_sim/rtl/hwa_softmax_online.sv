@@ -287,10 +287,10 @@ module hwa_softmax_online #(
   // than SKIP_TAU below the running max before it is skipped: decided here, from the
   // input port and the running max, so its zero bit is buffered with its code.
   logic signed [IN_W-1:0] x_in, m_reg, m_prev;
-  // diff = x - m and below = m - x, two subtractions side by side (IN_W + 1 bits: no
-  // overflow); x > m is below's sign bit, the end of one carry chain: no zero test, and
+  // diff = x - m and ndiff = m - x, two subtractions side by side (IN_W + 1 bits: no
+  // overflow); x > m is ndiff's sign bit, the end of one carry chain: no zero test, and
   // nothing shared with diff (the running-max loop is m -> that chain -> the select)
-  logic signed [IN_W:0] diff, below;
+  logic signed [IN_W:0] diff, ndiff;
   logic a_v, a_first, a_last, a_new, a_live, a_start, starts, live, seen_reg, seen_prev;
   logic gt;  // x > the running max before it
   logic skip_in;
@@ -300,13 +300,13 @@ module hwa_softmax_online #(
   assign seen_prev = !in_first && seen_reg;  // an unmasked element earlier in this row
   assign m_prev = (OFF_BY_ONE && in_first) ? '0 : m_reg;
   assign diff = (IN_W + 1)'(x_in) - (IN_W + 1)'(m_prev);
-  assign below = (IN_W + 1)'(m_prev) - (IN_W + 1)'(x_in);
-  assign gt = below[IN_W];
+  assign ndiff = (IN_W + 1)'(m_prev) - (IN_W + 1)'(x_in);
+  assign gt = ndiff[IN_W];
   if (SKIP) begin : g_skip
     localparam logic [IN_W:0] TAU = (IN_W + 1)'(SKIP_TAU);
-    // below = m - x when not a new max: in [0, 2^IN_W - 1]
+    // ndiff = m - x when not a new max: in [0, 2^IN_W - 1]
     assign skip_in = !s_axis_tuser && (seen_prev || OFF_BY_ONE) && !gt
-        && ($unsigned(below) > TAU);
+        && ($unsigned(ndiff) > TAU);
   end else begin : g_noskip
     assign skip_in = 1'b0;
   end
@@ -373,7 +373,7 @@ module hwa_softmax_online #(
       a_live <= live;
       a_start <= starts;
       a_new <= live && !starts && gt;
-      a_delta <= starts ? '0 : DW'(gt ? diff : below);
+      a_delta <= starts ? '0 : DW'(gt ? diff : ndiff);
       a_m <= (starts || (live && gt)) ? x_in : m_prev;
     end
     if (in_v) begin  // the running state: accepted elements only
