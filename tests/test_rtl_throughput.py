@@ -17,10 +17,12 @@ whole sum before its outputs) cannot meet N + 16 by its method; for it the test
 demands an input that never stalls and, on equal rows, one output per cycle at a
 constant latency.
 
-The online softmax (issue 22) holds its input ONLINE_RESCALE_BUBBLES cycles after each
-new running max (its pipelined rescale multiply): for it the test demands that exact
-input timeline (:func:`hwapprox.rtl_sim.units.online_input_gaps`) instead of an input
-that never stalls, and the same ideal output schedule with its rows' last inputs.
+The online softmax (issue 22) holds its input ONLINE_RESCALE_BUBBLES cycles per new
+running max, from the second cycle after it (its pipelined rescale multiply): for it
+the test demands that exact input timeline
+(:func:`hwapprox.rtl_sim.units.online_input_gaps`) instead of an input that never
+stalls, and the same ideal output schedule with its rows' last inputs and the delays
+of :func:`hwapprox.rtl_sim.units.online_row_delays`.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import pytest
 from hwapprox.approx.base import ApproxSpec
 from hwapprox.approx.registry import make_spec
 from hwapprox.rtl_sim.runner import simulator_available
-from hwapprox.rtl_sim.units import UNITS, online_input_gaps
+from hwapprox.rtl_sim.units import UNITS, online_input_gaps, online_row_delays
 
 pytestmark = [
     pytest.mark.rtl,
@@ -93,8 +95,8 @@ def test_back_to_back_rows_lose_no_cycle(unit: str, lengths: list[int], row_max:
     assert res.passed, st.get("error") or st.get("summary") or res.log_tail
     assert st["matched"] == st["n_expected"] == sum(lengths)
     # the online softmax (issue 22, pipelined rescale) holds its input
-    # ONLINE_RESCALE_BUBBLES cycles after each new running max and nowhere else: its
-    # input timeline is exact; every other unit never stalls the input
+    # ONLINE_RESCALE_BUBBLES cycles per new running max and nowhere else: its input
+    # timeline is exact; every other unit never stalls the input
     online = unit.startswith("softmax/online")
     gaps = online_input_gaps(spec, rows) if online else [[0] * n for n in lengths]
     flat = [g for r in gaps for g in r]
@@ -110,10 +112,11 @@ def test_back_to_back_rows_lose_no_cycle(unit: str, lengths: list[int], row_max:
             assert len(set(lat)) == 1, lat
         return
     # row k's last input (+ a constant): one cycle per element plus the held cycles
-    # before it; a new max as a row's last element delays its context by the same
+    # before it; the online unit's row context comes later when the row's last element
+    # is a new max or waited behind one (online_row_delays)
     t_in = np.cumsum([1 + g for g in [0, *flat[:-1]]])
     last_in = t_in[np.cumsum(lengths) - 1]
-    tail = np.asarray([r[-1] for r in gaps])
+    tail = np.asarray(online_row_delays(spec, rows) if online else [0] * len(lengths))
     last_out = last_in + np.asarray(lat)
     c = lat[0] - lengths[0] - tail[0]
     bound = UNITS[(spec.operator, spec.method)].latency_extra  # 16 but where a method needs more

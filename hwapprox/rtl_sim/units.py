@@ -329,7 +329,7 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         ),
         _softmax_online,
         rowwise=True,
-        latency_extra=96,
+        latency_extra=100,
         knobs=("PIPE",),
         doc=(
             "single pass: running max and sum, exp base2 (table + PWL) or LUT, "
@@ -337,7 +337,8 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
             "skipping, unified max (the exact state kept alongside: fallback without a "
             "re-read), log-coded outputs (one more output stage); pipelined for ECP5 "
             "(issue 22): last in -> last out N + 91 (+4 when the row's last element is a "
-            "new max), the input held 4 cycles after each new running max"
+            "new max, +4 when it comes in the cycle after one), the input held 4 cycles "
+            "per new running max, from the second cycle after it"
         ),
         out_codes=True,
     ),
@@ -515,31 +516,99 @@ def list_units() -> list[str]:
     return [f"{o}/{m}" for o, m in UNITS]
 
 
-#: ``hwa_softmax_online`` (PIPE = 1, its default): cycles of ``s_axis_tready`` low after
-#: each accepted element that raises the row's running max (the rescale d·E through
-#: hwa_mul_pipe, 3 stages, and its rounding, 1; the contract header)
+#: ``hwa_softmax_online`` (PIPE = 1, its default): the cycles the rescale of a new
+#: running max takes (d·E through hwa_mul_pipe, 3 stages, and its rounding, 1): the
+#: cycles of ``s_axis_tready`` low it costs and the cycles the sum stage takes no
+#: element after it (the contract header)
 ONLINE_RESCALE_BUBBLES = 4
 
 
-def online_input_gaps(spec: Any, rows: Any, masks: Any = None) -> list[list[int]]:
-    """Per row, per element: the cycles ``hwa_softmax_online`` holds its input after it
-    (:data:`ONLINE_RESCALE_BUBBLES` for a new running max, else 0). A new max is an
+def _online_new_maxima(spec: Any, rows: Any, masks: Any) -> list[list[bool]]:
+    """Per row, per element: whether it raises the running max. A new max is an
     unmasked element above the running max before it, other than the row's first
     unmasked element (with ``off_by_one`` the row starts at the zero logit, so every
     unmasked element above it counts). A skipped element (threshold skipping) lies
     below the max, so it never counts."""
     obo = bool(getattr(spec, "off_by_one", False))
-    out: list[list[int]] = []
+    out: list[list[bool]] = []
     for k, row in enumerate(rows):
         mask = None if masks is None else masks[k]
-        seen, m, gaps = obo, 0, []
+        seen, m, new = obo, 0, []
         for j, x in enumerate(row):
-            g = 0
+            g = False
             if mask is None or not mask[j]:
                 if not seen:
                     m, seen = x, True
                 elif x > m:
-                    m, g = x, ONLINE_RESCALE_BUBBLES
-            gaps.append(g)
-        out.append(gaps)
+                    m, g = x, True
+            new.append(g)
+        out.append(new)
     return out
+
+
+def online_schedule(
+    spec: Any, rows: Any, masks: Any = None
+) -> tuple[list[list[int]], list[list[int]]]:
+    """``hwa_softmax_online``'s input and sum timeline (PIPE = 1) for rows offered back
+    to back with ``s_axis_tvalid`` always high (and room in its buffers), per row and
+    element: ``(gaps, waits)``.
+
+    ``gaps``: the cycles ``s_axis_tready`` is low between the element and the next one
+    (the next row's first after a row's last). An element that raises the running max
+    (B = :data:`ONLINE_RESCALE_BUBBLES`) owes B held cycles, paid one per cycle from the
+    second cycle after it was accepted (its new-max flag is a register: the ready of
+    the cycle after it is already decided), so the element after a new max is accepted
+    at once and the held cycles follow it (two new maxima in a row: 2B).
+
+    ``waits``: the cycles the element waits in the unit's first stage before it reaches
+    the running sum, which takes an element at most once a cycle and, after a new max,
+    B cycles later at the earliest (its rescale). The element in flight after a new max
+    waits B; the others 0. A row's last-in -> last-out latency is the unit's constant
+    plus its last element's wait plus B when that element is a new max
+    (:func:`online_row_delays`)."""
+    b = ONLINE_RESCALE_BUBBLES
+    new = _online_new_maxima(spec, rows, masks)
+    flat = [g for r in new for g in r]
+    t_acc: list[int] = []  # the cycle each element is accepted
+    u, idx, owe, nm_q, hold = 0, 0, 0, False, False
+    while idx < len(flat):
+        nm_now = False
+        if not hold:  # s_axis_tready high this cycle: the next element is accepted
+            t_acc.append(u)
+            nm_now = flat[idx]
+            idx += 1
+        hold = nm_q or owe > 0  # the registered ready of the next cycle
+        owe = owe + b - 1 if nm_q else max(owe - 1, 0)
+        nm_q, u = nm_now, u + 1
+    waits_flat: list[int] = []
+    s_prev = None  # the cycle the previous element reached the sum stage
+    for i, t in enumerate(t_acc):
+        s = t if s_prev is None else max(t, s_prev + 1 + (b if flat[i - 1] else 0))
+        waits_flat.append(s - t)
+        s_prev = s
+    gaps_flat = [t_acc[i + 1] - t_acc[i] - 1 for i in range(len(t_acc) - 1)] + [0]
+    gaps: list[list[int]] = []
+    waits: list[list[int]] = []
+    k = 0
+    for r in new:
+        gaps.append(gaps_flat[k : k + len(r)])
+        waits.append(waits_flat[k : k + len(r)])
+        k += len(r)
+    return gaps, waits
+
+
+def online_input_gaps(spec: Any, rows: Any, masks: Any = None) -> list[list[int]]:
+    """Per row, per element: the cycles ``hwa_softmax_online`` holds its input after it
+    (rows back to back; the very last element's is 0): see :func:`online_schedule`."""
+    return online_schedule(spec, rows, masks)[0]
+
+
+def online_row_delays(spec: Any, rows: Any, masks: Any = None) -> list[int]:
+    """Per row: the cycles ``hwa_softmax_online``'s last-in -> last-out exceeds its
+    constant (rows back to back): its last element's wait in the first stage (B when it
+    directly follows a new max) plus B when it is a new max itself (its rescale comes
+    before the row's sum is final); see :func:`online_schedule`."""
+    new = _online_new_maxima(spec, rows, masks)
+    _, waits = online_schedule(spec, rows, masks)
+    b = ONLINE_RESCALE_BUBBLES
+    return [w[-1] + (b if m[-1] else 0) for w, m in zip(waits, new, strict=True)]

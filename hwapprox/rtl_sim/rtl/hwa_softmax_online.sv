@@ -53,26 +53,34 @@
 // is registered before the output exp unit (1). The rescale of a new
 // running max, d = R_s(d·E) + ONE, cannot stay a one-cycle loop bit-exactly (the model
 // rounds each rescale of the previous, rounded sum), so its product runs through
-// hwa_mul_pipe (3) and its rounding (1) and the unit holds s_axis_tready low for MB = 4
-// cycles after accepting each element that raises the running max (an unmasked,
-// unskipped element above the max before it, other than the row's opener; with
-// OFF_BY_ONE every one above the zero logit counts): the hold (a counter register) is
-// folded into hwa_row_stream's registered s_axis_tready (its s_hold), so tready is a
-// flip-flop and nothing is ANDed into the valid. PIPE = 0: the original one-stage schedule
+// hwa_mul_pipe (3) and its rounding (1): the sum stage takes no element in the MB = 4
+// cycles after each element that raises the running max (an unmasked, unskipped
+// element above the max before it, other than the row's opener; with OFF_BY_ONE every
+// one above the zero logit counts), and the unit holds s_axis_tready low for MB cycles
+// per such element, from the second cycle after accepting it: its new-max flag is a
+// register (the comparator x > m feeds only it and the running max), the hold (a
+// counter of the cycles owed) is folded into hwa_row_stream's registered s_axis_tready
+// (its s_hold), so tready is a flip-flop and nothing is ANDed into the valid. The
+// element accepted in the cycle after a new max (its ready already decided) waits MB
+// cycles in stage A, the one-entry buffer behind the registered ready; two new maxima
+// in a row owe 2·MB held cycles. PIPE = 0: the original one-stage schedule
 // (ELAT 2, RLAT 3 + STEPS, OLAT 0, MB 0; the encoder block uses it).
 // Buffering (hwa_row_stream): circular buffer of {zero bit, code} words (a row streams
 // out while the next streams in), BUF_DEPTH or (PIPE) the power of 2 >= ROW_MAX +
 // ROW_LAT + 4 when larger; up to ROWQ rows (PIPE: or the power of 2 >= 4 + (ROW_LAT +
-// ROW_MAX + 15) / 16) wait for output; ROW_LAT = ELAT + RLAT + 2 + MB.
+// ROW_MAX + 15) / 16) wait for output; ROW_LAT = ELAT + RLAT + 2 + 2·MB.
 // Latency: last input -> first output of its row = 5 + 2·ELAT + RLAT + OLAT + (PIPE)
-// cycles when the output is free, + MB when the row's last element is a new max;
-// then one element per cycle: last input -> last output N + 91 at the defaults (N + 13
-// with PIPE = 0, and before issue 22). SKIP and UNIFIED add no cycle; OUT_CODE adds one.
-// Throughput: input one element per cycle except MB held cycles after each new running
-// max (a row of n elements with k new maxima takes n + 4k input cycles: random rows
-// have ~ln n new maxima, an ascending row n - 1, the worst case 1/5 rate); output one
-// element per cycle; rows back to back lose no other cycle
-// (tests/test_rtl_throughput.py, hwapprox.rtl_sim.units.online_input_gaps).
+// cycles when the output is free, + MB when the row's last element was accepted in the
+// cycle after a new max (it waits in stage A), + MB when it is a new max itself (its
+// rescale); then one element per cycle: last input -> last output N + 91 at the
+// defaults (N + 13 with PIPE = 0, and before issue 22), at most N + 99. SKIP and
+// UNIFIED add no cycle; OUT_CODE adds one.
+// Throughput: input one element per cycle except MB held cycles per new running max,
+// starting the second cycle after it (rows of n elements in all with k new maxima take
+// n + 4k input cycles, a row's last held cycles possibly after the next row's first
+// element: random rows have ~ln n new maxima, an ascending row n - 1, the worst case
+// 1/5 rate); output one element per cycle; rows back to back lose no other cycle
+// (tests/test_rtl_throughput.py, hwapprox.rtl_sim.units.online_schedule).
 // Rows of 1..ROW_MAX elements. A longer row is dropped (consumed up to its
 // tlast, nothing output for it) and row_err pulses for one cycle; the next row
 // is processed normally (see hwa_row_stream).
@@ -207,7 +215,9 @@ module hwa_softmax_online #(
   localparam int RLAT = hwa_pkg::recip_lat(PIPE, NEWTON, STEPS, PIPE);
   localparam int MB = PIPE ? 4 : 0;
   localparam int OLAT = PIPE ? 5 + ((OUT_SHIFT > 0) ? 3 : 0) : 0;
-  localparam int ROW_LAT = ELAT + RLAT + 2 + MB;  // in_last -> ctx_v, at most
+  // in_last -> ctx_v, at most: the last element may wait MB cycles in stage A and then
+  // be a new max (its rescale, MB)
+  localparam int ROW_LAT = ELAT + RLAT + 2 + 2 * MB;
   localparam int BUF_NEED = ROW_MAX + ROW_LAT + 4;
   localparam int BUF_U = (PIPE && BUF_NEED > BUF_DEPTH) ? 1 << $clog2(BUF_NEED) : BUF_DEPTH;
   localparam int ROWQ_NEED = 4 + (ROW_LAT + ROW_MAX + 15) / 16;
@@ -230,8 +240,8 @@ module hwa_softmax_online #(
   logic [N_BITS-1:0] in_n, o1_n, rd_idx;
   logic [CTX_W-1:0] ctx, o1_ctx;
   logic zero_in;  // masked or skipped
-  // PIPE: MB cycles of s_axis_tready low after each accepted new running max: the hold
-  // request goes to hwa_row_stream, which folds it into its registered ready
+  // PIPE: MB cycles of s_axis_tready low per accepted new running max (g_hold): the
+  // hold request goes to hwa_row_stream, which folds it into its registered ready
   logic hold_nxt;
   hwa_row_stream #(
       .IN_W(IN_W + 1),
@@ -277,9 +287,12 @@ module hwa_softmax_online #(
   // than SKIP_TAU below the running max before it is skipped: decided here, from the
   // input port and the running max, so its zero bit is buffered with its code.
   logic signed [IN_W-1:0] x_in, m_reg, m_prev;
-  logic signed [IN_W:0] diff;
+  // diff = x - m and ndiff = m - x, two subtractions side by side (IN_W + 1 bits: no
+  // overflow); x > m is ndiff's sign bit, the end of one carry chain: no zero test, and
+  // nothing shared with diff (the running-max loop is m -> that chain -> the select)
+  logic signed [IN_W:0] diff, ndiff;
   logic a_v, a_first, a_last, a_new, a_live, a_start, starts, live, seen_reg, seen_prev;
-  logic gt;  // x > the running max before it (= diff > 0, a comparator: no zero test)
+  logic gt;  // x > the running max before it
   logic skip_in;
   logic [DW-1:0] a_delta;
   logic signed [IN_W-1:0] a_m;
@@ -287,52 +300,82 @@ module hwa_softmax_online #(
   assign seen_prev = !in_first && seen_reg;  // an unmasked element earlier in this row
   assign m_prev = (OFF_BY_ONE && in_first) ? '0 : m_reg;
   assign diff = (IN_W + 1)'(x_in) - (IN_W + 1)'(m_prev);
-  assign gt = x_in > m_prev;
+  assign ndiff = (IN_W + 1)'(m_prev) - (IN_W + 1)'(x_in);
+  assign gt = ndiff[IN_W];
   if (SKIP) begin : g_skip
     localparam logic [IN_W:0] TAU = (IN_W + 1)'(SKIP_TAU);
-    logic signed [IN_W:0] below;  // m - x when not a new max: in [0, 2^IN_W - 1]
-    assign below = -diff;
+    // ndiff = m - x when not a new max: in [0, 2^IN_W - 1]
     assign skip_in = !s_axis_tuser && (seen_prev || OFF_BY_ONE) && !gt
-        && ($unsigned(below) > TAU);
+        && ($unsigned(ndiff) > TAU);
   end else begin : g_noskip
     assign skip_in = 1'b0;
   end
   assign zero_in = s_axis_tuser || skip_in;
   assign live = !zero_in;
   assign starts = live && !seen_prev && !OFF_BY_ONE;  // it opens the empty state
+  // a_in: an element was accepted in the previous cycle (it is in stage A's registers);
+  // a_v: the element in A goes on to the exp unit and the sum this cycle; a_wait: it
+  // stays in A (PIPE: a rescale is under way), so A keeps its registers
+  logic a_in, a_wait;
   if (PIPE) begin : g_hold
-    // s_axis_tready is low in the MB cycles after a new max is accepted (hold_nxt: "low
-    // in the next cycle"). The comparator's result only reaches nm_q (the flag, one
-    // LUT after x > m) and hold_nxt; the count of the rest starts a cycle later, from
-    // nm_q: hold_cnt = the held cycles still to come after the next one.
-    logic new_max, nm_q;
-    logic [2:0] hold_cnt;
-    assign new_max = in_v && live && !starts && gt;
+    // The new-max flag is a register (a_new): nothing on the input handshake waits for
+    // the comparator. Input side: an accepted new max (a_in && a_new, the cycle after
+    // it was accepted) owes MB held cycles of s_axis_tready, paid one per cycle from the
+    // next one on (hold_nxt: "low in the next cycle"; owe_cnt: the cycles still owed
+    // after this one's). So the element accepted in the cycle after a new max is in
+    // flight: it waits in A. Sum side: an element leaves A (a_v) only MB cycles or more
+    // after a new max left it (gap_cnt), so the rescale d = R_s(d·E) + ONE is in d_reg
+    // when the next element reaches the sum. A waiting element leaves A in the cycle
+    // before the next accepted one reaches it (the MB owed cycles cover the MB gap
+    // cycles, shifted by one), so A never holds two; the one in flight after a new max
+    // reaches the sum MB cycles late, the rest on time.
+    localparam int OWE_W = $clog2(2 * MB);  // at most 2·MB - 2 owed: two new maxima in a row
+    localparam int GAP_W = $clog2(MB + 1);
+    logic [OWE_W-1:0] owe_cnt;
+    logic [GAP_W-1:0] gap_cnt;
+    logic a_full;  // A holds an element that has not gone on
+    assign hold_nxt = (a_in && a_new) || (owe_cnt != 0);
+    assign a_v = a_full && (gap_cnt == 0);
+    assign a_wait = a_full && (gap_cnt != 0);
     always_ff @(posedge clk) begin
       if (rst) begin
-        nm_q <= 1'b0;
-        hold_cnt <= '0;
+        owe_cnt <= '0;
+        gap_cnt <= '0;
+        a_full <= 1'b0;
       end else begin
-        nm_q <= new_max;
-        if (nm_q) hold_cnt <= 3'(MB - 2);
-        else if (hold_cnt != 0) hold_cnt <= hold_cnt - 1'b1;
+        if (a_in && a_new) owe_cnt <= owe_cnt + OWE_W'(MB - 1);
+        else if (owe_cnt != 0) owe_cnt <= owe_cnt - 1'b1;
+        if (a_v && a_new) gap_cnt <= GAP_W'(MB);
+        else if (gap_cnt != 0) gap_cnt <= gap_cnt - 1'b1;
+        a_full <= in_v || a_wait;
       end
     end
-    assign hold_nxt = new_max || nm_q || (hold_cnt != 0);
+`ifndef SYNTHESIS
+    always_ff @(posedge clk) begin
+      if (!rst && in_v && a_wait) begin
+        $error("hwa_softmax_online %m: an element was accepted while one waits in stage A");
+      end
+    end
+`endif
   end else begin : g_nohold
     assign hold_nxt = 1'b0;
+    assign a_v = a_in;
+    assign a_wait = 1'b0;
   end
   always_ff @(posedge clk) begin
-    if (rst) a_v <= 1'b0;
-    else a_v <= in_v;
-    // the stage's data load every cycle (a_v marks it; no enable fanout from in_v)
-    a_first <= in_first;
-    a_last <= in_last;
-    a_live <= live;
-    a_start <= starts;
-    a_new <= live && !starts && gt;
-    a_delta <= starts ? '0 : DW'(gt ? diff : -diff);
-    a_m <= (starts || (live && gt)) ? x_in : m_prev;
+    if (rst) a_in <= 1'b0;
+    else a_in <= in_v;
+    // the stage's data load every cycle but while an element waits in A (a_v marks an
+    // element going on; no enable fanout from in_v)
+    if (!a_wait) begin
+      a_first <= in_first;
+      a_last <= in_last;
+      a_live <= live;
+      a_start <= starts;
+      a_new <= live && !starts && gt;
+      a_delta <= starts ? '0 : DW'(gt ? diff : ndiff);
+      a_m <= (starts || (live && gt)) ? x_in : m_prev;
+    end
     if (in_v) begin  // the running state: accepted elements only
       m_reg <= (starts || (live && gt)) ? x_in : m_prev;
       seen_reg <= seen_prev || live;
