@@ -30,47 +30,47 @@ pytestmark = [
 ]
 
 #: (idle, backpressure): the sweep from no stalls to 70 % idle input cycles and
-#: 70 % backpressure cycles (each point ~1 s of simulation per unit: builds are shared)
-STALLS = [
-    pytest.param(0.0, 0.0, id="stall-0"),
-    pytest.param(0.2, 0.2, id="stall-0.2"),
-    pytest.param(0.45, 0.45, id="stall-0.45"),
-    pytest.param(0.7, 0.7, id="stall-0.7"),
-]
+#: 70 % backpressure cycles, all four in one simulator process per case (the build and
+#: the simulator's start-up are shared; each point runs from its own reset)
+STALLS = [(0.0, 0.0), (0.2, 0.2), (0.45, 0.45), (0.7, 0.7)]
 
 
 @pytest.mark.parametrize(
     ("op", "method", "fields", "n"),
     [pytest.param(*c[1:], id=c[0]) for c in CASES],
 )
-@pytest.mark.parametrize(("idle", "backpressure"), STALLS)
-def test_unit_bit_exact(
-    op: str, method: str, fields: dict, n: int, idle: float, backpressure: float
-) -> None:
-    from hwapprox.rtl_sim.sim import simulate
+def test_unit_bit_exact(op: str, method: str, fields: dict, n: int) -> None:
+    from hwapprox.rtl_sim.sim import simulate_stalls
 
     spec = make_spec(op, method, **fields)
-    res = simulate(spec, n=n, n_rows=12, seed=11, idle=idle, backpressure=backpressure, row_max=n)
-    st = res.stats
-    assert st, f"testbench wrote no measurements:\n{res.log_tail}"
-    assert st["mismatches"] == 0, st["summary"]
-    assert st["missing"] == 0, st["summary"]
-    assert st["unexpected"] == 0, st["summary"]
-    assert st["matched"] == st["n_expected"] == st["n_in"] > 0
-    assert res.passed
-    if idle == 0.0 and backpressure == 0.0:
-        # without stalls a row's outputs leave one per cycle
-        assert st["throughput_out"] > 0.5
-        unit = UNITS[(spec.operator, spec.method)]
-        if not unit.rowwise:
-            # elementwise: fully pipelined, every element in and out on consecutive
-            # cycles at the one latency the unit (and its contract header) states
-            assert unit.latency is not None, f"{unit.toplevel}: RtlUnit.latency not stated"
-            assert st["throughput_in"] == st["throughput_out"] == 1.0, st["summary"]
-            for key in ("latency_first", "latency_last"):
-                assert st[key]["min"] == st[key]["max"] == unit.latency, (key, st[key])
-            header = (RTL_DIR / f"{unit.toplevel}.sv").read_text()
-            assert f"// Latency: {unit.latency} cycles" in header
+    results = simulate_stalls(spec, STALLS, n=n, n_rows=12, seed=11, row_max=n)
+    assert len(results) == len(STALLS)
+    for (idle, backpressure), res in zip(STALLS, results, strict=True):
+        st = res.stats
+        at = f"stalls ({idle}, {backpressure})"
+        assert st, f"{at}: testbench wrote no measurements:\n{res.log_tail}"
+        assert st["mismatches"] == 0, (at, st["summary"])
+        assert st["missing"] == 0, (at, st["summary"])
+        assert st["unexpected"] == 0, (at, st["summary"])
+        assert st["matched"] == st["n_expected"] == st["n_in"] > 0, at
+        assert res.passed, at
+        if idle == 0.0 and backpressure == 0.0:
+            # without stalls a row's outputs leave one per cycle
+            assert st["throughput_out"] > 0.5
+            unit = UNITS[(spec.operator, spec.method)]
+            if not unit.rowwise:
+                # elementwise: fully pipelined, every element in and out on consecutive
+                # cycles at the one latency the unit (and its contract header) states
+                assert unit.latency is not None, f"{unit.toplevel}: RtlUnit.latency not stated"
+                assert st["throughput_in"] == st["throughput_out"] == 1.0, st["summary"]
+                for key in ("latency_first", "latency_last"):
+                    assert st[key]["min"] == st[key]["max"] == unit.latency, (key, st[key])
+                header = (RTL_DIR / f"{unit.toplevel}.sv").read_text()
+                assert f"// Latency: {unit.latency} cycles" in header
+        else:
+            # the stalls really happened: the input was paused and the output held
+            assert st["throughput_in"] < 1.0, (at, st["throughput_in"])
+            assert st["sim_cycles"] > results[0].stats["sim_cycles"], at
 
 
 def test_scoreboard_fails_on_a_wrong_expected_value() -> None:
@@ -84,6 +84,22 @@ def test_scoreboard_fails_on_a_wrong_expected_value() -> None:
     assert not bad.passed
     assert bad.stats["mismatches"] == 1
     assert "output #7" in bad.stats["first_mismatches"][0]
+
+
+def test_phases_are_judged_one_by_one() -> None:
+    """Three phases in one simulator process, the middle one with a falsified expected
+    value: only that phase fails, and the phases after it still run from their reset."""
+    from hwapprox.rtl_sim.runner import run_phases
+    from hwapprox.rtl_sim.sim import build_unit
+
+    spec = make_spec("softmax", "ibert")
+    rows = [spec.in_fmt.quantize(np.random.default_rng(4).normal(0, 2, 12)) for _ in range(3)]
+    info = build_unit(spec, row_max=12)
+    job = {"spec": spec.to_config(), "rows": [r.tolist() for r in rows], "row_max": 12}
+    res = run_phases(info, job, [{}, {"corrupt": 5, "idle": 0.3}, {"backpressure": 0.3}])
+    assert [r.passed for r in res] == [True, False, True]
+    assert [r.stats["mismatches"] for r in res] == [0, 1, 0]
+    assert all(r.stats["matched"] + r.stats["mismatches"] == 36 for r in res)
 
 
 def _online_schedule(spec, rows: list) -> tuple[float, list[int]]:

@@ -48,6 +48,7 @@ __all__ = [
     "lint",
     "rtl_cache_dir",
     "run_job",
+    "run_phases",
     "simulator_available",
     "verilator_env",
 ]
@@ -527,8 +528,34 @@ def run_job(
     Verilator stops the simulation at the first run-time ``$error``;
     ``expected_errors`` lets that many pass (one more still stops it).
     """
+    return run_phases(
+        info, job, [{}], keep_dir=keep_dir, test_module=test_module,
+        expected_errors=expected_errors,
+    )[0]  # fmt: skip
+
+
+def run_phases(
+    info: BuildInfo,
+    job: dict[str, Any],
+    phases: list[dict[str, Any]],
+    *,
+    keep_dir: Path | None = None,
+    test_module: str = TB_MODULE,
+    expected_errors: int = 0,
+) -> list[SimResult]:
+    """Run ``job`` once per phase in one simulator process; one result per phase.
+
+    Each phase is one cocotb test (its own reset, clock, stream ends and
+    scoreboard) with the job's fields overridden by the phase's, e.g.
+    ``{"idle": 0.7, "backpressure": 0.7}``: a stall sweep pays the simulator's
+    start-up (loading the model, embedding Python, importing the models) once.
+    A phase passes when its own test passed (its stats say so) and the run as a
+    whole ended normally with every phase's test reported.
+    """
     from cocotb_tools.runner import get_results, get_runner
 
+    if not phases:
+        raise ValueError("run_phases needs at least one phase")
     if info.simulator == "verilator":
         verilator_env()
     runs = rtl_cache_dir() / "runs"
@@ -536,8 +563,14 @@ def run_job(
     tdir = keep_dir if keep_dir is not None else Path(tempfile.mkdtemp(prefix="run-", dir=runs))
     tdir.mkdir(parents=True, exist_ok=True)
     job_path = tdir / "job.json"
-    stats_path = tdir / "stats.json"
-    job = dict(job, stats_file=str(stats_path))
+    stats_paths = [tdir / f"stats{i or ''}.json" for i in range(len(phases))]
+    for p in stats_paths:
+        p.unlink(missing_ok=True)
+    job = dict(job, stats_file=str(stats_paths[0]))
+    if len(phases) > 1 or phases[0]:
+        job["phases"] = [
+            dict(ph, stats_file=str(p)) for ph, p in zip(phases, stats_paths, strict=True)
+        ]
     job_path.write_text(json.dumps(job))
     results_xml = tdir / "results.xml"
     log = tdir / "sim.log"
@@ -573,15 +606,20 @@ def run_job(
         n_tests, n_failed = get_results(results_xml)
     except (RuntimeError, FileNotFoundError):
         n_tests, n_failed = 0, 1
-    stats = json.loads(stats_path.read_text()) if stats_path.exists() else {}
     tail = log.read_text()[-3000:] if log.exists() else ""
-    passed = n_tests > 0 and n_failed == 0 and exited in (None, 0) and bool(stats.get("passed"))
-    waves_file = None
+    clean = n_failed == 0 and exited in (None, 0)
+    results = []
+    for p in stats_paths:
+        stats = json.loads(p.read_text()) if p.exists() else {}
+        # with several phases a failing one fails the run; the others stand on their own
+        passed = n_tests == len(phases) and bool(stats.get("passed")) and (clean or len(phases) > 1)
+        results.append(SimResult(passed, stats, info, wall / len(phases), tail, None, tdir))
     if info.waves:
         cand = tdir / ("dump.fst" if info.wave_format == "fst" else "dump.vcd")
-        waves_file = cand if cand.exists() else None
-    result = SimResult(passed, stats, info, wall, tail, waves_file, tdir)
-    if keep_dir is None and passed and not info.waves:
+        for r in results:
+            r.waves_file = cand if cand.exists() else None
+    if keep_dir is None and all(r.passed for r in results) and not info.waves:
         shutil.rmtree(tdir, ignore_errors=True)
-        result.test_dir = None
-    return result
+        for r in results:
+            r.test_dir = None
+    return results

@@ -15,11 +15,11 @@ import numpy as np
 import numpy.typing as npt
 
 from hwapprox.approx.base import ApproxSpec, Operator, SpecError
-from hwapprox.rtl_sim.runner import RTL_DIR, BuildInfo, SimResult, build, run_job
+from hwapprox.rtl_sim.runner import RTL_DIR, BuildInfo, SimResult, build, run_job, run_phases
 from hwapprox.rtl_sim.tb.stimulus import make_rows
 from hwapprox.rtl_sim.units import get_unit
 
-__all__ = ["build_unit", "default_rows", "simulate"]
+__all__ = ["build_unit", "default_rows", "simulate", "simulate_phases", "simulate_stalls"]
 
 
 def build_unit(
@@ -91,6 +91,104 @@ def simulate(
     ``expect_extra`` and ``timeout_cycles`` are for testing the testbench (see
     :mod:`hwapprox.rtl_sim.tb.stream_test`).
     """
+    info, job, n_long = _prepare(
+        spec, rows, n=n, n_rows=n_rows, row_max=row_max, idle=idle,
+        backpressure=backpressure, seed=seed, gamma=gamma, beta=beta, masks=masks,
+        corrupt=corrupt, long_rows=long_rows, expect_extra=expect_extra,
+        timeout_cycles=timeout_cycles, probe_ready=probe_ready, waves=waves,
+        simulator=simulator,
+    )  # fmt: skip
+    return run_job(info, job, keep_dir=keep_dir, expected_errors=n_long)
+
+
+def simulate_stalls(
+    spec: ApproxSpec,
+    stalls: list[tuple[float, float]],
+    rows: list[npt.NDArray[np.int64]] | None = None,
+    *,
+    n: int = 16,
+    n_rows: int = 8,
+    row_max: int | None = None,
+    seed: int = 0,
+    simulator: str = "verilator",
+) -> list[SimResult]:
+    """:func:`simulate` of the same rows at each ``(idle, backpressure)`` point of
+    ``stalls`` (:func:`simulate_phases`); one result per point, in order."""
+    if rows is None:
+        rows = default_rows(spec, n, n_rows, seed)
+    phases = [{"idle": i, "backpressure": b} for i, b in stalls]
+    return simulate_phases(spec, phases, rows, row_max=row_max, seed=seed, simulator=simulator)
+
+
+def simulate_phases(
+    spec: ApproxSpec,
+    phases: list[dict[str, Any]],
+    rows: list[npt.NDArray[np.int64]] | None = None,
+    *,
+    row_max: int | None = None,
+    seed: int = 0,
+    simulator: str = "verilator",
+) -> list[SimResult]:
+    """Several :func:`simulate` runs of one unit build in one simulator process.
+
+    Each phase is a dict with ``idle`` / ``backpressure`` (default 0) and ``rows``
+    (default: ``rows``); the phases run one after another, each from its own reset
+    with its own scoreboard, so the simulator's start-up is paid once. One result
+    per phase, in order; a failing phase does not fail the others. ``row_max``
+    defaults to the longest row of any phase.
+    """
+    if not phases:
+        raise SpecError("simulate_phases needs at least one phase")
+    known = {"rows", "idle", "backpressure"}
+    sets = []
+    for k, ph in enumerate(phases):
+        if set(ph) - known:
+            raise SpecError(f"phase {k}: unknown field(s) {sorted(set(ph) - known)}; use {known}")
+        for key in ("idle", "backpressure"):
+            p = float(ph.get(key, 0.0))
+            if not 0.0 <= p < 1.0:
+                raise SpecError(f"phase {k}: {key}={p} must be a probability in [0, 1)")
+        r = ph.get("rows", rows)
+        if r is None:
+            raise SpecError(f"phase {k} has no rows (give rows= or the phase's 'rows')")
+        sets.append([np.asarray(x, dtype=np.int64).ravel() for x in r])
+    every = [x for s in sets for x in s]
+    info, job, _ = _prepare(
+        spec, every, n=0, n_rows=0, row_max=row_max, idle=0.0, backpressure=0.0,
+        seed=seed, simulator=simulator,
+    )  # fmt: skip
+    job["rows"] = [x.tolist() for x in sets[0]]
+    out = []
+    for ph, s in zip(phases, sets, strict=True):
+        o = {"idle": float(ph.get("idle", 0.0)), "backpressure": float(ph.get("backpressure", 0.0))}
+        if "rows" in ph:
+            o["rows"] = [x.tolist() for x in s]
+        out.append(o)
+    return run_phases(info, job, out)
+
+
+def _prepare(
+    spec: ApproxSpec,
+    rows: list[npt.NDArray[np.int64]] | None,
+    *,
+    n: int,
+    n_rows: int,
+    row_max: int | None,
+    idle: float,
+    backpressure: float,
+    seed: int,
+    gamma: npt.ArrayLike | None = None,
+    beta: npt.ArrayLike | None = None,
+    masks: list[npt.ArrayLike] | None = None,
+    corrupt: int | None = None,
+    long_rows: bool = False,
+    expect_extra: int = 0,
+    timeout_cycles: int | None = None,
+    probe_ready: bool = False,
+    waves: bool = False,
+    simulator: str = "verilator",
+) -> tuple[BuildInfo, dict[str, Any], int]:
+    """Rows checked, the unit built, the job written out; and the overlong row count."""
     if rows is None:
         rows = default_rows(spec, n, n_rows, seed)
     rows = [np.asarray(r, dtype=np.int64).ravel() for r in rows]
@@ -138,4 +236,4 @@ def simulate(
         if g.size < rmax or b.size < rmax:
             raise SpecError(f"gamma/beta need row_max={rmax} codes, got {g.size}/{b.size}")
         job["gamma"], job["beta"] = g[:rmax].tolist(), b[:rmax].tolist()
-    return run_job(info, job, keep_dir=keep_dir, expected_errors=n_long)
+    return info, job, n_long

@@ -16,7 +16,11 @@ The job file named by ``$HWAPPROX_RTL_JOB`` (JSON) holds:
   (negative test); ``timeout_cycles`` overrides its timeout;
 * ``probe_ready``: check every cycle that ``s_axis_tready`` does not follow a flip
   of ``m_axis_tready`` between clock edges (:class:`~hwapprox.rtl_sim.tb.axis.ReadyProbe`);
-* ``stats_file``: where the measurements are written (JSON).
+* ``stats_file``: where the measurements are written (JSON);
+* ``phases``: optional list of field overrides (e.g. ``idle``, ``backpressure``,
+  ``seed``, ``stats_file``), one cocotb test each, run one after another in the
+  same simulator process, each from its own reset
+  (:func:`~hwapprox.rtl_sim.runner.run_phases`).
 
 The scoreboard compares every output with ``spec.model`` bit for bit and the
 test fails unless all outputs matched, none is missing or extra, the run did not
@@ -47,10 +51,21 @@ def load_job() -> dict[str, Any]:
     return json.loads(Path(path).read_text())
 
 
+def _n_phases() -> int:
+    """How many phases the job asks for (read when cocotb imports this module)."""
+    path = os.environ.get("HWAPPROX_RTL_JOB")
+    if not path or not Path(path).is_file():
+        return 1
+    return max(1, len(json.loads(Path(path).read_text()).get("phases") or ()))
+
+
 @cocotb.test()
-async def stream_matches_model(dut: Any) -> None:
+@cocotb.parametrize(phase=list(range(_n_phases())))
+async def stream_matches_model(dut: Any, phase: int) -> None:
     """Stream the job's rows through the unit; every output equals the model's."""
     job = load_job()
+    if job.get("phases"):
+        job = {**job, **job["phases"][phase]}
     spec = spec_from_config(job["spec"])
     tb = UnitTB(
         dut,
