@@ -91,12 +91,15 @@ def simulate(
     ``expect_extra`` and ``timeout_cycles`` are for testing the testbench (see
     :mod:`hwapprox.rtl_sim.tb.stream_test`).
     """
+    if rows is None:
+        rows = default_rows(spec, n, n_rows, seed)
     info, job, n_long = _prepare(
-        spec, rows, n=n, n_rows=n_rows, row_max=row_max, idle=idle,
-        backpressure=backpressure, seed=seed, gamma=gamma, beta=beta, masks=masks,
-        corrupt=corrupt, long_rows=long_rows, expect_extra=expect_extra,
-        timeout_cycles=timeout_cycles, probe_ready=probe_ready, waves=waves,
-        simulator=simulator,
+        spec, rows, row_max=row_max, seed=seed, long_rows=long_rows, gamma=gamma,
+        beta=beta, masks=masks, waves=waves, simulator=simulator,
+    )  # fmt: skip
+    job.update(
+        idle=idle, backpressure=backpressure, corrupt=corrupt, expect_extra=expect_extra,
+        timeout_cycles=timeout_cycles, probe_ready=probe_ready,
     )  # fmt: skip
     return run_job(info, job, keep_dir=keep_dir, expected_errors=n_long)
 
@@ -153,10 +156,7 @@ def simulate_phases(
             raise SpecError(f"phase {k} has no rows (give rows= or the phase's 'rows')")
         sets.append([np.asarray(x, dtype=np.int64).ravel() for x in r])
     every = [x for s in sets for x in s]
-    info, job, _ = _prepare(
-        spec, every, n=0, n_rows=0, row_max=row_max, idle=0.0, backpressure=0.0,
-        seed=seed, simulator=simulator,
-    )  # fmt: skip
+    info, job, _ = _prepare(spec, every, row_max=row_max, seed=seed, simulator=simulator)
     job["rows"] = [x.tolist() for x in sets[0]]
     out = []
     for ph, s in zip(phases, sets, strict=True):
@@ -169,28 +169,20 @@ def simulate_phases(
 
 def _prepare(
     spec: ApproxSpec,
-    rows: list[npt.NDArray[np.int64]] | None,
+    rows: list[npt.NDArray[np.int64]],
     *,
-    n: int,
-    n_rows: int,
     row_max: int | None,
-    idle: float,
-    backpressure: float,
     seed: int,
+    long_rows: bool = False,
     gamma: npt.ArrayLike | None = None,
     beta: npt.ArrayLike | None = None,
     masks: list[npt.ArrayLike] | None = None,
-    corrupt: int | None = None,
-    long_rows: bool = False,
-    expect_extra: int = 0,
-    timeout_cycles: int | None = None,
-    probe_ready: bool = False,
     waves: bool = False,
     simulator: str = "verilator",
 ) -> tuple[BuildInfo, dict[str, Any], int]:
-    """Rows checked, the unit built, the job written out; and the overlong row count."""
-    if rows is None:
-        rows = default_rows(spec, n, n_rows, seed)
+    """Rows (and masks, gamma/beta) checked, the unit built, the job's stimulus part
+    written out (a run's stalls and test switches are its caller's); and the overlong
+    row count."""
     rows = [np.asarray(r, dtype=np.int64).ravel() for r in rows]
     if not rows or any(r.size == 0 for r in rows):
         raise SpecError("simulate needs at least one row, each of length >= 1")
@@ -206,13 +198,7 @@ def _prepare(
     job: dict[str, Any] = {
         "spec": spec.to_config(),
         "rows": [r.tolist() for r in rows],
-        "idle": idle,
-        "backpressure": backpressure,
         "seed": seed,
-        "corrupt": corrupt,
-        "expect_extra": expect_extra,
-        "timeout_cycles": timeout_cycles,
-        "probe_ready": probe_ready,
     }
     if rowwise:
         job["row_max"] = rmax
