@@ -17,8 +17,13 @@ unit's row so that :func:`~hwapprox.approx.costmodel.fmax` has three measured
 points per unit to estimate other specs from. Re-measuring a unit without
 ``--variants`` drops its stored variants (they were routed from other sources).
 
+With ``--attention`` the fused attention row (``hwa_attention_row``, d_k = d_v = 16,
+one o·r multiplier, :class:`~hwapprox.approx.attention.AttentionRowSpec` with scale
+1/4) is placed and routed too (stored in ``benchmarks/data/pnr_attention.json``; the
+report always shows the stored result).
+
 Usage: python benchmarks/bench_pnr.py [--units gelu/pwl,softmax/online] [--seeds 3]
-       [--variants [--variant-seeds 2]]
+       [--variants [--variant-seeds 2]] [--attention | --attention-only]
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from typing import Any
 from hwapprox.approx.base import ApproxSpec, SpecError
 from hwapprox.approx.registry import make_spec
 from hwapprox.fixed import FixedFormat, FixedPointError
-from hwapprox.rtl_sim.pnr import DEVICES, place_and_route, tool_versions
+from hwapprox.rtl_sim.pnr import DEVICES, place_and_route, place_and_route_top, tool_versions
 from hwapprox.rtl_sim.runner import RtlToolError
 from hwapprox.rtl_sim.units import UNITS
 
@@ -43,6 +48,24 @@ REPORT = ROOT / "benchmarks" / "results" / "timing.md"
 ROW_MAX = 64
 TARGET = 125.0
 FMAX_SCHEMA = 1
+#: the fused attention row's measured configuration (issue 22: "the attention row at d = 16")
+ATTN_DIM = 16
+ATTN_LANES = 1
+ATTN_DATA = ROOT / "benchmarks" / "data" / "pnr_attention.json"
+#: what limits the attention row (its critical path, measured; see the SV contract header)
+ATTN_WHY = (
+    "not pipelined for issue 22. Its exp units are the one-stage hwa_exp_unit (PIPE = 0), "
+    "and the measured critical path runs through them (the exp argument -> the table "
+    "interpolation -> E). Behind it sits the (d, o) update, a one-cycle loop per key: "
+    "o = sat(R(o·E) + v) on a new running max, o = sat(o + R(v·E)) otherwise, a 32 x 29-bit "
+    "product, a rounding shift, two saturations and an add per cycle. That loop cannot "
+    "reach 125 MHz at one key per cycle. Closing it takes the online softmax's schedule: "
+    "the exp units at PIPE = 1 (feed-forward, the key's V and flags delayed alongside), "
+    "o + R(v·E) as a pipelined product feeding a one-cycle saturating add, and the "
+    "rescale o·E taken out of the loop by holding the key stream for the product's "
+    "latency on each new running max (as hwa_softmax_online's PIPE = 1 does). The encoder "
+    "block does not use this unit (its attention is the two-pass schedule)"
+)
 
 #: measured before issue 22 (commit 0f62561: combinational ready, no skid buffer,
 #: no added pipeline stages), same flow and wrapper, placement seed 1 only
@@ -153,14 +176,29 @@ def main() -> None:
         help="also place and route each unit at its two format variants (variant_specs)",
     )
     ap.add_argument("--variant-seeds", type=int, default=2)
+    ap.add_argument(
+        "--attention",
+        action="store_true",
+        help=f"also place and route the fused attention row at d = {ATTN_DIM}",
+    )
+    ap.add_argument(
+        "--attention-only",
+        action="store_true",
+        help="place and route only the attention row (no unit), then rewrite the report",
+    )
     args = ap.parse_args()
+    if args.attention or args.attention_only:
+        _measure_attention(args)
     only = {u for u in args.units.split(",") if u}
+    known = {f"{o.value}/{m}" for o, m in UNITS}
+    if only - known:
+        ap.error(f"unknown unit(s) {sorted(only - known)}; choose from {sorted(known)}")
     versions = tool_versions("ecp5")
     rows: dict[str, dict[str, Any]] = {}
     t0 = time.perf_counter()
     for key, unit in UNITS.items():
         name = f"{key[0].value}/{key[1]}"
-        if only and name not in only:
+        if (only and name not in only) or args.attention_only:
             continue
         spec = make_spec(key[0].value, key[1])
         try:
@@ -211,12 +249,14 @@ def main() -> None:
             **{k: {kk: v[kk] for kk in v if kk != "crit"} for k, v in rows.items()},
         },
     }
-    TABLE.write_text(json.dumps(table, indent=1) + "\n")
+    if rows:  # an attention-only run leaves the cost table as it is
+        TABLE.write_text(json.dumps(table, indent=1) + "\n")
     merged = {**_previous_rows(), **rows}
     order = [f"{o.value}/{m}" for o, m in UNITS]
     all_rows = {k: merged[k] for k in order if k in merged}
     _report(all_rows, versions, args.seeds, took)
-    print(f"wrote {TABLE} and {REPORT} ({len(rows)} units) in {took:.0f} s")
+    wrote = f"{TABLE} and {REPORT}" if rows else str(REPORT)
+    print(f"wrote {wrote} ({len(rows)} units) in {took:.0f} s")
 
 
 def _measure_variants(key: tuple[Any, str], name: str, args: Any) -> list[dict[str, Any]]:
@@ -247,6 +287,61 @@ def _measure_variants(key: tuple[Any, str], name: str, args: Any) -> list[dict[s
             }
         )
     return out
+
+
+def _measure_attention(args: Any) -> None:
+    """Place and route ``hwa_attention_row`` at d_k = d_v = :data:`ATTN_DIM` into
+    :data:`ATTN_DATA` (``--seeds`` placement seeds)."""
+    import math
+
+    from hwapprox.approx.attention import AttentionRowSpec
+    from hwapprox.rtl_sim.attention import ATTENTION_SOURCES, ATTENTION_TOP, attention_config
+
+    spec = AttentionRowSpec(scale=1 / math.sqrt(ATTN_DIM))
+    params, mems = attention_config(spec, ATTN_DIM, ATTN_DIM, out_lanes=ATTN_LANES)
+    r = place_and_route_top(
+        ATTENTION_TOP,
+        list(ATTENTION_SOURCES),
+        params,
+        mems,
+        freq_mhz=TARGET,
+        seeds=args.seeds,
+        cache_only=args.cached_only,
+    )
+    print(f"attention row d={ATTN_DIM}: {r['fmax_mhz']:.1f} MHz {r['fmax_by_seed']}", flush=True)
+    keep = ("fmax_mhz", "fmax_by_seed", "LUT", "FF", "DSP", "BRAM", "crit")
+    out = {"dim": ATTN_DIM, "out_lanes": ATTN_LANES, "spec": spec.describe()}
+    ATTN_DATA.parent.mkdir(parents=True, exist_ok=True)
+    ATTN_DATA.write_text(json.dumps(out | {k: r[k] for k in keep}, indent=1) + "\n")
+
+
+def _attention_lines() -> list[str]:
+    """The report's section on the fused attention row (from :data:`ATTN_DATA`)."""
+    if not ATTN_DATA.exists():
+        return []
+    a = json.loads(ATTN_DATA.read_text())
+    c = a["crit"]
+    seeds_s = " / ".join(f"{v:.0f}" for v in a["fmax_by_seed"].values())
+    meets = a["fmax_mhz"] >= TARGET
+    return [
+        "",
+        f"## The fused attention row (d = {a['dim']})",
+        "",
+        f"`hwa_attention_row` (the online softmax fused with P·V, one key per cycle) at "
+        f"d_k = d_v = {a['dim']}, {a['out_lanes']} o·r multiplier, the default "
+        "`AttentionRowSpec` with scale 1/sqrt(d), in the same wrapper and flow "
+        f"(`bench_pnr.py --attention`; {len(a['fmax_by_seed'])} placement seed(s), Fmax by "
+        f"seed {seeds_s} MHz):",
+        "",
+        "| unit | Fmax MHz | LUT | FF | DSP | BRAM | critical path (logic + routing ns) |",
+        "|---|---:|---:|---:|---:|---:|---|",
+        f"| attention row d={a['dim']} | **{a['fmax_mhz']:.1f}** | {a['LUT']} | {a['FF']} | "
+        f"{a['DSP']} | {a['BRAM']} | `{c.get('start')}` → `{c.get('end')}` "
+        f"({c.get('logic_ns')} + {c.get('routing_ns')}) |",
+        "",
+        f"It {'reaches' if meets else 'does not reach'} {TARGET:g} MHz"
+        + ("." if meets else f": {ATTN_WHY}."),
+    ]
 
 
 def _short(version: str) -> str:
@@ -358,6 +453,7 @@ def _report(
         lines += ["", f"## Below {TARGET:g} MHz: what limits them", ""]
         for n in below:
             lines.append(f"- **{n}** ({rows[n]['fmax_mhz']:.1f} MHz): {WHY.get(n, '—')}.")
+    lines += _attention_lines()
     lines.append("")
     REPORT.write_text("\n".join(lines))
 
