@@ -18,10 +18,14 @@ Prints Markdown tables (the numbers in ``benchmarks/results/softmax.md``):
    W = 8..16 and N up to 4096: max error in LSBs with the fixed pre-issue-26
    formats (before) and the formats derived from ``out_fmt`` and ``row_max = N``
    (after), and the cost of both (proxy score, fitted 7-series LUT estimate).
+6. ``softermax`` on the same hard row kinds with its fixed (not derived) defaults
+   at W = 8, 10, 12, 16 and N up to 2047 (its ``sum_fmt`` limit), and at W = 8
+   with ``pow2_fmt`` / ``sum_fmt`` widened as ``online_formats`` would
+   (``--only softermax``: this table alone).
 
 Every input set is seeded; the reference is float64 stable softmax of the
 quantised inputs. Usage: ``python benchmarks/bench_softmax.py [--rows 256]
-[--only hard]``
+[--only hard|softermax]``
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from collections.abc import Callable
 import numpy as np
 
 from hwapprox.approx.costmodel import estimate
-from hwapprox.approx.registry import get_method
+from hwapprox.approx.registry import get_method, make_spec
 from hwapprox.approx.softmax import OnlineSoftmax, SoftmaxSpec, stable_softmax
 from hwapprox.approx.softmax.online import FIXED_FORMATS_BEFORE_DERIVED
 from hwapprox.approx.stimulus import HARD_KINDS, hard_softmax_rows
@@ -146,7 +150,7 @@ HARD_WIDTHS = (8, 10, 12, 14, 16)
 HARD_NS = (64, 256, 1024, 4096)
 
 
-def _hard_lsb(spec: OnlineSoftmax, x: np.ndarray) -> tuple[float, float]:
+def _hard_lsb(spec: SoftmaxSpec, x: np.ndarray) -> tuple[float, float]:
     """Max |y - p| in LSBs over all outputs, and over the outputs whose probability is
     below the largest code (not saturated)."""
     y = spec.output_to_float(spec.model(x))
@@ -208,11 +212,52 @@ def table_hard_cost() -> None:
     print()
 
 
+#: Softermax's pow2 / sum formats widened for the coherent rounding (F_p = F + L + 2 at
+#: F = 8, L = 10, as ``online_formats`` derives F_e; not its default)
+SOFTERMAX_WIDE = {
+    "pow2_fmt": "ap_ufixed<23,1,AP_RND>",
+    "pow2_table_frac_bits": 24,
+    "sum_fmt": "ap_ufixed<36,13,AP_RND>",
+}
+
+
+def table_hard_softermax(rows: int) -> None:
+    print(
+        "### softermax on hard row kinds: max error in output LSBs, fixed defaults "
+        f"({rows} rows per kind and N)\n"
+    )
+    print(
+        "Cells: all outputs (saturated ones included) / outputs below the largest code. "
+        "Its `sum_fmt ap_ufixed<28,12>` refuses rows longer than 2047.\n"
+    )
+    print("| W | formats | N | " + " | ".join(HARD_KINDS) + " |")
+    print("|---|---|---|" + "---|" * len(HARD_KINDS))
+    cases = [(w, "defaults", {}) for w in (8, 10, 12, 16)]
+    cases.append((8, "pow2/sum widened", SOFTERMAX_WIDE))
+    for w, name, kw in cases:
+        spec = make_spec("softmax", "softermax", out_fmt=f"ap_ufixed<{w},0,AP_RND,AP_SAT>", **kw)
+        for n in (64, 256, 1024, 2047):
+            xs = hard_softmax_rows(spec.in_fmt, n, np.random.default_rng(w * 7919 + n), rows=rows)
+            cells = []
+            for k in HARD_KINDS:
+                a, a_ns = _hard_lsb(spec, xs[k])
+                cells.append(f"{a:.2f} / {a_ns:.2f}")
+            print(f"| {w} | {name} | {n} | " + " | ".join(cells) + " |")
+    print()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=256, help="rows per input set (default 256)")
-    ap.add_argument("--only", choices=("hard",), help="only the hard-row tables (5)")
+    ap.add_argument(
+        "--only",
+        choices=("hard", "softermax"),
+        help="only the hard-row tables (5, 6), or only table 6",
+    )
     args = ap.parse_args()
+    if args.only == "softermax":
+        table_hard_softermax(max(32, args.rows // 4))
+        return
     if args.only != "hard":
         table_hls4ml(args.rows)
         table_lsb(args.rows)
@@ -220,6 +265,7 @@ def main() -> None:
         table_speed()
     table_hard(max(32, args.rows // 4))
     table_hard_cost()
+    table_hard_softermax(max(32, args.rows // 4))
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from hwapprox.approx.registry import make_spec, spec_from_config
-from hwapprox.approx.softmax import OnlineSoftmax
+from hwapprox.approx.softmax import OnlineSoftmax, SoftmaxSpec
 from hwapprox.approx.softmax.online import FIXED_FORMATS_BEFORE_DERIVED, online_formats
 from hwapprox.approx.stimulus import HARD_KINDS, hard_softmax_rows
 from hwapprox.fixed import FixedFormat
@@ -27,7 +27,7 @@ F = FixedFormat.parse
 OLD_DEFAULTS = FIXED_FORMATS_BEFORE_DERIVED  # issue 26: the pre-derivation formats
 
 
-def _max_lsb(spec: OnlineSoftmax, x: np.ndarray) -> float:
+def _max_lsb(spec: SoftmaxSpec, x: np.ndarray) -> float:
     """Largest |y - p| in output LSBs, p the float64 softmax of the quantised row."""
     y = spec.output_to_float(spec.model(x))
     ref = spec.reference(spec.in_fmt.to_float(x))
@@ -95,3 +95,40 @@ def test_rows_beyond_row_max_are_refused() -> None:
 def test_row_max_too_long_for_the_split_product() -> None:
     with pytest.raises(ValueError, match="lower row_max"):
         OnlineSoftmax(row_max=1 << 13)  # 16-bit outputs: F_e = 31, 31 + 32 > 62
+
+
+def _softermax_worst(n: int, kinds: tuple[str, ...], seeds: int = 4) -> dict[str, float]:
+    """Softermax at its default (8-bit) output: the worst LSB per row kind over seeds."""
+    spec = make_spec("softmax", "softermax")
+    worst: dict[str, float] = {}
+    for s in range(seeds):
+        rows = hard_softmax_rows(spec.in_fmt, n, np.random.default_rng(s * 1000 + 8 * 7919 + n))
+        for k in kinds:
+            worst[k] = max(worst.get(k, 0.0), _max_lsb(spec, rows[k]))
+    return worst
+
+
+@pytest.mark.parametrize("n", [64, 256])
+def test_softermax_defaults_within_one_lsb_up_to_256(n: int) -> None:
+    """Softermax's stated condition (its docstring, issue 26): its fixed 8-bit defaults
+    hold <= 1 LSB on every hard row kind for rows of N <= 256."""
+    errs = _softermax_worst(n, HARD_KINDS)
+    assert max(errs.values()) <= 1.0 + 1e-9, errs
+
+
+def test_softermax_defaults_miss_one_lsb_beyond_the_stated_rows() -> None:
+    """The other side of the stated condition: at N = 1024 a dominant score over a flat
+    background exceeds 1 LSB (the pow2_fmt roundings add up coherently), so the claim
+    must name its row length; widening pow2_fmt and sum_fmt as online_formats does
+    brings it back within 1 LSB."""
+    assert _softermax_worst(1024, ("dominant",))["dominant"] > 1.2
+    wide = make_spec(
+        "softmax",
+        "softermax",
+        pow2_fmt="ap_ufixed<23,1,AP_RND>",
+        pow2_table_frac_bits=24,
+        sum_fmt="ap_ufixed<36,13,AP_RND>",
+    )
+    rows = hard_softmax_rows(wide.in_fmt, 1024, np.random.default_rng(8 * 7919 + 1024))
+    errs = {k: _max_lsb(wide, rows[k]) for k in HARD_KINDS}
+    assert max(errs.values()) <= 1.0 + 1e-9, errs

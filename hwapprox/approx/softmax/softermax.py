@@ -53,9 +53,30 @@ class SoftermaxSoftmax(SoftmaxSpec):
       (``recip_fmt``, its rounding).
     * **Pass 2**: ``y_i = cast_out(P(t_i - M) · (1/d))``.
 
-    Q-formats are not published; the defaults here are chosen to reach about
-    8-bit output accuracy at the paper's scale (16 segments each) and are
-    fields. Not exactly shift-invariant: ``x·LOG2E`` is rounded before the max.
+    Q-formats are not published; the defaults here are fixed (not derived from
+    ``out_fmt`` or the row length, unlike :class:`OnlineSoftmax`'s) and are fields.
+    **Accuracy claim and its conditions** (issue 26): the defaults are an 8-bit
+    design. Against the float64 softmax of the quantised scores, at the default
+    ``out_fmt`` ``ap_ufixed<8,0>`` the hard rows of
+    :func:`~hwapprox.approx.stimulus.hard_softmax_rows` (one or two dominant
+    scores over a flat background, plateaus, ramps, uniform) hold <= 1.00 LSB for
+    rows of N <= 256 only; at N = 1024 a dominant score over a flat background
+    reaches 1.42 LSB and at N = 2047 3.47 LSB, because every
+    background element's ``P`` is rounded to ``pow2_fmt`` (15 fraction bits) the
+    same way and the N roundings add up coherently in ``d`` (up to ``N·2^-16``
+    against ``d >= 1``). Rows longer than 2047 are refused (``sum_fmt``).
+    Wider outputs are not served by these defaults: at 12 bits 4.3 LSB at N = 64,
+    at 16 bits 58 LSB (the 16-segment PWL, the 10-bit ``t`` and the 12-bit
+    ``LOG2E`` limit them). ``tests/test_softmax_hard_rows.py`` checks both sides
+    of the N <= 256 boundary. Deriving ``pow2_fmt`` / ``pow2_table_frac_bits`` /
+    ``sum_fmt`` as :func:`~hwapprox.approx.softmax.online.online_formats` does
+    (``F_p = F + L + 2``) gives <= 1.00 LSB at 8 bits up to N = 2047 (measured
+    with ``ap_ufixed<23,1,AP_RND>``, 24 table bits, ``ap_ufixed<36,13,AP_RND>``;
+    ``benchmarks/results/softmax.md``, ``bench_softmax.py --only softermax``);
+    not the default: that would change the RTL unit's widths and its timing row.
+    The paper fixes base 2, the integer running max with online normalisation and
+    PWL units; the formats and segment counts are the implementer's (mine).
+    Not exactly shift-invariant: ``x·LOG2E`` is rounded before the max.
 
     Masks (:class:`SoftmaxSpec` contract): pass 1 starts empty (``M`` below
     every ``floor(t)``, ``d = 0``); a masked element leaves ``M`` and ``d``
