@@ -18,10 +18,10 @@ Prints Markdown tables (the numbers in ``benchmarks/results/softmax.md``):
    W = 8..16 and N up to 4096: max error in LSBs with the fixed pre-issue-26
    formats (before) and the formats derived from ``out_fmt`` and ``row_max = N``
    (after), and the cost of both (proxy score, fitted 7-series LUT estimate).
-6. ``softermax`` on the same hard row kinds with its fixed (not derived) defaults
-   at W = 8, 10, 12, 16 and N up to 2047 (its ``sum_fmt`` limit), and at W = 8
-   with ``pow2_fmt`` / ``sum_fmt`` widened as ``online_formats`` would
-   (``--only softermax``: this table alone).
+6. ``softermax`` on the same hard row kinds and grid: its fixed pre-issue-26
+   formats (before; rows up to 2047) and the formats derived from ``out_fmt`` and
+   ``row_max = N`` by ``softermax_formats`` (after), and the cost of both
+   (``--only softermax``: these tables alone).
 
 Every input set is seeded; the reference is float64 stable softmax of the
 quantised inputs. Usage: ``python benchmarks/bench_softmax.py [--rows 256]
@@ -40,6 +40,7 @@ from hwapprox.approx.costmodel import estimate
 from hwapprox.approx.registry import get_method, make_spec
 from hwapprox.approx.softmax import OnlineSoftmax, SoftmaxSpec, stable_softmax
 from hwapprox.approx.softmax.online import FIXED_FORMATS_BEFORE_DERIVED
+from hwapprox.approx.softmax.softermax import SOFTERMAX_FIXED_FORMATS_BEFORE_DERIVED
 from hwapprox.approx.stimulus import HARD_KINDS, hard_softmax_rows
 
 METHODS = ("hls4ml_stable", "hls4ml_latency", "ibert", "shiftmax", "softermax", "online")
@@ -212,37 +213,59 @@ def table_hard_cost() -> None:
     print()
 
 
-#: Softermax's pow2 / sum formats widened for the coherent rounding (F_p = F + L + 2 at
-#: F = 8, L = 10, as ``online_formats`` derives F_e; not its default)
-SOFTERMAX_WIDE = {
-    "pow2_fmt": "ap_ufixed<23,1,AP_RND>",
-    "pow2_table_frac_bits": 24,
-    "sum_fmt": "ap_ufixed<36,13,AP_RND>",
-}
+OLD_SOFTERMAX = SOFTERMAX_FIXED_FORMATS_BEFORE_DERIVED  # issue 26: its fixed formats
 
 
 def table_hard_softermax(rows: int) -> None:
     print(
-        "### softermax on hard row kinds: max error in output LSBs, fixed defaults "
+        "### softermax on hard row kinds: max error in output LSBs, before -> after "
         f"({rows} rows per kind and N)\n"
     )
     print(
-        "Cells: all outputs (saturated ones included) / outputs below the largest code. "
-        "Its `sum_fmt ap_ufixed<28,12>` refuses rows longer than 2047.\n"
+        "Before: the fixed 8-bit-design formats (`pow2_fmt ap_ufixed<16,1>`, "
+        "`sum_fmt ap_ufixed<28,12>`, `t_fmt ap_fixed<18,8>`, 12-bit `LOG2E`, 16-segment "
+        "PWLs; `sum_fmt` refuses rows longer than 2047: `--`). After: the defaults "
+        "derived from `out_fmt` and `row_max = N` (`softermax_formats`). Cells: all "
+        "outputs (saturated ones included) / outputs below the largest code.\n"
     )
-    print("| W | formats | N | " + " | ".join(HARD_KINDS) + " |")
-    print("|---|---|---|" + "---|" * len(HARD_KINDS))
-    cases = [(w, "defaults", {}) for w in (8, 10, 12, 16)]
-    cases.append((8, "pow2/sum widened", SOFTERMAX_WIDE))
-    for w, name, kw in cases:
-        spec = make_spec("softmax", "softermax", out_fmt=f"ap_ufixed<{w},0,AP_RND,AP_SAT>", **kw)
-        for n in (64, 256, 1024, 2047):
-            xs = hard_softmax_rows(spec.in_fmt, n, np.random.default_rng(w * 7919 + n), rows=rows)
+    print("| W | N | " + " | ".join(HARD_KINDS) + " |")
+    print("|---|---|" + "---|" * len(HARD_KINDS))
+    worst = 0.0
+    for w in HARD_WIDTHS:
+        out = f"ap_ufixed<{w},0,AP_RND,AP_SAT>"
+        for n in HARD_NS:
+            new = make_spec("softmax", "softermax", out_fmt=out, row_max=n)
+            old = make_spec("softmax", "softermax", out_fmt=out, row_max=n, **OLD_SOFTERMAX)
+            xs = hard_softmax_rows(new.in_fmt, n, np.random.default_rng(w * 7919 + n), rows=rows)
             cells = []
             for k in HARD_KINDS:
-                a, a_ns = _hard_lsb(spec, xs[k])
-                cells.append(f"{a:.2f} / {a_ns:.2f}")
-            print(f"| {w} | {name} | {n} | " + " | ".join(cells) + " |")
+                bs = f"{_hard_lsb(old, xs[k])[0]:.2f}" if n <= 2047 else "--"
+                a, a_ns = _hard_lsb(new, xs[k])
+                worst = max(worst, a)
+                cells.append(f"{bs} -> {a:.2f} / {a_ns:.2f}")
+            print(f"| {w} | {n} | " + " | ".join(cells) + " |")
+    print(f"\nWorst after: {worst:.3f} LSB.\n")
+
+
+def table_hard_cost_softermax() -> None:
+    print("### Cost of the derived formats (softermax)\n")
+    print(
+        "| W | row_max | pow2_fmt | sum_fmt | t_fmt | PWL segments 2^x / 1/x | score "
+        "before -> after | 7-series LUT before -> after | DSP before -> after |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for w in (8, 10, 12, 16):
+        out = f"ap_ufixed<{w},0,AP_RND,AP_SAT>"
+        for n in (256, 1024, 4096):
+            new = make_spec("softmax", "softermax", out_fmt=out, row_max=n)
+            old = make_spec("softmax", "softermax", out_fmt=out, row_max=2047, **OLD_SOFTERMAX)
+            eo, en = estimate(old, row_max=64), estimate(new, row_max=64)
+            print(
+                f"| {w} | {n} | {new.pow2_fmt} | {new.sum_fmt} | {new.t_fmt} | "
+                f"{1 << new.pow2_segments_log2} / {1 << new.recip_segments_log2} | "
+                f"{old.cost().score():.0f} -> {new.cost().score():.0f} | "
+                f"{eo.LUT:.0f} -> {en.LUT:.0f} | {eo.DSP or 0:.0f} -> {en.DSP or 0:.0f} |"
+            )
     print()
 
 
@@ -257,6 +280,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.only == "softermax":
         table_hard_softermax(max(32, args.rows // 4))
+        table_hard_cost_softermax()
         return
     if args.only != "hard":
         table_hls4ml(args.rows)
@@ -266,6 +290,7 @@ def main() -> None:
     table_hard(max(32, args.rows // 4))
     table_hard_cost()
     table_hard_softermax(max(32, args.rows // 4))
+    table_hard_cost_softermax()
 
 
 if __name__ == "__main__":
