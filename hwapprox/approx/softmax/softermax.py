@@ -72,22 +72,34 @@ def softermax_formats(
     * ``recip_fmt`` = ``ap_ufixed<F + 5, 1>``, ``recip_work_frac_bits`` = ``min(F +
       6, 29)``, a ``2^B``-segment PWL with ``B = ceil((F + 3)/2)``.
 
-    **Bound** (relative errors; ``p_i = 2^(t_i - M) / D`` with ``D >= 1``, the element
-    at the integer max contributing ``2^a >= 1``). Only scores within ``F + 2``
-    octaves of the max give outputs above a quarter LSB, so ``|x_i - x_max| <= (F +
-    2)·ln 2``: the ``LOG2E`` rounding (``2^-(F + 9)``) moves those exponents by at
-    most ``(F + 2)·ln 2·2^-(F + 9)``, ``2^-(F + 4.5)`` relative for ``F <= 16``; the
-    rounding of ``t`` (``2^-(F + 4)``) ``ln 2·2^-(F + 4)``; the PWL of ``2^-f``
-    (``(ln 2)²/8·2^-2A <= 2^-(F + 5)``) and the reciprocal's PWL (``2^-(2B + 1) <=
-    2^-(F + 4)`` relative) likewise. The **coherent** terms: every ``P`` is rounded
-    to ``pow2_fmt`` (``u_p = 2^-(F_p + 1)``) and a flat background rounds the same
-    way N times, so ``d`` errs by up to ``N·u_p <= 2^-(F + 3)`` against ``D >= 1``,
-    plus the truncating rescale shifts (at most one per element, ``2^-F_s`` each:
-    ``N·2^-F_s <= 2^-(F + 4)``). With ``p_i <= 1`` these sum to below 0.5 output LSB
-    before the output's own rounding (0.5 LSB): <= 1 LSB for every row of ``N <=
-    row_max`` (a saturated output errs by the distance of ``p <= 1`` to ``1 -
-    2^-W``, at most 1 LSB). Measured on the hard row kinds at W = 8..16, N up to
-    4096: ``tests/test_softmax_hard_rows.py``, ``benchmarks/results/softmax.md``.
+    **Bound** (to first order, relative errors; ``p_i = 2^(t_i - M) / D`` with
+    ``D >= 1``: the element at the integer max contributes ``2^a >= 1``). An output
+    errs by its numerator's relative error plus the sum's (a weighted mean of its
+    terms'), times ``p_i <= 1``:
+
+    * ``LOG2E`` rounded to ``F + 8`` fraction bits moves ``t_i - t_max`` by at most
+      ``2^-(F + 9)·Δ_i`` (``Δ_i = x_max - x_i``), ``ln 2·2^-(F + 9)·Δ_i`` relative: in an
+      output ``p_i <= e^-Δ_i`` that is at most ``ln 2·2^-(F + 9)/e`` (negligible); in
+      the sum (a mean of ``Δ`` weighted by ``e^-Δ``, at most ``ln N + 1``) ``<=
+      2^-(F + 6)`` for ``N <= 4096``;
+    * ``t`` rounded to ``F_t = F + 3`` fraction bits (``M`` is an integer, exact):
+      ``ln 2·2^-(F + 4) < 2^-(F + 4.5)``;
+    * the PWL of ``2^-f`` over ``2^-A`` steps: ``(ln 2)²/8·2^-2A <= 2^-(F + 5)``;
+    * the reciprocal's PWL over ``2^-B`` steps and its rounding: ``<= 2^-(2B + 1)
+      <= 2^-(F + 4)`` (output only);
+    * **coherent** (they do not average out: a flat background of N equal scores
+      rounds the same way N times): each ``P`` rounded to ``pow2_fmt``, ``N·2^-(F_p
+      + 1) <= 2^-(F + 3)`` against ``D >= 1``; the truncating rescale shifts (at most
+      one per element, ``2^-F_s`` each), ``N·2^-F_s <= 2^-(F + 4)``.
+
+    Numerator ``2^-F·(0.044 + 0.031)``, sum ``2^-F·(0.016 + 0.044 + 0.031)``; in all
+    with the reciprocal and the coherent terms ``2^-F·(0.075 + 0.091 + 0.0625 + 0.125
+    + 0.0625) = 0.42`` LSB before the output's own rounding (0.5 LSB): <= 1 LSB for
+    every row of ``N <= row_max`` (a saturated output errs by the distance of ``p <=
+    1`` to ``1 - 2^-W``, at most 1 LSB). Measured on the hard row
+    kinds at W = 8..16, N up to 4096 (largest 1.00 LSB, at saturated outputs; <=
+    0.60 elsewhere): ``tests/test_softmax_hard_rows.py``,
+    ``benchmarks/results/softmax.md``.
     """
     given = given or {}
     f = max(out_fmt.frac_bits, 1)
