@@ -158,9 +158,9 @@ class SoftermaxSoftmax(SoftmaxSpec):
     quantised scores for every row of ``N <= row_max`` (measured on the hard row
     kinds of :func:`~hwapprox.approx.stimulus.hard_softmax_rows` at W = 8..16, N up
     to 4096: ``tests/test_softmax_hard_rows.py``, ``benchmarks/results/softmax.md``).
-    Deviation from the paper: more PWL segments than its 16 where the output is wider
-    than 7 bits (``2^A``, ``A = max(4, ceil((F + 1)/2))``; ``2^B``, ``B = ceil((F +
-    3)/2)``). The fixed formats used before (an 8-bit design:
+    Deviation from the paper's scale: more PWL segments than its 16 for wider outputs
+    (``2^A``, ``A = max(4, ceil((F + 1)/2))``: 32 from 8 fraction bits on; ``2^B``,
+    ``B = ceil((F + 3)/2)``: 32 from 6 on). The fixed formats used before (an 8-bit design:
     :data:`SOFTERMAX_FIXED_FORMATS_BEFORE_DERIVED`) reached 1.42 LSB at N = 1024 on
     a dominant score over a flat background at 8 bits and 58 LSB at 16 bits.
     :meth:`replace` derives the formats again, a field set explicitly stays as set.
@@ -311,7 +311,7 @@ class SoftermaxSoftmax(SoftmaxSpec):
         OUTP_W    unsigned ``P·r``, the exact output product
         ========= ======== =========================================================
         """
-        del n  # d is a sum_fmt value; rows are limited by sum_fmt (the model refuses more)
+        del n  # d is a sum_fmt value; the model refuses rows beyond row_max and sum_fmt
         ft, fp = self.t_fmt.frac_bits, self.pow2_fmt.frac_bits
         lo, hi = self.in_fmt.min_raw, self.in_fmt.max_raw
         lg = self.log2e_raw
