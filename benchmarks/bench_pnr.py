@@ -106,8 +106,14 @@ WHY = {
     "softmax/softermax": "pipelined throughout (t = x·log2 e on both sides, the P "
     "argument, exp, PWL reciprocal, output product) and the input handshake registered; "
     "the limiter is the running-sum loop d = (d >> sh) + P, a one-cycle recurrence by "
-    "the method's definition (d_reg -> shifter -> adder -> d_reg, 3.3 ns logic + 4.8 ns "
-    "routing): 123-127 MHz by placement seed",
+    "the method's definition (d_reg -> shifter -> adder -> d_reg, 3.5 ns logic + 4.9 ns "
+    "routing). It reached 123-125 MHz with the 28-bit sum of the fixed formats; issue 26 "
+    "derives the formats from out_fmt and row_max (<= 1 LSB on the hard row kinds up to "
+    "N = 4096), which makes the sum 34 bits at the default spec (row_max 1024): 113-119 "
+    "MHz by placement seed. Closing it: only an element that raises the integer running "
+    "max shifts d, so holding the input one cycle after each such element (as the online "
+    "softmax holds its input on a new max) would leave the adder alone in the loop, at the "
+    "price of a data-dependent input rate",
     "layernorm/ibert": "the products in the DSP's own registers (the statistics' n·mean "
     "too, 2N + 113 -> 2N + 116), dividers and roots at one bit per cycle taking work "
     "only when empty (no ready path into a copy's load); the limiter is placement "

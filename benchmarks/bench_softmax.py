@@ -18,10 +18,14 @@ Prints Markdown tables (the numbers in ``benchmarks/results/softmax.md``):
    W = 8..16 and N up to 4096: max error in LSBs with the fixed pre-issue-26
    formats (before) and the formats derived from ``out_fmt`` and ``row_max = N``
    (after), and the cost of both (proxy score, fitted 7-series LUT estimate).
+6. ``softermax`` on the same hard row kinds and grid: its fixed pre-issue-26
+   formats (before; rows up to 2047) and the formats derived from ``out_fmt`` and
+   ``row_max = N`` by ``softermax_formats`` (after), and the cost of both
+   (``--only softermax``: these tables alone).
 
 Every input set is seeded; the reference is float64 stable softmax of the
 quantised inputs. Usage: ``python benchmarks/bench_softmax.py [--rows 256]
-[--only hard]``
+[--only hard|softermax]``
 """
 
 from __future__ import annotations
@@ -33,9 +37,10 @@ from collections.abc import Callable
 import numpy as np
 
 from hwapprox.approx.costmodel import estimate
-from hwapprox.approx.registry import get_method
+from hwapprox.approx.registry import get_method, make_spec
 from hwapprox.approx.softmax import OnlineSoftmax, SoftmaxSpec, stable_softmax
 from hwapprox.approx.softmax.online import FIXED_FORMATS_BEFORE_DERIVED
+from hwapprox.approx.softmax.softermax import SOFTERMAX_FIXED_FORMATS_BEFORE_DERIVED
 from hwapprox.approx.stimulus import HARD_KINDS, hard_softmax_rows
 
 METHODS = ("hls4ml_stable", "hls4ml_latency", "ibert", "shiftmax", "softermax", "online")
@@ -146,7 +151,7 @@ HARD_WIDTHS = (8, 10, 12, 14, 16)
 HARD_NS = (64, 256, 1024, 4096)
 
 
-def _hard_lsb(spec: OnlineSoftmax, x: np.ndarray) -> tuple[float, float]:
+def _hard_lsb(spec: SoftmaxSpec, x: np.ndarray) -> tuple[float, float]:
     """Max |y - p| in LSBs over all outputs, and over the outputs whose probability is
     below the largest code (not saturated)."""
     y = spec.output_to_float(spec.model(x))
@@ -208,11 +213,75 @@ def table_hard_cost() -> None:
     print()
 
 
+OLD_SOFTERMAX = SOFTERMAX_FIXED_FORMATS_BEFORE_DERIVED  # issue 26: its fixed formats
+
+
+def table_hard_softermax(rows: int) -> None:
+    print(
+        "### softermax on hard row kinds: max error in output LSBs, before -> after "
+        f"({rows} rows per kind and N)\n"
+    )
+    print(
+        "Before: the fixed 8-bit-design formats (`pow2_fmt ap_ufixed<16,1>`, "
+        "`sum_fmt ap_ufixed<28,12>`, `t_fmt ap_fixed<18,8>`, 12-bit `LOG2E`, 16-segment "
+        "PWLs; `sum_fmt` refuses rows longer than 2047: `--`). After: the defaults "
+        "derived from `out_fmt` and `row_max = N` (`softermax_formats`). Cells: all "
+        "outputs (saturated ones included) / outputs below the largest code.\n"
+    )
+    print("| W | N | " + " | ".join(HARD_KINDS) + " |")
+    print("|---|---|" + "---|" * len(HARD_KINDS))
+    worst = 0.0
+    for w in HARD_WIDTHS:
+        out = f"ap_ufixed<{w},0,AP_RND,AP_SAT>"
+        for n in HARD_NS:
+            new = make_spec("softmax", "softermax", out_fmt=out, row_max=n)
+            old = make_spec("softmax", "softermax", out_fmt=out, row_max=n, **OLD_SOFTERMAX)
+            xs = hard_softmax_rows(new.in_fmt, n, np.random.default_rng(w * 7919 + n), rows=rows)
+            cells = []
+            for k in HARD_KINDS:
+                bs = f"{_hard_lsb(old, xs[k])[0]:.2f}" if n <= 2047 else "--"
+                a, a_ns = _hard_lsb(new, xs[k])
+                worst = max(worst, a)
+                cells.append(f"{bs} -> {a:.2f} / {a_ns:.2f}")
+            print(f"| {w} | {n} | " + " | ".join(cells) + " |")
+    print(f"\nWorst after: {worst:.3f} LSB.\n")
+
+
+def table_hard_cost_softermax() -> None:
+    print("### Cost of the derived formats (softermax)\n")
+    print(
+        "| W | row_max | pow2_fmt | sum_fmt | t_fmt | PWL segments 2^x / 1/x | score "
+        "before -> after | 7-series LUT before -> after | DSP before -> after |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for w in (8, 10, 12, 16):
+        out = f"ap_ufixed<{w},0,AP_RND,AP_SAT>"
+        for n in (256, 1024, 4096):
+            new = make_spec("softmax", "softermax", out_fmt=out, row_max=n)
+            old = make_spec("softmax", "softermax", out_fmt=out, row_max=2047, **OLD_SOFTERMAX)
+            eo, en = estimate(old, row_max=64), estimate(new, row_max=64)
+            print(
+                f"| {w} | {n} | {new.pow2_fmt} | {new.sum_fmt} | {new.t_fmt} | "
+                f"{1 << new.pow2_segments_log2} / {1 << new.recip_segments_log2} | "
+                f"{old.cost().score():.0f} -> {new.cost().score():.0f} | "
+                f"{eo.LUT:.0f} -> {en.LUT:.0f} | {eo.DSP or 0:.0f} -> {en.DSP or 0:.0f} |"
+            )
+    print()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=256, help="rows per input set (default 256)")
-    ap.add_argument("--only", choices=("hard",), help="only the hard-row tables (5)")
+    ap.add_argument(
+        "--only",
+        choices=("hard", "softermax"),
+        help="only the hard-row tables (5, 6), or only table 6",
+    )
     args = ap.parse_args()
+    if args.only == "softermax":
+        table_hard_softermax(max(32, args.rows // 4))
+        table_hard_cost_softermax()
+        return
     if args.only != "hard":
         table_hls4ml(args.rows)
         table_lsb(args.rows)
@@ -220,6 +289,8 @@ def main() -> None:
         table_speed()
     table_hard(max(32, args.rows // 4))
     table_hard_cost()
+    table_hard_softermax(max(32, args.rows // 4))
+    table_hard_cost_softermax()
 
 
 if __name__ == "__main__":

@@ -157,6 +157,15 @@ CASES = [
         24,
     ),
     ("softmax-softermax-16b", "softmax", "softermax", {}, 24),
+    # issue 26: the formats derived for 16-bit outputs and rows of 4096 (the widest
+    # derived datapath: 31-bit P, 46-bit sum, 2^9 + 1 PWL entries)
+    (
+        "softmax-softermax-derived-16b",
+        "softmax",
+        "softermax",
+        {"out_fmt": "ap_ufixed<16,0,AP_RND,AP_SAT>", "row_max": 4096},
+        24,
+    ),
     (
         "softmax-softermax-10b",
         "softmax",

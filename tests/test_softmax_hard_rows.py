@@ -1,6 +1,7 @@
-"""Online softmax on the rows where roundings add up (issue 26): at most 1 output LSB
+"""Online softmax and Softermax on the rows where roundings add up (issue 26): at most 1 output LSB
 against the float64 softmax of the quantised inputs, with the default internal
-formats derived from ``out_fmt`` and ``row_max`` (:func:`online_formats`).
+formats derived from ``out_fmt`` and ``row_max`` (:func:`online_formats`,
+:func:`~hwapprox.approx.softmax.softermax.softermax_formats`).
 
 Rows (:func:`hwapprox.approx.stimulus.hard_softmax_rows`): one or two dominant
 scores at many heights over a flat background (N equal exp values, each rounded
@@ -17,8 +18,9 @@ import numpy as np
 import pytest
 
 from hwapprox.approx.registry import make_spec, spec_from_config
-from hwapprox.approx.softmax import OnlineSoftmax
+from hwapprox.approx.softmax import OnlineSoftmax, SoftermaxSoftmax, SoftmaxSpec
 from hwapprox.approx.softmax.online import FIXED_FORMATS_BEFORE_DERIVED, online_formats
+from hwapprox.approx.softmax.softermax import SOFTERMAX_FIXED_FORMATS_BEFORE_DERIVED
 from hwapprox.approx.stimulus import HARD_KINDS, hard_softmax_rows
 from hwapprox.fixed import FixedFormat
 
@@ -27,7 +29,7 @@ F = FixedFormat.parse
 OLD_DEFAULTS = FIXED_FORMATS_BEFORE_DERIVED  # issue 26: the pre-derivation formats
 
 
-def _max_lsb(spec: OnlineSoftmax, x: np.ndarray) -> float:
+def _max_lsb(spec: SoftmaxSpec, x: np.ndarray) -> float:
     """Largest |y - p| in output LSBs, p the float64 softmax of the quantised row."""
     y = spec.output_to_float(spec.model(x))
     ref = spec.reference(spec.in_fmt.to_float(x))
@@ -95,3 +97,58 @@ def test_rows_beyond_row_max_are_refused() -> None:
 def test_row_max_too_long_for_the_split_product() -> None:
     with pytest.raises(ValueError, match="lower row_max"):
         OnlineSoftmax(row_max=1 << 13)  # 16-bit outputs: F_e = 31, 31 + 32 > 62
+
+
+@pytest.mark.parametrize("n", [64, 1024, 4096])
+@pytest.mark.parametrize("w", [8, 12, 16])
+def test_softermax_derived_defaults_within_one_lsb(w: int, n: int) -> None:
+    """Softermax with its formats derived from out_fmt and row_max (its docstring's
+    bound): <= 1 LSB on every hard row kind."""
+    spec = make_spec("softmax", "softermax", out_fmt=f"ap_ufixed<{w},0,AP_RND,AP_SAT>", row_max=n)
+    # the rows of benchmarks/bench_softmax.py's softermax table (same seed and count)
+    rows = hard_softmax_rows(spec.in_fmt, n, np.random.default_rng(w * 7919 + n), rows=64)
+    errs = {k: _max_lsb(spec, rows[k]) for k in HARD_KINDS}
+    assert max(errs.values()) <= 1.0 + 1e-9, errs
+
+
+@pytest.mark.parametrize(("w", "n", "over"), [(8, 1024, 1.2), (16, 64, 10.0)])
+def test_softermax_old_fixed_defaults_fail(w: int, n: int, over: float) -> None:
+    """The check can fail: Softermax's fixed pre-issue-26 formats (an 8-bit design) miss
+    1 LSB on dominant-score rows at 8 bits and N = 1024 (the pow2_fmt roundings of the
+    background add up), and far more at 16 bits (PWL, t and LOG2E too coarse)."""
+    old = make_spec(
+        "softmax",
+        "softermax",
+        out_fmt=f"ap_ufixed<{w},0,AP_RND,AP_SAT>",
+        row_max=n,
+        **SOFTERMAX_FIXED_FORMATS_BEFORE_DERIVED,
+    )
+    rows = hard_softmax_rows(old.in_fmt, n, np.random.default_rng(w * 7919 + n), rows=64)
+    assert _max_lsb(old, rows["dominant"]) > over
+
+
+def test_softermax_formats_follow_out_fmt_and_row_max() -> None:
+    a = SoftermaxSoftmax(out_fmt="ap_ufixed<16,0,AP_RND,AP_SAT>", row_max=4096)
+    assert a.pow2_fmt == F("ap_ufixed<31,1,AP_RND>")  # F_p = 16 + 12 + 2
+    assert a.sum_fmt == F("ap_ufixed<46,14,AP_TRN>")  # F_s = F_p + 2, d < 2N
+    assert a.t_fmt == F("ap_fixed<27,8,AP_RND,AP_SAT>")  # F_t = F + 3
+    assert (a.pow2_segments_log2, a.recip_segments_log2) == (9, 10)
+    b = a.replace(out_fmt="ap_ufixed<8,0,AP_RND,AP_SAT>")  # derived again
+    assert b.pow2_fmt == F("ap_ufixed<23,1,AP_RND>")
+    assert b == SoftermaxSoftmax(row_max=4096)
+    given = SoftermaxSoftmax(pow2_fmt="ap_ufixed<16,1,AP_RND>")  # a set field stays set
+    assert given.replace(out_fmt="ap_ufixed<16,0>").pow2_fmt == F("ap_ufixed<16,1,AP_RND>")
+    assert given.pow2_table_frac_bits == 17
+    assert spec_from_config(a.to_config()) == a
+    scores = [
+        SoftermaxSoftmax(out_fmt=f"ap_ufixed<{w},0,AP_RND,AP_SAT>").cost().score()
+        for w in (8, 12, 16)
+    ]
+    assert scores == sorted(scores), scores
+
+
+def test_softermax_rows_beyond_row_max_are_refused() -> None:
+    spec = SoftermaxSoftmax(row_max=64)
+    spec.model(np.zeros((1, 64), np.int64))
+    with pytest.raises(ValueError, match="row_max"):
+        spec.model(np.zeros((1, 65), np.int64))

@@ -88,7 +88,8 @@ class SearchSpace:
     widths: tuple[int, ...] = (8, 10, 12, 16)
     #: more input widths for softmax sites (output width 16): a softmax input's
     #: precision is that of ``x - max`` (:func:`softmax_input_format`), and a wider
-    #: code costs a comparator and subtractor, not the exp path
+    #: code costs a comparator and subtractor, not the exp path (in the cost model; the
+    #: HLS/RTL units do not clamp ``x - max`` yet: see :func:`softmax_input_format`)
     softmax_widths: tuple[int, ...] = (20, 24)
     ranges: tuple[str | float, ...] = ("max", "p99.99", "p99.9")
     params: bool = True
@@ -188,7 +189,11 @@ def softmax_input_format(
     scores reaching 295 where attention sinks form) widens the code to ``I + F``
     bits (at most :data:`SOFTMAX_MAX_IN_WIDTH`) instead of giving up fraction bits:
     in the unit a wider input costs its comparator and subtractor, not the exp path
-    (whose argument is clamped where E is 0; see ``OnlineSoftmax.cost``).
+    (whose argument the cost model counts clamped where E is 0; see
+    ``OnlineSoftmax.cost``). The HLS and RTL units do not clamp ``x - max`` yet (they
+    multiply it at full width, with the same E), so in hardware the saving is
+    potential only; Softermax multiplies ``x`` by log2 e before its max, so its
+    multiplier does widen with the input.
     """
     ib = stats.int_bits(headroom, stat)
     r = (out_frac_bits + 1) * math.log(2)

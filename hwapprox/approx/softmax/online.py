@@ -1176,7 +1176,8 @@ class OnlineSoftmax(SoftmaxSpec):
         path's ``δ·LOG2E`` multiplier is counted at :meth:`exp_delta_bits` (δ clamped
         where E is 0), so a wider input code (an outlier range calibrated without
         losing fraction bits) costs a comparator and a subtractor, not the exp path.
-        The HLS and RTL units multiply the unclamped δ today (the same E)."""
+        The HLS and RTL units multiply the unclamped δ today (the same E): in
+        hardware the saving is potential only, until they clamp δ too."""
         t = self.tables()
         tb = sum(len(v) * int(max(1, int(v.max()).bit_length())) for v in t.values())
         mults: list[tuple[int, int]] = [

@@ -3,6 +3,8 @@ softmax in base 2 with an integer running max (rescaling is a shift) and PWL uni
 2^x and the reciprocal. Its base-e sibling is :mod:`.online`.
 """
 
+from __future__ import annotations
+
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,21 +18,114 @@ from hwapprox.approx.base import Cost, RawArray
 from hwapprox.approx.hwparams import overflow_code, raw_width, rounding_code, ubits
 from hwapprox.approx.softmax._common import (
     _FIX16_6,
-    _FIX18_8_RND_SAT,
     _MEMO_MAX_BITS,
     SoftmaxSpec,
     _cached,
     _cast_prod,
     _zero_masked,
+    derive_fields,
     event_scan,
 )
-from hwapprox.fixed import MAX_RAW_BITS, FixedFormat, cast
+from hwapprox.fixed import MAX_RAW_BITS, FixedFormat, Overflow, Rounding, cast
 
 _F = FixedFormat.parse
 _UFIX8_0_RND_SAT = _F("ap_ufixed<8,0,AP_RND,AP_SAT>")
-_UFIX12_1_RND = _F("ap_ufixed<12,1,AP_RND>")
-_UFIX16_1_RND = _F("ap_ufixed<16,1,AP_RND>")
-_UFIX28_12_TRN = _F("ap_ufixed<28,12,AP_TRN>")
+
+#: Softermax's fixed internal formats before they were derived from ``out_fmt`` and
+#: ``row_max`` (issue 26; an 8-bit design, rows up to 2047): what the tests and
+#: ``benchmarks/bench_softmax.py`` compare the derived ones with
+SOFTERMAX_FIXED_FORMATS_BEFORE_DERIVED: dict[str, Any] = {
+    "log2e_fmt": "ap_ufixed<12,1,AP_RND>",
+    "t_fmt": "ap_fixed<18,8,AP_RND,AP_SAT>",
+    "pow2_fmt": "ap_ufixed<16,1,AP_RND>",
+    "pow2_segments_log2": 4,
+    "pow2_table_frac_bits": 16,
+    "sum_fmt": "ap_ufixed<28,12,AP_TRN>",
+    "recip_fmt": "ap_ufixed<16,1,AP_RND>",
+    "recip_segments_log2": 4,
+    "recip_work_frac_bits": 16,
+}
+
+
+def softermax_formats(
+    out_fmt: FixedFormat,
+    row_max: int,
+    given: dict[str, Any] | None = None,
+    in_fmt: FixedFormat = _FIX16_6,
+) -> dict[str, Any]:
+    """Softermax's default internal formats for ``out_fmt``, rows of up to ``row_max``
+    elements and scores in ``in_fmt`` (only ``t_fmt``'s integer bits follow it), from
+    the worst-case bound below. ``given``: fields the spec sets itself; ``F_p``
+    follows a given ``pow2_fmt`` (else at most a given ``sum_fmt``'s fraction bits),
+    the table and ``sum_fmt`` follow ``F_p``.
+
+    With ``F = out_fmt.frac_bits`` (an output LSB is ``2^-F``) and ``L =
+    ceil(log2 row_max)``:
+
+    * ``log2e_fmt`` = ``ap_ufixed<F + 9, 1>``; ``t_fmt`` = ``ap_fixed<I + F + 3, I,
+      AP_RND, AP_SAT>`` (``F_t = F + 3``, ``I = in_fmt.int_bits + 2``);
+    * ``pow2_fmt`` = ``ap_ufixed<F_p + 1, 1>`` with ``F_p = F + L + 2``, a
+      ``2^A``-segment PWL with ``A = max(4, ceil((F + 1)/2))`` and
+      ``pow2_table_frac_bits`` = ``F_p + 2``;
+    * ``sum_fmt`` = ``ap_ufixed<F_s + L + 2, L + 2, AP_TRN>``, ``F_s = F_p + 2``
+      (``d < 2N``);
+    * ``recip_fmt`` = ``ap_ufixed<F + 5, 1>``, ``recip_work_frac_bits`` = ``min(F +
+      6, 29)``, a ``2^B``-segment PWL with ``B = ceil((F + 3)/2)``.
+
+    **Bound** (to first order, relative errors; ``p_i = 2^(t_i - M) / D`` with
+    ``D >= 1``: the element at the integer max contributes ``2^a >= 1``). An output
+    errs by its numerator's relative error plus the sum's (a weighted mean of its
+    terms'), times ``p_i <= 1``:
+
+    * ``LOG2E`` rounded to ``F + 8`` fraction bits moves ``t_i - t_max`` by at most
+      ``2^-(F + 9)·Δ_i`` (``Δ_i = x_max - x_i``), ``ln 2·2^-(F + 9)·Δ_i`` relative: in an
+      output ``p_i <= e^-Δ_i`` that is at most ``ln 2·2^-(F + 9)/e`` (negligible); in
+      the sum (a mean of ``Δ`` weighted by ``e^-Δ``, at most ``ln N + 1``) ``<=
+      2^-(F + 6)`` for ``N <= 4096``;
+    * ``t`` rounded to ``F_t = F + 3`` fraction bits (``M`` is an integer, exact):
+      ``ln 2·2^-(F + 4) < 2^-(F + 4.5)``;
+    * the PWL of ``2^-f`` over ``2^-A`` steps: ``(ln 2)²/8·2^-2A <= 2^-(F + 5)``;
+    * the reciprocal's PWL over ``2^-B`` steps and its rounding: ``<= 2^-(2B + 1)
+      <= 2^-(F + 4)`` (output only);
+    * **coherent** (they do not average out: a flat background of N equal scores
+      rounds the same way N times): each ``P`` rounded to ``pow2_fmt``, ``N·2^-(F_p
+      + 1) <= 2^-(F + 3)`` against ``D >= 1``; the truncating rescale shifts (at most
+      one per element, ``2^-F_s`` each), ``N·2^-F_s <= 2^-(F + 4)``.
+
+    Numerator ``2^-F·(0.044 + 0.031)``, sum ``2^-F·(0.016 + 0.044 + 0.031)``; in all
+    with the reciprocal and the coherent terms ``2^-F·(0.075 + 0.091 + 0.0625 + 0.125
+    + 0.0625) = 0.42`` LSB before the output's own rounding (0.5 LSB): <= 1 LSB for
+    every row of ``N <= row_max`` (a saturated output errs by the distance of ``p <=
+    1`` to ``1 - 2^-W``, at most 1 LSB). Measured on the hard row
+    kinds at W = 8..16, N up to 4096 (largest 1.00 LSB, at saturated outputs; <=
+    0.60 elsewhere): ``tests/test_softmax_hard_rows.py``,
+    ``benchmarks/results/softmax.md``.
+    """
+    given = given or {}
+    f = max(out_fmt.frac_bits, 1)
+    lg = max(1, (int(row_max) - 1).bit_length())
+    f_p = f + lg + 2
+    if isinstance(given.get("sum_fmt"), FixedFormat):
+        f_p = max(1, min(f_p, given["sum_fmt"].frac_bits))
+    if isinstance(given.get("pow2_fmt"), FixedFormat):
+        f_p = given["pow2_fmt"].frac_bits
+    f_t = f + 3
+    if isinstance(given.get("t_fmt"), FixedFormat):
+        f_t = given["t_fmt"].frac_bits
+    i_t = in_fmt.int_bits + 2
+    f_s = f_p + 2
+    wf = min(f + 6, 29)
+    return {
+        "log2e_fmt": FixedFormat(f + 9, 1, False, Rounding.RND),
+        "t_fmt": FixedFormat(i_t + f + 3, i_t, True, Rounding.RND, Overflow.SAT),
+        "pow2_fmt": FixedFormat(f_p + 1, 1, False, Rounding.RND),
+        "pow2_segments_log2": min(max(4, -(-(f + 1) // 2)), 12, max(f_t, 0)),
+        "pow2_table_frac_bits": f_p + 2,
+        "sum_fmt": FixedFormat(f_s + lg + 2, lg + 2, False, Rounding.TRN),
+        "recip_fmt": FixedFormat(f + 5, 1, False, Rounding.RND),
+        "recip_segments_log2": min(-(-(f + 3) // 2), 12, wf),
+        "recip_work_frac_bits": wf,
+    }
 
 
 @dataclass(frozen=True)
@@ -53,9 +148,24 @@ class SoftermaxSoftmax(SoftmaxSpec):
       (``recip_fmt``, its rounding).
     * **Pass 2**: ``y_i = cast_out(P(t_i - M) · (1/d))``.
 
-    Q-formats are not published; the defaults here are chosen to reach about
-    8-bit output accuracy at the paper's scale (16 segments each) and are
-    fields. Not exactly shift-invariant: ``x·LOG2E`` is rounded before the max.
+    Q-formats are not published: the paper fixes base 2, the integer running max with
+    online normalisation and PWL units for 2^x and 1/x (16 segments each in its
+    design); the formats and segment counts are the implementer's (mine).
+    **Defaults** (issue 26): the internal formats and segment counts left None are
+    derived from ``out_fmt`` and ``row_max`` by :func:`softermax_formats`, whose
+    docstring carries the worst-case bound (the coherent rounding of a flat
+    background included): at most 1 output LSB against the float64 softmax of the
+    quantised scores for every row of ``N <= row_max`` (measured on the hard row
+    kinds of :func:`~hwapprox.approx.stimulus.hard_softmax_rows` at W = 8..16, N up
+    to 4096: ``tests/test_softmax_hard_rows.py``, ``benchmarks/results/softmax.md``).
+    Deviation from the paper's scale: more PWL segments than its 16 for wider outputs
+    (``2^A``, ``A = max(4, ceil((F + 1)/2))``: 32 from 8 fraction bits on; ``2^B``,
+    ``B = ceil((F + 3)/2)``: 32 from 6 on). The fixed formats used before (an 8-bit design:
+    :data:`SOFTERMAX_FIXED_FORMATS_BEFORE_DERIVED`) reached 1.42 LSB at N = 1024 on
+    a dominant score over a flat background at 8 bits and 58 LSB at 16 bits.
+    :meth:`replace` derives the formats again, a field set explicitly stays as set.
+    Rows longer than ``row_max`` are refused.
+    Not exactly shift-invariant: ``x·LOG2E`` is rounded before the max.
 
     Masks (:class:`SoftmaxSpec` contract): pass 1 starts empty (``M`` below
     every ``floor(t)``, ``d = 0``); a masked element leaves ``M`` and ``d``
@@ -70,17 +180,37 @@ class SoftermaxSoftmax(SoftmaxSpec):
 
     in_fmt: FixedFormat = _FIX16_6
     out_fmt: FixedFormat = _UFIX8_0_RND_SAT
-    log2e_fmt: FixedFormat = _UFIX12_1_RND
-    t_fmt: FixedFormat = _FIX18_8_RND_SAT
-    pow2_fmt: FixedFormat = _UFIX16_1_RND
-    pow2_segments_log2: int = 4
-    pow2_table_frac_bits: int = 16
-    sum_fmt: FixedFormat = _UFIX28_12_TRN
-    recip_fmt: FixedFormat = _UFIX16_1_RND
-    recip_segments_log2: int = 4
-    recip_work_frac_bits: int = 16
+    #: the longest row the unit is built for (the model refuses longer rows); with
+    #: ``out_fmt`` it sets the derived formats (:func:`softermax_formats`)
+    row_max: int = 1024
+    #: None (the default): derived from ``out_fmt`` and ``row_max``
+    #: (:func:`softermax_formats`)
+    log2e_fmt: FixedFormat | None = None
+    t_fmt: FixedFormat | None = None
+    pow2_fmt: FixedFormat | None = None
+    pow2_segments_log2: int | None = None
+    pow2_table_frac_bits: int | None = None
+    sum_fmt: FixedFormat | None = None
+    recip_fmt: FixedFormat | None = None
+    recip_segments_log2: int | None = None
+    recip_work_frac_bits: int | None = None
+
+    def __post_init__(self) -> None:
+        in_fmt = self.in_fmt
+        if isinstance(in_fmt, str):
+            try:
+                in_fmt = FixedFormat.parse(in_fmt)
+            except Exception:  # the base class names the field and the error
+                in_fmt = _FIX16_6
+
+        def rule(out: FixedFormat, n: int, given: dict[str, Any]) -> dict[str, Any]:
+            return softermax_formats(out, n, given, in_fmt)
+
+        derive_fields(self, rule)
+        super().__post_init__()
 
     def validate(self) -> None:
+        self._int_in("row_max", 1, 1 << 24)
         for f in ("log2e_fmt", "pow2_fmt", "sum_fmt", "recip_fmt"):
             fmt: FixedFormat = getattr(self, f)
             self._require(not fmt.signed, f, fmt, "must be unsigned (ap_ufixed)")
@@ -181,7 +311,7 @@ class SoftermaxSoftmax(SoftmaxSpec):
         OUTP_W    unsigned ``P·r``, the exact output product
         ========= ======== =========================================================
         """
-        del n  # d is a sum_fmt value; rows are limited by sum_fmt (the model refuses more)
+        del n  # d is a sum_fmt value; the model refuses rows beyond row_max and sum_fmt
         ft, fp = self.t_fmt.frac_bits, self.pow2_fmt.frac_bits
         lo, hi = self.in_fmt.min_raw, self.in_fmt.max_raw
         lg = self.log2e_raw
@@ -292,6 +422,8 @@ class SoftermaxSoftmax(SoftmaxSpec):
         (for int32 arguments, see :meth:`_narrow`).
         """
         lo = -(self.pow2_fmt.frac_bits + 2) << self.t_fmt.frac_bits
+        if not self._memo_ok():  # a wide t_fmt (16-bit outputs): P computed directly
+            return lambda a: self._pow2_raw(np.maximum(a, lo), tab)
         memo = _cached(self, "_pow2_memo", narrow)
         if memo[0] != 0:  # pragma: no cover - guaranteed by the bound above
             return lambda a: self._pow2_raw(a, tab)
@@ -302,6 +434,11 @@ class SoftermaxSoftmax(SoftmaxSpec):
             return memo[a]  # type: ignore[no-any-return]
 
         return pow2
+
+    def _memo_ok(self) -> bool:
+        """The ``P`` memo has at most 2^22 entries (``(F_p + 3)·2^F_t``): larger ones
+        (``t_fmt`` derived for 16-bit outputs) cost more memory than they save."""
+        return (self.pow2_fmt.frac_bits + 3) << self.t_fmt.frac_bits <= 1 << 22
 
     def _t_memo(self) -> RawArray:
         """:meth:`_t` of every ``in_fmt`` code, index ``x - in_fmt.min_raw``. Only a speed-up."""
@@ -335,6 +472,7 @@ class SoftermaxSoftmax(SoftmaxSpec):
         Where numba is available, pass 1 is the compiled row scan
         :func:`._kernels.softermax_sum` (the same recurrence, element by element)."""
         n = x.shape[1]
+        self._row_limit(n, self.row_max, "row_max, the row length the unit is built for")
         self._row_limit(n, int(self.sum_fmt.max) // 2, f"sum_fmt {self.sum_fmt} (sum < 2N)")
         tabs = _cached(self, "tables")
         narrow = self._narrow()
@@ -372,11 +510,12 @@ class SoftermaxSoftmax(SoftmaxSpec):
         return self._t(x)
 
     def _kernel_ok(self) -> bool:
-        """The compiled scans apply: numba present, memo-sized input, ``P`` of the memo's
-        lowest argument 0 (always: see :meth:`_pow2_fn`)."""
+        """The compiled scans apply: numba present, memo-sized input and ``P`` memo, ``P``
+        of the memo's lowest argument 0 (always: see :meth:`_pow2_fn`)."""
         return (
             self.in_fmt.width <= _MEMO_MAX_BITS
             and _kernels.available()
+            and self._memo_ok()
             and _cached(self, "_pow2_memo")[0] == 0
         )
 
