@@ -137,7 +137,7 @@ def _pnr_lines(pnr: list[dict[str, Any]]) -> list[str]:
         "`python benchmarks/bench_rtl_block.py --pnr P` "
         "(`hwapprox.rtl_sim.pnr.place_and_route_top`): the same seeded test block, "
         f"synthesised with `synth_ecp5` and placed and routed on {pnr[0]['device']} "
-        f"(speed grade 6) at a {pnr[0]['freq_target_mhz']:g} MHz target, inside the "
+        f"at a {pnr[0]['freq_target_mhz']:g} MHz target, inside the "
         "flow's register wrapper (its cells subtracted from LUT/FF). Tools: "
         f"{tools}. Measured ({', '.join(sorted({r['date'] for r in pnr}))}), one netlist "
         "per row; Fmax is the best placement seed's.",
@@ -156,6 +156,15 @@ def _pnr_lines(pnr: list[dict[str, Any]]) -> list[str]:
             f"{c.get('logic_ns', '?')} / {c.get('routing_ns', '?')} | "
             f"{r['seconds'].get('pnr', '?')} |"
         )
+    if any(".u_sm." in r["crit"].get("start", "") for r in pnr):
+        lines += [
+            "",
+            "The critical path starts and ends in the online softmax (`u_sm`): the block "
+            "instantiates it with PIPE = 0, the unpipelined schedule whose exp unit is one "
+            "combinational stage (the unit alone: softmax/online in `timing.md`). Its "
+            "pipelined form (PIPE = 1) stalls its input on new running maxima, so moving "
+            "the block to it makes the attention's cycles depend on the scores.",
+        ]
     return lines
 
 
