@@ -300,3 +300,18 @@ def test_garbage_part_is_refused(files, tmp_path):
     )
     assert res.exit_code == 2
     assert "part 'garbage' is not an AMD/Xilinx part name" in res.output
+
+
+@pytest.mark.parametrize(("backend", "tool"), [("Vivado", "vivado_hls"), ("Vitis", "vitis-run")])
+def test_cosim_without_vendor_tool_exits_2_naming_it(files, monkeypatch, backend, tool):
+    """hls cosim with no vendor HLS tool on PATH: exit 2 naming the tool, nothing written."""
+    model, cfg, tmp = files
+    monkeypatch.setenv("PATH", str(tmp))
+    out = tmp / "prj_cosim"
+    res = CliRunner().invoke(
+        cli, ["hls", "cosim", str(model), "-c", str(cfg), "-o", str(out), "--backend", backend]
+    )
+    assert res.exit_code == 2, res.output
+    assert f"cosim: '{tool}' (needed by the hls4ml {backend} backend" in res.output
+    assert "is not on PATH" in res.output
+    assert not out.exists()

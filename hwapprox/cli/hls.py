@@ -359,3 +359,69 @@ def _vendor_build(hmodel, backend: str, out: Path) -> None:  # type: ignore[no-u
         share = f" of {avail} ({100 * r['used'] / avail:.1f} %)" if avail else ""
         click.echo(f"  {name}: {r['used']}{share}")
     click.echo(f"summary written to {out / 'hwapprox_csynth.json'}")
+
+
+@hls_group.command("cosim")
+@_MODEL
+@_CONFIG
+@_INPUTS
+@_WIDTH
+@_RANGE
+@click.option("-o", "--output", "output", type=click.Path(path_type=Path), required=True)
+@_BACKEND
+@_ATTENTION
+@_BOARD
+@_PART
+@click.option("--force", is_flag=True, help="Write into a non-empty output directory.")
+def cosim_cmd(
+    model: Path,
+    config: Path | None,
+    inputs: Path | None,
+    width: int,
+    range_stat: str,
+    output: Path,
+    backend: str,
+    attention: str | None,
+    board: str | None,
+    part: str | None,
+    force: bool,
+) -> None:
+    """Vendor RTL of the HLS block under the cocotb token testbench (needs vitis/vivado HLS).
+
+    Guarded like 'csim --build': with the backend's HLS executable (vivado_hls for
+    Vivado, vitis-run for Vitis) not on PATH it exits 2 naming it, before any work.
+    With the tool present it writes the io_stream project and runs C synthesis; the
+    adaptor that drives the generated RTL's stream ports from
+    hwapprox.rtl_sim.tb.token_test is not built yet, so it then stops with exit 2
+    naming the generated RTL directory. That path is untested here (no vendor tool).
+    """
+    import shutil
+
+    tool = _VENDOR_TOOL[backend]
+    if shutil.which(tool) is None:
+        click.echo(
+            f"cosim: {tool!r} (needed by the hls4ml {backend} backend to generate the block's "
+            "RTL) is not on PATH; install the AMD tools and source their settings script, or "
+            f"use --backend {'Vitis' if backend == 'Vivado' else 'Vivado'} if that tool is "
+            "installed. For the project's own RTL of the block use 'hwapprox rtl block'.",
+            err=True,
+        )
+        raise SystemExit(2)
+    from hwapprox.hls.project import convert
+
+    part, clock = _target(board, part)
+    _outdir(output, force, create=False)
+    prep = _prepare(model, config, inputs, width, range_stat, attention)
+    out = _outdir(output, force)
+    hmodel = convert(prep, out, backend=backend, part=part, clock_period=clock, io_type="io_stream")
+    click.echo(f"running {tool} (C synthesis) in {out} ...")
+    hmodel.build(csim=False, synth=True)
+    rtl = sorted(out.glob("*_prj/solution1/syn/verilog"))
+    where = str(rtl[0]) if rtl else f"(no syn/verilog directory under {out})"
+    click.echo(
+        f"cosim: the vendor RTL is at {where}; driving it from the cocotb token testbench "
+        "(hwapprox.rtl_sim.tb.token_test) needs a port adaptor that is not built yet "
+        "(issue 25). Not simulated.",
+        err=True,
+    )
+    raise SystemExit(2)
