@@ -474,8 +474,7 @@ def simulate_block(
         _, mems = block_config(shim, parallel)
     info = build_block(block, parallel, mems)
     slowest = max(
-        block_cycles(block, parallel, xr[i], None if km is None else km[i]).total
-        for i in range(b)
+        block_cycles(block, parallel, xr[i], None if km is None else km[i]).total for i in range(b)
     )
     last = np.zeros((b, s), int)
     last[:, -1] = 1
