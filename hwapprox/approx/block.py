@@ -529,11 +529,7 @@ class EncoderBlock:
         st = self.stages()
         w = self.weights
         fm = self.formats
-        if self.prenorm:
-            xl = cast(xr, fm.in_fmt, self.ln1.in_fmt)
-            a = self.ln1.model(xl, axis=-1, gamma=w["g1"], beta=w["be1"])
-        else:
-            a = xr
+        a = self._attention_input(xr)
         o = self._attention(a, mask, st)
         r1 = st["add1"].model(xr, o)
         if self.prenorm:
@@ -544,6 +540,45 @@ class EncoderBlock:
         r2 = st["add2"].model(y1, self._ffn(y1, st))
         return self.ln2.model(r2, axis=-1, gamma=w["g2"], beta=w["be2"])
 
+    def _attention_input(self, xr: RawArray) -> RawArray:
+        """The attention's input: ``X`` post-LN, ``LN1(cast(X))`` pre-LN."""
+        if not self.prenorm:
+            return xr
+        w = self.weights
+        xl = cast(xr, self.formats.in_fmt, self.ln1.in_fmt)
+        return self.ln1.model(xl, axis=-1, gamma=w["g1"], beta=w["be1"])
+
+    def softmax_inputs(
+        self, x: npt.ArrayLike, key_mask: npt.ArrayLike | None = None
+    ) -> tuple[RawArray, npt.NDArray[np.bool_] | None]:
+        """The softmax's input rows of one sequence: the scores ``[H, S, S]`` (raw
+        ``softmax.in_fmt`` codes, query rows over their keys, after the score bias) and
+        the mask ``[S, S]`` (True = masked out, None when unmasked), as :meth:`model`
+        computes them; for hardware whose timing depends on them (the pipelined online
+        softmax's rescale holds)."""
+        xr = np.asarray(x)
+        if xr.shape != (self.seq, self.dim):
+            raise SpecError(f"block input must be [{self.seq}, {self.dim}], got {xr.shape}")
+        xr = self.formats.in_fmt.check(xr, "block input")
+        mask = self.score_mask(key_mask)
+        return self._scores(self._attention_input(xr), self.stages()), mask
+
+    def _scores(self, a: RawArray, st: dict[str, Any]) -> RawArray:
+        """Attention input ``[S, D]`` -> the scores ``[H, S, S]`` (rotary and bias applied)."""
+        w = self.weights
+        s, h, dh = self.seq, self.heads, self.head_dim
+        q = st["qkv"].model(a, w["wq"], w["bq"])
+        k = st["qkv"].model(a, w["wk"], w["bk"])
+        qh = q.reshape(s, h, dh).transpose(1, 0, 2)
+        kh = k.reshape(s, h, dh).transpose(1, 0, 2)
+        if self.rope:
+            rc, rs = (np.asarray(w[n]).reshape(s, dh) for n in ("rc", "rs"))
+            qh, kh = st["rope"].model(qh, rc, rs), st["rope"].model(kh, rc, rs)
+        scores = st["qk"].model(qh, kh)  # [H, S, S]
+        if self.score_bias:
+            scores = st["sbias"].model(scores, np.asarray(w["sb"]).reshape(h, s, s))
+        return scores
+
     def _attention(
         self,
         a: RawArray,
@@ -553,20 +588,12 @@ class EncoderBlock:
         """Attention input ``[S, D]`` (``qkv``'s a_fmt codes) -> ``O`` (``attn_fmt``)."""
         w = self.weights
         s, h, dh = self.seq, self.heads, self.head_dim
-        q = st["qkv"].model(a, w["wq"], w["bq"])
-        k = st["qkv"].model(a, w["wk"], w["bk"])
         v = st["qkv"].model(a, w["wv"], w["bv"])
 
         def split(t: RawArray) -> RawArray:  # [S, D] -> [H, S, dh]
             return t.reshape(s, h, dh).transpose(1, 0, 2)
 
-        qh, kh = split(q), split(k)
-        if self.rope:
-            rc, rs = (np.asarray(w[n]).reshape(s, dh) for n in ("rc", "rs"))
-            qh, kh = st["rope"].model(qh, rc, rs), st["rope"].model(kh, rc, rs)
-        scores = st["qk"].model(qh, kh)  # [H, S, S]
-        if self.score_bias:
-            scores = st["sbias"].model(scores, np.asarray(w["sb"]).reshape(h, s, s))
+        scores = self._scores(a, st)
         if self.attention == "fused":
             row = self.attention_row()
             vh = split(v)

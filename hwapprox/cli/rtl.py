@@ -387,7 +387,9 @@ def rtl_block_cmd(
                 try:
                     res = simulate_block(blk, x, km if blk.masked else None, parallel=p,
                                          idle=stall, backpressure=stall)  # fmt: skip
-                    want = block_cycles(blk, p)
+                    # the first sequence's count (the softmax's holds follow its scores)
+                    want = block_cycles(blk, p, x[0], km[0] if blk.masked and km is not None
+                                        else None)  # fmt: skip
                 except SpecError as exc:
                     raise click.ClickException(f"block {i}: {exc}") from None
                 st = res.stats

@@ -41,7 +41,7 @@ from hwapprox.rtl_sim.linear import (
 )
 from hwapprox.rtl_sim.runner import RTL_DIR, BuildInfo, SimResult, build, lint, run_job
 from hwapprox.rtl_sim.sources import sv_sources
-from hwapprox.rtl_sim.units import get_unit
+from hwapprox.rtl_sim.units import get_unit, online_row_delays, online_schedule
 
 __all__ = [
     "BLOCK_SOURCES",
@@ -102,6 +102,10 @@ class BlockLike(Protocol):
     def stages(self) -> dict[str, MatMulSpec | AddSpec]: ...
 
     def model(self, x: npt.ArrayLike, key_mask: npt.ArrayLike | None = None) -> RawArray: ...
+
+    def softmax_inputs(
+        self, x: npt.ArrayLike, key_mask: npt.ArrayLike | None = None
+    ) -> tuple[RawArray, npt.NDArray[np.bool_] | None]: ...
 
 
 def mac_params(spec: MatMulSpec) -> dict[str, int]:
@@ -252,10 +256,44 @@ def block_config(
     return params, mems
 
 
-def _recip_lat(sm: ApproxSpec) -> int:
-    """``hwa_recip``'s cycles: 3, plus one per Newton step."""
+def online_first_latency(sm: ApproxSpec) -> int:
+    """``hwa_softmax_online`` (PIPE = 1): last input -> first output of a row when the
+    output is free and the row's last element neither waited nor raised the max: ``5 +
+    2·ELAT + RLAT + OLAT + 1`` (+1 with log-coded outputs), with ``hwa_pkg``'s
+    ``exp_unit_lat`` / ``recip_lat`` at MUL_IN_REG = PIPE and ``OLAT = 5 (+3 with
+    OUT_SHIFT > 0)`` (the unit's contract header; 92 at the default spec)."""
     hw = sm.hw_params()
-    return 3 + (int(hw["STEPS"]) if hw["NEWTON"] else 0)
+    if not hw["BASE2"]:
+        elat = 2
+    elif int(hw["LOG2E"]) == 1 and int(hw["PROD_SHIFT"]) == 0:
+        elat = 1 + 10 + 1
+    else:
+        elat = 3 + (3 if int(hw["PROD_SHIFT"]) > 0 else 0) + 1 + 10 + 2
+    rlat = 3 + (2 + 15 * int(hw["STEPS"]) if hw["NEWTON"] else 11) + 5
+    olat = 5 + (3 if int(hw["OUT_SHIFT"]) > 0 else 0)
+    code = getattr(sm, "out_code", "linear") != "linear"
+    return 5 + 2 * elat + rlat + olat + 1 + int(code)
+
+
+def softmax_row_cycles(
+    sm: ApproxSpec, rows: npt.ArrayLike, masks: npt.ArrayLike | None = None
+) -> list[int]:
+    """The block's ``SM`` phase per softmax row (one query of one head: the row fed
+    alone, its ``S`` outputs collected): ``2S - 1 + first + G + W``, ``first`` =
+    :func:`online_first_latency`, ``G`` the cycles the unit holds its input before the
+    row's last element (4 per new running max, :func:`~hwapprox.rtl_sim.units.
+    online_schedule`), ``W`` the row's last-in -> last-out delay
+    (:func:`~hwapprox.rtl_sim.units.online_row_delays`)."""
+    r = np.asarray(rows)
+    mk = None if masks is None else np.broadcast_to(np.asarray(masks, bool), r.shape)
+    first = online_first_latency(sm)
+    out = []
+    for k in range(r.shape[0]):
+        one_mask = None if mk is None else [mk[k]]
+        gaps, _ = online_schedule(sm, [r[k].tolist()], one_mask)
+        (delay,) = online_row_delays(sm, [r[k].tolist()], one_mask)
+        out.append(2 * r.shape[1] - 1 + first + sum(gaps[0][:-1]) + delay)
+    return out
 
 
 #: ``hwa_gelu_*`` element latency (the units' contract headers), by method
@@ -275,7 +313,12 @@ class BlockCycles:
         return sum(self.phases.values())
 
 
-def block_cycles(block: BlockLike, parallel: int | Mapping[str, int] = 8) -> BlockCycles:
+def block_cycles(
+    block: BlockLike,
+    parallel: int | Mapping[str, int] = 8,
+    x: npt.ArrayLike | None = None,
+    key_mask: npt.ArrayLike | None = None,
+) -> BlockCycles:
     """The contract's cycle count of one sequence, phase by phase (``hwa_encoder_block``'s
     header names the phases). With ``G(N, P) = ceil(N / P)``, ``DH = D / H``:
 
@@ -286,9 +329,12 @@ def block_cycles(block: BlockLike, parallel: int | Mapping[str, int] = 8) -> Blo
     * ``LN`` (``LNA`` pre-LN, ``LNM``): ``S·D + D + 35 + 10·NEWTON`` (the serialised
       rows, the unit's last-in -> last-out ``D + 33 + 10·NEWTON``, the serialiser and
       the deserialiser);
-    * ``ATT = H·S·(SC + SM + PV)``: ``SC = PV = S·DH + 2`` (one term per cycle, the
-      MAC's two stages), ``SM = 2S + 8 + RLAT`` (+1 with log-coded outputs; RLAT = 3 +
-      Newton steps of the reciprocal);
+    * ``ATT = H·S·(SC + PV) + ΣSM``: ``SC = PV = S·DH + 2`` (one term per cycle, the
+      MAC's two stages), one ``SM`` per head and query, :func:`softmax_row_cycles` of
+      the row's scores (the pipelined online softmax holds its input 4 cycles per new
+      running max): the sequence ``x`` (``[S, D]`` raw ``in_fmt`` codes, ``key_mask``
+      ``[S]`` for masked blocks, True = real token) decides them; without ``x`` every
+      row counts as free of new maxima after its first element (the least ``ATT``);
     * ``FFN = r1 + r2 + F + L_gelu + (S - 1)·max(r1, r2) + 12`` with ``r1 = D·G(F, P1)``,
       ``r2 = F·G(D, P2)`` (the first token through both layers and the GELU, the others
       at the slower layer's rate), post-LN plus ``2D + 34 + 10·NEWTON2`` (LN2 on the way
@@ -311,7 +357,13 @@ def block_cycles(block: BlockLike, parallel: int | Mapping[str, int] = 8) -> Blo
         return s * d + d + 2 + ln_extra(spec)
 
     sm = block.softmax
-    sm_t = 2 * s + 8 + _recip_lat(sm) + (getattr(sm, "out_code", "linear") != "linear")
+    if x is None:
+        sm_all = h * s * (2 * s - 1 + online_first_latency(sm))
+    else:
+        scores, mask = block.softmax_inputs(x, key_mask if block.masked else None)
+        rows = np.asarray(scores).reshape(h * s, s)
+        masks = None if mask is None else np.tile(mask, (h, 1))
+        sm_all = sum(softmax_row_cycles(sm, rows, masks))
     r1 = cycles_per_token(d, f, par["ffn1"])
     r2 = cycles_per_token(f, d, par["ffn2"])
     assert block.gelu is not None
@@ -323,7 +375,7 @@ def block_cycles(block: BlockLike, parallel: int | Mapping[str, int] = 8) -> Blo
         phases["LNA"] = ln(block.ln1)
     phases |= {
         "QKV": lin(d, 3 * d, par["qkv"]),
-        "ATT": h * s * (2 * (s * dh + 2) + sm_t),
+        "ATT": h * s * 2 * (s * dh + 2) + sm_all,
         "O": lin(d, d, par["o"]),
         "LNM": ln(block.ln2 if block.prenorm else block.ln1),
         "FFN": ffn,
@@ -421,6 +473,9 @@ def simulate_block(
         shim = _Shim(block, {**w, name: bad})
         _, mems = block_config(shim, parallel)
     info = build_block(block, parallel, mems)
+    slowest = max(
+        block_cycles(block, parallel, xr[i], None if km is None else km[i]).total for i in range(b)
+    )
     last = np.zeros((b, s), int)
     last[:, -1] = 1
     pad = np.zeros((b, s), int) if km is None else (~km).astype(int)
@@ -438,7 +493,7 @@ def simulate_block(
         "probe_ready": False,
         # the bench waits this long per token (twice the formula's share) before it
         # times out, and once more after the last output for any extra beat
-        "cycles_hint": 2 * -(-block_cycles(block, parallel).total // s),
+        "cycles_hint": 2 * -(-slowest // s),
         "watch": "ph_reg",
     }
     return run_job(info, job, test_module="hwapprox.rtl_sim.tb.token_test")

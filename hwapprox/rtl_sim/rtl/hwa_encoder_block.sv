@@ -25,9 +25,9 @@
 //   IN   S beats into X                                    S
 //   LNA  (pre-LN) X -> cast -> LN1 -> A                    T_LN(ln1)
 //   QKV  A (or X) -> hwa_linear(D -> 3D, P_QKV) -> QKV      S·D·G(3D, P_QKV) + 6
-//   ATT  per head h, query i:                              H·S·(2·(S·DH + 2) + T_SM)
-//          SC: S·DH terms -> scores (S·DH + 2); SM: scores -> softmax -> p (T_SM);
-//          PV: DH·S terms -> C (S·DH + 2)
+//   ATT  per head h, query i:                              H·S·2·(S·DH + 2) + sum T_SM
+//          SC: S·DH terms -> scores (S·DH + 2); SM: scores -> softmax -> p (T_SM of
+//          the row); PV: DH·S terms -> C (S·DH + 2)
 //   O    C -> hwa_linear(D -> D, P_O) -> add1 -> R1        S·D·G(D, P_O) + 6
 //   LNM  R1 -> (cast) -> LN1 (post) / LN2 (pre) -> Y       T_LN(ln1 post / ln2 pre)
 //   FFN  Y -> hwa_linear(D -> F, P_F1) -> GELU -> hwa_linear(F -> D, P_F2) -> add2
@@ -35,8 +35,12 @@
 //        (+ 2D + 34 + 10·NEWTON2 post-LN), r1 = D·G(F, P_F1), r2 = F·G(D, P_F2)
 //   OUT  S beats from the output RAM                       S
 // with T_LN = S·D + D + 35 + 10·NEWTON (the unit's last-in -> last-out D + 33 + 10·NEWTON
-// plus the serialiser and deserialiser), T_SM = 2S + 8 + RECIP_LAT (+1 with log-coded
-// outputs; RECIP_LAT = 3 + Newton steps), L_GELU = 6 (pwl) / 10 (edgemoe). Cycles per
+// plus the serialiser and deserialiser), T_SM = 2S - 1 + FIRST + G + W per row (the
+// pipelined online softmax: FIRST its last-in -> first-out, 5 + 2·ELAT + RLAT + OLAT + 1,
+// +1 with log-coded outputs, 92 at the default spec; G the cycles it holds its input
+// before the row's last score, 4 per new running max; W the last score's extra latency,
+// 0, 4 or 8: hwapprox.rtl_sim.block.softmax_row_cycles, units.online_schedule),
+// L_GELU = 6 (pwl) / 10 (edgemoe). Cycles per
 // sequence = the sum (hwapprox.rtl_sim.block.block_cycles): the interval between the
 // first beats of back-to-back sequences; the last output beat leaves sum - 1 cycles after
 // the first input beat. Exact for D >= 16 (the LayerNorm unit's full-rate rows; shorter
@@ -988,10 +992,10 @@ module hwa_encoder_block #(
   assign sm_mask = (CAUSAL && fi_reg > i_reg)
       || (WINDOW != 0 && 32'(i_reg) >= 32'(fi_reg) + WINDOW)
       || (MASKED && pad_ram[fi_ix]);
-  // PIPE = 0: the softmax's original schedule (full rate on every row, the contract's
-  // SM = 2S + 8 + RLAT); its pipelined form (issue 22) stalls on new running maxima
+  // the pipelined softmax (PIPE = 1, issue 22): it holds s_axis_tready 4 cycles per new
+  // running max, so SM depends on the row's scores (the contract header's T_SM)
   hwa_softmax_online #(
-      .PIPE(1'b0),
+      .PIPE(1'b1),
       .IN_W(SM_IN_W),
       .OUT_W(SM_OUT_W),
       .OUT_SIGNED(SM_OUT_SIGNED),

@@ -64,7 +64,7 @@
 // element accepted in the cycle after a new max (its ready already decided) waits MB
 // cycles in stage A, the one-entry buffer behind the registered ready; two new maxima
 // in a row owe 2·MB held cycles. PIPE = 0: the original one-stage schedule
-// (ELAT 2, RLAT 3 + STEPS, OLAT 0, MB 0; the encoder block uses it).
+// (ELAT 2, RLAT 3 + STEPS, OLAT 0, MB 0).
 // Buffering (hwa_row_stream): circular buffer of {zero bit, code} words (a row streams
 // out while the next streams in), BUF_DEPTH or (PIPE) the power of 2 >= ROW_MAX +
 // ROW_LAT + 4 when larger; up to ROWQ rows (PIPE: or the power of 2 >= 4 + (ROW_LAT +
