@@ -165,6 +165,19 @@ def _pnr_lines(pnr: list[dict[str, Any]]) -> list[str]:
             "pipelined form (PIPE = 1) stalls its input on new running maxima, so moving "
             "the block to it makes the attention's cycles depend on the scores.",
         ]
+    if any(".u_qk." in r["crit"].get("end", "") for r in pnr):
+        lines += [
+            "",
+            "The softmax is the pipelined unit (PIPE = 1, 126 MHz alone; the block ran at "
+            "21.4 MHz with its unpipelined form, whose exp unit was the critical path). "
+            "What limits the block now is its own glue: the key index register `j_reg` "
+            "selects a word of the Q/K/V buffer (`qkv_ram[S][3D]`, read combinationally "
+            "at `[j][lane]`), which reaches the Q·K MAC's product register (`u_qk.p_reg`) "
+            "in the same cycle, 13 of the path's 19 ns routing. Registering the buffer "
+            "reads ahead of both MACs (one cycle more per dot product, `block_cycles` "
+            "with it) is the next step; the row-wise units and `hwa_linear` already "
+            "register every stage.",
+        ]
     return lines
 
 
