@@ -181,6 +181,14 @@ def _pnr_lines(pnr: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _att_share(rows: list[dict[str, Any]]) -> str:
+    """ATT's share of the first row's formula cycles, e.g. ``84 %``."""
+    if not rows:
+        return "most"
+    ph = rows[0]["phases"]
+    return f"{100 * ph['ATT'] / sum(ph.values()):.0f} %"
+
+
 def write(
     rows: list[dict[str, Any]],
     synth: list[dict[str, Any]],
@@ -228,7 +236,9 @@ def write(
         "softmax online, GELU pwl, LayerNorm rsqrt_lut, default formats): yosys's mapping, "
         "not Vivado's. The sequence RAMs map to LUTRAM; the DSPs are the linear stages' P "
         "multipliers each (four stages), the two attention MACs and the units' own "
-        "(softmax online, LayerNorm rsqrt_lut x2, GELU).",
+        "(softmax online, LayerNorm rsqrt_lut x2, GELU). cycles/seq: `block_cycles` "
+        "without data, i.e. no new running max after each softmax row's first score (the "
+        "pipelined softmax adds 4 cycles per new max; the rows above count them).",
         "",
         "| P | cycles/seq | LUT | FF | DSP | BRAM | LUTRAM | CARRY | yosys s |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -243,7 +253,8 @@ def write(
         "",
         "## Where the cycles go, and what is left",
         "",
-        "- The attention dominates (ATT is 82 % of the example block at P = 64): its dot "
+        f"- The attention dominates (ATT is {_att_share(rows)} of the example block at "
+        "P = 64): its dot "
         "products run on one multiplier each (Q·K and P·V, one term per cycle), the "
         "queries one after the other. Lanes over DH (or the fused attention row, "
         "`hwa_attention_row`, per head) would divide it; the linear stages already scale "
