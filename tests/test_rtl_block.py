@@ -210,7 +210,7 @@ def test_cycle_formula_by_hand() -> None:
     assert c.phases == {
         "IN": S,
         "QKV": S * D * 3 + 6,
-        "ATT": H * S * (2 * (S * dh + 2) + 2 * S - 1 + first),  # no new max after the first
+        "ATT": H * S * (2 * (S * dh + 3) + 2 * S - 1 + first),  # no new max after the first
         "O": S * D * 1 + 6,
         "LNM": S * D + D + 42 + 13,
         # r1 = D·ceil(F/16) = 32, r2 = F·ceil(D/16) = 32; pwl 6; LN2 2D + 41 + 13

@@ -329,11 +329,12 @@ def block_cycles(
     * ``LN`` (``LNA`` pre-LN, ``LNM``): ``S·D + D + 35 + 10·NEWTON`` (the serialised
       rows, the unit's last-in -> last-out ``D + 33 + 10·NEWTON``, the serialiser and
       the deserialiser);
-    * ``ATT = H·S·(SC + PV) + ΣSM``: ``SC = PV = S·DH + 2`` (one term per cycle, the
-      MAC's two stages), one ``SM`` per head and query, :func:`softmax_row_cycles` of
-      the row's scores (the pipelined online softmax holds its input 4 cycles per new
-      running max): the sequence ``x`` (``[S, D]`` raw ``in_fmt`` codes, ``key_mask``
-      ``[S]`` for masked blocks, True = real token) decides them; without ``x`` every
+    * ``ATT = H·S·(SC + PV) + ΣSM``: ``SC = PV = S·DH + 3`` (one term per cycle, the
+      buffer-read register and the MAC's two stages), one ``SM`` per head and query,
+      :func:`softmax_row_cycles` of the row's scores (the pipelined online softmax
+      holds its input 4 cycles per new running max): the sequence ``x`` (``[S, D]``
+      raw ``in_fmt`` codes, ``key_mask`` ``[S]`` for masked blocks, True = real token)
+      decides them; without ``x`` every
       row counts as free of new maxima after its first element (the least ``ATT``);
     * ``FFN = r1 + r2 + F + L_gelu + (S - 1)·max(r1, r2) + 12`` with ``r1 = D·G(F, P1)``,
       ``r2 = F·G(D, P2)`` (the first token through both layers and the GELU, the others
@@ -375,7 +376,7 @@ def block_cycles(
         phases["LNA"] = ln(block.ln1)
     phases |= {
         "QKV": lin(d, 3 * d, par["qkv"]),
-        "ATT": h * s * 2 * (s * dh + 2) + sm_all,
+        "ATT": h * s * 2 * (s * dh + 3) + sm_all,
         "O": lin(d, d, par["o"]),
         "LNM": ln(block.ln2 if block.prenorm else block.ln1),
         "FFN": ffn,

@@ -25,9 +25,10 @@
 //   IN   S beats into X                                    S
 //   LNA  (pre-LN) X -> cast -> LN1 -> A                    T_LN(ln1)
 //   QKV  A (or X) -> hwa_linear(D -> 3D, P_QKV) -> QKV      S·D·G(3D, P_QKV) + 6
-//   ATT  per head h, query i:                              H·S·2·(S·DH + 2) + sum T_SM
-//          SC: S·DH terms -> scores (S·DH + 2); SM: scores -> softmax -> p (T_SM of
-//          the row); PV: DH·S terms -> C (S·DH + 2)
+//   ATT  per head h, query i:                              H·S·2·(S·DH + 3) + sum T_SM
+//          SC: S·DH terms -> scores (S·DH + 3); SM: scores -> softmax -> p (T_SM of
+//          the row); PV: DH·S terms -> C (S·DH + 3; one cycle each for the registered
+//          buffer read, two for the MAC)
 //   O    C -> hwa_linear(D -> D, P_O) -> add1 -> R1        S·D·G(D, P_O) + 6
 //   LNM  R1 -> (cast) -> LN1 (post) / LN2 (pre) -> Y       T_LN(ln1 post / ln2 pre)
 //   FFN  Y -> hwa_linear(D -> F, P_F1) -> GELU -> hwa_linear(F -> D, P_F2) -> add2
@@ -935,15 +936,26 @@ module hwa_encoder_block #(
   assign q_lane = QW'(32'(h_reg) * DH + 32'(c_reg));
   assign k_lane = QW'(D + 32'(h_reg) * DH + 32'(c_reg));
   assign v_lane = QW'(2 * D + 32'(h_reg) * DH + 32'(c_reg));
-  assign qk_a = qkv_ram[i_ix][q_lane];
-  assign qk_b = qkv_ram[j_ix][k_lane];
-  assign pv_b = qkv_ram[j_ix][v_lane];
-  assign qk_v = ph_reg == PH_SC && iss_reg;
-  assign qk_first = c_reg == '0;
-  assign qk_last = c_reg == CW'(DH - 1);
-  assign pv_v = ph_reg == PH_PV && iss_reg;
-  assign pv_first = j_reg == '0;
-  assign pv_last = j_reg == IW'(S - 1);
+  // the buffer reads and the term flags registered ahead of both MACs (one cycle per dot
+  // product; the Q/K/V buffer is read combinationally at [j][lane])
+  logic [SM_OUT_W-1:0] pv_a;
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      qk_v <= 1'b0;
+      pv_v <= 1'b0;
+    end else begin
+      qk_v <= ph_reg == PH_SC && iss_reg;
+      pv_v <= ph_reg == PH_PV && iss_reg;
+    end
+    qk_a <= qkv_ram[i_ix][q_lane];
+    qk_b <= qkv_ram[j_ix][k_lane];
+    qk_first <= c_reg == '0;
+    qk_last <= c_reg == CW'(DH - 1);
+    pv_a <= p_buf[j_ix];
+    pv_b <= qkv_ram[j_ix][v_lane];
+    pv_first <= j_reg == '0;
+    pv_last <= j_reg == IW'(S - 1);
+  end
   hwa_mac #(
       .A_W(QK_A_W),
       .A_SIGNED(QK_A_SIGNED),
@@ -980,7 +992,7 @@ module hwa_encoder_block #(
       .Y_OVF(PV_Y_OVF)
   ) u_pv (
       .clk(clk), .rst(rst), .in_v(pv_v), .in_first(pv_first), .in_last(pv_last),
-      .a(p_buf[j_ix]), .b(pv_b), .out_v(pv_ov), .y(pv_y)
+      .a(pv_a), .b(pv_b), .out_v(pv_ov), .y(pv_y)
   );
 
   logic sm_iv, sm_rdy, sm_mask, sm_ov;
