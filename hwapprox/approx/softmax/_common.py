@@ -91,6 +91,24 @@ def derive_fields(
     object.__setattr__(spec, "_derived", frozenset(done))
 
 
+def derived_widths(
+    out_fmt: FixedFormat, row_max: int, given: dict[str, Any], value_fmt: str
+) -> tuple[int, int, int]:
+    """The terms a derivation rule of :func:`derive_fields` starts from: ``F =
+    out_fmt.frac_bits`` (at least 1), ``L = ceil(log2 row_max)`` (at least 1) and the
+    fraction bits ``F + L + 2`` of the per-element value summed over the row (the exp
+    or 2^x value), held to a given ``sum_fmt``'s fraction bits, or those of a given
+    ``value_fmt`` field."""
+    f = max(out_fmt.frac_bits, 1)
+    lg = max(1, (int(row_max) - 1).bit_length())
+    f_v = f + lg + 2
+    if isinstance(given.get("sum_fmt"), FixedFormat):
+        f_v = max(1, min(f_v, given["sum_fmt"].frac_bits))
+    if isinstance(given.get(value_fmt), FixedFormat):
+        f_v = given[value_fmt].frac_bits
+    return f, lg, f_v
+
+
 def _max_minus(x: RawArray, mask: npt.NDArray[np.bool_], fmt: FixedFormat) -> RawArray:
     """``max - x`` per row with the max over the unmasked elements; 0 at masked places.
 

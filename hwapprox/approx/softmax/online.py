@@ -25,6 +25,7 @@ from hwapprox.approx.softmax._common import (
     _cast_prod,
     _zero_masked,
     derive_fields,
+    derived_widths,
     event_scan,
 )
 from hwapprox.fixed import MAX_RAW_BITS, FixedFormat, Overflow, Rounding, cast
@@ -101,14 +102,7 @@ def online_formats(
     ``F_e + EXP_W <= 62`` limit of the split rescale product allows ``F + L <= 28``
     (16-bit outputs up to ``row_max = 4096``).
     """
-    given = given or {}
-    f = max(out_fmt.frac_bits, 1)
-    lg = max(1, (int(row_max) - 1).bit_length())
-    f_e = f + lg + 2
-    if isinstance(given.get("sum_fmt"), FixedFormat):
-        f_e = max(1, min(f_e, given["sum_fmt"].frac_bits))
-    if isinstance(given.get("exp_fmt"), FixedFormat):
-        f_e = given["exp_fmt"].frac_bits
+    f, lg, f_e = derived_widths(out_fmt, row_max, given or {}, "exp_fmt")
     i_t = (f_e + 2).bit_length()
     return {
         "exp_fmt": FixedFormat(f_e + 1, 1, False, Rounding.RND),

@@ -24,6 +24,7 @@ from hwapprox.approx.softmax._common import (
     _cast_prod,
     _zero_masked,
     derive_fields,
+    derived_widths,
     event_scan,
 )
 from hwapprox.fixed import MAX_RAW_BITS, FixedFormat, Overflow, Rounding, cast
@@ -102,13 +103,7 @@ def softermax_formats(
     ``benchmarks/results/softmax.md``.
     """
     given = given or {}
-    f = max(out_fmt.frac_bits, 1)
-    lg = max(1, (int(row_max) - 1).bit_length())
-    f_p = f + lg + 2
-    if isinstance(given.get("sum_fmt"), FixedFormat):
-        f_p = max(1, min(f_p, given["sum_fmt"].frac_bits))
-    if isinstance(given.get("pow2_fmt"), FixedFormat):
-        f_p = given["pow2_fmt"].frac_bits
+    f, lg, f_p = derived_widths(out_fmt, row_max, given, "pow2_fmt")
     f_t = f + 3
     if isinstance(given.get("t_fmt"), FixedFormat):
         f_t = given["t_fmt"].frac_bits
