@@ -41,7 +41,7 @@ from hwapprox.rtl_sim.linear import (
 )
 from hwapprox.rtl_sim.runner import RTL_DIR, BuildInfo, SimResult, build, lint, run_job
 from hwapprox.rtl_sim.sources import sv_sources
-from hwapprox.rtl_sim.units import get_unit, online_row_delays, online_schedule
+from hwapprox.rtl_sim.units import get_unit, online_lone_rows
 
 __all__ = [
     "BLOCK_SOURCES",
@@ -281,19 +281,13 @@ def softmax_row_cycles(
     """The block's ``SM`` phase per softmax row (one query of one head: the row fed
     alone, its ``S`` outputs collected): ``2S - 1 + first + G + W``, ``first`` =
     :func:`online_first_latency`, ``G`` the cycles the unit holds its input before the
-    row's last element (4 per new running max, :func:`~hwapprox.rtl_sim.units.
-    online_schedule`), ``W`` the row's last-in -> last-out delay
-    (:func:`~hwapprox.rtl_sim.units.online_row_delays`)."""
+    row's last element (4 per new running max) and ``W`` the row's last-in -> last-out
+    delay, both from :func:`~hwapprox.rtl_sim.units.online_lone_rows`."""
     r = np.asarray(rows)
     mk = None if masks is None else np.broadcast_to(np.asarray(masks, bool), r.shape)
     first = online_first_latency(sm)
-    out = []
-    for k in range(r.shape[0]):
-        one_mask = None if mk is None else [mk[k]]
-        gaps, _ = online_schedule(sm, [r[k].tolist()], one_mask)
-        (delay,) = online_row_delays(sm, [r[k].tolist()], one_mask)
-        out.append(2 * r.shape[1] - 1 + first + sum(gaps[0][:-1]) + delay)
-    return out
+    lone = online_lone_rows(sm, r.tolist(), None if mk is None else list(mk))
+    return [2 * r.shape[1] - 1 + first + held + delay for held, delay in lone]
 
 
 #: ``hwa_gelu_*`` element latency (the units' contract headers), by method

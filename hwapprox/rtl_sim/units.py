@@ -610,5 +610,23 @@ def online_row_delays(spec: Any, rows: Any, masks: Any = None) -> list[int]:
     before the row's sum is final); see :func:`online_schedule`."""
     new = _online_new_maxima(spec, rows, masks)
     _, waits = online_schedule(spec, rows, masks)
+    return _row_delays(new, waits)
+
+
+def _row_delays(new: list[list[bool]], waits: list[list[int]]) -> list[int]:
     b = ONLINE_RESCALE_BUBBLES
     return [w[-1] + (b if m[-1] else 0) for w, m in zip(waits, new, strict=True)]
+
+
+def online_lone_rows(spec: Any, rows: Any, masks: Any = None) -> list[tuple[int, int]]:
+    """Per row, the row fed alone (nothing before or after it): the cycles
+    ``hwa_softmax_online`` holds its input before the row's last element, and the
+    row's last-in -> last-out delay over the constant (:func:`online_row_delays`)."""
+    out = []
+    for k, row in enumerate(rows):
+        one = [row]
+        one_mask = None if masks is None else [masks[k]]
+        gaps, waits = online_schedule(spec, one, one_mask)
+        (delay,) = _row_delays(_online_new_maxima(spec, one, one_mask), waits)
+        out.append((sum(gaps[0][:-1]), delay))
+    return out
