@@ -13,7 +13,9 @@ integers.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,12 +27,15 @@ from hwapprox.rtl_sim.emit import memh_text
 from hwapprox.rtl_sim.runner import BuildInfo, SimResult, build, lint, run_job
 from hwapprox.rtl_sim.sources import sv_sources
 from hwapprox.rtl_sim.svparams import derive_sv_params
-from hwapprox.rtl_sim.units import EXP_VARIANT_PARAMS
+from hwapprox.rtl_sim.units import EXP_VARIANT_PARAMS, exp_unit_lat, recip_lat
 
 __all__ = [
     "ATTENTION_SOURCES",
     "ATTENTION_TOP",
+    "AttentionTiming",
     "attention_config",
+    "attention_schedule",
+    "attention_timing",
     "build_attention",
     "lint_attention",
     "simulate_attention",
@@ -73,6 +78,144 @@ def attention_config(
         unused=EXP_VARIANT_PARAMS[not base2],
     )
     return params, mems
+
+
+#: ``hwa_attention_row``: a key that raises its row's running max (past the row's first
+#: key) leaves the key queue this many cycles or more after the key before it (U -> F:
+#: products 4, floor 1, term 1, F 1; the contract header's MB)
+ATTN_RESCALE_SPACING = 7
+
+
+@dataclass(frozen=True)
+class AttentionTiming:
+    """``hwa_attention_row``'s pipeline constants (its contract header): ``front`` key
+    accepted -> stage A (LF), ``exp`` ELAT, ``recip`` RLAT, ``out`` OLAT, ``beats``
+    output cycles per row, ``queue`` the key queue's entries (FD)."""
+
+    front: int
+    exp: int
+    recip: int
+    out: int
+    beats: int
+    queue: int
+
+    @property
+    def latency(self) -> int:
+        """Last key accepted -> output taken, when the key leaves the queue at once and
+        the output is free: LF + ELAT + RLAT + OLAT + BEATS + 8."""
+        return self.front + self.exp + self.recip + self.out + self.beats + 8
+
+    @property
+    def to_queue(self) -> int:
+        """A row's last key leaving the key queue -> its last beat entering the output
+        queue: ELAT + 6 (U -> F) + 1 + RLAT + BEATS - 1 + OLAT."""
+        return self.exp + ATTN_RESCALE_SPACING + self.recip + self.beats - 1 + self.out
+
+
+def attention_timing(
+    spec: AttentionRowSpec, dim: int, dim_v: int, out_lanes: int | None = None
+) -> AttentionTiming:
+    """The pipeline constants of ``hwa_attention_row`` at ``spec`` (see
+    :class:`AttentionTiming`), from its ``hw_params`` as the SV derives them."""
+    hw = spec.hw_params(dim, dim_v)
+    lt = (dim - 1).bit_length()  # clog2(dim) adder-tree levels
+    ls = (4 if hw["HAS_SCALE"] else 0) + (3 if int(hw["S_SHIFT"]) > 0 else 0)
+    front = 5 + lt + ls
+    lanes = dim_v if out_lanes is None else int(out_lanes)
+    fd = 1 << (front + 3 + ATTN_RESCALE_SPACING - 1).bit_length()
+    return AttentionTiming(
+        front=front,
+        exp=exp_unit_lat(hw),
+        recip=recip_lat(hw),
+        out=4 + (3 if int(hw["Y_SHIFT"]) > 0 else 0) + 1,
+        beats=dim_v // lanes,
+        queue=fd,
+    )
+
+
+def _rescales(spec: AttentionRowSpec, q: Any, k: Any, mask: Any) -> list[list[bool]]:
+    """Per row, per key: whether the key raises the row's running max past the row's
+    first key (so it waits for the keys before it to leave the state update): a live key
+    above the running max of the live keys before it, or the row's first live key when
+    it is not the row's first key (with ``off_by_one`` the row starts at the zero logit:
+    the first live key counts only when above 0)."""
+    s = np.asarray(spec.scores(q, k))
+    obo = bool(spec.softmax.off_by_one)
+    out = []
+    for r in range(s.shape[0]):
+        seen, m, row = obo, 0, []
+        for j in range(s.shape[1]):
+            new = False
+            if not mask[r][j]:
+                new = not seen or int(s[r, j]) > m
+                if new:
+                    m = int(s[r, j])
+                seen = True
+            row.append(new and j > 0)
+        out.append(row)
+    return out
+
+
+def attention_schedule(
+    spec: AttentionRowSpec,
+    q: npt.ArrayLike,
+    k: npt.ArrayLike,
+    mask: npt.ArrayLike | None = None,
+    *,
+    dim_v: int,
+    outq: int = 4,
+    out_lanes: int | None = None,
+) -> tuple[list[int], list[int]]:
+    """``hwa_attention_row``'s timeline, cycle by cycle, for rows offered back to back
+    with every input valid and the output always ready: the cycle each key is accepted
+    (rows in order, the first key at 0) and the cycle each row's output is taken.
+
+    As the contract header states: a key is accepted while fewer than ``queue`` keys are
+    in flight to and in the key queue (and, a row's last key, while fewer than ``outq``
+    rows are past their last key and not yet taken); it enters the queue ``front``
+    cycles later and may leave from the next cycle, at most one a cycle, a rescale
+    (:func:`_rescales`) only :data:`ATTN_RESCALE_SPACING` cycles or more after the
+    previous key, a row's last key only ``beats`` cycles or more after the previous
+    row's; a row's last beat enters the output queue ``to_queue`` cycles after its last
+    key left, and the output queue hands out one row a cycle from the next cycle."""
+    qr = np.atleast_2d(np.asarray(q, dtype=np.int64))
+    kr = np.asarray(k, dtype=np.int64)
+    rows, n = kr.shape[0], kr.shape[1]
+    mk = np.zeros((rows, n), bool) if mask is None else np.broadcast_to(mask, (rows, n))
+    tm = attention_timing(spec, qr.shape[1], dim_v, out_lanes)
+    hold = [h for row in _rescales(spec, qr, kr, mk) for h in row]
+    last = [j == n - 1 for _ in range(rows) for j in range(n)]
+    b, mb = tm.beats, ATTN_RESCALE_SPACING
+    accepted: list[int] = []
+    taken: list[int] = []
+    queue: deque[tuple[int, int]] = deque()  # (first cycle it may leave, key)
+    to_out: dict[int, int] = {}  # cycle -> rows whose last beat enters the output queue
+    t = i = tokens = inflight = occ = 0
+    since, gap = mb, b
+    while len(taken) < rows:
+        acc = i < len(hold) and tokens < tm.queue and (not last[i] or inflight + occ < outq)
+        head = queue[0][1] if queue and queue[0][0] <= t else None
+        pop = head is not None and (not hold[head] or since >= mb) and (not last[head] or gap >= b)
+        if occ > 0:
+            taken.append(t)
+        y_last = to_out.pop(t, 0)
+        if acc:
+            accepted.append(t)
+            queue.append((t + tm.front + 1, i))
+            inflight += last[i]
+            i += 1
+        tokens += int(acc) - int(pop)
+        if pop:
+            assert head is not None
+            queue.popleft()
+            if last[head]:
+                to_out[t + tm.to_queue] = to_out.get(t + tm.to_queue, 0) + 1
+        since = 1 if pop else min(since + 1, mb)
+        gap = 1 if pop and head is not None and last[head] else min(gap + 1, b)
+        occ += y_last - int(occ > 0)
+        inflight -= y_last
+        t += 1
+    return accepted, taken
 
 
 def build_attention(

@@ -41,7 +41,7 @@ from hwapprox.rtl_sim.linear import (
 )
 from hwapprox.rtl_sim.runner import RTL_DIR, BuildInfo, SimResult, build, lint, run_job
 from hwapprox.rtl_sim.sources import sv_sources
-from hwapprox.rtl_sim.units import get_unit, online_lone_rows
+from hwapprox.rtl_sim.units import exp_unit_lat, get_unit, online_lone_rows, recip_lat
 
 __all__ = [
     "BLOCK_SOURCES",
@@ -263,13 +263,7 @@ def online_first_latency(sm: ApproxSpec) -> int:
     ``exp_unit_lat`` / ``recip_lat`` at MUL_IN_REG = PIPE and ``OLAT = 5 (+3 with
     OUT_SHIFT > 0)`` (the unit's contract header; 92 at the default spec)."""
     hw = sm.hw_params()
-    if not hw["BASE2"]:
-        elat = 2
-    elif int(hw["LOG2E"]) == 1 and int(hw["PROD_SHIFT"]) == 0:
-        elat = 1 + 10 + 1
-    else:
-        elat = 3 + (3 if int(hw["PROD_SHIFT"]) > 0 else 0) + 1 + 10 + 2
-    rlat = 3 + (2 + 15 * int(hw["STEPS"]) if hw["NEWTON"] else 11) + 5
+    elat, rlat = exp_unit_lat(hw), recip_lat(hw)
     olat = 5 + (3 if int(hw["OUT_SHIFT"]) > 0 else 0)
     code = getattr(sm, "out_code", "linear") != "linear"
     return 5 + 2 * elat + rlat + olat + 1 + int(code)

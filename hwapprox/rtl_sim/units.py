@@ -516,6 +516,23 @@ def list_units() -> list[str]:
     return [f"{o}/{m}" for o, m in UNITS]
 
 
+def exp_unit_lat(hw: Mapping[str, Any]) -> int:
+    """``hwa_pkg::exp_unit_lat`` at PIPE = MUL_IN_REG = 1 for a spec's ``hw_params``:
+    the LUT variant 2; base 2: 1 + 10 + 1 when d·LOG2E is the identity, else the
+    product 3 + 1, its rounding 3 (PROD_SHIFT > 0), saturation 1, 2^-t 10 + 1."""
+    if not hw["BASE2"]:
+        return 2
+    if int(hw["LOG2E"]) == 1 and int(hw["PROD_SHIFT"]) == 0:
+        return 1 + 10 + 1
+    return 3 + (3 if int(hw["PROD_SHIFT"]) > 0 else 0) + 1 + 10 + 2
+
+
+def recip_lat(hw: Mapping[str, Any]) -> int:
+    """``hwa_pkg::recip_lat`` at PIPE = MUL_IN_REG = 1: normalisation 3, the seed
+    (Newton 2, PWL 11), 15 per Newton step, final 5 (40 at the default spec)."""
+    return 3 + (2 + 15 * int(hw["STEPS"]) if hw["NEWTON"] else 11) + 5
+
+
 #: ``hwa_softmax_online`` (PIPE = 1, its default): the cycles the rescale of a new
 #: running max takes (d·E through hwa_mul_pipe, 3 stages, and its rounding, 1): the
 #: cycles of ``s_axis_tready`` low it costs and the cycles the sum stage takes no

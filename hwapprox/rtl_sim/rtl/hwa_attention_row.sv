@@ -4,7 +4,7 @@
 // Per row (one query): q (DIM lanes) on s_q, one beat; then its keys, one per cycle:
 // K (DIM lanes) on s_k with the mask bit on s_k_tuser (1 = masked out) and tlast on
 // the row's last key, and V (DIM_V lanes) on s_v in step with K. Nothing is stored
-// per key: the state is the running max m, the running sum d and DIM_V accumulators o.
+// per row but the state: the running max m, the running sum d and DIM_V accumulators o.
 //   s_j = cast_score(q.k_j [* SCALE_RAW])       exact DOT_W-bit dot product, one cast
 //                                               (S_SHIFT/S_RND, then S_W bits, S_OVF)
 //   key j not masked, s_j > m (or the row's first live key): E = E(s_j - m)
@@ -22,26 +22,44 @@
 //   same real value is rounded either way, so this equals the model's two casts).
 // Output: m_axis, one beat per row with DIM_V lanes of Y_W bits (lane i at bits
 //   [i*Y_W +: Y_W]), tlast = 1 on every beat.
-// Pipeline: key in -> products -> dot -> score -> running max -> E (2 stages) ->
-//   (d, o) update, the one-cycle loop (per lane: a multiply, a rounding shift, two
-//   saturations and an add) -> per row 1/d (RLAT = 3 + Newton steps, o travels
-//   alongside, lane group g delayed g cycles more) -> y, OUT_LANES lanes per cycle ->
-//   output queue of OUTQ rows.
-// Throughput: one key per cycle while q, K and V are valid; the last key of a row is
-//   held back only while OUTQ rows are in flight or waiting at the output, or while
-//   fewer than BEATS cycles have passed since the previous row's last key (the output
-//   multipliers are then still busy): full rate for rows of at least BEATS keys and
-//   more than LAT / OUTQ keys, LAT the latency below (a row holds its queue slot from
-//   its last key until its output is taken). Measured over 8 rows, OUTQ = 4, dim_v = 4:
-//   OUT_LANES = 4: 1.00 keys/cycle from 4 keys per row, 0.92 at 3, 0.44 at 1;
-//   OUT_LANES = 1: 1.00 from 5 keys, 0.97 at 4, 0.75 at 3, 0.27 at 1. q for the next
-//   row is taken in the cycle of the last key, so rows follow back to back.
+//
+// Pipeline (issue 22: no stage holds more than one DSP-sized product or one adder, for
+// ECP5 at 125 MHz; every product through hwa_mul_pipe with operand registers of its own):
+//   front, LF = 5 + LT + LS cycles from a key's acceptance to its stage A:
+//     q_i*k_i (hwa_mul_pipe, 4) -> adder tree, one registered level per cycle (LT =
+//     clog2(DIM)) -> [* SCALE (hwa_mul_pipe, 4)] -> [round (hwa_round_shift_pipe, 3)]
+//     (LS = 4·HAS_SCALE + 3·(S_SHIFT > 0)) -> cast to IN_W, registered (1) ->
+//     stage A: the running max over the live keys, the new-max flag and |s_j - m|, into
+//     the key queue (hwa_fifo, FD entries). V waits in a buffer of its own (block RAM,
+//     VD entries), written as the key is accepted.
+//   back, from the key queue, at most one key per cycle: E (hwa_exp_unit PIPE = 1, ELAT
+//     = hwa_pkg::exp_unit_lat, 19 at the defaults; V read alongside) -> stage U: each
+//     lane's multiplier takes o (a new max) or v << V_SHIFT, the sum's takes d (a new
+//     max) -> the products (hwa_mul_pipe, 4) -> floor and rounding increment (1) ->
+//     rounded, saturated term, and R_s(d*E) + ONE (1) -> stage F, the one-cycle loop: per
+//     lane one add and a saturation, d one add (or the rescaled d).
+//   A key that raises the running max (other than its row's first key, whose state is
+//   the row's start) multiplies the state, so it enters U only after every earlier key
+//   has left F: it leaves the key queue MB = 7 cycles or more after the key before it.
+//   Per row: r = 1/d (hwa_recip PIPE = 1, RLAT = hwa_pkg::recip_lat, 40 at the
+//   defaults), o waits in a queue of OUTQ rows; y = o*r (hwa_mul_pipe 4, hwa_round_shift_pipe
+//   3 when Y_SHIFT > 0, the cast 1: OLAT) into the output queue of OUTQ rows.
+// Throughput: one key per cycle, except MB - 1 cycles lost before each key that raises
+//   its row's running max past its first live key (the key queue absorbs them while it
+//   has room: the input stalls only when FD keys are in flight); a row's last key leaves
+//   the key queue only BEATS cycles or more after the previous row's (the output
+//   multipliers); the last key of a row is accepted only while fewer than OUTQ rows are
+//   past their last key and not yet taken at the output. hwapprox.rtl_sim.attention.
+//   attention_schedule models this cycle by cycle (tests compare it with simulation).
 // Handshake (issue 22): K and V are joined: s_k_tready needs s_v_tvalid and s_v_tready
 //   needs s_k_tvalid (a key and its value are taken together; legal AXI-Stream, as a
 //   source may not wait for ready before raising valid). No ready depends on
 //   m_axis_tready: the output side is a queue whose occupancy (a register) gates the
-//   last key of a row, so the input readies are registered-credit functions.
-// Latency: last key in -> output valid 7 + RLAT + BEATS cycles (13 at the defaults).
+//   last key of a row, and the key queue's room is a counter, so the input readies are
+//   registered-credit functions.
+// Latency: last key in -> output valid LF + ELAT + RLAT + OLAT + BEATS + 8 cycles when
+//   its key leaves the queue at once and the output is free (91 at the test defaults
+//   d = 8, all lanes at once; hwapprox.rtl_sim.attention.attention_latency).
 // Preconditions: rows of 1..KEY_MAX keys (acc_fmt / sum_fmt headroom; simulation
 //   reports a longer row with $error, hardware saturates).
 // Parameter defaults: AttentionRowSpec() with dim = 8, dim_v = 4 (tests/test_rtl_attention.py
@@ -124,23 +142,40 @@ module hwa_attention_row #(
     output logic                   m_axis_tlast
 );
 
-  localparam int SW = 8;  // shift-amount width of hwa_round_shift
+  localparam int SW = 8;  // shift-amount width of the rounding units
   localparam int DW = IN_W;  // |s_j - m| < 2^IN_W
-  localparam int PW = SUM_W + EXP_W + 2;
+  localparam int PW = SUM_W + EXP_W + 2;  // d*E
   localparam int QPW = Q_W + K_W;  // one lane's q*k
   localparam int SRW = SC_W + ((S_SHIFT < 0) ? -S_SHIFT : 0) + 1;  // the score before S_OVF
   localparam int YP_W = ACC_W + R_W + 1;
   localparam int YRW = YP_W + ((Y_SHIFT < 0) ? -Y_SHIFT : 0) + 1;
   localparam int MUL_W = ACC_W + EXP_W + 1;
-  localparam int RLAT = 3 + (NEWTON ? STEPS : 0);
   localparam int QA = $clog2(OUTQ);
   localparam int BEATS = (OUT_LANES >= 1) ? DIM_V / OUT_LANES : 1;  // o*r cycles per row
   localparam int GA = $clog2(BEATS + 1);
+  // latencies (the contract header)
+  localparam int LT = (DIM > 1) ? $clog2(DIM) : 0;  // adder-tree levels
+  localparam int DIMP = 1 << LT;
+  localparam int LS = (HAS_SCALE ? 4 : 0) + ((S_SHIFT > 0) ? 3 : 0);
+  localparam int LF = 5 + LT + LS;  // accepted -> stage A
+  localparam int ELAT = hwa_pkg::exp_unit_lat(1'b1, BASE2, LOG2E, PROD_SHIFT, 1'b1);
+  // (hwa_recip's RLAT = hwa_pkg::recip_lat(1, NEWTON, STEPS, 1) needs no alignment here:
+  // the row's o waits in the o queue until its 1/d arrives)
+  localparam int MB = 7;  // U -> F: products 4, floor 1, term 1, F 1
+  localparam int UF = MB - 1;  // stages from U to F
+  localparam int OLAT = 4 + ((Y_SHIFT > 0) ? 3 : 0) + 1;
+  localparam int FD = 1 << $clog2(LF + 3 + MB);  // key queue: full rate plus one rescale
+  localparam int FA = $clog2(FD);
+  localparam int VD = 1 << $clog2(FD + ELAT + 1);  // V buffer: the key queue + the exp stages
+  localparam int VA = $clog2(VD);
+  localparam int MW = DW + 4;  // key queue word: {first, last, live, new, delta}
+  localparam int VBW = DIM_V * V_W;
+  localparam int OW = DIM_V * ACC_W;
 
   if (DIM < 1 || DIM_V < 1 || IN_W < 2 || IN_W > 32 || ACC_W < V_W + V_SHIFT || ACC_W > 40
       || V_SHIFT < 0 || SC_W > 62 || DOT_W < QPW || SUM_F < EXP_F || SUM_W > 62
       || MUL_W > 62 || YP_W > 70 || OUTQ < 2 || (1 << QA) != OUTQ || KEY_MAX < 1
-      || OUT_LANES < 1 || OUT_LANES > DIM_V || DIM_V % OUT_LANES != 0
+      || OUT_LANES < 1 || OUT_LANES > DIM_V || DIM_V % OUT_LANES != 0 || EXP_F < 2
       || (HAS_SCALE && SC_W != DOT_W + SCALE_W + 1) || (!HAS_SCALE && SC_W != DOT_W))
   begin : g_bad
     $error("hwa_attention_row %m: invalid DIM=%0d DIM_V=%0d IN_W=%0d ACC_W=%0d V_W=%0d V_SHIFT=%0d DOT_W=%0d SC_W=%0d SUM_W=%0d OUTQ=%0d (power of 2 >= 2) OUT_LANES=%0d (divides DIM_V)",
@@ -148,26 +183,27 @@ module hwa_attention_row #(
   end
 
   // ---- input join: q once per row, then K and V in step --------------------------------
-  logic q_have, credit_ok, k_fire, first_key;
+  logic q_have, credit_ok, room_ok, k_fire, first_key, pop;
   logic [DIM*Q_W-1:0] q_reg;
   logic [QA:0] inflight, occ;  // rows past their last key, not yet queued; rows queued
-  logic [GA-1:0] gap;  // cycles since the last key of the previous row (saturating)
-  assign credit_ok = (inflight + occ) < (QA + 1)'(OUTQ) && gap >= GA'(BEATS);
-  assign s_k_tready = q_have && s_v_tvalid && (!s_k_tlast || credit_ok);
-  assign s_v_tready = q_have && s_k_tvalid && (!s_k_tlast || credit_ok);
+  logic [FA:0] tokens;  // keys accepted and not yet out of the key queue
+  logic y_last;  // a row's last output beat enters the output queue
+  assign room_ok = tokens < (FA + 1)'(FD);
+  assign credit_ok = (inflight + occ) < (QA + 1)'(OUTQ);
+  assign s_k_tready = q_have && room_ok && s_v_tvalid && (!s_k_tlast || credit_ok);
+  assign s_v_tready = q_have && room_ok && s_k_tvalid && (!s_k_tlast || credit_ok);
   assign k_fire = s_k_tvalid && s_k_tready;
   assign s_q_tready = !q_have || (k_fire && s_k_tlast);
   always_ff @(posedge clk) begin
     if (rst) begin
       q_have <= 1'b0;
       first_key <= 1'b1;
-      gap <= GA'(BEATS);
+      tokens <= '0;
     end else begin
       if (s_q_tvalid && s_q_tready) q_have <= 1'b1;
       else if (k_fire && s_k_tlast) q_have <= 1'b0;
       if (k_fire) first_key <= s_k_tlast;
-      if (k_fire && s_k_tlast) gap <= GA'(1);
-      else if (gap < GA'(BEATS)) gap <= gap + 1'b1;
+      tokens <= tokens + (FA + 1)'(k_fire) - (FA + 1)'(pop);
     end
     if (s_q_tvalid && s_q_tready) q_reg <= s_q_tdata;
   end
@@ -183,63 +219,87 @@ module hwa_attention_row #(
   end
 `endif
 
-  // ---- stage 1: products q_i * k_i; V, mask and row marks travel alongside ---------------
-  localparam int CARRY = 6;  // stages from stage 1 to the state update (V delay)
-  logic p_v;
-  logic signed [QPW-1:0] p_lane[DIM];
-  logic [CARRY-1:0] c_valid, c_first, c_last, c_mask;
-  logic [DIM_V*V_W-1:0] v_pipe[CARRY];
+  // the key's flags through the front: c_*[LF-1] is the key in stage A
+  logic [LF-1:0] c_valid, c_first, c_last, c_mask;
   always_ff @(posedge clk) begin
-    if (rst) begin
-      p_v <= 1'b0;
-      c_valid <= '0;
-    end else begin
-      p_v <= k_fire;
-      c_valid <= {c_valid[CARRY-2:0], k_fire};
-    end
-    c_first <= {c_first[CARRY-2:0], first_key};
-    c_last <= {c_last[CARRY-2:0], s_k_tlast};
-    c_mask <= {c_mask[CARRY-2:0], s_k_tuser};
-    v_pipe[0] <= s_v_tdata;
-    for (int s = 1; s < CARRY; s++) v_pipe[s] <= v_pipe[s-1];
-    for (int i = 0; i < DIM; i++) begin
-      p_lane[i] <= QPW'($signed(q_reg[i*Q_W+:Q_W])) * QPW'($signed(s_k_tdata[i*K_W+:K_W]));
+    if (rst) c_valid <= '0;
+    else c_valid <= {c_valid[LF-2:0], k_fire};
+    c_first <= {c_first[LF-2:0], first_key};
+    c_last <= {c_last[LF-2:0], s_k_tlast};
+    c_mask <= {c_mask[LF-2:0], s_k_tuser};
+  end
+
+  // ---- front 1: products q_i * k_i (4 cycles) ---------------------------------------------
+  logic signed [DOT_W-1:0] lvl[LT+1][DIMP];
+  for (genvar i = 0; i < DIMP; i++) begin : g_qk
+    if (i < DIM) begin : g_p
+      logic signed [QPW-1:0] p;
+      hwa_mul_pipe #(
+          .A_W(Q_W),
+          .B_W(K_W),
+          .B_SIGNED(1'b1),
+          .P_W(QPW),
+          .IN_REG(1'b1)
+      ) u_qk (
+          .clk(clk),
+          .en (1'b1),
+          .a  ($signed(q_reg[i*Q_W+:Q_W])),
+          .b  (s_k_tdata[i*K_W+:K_W]),
+          .p  (p)
+      );
+      assign lvl[0][i] = DOT_W'(p);
+    end else begin : g_z
+      assign lvl[0][i] = '0;
     end
   end
-  /* verilator lint_off UNUSEDSIGNAL */
-  logic unused_p;  // p_v documents stage 1; c_valid carries the key through the stages
-  assign unused_p = p_v;
-  /* verilator lint_on UNUSEDSIGNAL */
 
-  // ---- stage 2: the exact dot product ----------------------------------------------------
-  logic signed [DOT_W-1:0] dot_c, dot_r;
-  always_comb begin
-    dot_c = '0;
-    for (int i = 0; i < DIM; i++) dot_c = dot_c + DOT_W'(p_lane[i]);
+  // ---- front 2: the exact dot product, one registered adder level per cycle ---------------
+  for (genvar l = 0; l < LT; l++) begin : g_tree
+    for (genvar i = 0; i < (DIMP >> (l + 1)); i++) begin : g_add
+      always_ff @(posedge clk) lvl[l+1][i] <= lvl[l][2*i] + lvl[l][2*i+1];
+    end
+    for (genvar i = (DIMP >> (l + 1)); i < DIMP; i++) begin : g_zero
+      always_ff @(posedge clk) lvl[l+1][i] <= '0;
+    end
   end
-  always_ff @(posedge clk) dot_r <= dot_c;
+  logic signed [DOT_W-1:0] dot;
+  assign dot = lvl[LT][0];
 
-  // ---- stage 3: the score: [* SCALE], one cast to the softmax's in_fmt ---------------------
+  // ---- front 3: the score: [* SCALE], one cast to the softmax's in_fmt --------------------
   logic signed [SC_W-1:0] sc;
   logic signed [SRW-1:0] s_sh;
   logic [IN_W-1:0] s_code;
   logic signed [IN_W-1:0] x_r;
   if (HAS_SCALE) begin : g_scale
     localparam logic signed [SCALE_W:0] SC = (SCALE_W + 1)'(SCALE_RAW);
-    assign sc = SC_W'(dot_r) * SC_W'(SC);
+    hwa_mul_pipe #(
+        .A_W(DOT_W),
+        .B_W(SCALE_W + 1),
+        .B_SIGNED(1'b1),
+        .P_W(SC_W),
+        .IN_REG(1'b1)
+    ) u_sc (
+        .clk(clk),
+        .en (1'b1),
+        .a  (dot),
+        .b  (SC),
+        .p  (sc)
+    );
   end else begin : g_noscale
-    assign sc = dot_r;
+    assign sc = dot;
   end
   if (S_SHIFT > 0) begin : g_s_rs
-    hwa_round_shift #(
+    hwa_round_shift_pipe #(
         .IN_W (SC_W),
         .SH_W (SW),
         .OUT_W(SRW),
         .MODE (S_RND)
     ) u_s (
-        .x (sc),
-        .sh(SW'(S_SHIFT)),
-        .y (s_sh)
+        .clk(clk),
+        .en (1'b1),
+        .x  (sc),
+        .sh (SW'(S_SHIFT)),
+        .y  (s_sh)
     );
   end else begin : g_s_ls
     assign s_sh = SRW'(sc) <<< (-S_SHIFT);
@@ -256,32 +316,63 @@ module hwa_attention_row #(
   always_ff @(posedge clk) x_r <= s_code;
 
   // ---- stage A: running max over live keys; the exp argument against the old max ---------
-  // c_*[2] is the key in stage 3 (x_r valid), [3] in A, [5] in C (E valid), the update
   logic signed [IN_W-1:0] m_reg, m_prev;
-  logic any_reg, any_prev, live;
+  logic any_reg, any_prev, live, a_new;
   logic signed [IN_W:0] diff;
-  logic a_new;
   logic [DW-1:0] a_delta;
-  assign m_prev = c_first[2] ? '0 : m_reg;
-  assign any_prev = c_first[2] ? OFF_BY_ONE : any_reg;
-  assign live = !c_mask[2];
+  assign m_prev = c_first[LF-1] ? '0 : m_reg;
+  assign any_prev = c_first[LF-1] ? OFF_BY_ONE : any_reg;
+  assign live = !c_mask[LF-1];
   assign diff = (IN_W + 1)'(x_r) - (IN_W + 1)'(m_prev);
+  assign a_new = live && (!any_prev || diff > 0);
+  assign a_delta = !any_prev ? '0 : DW'((diff > 0) ? diff : -diff);
   always_ff @(posedge clk) begin
-    if (c_valid[2]) begin
-      a_new <= live && (!any_prev || diff > 0);
-      a_delta <= !any_prev ? '0 : DW'((diff > 0) ? diff : -diff);
-      if (live && (!any_prev || diff > 0)) m_reg <= x_r;
-      else m_reg <= m_prev;
+    if (c_valid[LF-1]) begin
+      m_reg <= a_new ? x_r : m_prev;
       any_reg <= any_prev || live;
     end
   end
 
-  // ---- stages B, C: E(delta) -------------------------------------------------------------
-  logic [EXP_W-1:0] e_c;
+  // ---- the key queue; a key leaves it for the exp unit at most once a cycle ---------------
+  logic h_v, h_first, h_last, h_live, h_new;
+  logic [DW-1:0] h_delta;
+  logic [GA-1:0] gap;  // cycles since the previous row's last key left (saturating)
+  logic [2:0] since;  // cycles since the previous key left (saturating at MB)
+  logic pop_ok;
+  hwa_fifo #(
+      .W(MW),
+      .DEPTH(FD)
+  ) u_keyq (
+      .clk(clk),
+      .rst(rst),
+      .in_v(c_valid[LF-1]),
+      .in_d({c_first[LF-1], c_last[LF-1], live, a_new, a_delta}),
+      .out_v(h_v),
+      .out_rdy(pop_ok),
+      .out_d({h_first, h_last, h_live, h_new, h_delta})
+  );
+  // a rescale waits until the keys before it have left F; a row's last key until the
+  // previous row's output multiplications are done
+  assign pop_ok = (!(h_new && !h_first) || since >= 3'(MB)) && (!h_last || gap >= GA'(BEATS));
+  assign pop = h_v && pop_ok;
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      since <= 3'(MB);
+      gap <= GA'(BEATS);
+    end else begin
+      if (pop) since <= 3'd1;
+      else if (since < 3'(MB)) since <= since + 3'd1;
+      if (pop && h_last) gap <= GA'(1);
+      else if (gap < GA'(BEATS)) gap <= gap + 1'b1;
+    end
+  end
+
+  // ---- E(delta); V read from its buffer to arrive with E ----------------------------------
+  logic [EXP_W-1:0] e_u;
   hwa_exp_unit #(
       .D_W(DW),
-      .PIPE(1'b0),
-      .MUL_IN_REG(1'b0),
+      .PIPE(1'b1),
+      .MUL_IN_REG(1'b1),
       .BASE2(BASE2),
       .EXP_W(EXP_W),
       .EXP_F(EXP_F),
@@ -302,65 +393,110 @@ module hwa_attention_row #(
   ) u_exp (
       .clk(clk),
       .en (1'b1),
-      .d  (a_delta),
-      .e  (e_c)
+      .d  (h_delta),
+      .e  (e_u)
   );
-  logic b_new, c_new;
+  logic u_v, u_first, u_last, u_live, u_new;
+  hwa_delay #(
+      .W(5),
+      .L(ELAT)
+  ) u_ud (
+      .clk(clk),
+      .rst(rst),
+      .en (1'b1),
+      .d  ({pop, h_first, h_last, h_live, h_new}),
+      .q  ({u_v, u_first, u_last, u_live, u_new})
+  );
+  logic v_rd;  // read V so that it arrives in stage U with its key's E
+  hwa_delay #(
+      .W(1),
+      .L(ELAT - 1)
+  ) u_vrd (
+      .clk(clk),
+      .rst(rst),
+      .en (1'b1),
+      .d  (pop),
+      .q  (v_rd)
+  );
+  logic [VBW-1:0] vmem[VD];
+  logic [VA-1:0] v_wp, v_rp;
+  logic [VBW-1:0] v_u;
   always_ff @(posedge clk) begin
-    b_new <= a_new;
-    c_new <= b_new;
+    if (k_fire) vmem[v_wp] <= s_v_tdata;
+    if (v_rd) v_u <= vmem[v_rp];
+    if (rst) begin
+      v_wp <= '0;
+      v_rp <= '0;
+    end else begin
+      if (k_fire) v_wp <= v_wp + 1'b1;
+      if (v_rd) v_rp <= v_rp + 1'b1;
+    end
   end
 
-  // ---- stage D: the state update, the one-cycle loop -------------------------------------
+  // ---- stage U: the multipliers' operands; U -> F: products, rounding, the term -----------
   localparam logic [SUM_W-1:0] ONE = SUM_W'(1) << SUM_F;
-  logic d_live, d_first, d_last;
-  assign d_live = c_valid[5] && !c_mask[5];
-  assign d_first = c_first[5];
-  assign d_last = c_last[5];
-  // running sum, as hwa_softmax_online
-  logic [SUM_W-1:0] d_reg, d_cur, d_nxt;
-  logic signed [PW-1:0] de;
-  /* verilator lint_off UNUSEDSIGNAL */
-  logic signed [PW-1:0] de_r;  // d*E/2^EXP_F <= d: fits SUM_W bits
-  /* verilator lint_on UNUSEDSIGNAL */
-  assign d_cur = d_first ? (OFF_BY_ONE ? ONE : '0) : d_reg;
-  assign de = PW'(d_cur) * PW'(e_c);
-  hwa_round_shift #(
-      .IN_W (PW),
-      .SH_W (SW),
-      .OUT_W(PW),
-      .MODE (SUM_RND)
-  ) u_rescale (
-      .x (de),
-      .sh(SW'(EXP_F)),
-      .y (de_r)
-  );
-  always_comb begin
-    if (!d_live) d_nxt = d_cur;
-    else if (c_new) d_nxt = SUM_W'(de_r) + ONE;
-    else d_nxt = d_cur + (SUM_W'(e_c) << (SUM_F - EXP_F));
-  end
-  // accumulators: one shared multiplier per lane
+  localparam logic [SUM_W-1:0] D_START = OFF_BY_ONE ? ONE : '0;
+  logic [SUM_W-1:0] d_reg;
   logic signed [ACC_W-1:0] o_reg[DIM_V];
-  logic signed [ACC_W-1:0] o_nxt[DIM_V];
-  for (genvar i = 0; i < DIM_V; i++) begin : g_lane
-    logic signed [ACC_W-1:0] o_cur, v_al, mul_a, t_sat;
-    logic signed [MUL_W-1:0] prod, prod_r;
-    logic signed [ACC_W:0] sum;
-    logic [ACC_W-1:0] t_code, o_code;
-    assign o_cur = d_first ? '0 : o_reg[i];
-    assign v_al = ACC_W'($signed(v_pipe[CARRY-1][i*V_W+:V_W])) <<< V_SHIFT;
-    assign mul_a = c_new ? o_cur : v_al;
-    assign prod = MUL_W'(mul_a) * $signed({1'b0, e_c});
-    hwa_round_shift #(
-        .IN_W (MUL_W),
-        .SH_W (SW),
-        .OUT_W(MUL_W),
-        .MODE (ACC_RND)
-    ) u_ra (
-        .x (prod),
-        .sh(SW'(EXP_F)),
-        .y (prod_r)
+  logic f_v, f_first, f_last, f_live, f_new;
+  logic [EXP_W-1:0] e_f;
+  logic [VBW-1:0] v_f;
+  hwa_delay #(
+      .W(5 + EXP_W + VBW),
+      .L(UF)
+  ) u_uf (
+      .clk(clk),
+      .rst(rst),
+      .en (1'b1),
+      .d  ({u_v, u_first, u_last, u_live, u_new, e_u, v_u}),
+      .q  ({f_v, f_first, f_last, f_live, f_new, e_f, v_f})
+  );
+  // d: R_s(d*E) + ONE for a new max, ready in F
+  logic signed [PW-1:0] de;
+  logic [SUM_W-1:0] dq, d_resc;
+  logic d_inc;
+  hwa_mul_pipe #(
+      .A_W(SUM_W + 1),
+      .B_W(EXP_W),
+      .B_SIGNED(1'b0),
+      .P_W(PW),
+      .IN_REG(1'b1)
+  ) u_de (
+      .clk(clk),
+      .en (1'b1),
+      .a  ($signed({1'b0, u_first ? D_START : d_reg})),
+      .b  (e_u),
+      .p  (de)
+  );
+  always_ff @(posedge clk) begin
+    dq <= SUM_W'(de >>> EXP_F);  // d*E/2^EXP_F <= d: fits SUM_W bits
+    d_inc <= hwa_pkg::round_up(SUM_RND, de[EXP_F-1] & (|de[EXP_F-2:0]),
+                               de[EXP_F-1] & ~(|de[EXP_F-2:0]), |de[EXP_F-1:0], 1'b0,
+                               de[EXP_F]);
+    d_resc <= dq + ONE + SUM_W'(d_inc);
+  end
+  // o lanes: one multiplier each, o*E (a new max) or (v << V_SHIFT)*E
+  logic signed [ACC_W-1:0] t_f[DIM_V];
+  for (genvar i = 0; i < DIM_V; i++) begin : g_mul
+    logic signed [ACC_W-1:0] o_cur, mul_a;
+    logic signed [MUL_W-1:0] prod;
+    logic signed [MUL_W-1:0] q1, r1;
+    logic inc1;
+    logic [ACC_W-1:0] t_code;
+    assign o_cur = u_first ? '0 : o_reg[i];
+    assign mul_a = u_new ? o_cur : ACC_W'($signed(v_u[i*V_W+:V_W])) <<< V_SHIFT;
+    hwa_mul_pipe #(
+        .A_W(ACC_W),
+        .B_W(EXP_W),
+        .B_SIGNED(1'b0),
+        .P_W(MUL_W),
+        .IN_REG(1'b1)
+    ) u_oe (
+        .clk(clk),
+        .en (1'b1),
+        .a  (mul_a),
+        .b  (e_u),
+        .p  (prod)
     );
     hwa_sat #(
         .IN_W      (MUL_W),
@@ -368,11 +504,37 @@ module hwa_attention_row #(
         .OUT_SIGNED(1'b1),
         .OVF       (hwa_pkg::OVF_SAT)
     ) u_ra_sat (
-        .x(prod_r),
+        .x(r1),
         .y(t_code)
     );
-    assign t_sat = $signed(t_code);
-    assign sum = (ACC_W + 1)'(t_sat) + (ACC_W + 1)'(c_new ? v_al : o_cur);
+    assign r1 = q1 + MUL_W'(inc1);
+    always_ff @(posedge clk) begin
+      q1 <= prod >>> EXP_F;
+      inc1 <= hwa_pkg::round_up(ACC_RND, prod[EXP_F-1] & (|prod[EXP_F-2:0]),
+                                prod[EXP_F-1] & ~(|prod[EXP_F-2:0]), |prod[EXP_F-1:0],
+                                prod[MUL_W-1], prod[EXP_F]);
+      t_f[i] <= $signed(t_code);
+    end
+  end
+
+  // ---- stage F: the state update, the one-cycle loop -------------------------------------
+  logic d_live;
+  logic [SUM_W-1:0] d_cur, d_nxt;
+  assign d_live = f_v && f_live;
+  assign d_cur = f_first ? D_START : d_reg;
+  always_comb begin
+    if (!d_live) d_nxt = d_cur;
+    else if (f_new) d_nxt = d_resc;
+    else d_nxt = d_cur + (SUM_W'(e_f) << (SUM_F - EXP_F));
+  end
+  logic signed [ACC_W-1:0] o_nxt[DIM_V];
+  for (genvar i = 0; i < DIM_V; i++) begin : g_lane
+    logic signed [ACC_W-1:0] o_cur, v_al;
+    logic signed [ACC_W:0] sum;
+    logic [ACC_W-1:0] o_code;
+    assign o_cur = f_first ? '0 : o_reg[i];
+    assign v_al = ACC_W'($signed(v_f[i*V_W+:V_W])) <<< V_SHIFT;
+    assign sum = (ACC_W + 1)'(t_f[i]) + (ACC_W + 1)'(f_new ? v_al : o_cur);
     hwa_sat #(
         .IN_W      (ACC_W + 1),
         .OUT_W     (ACC_W),
@@ -384,29 +546,35 @@ module hwa_attention_row #(
     );
     assign o_nxt[i] = d_live ? $signed(o_code) : o_cur;
   end
-  logic row_v, row_any;
+  logic row_v, row_any, live_seen;
   always_ff @(posedge clk) begin
-    if (c_valid[5]) begin
+    if (f_v) begin
       d_reg <= d_nxt;
       for (int i = 0; i < DIM_V; i++) o_reg[i] <= o_nxt[i];
+      live_seen <= (f_first ? OFF_BY_ONE : live_seen) || d_live;
     end
+    if (f_v && f_last) row_any <= (f_first ? OFF_BY_ONE : live_seen) || d_live;
     if (rst) row_v <= 1'b0;
-    else row_v <= c_valid[5] && d_last;
+    else row_v <= f_v && f_last;
   end
-  // "any live key in the row": tracked in stage D itself (stage A's flag runs ahead)
-  logic live_seen;
+`ifndef SYNTHESIS
+  // a rescale reads the state: nothing may be between U and F when it enters U
+  logic [UF-1:0] uf_busy;
   always_ff @(posedge clk) begin
-    if (c_valid[5]) live_seen <= (d_first ? OFF_BY_ONE : live_seen) || d_live;
-    if (c_valid[5] && d_last) row_any <= (d_first ? OFF_BY_ONE : live_seen) || d_live;
+    if (rst) uf_busy <= '0;
+    else uf_busy <= {uf_busy[UF-2:0], u_v};
+    if (!rst && u_v && u_new && !u_first && (uf_busy != '0 || f_v))
+      $error("hwa_attention_row %m: a rescale entered U with keys in flight");
   end
+`endif
 
-  // ---- per row: r = 1/d; o and "any" travel alongside -------------------------------------
+  // ---- per row: r = 1/d; the row's o and "any" wait in the o queue ------------------------
   logic r_v;
   logic [R_W-1:0] r_val;
   hwa_recip #(
       .D_W(SUM_W),
-      .PIPE(1'b0),
-      .MUL_IN_REG(1'b0),
+      .PIPE(1'b1),
+      .MUL_IN_REG(1'b1),
       .D_F(SUM_F),
       .R_W(R_W),
       .R_F(R_F),
@@ -425,51 +593,49 @@ module hwa_attention_row #(
       .out_valid(r_v),
       .r(r_val)
   );
-  logic [RLAT-1:0] any_pipe;
-  always_ff @(posedge clk) any_pipe <= {any_pipe[RLAT-2:0], row_any};
+  logic [OW-1:0] o_row;
+  for (genvar i = 0; i < DIM_V; i++) begin : g_orow
+    assign o_row[i*ACC_W+:ACC_W] = o_reg[i];
+  end
+  logic [OW-1:0] o_head;
+  logic any_head, beat_last;
+  logic oq_v;  // the row is there whenever its 1/d is (it entered RLAT cycles earlier)
+  hwa_fifo #(
+      .W(OW + 1),
+      .DEPTH(OUTQ)
+  ) u_oq (
+      .clk(clk),
+      .rst(rst),
+      .in_v(row_v),
+      .in_d({row_any, o_row}),
+      .out_v(oq_v),
+      .out_rdy(beat_last),
+      .out_d({any_head, o_head})
+  );
 
   // ---- y = cast_out(o * r), OUT_LANES lanes per cycle, into the output queue --------------
-  // The row's o leaves the state in lane groups of OUT_LANES: group g through a delay line
-  // of RLAT + g stages (no reset, so shift-register LUTs), read in beat g = g cycles after
-  // r arrives; r and "any" are held for beats 1..BEATS-1. Rows' last keys are >= BEATS
-  // cycles apart (gap), so r never arrives while a row is still being multiplied. Beat g
-  // writes its lanes straight into slice g of the output queue's entry.
+  // beat g multiplies lane group g, g cycles after r arrives; r is held for beats
+  // 1..BEATS-1. Rows' last keys left the key queue >= BEATS cycles apart (gap), so r never
+  // arrives while a row is still being multiplied.
   localparam int LW = OUT_LANES * ACC_W;  // o lanes of one beat
   localparam int YB = OUT_LANES * Y_W;  // y lanes of one beat
   localparam int BA = (BEATS > 1) ? $clog2(BEATS) : 1;
-  logic [LW-1:0] o_grp[BEATS];
-  for (genvar g = 0; g < BEATS; g++) begin : g_dl
-    logic [LW-1:0] dl[RLAT+g];
-    always_ff @(posedge clk) begin
-      for (int i = 0; i < OUT_LANES; i++) dl[0][i*ACC_W+:ACC_W] <= o_reg[g*OUT_LANES+i];
-      for (int s = 1; s < RLAT + g; s++) dl[s] <= dl[s-1];
-    end
-    assign o_grp[g] = dl[RLAT+g-1];
-  end
   logic [BA-1:0] beat;  // lane group multiplied in this cycle
-  logic beat_v, beat_last;
+  logic beat_v;
   logic [LW-1:0] o_beat;
   logic [R_W-1:0] r_beat;
-  logic any_beat;
-  logic [YB-1:0] y_beat;
   if (BEATS == 1) begin : g_par
     assign beat = '0;
     assign beat_v = r_v;
     assign r_beat = r_val;
-    assign any_beat = any_pipe[RLAT-1];
   end else begin : g_ser
     logic [BA-1:0] nxt;  // the next beat of the row being multiplied, 0: none
     logic [R_W-1:0] r_hold;
-    logic any_hold;
     assign beat = r_v ? '0 : nxt;
     assign beat_v = r_v || nxt != '0;
     assign r_beat = r_v ? r_val : r_hold;
-    assign any_beat = r_v ? any_pipe[RLAT-1] : any_hold;
     always_ff @(posedge clk) begin
-      if (r_v) begin
-        r_hold <= r_val;
-        any_hold <= any_pipe[RLAT-1];
-      end
+      if (r_v) r_hold <= r_val;
       if (rst) nxt <= '0;
       else if (beat_v) nxt <= (beat == BA'(BEATS - 1)) ? '0 : beat + 1'b1;
     end
@@ -478,23 +644,54 @@ module hwa_attention_row #(
       if (!rst && r_v && nxt != '0) $error("hwa_attention_row %m: a row's 1/d arrived early");
 `endif
   end
-  assign o_beat = o_grp[beat];
+  assign o_beat = o_head[beat*LW+:LW];
+`ifndef SYNTHESIS
+  always_ff @(posedge clk)
+    if (!rst && beat_v && !oq_v) $error("hwa_attention_row %m: a 1/d with no row in the o queue");
+`endif
   assign beat_last = beat_v && beat == BA'(BEATS - 1);
+  logic y_v, y_any;
+  logic [BA-1:0] y_beat_i;
+  hwa_delay #(
+      .W(3 + BA),
+      .L(OLAT)
+  ) u_yd (
+      .clk(clk),
+      .rst(rst),
+      .en (1'b1),
+      .d  ({beat_v, beat_last, any_head, beat}),
+      .q  ({y_v, y_last, y_any, y_beat_i})
+  );
+  logic [YB-1:0] y_beat;
   for (genvar i = 0; i < OUT_LANES; i++) begin : g_out
     logic signed [YP_W-1:0] yp;
     logic signed [YRW-1:0] ysh;
     logic [Y_W-1:0] ycode;
-    assign yp = YP_W'($signed(o_beat[i*ACC_W+:ACC_W])) * $signed({1'b0, r_beat});
+    hwa_mul_pipe #(
+        .A_W(ACC_W),
+        .B_W(R_W),
+        .B_SIGNED(1'b0),
+        .P_W(YP_W),
+        .IN_REG(1'b1)
+    ) u_or (
+        .clk(clk),
+        .en (1'b1),
+        .a  ($signed(o_beat[i*ACC_W+:ACC_W])),
+        .b  (r_beat),
+        .p  (yp)
+    );
     if (Y_SHIFT > 0) begin : g_rs
-      hwa_round_shift #(
+      hwa_round_shift_pipe #(
           .IN_W (YP_W),
           .SH_W (SW),
           .OUT_W(YRW),
           .MODE (Y_RND)
       ) u_y (
-          .x (yp),
-          .sh(SW'(Y_SHIFT)),
-          .y (ysh)
+          .clk(clk),
+          .en (1'b1),
+          .x  (yp),
+          .sh (SW'(Y_SHIFT)),
+          .y  (ysh)
       );
     end else begin : g_ls
       assign ysh = YRW'(yp) <<< (-Y_SHIFT);
@@ -508,16 +705,17 @@ module hwa_attention_row #(
         .x(ysh),
         .y(ycode)
     );
-    assign y_beat[i*Y_W+:Y_W] = any_beat ? ycode : '0;
+    always_ff @(posedge clk) y_beat[i*Y_W+:Y_W] <= ycode;
   end
 
-  // output queue: OUTQ rows, one slice per lane group
+  // output queue: OUTQ rows, one slice per lane group (y_beat is the cast of the beat
+  // OLAT - 1 cycles ago, registered; a fully masked row writes zeros)
   logic [QA-1:0] q_wr, q_rd;
   logic q_pop;
   assign q_pop = m_axis_tvalid && m_axis_tready;
   for (genvar g = 0; g < BEATS; g++) begin : g_q
     logic [YB-1:0] mem[OUTQ];
-    always_ff @(posedge clk) if (beat_v && beat == BA'(g)) mem[q_wr] <= y_beat;
+    always_ff @(posedge clk) if (y_v && y_beat_i == BA'(g)) mem[q_wr] <= y_any ? y_beat : '0;
     assign m_axis_tdata[g*YB+:YB] = mem[q_rd];
   end
   always_ff @(posedge clk) begin
@@ -527,10 +725,10 @@ module hwa_attention_row #(
       occ <= '0;
       inflight <= '0;
     end else begin
-      if (beat_last) q_wr <= q_wr + 1'b1;
+      if (y_last) q_wr <= q_wr + 1'b1;
       if (q_pop) q_rd <= q_rd + 1'b1;
-      occ <= occ + (QA + 1)'(beat_last) - (QA + 1)'(q_pop);
-      inflight <= inflight + (QA + 1)'(k_fire && s_k_tlast) - (QA + 1)'(beat_last);
+      occ <= occ + (QA + 1)'(y_last) - (QA + 1)'(q_pop);
+      inflight <= inflight + (QA + 1)'(k_fire && s_k_tlast) - (QA + 1)'(y_last);
     end
   end
   assign m_axis_tvalid = occ != 0;
