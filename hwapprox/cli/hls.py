@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 import numpy as np
@@ -11,6 +13,8 @@ from hwapprox.approx.base import SpecError
 from hwapprox.fixed import FixedPointError
 
 __all__ = ["hls_group"]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _prepare(  # type: ignore[no-untyped-def]
@@ -192,19 +196,46 @@ _IO = click.option(
 )
 
 
+_OUTPUT = click.option("-o", "--output", "output", type=click.Path(path_type=Path), required=True)
+_FORCE = click.option("--force", is_flag=True, help="Write into a non-empty output directory.")
+
+
+def _project_options(*, io: bool = True) -> Callable[[F], F]:
+    """The options every project command takes (model, config, calibration, output,
+    backend, [IOType,] attention schedule, target), in help order."""
+    stack = [_MODEL, _CONFIG, _INPUTS, _WIDTH, _RANGE, _OUTPUT, _BACKEND]
+    stack += [_IO] if io else []
+    stack += [_ATTENTION, _BOARD, _PART]
+
+    def apply(fn: F) -> F:
+        for deco in reversed(stack):
+            fn = deco(fn)
+        return fn
+
+    return apply
+
+
+def _vendor_tool_or_exit(backend: str, what: str, tail: str) -> str:
+    """The backend's HLS executable; exit 2 naming it (``what`` is the command's
+    name, ``tail`` what stands instead) when it is not on PATH."""
+    import shutil
+
+    tool = _VENDOR_TOOL[backend]
+    if shutil.which(tool) is None:
+        other = "Vitis" if backend == "Vivado" else "Vivado"
+        click.echo(
+            f"{what}: {tool!r} (needed by the hls4ml {backend} backend) is not on PATH; "
+            "install the AMD tools and source their settings script, or use "
+            f"--backend {other} if that tool is installed. {tail}",
+            err=True,
+        )
+        raise SystemExit(2)
+    return tool
+
+
 @hls_group.command("project")
-@_MODEL
-@_CONFIG
-@_INPUTS
-@_WIDTH
-@_RANGE
-@click.option("-o", "--output", "output", type=click.Path(path_type=Path), required=True)
-@_BACKEND
-@_IO
-@_ATTENTION
-@_BOARD
-@_PART
-@click.option("--force", is_flag=True, help="Write into a non-empty output directory.")
+@_project_options()
+@_FORCE
 def project_cmd(
     model: Path,
     config: Path | None,
@@ -245,20 +276,10 @@ def project_cmd(
 
 
 @hls_group.command("csim")
-@_MODEL
-@_CONFIG
-@_INPUTS
-@_WIDTH
-@_RANGE
-@click.option("-o", "--output", "output", type=click.Path(path_type=Path), required=True)
-@_BACKEND
-@_IO
-@_ATTENTION
-@_BOARD
-@_PART
+@_project_options()
 @click.option("--samples", default=8, show_default=True, help="Random input samples.")
 @click.option("--seed", default=0, show_default=True)
-@click.option("--force", is_flag=True, help="Write into a non-empty output directory.")
+@_FORCE
 @click.option(
     "--build",
     is_flag=True,
@@ -321,18 +342,9 @@ def csim_cmd(
 
 def _vendor_build(hmodel, backend: str, out: Path) -> None:  # type: ignore[no-untyped-def]
     """Run hls4ml's vendor flow (C synthesis); exit 2 when its executable is not on PATH."""
-    import shutil
-
-    tool = _VENDOR_TOOL[backend]
-    if shutil.which(tool) is None:
-        click.echo(
-            f"--build: {tool!r} (needed by the hls4ml {backend} backend) is not on PATH; "
-            "install the AMD tools and source their settings script, or use "
-            f"--backend {'Vitis' if backend == 'Vivado' else 'Vivado'} if that tool is installed. "
-            "Not synthesised; the C-simulation result above stands.",
-            err=True,
-        )
-        raise SystemExit(2)
+    tool = _vendor_tool_or_exit(
+        backend, "--build", "Not synthesised; the C-simulation result above stands."
+    )
     import json
 
     from hwapprox.hls.project import csynth_summary
@@ -362,17 +374,8 @@ def _vendor_build(hmodel, backend: str, out: Path) -> None:  # type: ignore[no-u
 
 
 @hls_group.command("cosim")
-@_MODEL
-@_CONFIG
-@_INPUTS
-@_WIDTH
-@_RANGE
-@click.option("-o", "--output", "output", type=click.Path(path_type=Path), required=True)
-@_BACKEND
-@_ATTENTION
-@_BOARD
-@_PART
-@click.option("--force", is_flag=True, help="Write into a non-empty output directory.")
+@_project_options(io=False)
+@_FORCE
 def cosim_cmd(
     model: Path,
     config: Path | None,
@@ -395,18 +398,9 @@ def cosim_cmd(
     hwapprox.rtl_sim.tb.token_test is not built yet, so it then stops with exit 2
     naming the generated RTL directory. That path is untested here (no vendor tool).
     """
-    import shutil
-
-    tool = _VENDOR_TOOL[backend]
-    if shutil.which(tool) is None:
-        click.echo(
-            f"cosim: {tool!r} (needed by the hls4ml {backend} backend to generate the block's "
-            "RTL) is not on PATH; install the AMD tools and source their settings script, or "
-            f"use --backend {'Vitis' if backend == 'Vivado' else 'Vivado'} if that tool is "
-            "installed. For the project's own RTL of the block use 'hwapprox rtl block'.",
-            err=True,
-        )
-        raise SystemExit(2)
+    tool = _vendor_tool_or_exit(
+        backend, "cosim", "For the project's own RTL of the block use 'hwapprox rtl block'."
+    )
     from hwapprox.hls.project import convert
 
     part, clock = _target(board, part)
