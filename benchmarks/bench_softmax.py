@@ -36,6 +36,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from hwapprox.approx.base import ApproxSpec
 from hwapprox.approx.costmodel import estimate
 from hwapprox.approx.registry import get_method, make_spec
 from hwapprox.approx.softmax import OnlineSoftmax, SoftmaxSpec, stable_softmax
@@ -172,21 +173,37 @@ def table_hard(rows: int) -> None:
         "from `out_fmt` and `row_max = N` (`online_formats`). Cells: all outputs "
         "(saturated ones included) / outputs below the largest code.\n"
     )
+    _hard_grid(
+        rows,
+        lambda out, n: (
+            OnlineSoftmax(out_fmt=out, row_max=n),
+            OnlineSoftmax(out_fmt=out, row_max=n, **OLD_ONLINE),  # type: ignore[arg-type]
+        ),
+    )
+
+
+def _hard_grid(
+    rows: int,
+    specs: Callable[[str, int], tuple[ApproxSpec, ApproxSpec]],
+    before_ok: Callable[[int], bool] = lambda n: True,
+) -> None:
+    """The hard-row table body: per output width W and row length N, ``specs(out_fmt,
+    N)`` = (after, before), each hard kind's max LSB error before -> after (``--`` where
+    ``before_ok(N)`` is false) / after below the largest code; then the worst after."""
     print("| W | N | " + " | ".join(HARD_KINDS) + " |")
     print("|---|---|" + "---|" * len(HARD_KINDS))
     worst = 0.0
     for w in HARD_WIDTHS:
         out = f"ap_ufixed<{w},0,AP_RND,AP_SAT>"
         for n in HARD_NS:
-            new = OnlineSoftmax(out_fmt=out, row_max=n)
-            old = OnlineSoftmax(out_fmt=out, row_max=n, **OLD_ONLINE)  # type: ignore[arg-type]
+            new, old = specs(out, n)
             xs = hard_softmax_rows(new.in_fmt, n, np.random.default_rng(w * 7919 + n), rows=rows)
             cells = []
             for k in HARD_KINDS:
-                b, _ = _hard_lsb(old, xs[k])
+                bs = f"{_hard_lsb(old, xs[k])[0]:.2f}" if before_ok(n) else "--"
                 a, a_ns = _hard_lsb(new, xs[k])
                 worst = max(worst, a)
-                cells.append(f"{b:.2f} -> {a:.2f} / {a_ns:.2f}")
+                cells.append(f"{bs} -> {a:.2f} / {a_ns:.2f}")
             print(f"| {w} | {n} | " + " | ".join(cells) + " |")
     print(f"\nWorst after: {worst:.3f} LSB.\n")
 
@@ -228,23 +245,14 @@ def table_hard_softermax(rows: int) -> None:
         "derived from `out_fmt` and `row_max = N` (`softermax_formats`). Cells: all "
         "outputs (saturated ones included) / outputs below the largest code.\n"
     )
-    print("| W | N | " + " | ".join(HARD_KINDS) + " |")
-    print("|---|---|" + "---|" * len(HARD_KINDS))
-    worst = 0.0
-    for w in HARD_WIDTHS:
-        out = f"ap_ufixed<{w},0,AP_RND,AP_SAT>"
-        for n in HARD_NS:
-            new = make_spec("softmax", "softermax", out_fmt=out, row_max=n)
-            old = make_spec("softmax", "softermax", out_fmt=out, row_max=n, **OLD_SOFTERMAX)
-            xs = hard_softmax_rows(new.in_fmt, n, np.random.default_rng(w * 7919 + n), rows=rows)
-            cells = []
-            for k in HARD_KINDS:
-                bs = f"{_hard_lsb(old, xs[k])[0]:.2f}" if n <= 2047 else "--"
-                a, a_ns = _hard_lsb(new, xs[k])
-                worst = max(worst, a)
-                cells.append(f"{bs} -> {a:.2f} / {a_ns:.2f}")
-            print(f"| {w} | {n} | " + " | ".join(cells) + " |")
-    print(f"\nWorst after: {worst:.3f} LSB.\n")
+    _hard_grid(
+        rows,
+        lambda out, n: (
+            make_spec("softmax", "softermax", out_fmt=out, row_max=n),
+            make_spec("softmax", "softermax", out_fmt=out, row_max=n, **OLD_SOFTERMAX),
+        ),
+        before_ok=lambda n: n <= 2047,
+    )
 
 
 def table_hard_cost_softermax() -> None:
