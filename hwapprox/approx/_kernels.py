@@ -29,20 +29,25 @@ __all__ = [
     "affine_rows",
     "available",
     "cast_params",
+    "codes_in_range",
     "codes_to_float",
     "count_outside",
     "enabled",
     "err_stats",
     "hist_moments_f32",
+    "hls4ml_rows",
+    "ibert_rows",
     "memo_lookup",
     "online_out",
     "online_state",
     "quantize_f32",
     "quantize_gather",
     "rounded_dot_sums",
+    "rsqrt_rows",
     "scale_affine_rows",
     "softermax_out",
     "softermax_sum",
+    "whole_rows",
 ]
 
 #: switch the kernels off (tests compare both paths; a user may too)
@@ -240,6 +245,20 @@ def _memo_lookup(x: Any, memo: Any, lo: int, hi: int, out: Any) -> bool:
 
 
 memo_lookup = njit(cache=True, nogil=True)(_memo_lookup) if njit is not None else _memo_lookup
+
+
+def _codes_in_range(x: Any, lo: int, hi: int) -> bool:
+    """True when every element of 1-D ``x`` lies in ``[lo, hi]``: one pass, where
+    ``x.min() >= lo and x.max() <= hi`` takes two. Branch-free: it vectorises."""
+    bad = 0
+    for i in range(x.shape[0]):
+        bad += (x[i] < lo) | (x[i] > hi)
+    return bad == 0
+
+
+codes_in_range = (
+    njit(cache=True, nogil=True)(_codes_in_range) if njit is not None else _codes_in_range
+)
 
 
 def _quantize_f32(x: Any, scale: float, lo: float, hi: float, rnd: bool, out: Any) -> bool:
@@ -548,3 +567,211 @@ def _rounded_dot_sums(a: Any, bt: Any, acc: Any, h: int, d: int) -> None:
 rounded_dot_sums = (
     njit(cache=True, nogil=True)(_rounded_dot_sums) if njit is not None else _rounded_dot_sums
 )
+
+
+# -- LayerNorm whole rows ------------------------------------------------------------------
+# One compiled call per spec: per row the statistics pass(es), the per-row scalars and the
+# output stage (the affine stage above, written out again for numba's vectoriser), each
+# row read from cache after its first pass. The integers are those of the models' numpy
+# paths (tests/test_model_fastpath.py compares the two, and with the output-stage-only
+# path before these kernels). :data:`whole_rows` switches only these kernels off.
+
+#: switch the whole-row LayerNorm kernels off (the output-stage kernels stay): the path
+#: before them, which the fast-path tests compare with
+whole_rows = True
+
+
+def _bitlen(v: int) -> int:
+    """``int.bit_length`` of ``v >= 0`` (0 -> 0)."""
+    n = 0
+    while v > 0:
+        v >>= 1
+        n += 1
+    return n
+
+
+bitlen = njit(cache=True, nogil=True)(_bitlen) if njit is not None else _bitlen
+
+
+def _rsqrt_rows(
+    x: Any, k_rms: int, center: bool, gb: int, eps_nn: int, p: int, tb: int, table: Any,
+    newton: int, fz: int, g: Any, has_g: bool, g_sh: int, b: Any, has_b: bool, b_sh: int,
+    shift: int, half: int, lo: int, hi: int, wrap: int, out: Any,
+) -> bool:  # fmt: skip
+    """``rsqrt_lut`` / ``rmsnorm`` per row (:class:`RsqrtLutLayerNorm`'s docstring):
+    ``S2 = Σ_(j<k) X²``, ``S1 = ΣX`` (0 without ``center``), ``De = ((k·S2 - S1²) << G)
+    + eps_nn`` (``eps_nn = k²·eps_q``), ``2k' = 2·((bitlen(De) - 1) >> 1)``, the mantissa
+    ``m``, ``y = rsqrt_norm(m)`` (table, ``newton`` steps), ``sh = P + k' - G/2 - Fz``;
+    then per element ``Z = round_half_up((X·k·y - S1·y) / 2^sh)`` and the affine stage.
+    False (``out`` then partly written) where a row's ``|sh| >= 63``: the caller takes
+    its numpy path."""
+    hb = 1 << (tb - 1)
+    for i in range(x.shape[0]):
+        s1 = 0
+        s2 = 0
+        for j in range(k_rms):
+            s2 += x[i, j] * x[i, j]
+        if center:
+            for j in range(x.shape[1]):
+                s1 += x[i, j]
+        de = ((k_rms * s2 - s1 * s1) << gb) + eps_nn
+        k = (bitlen(de) - 1) >> 1
+        e = 2 * k - p
+        m = de >> e if e >= 0 else de << -e
+        h = m >> (p + 1)
+        y = table[(h << (tb - 1)) + ((m >> (p + h - (tb - 1))) & (hb - 1))]
+        for _ in range(newton):
+            sq = (y * y) >> p
+            t = (m * sq) >> p
+            y = (y * ((3 << p) - t)) >> (p + 1)
+        s = p + k - gb // 2 - fz
+        if s <= -63 or s >= 63:
+            return False
+        c1 = k_rms * y
+        c0 = s1 * y
+        zh = (1 << (s - 1)) if s > 0 else 0
+        for j in range(x.shape[1]):
+            a = x[i, j] * c1 - c0
+            z = (a + zh) >> s if s >= 0 else a << -s
+            acc = z * g[j] if has_g else z << g_sh
+            if has_b:
+                acc += b[j] << b_sh
+            v = (acc + half) >> shift
+            if wrap > 0:
+                out[i, j] = (v << wrap) >> wrap
+            else:
+                out[i, j] = lo if v < lo else (hi if v > hi else v)
+    return True
+
+
+def _ibert_rows(
+    x: Any, ivit: bool, shift0: int, iters: int, sqrtn: int, zs: int, g: Any, has_g: bool,
+    g_sh: int, b: Any, has_b: bool, b_sh: int, shift: int, half: int, lo: int, hi: int,
+    wrap: int, out: Any,
+) -> None:  # fmt: skip
+    """I-BERT (``ivit`` False) / I-ViT LayerNorm per row (:class:`IBertLayerNorm`'s
+    docstring): ``mean = round(ΣX / N)`` ties to even, ``y = X - mean``; I-BERT:
+    ``var = Σ (y >> s)²`` with the smallest ``s >= max(shift0, need)`` giving ``var <
+    2^32``, ``std = isqrt(var)·2^s`` (Newton from ``2^ceil(bits/2)``, stop when it stops
+    falling), ``factor = 2^31 // std`` (0 for std 0); I-ViT: ``std`` = ``iters`` Newton
+    steps from 2^16 on ``Σy²``, ``factor = (2^31 - 1) // std`` (std >= 1 for ``iters <=
+    16``). Per element ``Z = (((y·factor) >> 1)·sqrtn + 2^(zs-1)) >> zs`` (``zs >= 1``)
+    and the affine stage."""
+    n = x.shape[1]
+    lim = 1 << 32
+    for i in range(x.shape[0]):
+        s1 = 0
+        for j in range(n):
+            s1 += x[i, j]
+        q = s1 // n
+        twice = 2 * (s1 - q * n)
+        mean = q + 1 if (twice > n or (twice == n and (q & 1) == 1)) else q
+        var0 = 0
+        for j in range(n):
+            yj = x[i, j] - mean
+            var0 += yj * yj
+        if ivit:
+            kk = 1 << 16
+            for _ in range(iters):
+                kk = (kk + var0 // kk) >> 1
+            factor = ((1 << 31) - 1) // kk
+        else:
+            need = (bitlen(var0 - 1 if var0 > 0 else 0) - 32 + 1) >> 1
+            s = max(shift0, need, 0)
+            while True:
+                var = 0
+                for j in range(n):
+                    ys = (x[i, j] - mean) >> s
+                    var += ys * ys
+                if var < lim:
+                    break
+                s += 1
+            root = 0
+            if var > 0:
+                root = 1 << ((bitlen(var) + 1) >> 1)
+                while True:
+                    nxt = (root + var // root) >> 1
+                    if nxt >= root:
+                        break
+                    root = nxt
+            std = root << s
+            factor = (1 << 31) // std if std > 0 else 0
+        zh = 1 << (zs - 1)
+        for j in range(n):
+            z = ((((x[i, j] - mean) * factor) >> 1) * sqrtn + zh) >> zs
+            acc = z * g[j] if has_g else z << g_sh
+            if has_b:
+                acc += b[j] << b_sh
+            v = (acc + half) >> shift
+            if wrap > 0:
+                out[i, j] = (v << wrap) >> wrap
+            else:
+                out[i, j] = lo if v < lo else (hi if v > hi else v)
+
+
+def _acc_cast(v: int, sat: bool, a_lo: int, a_hi: int, a_wrap: int) -> int:
+    """An ``accum_t`` overflow: clip to ``[a_lo, a_hi]`` (AP_SAT) or keep the low bits,
+    sign-extended (signed AP_WRAP, ``a_wrap = 64 - W``)."""
+    if sat:
+        return a_lo if v < a_lo else (a_hi if v > a_hi else v)
+    return (v << a_wrap) >> a_wrap
+
+
+acc_cast = njit(cache=True, nogil=True)(_acc_cast) if njit is not None else _acc_cast
+
+
+def _hls4ml_rows(
+    x: Any, x_sh: int, sat: bool, a_lo: int, a_hi: int, a_wrap: int, fa: int, a_half: int,
+    k_inv: int, tscale: int, table: Any, g: Any, b: Any, b_sh: int, shift: int, half: int,
+    lo: int, hi: int, wrap: int, out: Any,
+) -> None:  # fmt: skip
+    """hls4ml 1.3 ``layernorm_1d`` per row (:class:`Hls4mlLayerNorm`'s docstring), every
+    ``accum_t`` assignment as :func:`_acc_cast` after ``(v + a_half) >> fa`` where it
+    drops ``fa`` fraction bits: ``xa = X << x_sh`` (a cast that cannot overflow),
+    ``sum = Σ xa`` (overflow after every addition; for AP_WRAP once at the end, the
+    same integer), ``mean = acc((sum·k_inv + a_half) >> fa)``, ``d = acc(xa - mean)``,
+    ``sum2 = Σ acc((d² + a_half) >> fa)``, ``var`` as ``mean``, ``index = clamp((var·
+    tscale) >> fa, 0, size - 1)``, ``r = table[index]``; per element ``acc = d·r·g[j] +
+    (b[j] << b_sh)`` and the output cast."""
+    n = x.shape[1]
+    top = table.shape[0] - 1
+    for i in range(x.shape[0]):
+        sm = 0
+        for j in range(n):
+            sm = sm + (x[i, j] << x_sh)
+            if sat:
+                sm = acc_cast(sm, sat, a_lo, a_hi, a_wrap)
+        sm = acc_cast(sm, sat, a_lo, a_hi, a_wrap)
+        mean = acc_cast((sm * k_inv + a_half) >> fa, sat, a_lo, a_hi, a_wrap)
+        s2 = 0
+        for j in range(n):
+            d = acc_cast((x[i, j] << x_sh) - mean, sat, a_lo, a_hi, a_wrap)
+            s2 = s2 + acc_cast((d * d + a_half) >> fa, sat, a_lo, a_hi, a_wrap)
+            if sat:
+                s2 = acc_cast(s2, sat, a_lo, a_hi, a_wrap)
+        s2 = acc_cast(s2, sat, a_lo, a_hi, a_wrap)
+        var = acc_cast((s2 * k_inv + a_half) >> fa, sat, a_lo, a_hi, a_wrap)
+        idx = (var * tscale) >> fa
+        idx = 0 if idx < 0 else (top if idx > top else idx)
+        r = table[idx]
+        for j in range(n):
+            d = (x[i, j] << x_sh) - mean
+            if sat:
+                d = a_lo if d < a_lo else (a_hi if d > a_hi else d)
+            else:
+                d = (d << a_wrap) >> a_wrap
+            v = (d * r * g[j] + (b[j] << b_sh) + half) >> shift
+            if wrap > 0:
+                out[i, j] = (v << wrap) >> wrap
+            else:
+                out[i, j] = lo if v < lo else (hi if v > hi else v)
+
+
+if njit is not None:
+    rsqrt_rows = njit(cache=True, nogil=True)(_rsqrt_rows)
+    ibert_rows = njit(cache=True, nogil=True)(_ibert_rows)
+    hls4ml_rows = njit(cache=True, nogil=True)(_hls4ml_rows)
+else:  # pragma: no cover
+    rsqrt_rows = _rsqrt_rows
+    ibert_rows = _ibert_rows
+    hls4ml_rows = _hls4ml_rows
