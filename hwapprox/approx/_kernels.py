@@ -756,10 +756,8 @@ def _hls4ml_rows(
         r = table[idx]
         for j in range(n):
             d = (x[i, j] << x_sh) - mean
-            if sat:
-                d = a_lo if d < a_lo else (a_hi if d > a_hi else d)
-            else:
-                d = (d << a_wrap) >> a_wrap
+            dw = (d << a_wrap) >> a_wrap
+            d = (a_lo if d < a_lo else (a_hi if d > a_hi else d)) if sat else dw
             v = (d * r * g[j] + (b[j] << b_sh) + half) >> shift
             if wrap > 0:
                 out[i, j] = (v << wrap) >> wrap

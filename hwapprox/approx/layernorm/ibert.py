@@ -17,8 +17,8 @@ from hwapprox.approx.hwparams import overflow_code, raw_width, rounding_code, sb
 from hwapprox.approx.intmath import bit_length
 from hwapprox.approx.layernorm._common import (
     RawArray,
-    _check_norm_bits,
     _affine_kernel_args,
+    _check_norm_bits,
     _LayerNormSpec,
     _round_div_even,
     _round_half_up_shift,
