@@ -28,6 +28,7 @@ except ImportError:  # pragma: no cover - exercised where numba is missing
 __all__ = [
     "affine_rows",
     "available",
+    "bitlen",
     "cast_params",
     "codes_in_range",
     "codes_to_float",
@@ -46,6 +47,7 @@ __all__ = [
     "rsqrt_rows",
     "scale_affine_rows",
     "softermax_out",
+    "softermax_rows",
     "softermax_sum",
     "whole_rows",
 ]
@@ -70,6 +72,18 @@ def available() -> bool:
             stacklevel=2,
         )
     return enabled and njit is not None
+
+
+def _bitlen(v: int) -> int:
+    """``int.bit_length`` of ``v >= 0`` (0 -> 0)."""
+    n = 0
+    while v > 0:
+        v >>= 1
+        n += 1
+    return n
+
+
+bitlen = njit(cache=True, nogil=True)(_bitlen) if njit is not None else _bitlen
 
 
 def _online_state(
@@ -219,16 +233,106 @@ def _softermax_out(
     return y
 
 
+def _softermax_rows(
+    x: Any, mask: Any, masked: bool, t_memo: Any, p_memo: Any, min_raw: int, ft: int,
+    p_lo: int, up: int, m_empty: int, one_s: int, f_s: int, f_r: int, r_tab: Any,
+    r_addr: int, r_wf: int, r_rnd: bool, r_sat: bool, r_hi: int, s: int, half: int, lo: int,
+    hi: int, out: Any,
+) -> bool:  # fmt: skip
+    """Softermax per row in one call: pass 1 (:func:`_softermax_sum`'s recurrence), the
+    reciprocal and pass 2 (:func:`_softermax_out`'s stage), with ``T`` and ``P`` of the
+    row kept in two row buffers: pass 2 reuses pass 1's ``P(t_j - M_j·2^F_t)`` where the
+    running max ``M_j`` is already the row's ``M`` (every element from the last rise
+    on) and looks ``P`` up again only before it.
+
+    The reciprocal is :func:`hwapprox.approx.intmath.reciprocal` (``unit="lut"``, no
+    Newton step) for ``d`` with ``f_s`` fraction bits to ``f_r`` (``r_rnd``: AP_RND,
+    else AP_TRN): ``p = bitlen(d) - 1``, ``U = d·2^(wf - p)`` (truncated), table index
+    ``i`` = its top ``r_addr`` fraction bits, ``w`` the rest (``g = wf - r_addr``),
+    ``R = T[i]·2^g - (T[i] - T[i+1])·w`` rounded by ``g`` bits, then by ``wf + p - f_s
+    - f_r`` (clamped to 62; negative: a left shift); then ``recip_fmt``'s overflow
+    (``r_sat``: clip to ``[0, r_hi]``, else unsigned wrap: ``& r_hi``). A fully masked
+    row's ``d = 0`` becomes ``one_s`` first (its outputs are 0 whatever ``r`` is).
+    False (``out`` then partly written) if a row's ``d <= 0`` remains: the caller takes
+    its other path, which raises."""
+    rows, n = x.shape
+    tb = np.empty(n, dtype=np.int64)
+    pb = np.empty(n, dtype=np.int64)
+    g = r_wf - r_addr
+    p_hi = p_lo + p_memo.shape[0] - 1
+    for i in range(rows):
+        d = 0
+        big_m = m_empty
+        last = 0
+        for j in range(n):
+            if masked and mask[i, j]:
+                pb[j] = 0
+                continue
+            t = t_memo[x[i, j] - min_raw]
+            tb[j] = t
+            mj = t >> ft
+            if mj > big_m:
+                sh = mj - big_m
+                if sh > 62:
+                    sh = 62
+                if j > 0:
+                    d >>= sh
+                big_m = mj
+                last = j
+            a = t - (big_m << ft)
+            if a < p_lo:
+                a = p_lo
+            pj = p_memo[a - p_lo]
+            pb[j] = pj
+            d += pj * up
+        base = big_m << ft
+        for j in range(last):  # before the last rise: P against the row's M
+            if masked and mask[i, j]:
+                continue
+            a = min(max(tb[j] - base, p_lo), p_hi)
+            pb[j] = p_memo[a - p_lo]
+        if masked and d == 0:
+            d = one_s
+        if d <= 0:
+            return False
+        lp = bitlen(d) - 1
+        us = r_wf - lp
+        u = d << us if us >= 0 else d >> -us
+        fr = u - (1 << r_wf)
+        k = fr >> g
+        lo_t = r_tab[k]
+        r = (lo_t << g) - (lo_t - r_tab[k + 1]) * (fr & ((1 << g) - 1))
+        if g > 0:
+            r = (r + ((1 << (g - 1)) if r_rnd else 0)) >> g
+        tot = r_wf - f_s - f_r + lp
+        if tot > 0:
+            pos = min(tot, 62)
+            r = (r >> pos) + (((r >> (pos - 1)) & 1) if r_rnd else 0)
+        elif tot < 0:
+            r = r << min(-tot, 62)
+        r = (0 if r < 0 else (r_hi if r > r_hi else r)) if r_sat else r & r_hi
+        for j in range(n):
+            v = (pb[j] * r + half) >> s
+            out[i, j] = lo if v < lo else (hi if v > hi else v)
+        if masked:
+            for j in range(n):
+                if mask[i, j]:
+                    out[i, j] = 0
+    return True
+
+
 if njit is not None:
     online_state = njit(cache=True, nogil=True)(_online_state)
     softermax_sum = njit(cache=True, nogil=True)(_softermax_sum)
     online_out = njit(cache=True, nogil=True)(_online_out)
     softermax_out = njit(cache=True, nogil=True)(_softermax_out)
+    softermax_rows = njit(cache=True, nogil=True)(_softermax_rows)
 else:  # pragma: no cover
     online_state = _online_state
     softermax_sum = _softermax_sum
     online_out = _online_out
     softermax_out = _softermax_out
+    softermax_rows = _softermax_rows
 
 
 def _memo_lookup(x: Any, memo: Any, lo: int, hi: int, out: Any) -> bool:
@@ -579,18 +683,6 @@ rounded_dot_sums = (
 #: switch the whole-row LayerNorm kernels off (the output-stage kernels stay): the path
 #: before them, which the fast-path tests compare with
 whole_rows = True
-
-
-def _bitlen(v: int) -> int:
-    """``int.bit_length`` of ``v >= 0`` (0 -> 0)."""
-    n = 0
-    while v > 0:
-        v >>= 1
-        n += 1
-    return n
-
-
-bitlen = njit(cache=True, nogil=True)(_bitlen) if njit is not None else _bitlen
 
 
 def _rsqrt_rows(
