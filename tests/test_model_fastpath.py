@@ -575,7 +575,7 @@ def _ln_compare(spec: Any, seed: int) -> int:
 
 
 @pytest.mark.skipif(_kernels.njit is None, reason="numba is not installed")
-@pytest.mark.parametrize("spec", _ln_row_specs(), ids=lambda s: s.describe()[:80])
+@pytest.mark.parametrize("spec", _ln_row_specs(), ids=lambda s: s.describe())
 def test_layernorm_whole_row_kernels_match_the_path_before(spec: Any) -> None:
     """rsqrt_rows, ibert_rows and hls4ml_rows (statistics, per-row scalars and output stage
     in one call) == the output-stage-only path before them == numpy (see _ln_compare)."""
