@@ -240,10 +240,16 @@ def _softermax_rows(
     hi: int, out: Any,
 ) -> bool:  # fmt: skip
     """Softermax per row in one call: pass 1 (:func:`_softermax_sum`'s recurrence), the
-    reciprocal and pass 2 (:func:`_softermax_out`'s stage), with ``T`` and ``P`` of the
-    row kept in two row buffers: pass 2 reuses pass 1's ``P(t_j - M_j·2^F_t)`` where the
-    running max ``M_j`` is already the row's ``M`` (every element from the last rise
-    on) and looks ``P`` up again only before it.
+    reciprocal and pass 2 (:func:`_softermax_out`'s stage).
+
+    Pass 1 by segments: the integer running max ``M_j`` is constant between its rises,
+    so the recurrence ``d = (d >> (M_j - M_(j-1))) + P(t_j - M_j·2^F_t)·up`` is, segment
+    by segment, ``d = (d >> (M_k - M_(k-1))) + up·Σ_segment P(t_j - M_k·2^F_t)`` (the
+    same integers: the shift comes before the segment's first element, as in the loop,
+    and integer sums regroup). One scalar scan finds the rises; the ``T`` lookups and the
+    segment sums are plain loops that vectorise. ``P`` against the row's ``M`` (pass 2's
+    numerator) is the last segment's, and is looked up again only before it. Masked
+    elements neither rise nor add; a fully masked row keeps ``M = m_empty``, ``d = 0``.
 
     The reciprocal is :func:`hwapprox.approx.intmath.reciprocal` (``unit="lut"``, no
     Newton step) for ``d`` with ``f_s`` fraction bits to ``f_r`` (``r_rnd``: AP_RND,
@@ -258,37 +264,44 @@ def _softermax_rows(
     rows, n = x.shape
     tb = np.empty(n, dtype=np.int64)
     pb = np.empty(n, dtype=np.int64)
+    starts = np.empty(n + 1, dtype=np.int64)
+    seg_m = np.empty(n, dtype=np.int64)
     g = r_wf - r_addr
     p_hi = p_lo + p_memo.shape[0] - 1
     for i in range(rows):
-        d = 0
-        big_m = m_empty
-        last = 0
         for j in range(n):
-            if masked and mask[i, j]:
-                pb[j] = 0
-                continue
-            t = t_memo[x[i, j] - min_raw]
-            tb[j] = t
-            mj = t >> ft
-            if mj > big_m:
-                sh = mj - big_m
-                if sh > 62:
-                    sh = 62
-                if j > 0:
-                    d >>= sh
+            tb[j] = t_memo[x[i, j] - min_raw]
+        big_m = m_empty
+        nseg = 0
+        for j in range(n):  # the rises of the integer running max
+            mj = tb[j] >> ft
+            if mj > big_m and not (masked and mask[i, j]):
+                starts[nseg] = j
+                seg_m[nseg] = mj
+                nseg += 1
                 big_m = mj
-                last = j
-            a = t - (big_m << ft)
-            if a < p_lo:
-                a = p_lo
-            pj = p_memo[a - p_lo]
-            pb[j] = pj
-            d += pj * up
+        starts[nseg] = n
+        d = 0
+        for k in range(nseg):
+            if k > 0:
+                d >>= min(seg_m[k] - seg_m[k - 1], 62)
+            base = seg_m[k] << ft
+            acc = 0
+            if masked:
+                for j in range(starts[k], starts[k + 1]):
+                    a = min(max(tb[j] - base, p_lo), p_hi)
+                    pj = 0 if mask[i, j] else p_memo[a - p_lo]
+                    pb[j] = pj
+                    acc += pj
+            else:
+                for j in range(starts[k], starts[k + 1]):
+                    pj = p_memo[max(tb[j] - base, p_lo) - p_lo]
+                    pb[j] = pj
+                    acc += pj
+            d += acc * up
         base = big_m << ft
+        last = starts[nseg - 1] if nseg > 0 else n
         for j in range(last):  # before the last rise: P against the row's M
-            if masked and mask[i, j]:
-                continue
             a = min(max(tb[j] - base, p_lo), p_hi)
             pb[j] = p_memo[a - p_lo]
         if masked and d == 0:
