@@ -684,6 +684,9 @@ def test_check_input_range_kernel_gives_the_format_errors() -> None:
             with pytest.raises(SpecError, match="outside"):
                 spec.model(y)
     assert np.array_equal(spec.check_input(x.astype(np.int32)), x)
+    mm = spec.check_input(np.asmatrix(x))  # a subclass: in_fmt.check's base array
+    assert type(mm) is np.ndarray
+    assert np.array_equal(mm, x)
     assert np.array_equal(spec.check_input(x.T), x.T)  # not C-contiguous: in_fmt.check
     with pytest.raises(SpecError, match="raw integer codes"):
         spec.check_input(x.astype(np.float64))

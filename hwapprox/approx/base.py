@@ -250,7 +250,7 @@ class ApproxSpec(abc.ABC):
         fmt = self.in_fmt
         try:
             if (
-                isinstance(raw, np.ndarray)
+                type(raw) is np.ndarray  # not a subclass: in_fmt.check returns a base array
                 and raw.dtype == np.int64
                 and raw.size >= _RANGE_KERNEL_MIN
                 and raw.flags.c_contiguous
