@@ -666,6 +666,48 @@ def test_whole_row_comparison_detects_a_planted_error(op: str, method: str, name
     run()  # and passes unplanted
 
 
+def test_models_without_numba_match_in_a_fresh_process(tmp_path: Any) -> None:
+    """Where numba is missing (imports of it fail in a fresh interpreter) the package
+    imports, warns once, and the four sped-up models and the online softmax give the
+    same codes as here (the compiled path where numba is installed)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    rng = np.random.default_rng(8)
+    cases = [("layernorm", m) for m in ("rmsnorm", "hls4ml_lut", "ibert", "ivit")]
+    cases += [("softmax", "softermax"), ("softmax", "online")]
+    arrays = {}
+    for op, m in cases:
+        spec = make_spec(op, m)
+        x = _ln_edge_rows(spec.in_fmt, 48, rng)[::7]
+        arrays[f"{op}_{m}_x"] = x
+        arrays[f"{op}_{m}_y"] = spec.model(x)
+    np.savez(tmp_path / "cases.npz", **arrays)
+    code = (
+        "import sys, warnings; sys.modules['numba'] = None\n"
+        "import numpy as np\n"
+        "from hwapprox.approx import _kernels\n"
+        "from hwapprox.approx.registry import make_spec\n"
+        "assert _kernels.njit is None\n"
+        f"z = np.load({str(tmp_path / 'cases.npz')!r})\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n"
+        f"    for op, m in {cases!r}:\n"
+        "        y = make_spec(op, m).model(z[f'{op}_{m}_x'])\n"
+        "        assert np.array_equal(y, z[f'{op}_{m}_y']), (op, m)\n"
+        "assert any('numba is not installed' in str(x.message) for x in w)\n"
+        "print('ok')\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=300,
+        env={**__import__("os").environ, "PYTHONPATH": str(root)},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().endswith("ok")
+
+
 class _Sub(np.ndarray):
     """An ndarray subclass (check_input returns a base array for it)."""
 
