@@ -1,16 +1,19 @@
 """Compiled kernels (numba) for the integer models: the streaming softmax models'
 row scans (the online softmax's running ``(m, d)`` and Softermax's pass 1, one row
-element by element, as the hardware does it, and their output stages) and the
-elementwise models' memo lookup (range check and gather in one pass).
+element by element, as the hardware does it, and their output stages; Softermax's
+whole row in one call), the LayerNorm models' whole rows (statistics, per-row
+scalars and output stage) and output stages, the elementwise models' memo lookup
+(range check and gather in one pass) and the input range check.
 
 Only a speed-up, with no arithmetic of its own: each kernel is the recurrence
 written in the model's docstring, on the same memo tables the numpy path
 indexes (:meth:`OnlineSoftmax._exp_memo`, :meth:`SoftermaxSoftmax._t_memo` and
 ``_pow2_memo``), in int64. ``tests/test_model_fastpath.py`` compares them with the
-element-by-element numpy loop on more than 10^5 rows. Where numba is not
-installed (or :data:`enabled` is False) the models take their numpy path
-(:func:`~hwapprox.approx.softmax._common.event_scan`), bit for bit the same,
-several times slower on long rows.
+element-by-element numpy loop (softmax) or the numpy path (LayerNorm) on more than
+10^5 rows. Where numba is not installed (or :data:`enabled` is False) the models
+take their numpy path (:func:`~hwapprox.approx.softmax._common.event_scan`), bit for
+bit the same, several times slower; :data:`whole_rows` False keeps the row kernels
+but not the whole-row ones (the path before them).
 """
 
 from __future__ import annotations
