@@ -32,7 +32,7 @@ size (8 sequences of 128 tokens, the 6 x 384 encoder), each in a fresh process:
 time and peak RSS (the memory should not grow with the batch count).
 
 Usage: ``.venv/bin/python benchmarks/bench_speed.py [--parts ops,validate,budget,batches]
-[--repeat 7] [--runs 3] [--out benchmarks/results/speed.md]``
+[--only softmax,layernorm/ibert] [--repeat 7] [--runs 3] [--out benchmarks/results/speed.md]``
 """
 
 from __future__ import annotations
@@ -106,11 +106,15 @@ def _narrow(spec: ApproxSpec) -> ApproxSpec | None:
         return None
 
 
-def op_rows(repeat: int) -> list[dict[str, Any]]:
+def op_rows(repeat: int, only: set[str] | None = None) -> list[dict[str, Any]]:
+    """The integer-model rows; ``only``: operators (``softmax``) or ``op/method`` names
+    (``layernorm/ibert``) to time, None for every method."""
     rng = np.random.default_rng(0)
     rows: list[dict[str, Any]] = []
     for op, methods in list_methods().items():
         for m in methods:
+            if only is not None and str(op) not in only and f"{op}/{m}" not in only:
+                continue
             base = make_spec(op, m)
             for label, spec in (("default", base), ("8-bit", _narrow(base))):
                 for n in (64, 256, 1024):
@@ -434,12 +438,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--parts", default="ops,validate,budget,batches")
     ap.add_argument("--tmp", default=str(HERE / ".speed_tmp"), help="batch files go here")
+    ap.add_argument(
+        "--only",
+        default="",
+        help="part ops: comma-separated operators or op/method names (default: every method)",
+    )
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--out", type=Path, default=HERE / "results" / "speed.md")
     args = ap.parse_args()
     parts = set(args.parts.split(","))
-    ops = op_rows(args.repeat) if "ops" in parts else None
+    only = set(args.only.split(",")) if args.only else None
+    ops = op_rows(args.repeat, only) if "ops" in parts else None
     val = validate_rows(args.runs) if "validate" in parts else None
     bud = budget_rows() if "budget" in parts else None
     bat = batch_rows(Path(args.tmp)) if "batches" in parts else None

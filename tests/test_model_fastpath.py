@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 from hwapprox.approx import _kernels
-from hwapprox.approx.base import ElementwiseSpec, _elementwise_memo
+from hwapprox.approx.base import ElementwiseSpec, SpecError, _elementwise_memo
 from hwapprox.approx.registry import get_method, list_methods, make_spec
 from hwapprox.approx.softmax import OnlineSoftmax, SoftermaxSoftmax
 
@@ -89,6 +89,15 @@ SOFTERMAX_SPECS = [
     make_spec(
         "softmax", "softermax", in_fmt="ap_fixed<22,7>", t_fmt="ap_fixed<24,9,AP_RND,AP_SAT>"
     ),
+    # the whole-row kernel's other modes: a truncating, saturating reciprocal and a
+    # truncating output; a narrow input with a reciprocal format that wraps (AP_WRAP)
+    make_spec(
+        "softmax",
+        "softermax",
+        recip_fmt="ap_ufixed<12,1,AP_TRN,AP_SAT>",
+        out_fmt="ap_ufixed<10,0,AP_TRN,AP_SAT>",
+    ),
+    make_spec("softmax", "softermax", in_fmt="ap_fixed<10,5>", recip_fmt="ap_ufixed<9,1>"),
 ]
 
 
@@ -111,16 +120,20 @@ def _numpy_paths() -> Iterator[None]:
 
 
 def _compare(spec: Any, seed: int) -> int:
-    """The default path (compiled kernels where numba is installed), the numpy event
+    """The default path (compiled kernels where numba is installed; Softermax's whole
+    rows in one call), the row kernels before that (``whole_rows`` off), the numpy event
     scans and the element-by-element loop agree on every row set."""
     rows = 0
     for x, mk in _row_sets(spec, seed):
         fast = spec.model(x, mask=mk)
+        with patch.object(_kernels, "whole_rows", False):
+            two_kernels = spec.model(x, mask=mk)
         with _numpy_paths():
             numpy_fast = spec.model(x, mask=mk)
         with _slow_paths():
             slow = spec.model(x, mask=mk)
         assert np.array_equal(fast, slow), (spec.describe(), x.shape, mk is not None)
+        assert np.array_equal(two_kernels, slow), (spec.describe(), x.shape, mk is not None)
         assert np.array_equal(numpy_fast, slow), (spec.describe(), x.shape, mk is not None)
         rows += x.shape[0]
     return rows
@@ -456,7 +469,9 @@ def test_layernorm_kernels_match_numpy(spec: Any) -> None:
 
 @pytest.mark.skipif(_kernels.njit is None, reason="numba is not installed")
 def test_layernorm_kernel_comparison_detects_a_planted_error() -> None:
-    """The comparison above can fail: a kernel that is one LSB off at one element."""
+    """The comparison above can fail: a kernel that is one LSB off at one element (the
+    output-stage kernels, on the path before the whole-row kernels, which
+    test_layernorm_whole_row_kernels_match_the_path_before compares with numpy)."""
     for method, name in (("rsqrt_lut", "scale_affine_rows"), ("ibert", "affine_rows")):
         spec = make_spec("layernorm", method)
         x = _ln_rows(spec.in_fmt, 64, np.random.default_rng(3))
@@ -468,9 +483,259 @@ def test_layernorm_kernel_comparison_detects_a_planted_error() -> None:
             real(*args)
             args[-1][5, 7] += 1
 
-        with patch.object(_kernels, name, off_by_one):
-            assert not np.array_equal(spec.model(x), want)
-        assert np.array_equal(spec.model(x), want)
+        with patch.object(_kernels, "whole_rows", False):
+            with patch.object(_kernels, name, off_by_one):
+                assert not np.array_equal(spec.model(x), want)
+            assert np.array_equal(spec.model(x), want)
+
+
+# -- LayerNorm whole rows -------------------------------------------------------------------
+def _ln_row_specs() -> list[Any]:
+    """Specs for the whole-row kernels: each method at its defaults, 8-bit inputs, output
+    casts AP_TRN/AP_SAT and AP_RND/AP_WRAP, and the modes each kernel branches on
+    (I-BERT's variance shift, I-ViT's Newton count, hls4ml's saturating / rounding
+    accumulator and an input cast that drops bits, pRMSNorm, two Newton steps)."""
+    out = []
+    for m in ("hls4ml_lut", "ibert", "ivit", "rmsnorm", "rsqrt_lut"):
+        base = make_spec("layernorm", m)
+        out += [
+            base,
+            base.replace(in_fmt="ap_fixed<8,4>", out_fmt="ap_fixed<8,3>"),
+            base.replace(out_fmt="ap_fixed<12,4,AP_TRN,AP_SAT>"),
+            base.replace(out_fmt="ap_fixed<16,5,AP_RND,AP_WRAP>"),
+        ]
+    out += [
+        make_spec("layernorm", "ibert", shift=3),
+        make_spec("layernorm", "ibert", in_fmt="ap_fixed<24,8>", norm_frac_bits=12),
+        make_spec("layernorm", "ivit", newton_iterations=16),
+        make_spec("layernorm", "hls4ml_lut", accum_fmt="ap_fixed<16,6,AP_RND,AP_SAT>"),
+        make_spec("layernorm", "hls4ml_lut", accum_fmt="ap_fixed<18,8,AP_TRN,AP_SAT>"),
+        make_spec("layernorm", "hls4ml_lut", in_fmt="ap_fixed<16,3>"),  # cast drops 3 bits
+        make_spec("layernorm", "hls4ml_lut", in_fmt="ap_fixed<12,8>"),  # shift could wrap
+        make_spec("layernorm", "rmsnorm", partial=0.5),
+        make_spec("layernorm", "rmsnorm", partial_k=3),
+        make_spec("layernorm", "rsqrt_lut", newton_steps=2, rsqrt_table_bits=6),
+    ]
+    return out
+
+
+def _ln_edge_rows(fmt: Any, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Gaussian rows at four scales (0.7 of the range saturates many codes) and the edge
+    rows: all equal, zeros, all max / all min codes, alternating extremes, a ramp, one
+    spike over zeros, one code above a constant row."""
+    lo, hi = fmt.min_raw, fmt.max_raw
+    rows = [
+        np.clip(rng.normal(0, s * hi, (500, n)).round(), lo, hi) for s in (0.002, 0.05, 0.3, 0.7)
+    ]
+    edge = [
+        np.full(n, hi // 3),
+        np.zeros(n),
+        np.full(n, hi),
+        np.full(n, lo),
+        np.where(np.arange(n) % 2, lo, hi),
+        np.linspace(lo, hi, n).round(),
+        np.where(np.arange(n) == n // 2, hi, 0),
+        np.where(np.arange(n) == 0, lo // 5 + 1, lo // 5),
+    ]
+    rows.append(np.stack(edge))
+    return np.concatenate(rows).astype(np.int64)
+
+
+def _ln_three_paths(spec: Any, x: np.ndarray, gamma: Any, beta: Any) -> tuple[Any, Any, Any]:
+    """(default: the whole-row kernel; the path before it: ``whole_rows`` off, output-stage
+    kernels on; numpy: every kernel off) of ``spec.model``."""
+    fast = spec.model(x, gamma=gamma, beta=beta)
+    with patch.object(_kernels, "whole_rows", False):
+        before = spec.model(x, gamma=gamma, beta=beta)
+    with patch.object(_kernels, "enabled", False):
+        numpy_path = spec.model(x, gamma=gamma, beta=beta)
+    return fast, before, numpy_path
+
+
+def _ln_compare(spec: Any, seed: int) -> int:
+    """The three paths agree on every row set of :func:`_ln_edge_rows` at N = 1, 2, 7,
+    64 and 384, with gamma and beta given or None; returns the rows compared."""
+    rng = np.random.default_rng(seed)
+    rows = 0
+    for n in (1, 2, 7, 64, 384):
+        x = _ln_edge_rows(spec.in_fmt, n, rng)
+        g = rng.integers(spec.gamma_fmt.min_raw, spec.gamma_fmt.max_raw, n, endpoint=True)
+        b = rng.integers(spec.beta_fmt.min_raw, spec.beta_fmt.max_raw, n, endpoint=True)
+        g[0] = spec.gamma_fmt.max_raw
+        b[-1] = spec.beta_fmt.min_raw
+        for gamma, beta in ((g, b), (None, b), (g, None), (None, None)):
+            try:
+                fast, before, numpy_path = _ln_three_paths(spec, x, gamma, beta)
+            except SpecError:  # e.g. gamma=None (1.0) that gamma_fmt cannot hold
+                continue
+            assert np.array_equal(before, numpy_path), (n, gamma is None, beta is None)
+            assert np.array_equal(fast, numpy_path), (n, gamma is None, beta is None)
+            rows += x.shape[0]
+    return rows
+
+
+@pytest.mark.skipif(_kernels.njit is None, reason="numba is not installed")
+@pytest.mark.parametrize("spec", _ln_row_specs(), ids=lambda s: s.describe())
+def test_layernorm_whole_row_kernels_match_the_path_before(spec: Any) -> None:
+    """rsqrt_rows, ibert_rows and hls4ml_rows (statistics, per-row scalars and output stage
+    in one call) == the output-stage-only path before them == numpy (see _ln_compare)."""
+    assert _ln_compare(spec, seed=23) > 4000
+
+
+def test_layernorm_whole_row_rows_total_over_1e5() -> None:
+    """The specs above together see more than 10^5 rows (the issue's floor): each row set
+    is compared for up to four gamma/beta combinations, counted once here."""
+    fmt = make_spec("layernorm", "ibert").in_fmt
+    rng = np.random.default_rng(0)
+    per_spec = sum(_ln_edge_rows(fmt, n, rng).shape[0] for n in (1, 2, 7, 64, 384))
+    assert per_spec * len(_ln_row_specs()) > 100_000
+
+
+@pytest.mark.skipif(_kernels.njit is None, reason="numba is not installed")
+def test_layernorm_whole_row_kernels_run_for_every_method() -> None:
+    """The comparison above compares the kernels, not a fallback: each method's default
+    spec calls its whole-row kernel (and the path before does not)."""
+    for m, name in (("hls4ml_lut", "hls4ml_rows"), ("ibert", "ibert_rows"),
+                    ("ivit", "ibert_rows"), ("rmsnorm", "rsqrt_rows"),
+                    ("rsqrt_lut", "rsqrt_rows")):  # fmt: skip
+        spec = make_spec("layernorm", m)
+        x = _ln_edge_rows(spec.in_fmt, 16, np.random.default_rng(1))
+        real = getattr(_kernels, name)
+        calls: list[int] = []
+
+        def spy(*a: Any, _r: Any = real, _c: list[int] = calls) -> Any:
+            _c.append(1)
+            return _r(*a)
+
+        with patch.object(_kernels, name, spy):
+            spec.model(x)
+            assert calls, m
+            calls.clear()
+            with patch.object(_kernels, "whole_rows", False):
+                spec.model(x)
+            assert not calls, m
+
+
+@pytest.mark.skipif(_kernels.njit is None, reason="numba is not installed")
+def test_softermax_whole_row_kernel_runs() -> None:
+    """The Softermax comparisons compare the whole-row kernel: the default spec, a masked
+    call and the 8-bit spec call it; a t_fmt too wide for the P memo does not."""
+    real = _kernels.softermax_rows
+    calls: list[bool] = []
+
+    def spy(*a: Any) -> Any:
+        ok = real(*a)
+        calls.append(ok)
+        return ok
+
+    x = np.arange(-40, 40).reshape(4, 20)
+    with patch.object(_kernels, "softermax_rows", spy):
+        for spec in SOFTERMAX_SPECS[:2]:
+            spec.model(x)
+            spec.model(x, mask=x % 3 == 0)
+        assert calls == [True] * 4
+        SOFTERMAX_SPECS[2].model(x)
+        assert len(calls) == 4
+
+
+@pytest.mark.skipif(_kernels.njit is None, reason="numba is not installed")
+@pytest.mark.parametrize(
+    ("op", "method", "name"),
+    [
+        ("layernorm", "hls4ml_lut", "hls4ml_rows"),
+        ("layernorm", "ibert", "ibert_rows"),
+        ("layernorm", "ivit", "ibert_rows"),
+        ("layernorm", "rmsnorm", "rsqrt_rows"),
+        ("softmax", "softermax", "softermax_rows"),
+    ],
+)
+def test_whole_row_comparison_detects_a_planted_error(op: str, method: str, name: str) -> None:
+    """The comparisons above can fail: a whole-row kernel one LSB off at one element of
+    one row is caught."""
+    spec = make_spec(op, method)
+    real = getattr(_kernels, name)
+
+    def off_by_one(*args: Any) -> Any:
+        ok = real(*args)
+        args[-1][len(args[-1]) // 2, 0] += 1
+        return ok
+
+    run = (lambda: _ln_compare(spec, seed=23)) if op == "layernorm" else (lambda: _compare(spec, 7))
+    with patch.object(_kernels, name, off_by_one), pytest.raises(AssertionError):
+        run()
+    run()  # and passes unplanted
+
+
+def test_models_without_numba_match_in_a_fresh_process(tmp_path: Any) -> None:
+    """Where numba is missing (imports of it fail in a fresh interpreter) the package
+    imports, warns once, and the four sped-up models and the online softmax give the
+    same codes as here (the compiled path where numba is installed)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    rng = np.random.default_rng(8)
+    cases = [("layernorm", m) for m in ("rmsnorm", "hls4ml_lut", "ibert", "ivit")]
+    cases += [("softmax", "softermax"), ("softmax", "online")]
+    arrays = {}
+    for op, m in cases:
+        spec = make_spec(op, m)
+        x = _ln_edge_rows(spec.in_fmt, 48, rng)[::7]
+        arrays[f"{op}_{m}_x"] = x
+        arrays[f"{op}_{m}_y"] = spec.model(x)
+    np.savez(tmp_path / "cases.npz", **arrays)
+    code = (
+        "import sys, warnings; sys.modules['numba'] = None\n"
+        "import numpy as np\n"
+        "from hwapprox.approx import _kernels\n"
+        "from hwapprox.approx.registry import make_spec\n"
+        "assert _kernels.njit is None\n"
+        f"z = np.load({str(tmp_path / 'cases.npz')!r})\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n"
+        f"    for op, m in {cases!r}:\n"
+        "        y = make_spec(op, m).model(z[f'{op}_{m}_x'])\n"
+        "        assert np.array_equal(y, z[f'{op}_{m}_y']), (op, m)\n"
+        "assert any('numba is not installed' in str(x.message) for x in w)\n"
+        "print('ok')\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=300,
+        env={**__import__("os").environ, "PYTHONPATH": str(root)},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().endswith("ok")
+
+
+class _Sub(np.ndarray):
+    """An ndarray subclass (check_input returns a base array for it)."""
+
+
+@pytest.mark.skipif(_kernels.njit is None, reason="numba is not installed")
+def test_check_input_range_kernel_gives_the_format_errors() -> None:
+    """check_input's compiled range check returns the array itself (as in_fmt.check does
+    for int64), and a code just outside in_fmt -- first, middle or last, below or above --
+    still raises the format's error; other dtypes and small arrays take in_fmt.check."""
+    spec = make_spec("layernorm", "rmsnorm")
+    fmt = spec.in_fmt
+    x = np.random.default_rng(0).integers(fmt.min_raw, fmt.max_raw, (64, 128), endpoint=True)
+    assert spec.check_input(x) is x
+    for pos in (0, x.size // 2, x.size - 1):
+        for bad in (fmt.min_raw - 1, fmt.max_raw + 1):
+            y = x.copy()
+            y.flat[pos] = bad
+            with pytest.raises(SpecError, match=f"raw code {bad} is outside"):
+                spec.check_input(y)
+            with pytest.raises(SpecError, match="outside"):
+                spec.model(y)
+    assert np.array_equal(spec.check_input(x.astype(np.int32)), x)
+    mm = spec.check_input(x.view(_Sub))  # a subclass: in_fmt.check's base array
+    assert type(mm) is np.ndarray
+    assert np.array_equal(mm, x)
+    assert np.array_equal(spec.check_input(x.T), x.T)  # not C-contiguous: in_fmt.check
+    with pytest.raises(SpecError, match="raw integer codes"):
+        spec.check_input(x.astype(np.float64))
 
 
 @pytest.mark.parametrize("threads", [2, 3])

@@ -1,16 +1,19 @@
 """Compiled kernels (numba) for the integer models: the streaming softmax models'
 row scans (the online softmax's running ``(m, d)`` and Softermax's pass 1, one row
-element by element, as the hardware does it, and their output stages) and the
-elementwise models' memo lookup (range check and gather in one pass).
+element by element, as the hardware does it, and their output stages; Softermax's
+whole row in one call), the LayerNorm models' whole rows (statistics, per-row
+scalars and output stage) and output stages, the elementwise models' memo lookup
+(range check and gather in one pass) and the input range check.
 
 Only a speed-up, with no arithmetic of its own: each kernel is the recurrence
 written in the model's docstring, on the same memo tables the numpy path
 indexes (:meth:`OnlineSoftmax._exp_memo`, :meth:`SoftermaxSoftmax._t_memo` and
 ``_pow2_memo``), in int64. ``tests/test_model_fastpath.py`` compares them with the
-element-by-element numpy loop on more than 10^5 rows. Where numba is not
-installed (or :data:`enabled` is False) the models take their numpy path
-(:func:`~hwapprox.approx.softmax._common.event_scan`), bit for bit the same,
-several times slower on long rows.
+element-by-element numpy loop (softmax) or the numpy path (LayerNorm) on more than
+10^5 rows. Where numba is not installed (or :data:`enabled` is False) the models
+take their numpy path (:func:`~hwapprox.approx.softmax._common.event_scan`), bit for
+bit the same, several times slower; :data:`whole_rows` False keeps the row kernels
+but not the whole-row ones (the path before them).
 """
 
 from __future__ import annotations
@@ -28,21 +31,28 @@ except ImportError:  # pragma: no cover - exercised where numba is missing
 __all__ = [
     "affine_rows",
     "available",
+    "bitlen",
     "cast_params",
+    "codes_in_range",
     "codes_to_float",
     "count_outside",
     "enabled",
     "err_stats",
     "hist_moments_f32",
+    "hls4ml_rows",
+    "ibert_rows",
     "memo_lookup",
     "online_out",
     "online_state",
     "quantize_f32",
     "quantize_gather",
     "rounded_dot_sums",
+    "rsqrt_rows",
     "scale_affine_rows",
     "softermax_out",
+    "softermax_rows",
     "softermax_sum",
+    "whole_rows",
 ]
 
 #: switch the kernels off (tests compare both paths; a user may too)
@@ -65,6 +75,18 @@ def available() -> bool:
             stacklevel=2,
         )
     return enabled and njit is not None
+
+
+def _bitlen(v: int) -> int:
+    """``int.bit_length`` of ``v >= 0`` (0 -> 0)."""
+    n = 0
+    while v > 0:
+        v >>= 1
+        n += 1
+    return n
+
+
+bitlen = njit(cache=True, nogil=True)(_bitlen) if njit is not None else _bitlen
 
 
 def _online_state(
@@ -214,16 +236,119 @@ def _softermax_out(
     return y
 
 
+def _softermax_rows(
+    x: Any, mask: Any, masked: bool, t_memo: Any, p_memo: Any, min_raw: int, ft: int,
+    p_lo: int, up: int, m_empty: int, one_s: int, f_s: int, f_r: int, r_tab: Any,
+    r_addr: int, r_wf: int, r_rnd: bool, r_sat: bool, r_hi: int, s: int, half: int, lo: int,
+    hi: int, out: Any,
+) -> bool:  # fmt: skip
+    """Softermax per row in one call: pass 1 (:func:`_softermax_sum`'s recurrence), the
+    reciprocal and pass 2 (:func:`_softermax_out`'s stage).
+
+    Pass 1 by segments: the integer running max ``M_j`` is constant between its rises,
+    so the recurrence ``d = (d >> (M_j - M_(j-1))) + P(t_j - M_j·2^F_t)·up`` is, segment
+    by segment, ``d = (d >> (M_k - M_(k-1))) + up·Σ_segment P(t_j - M_k·2^F_t)`` (the
+    same integers: the shift comes before the segment's first element, as in the loop,
+    and integer sums regroup). One scalar scan finds the rises; the ``T`` lookups and the
+    segment sums are plain loops that vectorise. ``P`` against the row's ``M`` (pass 2's
+    numerator) is the last segment's, and is looked up again only before it. Masked
+    elements neither rise nor add; a fully masked row keeps ``M = m_empty``, ``d = 0``.
+
+    The reciprocal is :func:`hwapprox.approx.intmath.reciprocal` (``unit="lut"``, no
+    Newton step) for ``d`` with ``f_s`` fraction bits to ``f_r`` (``r_rnd``: AP_RND,
+    else AP_TRN): ``p = bitlen(d) - 1``, ``U = d·2^(wf - p)`` (truncated), table index
+    ``i`` = its top ``r_addr`` fraction bits, ``w`` the rest (``g = wf - r_addr``),
+    ``R = T[i]·2^g - (T[i] - T[i+1])·w`` rounded by ``g`` bits, then by ``wf + p - f_s
+    - f_r`` (clamped to 62; negative: a left shift); then ``recip_fmt``'s overflow
+    (``r_sat``: clip to ``[0, r_hi]``, else unsigned wrap: ``& r_hi``). A fully masked
+    row's ``d = 0`` becomes ``one_s`` first (its outputs are 0 whatever ``r`` is).
+    False (``out`` then partly written) if a row's ``d <= 0`` remains: the caller takes
+    its other path, which raises."""
+    rows, n = x.shape
+    tb = np.empty(n, dtype=np.int64)
+    pb = np.empty(n, dtype=np.int64)
+    starts = np.empty(n + 1, dtype=np.int64)
+    seg_m = np.empty(n, dtype=np.int64)
+    g = r_wf - r_addr
+    p_hi = p_lo + p_memo.shape[0] - 1
+    for i in range(rows):
+        for j in range(n):
+            tb[j] = t_memo[x[i, j] - min_raw]
+        big_m = m_empty
+        nseg = 0
+        for j in range(n):  # the rises of the integer running max
+            mj = tb[j] >> ft
+            if mj > big_m and not (masked and mask[i, j]):
+                starts[nseg] = j
+                seg_m[nseg] = mj
+                nseg += 1
+                big_m = mj
+        starts[nseg] = n
+        d = 0
+        for k in range(nseg):
+            if k > 0:
+                d >>= min(seg_m[k] - seg_m[k - 1], 62)
+            base = seg_m[k] << ft
+            acc = 0
+            if masked:
+                for j in range(starts[k], starts[k + 1]):
+                    a = min(max(tb[j] - base, p_lo), p_hi)
+                    pj = 0 if mask[i, j] else p_memo[a - p_lo]
+                    pb[j] = pj
+                    acc += pj
+            else:
+                for j in range(starts[k], starts[k + 1]):
+                    pj = p_memo[max(tb[j] - base, p_lo) - p_lo]
+                    pb[j] = pj
+                    acc += pj
+            d += acc * up
+        base = big_m << ft
+        last = starts[nseg - 1] if nseg > 0 else n
+        for j in range(last):  # before the last rise: P against the row's M
+            a = min(max(tb[j] - base, p_lo), p_hi)
+            pb[j] = p_memo[a - p_lo]
+        if masked and d == 0:
+            d = one_s
+        if d <= 0:
+            return False
+        lp = bitlen(d) - 1
+        us = r_wf - lp
+        u = d << us if us >= 0 else d >> -us
+        fr = u - (1 << r_wf)
+        k = fr >> g
+        lo_t = r_tab[k]
+        r = (lo_t << g) - (lo_t - r_tab[k + 1]) * (fr & ((1 << g) - 1))
+        if g > 0:
+            r = (r + ((1 << (g - 1)) if r_rnd else 0)) >> g
+        tot = r_wf - f_s - f_r + lp
+        if tot > 0:
+            pos = min(tot, 62)
+            r = (r >> pos) + (((r >> (pos - 1)) & 1) if r_rnd else 0)
+        elif tot < 0:
+            r = r << min(-tot, 62)
+        r = (0 if r < 0 else (r_hi if r > r_hi else r)) if r_sat else r & r_hi
+        for j in range(n):
+            v = (pb[j] * r + half) >> s
+            out[i, j] = lo if v < lo else (hi if v > hi else v)
+        if masked:
+            for j in range(n):
+                if mask[i, j]:
+                    out[i, j] = 0
+    return True
+
+
 if njit is not None:
     online_state = njit(cache=True, nogil=True)(_online_state)
     softermax_sum = njit(cache=True, nogil=True)(_softermax_sum)
     online_out = njit(cache=True, nogil=True)(_online_out)
     softermax_out = njit(cache=True, nogil=True)(_softermax_out)
+    softermax_rows = njit(cache=True, nogil=True)(_softermax_rows)
 else:  # pragma: no cover
     online_state = _online_state
     softermax_sum = _softermax_sum
     online_out = _online_out
     softermax_out = _softermax_out
+    softermax_rows = _softermax_rows
 
 
 def _memo_lookup(x: Any, memo: Any, lo: int, hi: int, out: Any) -> bool:
@@ -240,6 +365,20 @@ def _memo_lookup(x: Any, memo: Any, lo: int, hi: int, out: Any) -> bool:
 
 
 memo_lookup = njit(cache=True, nogil=True)(_memo_lookup) if njit is not None else _memo_lookup
+
+
+def _codes_in_range(x: Any, lo: int, hi: int) -> bool:
+    """True when every element of 1-D ``x`` lies in ``[lo, hi]``: one pass, where
+    ``x.min() >= lo and x.max() <= hi`` takes two. Branch-free: it vectorises."""
+    bad = 0
+    for i in range(x.shape[0]):
+        bad += (x[i] < lo) | (x[i] > hi)
+    return bad == 0
+
+
+codes_in_range = (
+    njit(cache=True, nogil=True)(_codes_in_range) if njit is not None else _codes_in_range
+)
 
 
 def _quantize_f32(x: Any, scale: float, lo: float, hi: float, rnd: bool, out: Any) -> bool:
@@ -548,3 +687,197 @@ def _rounded_dot_sums(a: Any, bt: Any, acc: Any, h: int, d: int) -> None:
 rounded_dot_sums = (
     njit(cache=True, nogil=True)(_rounded_dot_sums) if njit is not None else _rounded_dot_sums
 )
+
+
+# -- LayerNorm whole rows ------------------------------------------------------------------
+# One compiled call per spec: per row the statistics pass(es), the per-row scalars and the
+# output stage (the affine stage above, written out again for numba's vectoriser), each
+# row read from cache after its first pass. The integers are those of the models' numpy
+# paths (tests/test_model_fastpath.py compares the two, and with the output-stage-only
+# path before these kernels). :data:`whole_rows` switches only these kernels off.
+
+#: switch the whole-row LayerNorm kernels off (the output-stage kernels stay): the path
+#: before them, which the fast-path tests compare with
+whole_rows = True
+
+
+def _rsqrt_rows(
+    x: Any, k_rms: int, center: bool, gb: int, eps_nn: int, p: int, tb: int, table: Any,
+    newton: int, fz: int, g: Any, has_g: bool, g_sh: int, b: Any, has_b: bool, b_sh: int,
+    shift: int, half: int, lo: int, hi: int, wrap: int, out: Any,
+) -> bool:  # fmt: skip
+    """``rsqrt_lut`` / ``rmsnorm`` per row (:class:`RsqrtLutLayerNorm`'s docstring):
+    ``S2 = Σ_(j<k) X²``, ``S1 = ΣX`` (0 without ``center``), ``De = ((k·S2 - S1²) << G)
+    + eps_nn`` (``eps_nn = k²·eps_q``), ``2k' = 2·((bitlen(De) - 1) >> 1)``, the mantissa
+    ``m``, ``y = rsqrt_norm(m)`` (table, ``newton`` steps), ``sh = P + k' - G/2 - Fz``;
+    then per element ``Z = round_half_up((X·k·y - S1·y) / 2^sh)`` and the affine stage.
+    False (``out`` then partly written) where a row's ``|sh| >= 63``: the caller takes
+    its numpy path."""
+    hb = 1 << (tb - 1)
+    for i in range(x.shape[0]):
+        s1 = 0
+        s2 = 0
+        for j in range(k_rms):
+            s2 += x[i, j] * x[i, j]
+        if center:
+            for j in range(x.shape[1]):
+                s1 += x[i, j]
+        de = ((k_rms * s2 - s1 * s1) << gb) + eps_nn
+        k = (bitlen(de) - 1) >> 1
+        e = 2 * k - p
+        m = de >> e if e >= 0 else de << -e
+        h = m >> (p + 1)
+        y = table[(h << (tb - 1)) + ((m >> (p + h - (tb - 1))) & (hb - 1))]
+        for _ in range(newton):
+            sq = (y * y) >> p
+            t = (m * sq) >> p
+            y = (y * ((3 << p) - t)) >> (p + 1)
+        s = p + k - gb // 2 - fz
+        if s <= -63 or s >= 63:
+            return False
+        c1 = k_rms * y
+        c0 = s1 * y
+        zh = (1 << (s - 1)) if s > 0 else 0
+        for j in range(x.shape[1]):
+            a = x[i, j] * c1 - c0
+            z = (a + zh) >> s if s >= 0 else a << -s
+            acc = z * g[j] if has_g else z << g_sh
+            if has_b:
+                acc += b[j] << b_sh
+            v = (acc + half) >> shift
+            if wrap > 0:
+                out[i, j] = (v << wrap) >> wrap
+            else:
+                out[i, j] = lo if v < lo else (hi if v > hi else v)
+    return True
+
+
+def _ibert_rows(
+    x: Any, ivit: bool, shift0: int, iters: int, sqrtn: int, zs: int, g: Any, has_g: bool,
+    g_sh: int, b: Any, has_b: bool, b_sh: int, shift: int, half: int, lo: int, hi: int,
+    wrap: int, out: Any,
+) -> None:  # fmt: skip
+    """I-BERT (``ivit`` False) / I-ViT LayerNorm per row (:class:`IBertLayerNorm`'s
+    docstring): ``mean = round(ΣX / N)`` ties to even, ``y = X - mean``; I-BERT:
+    ``var = Σ (y >> s)²`` with the smallest ``s >= max(shift0, need)`` giving ``var <
+    2^32``, ``std = isqrt(var)·2^s`` (Newton from ``2^ceil(bits/2)``, stop when it stops
+    falling), ``factor = 2^31 // std`` (0 for std 0); I-ViT: ``std`` = ``iters`` Newton
+    steps from 2^16 on ``Σy²``, ``factor = (2^31 - 1) // std`` (std >= 1 for ``iters <=
+    16``). Per element ``Z = (((y·factor) >> 1)·sqrtn + 2^(zs-1)) >> zs`` (``zs >= 1``)
+    and the affine stage."""
+    n = x.shape[1]
+    lim = 1 << 32
+    for i in range(x.shape[0]):
+        s1 = 0
+        for j in range(n):
+            s1 += x[i, j]
+        q = s1 // n
+        twice = 2 * (s1 - q * n)
+        mean = q + 1 if (twice > n or (twice == n and (q & 1) == 1)) else q
+        var0 = 0
+        for j in range(n):
+            yj = x[i, j] - mean
+            var0 += yj * yj
+        if ivit:
+            kk = 1 << 16
+            for _ in range(iters):
+                kk = (kk + var0 // kk) >> 1
+            factor = ((1 << 31) - 1) // kk
+        else:
+            need = (bitlen(var0 - 1 if var0 > 0 else 0) - 32 + 1) >> 1
+            s = max(shift0, need, 0)
+            while True:
+                var = 0
+                for j in range(n):
+                    ys = (x[i, j] - mean) >> s
+                    var += ys * ys
+                if var < lim:
+                    break
+                s += 1
+            root = 0
+            if var > 0:
+                root = 1 << ((bitlen(var) + 1) >> 1)
+                while True:
+                    nxt = (root + var // root) >> 1
+                    if nxt >= root:
+                        break
+                    root = nxt
+            std = root << s
+            factor = (1 << 31) // std if std > 0 else 0
+        zh = 1 << (zs - 1)
+        for j in range(n):
+            z = ((((x[i, j] - mean) * factor) >> 1) * sqrtn + zh) >> zs
+            acc = z * g[j] if has_g else z << g_sh
+            if has_b:
+                acc += b[j] << b_sh
+            v = (acc + half) >> shift
+            if wrap > 0:
+                out[i, j] = (v << wrap) >> wrap
+            else:
+                out[i, j] = lo if v < lo else (hi if v > hi else v)
+
+
+def _acc_cast(v: int, sat: bool, a_lo: int, a_hi: int, a_wrap: int) -> int:
+    """An ``accum_t`` overflow: clip to ``[a_lo, a_hi]`` (AP_SAT) or keep the low bits,
+    sign-extended (signed AP_WRAP, ``a_wrap = 64 - W``)."""
+    if sat:
+        return a_lo if v < a_lo else (a_hi if v > a_hi else v)
+    return (v << a_wrap) >> a_wrap
+
+
+acc_cast = njit(cache=True, nogil=True)(_acc_cast) if njit is not None else _acc_cast
+
+
+def _hls4ml_rows(
+    x: Any, x_sh: int, sat: bool, a_lo: int, a_hi: int, a_wrap: int, fa: int, a_half: int,
+    k_inv: int, tscale: int, table: Any, g: Any, b: Any, b_sh: int, shift: int, half: int,
+    lo: int, hi: int, wrap: int, out: Any,
+) -> None:  # fmt: skip
+    """hls4ml 1.3 ``layernorm_1d`` per row (:class:`Hls4mlLayerNorm`'s docstring), every
+    ``accum_t`` assignment as :func:`_acc_cast` after ``(v + a_half) >> fa`` where it
+    drops ``fa`` fraction bits: ``xa = X << x_sh`` (a cast that cannot overflow),
+    ``sum = Σ xa`` (overflow after every addition; for AP_WRAP once at the end, the
+    same integer), ``mean = acc((sum·k_inv + a_half) >> fa)``, ``d = acc(xa - mean)``,
+    ``sum2 = Σ acc((d² + a_half) >> fa)``, ``var`` as ``mean``, ``index = clamp((var·
+    tscale) >> fa, 0, size - 1)``, ``r = table[index]``; per element ``acc = d·r·g[j] +
+    (b[j] << b_sh)`` and the output cast."""
+    n = x.shape[1]
+    top = table.shape[0] - 1
+    for i in range(x.shape[0]):
+        sm = 0
+        for j in range(n):
+            sm = sm + (x[i, j] << x_sh)
+            if sat:
+                sm = acc_cast(sm, sat, a_lo, a_hi, a_wrap)
+        sm = acc_cast(sm, sat, a_lo, a_hi, a_wrap)
+        mean = acc_cast((sm * k_inv + a_half) >> fa, sat, a_lo, a_hi, a_wrap)
+        s2 = 0
+        for j in range(n):
+            d = acc_cast((x[i, j] << x_sh) - mean, sat, a_lo, a_hi, a_wrap)
+            s2 = s2 + acc_cast((d * d + a_half) >> fa, sat, a_lo, a_hi, a_wrap)
+            if sat:
+                s2 = acc_cast(s2, sat, a_lo, a_hi, a_wrap)
+        s2 = acc_cast(s2, sat, a_lo, a_hi, a_wrap)
+        var = acc_cast((s2 * k_inv + a_half) >> fa, sat, a_lo, a_hi, a_wrap)
+        idx = (var * tscale) >> fa
+        idx = 0 if idx < 0 else (top if idx > top else idx)
+        r = table[idx]
+        for j in range(n):
+            d = (x[i, j] << x_sh) - mean
+            dw = (d << a_wrap) >> a_wrap
+            d = (a_lo if d < a_lo else (a_hi if d > a_hi else d)) if sat else dw
+            v = (d * r * g[j] + (b[j] << b_sh) + half) >> shift
+            if wrap > 0:
+                out[i, j] = (v << wrap) >> wrap
+            else:
+                out[i, j] = lo if v < lo else (hi if v > hi else v)
+
+
+if njit is not None:
+    rsqrt_rows = njit(cache=True, nogil=True)(_rsqrt_rows)
+    ibert_rows = njit(cache=True, nogil=True)(_ibert_rows)
+    hls4ml_rows = njit(cache=True, nogil=True)(_hls4ml_rows)
+else:  # pragma: no cover
+    rsqrt_rows = _rsqrt_rows
+    ibert_rows = _ibert_rows
+    hls4ml_rows = _hls4ml_rows

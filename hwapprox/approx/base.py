@@ -44,6 +44,8 @@ __all__ = [
 ]
 
 RawArray = npt.NDArray[np.int64]
+#: arrays from this many elements get :meth:`ApproxSpec.check_input`'s compiled range check
+_RANGE_KERNEL_MIN = 1 << 12
 
 
 class SpecError(ValueError):
@@ -241,9 +243,23 @@ class ApproxSpec(abc.ABC):
 
     # -- shared behaviour ----------------------------------------------------
     def check_input(self, raw: npt.ArrayLike) -> RawArray:
-        """Raw codes as int64, refusing floats and codes outside ``in_fmt``."""
+        """Raw codes as int64, refusing floats and codes outside ``in_fmt``. A large
+        C-contiguous int64 array is range-checked in one compiled pass
+        (:func:`._kernels.codes_in_range`) and returned as it is, as ``in_fmt.check``
+        returns it; outside codes still get ``in_fmt.check``'s error."""
+        fmt = self.in_fmt
         try:
-            return self.in_fmt.check(raw, f"{self.operator}/{self.method} input")
+            if (
+                type(raw) is np.ndarray  # not a subclass: in_fmt.check returns a base array
+                and raw.dtype == np.int64
+                and raw.size >= _RANGE_KERNEL_MIN
+                and raw.flags.c_contiguous
+                and _kernels.available()
+            ):
+                fmt._check_raw_width()
+                if _kernels.codes_in_range(raw.reshape(-1), fmt.min_raw, fmt.max_raw):
+                    return raw
+            return fmt.check(raw, f"{self.operator}/{self.method} input")
         except FixedPointError as exc:
             raise SpecError(str(exc)) from None
 

@@ -221,9 +221,12 @@ class Hls4mlLayerNorm(_LayerNormSpec):
         if b is None:
             b = np.zeros(n, dtype=np.int64)
         acc = self.accum_fmt
+        k_inv = acc.quantize(1.0 / n)
+        out = self._rows_compiled(x, g, b, int(k_inv))
+        if out is not None:
+            return out
         prod_fmt = FixedFormat(2 * acc.width, 2 * acc.int_bits)
         xa = cast(x, self.in_fmt, acc)
-        k_inv = acc.quantize(1.0 / n)
         mean = cast(self._sum(xa) * k_inv, prod_fmt, acc)
         d = acc.saturate(xa - mean[:, None])
         sq = _requant(d * d, acc.frac_bits, acc)  # = cast(d*d, prod_fmt, acc)
@@ -250,6 +253,49 @@ class Hls4mlLayerNorm(_LayerNormSpec):
             p = (p << np.int64(f_b - f_p)) + b
             f_t = f_b
         return _requant(p, f_t - self.out_fmt.frac_bits, self.out_fmt)
+
+    def _rows_compiled(self, x: RawArray, g: RawArray, b: RawArray, k_inv: int) -> RawArray | None:
+        """:meth:`_model_rows` row by row in one compiled call
+        (:func:`._kernels.hls4ml_rows`: the same integers), or None where it does not
+        apply: ``accum_t`` not signed AP_TRN / AP_RND with AP_SAT or AP_WRAP and ``0 <
+        F_acc < 63``, an output cast other than :func:`._cast_modes`' (or no numba), or
+        :data:`._kernels.whole_rows` off. An input cast that cannot overflow (``accum_t``
+        holds every ``in_fmt`` code shifted left) runs inside the kernel; any other is
+        done first in numpy."""
+        acc, fin = self.accum_fmt, self.in_fmt
+        f_p = self.output_frac
+        f_b = self.beta_fmt.frac_bits
+        shift = f_p - self.out_fmt.frac_bits
+        modes = _cast_modes(self.out_fmt)
+        if not (
+            modes
+            and _kernels.whole_rows
+            and acc.signed
+            and acc.rounding in (Rounding.TRN, Rounding.RND)
+            and acc.overflow in (Overflow.SAT, Overflow.WRAP)
+            and 0 < acc.frac_bits < 63
+            and acc.width < 64
+            and f_b <= f_p
+            and f_p - f_b < 63
+            and 0 < shift < 63
+        ):
+            return None
+        d = acc.frac_bits - fin.frac_bits
+        if 0 <= d < 63 and acc.min_raw <= fin.min_raw << d and fin.max_raw << d <= acc.max_raw:
+            xa, x_sh = x, d  # the cast is the shift
+        else:
+            xa, x_sh = np.ascontiguousarray(cast(x, fin, acc)), 0
+        fa = acc.frac_bits
+        a_half = 1 << (fa - 1) if acc.rounding is Rounding.RND else 0
+        half = 1 << (shift - 1) if self.out_fmt.rounding is Rounding.RND else 0
+        out = np.empty_like(x)
+        _kernels.hls4ml_rows(
+            xa, x_sh, acc.overflow is Overflow.SAT, acc.min_raw, acc.max_raw, 64 - acc.width,
+            fa, a_half, k_inv, self.table_size << self.table_range_power2, self._table(),
+            np.ascontiguousarray(g, dtype=np.int64), np.ascontiguousarray(b, dtype=np.int64),
+            f_p - f_b, shift, half, *modes, out,
+        )  # fmt: skip
+        return out
 
     def cost(self) -> Cost:
         a, t = self.accum_fmt.width, self.table_fmt.width

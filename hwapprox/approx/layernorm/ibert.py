@@ -11,11 +11,13 @@ from typing import ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from hwapprox.approx import _kernels
 from hwapprox.approx.base import Cost, SpecError, require
 from hwapprox.approx.hwparams import overflow_code, raw_width, rounding_code, sbits, ubits
 from hwapprox.approx.intmath import bit_length
 from hwapprox.approx.layernorm._common import (
     RawArray,
+    _affine_kernel_args,
     _check_norm_bits,
     _LayerNormSpec,
     _round_div_even,
@@ -137,22 +139,45 @@ class IBertLayerNorm(_LayerNormSpec):
     def _factor(self, std: RawArray) -> RawArray:
         return np.where(std > 0, (1 << 31) // np.maximum(std, 1), 0)
 
+    def _row_kernel(self) -> bool | None:
+        """The ``ivit`` flag of :func:`._kernels.ibert_rows` for this spec (False:
+        I-BERT, True: I-ViT with at most 16 Newton steps, so that ``std >= 1``), or None
+        where the compiled rows do not apply (a subclass with its own ``_std`` or
+        ``_factor``, :data:`._kernels.whole_rows` off, no numba)."""
+        if not (_kernels.whole_rows and _kernels.available()):
+            return None
+        cls = type(self)
+        for base, ivit in ((IBertLayerNorm, False), (IVitLayerNorm, True)):
+            if cls._std is base._std and cls._factor is base._factor:
+                if ivit and self.newton_iterations > 16:
+                    return None
+                return ivit
+        return None
+
     def _model_rows(
         self, x: RawArray, gamma: npt.ArrayLike | None = None, beta: npt.ArrayLike | None = None
     ) -> RawArray:
         n = x.shape[1]
         self._check_n(n, self.MAX_N, "int64 range of y_int·√N")
         g, b = self._affine_raw(n, gamma, beta)
+        sqrtn = _round_sqrt(n << (2 * self.SQRTN_FRAC))
+        zs = 30 + self.SQRTN_FRAC - self.norm_frac_bits
+        kind = self._row_kernel()
+        args = None if kind is None else _affine_kernel_args(
+            x, self.norm_frac_bits, g, self.gamma_fmt, b, self.beta_fmt, self.out_fmt
+        )  # fmt: skip
+        if args is not None:  # the lines below, row by row in one compiled call
+            out = np.empty_like(x)
+            iters = getattr(self, "newton_iterations", 0)
+            _kernels.ibert_rows(x, kind, self.shift, iters, sqrtn, zs, *args, out)
+            return out
         s1 = x.sum(axis=1)
         mean = _round_div_even(s1, n)
         y = x - mean[:, None]
         std, _ = self._std(y)
         factor = self._factor(std)
         y_int = (y * factor[:, None]) >> 1
-        sqrtn = _round_sqrt(n << (2 * self.SQRTN_FRAC))
-        z = _round_half_up_shift(
-            y_int * np.int64(sqrtn), np.int64(30 + self.SQRTN_FRAC - self.norm_frac_bits)
-        )
+        z = _round_half_up_shift(y_int * np.int64(sqrtn), np.int64(zs))
         return affine_out(z, self.norm_frac_bits, g, self.gamma_fmt, b, self.beta_fmt, self.out_fmt)
 
     def hw_params(self, n: int | None = None) -> dict[str, int]:

@@ -379,6 +379,17 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
         k_rms = min(self.stat_count(n), n)
         nn = np.int64(k_rms)  # pRMSNorm: the first k elements stand for the row
         n = k_rms
+        table = rsqrt_table(self.rsqrt_table_bits, p)
+        args = _affine_kernel_args(
+            x, self.norm_frac_bits, g, self.gamma_fmt, b, self.beta_fmt, self.out_fmt
+        )
+        if args is not None and _kernels.whole_rows:
+            # the lines below, row by row in one compiled call: the same integers
+            out = np.empty_like(x)
+            eps_nn = n * n * self.eps_q
+            kw = (self.center, gb, eps_nn, p, self.rsqrt_table_bits, table, self.newton_steps)
+            if _kernels.rsqrt_rows(x, k_rms, *kw, self.norm_frac_bits, *args, out):
+                return out
         # pass 1: exact sums
         xs = x[:, :k_rms]
         s2 = np.einsum("ij,ij->i", xs, xs)  # Σ X², exact int64
@@ -389,7 +400,6 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
         k = (bit_length(de) - 1) >> 1
         e = 2 * k - p
         m = np.where(e >= 0, de >> np.maximum(e, 0), de << np.maximum(-e, 0))
-        table = rsqrt_table(self.rsqrt_table_bits, p)
         y = rsqrt_norm(m, table, self.rsqrt_table_bits, p, self.newton_steps)
         sh = p + k - gb // 2 - self.norm_frac_bits
         # pass 2: normalise and apply γ, β
@@ -397,9 +407,6 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
         # one full-width multiply per element fewer in numpy.
         c1 = nn * y
         c0 = s1 * y if self.center else np.zeros_like(y)
-        args = _affine_kernel_args(
-            x, self.norm_frac_bits, g, self.gamma_fmt, b, self.beta_fmt, self.out_fmt
-        )
         if args is not None and sh.size and int(sh.min()) > -63 and int(sh.max()) < 63:
             # the lines below in one compiled pass, the same integers
             out = np.empty_like(x)

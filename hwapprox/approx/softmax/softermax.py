@@ -476,6 +476,9 @@ class SoftermaxSoftmax(SoftmaxSpec):
         up = 1 << (self.sum_fmt.frac_bits - self.pow2_fmt.frac_bits)
         p_lo = -(self.pow2_fmt.frac_bits + 2) << ft
         m_empty = (self.t_fmt.min_raw >> ft) - 1
+        out = self._rows_compiled(x, mask, tabs, ft, up, p_lo, m_empty)
+        if out is not None:
+            return out
         if self._kernel_ok():
             d, big_m = _kernels.softermax_sum(
                 np.ascontiguousarray(x, dtype=np.int64),
@@ -503,6 +506,61 @@ class SoftermaxSoftmax(SoftmaxSpec):
             t_memo = _cached(self, "_t_memo", narrow)
             return t_memo[x - np.int64(self.in_fmt.min_raw)]
         return self._t(x)
+
+    def _rows_compiled(
+        self,
+        x: RawArray,
+        mask: npt.NDArray[np.bool_] | None,
+        tabs: dict[str, RawArray],
+        ft: int,
+        up: int,
+        p_lo: int,
+        m_empty: int,
+    ) -> RawArray | None:
+        """Both passes and the reciprocal row by row in one compiled call
+        (:func:`._kernels.softermax_rows`: the same integers as the two row kernels and
+        :func:`.intmath.reciprocal` between them), or None where it does not apply:
+        :meth:`_kernel_ok` false, :data:`._kernels.whole_rows` off, an output cast
+        other than :func:`._kernels.cast_params`', a ``recip_fmt`` rounding other than
+        AP_TRN / AP_RND or an overflow other than unsigned AP_WRAP / AP_SAT."""
+        rf = self.recip_fmt
+        if not (
+            _kernels.whole_rows
+            and self._kernel_ok()
+            and not rf.signed
+            and rf.rounding in (Rounding.TRN, Rounding.RND)
+            and rf.overflow in (Overflow.WRAP, Overflow.SAT, Overflow.SAT_SYM)
+            and rf.width < 63
+        ):
+            return None
+        cp = _kernels.cast_params(self.pow2_fmt.frac_bits + rf.frac_bits, self.out_fmt)
+        if cp is None:
+            return None
+        out = np.empty(x.shape, dtype=np.int64)
+        ok = _kernels.softermax_rows(
+            np.ascontiguousarray(x, dtype=np.int64),
+            mask if mask is not None else np.zeros((1, 1), dtype=bool),
+            mask is not None,
+            _cached(self, "_t_memo"),
+            _cached(self, "_pow2_memo"),
+            self.in_fmt.min_raw,
+            ft,
+            p_lo,
+            up,
+            m_empty,
+            1 << self.sum_fmt.frac_bits,
+            self.sum_fmt.frac_bits,
+            rf.frac_bits,
+            np.ascontiguousarray(tabs["recip_table"], dtype=np.int64),
+            self.recip_segments_log2,
+            self.recip_work_frac_bits,
+            rf.rounding is Rounding.RND,
+            rf.overflow is not Overflow.WRAP,
+            rf.max_raw,
+            *cp,
+            out,
+        )
+        return out if ok else None
 
     def _kernel_ok(self) -> bool:
         """The compiled scans apply: numba present, memo-sized input and ``P`` memo, ``P``
