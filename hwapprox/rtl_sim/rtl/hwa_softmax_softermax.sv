@@ -115,14 +115,20 @@ module hwa_softmax_softermax #(
   localparam int ELAT = hwa_pkg::exp_unit_lat(1'b1, 1'b1, 64'd1, 0, 1'b0);
   localparam int RLAT = hwa_pkg::recip_lat(1'b1, 1'b0, 0, 1'b0);
   localparam int OLAT = 3 + ((OUT_SHIFT > 0) ? 3 : 0);
-  localparam int ROW_LAT = TLAT + ELAT + RLAT + 5;  // in_last -> ctx_v
-  localparam int BUF_NEED = ROW_MAX + ROW_LAT + 4;
+  // in_last -> ctx_v (one more when the last element raises the max: its shift cycle;
+  // its row's earlier elements' holds, when it is still behind them, stop the input too)
+  localparam int ROW_LAT = TLAT + ELAT + RLAT + 5;
+  localparam int BUF_NEED = ROW_MAX + ROW_LAT + 5;
   localparam int BUF_U = (BUF_NEED > BUF_DEPTH) ? 1 << $clog2(BUF_NEED) : BUF_DEPTH;
-  localparam int ROWQ_NEED = 4 + (ROW_LAT + ROW_MAX + 15) / 16;
+  localparam int ROWQ_NEED = 4 + (ROW_LAT + ROW_MAX + 16) / 16;
   localparam int ROWQ_U = (ROWQ_NEED > ROWQ) ? 1 << $clog2(ROWQ_NEED) : ROWQ;
 
 
   logic in_v, in_first, in_last, ctx_v, ce, rd_issue, o1_v, o1_l;
+  // the ingest hold (see stage A): stall_nxt = a new integer running max enters stage A
+  // this cycle, so the next cycle s_axis_tready is low (hwa_row_stream's s_hold) and the
+  // ingest pipeline stands still (ie low)
+  logic stall_nxt, ie;
   logic [IN_W:0] in_w, o1_w;
   logic in_mask, o1_mask;
   logic signed [IN_W-1:0] in_x, o1_x;
@@ -144,7 +150,7 @@ module hwa_softmax_softermax #(
       .s_axis_tvalid(s_axis_tvalid),
       .s_axis_tready(s_axis_tready),
       .s_axis_tlast(s_axis_tlast),
-      .s_hold(1'b0),
+      .s_hold(stall_nxt),
       .in_v(in_v),
       .in_x(in_w),
       .in_first(in_first),
@@ -167,7 +173,7 @@ module hwa_softmax_softermax #(
   assign unused_rows = ^{in_n, o1_n, rd_idx, rd_issue};
   /* verilator lint_on UNUSEDSIGNAL */
 
-  // ---- ingest: t of in_x (TLAT stages, free running) -------------------------------------
+  // ---- ingest: t of in_x (TLAT stages, advancing while ie) --------------------------------
   logic signed [TX_W-1:0] i_t;
   if (1) begin : g_i_t
     logic signed [PROD_W-1:0] prod;
@@ -179,7 +185,7 @@ module hwa_softmax_softermax #(
         .P_W(PROD_W)
     ) u_m (
         .clk(clk),
-        .en (1'b1),
+        .en (ie),
         .a  (in_x),
         .b  ({1'b0, LOG2E_W'(LOG2E)}),
         .p  (prod)
@@ -192,7 +198,7 @@ module hwa_softmax_softermax #(
           .MODE (T_RND)
       ) u_t (
           .clk(clk),
-          .en (1'b1),
+          .en (ie),
           .x  (prod),
           .sh (SW'(PROD_SHIFT)),
           .y  (t_sh)
@@ -211,7 +217,7 @@ module hwa_softmax_softermax #(
         .y(t_c)
     );
     always_ff @(posedge clk) begin
-      if (1'b1) i_t <= t_c;
+      if (ie) i_t <= t_c;
     end
   end
   logic i_v, i_first, i_last, i_mask;
@@ -221,7 +227,7 @@ module hwa_softmax_softermax #(
   ) u_iv (
       .clk(clk),
       .rst(rst),
-      .en (1'b1),
+      .en (ie),
       .d  (in_v),
       .q  (i_v)
   );
@@ -231,7 +237,7 @@ module hwa_softmax_softermax #(
   ) u_if (
       .clk(clk),
       .rst(1'b0),
-      .en (1'b1),
+      .en (ie),
       .d  ({in_first, in_last, in_mask}),
       .q  ({i_first, i_last, i_mask})
   );
@@ -252,26 +258,41 @@ module hwa_softmax_softermax #(
 
   // ---- stage A: integer running max over the unmasked elements, shift; stage A2: the
   // P argument's t - M·2^T_F (its clamp and 2^T_F - . feed the exp unit's first stage)
+  // The hold: an element that raises the integer running max (unmasked, above M, not
+  // the row's first unmasked one: is_step) is followed by one empty cycle into the sum
+  // stage, where its shift d >> sh takes a cycle of its own (stage D). So when one
+  // enters A, the ingest stands still for the next cycle: ie (a register) low stops the
+  // TLAT stages and A, and s_axis_tready (registered, hwa_row_stream's s_hold) is low in
+  // that same cycle, so no element is accepted while the stages before A stand still.
   logic signed [M_W-1:0] m_reg, mj, m_new;
-  logic seen_reg, seen_prev, live, is_new;
-  logic a_v, a_last, a_live, a_first_live, a_any;
+  logic seen_reg, seen_prev, live, is_new, is_step, i_go;
+  logic a_v, a_last, a_live, a_first_live, a_any, a_step;
   logic [SH_W-1:0] a_sh;
   logic signed [TX_W-1:0] a_t;
   logic signed [M_W-1:0] a_m;
+  assign i_go = i_v && ie;  // the element in front of A enters it this cycle
   assign live = !i_mask;
   assign seen_prev = !i_first && seen_reg;
   assign mj = M_W'(i_t >>> T_F);
   assign is_new = live && (!seen_prev || mj > m_reg);
+  assign is_step = is_new && seen_prev;
   assign m_new = is_new ? mj : m_reg;
+  assign stall_nxt = i_go && is_step;
   always_ff @(posedge clk) begin
-    if (rst) a_v <= 1'b0;
-    else a_v <= i_v;
-    if (i_v) begin
+    if (rst) begin
+      a_v <= 1'b0;
+      ie <= 1'b1;
+    end else begin
+      a_v <= i_go;
+      ie <= !stall_nxt;
+    end
+    if (i_go) begin
       a_last <= i_last;
       a_live <= live;
       a_first_live <= live && !seen_prev;
       a_any <= seen_prev || live;  // an unmasked element so far in the row
-      a_sh <= (is_new && seen_prev) ? SH_W'(mj - m_reg) : '0;
+      a_step <= is_step;
+      a_sh <= is_step ? SH_W'(mj - m_reg) : '0;
       a_t <= i_t;
       a_m <= m_new;
       m_reg <= m_new;
@@ -282,14 +303,14 @@ module hwa_softmax_softermax #(
   // the sum's shift, decided here: zero the sum (a row's first unmasked element, or a
   // shift of SUM_W or more) or shift it by sh < SUM_W
   localparam int SHC_W = $clog2(SUM_W);
-  logic a2_v, a2_last, a2_live, a2_zero, a2_any;
+  logic a2_v, a2_last, a2_live, a2_zero, a2_any, a2_step;
   logic [SHC_W-1:0] a2_shc;
   logic signed [M_W-1:0] a2_m;
   logic signed [A_W-1:0] a2_a;
   always_ff @(posedge clk) begin
     if (rst) a2_v <= 1'b0;
     else a2_v <= a_v;
-    {a2_last, a2_live, a2_any, a2_m} <= {a_last, a_live, a_any, a_m};
+    {a2_last, a2_live, a2_any, a2_step, a2_m} <= {a_last, a_live, a_any, a_step, a_m};
     a2_zero <= a_first_live || (32'(a_sh) >= SUM_W);
     a2_shc <= SHC_W'(a_sh);
     a2_a <= p_a(a_t, a_m);
@@ -328,7 +349,7 @@ module hwa_softmax_softermax #(
       .d  (a3_arg),
       .e  (p_in)
   );
-  logic c_v, c_last, c_live, c_zero, c_any;
+  logic c_v, c_last, c_live, c_zero, c_any, c_step;
   logic [SHC_W-1:0] c_shc;
   logic signed [M_W-1:0] c_m;
   hwa_delay #(
@@ -342,31 +363,53 @@ module hwa_softmax_softermax #(
       .q  (c_v)
   );
   hwa_delay #(
-      .W(4 + SHC_W + M_W),
+      .W(5 + SHC_W + M_W),
       .L(ELAT + 1)
   ) u_cf (
       .clk(clk),
       .rst(1'b0),
       .en (1'b1),
-      .d  ({a2_last, a2_live, a2_zero, a2_any, a2_shc, a2_m}),
-      .q  ({c_last, c_live, c_zero, c_any, c_shc, c_m})
+      .d  ({a2_last, a2_live, a2_zero, a2_any, a2_step, a2_shc, a2_m}),
+      .q  ({c_last, c_live, c_zero, c_any, c_step, c_shc, c_m})
   );
 
-  // ---- stage D: d = (d >> sh) + P, the one-cycle loop ------------------------------------
-  logic [SUM_W-1:0] d_reg, d_shifted, d_nxt;
-  assign d_shifted = c_zero ? '0 : (d_reg >> c_shc);
-  assign d_nxt = d_shifted + (SUM_W'(p_in) << SUM_UP);
+  // ---- stage D: d = (d >> sh) + P ---------------------------------------------------------
+  // An element that raised the integer max (c_step) takes two cycles: the first shifts
+  // the sum, d_sh = d >> sh (0: a shift of SUM_W or more), and keeps its P; the second
+  // (sh_v, the empty cycle the hold left behind it) adds, d = d_sh + P. Every other
+  // unmasked element adds in one cycle, d = d + P (0 + P: the row's first unmasked one).
+  // The one-cycle loop is d_reg -> a 2:1 select -> the adder; the shifter is a stage.
+  logic [SUM_W-1:0] d_reg, d_sh, d_base, p_up, p_hold, d_nxt;
+  logic sh_v, sh_last;
+  assign p_up = SUM_W'(p_in) << SUM_UP;
+  assign d_base = sh_v ? d_sh : (c_zero ? '0 : d_reg);
+  assign d_nxt = d_base + (sh_v ? p_hold : p_up);
   logic row_v, row_any;
   logic signed [M_W-1:0] row_m;
   always_ff @(posedge clk) begin
-    if (c_v && c_live) d_reg <= d_nxt;
-    if (rst) row_v <= 1'b0;
-    else row_v <= c_v & c_last;
+    d_sh <= c_zero ? '0 : (d_reg >> c_shc);
+    p_hold <= p_up;
+    sh_last <= c_last;
+    if (sh_v || (c_v && c_live && !c_step)) d_reg <= d_nxt;
+    if (rst) begin
+      sh_v <= 1'b0;
+      row_v <= 1'b0;
+    end else begin
+      sh_v <= c_v && c_step;
+      row_v <= (c_v && c_last && !c_step) || (sh_v && sh_last);
+    end
     if (c_v & c_last) begin
       row_m <= c_m;
       row_any <= c_any;
     end
   end
+`ifndef SYNTHESIS
+  always_ff @(posedge clk) begin
+    if (!rst && c_v && sh_v) begin
+      $error("hwa_softmax_softermax %m: an element reached the sum in a shift's second cycle");
+    end
+  end
+`endif
 
   // ---- per row: r = 1/d (PWL, no Newton); M travels alongside -----------------------------
   logic r_v;
