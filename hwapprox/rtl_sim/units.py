@@ -363,7 +363,7 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         ),
         _softmax_softermax,
         rowwise=True,
-        latency_extra=68,
+        latency_extra=76,
         doc="base 2, integer running max with shift rescaling, PWL 2^x and PWL 1/d, "
         "mask bits; circular row buffer of x (t computed on both sides); log-coded outputs "
         "(one more stage); pipelined for ECP5 (issue 22): last in -> last out N + 68",
