@@ -366,7 +366,10 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         latency_extra=76,
         doc="base 2, integer running max with shift rescaling, PWL 2^x and PWL 1/d, "
         "mask bits; circular row buffer of x (t computed on both sides); log-coded outputs "
-        "(one more stage); pipelined for ECP5 (issue 22): last in -> last out N + 68",
+        "(one more stage); pipelined for ECP5 (issue 22): the input held one cycle per rise "
+        "of the integer running max (the sum's shift in a cycle of its own), 7 elements "
+        "after it; last in -> last out N + 68, +1 per rise among the row's last 8 elements "
+        "(at most N + 76)",
         out_codes=True,
     ),
     (Operator.SOFTMAX, "ibert"): RtlUnit(

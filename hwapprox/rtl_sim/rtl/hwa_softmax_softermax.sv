@@ -6,7 +6,7 @@
 // fully masked row outputs zeros):
 //   t = sat(round_shift(x * LOG2E, PROD_SHIFT, T_RND))           (t_fmt, TX_W bits;
 //       computed on the way in and again on the way out: the row buffer holds {mask, x})
-//   pass 1 (ingest, one element per cycle), unmasked elements only:
+//   pass 1 (ingest), unmasked elements only:
 //       M' = max(M, t >>> T_F);  d = (d >> (M' - M)) + (P(t - M'·2^T_F) << SUM_UP)
 //       (the first unmasked element: M' = t >>> T_F, d = P)
 //   P(a) = 2^a, a < 1: exp2 of 2^T_F - max(a, A_MIN) by the table + interpolation of
@@ -14,8 +14,15 @@
 //       P_F + 1 fraction bits read as P_F (2^a = 2·2^-(1-a));
 //   per row: r = 1/d (hwa_recip, PWL of 2^TB segments, no Newton; R_RND, R_OVF);
 //   output (row re-read): y = sat(round_shift(P(t - M·2^T_F) * r, OUT_SHIFT, OUT_RND))
-// The running max and shift are resolved ahead of the sum, so only d = (d >> sh) + P
-// is a one-cycle loop.
+// The running max and shift are resolved ahead of the sum. Only an element that raises
+// the integer running max (unmasked, M' > M, not the row's first unmasked element: a
+// "step") shifts d, and the sum gives its shift a cycle of its own (issue 22: the
+// 34-bit shift and add in one cycle stopped at 113-119 MHz): d_sh = d >> sh, then
+// d = d_sh + P in the next cycle, so the one-cycle loop is d -> a 2:1 select -> the
+// adder. The empty cycle behind a step is the hold: when a step enters the running-max
+// stage, the ingest stages before it (t, TLAT) and the input stand still for one cycle
+// (a registered enable, and s_axis_tready low through hwa_row_stream's s_hold, both
+// from the same decision: nothing is accepted while the stages stand still).
 // Pipelining (issue 22, ECP5 at 125 MHz): t = x·LOG2E is hwa_mul_pipe (3), its
 // rounding hwa_round_shift_pipe (3) and the saturation (1): TLAT = 7 stages (4 when
 // PROD_SHIFT <= 0), on both sides; the running max and shift (1), t - M·2^T_F (1),
@@ -24,14 +31,25 @@
 // hwa_mul_pipe (3) and its rounding hwa_round_shift_pipe (3, OUT_SHIFT > 0 only):
 // OLAT = 6.
 // Buffering (hwa_row_stream): circular buffer of {mask, x} words, BUF_DEPTH or the
-// power of 2 >= ROW_MAX + ROW_LAT + 4 when that is larger; a queue of ROWQ rows, or
-// the power of 2 >= 4 + (ROW_LAT + ROW_MAX + 15) / 16 (ROW_LAT: last input -> its
-// row's context = TLAT + ELAT + RLAT + 5 = 41 at the defaults).
+// power of 2 >= ROW_MAX + ROW_LAT + 5 when that is larger; a queue of ROWQ rows, or
+// the power of 2 >= 4 + (ROW_LAT + ROW_MAX + 16) / 16 (ROW_LAT: last input -> its
+// row's context = TLAT + ELAT + RLAT + 5 = 41 at the defaults, one more when the last
+// element is a step; the held cycles, when the row's last element waits behind them,
+// hold the input too).
 // Latency: last input -> first output ROW_LAT + 4 + TLAT + ELAT + OLAT = 69 cycles at
 // the defaults when the output is free (11 before issue 22), then one element per
-// cycle: last input -> last output N + 68 (one more with OUT_CODE). Back-to-back rows
-// of N >= 16 never stall the
-// input and lose no output cycle (tests/test_rtl_throughput.py).
+// cycle: last input -> last output N + 68 (one more with OUT_CODE), plus one cycle per
+// step among the TLAT elements before the row's last (the ingest stood still while it
+// was in the TLAT stages) and one when the last is a step itself: at most N + 68 +
+// TLAT + 1 = N + 76.
+// Throughput: input one element per cycle except one held cycle per step, TLAT
+// accepted elements after it when the input is offered every cycle (a row's last
+// steps hold the next row's input): rows of n elements with k steps take n + k input
+// cycles. Rows of 64 at the default spec, N(0, s) for s = 1, 2, 4: 2.3, 2.9, 3.3 steps
+// on average, sorted ascending 6.6, 12.3, 21.3 (one per integer t crosses); at worst
+// every element but the first (x rising by 1/log2(e) or more each): 1/2 rate.
+// Output one element per cycle; rows back to back lose no other cycle
+// (tests/test_rtl_throughput.py; hwapprox.rtl_sim.units.softermax_schedule).
 // Rows longer than ROW_MAX are dropped with a row_err pulse (hwa_row_stream).
 // Parameter defaults: the default SoftermaxSoftmax spec's hw_params() with
 // row_stream_params(64) (tests/test_rtl_lint.py).
@@ -115,8 +133,8 @@ module hwa_softmax_softermax #(
   localparam int ELAT = hwa_pkg::exp_unit_lat(1'b1, 1'b1, 64'd1, 0, 1'b0);
   localparam int RLAT = hwa_pkg::recip_lat(1'b1, 1'b0, 0, 1'b0);
   localparam int OLAT = 3 + ((OUT_SHIFT > 0) ? 3 : 0);
-  // in_last -> ctx_v (one more when the last element raises the max: its shift cycle;
-  // its row's earlier elements' holds, when it is still behind them, stop the input too)
+  // in_last -> ctx_v; one more when the last element is a step (its shift cycle), and
+  // one per held cycle while it is in the TLAT stages (the input is held then too)
   localparam int ROW_LAT = TLAT + ELAT + RLAT + 5;
   localparam int BUF_NEED = ROW_MAX + ROW_LAT + 5;
   localparam int BUF_U = (BUF_NEED > BUF_DEPTH) ? 1 << $clog2(BUF_NEED) : BUF_DEPTH;
@@ -125,9 +143,9 @@ module hwa_softmax_softermax #(
 
 
   logic in_v, in_first, in_last, ctx_v, ce, rd_issue, o1_v, o1_l;
-  // the ingest hold (see stage A): stall_nxt = a new integer running max enters stage A
-  // this cycle, so the next cycle s_axis_tready is low (hwa_row_stream's s_hold) and the
-  // ingest pipeline stands still (ie low)
+  // the ingest hold (see stage A): stall_nxt = a step (an element raising the integer
+  // running max) enters stage A this cycle, so in the next cycle s_axis_tready is low
+  // (hwa_row_stream's s_hold) and the ingest stages stand still (ie low)
   logic stall_nxt, ie;
   logic [IN_W:0] in_w, o1_w;
   logic in_mask, o1_mask;
@@ -173,7 +191,7 @@ module hwa_softmax_softermax #(
   assign unused_rows = ^{in_n, o1_n, rd_idx, rd_issue};
   /* verilator lint_on UNUSEDSIGNAL */
 
-  // ---- ingest: t of in_x (TLAT stages, advancing while ie) --------------------------------
+  // ---- ingest: t of in_x (TLAT stages, advancing while ie) ---------------------------
   logic signed [TX_W-1:0] i_t;
   if (1) begin : g_i_t
     logic signed [PROD_W-1:0] prod;
