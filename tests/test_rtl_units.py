@@ -174,6 +174,8 @@ def test_softermax_hold_schedule(masked: bool) -> None:
     n = 64
     rows = [spec.in_fmt.quantize(rng.normal(0, 2, n)) for _ in range(10)]
     rows.insert(4, np.sort(rows[0]))
+    # every element a step (t rises by more than 1 each): the worst case, 1/2 input rate
+    rows.insert(8, spec.in_fmt.quantize(np.arange(n) - n / 2))
     rows.append(np.sort(rows[1]))  # the last row ascending: its held cycles after it
     masks = [rng.random(n) < 0.3 for _ in rows] if masked else None
     res = simulate(spec, rows, masks=masks, row_max=n)
@@ -194,8 +196,10 @@ def test_softermax_hold_schedule(masked: bool) -> None:
     assert tail[-1] > 0
     # at most: TLAT held cycles while the last element is in the ingest stages, and its
     # own shift cycle
-    worst = SOFTERMAX_EXTRA + (softermax_ingest_latency(spec) + 1) * SOFTERMAX_SHIFT_BUBBLES
-    assert worst <= get_unit("softmax", "softermax").latency_extra
+    worst = (softermax_ingest_latency(spec) + 1) * SOFTERMAX_SHIFT_BUBBLES
+    assert SOFTERMAX_EXTRA + worst <= get_unit("softmax", "softermax").latency_extra
+    if not masked:  # the all-step row reaches it
+        assert tail[8] == worst
 
 
 def test_rows_longer_than_the_buffer_are_refused() -> None:
