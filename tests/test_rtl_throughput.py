@@ -18,11 +18,15 @@ demands an input that never stalls and, on equal rows, one output per cycle at a
 constant latency.
 
 The online softmax (issue 22) holds its input ONLINE_RESCALE_BUBBLES cycles per new
-running max, from the second cycle after it (its pipelined rescale multiply): for it
-the test demands that exact input timeline
-(:func:`hwapprox.rtl_sim.units.online_input_gaps`) instead of an input that never
-stalls, and the same ideal output schedule with its rows' last inputs and the delays
-of :func:`hwapprox.rtl_sim.units.online_row_delays`.
+running max, from the second cycle after it (its pipelined rescale multiply), and
+Softermax one cycle per rise of its integer running max, when that element reaches its
+running-max stage (its sum's shift in a cycle of its own): for these units
+(:data:`hwapprox.rtl_sim.units.HELD_INPUT`) the test demands that exact input timeline
+(:func:`~hwapprox.rtl_sim.units.online_input_gaps`,
+:func:`~hwapprox.rtl_sim.units.softermax_input_gaps`) instead of an input that never
+stalls, and the same ideal output schedule with its rows' last inputs and the delays of
+:func:`~hwapprox.rtl_sim.units.online_row_delays` /
+:func:`~hwapprox.rtl_sim.units.softermax_row_delays`.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ import pytest
 from hwapprox.approx.base import ApproxSpec
 from hwapprox.approx.registry import make_spec
 from hwapprox.rtl_sim.runner import simulator_available
-from hwapprox.rtl_sim.units import UNITS, online_input_gaps, online_row_delays
+from hwapprox.rtl_sim.units import HELD_INPUT, UNITS
 
 pytestmark = [
     pytest.mark.rtl,
@@ -106,11 +110,11 @@ def _check_schedule(
     st = res.stats
     assert res.passed, (name, st.get("error") or st.get("summary") or res.log_tail)
     assert st["matched"] == st["n_expected"] == sum(lengths), name
-    # the online softmax (issue 22, pipelined rescale) holds its input
-    # ONLINE_RESCALE_BUBBLES cycles per new running max and nowhere else: its input
-    # timeline is exact; every other unit never stalls the input
-    online = unit.startswith("softmax/online")
-    gaps = online_input_gaps(spec, rows) if online else [[0] * n for n in lengths]
+    # the online softmax and Softermax (issue 22) hold their input on a new running max
+    # (HELD_INPUT) and nowhere else: their input timeline is exact; every other unit
+    # never stalls the input
+    held = HELD_INPUT.get((spec.operator, spec.method))
+    gaps = held[0](spec, rows) if held else [[0] * n for n in lengths]
     flat = [g for r in gaps for g in r]
     rate = len(flat) / (len(flat) + sum(flat[:-1]))
     assert st["throughput_in"] == pytest.approx(rate, abs=1e-12), (
@@ -126,11 +130,12 @@ def _check_schedule(
             assert len(set(lat)) == 1, lat
         return
     # row k's last input (+ a constant): one cycle per element plus the held cycles
-    # before it; the online unit's row context comes later when the row's last element
-    # is a new max or waited behind one (online_row_delays)
+    # before it; a held unit's row context comes later when the row's last element is a
+    # new max or waited behind one (its row delays)
     t_in = np.cumsum([1 + g for g in [0, *flat[:-1]]])
     last_in = t_in[np.cumsum(lengths) - 1]
-    tail = np.asarray(online_row_delays(spec, rows) if online else [0] * len(lengths))
+    assert st["last_in_rows"] == (last_in - 1).tolist(), f"{name}: the rows' last inputs"
+    tail = np.asarray(held[1](spec, rows) if held else [0] * len(lengths))
     last_out = last_in + np.asarray(lat)
     c = lat[0] - lengths[0] - tail[0]
     bound = UNITS[(spec.operator, spec.method)].latency_extra  # 16 but where a method needs more
@@ -142,5 +147,5 @@ def _check_schedule(
     assert lost == [0] * len(lengths), (
         f"{name}: cycles lost per row against the ideal schedule: {lost}"
     )
-    if len(set(lengths)) == 1 and not online:
+    if len(set(lengths)) == 1 and not held:
         assert st["throughput_out"] == 1.0, st["throughput_out"]

@@ -144,6 +144,64 @@ def test_softmax_latency_and_throughput_target() -> None:
     assert rate < 0.95  # the ascending row's 63 new maxima cost 252 cycles
 
 
+#: hwa_softmax_softermax at the default spec: last in -> last out = N + 68 (first out
+#: ROW_LAT + 4 + TLAT + ELAT + OLAT with ROW_LAT = TLAT + ELAT + RLAT + 5: TLAT 7 (x·LOG2E
+#: 3, its rounding 3, saturation 1), ELAT 11 (hwa_pkg::exp_unit_lat of the base-2 unit
+#: with an identity product: 1 + 10), RLAT 18 (hwa_pkg::recip_lat, PWL: 3 + 10 + 5), OLAT
+#: 6 (P·r 3, its rounding 3): 2·7 + 2·11 + 18 + 6 + 9 = 69, the contract header; the last
+#: N - 1 later), plus units.softermax_row_delays: the held cycles while the row's last
+#: element was in the ingest stages, and its shift cycle when it raises the integer max
+SOFTERMAX_EXTRA = 68
+
+
+@pytest.mark.parametrize("masked", [False, True], ids=["plain", "masked"])
+def test_softermax_hold_schedule(masked: bool) -> None:
+    """Rows of 64 back to back, random and one ascending (every rise of the integer max
+    a step), with and without mask bits: the exact input rate and per-row last-in ->
+    last-out of the contract (issue 22: one held cycle per rise of the integer running
+    max, when that element reaches the running-max stage; units.softermax_schedule)."""
+    from hwapprox.rtl_sim.sim import simulate
+    from hwapprox.rtl_sim.units import (
+        SOFTERMAX_SHIFT_BUBBLES,
+        get_unit,
+        softermax_ingest_latency,
+        softermax_input_gaps,
+        softermax_row_delays,
+    )
+
+    spec = make_spec("softmax", "softermax")
+    rng = np.random.default_rng(5)
+    n = 64
+    rows = [spec.in_fmt.quantize(rng.normal(0, 2, n)) for _ in range(10)]
+    rows.insert(4, np.sort(rows[0]))
+    # every element a step (t rises by more than 1 each): the worst case, 1/2 input rate
+    rows.insert(8, spec.in_fmt.quantize(np.arange(n) - n / 2))
+    rows.append(np.sort(rows[1]))  # the last row ascending: its held cycles after it
+    masks = [rng.random(n) < 0.3 for _ in rows] if masked else None
+    res = simulate(spec, rows, masks=masks, row_max=n)
+    st = res.stats
+    assert res.passed, st.get("error") or st.get("summary") or res.log_tail
+    gaps = softermax_input_gaps(spec, rows, masks)
+    flat = [g for r in gaps for g in r]
+    rate = len(flat) / (len(flat) + sum(flat[:-1]))
+    assert st["throughput_in"] == pytest.approx(rate, abs=1e-12), (st["throughput_in"], rate)
+    # where the held cycles fall: each row's last input, one cycle per element plus the
+    # held cycles before it
+    last_in = np.cumsum([1 + g for g in [0, *flat[:-1]]])[np.cumsum([n] * len(rows)) - 1] - 1
+    assert st["last_in_rows"] == last_in.tolist()
+    tail = softermax_row_delays(spec, rows, masks)
+    assert st["latency_last_rows"] == [n + SOFTERMAX_EXTRA + t for t in tail]
+    # the rows exercise the hold: held input cycles, and delayed rows (the ascending last)
+    assert rate < 1
+    assert tail[-1] > 0
+    # at most: TLAT held cycles while the last element is in the ingest stages, and its
+    # own shift cycle
+    worst = (softermax_ingest_latency(spec) + 1) * SOFTERMAX_SHIFT_BUBBLES
+    assert SOFTERMAX_EXTRA + worst <= get_unit("softmax", "softermax").latency_extra
+    if not masked:  # the all-step row reaches it
+        assert tail[8] == worst
+
+
 def test_rows_longer_than_the_buffer_are_refused() -> None:
     from hwapprox.rtl_sim.sim import simulate
 

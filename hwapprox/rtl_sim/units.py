@@ -22,6 +22,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
+
 from hwapprox.approx.base import ApproxSpec, Operator, SpecError
 from hwapprox.approx.hwparams import overflow_code, rounding_code, row_stream_params
 from hwapprox.fixed import FixedFormat
@@ -30,6 +32,7 @@ from hwapprox.rtl_sim.svparams import derive_sv_params, sv_long
 
 __all__ = [
     "EXP_VARIANT_PARAMS",
+    "HELD_INPUT",
     "UNITS",
     "RtlUnit",
     "UnitSetup",
@@ -360,10 +363,13 @@ UNITS: dict[tuple[Operator, str], RtlUnit] = {
         ),
         _softmax_softermax,
         rowwise=True,
-        latency_extra=68,
+        latency_extra=76,
         doc="base 2, integer running max with shift rescaling, PWL 2^x and PWL 1/d, "
         "mask bits; circular row buffer of x (t computed on both sides); log-coded outputs "
-        "(one more stage); pipelined for ECP5 (issue 22): last in -> last out N + 68",
+        "(one more stage); pipelined for ECP5 (issue 22): the input held one cycle per rise "
+        "of the integer running max (the sum's shift in a cycle of its own), 7 elements "
+        "after it; last in -> last out N + 68, +1 per rise among the row's last 8 elements "
+        "(at most N + 76)",
         out_codes=True,
     ),
     (Operator.SOFTMAX, "ibert"): RtlUnit(
@@ -540,17 +546,15 @@ def recip_lat(hw: Mapping[str, Any]) -> int:
 ONLINE_RESCALE_BUBBLES = 4
 
 
-def _online_new_maxima(spec: Any, rows: Any, masks: Any) -> list[list[bool]]:
-    """Per row, per element: whether it raises the running max. A new max is an
-    unmasked element above the running max before it, other than the row's first
-    unmasked element (with ``off_by_one`` the row starts at the zero logit, so every
-    unmasked element above it counts). A skipped element (threshold skipping) lies
-    below the max, so it never counts."""
-    obo = bool(getattr(spec, "off_by_one", False))
+def _new_maxima(keys: Any, masks: Any, start_seen: bool = False) -> list[list[bool]]:
+    """Per row of ``keys`` (what the running max compares), per element: whether it raises the
+    running max: an unmasked element above the max before it, other than the row's first
+    unmasked element (``start_seen``: the row starts with a max, the zero logit, so every
+    unmasked element above it counts)."""
     out: list[list[bool]] = []
-    for k, row in enumerate(rows):
+    for k, row in enumerate(keys):
         mask = None if masks is None else masks[k]
-        seen, m, new = obo, 0, []
+        seen, m, new = start_seen, 0, []
         for j, x in enumerate(row):
             g = False
             if mask is None or not mask[j]:
@@ -560,6 +564,23 @@ def _online_new_maxima(spec: Any, rows: Any, masks: Any) -> list[list[bool]]:
                     m, g = x, True
             new.append(g)
         out.append(new)
+    return out
+
+
+def _online_new_maxima(spec: Any, rows: Any, masks: Any) -> list[list[bool]]:
+    """Per row, per element: whether it raises the running max of ``hwa_softmax_online``
+    (:func:`_new_maxima` of the raw codes; with ``off_by_one`` the row starts at the zero
+    logit). A skipped element (threshold skipping) lies below the max, so it never
+    counts."""
+    return _new_maxima(rows, masks, bool(getattr(spec, "off_by_one", False)))
+
+
+def _by_row(new: list[list[bool]], flat: list[int]) -> list[list[int]]:
+    """``flat`` (one value per element of all rows in stream order) cut into rows."""
+    out, k = [], 0
+    for r in new:
+        out.append(flat[k : k + len(r)])
+        k += len(r)
     return out
 
 
@@ -604,14 +625,7 @@ def online_schedule(
         waits_flat.append(s - t)
         s_prev = s
     gaps_flat = [t_acc[i + 1] - t_acc[i] - 1 for i in range(len(t_acc) - 1)] + [0]
-    gaps: list[list[int]] = []
-    waits: list[list[int]] = []
-    k = 0
-    for r in new:
-        gaps.append(gaps_flat[k : k + len(r)])
-        waits.append(waits_flat[k : k + len(r)])
-        k += len(r)
-    return gaps, waits
+    return _by_row(new, gaps_flat), _by_row(new, waits_flat)
 
 
 def online_input_gaps(spec: Any, rows: Any, masks: Any = None) -> list[list[int]]:
@@ -627,11 +641,12 @@ def online_row_delays(spec: Any, rows: Any, masks: Any = None) -> list[int]:
     before the row's sum is final); see :func:`online_schedule`."""
     new = _online_new_maxima(spec, rows, masks)
     _, waits = online_schedule(spec, rows, masks)
-    return _row_delays(new, waits)
+    return _row_delays(new, waits, ONLINE_RESCALE_BUBBLES)
 
 
-def _row_delays(new: list[list[bool]], waits: list[list[int]]) -> list[int]:
-    b = ONLINE_RESCALE_BUBBLES
+def _row_delays(new: list[list[bool]], waits: list[list[int]], b: int) -> list[int]:
+    """Per row: its last element's wait plus ``b`` when that element is a new max (the
+    ``b`` cycles the sum takes for it before the row's sum is final)."""
     return [w[-1] + (b if m[-1] else 0) for w, m in zip(waits, new, strict=True)]
 
 
@@ -644,6 +659,82 @@ def online_lone_rows(spec: Any, rows: Any, masks: Any = None) -> list[tuple[int,
         one = [row]
         one_mask = None if masks is None else [masks[k]]
         gaps, waits = online_schedule(spec, one, one_mask)
-        (delay,) = _row_delays(_online_new_maxima(spec, one, one_mask), waits)
+        (delay,) = _row_delays(
+            _online_new_maxima(spec, one, one_mask), waits, ONLINE_RESCALE_BUBBLES
+        )
         out.append((sum(gaps[0][:-1]), delay))
     return out
+
+
+#: ``hwa_softmax_softermax``: the cycles the running sum takes after an element that
+#: raises the integer running max (its shift d >> sh in a cycle of its own, the add in
+#: the next): the cycles of ``s_axis_tready`` low it costs (the contract header)
+SOFTERMAX_SHIFT_BUBBLES = 1
+
+
+def softermax_ingest_latency(spec: Any) -> int:
+    """``hwa_softmax_softermax``'s TLAT: the cycles from accepting an element to its
+    running-max stage (t = x·LOG2E: hwa_mul_pipe 3, its rounding hwa_round_shift_pipe 3
+    when PROD_SHIFT > 0, the saturation 1), counted in cycles the ingest advances."""
+    return 3 + (3 if int(spec.hw_params()["PROD_SHIFT"]) > 0 else 0) + 1
+
+
+def _softermax_new_maxima(spec: Any, rows: Any, masks: Any) -> list[list[bool]]:
+    """Per row, per element: whether it raises Softermax's integer running max
+    ``M = floor(t)`` (``t >> t_fmt.frac_bits`` of the model's ``t``): :func:`_new_maxima`
+    of those keys (the row's first unmasked element sets M, it does not raise it)."""
+    ft = spec.t_fmt.frac_bits
+    keys = [(spec._t(np.asarray(r, dtype=np.int64)) >> ft).tolist() for r in rows]
+    return _new_maxima(keys, masks)
+
+
+def softermax_schedule(
+    spec: Any, rows: Any, masks: Any = None
+) -> tuple[list[list[int]], list[list[int]]]:
+    """``hwa_softmax_softermax``'s input and ingest timeline for rows offered back to
+    back with ``s_axis_tvalid`` always high (and room in its buffers), per row and
+    element: ``(gaps, waits)``, as :func:`online_schedule`.
+
+    An element that raises the integer running max stops the ingest for B =
+    :data:`SOFTERMAX_SHIFT_BUBBLES` cycle when it reaches the running-max stage, L =
+    :func:`softermax_ingest_latency` advancing cycles after it was accepted: the stages
+    before it and the input stand still (``s_axis_tready`` low), so with the input
+    always offered the held cycle falls after the element accepted L elements after it
+    (``gaps``; after the very last element the held cycles are not counted), and every
+    element still in the ingest stages then reaches the sum B cycles later (``waits``:
+    the held cycles of the L elements before it)."""
+    b = SOFTERMAX_SHIFT_BUBBLES
+    lat = softermax_ingest_latency(spec)
+    new = _softermax_new_maxima(spec, rows, masks)
+    flat = [g for r in new for g in r]
+    n = len(flat)
+    gaps_flat = [b * int(j >= lat and flat[j - lat]) for j in range(n - 1)] + [0]
+    waits_flat = [b * sum(flat[max(j - lat, 0) : j]) for j in range(n)]
+    return _by_row(new, gaps_flat), _by_row(new, waits_flat)
+
+
+def softermax_input_gaps(spec: Any, rows: Any, masks: Any = None) -> list[list[int]]:
+    """Per row, per element: the cycles ``hwa_softmax_softermax`` holds its input after
+    it (rows back to back; the very last element's is 0): see :func:`softermax_schedule`."""
+    return softermax_schedule(spec, rows, masks)[0]
+
+
+def softermax_row_delays(spec: Any, rows: Any, masks: Any = None) -> list[int]:
+    """Per row: the cycles ``hwa_softmax_softermax``'s last-in -> last-out exceeds its
+    constant (rows back to back): the held cycles while its last element was in the
+    ingest stages, plus B when it raises the integer max itself (its shift cycle comes
+    before the row's sum is final); see :func:`softermax_schedule`."""
+    new = _softermax_new_maxima(spec, rows, masks)
+    _, waits = softermax_schedule(spec, rows, masks)
+    return _row_delays(new, waits, SOFTERMAX_SHIFT_BUBBLES)
+
+
+#: (operator, method) -> the input gaps and row delays of a row-wise unit whose input
+#: rate depends on the data (rows back to back): ``(input_gaps, row_delays)``, each
+#: ``f(spec, rows, masks=None)``; every other row-wise unit takes one element per cycle
+HELD_INPUT: dict[
+    tuple[Operator, str], tuple[Callable[..., list[list[int]]], Callable[..., list[int]]]
+] = {
+    (Operator.SOFTMAX, "online"): (online_input_gaps, online_row_delays),
+    (Operator.SOFTMAX, "softermax"): (softermax_input_gaps, softermax_row_delays),
+}

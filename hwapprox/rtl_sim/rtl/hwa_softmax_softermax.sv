@@ -6,7 +6,7 @@
 // fully masked row outputs zeros):
 //   t = sat(round_shift(x * LOG2E, PROD_SHIFT, T_RND))           (t_fmt, TX_W bits;
 //       computed on the way in and again on the way out: the row buffer holds {mask, x})
-//   pass 1 (ingest, one element per cycle), unmasked elements only:
+//   pass 1 (ingest), unmasked elements only:
 //       M' = max(M, t >>> T_F);  d = (d >> (M' - M)) + (P(t - M'·2^T_F) << SUM_UP)
 //       (the first unmasked element: M' = t >>> T_F, d = P)
 //   P(a) = 2^a, a < 1: exp2 of 2^T_F - max(a, A_MIN) by the table + interpolation of
@@ -14,8 +14,15 @@
 //       P_F + 1 fraction bits read as P_F (2^a = 2·2^-(1-a));
 //   per row: r = 1/d (hwa_recip, PWL of 2^TB segments, no Newton; R_RND, R_OVF);
 //   output (row re-read): y = sat(round_shift(P(t - M·2^T_F) * r, OUT_SHIFT, OUT_RND))
-// The running max and shift are resolved ahead of the sum, so only d = (d >> sh) + P
-// is a one-cycle loop.
+// The running max and shift are resolved ahead of the sum. Only an element that raises
+// the integer running max (unmasked, M' > M, not the row's first unmasked element: a
+// "step") shifts d, and the sum gives its shift a cycle of its own (issue 22: the
+// 34-bit shift and add in one cycle stopped at 113-119 MHz): d_sh = d >> sh, then
+// d = d_sh + P in the next cycle, so the one-cycle loop is d -> a 2:1 select -> the
+// adder. The empty cycle behind a step is the hold: when a step enters the running-max
+// stage, the ingest stages before it (t, TLAT) and the input stand still for one cycle
+// (a registered enable, and s_axis_tready low through hwa_row_stream's s_hold, both
+// from the same decision: nothing is accepted while the stages stand still).
 // Pipelining (issue 22, ECP5 at 125 MHz): t = x·LOG2E is hwa_mul_pipe (3), its
 // rounding hwa_round_shift_pipe (3) and the saturation (1): TLAT = 7 stages (4 when
 // PROD_SHIFT <= 0), on both sides; the running max and shift (1), t - M·2^T_F (1),
@@ -24,14 +31,25 @@
 // hwa_mul_pipe (3) and its rounding hwa_round_shift_pipe (3, OUT_SHIFT > 0 only):
 // OLAT = 6.
 // Buffering (hwa_row_stream): circular buffer of {mask, x} words, BUF_DEPTH or the
-// power of 2 >= ROW_MAX + ROW_LAT + 4 when that is larger; a queue of ROWQ rows, or
-// the power of 2 >= 4 + (ROW_LAT + ROW_MAX + 15) / 16 (ROW_LAT: last input -> its
-// row's context = TLAT + ELAT + RLAT + 5 = 41 at the defaults).
+// power of 2 >= ROW_MAX + ROW_LAT + 5 when that is larger; a queue of ROWQ rows, or
+// the power of 2 >= 4 + (ROW_LAT + ROW_MAX + 16) / 16 (ROW_LAT: last input -> its
+// row's context = TLAT + ELAT + RLAT + 5 = 41 at the defaults, one more when the last
+// element is a step; the held cycles, when the row's last element waits behind them,
+// hold the input too).
 // Latency: last input -> first output ROW_LAT + 4 + TLAT + ELAT + OLAT = 69 cycles at
 // the defaults when the output is free (11 before issue 22), then one element per
-// cycle: last input -> last output N + 68 (one more with OUT_CODE). Back-to-back rows
-// of N >= 16 never stall the
-// input and lose no output cycle (tests/test_rtl_throughput.py).
+// cycle: last input -> last output N + 68 (one more with OUT_CODE), plus one cycle per
+// step among the TLAT elements before the row's last (the ingest stood still while it
+// was in the TLAT stages) and one when the last is a step itself: at most N + 68 +
+// TLAT + 1 = N + 76.
+// Throughput: input one element per cycle except one held cycle per step, TLAT
+// accepted elements after it when the input is offered every cycle (a row's last
+// steps hold the next row's input): rows of n elements with k steps take n + k input
+// cycles. Rows of 64 at the default spec, N(0, s) for s = 1, 2, 4: 2.3, 2.9, 3.3 steps
+// on average, sorted ascending 6.6, 12.3, 21.3 (one per integer t crosses); at worst
+// every element but the first (x rising by 1/log2(e) or more each): 1/2 rate.
+// Output one element per cycle; rows back to back lose no other cycle
+// (tests/test_rtl_throughput.py; hwapprox.rtl_sim.units.softermax_schedule).
 // Rows longer than ROW_MAX are dropped with a row_err pulse (hwa_row_stream).
 // Parameter defaults: the default SoftermaxSoftmax spec's hw_params() with
 // row_stream_params(64) (tests/test_rtl_lint.py).
@@ -115,14 +133,20 @@ module hwa_softmax_softermax #(
   localparam int ELAT = hwa_pkg::exp_unit_lat(1'b1, 1'b1, 64'd1, 0, 1'b0);
   localparam int RLAT = hwa_pkg::recip_lat(1'b1, 1'b0, 0, 1'b0);
   localparam int OLAT = 3 + ((OUT_SHIFT > 0) ? 3 : 0);
-  localparam int ROW_LAT = TLAT + ELAT + RLAT + 5;  // in_last -> ctx_v
-  localparam int BUF_NEED = ROW_MAX + ROW_LAT + 4;
+  // in_last -> ctx_v; one more when the last element is a step (its shift cycle), and
+  // one per held cycle while it is in the TLAT stages (the input is held then too)
+  localparam int ROW_LAT = TLAT + ELAT + RLAT + 5;
+  localparam int BUF_NEED = ROW_MAX + ROW_LAT + 5;
   localparam int BUF_U = (BUF_NEED > BUF_DEPTH) ? 1 << $clog2(BUF_NEED) : BUF_DEPTH;
-  localparam int ROWQ_NEED = 4 + (ROW_LAT + ROW_MAX + 15) / 16;
+  localparam int ROWQ_NEED = 4 + (ROW_LAT + ROW_MAX + 16) / 16;
   localparam int ROWQ_U = (ROWQ_NEED > ROWQ) ? 1 << $clog2(ROWQ_NEED) : ROWQ;
 
 
   logic in_v, in_first, in_last, ctx_v, ce, rd_issue, o1_v, o1_l;
+  // the ingest hold (see stage A): stall_nxt = a step (an element raising the integer
+  // running max) enters stage A this cycle, so in the next cycle s_axis_tready is low
+  // (hwa_row_stream's s_hold) and the ingest stages stand still (ie low)
+  logic stall_nxt, ie;
   logic [IN_W:0] in_w, o1_w;
   logic in_mask, o1_mask;
   logic signed [IN_W-1:0] in_x, o1_x;
@@ -144,7 +168,7 @@ module hwa_softmax_softermax #(
       .s_axis_tvalid(s_axis_tvalid),
       .s_axis_tready(s_axis_tready),
       .s_axis_tlast(s_axis_tlast),
-      .s_hold(1'b0),
+      .s_hold(stall_nxt),
       .in_v(in_v),
       .in_x(in_w),
       .in_first(in_first),
@@ -167,7 +191,7 @@ module hwa_softmax_softermax #(
   assign unused_rows = ^{in_n, o1_n, rd_idx, rd_issue};
   /* verilator lint_on UNUSEDSIGNAL */
 
-  // ---- ingest: t of in_x (TLAT stages, free running) -------------------------------------
+  // ---- ingest: t of in_x (TLAT stages, advancing while ie) ---------------------------
   logic signed [TX_W-1:0] i_t;
   if (1) begin : g_i_t
     logic signed [PROD_W-1:0] prod;
@@ -179,7 +203,7 @@ module hwa_softmax_softermax #(
         .P_W(PROD_W)
     ) u_m (
         .clk(clk),
-        .en (1'b1),
+        .en (ie),
         .a  (in_x),
         .b  ({1'b0, LOG2E_W'(LOG2E)}),
         .p  (prod)
@@ -192,7 +216,7 @@ module hwa_softmax_softermax #(
           .MODE (T_RND)
       ) u_t (
           .clk(clk),
-          .en (1'b1),
+          .en (ie),
           .x  (prod),
           .sh (SW'(PROD_SHIFT)),
           .y  (t_sh)
@@ -211,7 +235,7 @@ module hwa_softmax_softermax #(
         .y(t_c)
     );
     always_ff @(posedge clk) begin
-      if (1'b1) i_t <= t_c;
+      if (ie) i_t <= t_c;
     end
   end
   logic i_v, i_first, i_last, i_mask;
@@ -221,7 +245,7 @@ module hwa_softmax_softermax #(
   ) u_iv (
       .clk(clk),
       .rst(rst),
-      .en (1'b1),
+      .en (ie),
       .d  (in_v),
       .q  (i_v)
   );
@@ -231,7 +255,7 @@ module hwa_softmax_softermax #(
   ) u_if (
       .clk(clk),
       .rst(1'b0),
-      .en (1'b1),
+      .en (ie),
       .d  ({in_first, in_last, in_mask}),
       .q  ({i_first, i_last, i_mask})
   );
@@ -252,26 +276,41 @@ module hwa_softmax_softermax #(
 
   // ---- stage A: integer running max over the unmasked elements, shift; stage A2: the
   // P argument's t - M·2^T_F (its clamp and 2^T_F - . feed the exp unit's first stage)
+  // The hold: an element that raises the integer running max (unmasked, above M, not
+  // the row's first unmasked one: is_step) is followed by one empty cycle into the sum
+  // stage, where its shift d >> sh takes a cycle of its own (stage D). So when one
+  // enters A, the ingest stands still for the next cycle: ie (a register) low stops the
+  // TLAT stages and A, and s_axis_tready (registered, hwa_row_stream's s_hold) is low in
+  // that same cycle, so no element is accepted while the stages before A stand still.
   logic signed [M_W-1:0] m_reg, mj, m_new;
-  logic seen_reg, seen_prev, live, is_new;
-  logic a_v, a_last, a_live, a_first_live, a_any;
+  logic seen_reg, seen_prev, live, is_new, is_step, i_go;
+  logic a_v, a_last, a_live, a_first_live, a_any, a_step;
   logic [SH_W-1:0] a_sh;
   logic signed [TX_W-1:0] a_t;
   logic signed [M_W-1:0] a_m;
+  assign i_go = i_v && ie;  // the element in front of A enters it this cycle
   assign live = !i_mask;
   assign seen_prev = !i_first && seen_reg;
   assign mj = M_W'(i_t >>> T_F);
   assign is_new = live && (!seen_prev || mj > m_reg);
+  assign is_step = is_new && seen_prev;
   assign m_new = is_new ? mj : m_reg;
+  assign stall_nxt = i_go && is_step;
   always_ff @(posedge clk) begin
-    if (rst) a_v <= 1'b0;
-    else a_v <= i_v;
-    if (i_v) begin
+    if (rst) begin
+      a_v <= 1'b0;
+      ie <= 1'b1;
+    end else begin
+      a_v <= i_go;
+      ie <= !stall_nxt;
+    end
+    if (i_go) begin
       a_last <= i_last;
       a_live <= live;
       a_first_live <= live && !seen_prev;
       a_any <= seen_prev || live;  // an unmasked element so far in the row
-      a_sh <= (is_new && seen_prev) ? SH_W'(mj - m_reg) : '0;
+      a_step <= is_step;
+      a_sh <= is_step ? SH_W'(mj - m_reg) : '0;
       a_t <= i_t;
       a_m <= m_new;
       m_reg <= m_new;
@@ -282,14 +321,14 @@ module hwa_softmax_softermax #(
   // the sum's shift, decided here: zero the sum (a row's first unmasked element, or a
   // shift of SUM_W or more) or shift it by sh < SUM_W
   localparam int SHC_W = $clog2(SUM_W);
-  logic a2_v, a2_last, a2_live, a2_zero, a2_any;
+  logic a2_v, a2_last, a2_live, a2_zero, a2_any, a2_step;
   logic [SHC_W-1:0] a2_shc;
   logic signed [M_W-1:0] a2_m;
   logic signed [A_W-1:0] a2_a;
   always_ff @(posedge clk) begin
     if (rst) a2_v <= 1'b0;
     else a2_v <= a_v;
-    {a2_last, a2_live, a2_any, a2_m} <= {a_last, a_live, a_any, a_m};
+    {a2_last, a2_live, a2_any, a2_step, a2_m} <= {a_last, a_live, a_any, a_step, a_m};
     a2_zero <= a_first_live || (32'(a_sh) >= SUM_W);
     a2_shc <= SHC_W'(a_sh);
     a2_a <= p_a(a_t, a_m);
@@ -328,7 +367,7 @@ module hwa_softmax_softermax #(
       .d  (a3_arg),
       .e  (p_in)
   );
-  logic c_v, c_last, c_live, c_zero, c_any;
+  logic c_v, c_last, c_live, c_zero, c_any, c_step;
   logic [SHC_W-1:0] c_shc;
   logic signed [M_W-1:0] c_m;
   hwa_delay #(
@@ -342,31 +381,53 @@ module hwa_softmax_softermax #(
       .q  (c_v)
   );
   hwa_delay #(
-      .W(4 + SHC_W + M_W),
+      .W(5 + SHC_W + M_W),
       .L(ELAT + 1)
   ) u_cf (
       .clk(clk),
       .rst(1'b0),
       .en (1'b1),
-      .d  ({a2_last, a2_live, a2_zero, a2_any, a2_shc, a2_m}),
-      .q  ({c_last, c_live, c_zero, c_any, c_shc, c_m})
+      .d  ({a2_last, a2_live, a2_zero, a2_any, a2_step, a2_shc, a2_m}),
+      .q  ({c_last, c_live, c_zero, c_any, c_step, c_shc, c_m})
   );
 
-  // ---- stage D: d = (d >> sh) + P, the one-cycle loop ------------------------------------
-  logic [SUM_W-1:0] d_reg, d_shifted, d_nxt;
-  assign d_shifted = c_zero ? '0 : (d_reg >> c_shc);
-  assign d_nxt = d_shifted + (SUM_W'(p_in) << SUM_UP);
+  // ---- stage D: d = (d >> sh) + P ---------------------------------------------------------
+  // An element that raised the integer max (c_step) takes two cycles: the first shifts
+  // the sum, d_sh = d >> sh (0: a shift of SUM_W or more), and keeps its P; the second
+  // (sh_v, the empty cycle the hold left behind it) adds, d = d_sh + P. Every other
+  // unmasked element adds in one cycle, d = d + P (0 + P: the row's first unmasked one).
+  // The one-cycle loop is d_reg -> a 2:1 select -> the adder; the shifter is a stage.
+  logic [SUM_W-1:0] d_reg, d_sh, d_base, p_up, p_hold, d_nxt;
+  logic sh_v, sh_last;
+  assign p_up = SUM_W'(p_in) << SUM_UP;
+  assign d_base = sh_v ? d_sh : (c_zero ? '0 : d_reg);
+  assign d_nxt = d_base + (sh_v ? p_hold : p_up);
   logic row_v, row_any;
   logic signed [M_W-1:0] row_m;
   always_ff @(posedge clk) begin
-    if (c_v && c_live) d_reg <= d_nxt;
-    if (rst) row_v <= 1'b0;
-    else row_v <= c_v & c_last;
+    d_sh <= c_zero ? '0 : (d_reg >> c_shc);
+    p_hold <= p_up;
+    sh_last <= c_last;
+    if (sh_v || (c_v && c_live && !c_step)) d_reg <= d_nxt;
+    if (rst) begin
+      sh_v <= 1'b0;
+      row_v <= 1'b0;
+    end else begin
+      sh_v <= c_v && c_step;
+      row_v <= (c_v && c_last && !c_step) || (sh_v && sh_last);
+    end
     if (c_v & c_last) begin
       row_m <= c_m;
       row_any <= c_any;
     end
   end
+`ifndef SYNTHESIS
+  always_ff @(posedge clk) begin
+    if (!rst && c_v && sh_v) begin
+      $error("hwa_softmax_softermax %m: an element reached the sum in a shift's second cycle");
+    end
+  end
+`endif
 
   // ---- per row: r = 1/d (PWL, no Newton); M travels alongside -----------------------------
   logic r_v;

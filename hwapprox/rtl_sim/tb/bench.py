@@ -92,6 +92,18 @@ def expected_rows(
     return out
 
 
+def row_spans(beats: list[Beat]) -> list[tuple[int, int]]:
+    """Per row (ended by ``last``): the cycles of its first and last beat."""
+    spans, first = [], None
+    for b in beats:
+        if first is None:
+            first = b.cycle
+        if b.last:
+            spans.append((first, b.cycle))
+            first = None
+    return spans
+
+
 def row_latencies(
     sent: list[Beat], received: list[Beat], kept: list[bool] | None = None
 ) -> tuple[list[int], list[int]]:
@@ -99,18 +111,7 @@ def row_latencies(
 
     ``kept[i]`` false: sent row ``i`` gives no output (an overlong row, dropped).
     """
-
-    def starts_ends(beats: list[Beat]) -> list[tuple[int, int]]:
-        spans, first = [], None
-        for b in beats:
-            if first is None:
-                first = b.cycle
-            if b.last:
-                spans.append((first, b.cycle))
-                first = None
-        return spans
-
-    s_in, s_out = starts_ends(sent), starts_ends(received)
+    s_in, s_out = row_spans(sent), row_spans(received)
     if kept is not None:
         s_in = [sp for sp, k in zip(s_in, kept, strict=False) if k]  # rows sent so far
     n = min(len(s_in), len(s_out))
@@ -323,6 +324,8 @@ class UnitTB:
             "latency_first": _span(first),
             "latency_last": _span(last),
             "latency_last_rows": [int(v) for v in last],
+            # per sent row: its last input's cycle, counted from the first input's
+            "last_in_rows": [int(b - sent[0].cycle) for _, b in row_spans(sent)],
             "sim_cycles": cycles,
             "wall_seconds": wall,
             "cycles_per_second": cycles / wall if wall > 0 else 0.0,
