@@ -175,7 +175,7 @@ module hwa_attention_row #(
   if (DIM < 1 || DIM_V < 1 || IN_W < 2 || IN_W > 32 || ACC_W < V_W + V_SHIFT || ACC_W > 40
       || V_SHIFT < 0 || SC_W > 62 || DOT_W < QPW || SUM_F < EXP_F || SUM_W > 62
       || MUL_W > 62 || YP_W > 70 || OUTQ < 2 || (1 << QA) != OUTQ || KEY_MAX < 1
-      || OUT_LANES < 1 || OUT_LANES > DIM_V || DIM_V % OUT_LANES != 0 || EXP_F < 2
+      || OUT_LANES < 1 || OUT_LANES > DIM_V || DIM_V % OUT_LANES != 0 || EXP_F < 2 || ELAT < 2
       || (HAS_SCALE && SC_W != DOT_W + SCALE_W + 1) || (!HAS_SCALE && SC_W != DOT_W))
   begin : g_bad
     $error("hwa_attention_row %m: invalid DIM=%0d DIM_V=%0d IN_W=%0d ACC_W=%0d V_W=%0d V_SHIFT=%0d DOT_W=%0d SC_W=%0d SUM_W=%0d OUTQ=%0d (power of 2 >= 2) OUT_LANES=%0d (divides DIM_V)",
@@ -407,10 +407,11 @@ module hwa_attention_row #(
       .d  ({pop, h_first, h_last, h_live, h_new}),
       .q  ({u_v, u_first, u_last, u_live, u_new})
   );
-  logic v_rd;  // read V so that it arrives in stage U with its key's E
+  logic v_rd;  // read V so that it arrives in stage U with its key's E: the block RAM's
+  // read register, then one more (the RAM's clock-to-out is a path of its own)
   hwa_delay #(
       .W(1),
-      .L(ELAT - 1)
+      .L(ELAT - 2)
   ) u_vrd (
       .clk(clk),
       .rst(rst),
@@ -420,10 +421,11 @@ module hwa_attention_row #(
   );
   logic [VBW-1:0] vmem[VD];
   logic [VA-1:0] v_wp, v_rp;
-  logic [VBW-1:0] v_u;
+  logic [VBW-1:0] v_q, v_u;
   always_ff @(posedge clk) begin
     if (k_fire) vmem[v_wp] <= s_v_tdata;
-    if (v_rd) v_u <= vmem[v_rp];
+    if (v_rd) v_q <= vmem[v_rp];
+    v_u <= v_q;
     if (rst) begin
       v_wp <= '0;
       v_rp <= '0;
