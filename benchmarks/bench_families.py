@@ -116,9 +116,22 @@ def main() -> None:
         print(json.dumps(row, default=str), flush=True)
         text = table(rows, manifest, len(todo), args.cold)
         if not only:  # written after every row: an interrupted run keeps what it measured
-            OUT.write_text(text)
+            OUT.write_text(text + _kept_tail())
     if rows:
         print(text)
+
+
+#: sections below this line in ``OUT`` come from other benchmarks: a rerun keeps them
+KEEP = (
+    "<!-- sections below: written by hand or by other benchmarks; bench_families.py keeps them -->"
+)
+
+
+def _kept_tail() -> str:
+    """``OUT`` from the :data:`KEEP` line on ("" when there is none)."""
+    old = OUT.read_text() if OUT.exists() else ""
+    i = old.find(KEEP)
+    return "" if i < 0 else "\n" + old[i:]
 
 
 def table(rows: list[dict], manifest: dict, total: int, cold: bool) -> str:
