@@ -82,8 +82,8 @@ def attention_config(
 
 #: ``hwa_attention_row``: a key that raises its row's running max (past the row's first
 #: key) leaves the key queue this many cycles or more after the key before it (U -> F:
-#: products 4, floor 1, term 1, F 1; the contract header's MB)
-ATTN_RESCALE_SPACING = 7
+#: products 4, floor 1, term 1, addend 1, F 1; the contract header's MB)
+ATTN_RESCALE_SPACING = 8
 
 
 @dataclass(frozen=True)
@@ -102,13 +102,14 @@ class AttentionTiming:
     @property
     def latency(self) -> int:
         """Last key accepted -> output taken, when the key leaves the queue at once and
-        the output is free: LF + ELAT + RLAT + OLAT + BEATS + 8."""
-        return self.front + self.exp + self.recip + self.out + self.beats + 8
+        the output is free: ``front + 1 + to_queue + 1`` = LF + ELAT + RLAT + OLAT +
+        BEATS + 9."""
+        return self.front + 1 + self.to_queue + 1
 
     @property
     def to_queue(self) -> int:
         """A row's last key leaving the key queue -> its last beat entering the output
-        queue: ELAT + 6 (U -> F) + 1 + RLAT + BEATS - 1 + OLAT."""
+        queue: ELAT + 7 (U -> F) + 1 + RLAT + BEATS - 1 + OLAT."""
         return self.exp + ATTN_RESCALE_SPACING + self.recip + self.beats - 1 + self.out
 
 

@@ -36,11 +36,15 @@
 //     = hwa_pkg::exp_unit_lat, 19 at the defaults; V read alongside) -> stage U: each
 //     lane's multiplier takes o (a new max) or v << V_SHIFT, the sum's takes d (a new
 //     max) -> the products (hwa_mul_pipe, 4) -> floor and rounding increment (1) ->
-//     rounded, saturated term, and R_s(d*E) + ONE (1) -> stage F, the one-cycle loop: per
-//     lane one add and a saturation, d one add (or the rescaled d).
+//     rounded, saturated term t, and R_s(d*E) + ONE (1) -> stage B, the addend (1):
+//     sat(t + (v << V_SHIFT)) for a new max (t = 0 for a row's first key), t for
+//     another live key, 0 for a masked key -> stage F, the one-cycle loop: per lane
+//     o = sat(o + addend), or the addend itself for a key that opens its row or raises
+//     the max (that select sits after the adder, beside the saturation); d one add (or
+//     the rescaled d).
 //   A key that raises the running max (other than its row's first key, whose state is
 //   the row's start) multiplies the state, so it enters U only after every earlier key
-//   has left F: it leaves the key queue MB = 7 cycles or more after the key before it.
+//   has left F: it leaves the key queue MB = 8 cycles or more after the key before it.
 //   Per row: r = 1/d (hwa_recip PIPE = 1, RLAT = hwa_pkg::recip_lat, 40 at the
 //   defaults), o waits in a queue of OUTQ rows; y = o*r (hwa_mul_pipe 4, hwa_round_shift_pipe
 //   3 when Y_SHIFT > 0, the cast 1: OLAT) into the output queue of OUTQ rows.
@@ -57,9 +61,9 @@
 //   m_axis_tready: the output side is a queue whose occupancy (a register) gates the
 //   last key of a row, and the key queue's room is a counter, so the input readies are
 //   registered-credit functions.
-// Latency: last key in -> output valid LF + ELAT + RLAT + OLAT + BEATS + 8 cycles when
-//   its key leaves the queue at once and the output is free (91 at the test defaults
-//   d = 8, all lanes at once; hwapprox.rtl_sim.attention.attention_latency).
+// Latency: last key in -> output taken LF + ELAT + RLAT + OLAT + BEATS + 9 cycles when
+//   its key leaves the queue at once and the output is free (92 at the test defaults
+//   d = 8, all lanes at once; hwapprox.rtl_sim.attention.AttentionTiming.latency).
 // Preconditions: rows of 1..KEY_MAX keys (acc_fmt / sum_fmt headroom; simulation
 //   reports a longer row with $error, hardware saturates).
 // Parameter defaults: AttentionRowSpec() with dim = 8, dim_v = 4 (tests/test_rtl_attention.py
@@ -161,7 +165,7 @@ module hwa_attention_row #(
   localparam int ELAT = hwa_pkg::exp_unit_lat(1'b1, BASE2, LOG2E, PROD_SHIFT, 1'b1);
   // (hwa_recip's RLAT = hwa_pkg::recip_lat(1, NEWTON, STEPS, 1) needs no alignment here:
   // the row's o waits in the o queue until its 1/d arrives)
-  localparam int MB = 7;  // U -> F: products 4, floor 1, term 1, F 1
+  localparam int MB = 8;  // U -> F: products 4, floor 1, term 1, addend 1, F 1
   localparam int UF = MB - 1;  // stages from U to F
   localparam int OLAT = 4 + ((Y_SHIFT > 0) ? 3 : 0) + 1;
   localparam int FD = 1 << $clog2(LF + 3 + MB);  // key queue: full rate plus one rescale
@@ -337,7 +341,7 @@ module hwa_attention_row #(
   logic h_v, h_first, h_last, h_live, h_new;
   logic [DW-1:0] h_delta;
   logic [GA-1:0] gap;  // cycles since the previous row's last key left (saturating)
-  logic [2:0] since;  // cycles since the previous key left (saturating at MB)
+  logic [3:0] since;  // cycles since the previous key left (saturating at MB)
   logic pop_ok;
   hwa_fifo #(
       .W(MW),
@@ -353,15 +357,15 @@ module hwa_attention_row #(
   );
   // a rescale waits until the keys before it have left F; a row's last key until the
   // previous row's output multiplications are done
-  assign pop_ok = (!(h_new && !h_first) || since >= 3'(MB)) && (!h_last || gap >= GA'(BEATS));
+  assign pop_ok = (!(h_new && !h_first) || since >= 4'(MB)) && (!h_last || gap >= GA'(BEATS));
   assign pop = h_v && pop_ok;
   always_ff @(posedge clk) begin
     if (rst) begin
-      since <= 3'(MB);
+      since <= 4'(MB);
       gap <= GA'(BEATS);
     end else begin
-      if (pop) since <= 3'd1;
-      else if (since < 3'(MB)) since <= since + 3'd1;
+      if (pop) since <= 4'd1;
+      else if (since < 4'(MB)) since <= since + 4'd1;
       if (pop && h_last) gap <= GA'(1);
       else if (gap < GA'(BEATS)) gap <= gap + 1'b1;
     end
@@ -440,22 +444,33 @@ module hwa_attention_row #(
   localparam logic [SUM_W-1:0] D_START = OFF_BY_ONE ? ONE : '0;
   logic [SUM_W-1:0] d_reg;
   logic signed [ACC_W-1:0] o_reg[DIM_V];
+  logic b_v, b_first, b_last, b_live, b_new;  // the key in stage B (the addend), F - 1
   logic f_v, f_first, f_last, f_live, f_new;
-  logic [EXP_W-1:0] e_f;
-  logic [VBW-1:0] v_f;
+  logic [EXP_W-1:0] e_b, e_f;
+  logic [VBW-1:0] v_b;
   hwa_delay #(
       .W(5 + EXP_W + VBW),
-      .L(UF)
-  ) u_uf (
+      .L(UF - 1)
+  ) u_ub (
       .clk(clk),
       .rst(rst),
       .en (1'b1),
       .d  ({u_v, u_first, u_last, u_live, u_new, e_u, v_u}),
-      .q  ({f_v, f_first, f_last, f_live, f_new, e_f, v_f})
+      .q  ({b_v, b_first, b_last, b_live, b_new, e_b, v_b})
+  );
+  hwa_delay #(
+      .W(5 + EXP_W),
+      .L(1)
+  ) u_bf (
+      .clk(clk),
+      .rst(rst),
+      .en (1'b1),
+      .d  ({b_v, b_first, b_last, b_live, b_new, e_b}),
+      .q  ({f_v, f_first, f_last, f_live, f_new, e_f})
   );
   // d: R_s(d*E) + ONE for a new max, ready in F
   logic signed [PW-1:0] de;
-  logic [SUM_W-1:0] dq, d_resc;
+  logic [SUM_W-1:0] dq, d_resc_b, d_resc;
   logic d_inc;
   hwa_mul_pipe #(
       .A_W(SUM_W + 1),
@@ -475,18 +490,21 @@ module hwa_attention_row #(
     d_inc <= hwa_pkg::round_up(SUM_RND, de[EXP_F-1] & (|de[EXP_F-2:0]),
                                de[EXP_F-1] & ~(|de[EXP_F-2:0]), |de[EXP_F-1:0], 1'b0,
                                de[EXP_F]);
-    d_resc <= dq + ONE + SUM_W'(d_inc);
+    d_resc_b <= dq + ONE + SUM_W'(d_inc);
+    d_resc <= d_resc_b;
   end
-  // o lanes: one multiplier each, o*E (a new max) or (v << V_SHIFT)*E
-  logic signed [ACC_W-1:0] t_f[DIM_V];
+  // o lanes: one multiplier each, o*E (a new max) or (v << V_SHIFT)*E; stage B forms the
+  // addend of F: sat(t + v) for a new max (t = 0 when it opens its row: the state is the
+  // row's start), t for another live key, 0 for a masked key or an empty cycle
+  logic signed [ACC_W-1:0] b_f[DIM_V];
   for (genvar i = 0; i < DIM_V; i++) begin : g_mul
-    logic signed [ACC_W-1:0] o_cur, mul_a;
+    logic signed [ACC_W-1:0] mul_a, t_b, t_base, v_al;
     logic signed [MUL_W-1:0] prod;
     logic signed [MUL_W-1:0] q1, r1;
     logic inc1;
-    logic [ACC_W-1:0] t_code;
-    assign o_cur = u_first ? '0 : o_reg[i];
-    assign mul_a = u_new ? o_cur : ACC_W'($signed(v_u[i*V_W+:V_W])) <<< V_SHIFT;
+    logic [ACC_W-1:0] t_code, n_code;
+    logic signed [ACC_W:0] n_sum;
+    assign mul_a = u_new ? o_reg[i] : ACC_W'($signed(v_u[i*V_W+:V_W])) <<< V_SHIFT;
     hwa_mul_pipe #(
         .A_W(ACC_W),
         .B_W(EXP_W),
@@ -515,7 +533,24 @@ module hwa_attention_row #(
       inc1 <= hwa_pkg::round_up(ACC_RND, prod[EXP_F-1] & (|prod[EXP_F-2:0]),
                                 prod[EXP_F-1] & ~(|prod[EXP_F-2:0]), |prod[EXP_F-1:0],
                                 prod[MUL_W-1], prod[EXP_F]);
-      t_f[i] <= $signed(t_code);
+      t_b <= $signed(t_code);
+    end
+    assign v_al = ACC_W'($signed(v_b[i*V_W+:V_W])) <<< V_SHIFT;
+    assign t_base = (b_new && b_first) ? '0 : t_b;
+    assign n_sum = (ACC_W + 1)'(t_base) + (ACC_W + 1)'(v_al);
+    hwa_sat #(
+        .IN_W      (ACC_W + 1),
+        .OUT_W     (ACC_W),
+        .OUT_SIGNED(1'b1),
+        .OVF       (hwa_pkg::OVF_SAT)
+    ) u_n_sat (
+        .x(n_sum),
+        .y(n_code)
+    );
+    always_ff @(posedge clk) begin
+      if (!(b_v && b_live)) b_f[i] <= '0;
+      else if (b_new) b_f[i] <= $signed(n_code);
+      else b_f[i] <= t_b;
     end
   end
 
@@ -529,14 +564,18 @@ module hwa_attention_row #(
     else if (f_new) d_nxt = d_resc;
     else d_nxt = d_cur + (SUM_W'(e_f) << (SUM_F - EXP_F));
   end
-  logic signed [ACC_W-1:0] o_nxt[DIM_V];
+  // o = sat(o + addend) in every cycle (the addend is 0 when nothing changes), or the
+  // addend itself for a key that opens its row or raises the max (f_rst: a register; its
+  // select sits after the adder, beside the saturation, so F is one add per lane)
+  logic f_rst;
+  always_ff @(posedge clk) begin
+    if (rst) f_rst <= 1'b0;
+    else f_rst <= b_v && (b_first || b_new);
+  end
   for (genvar i = 0; i < DIM_V; i++) begin : g_lane
-    logic signed [ACC_W-1:0] o_cur, v_al;
     logic signed [ACC_W:0] sum;
     logic [ACC_W-1:0] o_code;
-    assign o_cur = f_first ? '0 : o_reg[i];
-    assign v_al = ACC_W'($signed(v_f[i*V_W+:V_W])) <<< V_SHIFT;
-    assign sum = (ACC_W + 1)'(t_f[i]) + (ACC_W + 1)'(f_new ? v_al : o_cur);
+    assign sum = (ACC_W + 1)'(o_reg[i]) + (ACC_W + 1)'(b_f[i]);
     hwa_sat #(
         .IN_W      (ACC_W + 1),
         .OUT_W     (ACC_W),
@@ -546,13 +585,15 @@ module hwa_attention_row #(
         .x(sum),
         .y(o_code)
     );
-    assign o_nxt[i] = d_live ? $signed(o_code) : o_cur;
+    always_ff @(posedge clk) begin
+      if (rst) o_reg[i] <= '0;
+      else o_reg[i] <= f_rst ? b_f[i] : $signed(o_code);
+    end
   end
   logic row_v, row_any, live_seen;
   always_ff @(posedge clk) begin
     if (f_v) begin
       d_reg <= d_nxt;
-      for (int i = 0; i < DIM_V; i++) o_reg[i] <= o_nxt[i];
       live_seen <= (f_first ? OFF_BY_ONE : live_seen) || d_live;
     end
     if (f_v && f_last) row_any <= (f_first ? OFF_BY_ONE : live_seen) || d_live;
