@@ -46,7 +46,8 @@ def test_bias_format_resolves_the_finest_biased_output() -> None:
     assert (f.int_bits, f.frac_bits) == (6, 15)  # 2^5 > 30; ap_fixed<16,1>'s 15 bits
     assert bias_format(0.3, [outs[0]], acc).width == 12  # 10 fraction bits fit in 12
     f = bias_format(30.0, [FixedFormat.parse("ap_fixed<40,2>")], acc)
-    assert f.frac_bits == acc.frac_bits and f.width == 30
+    assert f.frac_bits == acc.frac_bits
+    assert f.width == 30
     assert bias_format(100.0, [FixedFormat.parse("ap_fixed<16,-20>")], acc).width == 32
 
 
