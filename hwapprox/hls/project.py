@@ -193,8 +193,12 @@ def prepare_model(
 
     With ``calibrate`` (default) the float model runs once on ``inputs`` (the
     user's, or seeded ones when the input shapes are static) and every format the
-    config does not set is calibrated (:mod:`hwapprox.export.blockcal`); methods the
-    config does not name are :data:`~hwapprox.export.validate.DEFAULT_METHODS`.
+    config does not set is calibrated (:mod:`hwapprox.export.blockcal`): ``width``
+    and ``range_stat`` (``--width``, ``--range``) set the activations' formats and the
+    weights' width; the biases' format follows from the largest bias and the finest
+    output a biased stage writes (:func:`~hwapprox.export.blockcal.bias_format`, 12 to
+    32 bits). Methods the config does not name are
+    :data:`~hwapprox.export.validate.DEFAULT_METHODS`.
     The config may be the one ``hwapprox validate`` writes: sites outside the
     blocks get a note (:attr:`Prepared.notes`), not a refusal. ``attention``
     (or the config's ``hls.attention``): the blocks' attention schedule,
