@@ -24,11 +24,11 @@ user's ``--inputs`` or seeded ones) and chooses:
   writes (:func:`bias_format`: ``qkv_fmt``, ``attn_fmt``, ``ffn_fmt``, the FFN
   hidden layer's format), at least 12 bits wide (the defaults' width) and no finer
   than the accumulator the bias starts. One bias format serves every projection of
-  the block, so a fixed 12 bits sized by the largest bias (a K or FFN bias of 8 to
-  16) rounded the small ones to a step larger than their stage's resolution: with
-  LayerScale folded into ``Wo``/``bo`` and ``W2``/``b2`` (DINOv2) the attention and
-  FFN outputs are ~0.03 in magnitude while the step was 2^-7..2^-5, the block's
-  largest error by far (a pretrained DINOv2 ViT-S/14: per-token cosine 0.954 at
+  the block, so a fixed 12 bits sized by the largest bias (DINOv2's K biases reach
+  37; the softmax ignores them) rounded the small ones to a step larger than their
+  stage's resolution: with LayerScale folded into ``Wo``/``bo`` and ``W2``/``b2`` the
+  attention and FFN outputs are ~0.03 in magnitude while the step was 2^-7..2^-5,
+  the block's largest error by far (a pretrained DINOv2 ViT-S/14: per-token cosine 0.954 at
   the last block with 12 bits, 0.99997 with this rule; see
   ``benchmarks/results/families.md``);
 * block chaining: block ``i + 1``'s input format is block ``i``'s output format
