@@ -17,10 +17,20 @@ user's ``--inputs`` or seeded ones) and chooses:
   pre-LN ``res_fmt`` the residual stream after attention and
   ``out_fmt`` the block output (``ap_fixed<W, I>``, ``I`` from the range
   policy plus headroom);
-  ``weight_fmt`` and ``bias_fmt`` hold the largest weight and bias exactly in
-  range (``W`` and 12 bits: the defaults' widths); ``accum_fmt`` is
-  ``ap_fixed<32, I + 1, AP_TRN, AP_SAT>`` with ``I`` the largest integer bits of
-  any linear stage's output format;
+  ``weight_fmt`` holds the largest weight exactly in range (``W`` bits);
+  ``accum_fmt`` is ``ap_fixed<32, I + 1, AP_TRN, AP_SAT>`` with ``I`` the largest
+  integer bits of any linear stage's output format; ``bias_fmt`` holds the largest
+  bias exactly in range and resolves the finest output format a biased stage
+  writes (:func:`bias_format`: ``qkv_fmt``, ``attn_fmt``, ``ffn_fmt``, the FFN
+  hidden layer's format), at least 12 bits wide (the defaults' width) and no finer
+  than the accumulator the bias starts. One bias format serves every projection of
+  the block, so a fixed 12 bits sized by the largest bias (DINOv2's K biases reach
+  37; the softmax ignores them) rounded the small ones to a step larger than their
+  stage's resolution: with LayerScale folded into ``Wo``/``bo`` and ``W2``/``b2`` the
+  attention and FFN outputs are ~0.03 in magnitude while the step was 2^-7..2^-5,
+  the block's largest error by far (a pretrained DINOv2 ViT-S/14: per-token cosine 0.954 at
+  the last block with 12 bits, 0.99997 with this rule; see
+  ``benchmarks/results/families.md``);
 * block chaining: block ``i + 1``'s input format is block ``i``'s output format
   (``ln2.out_fmt`` post-LN, ``out_fmt`` pre-LN: the same tensor), so the chain
   needs no hand-written ``hls.in_fmt``.
@@ -46,7 +56,14 @@ from hwapprox.export.stats import SiteStats
 from hwapprox.export.tuning import calibrated_fields
 from hwapprox.fixed import FixedFormat, Overflow, Rounding
 
-__all__ = ["BlockCalibration", "calibrate_blocks", "resolve_block_specs", "resolve_site"]
+__all__ = [
+    "BIAS_MIN_WIDTH",
+    "BlockCalibration",
+    "bias_format",
+    "calibrate_blocks",
+    "resolve_block_specs",
+    "resolve_site",
+]
 
 
 @dataclass
@@ -106,9 +123,7 @@ class BlockCalibration:
         wmax = max(float(np.abs(a).max(initial=0.0)) for a in mats)
         bmax = max(float(np.abs(a).max(initial=0.0)) for a in biases)
         wf = parameter_format(np.array([wmax]), width)
-        bf = parameter_format(np.array([bmax]), 12)
         assert wf is not None
-        assert bf is not None
         fmts = {
             "qkv_fmt": act("qkv"),
             "ctx_fmt": act("ctx"),
@@ -130,13 +145,43 @@ class BlockCalibration:
             fmts["score_bias_fmt"] = FixedFormat(
                 sf.width, sf.int_bits, True, Rounding.RND, Overflow.SAT
             )
+        accum = FixedFormat(32, ib + 1, True, Rounding.TRN, Overflow.SAT)
+        # the outputs of the stages that add a bias: Q/K/V, O, the FFN hidden layer
+        # (GELU/SiLU input, or hid_fmt: ReLU's H, the gated FFN's up projection), F
+        biased = [fmts["qkv_fmt"], fmts["attn_fmt"], fmts["ffn_fmt"]]
+        biased += [f for f in (gelu_in, fmts.get("hid_fmt")) if f is not None]
         return BlockFormats(
             in_fmt=in_fmt,
             weight_fmt=FixedFormat(wf.width, wf.int_bits, True, Rounding.RND, Overflow.SAT),
-            bias_fmt=FixedFormat(bf.width, bf.int_bits, True, Rounding.RND, Overflow.SAT),
-            accum_fmt=FixedFormat(32, ib + 1, True, Rounding.TRN, Overflow.SAT),
+            bias_fmt=bias_format(bmax, biased, accum),
+            accum_fmt=accum,
             **fmts,
         )
+
+
+#: the least width of a calibrated bias format (the defaults' width, the old fixed one)
+BIAS_MIN_WIDTH = 12
+
+
+def bias_format(
+    bmax: float, outputs: list[FixedFormat], accum: FixedFormat, *, min_width: int = BIAS_MIN_WIDTH
+) -> FixedFormat:
+    """The block's one bias format: ``ap_fixed<W, I, AP_RND, AP_SAT>``.
+
+    ``I`` holds the largest bias magnitude ``bmax`` exactly in range
+    (:func:`~hwapprox.export.calibrate.parameter_format`); the fraction bits are the
+    finest of ``outputs`` (the formats the biased stages write), so no bias is off by
+    more than half a step of the output it lands in, whatever the spread of the biases
+    (LayerScale-folded ``bo``/``b2`` next to a large K bias), capped at the
+    accumulator's fraction bits (a bias starts the accumulator; finer bits would be
+    cut there). ``W = max(min_width, I + F)``: never narrower than the old fixed 12
+    bits, so a block whose outputs need no more keeps its format; never wider than
+    the accumulator."""
+    bf = parameter_format(np.array([bmax]), min_width)
+    assert bf is not None
+    frac = min(max(f.frac_bits for f in outputs), accum.frac_bits)
+    w = min(max(min_width, bf.int_bits + frac), accum.width)
+    return FixedFormat(w, bf.int_bits, True, Rounding.RND, Overflow.SAT)
 
 
 def calibrate_blocks(

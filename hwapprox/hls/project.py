@@ -193,8 +193,12 @@ def prepare_model(
 
     With ``calibrate`` (default) the float model runs once on ``inputs`` (the
     user's, or seeded ones when the input shapes are static) and every format the
-    config does not set is calibrated (:mod:`hwapprox.export.blockcal`); methods the
-    config does not name are :data:`~hwapprox.export.validate.DEFAULT_METHODS`.
+    config does not set is calibrated (:mod:`hwapprox.export.blockcal`): ``width``
+    and ``range_stat`` (``--width``, ``--range``) set the activations' formats and the
+    weights' width; the biases' format follows from the largest bias and the finest
+    output a biased stage writes (:func:`~hwapprox.export.blockcal.bias_format`, 12 to
+    32 bits). Methods the config does not name are
+    :data:`~hwapprox.export.validate.DEFAULT_METHODS`.
     The config may be the one ``hwapprox validate`` writes: sites outside the
     blocks get a note (:attr:`Prepared.notes`), not a refusal. ``attention``
     (or the config's ``hls.attention``): the blocks' attention schedule,
@@ -452,6 +456,7 @@ def _prepare_head(
 ) -> tuple[DenseHead, np.ndarray | None]:
     """The head's spec and formats, calibrated like the blocks' (the float model runs
     once more for the head's tensors); and the float head output on ``feeds``."""
+    from hwapprox.export.blockcal import bias_format
     from hwapprox.export.handoff import (
         BlockCalibration,
         SiteStats,
@@ -482,11 +487,10 @@ def _prepare_head(
         b = np.broadcast_to(hm.ln.beta if hm.ln.beta is not None else 0.0, (d,))
         gamma, beta = ln.gamma_fmt.quantize(g), ln.beta_fmt.quantize(b)  # type: ignore[attr-defined]
     rs = (Rounding.RND, Overflow.SAT)
-    # weights and bias exactly in range, at the blocks' weight width and 12 bits
+    # weights exactly in range at the blocks' weight width
     wfmt = parameter_format(hm.weight, last.formats.weight_fmt.width)
-    bfmt = parameter_format(hm.bias if hm.bias is not None else np.zeros(1), 12)
-    if wfmt is None or bfmt is None:  # pragma: no cover - both are given values
-        raise SpecError("head weight/bias formats could not be derived")
+    if wfmt is None:  # pragma: no cover - a given value
+        raise SpecError("head weight format could not be derived")
     if out_vals is not None:
         out_fmt = SiteStats.of("head output", out_vals).choose_format(
             width, headroom, *rs, stat=stat
@@ -495,6 +499,9 @@ def _prepare_head(
         out_fmt = FixedFormat(width, 6, True, *rs)
     a_int = ln.out_fmt.int_bits if ln is not None else last.out_fmt.int_bits
     accum = FixedFormat(32, max(out_fmt.int_bits, a_int) + 2, True, Rounding.TRN, Overflow.SAT)
+    # the bias exactly in range, resolving the output it lands in (as the blocks' biases)
+    bmax = float(np.abs(hm.bias).max(initial=0.0)) if hm.bias is not None else 0.0
+    bfmt = bias_format(bmax, [out_fmt], accum)
     bias = bfmt.quantize(hm.bias) if hm.bias is not None else np.zeros(hm.n_out, np.int64)
     seq = last.seq
     head = DenseHead(
