@@ -36,9 +36,10 @@
 //     = hwa_pkg::exp_unit_lat, 19 at the defaults; V read alongside) -> stage U: each
 //     lane's multiplier takes o (a new max) or v << V_SHIFT, the sum's takes d (a new
 //     max) -> the products (hwa_mul_pipe, 4) -> floor and rounding increment (1) ->
-//     rounded, saturated term t, and R_s(d*E) + ONE (1) -> stage B, the addend (1):
-//     sat(t + (v << V_SHIFT)) for a new max (t = 0 for a row's first key), t for
-//     another live key, 0 for a masked key -> stage F, the one-cycle loop: per lane
+//     the term t and the new-max addend sat(t + (v << V_SHIFT)) side by side (t = 0
+//     for a row's first key), and R_s(d*E) + ONE (1) -> stage B, the addend (1): a
+//     two-select LUT per bit picks the new-max addend, t (another live key) or 0 (a
+//     masked key, an empty cycle) -> stage F, the one-cycle loop: per lane
 //     o = sat(o + addend), or the addend itself for a key that opens its row or raises
 //     the max (that select sits after the adder, beside the saturation); d one add (or
 //     the rescaled d).
@@ -444,30 +445,44 @@ module hwa_attention_row #(
   localparam logic [SUM_W-1:0] D_START = OFF_BY_ONE ? ONE : '0;
   logic [SUM_W-1:0] d_reg;
   logic signed [ACC_W-1:0] o_reg[DIM_V];
-  logic b_v, b_first, b_last, b_live, b_new;  // the key in stage B (the addend), F - 1
+  logic w_v, w_first, w_last, w_live, w_new;  // the key in stage R2 (the term), F - 2
+  logic b_v, b_first, b_new;  // the key in stage B (the addend), F - 1
   logic f_v, f_first, f_last, f_live, f_new;
-  logic [EXP_W-1:0] e_b, e_f;
-  logic [VBW-1:0] v_b;
+  logic [EXP_W-1:0] e_w, e_f;
+  logic [VBW-1:0] v_w;
   hwa_delay #(
       .W(5 + EXP_W + VBW),
-      .L(UF - 1)
-  ) u_ub (
+      .L(UF - 2)
+  ) u_ur (
       .clk(clk),
       .rst(rst),
       .en (1'b1),
       .d  ({u_v, u_first, u_last, u_live, u_new, e_u, v_u}),
-      .q  ({b_v, b_first, b_last, b_live, b_new, e_b, v_b})
+      .q  ({w_v, w_first, w_last, w_live, w_new, e_w, v_w})
   );
   hwa_delay #(
       .W(5 + EXP_W),
-      .L(1)
-  ) u_bf (
+      .L(2)
+  ) u_rf (
       .clk(clk),
       .rst(rst),
       .en (1'b1),
-      .d  ({b_v, b_first, b_last, b_live, b_new, e_b}),
+      .d  ({w_v, w_first, w_last, w_live, w_new, e_w}),
       .q  ({f_v, f_first, f_last, f_live, f_new, e_f})
   );
+  // the addend's select, registered in R2 (each bit drives one LUT per lane bit in B)
+  logic sel_n, sel_t;
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      {b_v, b_first, b_new} <= '0;
+      sel_n <= 1'b0;
+      sel_t <= 1'b0;
+    end else begin
+      {b_v, b_first, b_new} <= {w_v, w_first, w_new};
+      sel_n <= w_v && w_live && w_new;
+      sel_t <= w_v && w_live && !w_new;
+    end
+  end
   // d: R_s(d*E) + ONE for a new max, ready in F
   logic signed [PW-1:0] de;
   logic [SUM_W-1:0] dq, d_resc_b, d_resc;
@@ -493,18 +508,25 @@ module hwa_attention_row #(
     d_resc_b <= dq + ONE + SUM_W'(d_inc);
     d_resc <= d_resc_b;
   end
-  // o lanes: one multiplier each, o*E (a new max) or (v << V_SHIFT)*E; stage B forms the
-  // addend of F: sat(t + v) for a new max (t = 0 when it opens its row: the state is the
-  // row's start), t for another live key, 0 for a masked key or an empty cycle
+  // o lanes: one multiplier each, o*E (a new max; 0 when it opens its row: the state is
+  // the row's start) or (v << V_SHIFT)*E. R2 forms both candidate addends of F, the term
+  // t = R_a(.) and, for a new max, n = sat(t + v); B selects n, t or 0 (a masked key or
+  // an empty cycle) with two registered selects: one LUT per bit.
+  // n = sat(q + inc + v) equals the model's sat(sat(q + inc) + v): |R_a(x*E)| <= |x| as E
+  // <= 1, so t's saturation never acts (simulation checks it).
   logic signed [ACC_W-1:0] b_f[DIM_V];
   for (genvar i = 0; i < DIM_V; i++) begin : g_mul
-    logic signed [ACC_W-1:0] mul_a, t_b, t_base, v_al;
+    logic signed [ACC_W-1:0] mul_a, t_b, n_b, v_al;
     logic signed [MUL_W-1:0] prod;
     logic signed [MUL_W-1:0] q1, r1;
+    logic signed [MUL_W:0] n_sum;
     logic inc1;
     logic [ACC_W-1:0] t_code, n_code;
-    logic signed [ACC_W:0] n_sum;
-    assign mul_a = u_new ? o_reg[i] : ACC_W'($signed(v_u[i*V_W+:V_W])) <<< V_SHIFT;
+    always_comb begin
+      if (!u_new) mul_a = ACC_W'($signed(v_u[i*V_W+:V_W])) <<< V_SHIFT;
+      else if (u_first) mul_a = '0;
+      else mul_a = o_reg[i];
+    end
     hwa_mul_pipe #(
         .A_W(ACC_W),
         .B_W(EXP_W),
@@ -534,12 +556,12 @@ module hwa_attention_row #(
                                 prod[EXP_F-1] & ~(|prod[EXP_F-2:0]), |prod[EXP_F-1:0],
                                 prod[MUL_W-1], prod[EXP_F]);
       t_b <= $signed(t_code);
+      n_b <= $signed(n_code);
     end
-    assign v_al = ACC_W'($signed(v_b[i*V_W+:V_W])) <<< V_SHIFT;
-    assign t_base = (b_new && b_first) ? '0 : t_b;
-    assign n_sum = (ACC_W + 1)'(t_base) + (ACC_W + 1)'(v_al);
+    assign v_al = ACC_W'($signed(v_w[i*V_W+:V_W])) <<< V_SHIFT;
+    assign n_sum = (MUL_W + 1)'(q1) + (MUL_W + 1)'(v_al) + (MUL_W + 1)'(inc1);
     hwa_sat #(
-        .IN_W      (ACC_W + 1),
+        .IN_W      (MUL_W + 1),
         .OUT_W     (ACC_W),
         .OUT_SIGNED(1'b1),
         .OVF       (hwa_pkg::OVF_SAT)
@@ -548,10 +570,15 @@ module hwa_attention_row #(
         .y(n_code)
     );
     always_ff @(posedge clk) begin
-      if (!(b_v && b_live)) b_f[i] <= '0;
-      else if (b_new) b_f[i] <= $signed(n_code);
-      else b_f[i] <= t_b;
+      if (sel_n) b_f[i] <= n_b;
+      else if (sel_t) b_f[i] <= t_b;
+      else b_f[i] <= '0;
     end
+`ifndef SYNTHESIS
+    always_ff @(posedge clk)
+      if (!rst && w_v && r1 != MUL_W'($signed(t_code)))
+        $error("hwa_attention_row %m: the term's saturation acted (R_a(x*E) outside ACC_W)");
+`endif
   end
 
   // ---- stage F: the state update, the one-cycle loop -------------------------------------
