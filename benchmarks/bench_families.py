@@ -122,9 +122,7 @@ def main() -> None:
 
 
 #: sections below this line in ``OUT`` come from other benchmarks: a rerun keeps them
-KEEP = (
-    "<!-- sections below: written by hand or by other benchmarks; bench_families.py keeps them -->"
-)
+KEEP = "<!-- sections below come from other benchmarks; bench_families.py keeps them -->"
 
 
 def _kept_tail() -> str:
