@@ -698,14 +698,21 @@ module hwa_attention_row #(
     assign beat = '0;
     assign beat_v = r_v;
     assign r_beat = r_val;
+    assign o_beat = o_head;
   end else begin : g_ser
     logic [BA-1:0] nxt;  // the next beat of the row being multiplied, 0: none
     logic [R_W-1:0] r_hold;
+    // beat 0 reads lane group 0 from the o queue; the other groups wait in a register
+    // that shifts down a group per beat (no BEATS-to-1 select in front of the multiplier)
+    logic [OW-LW-1:0] o_rest;
     assign beat = r_v ? '0 : nxt;
     assign beat_v = r_v || nxt != '0;
     assign r_beat = r_v ? r_val : r_hold;
+    assign o_beat = r_v ? o_head[LW-1:0] : o_rest[LW-1:0];
     always_ff @(posedge clk) begin
       if (r_v) r_hold <= r_val;
+      if (r_v) o_rest <= o_head[OW-1:LW];
+      else o_rest <= o_rest >> LW;
       if (rst) nxt <= '0;
       else if (beat_v) nxt <= (beat == BA'(BEATS - 1)) ? '0 : beat + 1'b1;
     end
@@ -714,7 +721,6 @@ module hwa_attention_row #(
       if (!rst && r_v && nxt != '0) $error("hwa_attention_row %m: a row's 1/d arrived early");
 `endif
   end
-  assign o_beat = o_head[beat*LW+:LW];
 `ifndef SYNTHESIS
   always_ff @(posedge clk)
     if (!rst && beat_v && !oq_v) $error("hwa_attention_row %m: a 1/d with no row in the o queue");
