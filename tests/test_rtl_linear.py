@@ -7,7 +7,7 @@ onto the accumulator grid, truncating saturating accumulator) and a narrow one
 output that wraps), each at two parallelism settings (all columns at once and a P that
 does not divide N), with no stalls and with random idle input cycles and output
 backpressure. With no stalls, tokens sent back to back leave every K·ceil(N/P) cycles
-and the first one K·ceil(N/P) + 5 cycles after it went in (the contract header). A
+and the first one K·ceil(N/P) + 6 cycles after it went in (the contract header). A
 weight file with one weight changed by one code fails on that weight's column only.
 """
 

@@ -9,7 +9,9 @@ every width and shift of the datapath from the formats (the reasoning next to ea
 :func:`linear_mems` writes the weight and bias ROMs from the same integers the model
 takes. ``P`` multipliers compute ``P`` output columns at once, one input code per cycle:
 **cycles per token = K·ceil(N/P)** (:func:`cycles_per_token`), latency ``K·ceil(N/P) +
-5`` cycles from the input transfer to the output transfer (:data:`LINEAR_LATENCY_EXTRA`).
+6`` cycles from the input transfer to the output transfer (:data:`LINEAR_LATENCY_EXTRA`;
+the weight ROM's read is registered twice, the block RAM's own output register
+included).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ LINEAR_SOURCES = (
     "hwa_linear.sv",
 )
 #: input transfer -> output transfer of a token into an idle unit = K·G + this
-LINEAR_LATENCY_EXTRA = 5
+LINEAR_LATENCY_EXTRA = 6
 
 RawArray = npt.NDArray[np.int64]
 

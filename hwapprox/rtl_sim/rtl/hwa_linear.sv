@@ -25,8 +25,11 @@
 // with back-to-back tokens at that rate (an input register holds the next token while
 // one is issued; s_axis_tready is a function of registers only).
 //   latency (token transferred into an idle unit -> its output beat transferred, no
-//   backpressure) = K·G + 5 cycles: input register, load, ROM read, product,
-//   accumulate, output cast into the output register.
+//   backpressure) = K·G + 6 cycles: input register, load, ROM read, ROM output
+//   register, product, accumulate, output cast into the output register.
+// The weight (and bias) ROM's read is registered once more before the multipliers (a
+// block RAM's output register: its clock-to-out is off the multiplier's cycle); that
+// stage costs one cycle of latency, not throughput.
 // Output: the output register and a skid register (hwa_skid): the whole datapath stalls
 // on the skid's registered ready, so no combinational path runs from m_axis_tready to
 // s_axis_tready or to the enable.
@@ -186,20 +189,41 @@ module hwa_linear #(
     assign b_q = '0;
   end
 
+  // -- stage 1r: the ROM words registered (the block RAM's output register) -----------
+  logic r1_v, r1_first, r1_lastk, r1_lasttok, r1_l;
+  logic [GW-1:0] r1_g;
+  logic [A_W-1:0] r1_a;
+  logic [P*W_W-1:0] w_r;
+  logic [P*B_W-1:0] b_r;
+  always_ff @(posedge clk) begin
+    if (rst) r1_v <= 1'b0;
+    else if (ce) r1_v <= s1_v;
+    if (ce) begin
+      r1_first <= s1_first;
+      r1_lastk <= s1_lastk;
+      r1_lasttok <= s1_lasttok;
+      r1_l <= s1_l;
+      r1_g <= s1_g;
+      r1_a <= s1_a;
+      w_r <= w_q;
+      b_r <= b_q;
+    end
+  end
+
   // -- stage 2: P exact products, the bias cast to the accumulator ----------------------
   logic s2_v, s2_first, s2_lastk, s2_lasttok, s2_l;
   logic [GW-1:0] s2_g;
   logic signed [A_W:0] a_ext;
-  assign a_ext = A_SIGNED ? (A_W + 1)'($signed(s1_a)) : $signed({1'b0, s1_a});
+  assign a_ext = A_SIGNED ? (A_W + 1)'($signed(r1_a)) : $signed({1'b0, r1_a});
   always_ff @(posedge clk) begin
     if (rst) s2_v <= 1'b0;
-    else if (ce) s2_v <= s1_v;
+    else if (ce) s2_v <= r1_v;
     if (ce) begin
-      s2_first <= s1_first;
-      s2_lastk <= s1_lastk;
-      s2_lasttok <= s1_lasttok;
-      s2_l <= s1_l;
-      s2_g <= s1_g;
+      s2_first <= r1_first;
+      s2_lastk <= r1_lastk;
+      s2_lasttok <= r1_lasttok;
+      s2_l <= r1_l;
+      s2_g <= r1_g;
     end
   end
 
@@ -213,7 +237,7 @@ module hwa_linear #(
     logic signed [SUM_W-1:0] sum;
     always_ff @(posedge clk) begin
       if (ce) begin
-        prod_reg <= PROD_W'(a_ext) * PROD_W'($signed(w_q[l*W_W+:W_W]));
+        prod_reg <= PROD_W'(a_ext) * PROD_W'($signed(w_r[l*W_W+:W_W]));
         bias_reg <= bias_c;
       end
     end
@@ -226,14 +250,14 @@ module hwa_linear #(
           .OUT_SIGNED(1'b1),
           .OVF       (ACC_OVF)
       ) u_bias (
-          .x(b_q[l*B_W+:B_W]),
+          .x(b_r[l*B_W+:B_W]),
           .y(bias_c)
       );
     end else begin : g_nobias
       /* verilator lint_off UNUSEDSIGNAL */
       logic [B_W-1:0] unused_b;
       /* verilator lint_on UNUSEDSIGNAL */
-      assign unused_b = b_q[l*B_W+:B_W];
+      assign unused_b = b_r[l*B_W+:B_W];
       assign bias_c = '0;
     end
     assign base = s2_first ? bias_reg : acc_reg;
