@@ -10,8 +10,8 @@ every width and shift of the datapath from the formats (the reasoning next to ea
 takes. ``P`` multipliers compute ``P`` output columns at once, one input code per cycle:
 **cycles per token = K·ceil(N/P)** (:func:`cycles_per_token`), latency ``K·ceil(N/P) +
 6`` cycles from the input transfer to the output transfer (:data:`LINEAR_LATENCY_EXTRA`;
-the weight ROM's read is registered twice, the block RAM's own output register
-included).
+the weight ROM's word is registered once more after the RAM's read register, so the
+RAM's clock-to-out and the multiplier are in different cycles).
 """
 
 from __future__ import annotations

@@ -35,8 +35,8 @@
 //        (-> LN2 post-LN):  r1 + r2 + F + L_GELU + (S - 1)·max(r1, r2) + 14
 //        (+ 2D + 34 + 10·NEWTON2 post-LN), r1 = D·G(F, P_F1), r2 = F·G(D, P_F2)
 //   OUT  S beats from the output RAM                       S
-// The linear phases' constants: hwa_linear's latency K·G + 6 (its weight ROM read
-// registered twice, the block RAM's output register one of them) plus one cycle to start;
+// The linear phases' constants: hwa_linear's latency K·G + 6 (its weight ROM word
+// registered once more after the RAM's read register) plus one cycle to start;
 // the FFN's first token crosses two of them (2·6 + 2).
 // with T_LN = S·D + D + 35 + 10·NEWTON (the unit's last-in -> last-out D + 33 + 10·NEWTON
 // plus the serialiser and deserialiser), T_SM = 2S - 1 + FIRST + G + W per row (the

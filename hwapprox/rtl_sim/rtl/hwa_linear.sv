@@ -27,9 +27,11 @@
 //   latency (token transferred into an idle unit -> its output beat transferred, no
 //   backpressure) = K·G + 6 cycles: input register, load, ROM read, ROM output
 //   register, product, accumulate, output cast into the output register.
-// The weight (and bias) ROM's read is registered once more before the multipliers (a
-// block RAM's output register: its clock-to-out is off the multiplier's cycle); that
-// stage costs one cycle of latency, not throughput.
+// The weight (and bias) ROM's read is registered once more before the multipliers (the
+// role of a block RAM's output register: the RAM's clock-to-out is off the multiplier's
+// cycle; yosys 0.70 maps ECP5 ROMs to DP16KD with REGMODE = NOREG, so this register is
+// fabric flip-flops, or the MULT18X18D's input register in the HWA_ECP5_DSP branch);
+// that stage costs one cycle of latency, not throughput.
 // Output: the output register and a skid register (hwa_skid): the whole datapath stalls
 // on the skid's registered ready, so no combinational path runs from m_axis_tready to
 // s_axis_tready or to the enable.
@@ -189,7 +191,7 @@ module hwa_linear #(
     assign b_q = '0;
   end
 
-  // -- stage 1r: the ROM words registered (the block RAM's output register) -----------
+  // -- stage 1r: the ROM words registered once more (off the block RAM's read) -------
   logic r1_v, r1_first, r1_lastk, r1_lasttok, r1_l;
   logic [GW-1:0] r1_g;
   logic [A_W-1:0] r1_a;
