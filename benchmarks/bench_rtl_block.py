@@ -187,15 +187,25 @@ def _pnr_lines(pnr: list[dict[str, Any]]) -> list[str]:
             "linear lane's product is a MULT18X18D whose own input registers take the ROM "
             "word and the input code and whose output register is the product register.",
         ]
-    if any(".u_w.mem" in r["crit"].get("start", "") for r in pnr):
+    if any(".u_ge_ser." in r["crit"].get("start", "") for r in pnr):
         lines += [
             "",
-            "What limits it now: a linear stage's weight ROM (`u_w`, a block RAM read "
-            "without its output register) feeds the lane's multiplier and product register "
-            "in the same cycle (the block RAM's clock-to-out and the multiplier are most of "
-            "the path's logic time). Registering the ROM read (the DP16KD's own output "
-            "register; one cycle more latency per linear phase, `block_cycles` with it) is "
-            "the next step; then the block's remaining glue paths, one by one.",
+            "The row above is the netlist with the ROM register only (commit 3004c55): its "
+            "critical path is the serialiser's lane multiplexer into the GELU pwl, which the "
+            "shift-register serialiser and the linear lanes' MULT18X18D registers (the two "
+            "changes after it) address; their place and route did not finish routing in "
+            "the session's time, so no Fmax is claimed for them yet "
+            "(`bench_rtl_block.py --pnr 5 --pnr-only` measures it).",
+        ]
+    elif pnr:
+        c = pnr[-1]["crit"]
+        lines += [
+            "",
+            f"What limits it now: `{c.get('start', '?')}` -> `{c.get('end', '?')}` "
+            f"({c.get('logic_ns', '?')} ns logic, {c.get('routing_ns', '?')} ns routing, "
+            f"{c.get('cells', '?')} cells). Routing is most of the path: the block spreads "
+            "over much of the 85k device (115 multipliers, 13 block RAMs), and the next "
+            "steps are the block's remaining paths one by one, each measured.",
         ]
     return lines
 
