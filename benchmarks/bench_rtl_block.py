@@ -185,7 +185,8 @@ def _pnr_lines(pnr: list[dict[str, Any]]) -> list[str]:
             "ns routing, 18 cells); the serialiser now shifts its token register down a lane "
             "per element (its output a register, the same cycles), and in the ECP5 flow each "
             "linear lane's product is a MULT18X18D whose own input registers take the ROM "
-            "word and the input code and whose output register is the product register.",
+            "word and the input code and whose output register is the product register: "
+            "79.1 MHz (the row above).",
         ]
     if any(".u_ge_ser." in r["crit"].get("start", "") for r in pnr):
         lines += [
@@ -207,6 +208,16 @@ def _pnr_lines(pnr: list[dict[str, Any]]) -> list[str]:
             "over much of the 85k device (115 multipliers, 13 block RAMs), and the next "
             "steps are the block's remaining paths one by one, each measured.",
         ]
+    if any(".g_dsp.u_dsp" in r["crit"].get("start", "") for r in pnr):
+        lines[-1] += (
+            " Here: a linear lane's product (the MULT18X18D's output register) through "
+            "the lane's accumulate logic (carry chains: the exact sum and the casts; the "
+            "end flip-flop carries a net name of the output cast, we read it as the "
+            "accumulator, whose sum-and-saturate step is a one-cycle loop as the model "
+            "saturates per term), the DSP placed far from the lane's adder. A fabric "
+            "register after the DSP output (one cycle more per linear stage) would take the "
+            "DSP-to-adder route out of the loop's cycle."
+        )
     return lines
 
 
