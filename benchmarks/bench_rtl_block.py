@@ -174,18 +174,50 @@ def _pnr_lines(pnr: list[dict[str, Any]]) -> list[str]:
             "by the block's glue: the key index `j_reg` selected a word of the Q/K/V buffer "
             "(`qkv_ram[S][3D]`, read combinationally) into the Q·K MAC's product register "
             "in one cycle; those reads are now registered ahead of both MACs (one cycle more "
-            "per dot product).",
+            "per dot product). 62.9 MHz: a linear stage's weight ROM (`u_f1.u_w`, a DP16KD "
+            "read without an output register, 5.83 ns clock-to-out) fed the lane multiplier "
+            "and its product register in one cycle (9.76 ns logic, 6.15 ns routing); the ROM "
+            "word is now registered once more before the multipliers (one cycle more latency "
+            "per linear stage: QKV and O + 1, FFN + 2, 4 cycles per sequence; yosys 0.70 maps "
+            "ECP5 ROMs with REGMODE = NOREG, so that register is fabric flip-flops, not the "
+            "DP16KD's own). 74.6 MHz: the FFN's serialiser (`u_ge_ser`: its counter selected "
+            "one of F lanes) into the GELU pwl's breakpoint comparator (3.33 ns logic, 10.08 "
+            "ns routing, 18 cells); the serialiser now shifts its token register down a lane "
+            "per element (its output a register, the same cycles), and in the ECP5 flow each "
+            "linear lane's product is a MULT18X18D whose own input registers take the ROM "
+            "word and the input code and whose output register is the product register: "
+            "79.1 MHz (the row above).",
         ]
-    if any(".u_w.mem" in r["crit"].get("start", "") for r in pnr):
+    if any(".u_ge_ser." in r["crit"].get("start", "") for r in pnr):
         lines += [
             "",
-            "What limits it now: a linear stage's weight ROM (`u_w`, a block RAM read "
-            "without its output register) feeds the lane's multiplier and product register "
-            "in the same cycle (the block RAM's clock-to-out and the multiplier are most of "
-            "the path's logic time). Registering the ROM read (the DP16KD's own output "
-            "register; one cycle more latency per linear phase, `block_cycles` with it) is "
-            "the next step; then the block's remaining glue paths, one by one.",
+            "The row above is the netlist with the ROM register only (commit 3004c55): its "
+            "critical path is the serialiser's lane multiplexer into the GELU pwl, which the "
+            "shift-register serialiser and the linear lanes' MULT18X18D registers (the two "
+            "changes after it) address; their place and route did not finish routing in "
+            "the session's time, so no Fmax is claimed for them yet "
+            "(`bench_rtl_block.py --pnr 5 --pnr-only` measures it).",
         ]
+    elif pnr:
+        c = pnr[-1]["crit"]
+        lines += [
+            "",
+            f"What limits it now: `{c.get('start', '?')}` -> `{c.get('end', '?')}` "
+            f"({c.get('logic_ns', '?')} ns logic, {c.get('routing_ns', '?')} ns routing, "
+            f"{c.get('cells', '?')} cells). Routing is most of the path: the block spreads "
+            "over much of the 85k device (115 multipliers, 13 block RAMs), and the next "
+            "steps are the block's remaining paths one by one, each measured.",
+        ]
+    if any(".g_dsp.u_dsp" in r["crit"].get("start", "") for r in pnr):
+        lines[-1] += (
+            " Here: a linear lane's product (the MULT18X18D's output register) through "
+            "the lane's accumulate logic (carry chains: the exact sum and the casts; the "
+            "end flip-flop carries a net name of the output cast, we read it as the "
+            "accumulator, whose sum-and-saturate step is a one-cycle loop as the model "
+            "saturates per term), the DSP placed far from the lane's adder. A fabric "
+            "register after the DSP output (one cycle more per linear stage) would take the "
+            "DSP-to-adder route out of the loop's cycle."
+        )
     return lines
 
 
@@ -203,6 +235,7 @@ def write(
     pnr: list[dict[str, Any]] | None = None,
     rows_note: str | None = None,
     date: str | None = None,
+    synth_note: str | None = None,
 ) -> None:
     lines = [
         "# Whole encoder blocks in RTL (issue 25)",
@@ -246,7 +279,8 @@ def write(
         "multipliers each (four stages), the two attention MACs and the units' own "
         "(softmax online, LayerNorm rsqrt_lut x2, GELU). cycles/seq: `block_cycles` "
         "without data, i.e. no new running max after each softmax row's first score (the "
-        "pipelined softmax adds 4 cycles per new max; the rows above count them).",
+        "pipelined softmax adds 4 cycles per new max; the rows above count them)."
+        + (f" {synth_note}" if synth_note else ""),
         "",
         "| P | cycles/seq | LUT | FF | DSP | BRAM | LUTRAM | CARRY | yosys s |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -311,6 +345,7 @@ def main() -> int:
     args = ap.parse_args()
     old = json.loads(DATA.read_text()) if DATA.exists() else {}
     rows_note, date = old.get("rows_note"), old.get("date")
+    synth_note = old.get("synth_note")
     if args.render or args.pnr_only:
         rows, synth, pnr = old["rows"], old["synth"], old.get("pnr", [])
     else:
@@ -319,6 +354,7 @@ def main() -> int:
             rows += run(label, model, inputs, extra)
         synth = [] if args.no_synth else synth_rows()
         pnr, rows_note, date = old.get("pnr", []), None, dt.date.today().isoformat()
+        synth_note = None
     if args.pnr:
         new = pnr_rows(args.pnr, args.pnr_seeds, args.cache_only)
         pnr = [r for r in pnr if r["P"] not in args.pnr] + new
@@ -326,8 +362,10 @@ def main() -> int:
         data = {"date": date, "rows": rows, "synth": synth, "pnr": pnr}
         if rows_note:
             data["rows_note"] = rows_note
+        if synth_note:
+            data["synth_note"] = synth_note
         DATA.write_text(json.dumps(data, indent=1) + "\n")
-    write(rows, synth, pnr, rows_note, date)
+    write(rows, synth, pnr, rows_note, date, synth_note)
     return 0 if all(r["bit_exact"] for r in rows) else 1
 
 

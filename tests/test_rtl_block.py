@@ -209,12 +209,12 @@ def test_cycle_formula_by_hand() -> None:
     first = 5 + 2 * 19 + 40 + 8 + 1
     assert c.phases == {
         "IN": S,
-        "QKV": S * D * 3 + 6,
+        "QKV": S * D * 3 + 7,  # hwa_linear latency K·G + 6, one cycle to start
         "ATT": H * S * (2 * (S * dh + 3) + 2 * S - 1 + first),  # no new max after the first
-        "O": S * D * 1 + 6,
+        "O": S * D * 1 + 7,
         "LNM": S * D + D + 42 + 13,
         # r1 = D·ceil(F/16) = 32, r2 = F·ceil(D/16) = 32; pwl 6; LN2 2D + 41 + 13
-        "FFN": 32 + 32 + F + 6 + (S - 1) * 32 + 12 + 2 * D + 41 + 13,
+        "FFN": 32 + 32 + F + 6 + (S - 1) * 32 + 2 * 6 + 2 + 2 * D + 41 + 13,
         "OUT": S,
     }
 

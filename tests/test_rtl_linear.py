@@ -7,7 +7,7 @@ onto the accumulator grid, truncating saturating accumulator) and a narrow one
 output that wraps), each at two parallelism settings (all columns at once and a P that
 does not divide N), with no stalls and with random idle input cycles and output
 backpressure. With no stalls, tokens sent back to back leave every K·ceil(N/P) cycles
-and the first one K·ceil(N/P) + 5 cycles after it went in (the contract header). A
+and the first one K·ceil(N/P) + 6 cycles after it went in (the contract header). A
 weight file with one weight changed by one code fails on that weight's column only.
 """
 
@@ -124,6 +124,30 @@ def test_linear_bit_exact(name: str, parallel: int, idle: float, backpressure: f
         assert cpt == layer.k * -(-layer.n // parallel)
         assert st["latency"][0] == cpt + LINEAR_LATENCY_EXTRA
         assert set(st["out_gaps"]) == {cpt}  # back to back: one token every K·G cycles
+
+
+@pytest.mark.parametrize(("name", "parallel"), [CASES[1], CASES[3]], ids=["qkv-P3", "narrow-P4"])
+def test_linear_ecp5_dsp_branch_bit_exact(name: str, parallel: int) -> None:
+    """The place-and-route flow's branch (HWA_ECP5_DSP: each lane's product a MULT18X18D
+    whose input registers are stage 1r and whose output register is the product
+    register), simulated with the test model of the primitive: bit-exact, the same
+    latency, with and without stalls."""
+    from test_rtl_prims import DSP_DEFINES, DSP_MODEL
+
+    from hwapprox.rtl_sim.linear import LINEAR_LATENCY_EXTRA, simulate_linear
+
+    layer = _layer(name, parallel)
+    x = _tokens(layer.spec, layer.k, seed=5)
+    dsp = {"defines": DSP_DEFINES, "extra_sources": (DSP_MODEL,)}
+    res = simulate_linear(layer, x, seed=3, **dsp)
+    assert res.stats["mismatches"] == 0, res.stats["first_mismatches"]
+    assert res.stats["matched"] == len(x)
+    assert res.stats["latency"][0] == layer.cycles_per_token + LINEAR_LATENCY_EXTRA
+    assert res.passed
+    st = simulate_linear(layer, x, idle=0.5, backpressure=0.5, seed=4, **dsp)
+    assert st.passed, st.stats.get("first_mismatches")
+    bad = simulate_linear(layer, x, falsify_weight=(2, 1), **dsp)
+    assert not bad.passed
 
 
 def test_falsified_weight_fails() -> None:

@@ -311,9 +311,10 @@ def block_cycles(
     header names the phases). With ``G(N, P) = ceil(N / P)``, ``DH = D / H``:
 
     * ``IN = OUT = S`` (one beat per cycle);
-    * a linear phase: ``S·K·G(N, P) + 6`` (``QKV``: K = D, N = 3D; ``O``: K = N = D):
-      ``hwa_linear``'s ``K·G`` cycles per token, back to back, plus its latency 5 and
-      one cycle to start;
+    * a linear phase: ``S·K·G(N, P) + 7`` (``QKV``: K = D, N = 3D; ``O``: K = N = D):
+      ``hwa_linear``'s ``K·G`` cycles per token, back to back, plus its latency 6
+      (:data:`~hwapprox.rtl_sim.linear.LINEAR_LATENCY_EXTRA`, the weight ROM's read
+      registered twice) and one cycle to start;
     * ``LN`` (``LNA`` pre-LN, ``LNM``): ``S·D + D + 35 + 10·NEWTON`` (the serialised
       rows, the unit's last-in -> last-out ``D + 33 + 10·NEWTON``, the serialiser and
       the deserialiser);
@@ -324,10 +325,10 @@ def block_cycles(
       raw ``in_fmt`` codes, ``key_mask`` ``[S]`` for masked blocks, True = real token)
       decides them; without ``x`` every
       row counts as free of new maxima after its first element (the least ``ATT``);
-    * ``FFN = r1 + r2 + F + L_gelu + (S - 1)·max(r1, r2) + 12`` with ``r1 = D·G(F, P1)``,
-      ``r2 = F·G(D, P2)`` (the first token through both layers and the GELU, the others
-      at the slower layer's rate), post-LN plus ``2D + 34 + 10·NEWTON2`` (LN2 on the way
-      out).
+    * ``FFN = r1 + r2 + F + L_gelu + (S - 1)·max(r1, r2) + 14`` with ``r1 = D·G(F, P1)``,
+      ``r2 = F·G(D, P2)`` (the first token through both layers, each with its latency 6,
+      and the GELU, the others at the slower layer's rate), post-LN plus ``2D + 34 +
+      10·NEWTON2`` (LN2 on the way out).
 
     Exact for ``D >= 16`` (the LayerNorm unit takes back-to-back rows of 16 or more at
     full rate; shorter rows stall it a few cycles per row)."""
@@ -356,7 +357,8 @@ def block_cycles(
     r1 = cycles_per_token(d, f, par["ffn1"])
     r2 = cycles_per_token(f, d, par["ffn2"])
     assert block.gelu is not None
-    ffn = r1 + r2 + f + _GELU_LAT[block.gelu.method] + (s - 1) * max(r1, r2) + 12
+    ffn = r1 + r2 + f + _GELU_LAT[block.gelu.method] + (s - 1) * max(r1, r2)
+    ffn += 2 * LINEAR_LATENCY_EXTRA + 2
     if not block.prenorm:
         ffn += 2 * d + 1 + ln_extra(block.ln2)
     phases = {"IN": s}

@@ -9,12 +9,15 @@ every width and shift of the datapath from the formats (the reasoning next to ea
 :func:`linear_mems` writes the weight and bias ROMs from the same integers the model
 takes. ``P`` multipliers compute ``P`` output columns at once, one input code per cycle:
 **cycles per token = K·ceil(N/P)** (:func:`cycles_per_token`), latency ``K·ceil(N/P) +
-5`` cycles from the input transfer to the output transfer (:data:`LINEAR_LATENCY_EXTRA`).
+6`` cycles from the input transfer to the output transfer (:data:`LINEAR_LATENCY_EXTRA`;
+the weight ROM's word is registered once more after the RAM's read register, so the
+RAM's clock-to-out and the multiplier are in different cycles).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -48,7 +51,7 @@ LINEAR_SOURCES = (
     "hwa_linear.sv",
 )
 #: input transfer -> output transfer of a token into an idle unit = K·G + this
-LINEAR_LATENCY_EXTRA = 5
+LINEAR_LATENCY_EXTRA = 6
 
 RawArray = npt.NDArray[np.int64]
 
@@ -193,11 +196,19 @@ class LinearLayer:
         return self.spec.model(x, self.weights, self.bias)
 
 
-def build_linear(layer: LinearLayer, mems: dict[str, str] | None = None) -> BuildInfo:
+def build_linear(
+    layer: LinearLayer,
+    mems: dict[str, str] | None = None,
+    *,
+    defines: dict[str, int | str] | None = None,
+    extra_sources: tuple[Path, ...] = (),
+) -> BuildInfo:
     """Build (or reuse) the Verilator model of ``layer`` (``mems`` overrides its ROM
-    files: a falsified weight file for the negative test)."""
+    files: a falsified weight file for the negative test; ``defines`` and
+    ``extra_sources``: e.g. ``HWA_ECP5_DSP`` with a test model of the vendor primitive)."""
     params, own = layer.config()
-    return build(LINEAR_TOP, [RTL_DIR / s for s in LINEAR_SOURCES], params, mems or own)
+    srcs = [*extra_sources, *(RTL_DIR / s for s in LINEAR_SOURCES)]
+    return build(LINEAR_TOP, srcs, params, mems or own, defines=defines)
 
 
 def lint_linear(layer: LinearLayer) -> str:
@@ -216,6 +227,8 @@ def simulate_linear(
     seed: int = 0,
     probe_ready: bool = False,
     falsify_weight: tuple[int, int] | None = None,
+    defines: dict[str, int | str] | None = None,
+    extra_sources: tuple[Path, ...] = (),
 ) -> SimResult:
     """Stream tokens ``x`` ``[T, K]`` (raw ``a_fmt`` codes) through ``hwa_linear`` and
     compare every output lane with :meth:`LinearLayer.model`.
@@ -224,6 +237,7 @@ def simulate_linear(
     ``idle``/``backpressure``: per-cycle pause probabilities of the input and output.
     ``falsify_weight=(k, j)``: the ROM file gets ``W[k][j]`` changed by one code (the
     model keeps the true weight), so the comparison must fail: a test of the test.
+    ``defines``, ``extra_sources``: as :func:`build_linear`.
     ``stats`` (see :mod:`hwapprox.rtl_sim.tb.token_test`) holds ``matched``,
     ``mismatches``, ``latency``, ``out_gaps`` and ``cycles``.
     """
@@ -238,7 +252,7 @@ def simulate_linear(
         fmt = layer.spec.b_fmt
         w[kk, jj] = w[kk, jj] + 1 if w[kk, jj] < fmt.max_raw else w[kk, jj] - 1
         mems = linear_mems(layer.spec, w, layer.bias, layer.parallel)
-    info = build_linear(layer, mems)
+    info = build_linear(layer, mems, defines=defines, extra_sources=extra_sources)
     t = xr.shape[0]
     lst = np.zeros(t, bool) if last is None else np.asarray(last, bool)
     if last is None:

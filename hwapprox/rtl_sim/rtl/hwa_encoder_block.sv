@@ -24,17 +24,20 @@
 // G(N, P) = ceil(N / P), DH = D / H:
 //   IN   S beats into X                                    S
 //   LNA  (pre-LN) X -> cast -> LN1 -> A                    T_LN(ln1)
-//   QKV  A (or X) -> hwa_linear(D -> 3D, P_QKV) -> QKV      S·D·G(3D, P_QKV) + 6
+//   QKV  A (or X) -> hwa_linear(D -> 3D, P_QKV) -> QKV      S·D·G(3D, P_QKV) + 7
 //   ATT  per head h, query i:                              H·S·2·(S·DH + 3) + sum T_SM
 //          SC: S·DH terms -> scores (S·DH + 3); SM: scores -> softmax -> p (T_SM of
 //          the row); PV: DH·S terms -> C (S·DH + 3; one cycle each for the registered
 //          buffer read, two for the MAC)
-//   O    C -> hwa_linear(D -> D, P_O) -> add1 -> R1        S·D·G(D, P_O) + 6
+//   O    C -> hwa_linear(D -> D, P_O) -> add1 -> R1        S·D·G(D, P_O) + 7
 //   LNM  R1 -> (cast) -> LN1 (post) / LN2 (pre) -> Y       T_LN(ln1 post / ln2 pre)
 //   FFN  Y -> hwa_linear(D -> F, P_F1) -> GELU -> hwa_linear(F -> D, P_F2) -> add2
-//        (-> LN2 post-LN):  r1 + r2 + F + L_GELU + (S - 1)·max(r1, r2) + 12
+//        (-> LN2 post-LN):  r1 + r2 + F + L_GELU + (S - 1)·max(r1, r2) + 14
 //        (+ 2D + 34 + 10·NEWTON2 post-LN), r1 = D·G(F, P_F1), r2 = F·G(D, P_F2)
 //   OUT  S beats from the output RAM                       S
+// The linear phases' constants: hwa_linear's latency K·G + 6 (its weight ROM word
+// registered once more after the RAM's read register) plus one cycle to start;
+// the FFN's first token crosses two of them (2·6 + 2).
 // with T_LN = S·D + D + 35 + 10·NEWTON (the unit's last-in -> last-out D + 33 + 10·NEWTON
 // plus the serialiser and deserialiser), T_SM = 2S - 1 + FIRST + G + W per row (the
 // pipelined online softmax: FIRST its last-in -> first-out, 5 + 2·ELAT + RLAT + OLAT + 1,

@@ -25,8 +25,13 @@
 // with back-to-back tokens at that rate (an input register holds the next token while
 // one is issued; s_axis_tready is a function of registers only).
 //   latency (token transferred into an idle unit -> its output beat transferred, no
-//   backpressure) = K·G + 5 cycles: input register, load, ROM read, product,
-//   accumulate, output cast into the output register.
+//   backpressure) = K·G + 6 cycles: input register, load, ROM read, ROM output
+//   register, product, accumulate, output cast into the output register.
+// The weight (and bias) ROM's read is registered once more before the multipliers (the
+// role of a block RAM's output register: the RAM's clock-to-out is off the multiplier's
+// cycle; yosys 0.70 maps ECP5 ROMs to DP16KD with REGMODE = NOREG, so this register is
+// fabric flip-flops, or the MULT18X18D's input register in the HWA_ECP5_DSP branch);
+// that stage costs one cycle of latency, not throughput.
 // Output: the output register and a skid register (hwa_skid): the whole datapath stalls
 // on the skid's registered ready, so no combinational path runs from m_axis_tready to
 // s_axis_tready or to the enable.
@@ -186,20 +191,41 @@ module hwa_linear #(
     assign b_q = '0;
   end
 
+  // -- stage 1r: the ROM words registered once more (off the block RAM's read) -------
+  logic r1_v, r1_first, r1_lastk, r1_lasttok, r1_l;
+  logic [GW-1:0] r1_g;
+  logic [A_W-1:0] r1_a;
+  logic [P*W_W-1:0] w_r;
+  logic [P*B_W-1:0] b_r;
+  always_ff @(posedge clk) begin
+    if (rst) r1_v <= 1'b0;
+    else if (ce) r1_v <= s1_v;
+    if (ce) begin
+      r1_first <= s1_first;
+      r1_lastk <= s1_lastk;
+      r1_lasttok <= s1_lasttok;
+      r1_l <= s1_l;
+      r1_g <= s1_g;
+      r1_a <= s1_a;
+      w_r <= w_q;
+      b_r <= b_q;
+    end
+  end
+
   // -- stage 2: P exact products, the bias cast to the accumulator ----------------------
   logic s2_v, s2_first, s2_lastk, s2_lasttok, s2_l;
   logic [GW-1:0] s2_g;
   logic signed [A_W:0] a_ext;
-  assign a_ext = A_SIGNED ? (A_W + 1)'($signed(s1_a)) : $signed({1'b0, s1_a});
+  assign a_ext = A_SIGNED ? (A_W + 1)'($signed(r1_a)) : $signed({1'b0, r1_a});
   always_ff @(posedge clk) begin
     if (rst) s2_v <= 1'b0;
-    else if (ce) s2_v <= s1_v;
+    else if (ce) s2_v <= r1_v;
     if (ce) begin
-      s2_first <= s1_first;
-      s2_lastk <= s1_lastk;
-      s2_lasttok <= s1_lasttok;
-      s2_l <= s1_l;
-      s2_g <= s1_g;
+      s2_first <= r1_first;
+      s2_lastk <= r1_lastk;
+      s2_lasttok <= r1_lasttok;
+      s2_l <= r1_l;
+      s2_g <= r1_g;
     end
   end
 
@@ -212,11 +238,68 @@ module hwa_linear #(
     logic signed [ACC_W-1:0] bias_c, bias_reg, acc_reg, acc_c, base;
     logic signed [SUM_W-1:0] sum;
     always_ff @(posedge clk) begin
-      if (ce) begin
-        prod_reg <= PROD_W'(a_ext) * PROD_W'($signed(w_q[l*W_W+:W_W]));
-        bias_reg <= bias_c;
+      if (ce) bias_reg <= bias_c;
+    end
+`ifdef HWA_ECP5_DSP
+    if (A_W + 1 <= 18 && W_W <= 18) begin : g_dsp
+      // ECP5 place and route (hwapprox.rtl_sim.pnr defines HWA_ECP5_DSP): stage 1r's
+      // operand registers (r1_a, w_r) and the product register are the MULT18X18D's own
+      // input registers (CLK0, CE0 = ce) and output register, the same two stages and
+      // values as the behavioural branch (synth_ecp5 packs no fabric register into the
+      // DSP): the block RAM's output goes straight into the DSP's B register. 18-bit
+      // signed operands (SIGNEDA = SIGNEDB = 1), the exact product fits PROD_W <= 36
+      // bits. No reset (the data registers have none). Simulation keeps the behavioural
+      // branch; tests/test_rtl_linear.py runs this one with the primitive's test model.
+      logic signed [17:0] dsp_a, dsp_b;
+      logic [35:0] pq;
+      assign dsp_a = 18'(A_SIGNED ? (A_W + 1)'($signed(s1_a)) : $signed({1'b0, s1_a}));
+      assign dsp_b = 18'($signed(w_q[l*W_W+:W_W]));
+      MULT18X18D #(
+          .REG_INPUTA_CLK("CLK0"),
+          .REG_INPUTA_CE("CE0"),
+          .REG_INPUTA_RST("RST0"),
+          .REG_INPUTB_CLK("CLK0"),
+          .REG_INPUTB_CE("CE0"),
+          .REG_INPUTB_RST("RST0"),
+          .REG_PIPELINE_CLK("NONE"),
+          .REG_OUTPUT_CLK("CLK0"),
+          .REG_OUTPUT_CE("CE0"),
+          .REG_OUTPUT_RST("RST0"),
+          .GSR("DISABLED"),
+          .RESETMODE("SYNC")
+      ) u_dsp (
+          .A17(dsp_a[17]), .A16(dsp_a[16]), .A15(dsp_a[15]), .A14(dsp_a[14]),
+          .A13(dsp_a[13]), .A12(dsp_a[12]), .A11(dsp_a[11]), .A10(dsp_a[10]), .A9(dsp_a[9]),
+          .A8(dsp_a[8]), .A7(dsp_a[7]), .A6(dsp_a[6]), .A5(dsp_a[5]), .A4(dsp_a[4]),
+          .A3(dsp_a[3]), .A2(dsp_a[2]), .A1(dsp_a[1]), .A0(dsp_a[0]),
+          .B17(dsp_b[17]), .B16(dsp_b[16]), .B15(dsp_b[15]), .B14(dsp_b[14]),
+          .B13(dsp_b[13]), .B12(dsp_b[12]), .B11(dsp_b[11]), .B10(dsp_b[10]), .B9(dsp_b[9]),
+          .B8(dsp_b[8]), .B7(dsp_b[7]), .B6(dsp_b[6]), .B5(dsp_b[5]), .B4(dsp_b[4]),
+          .B3(dsp_b[3]), .B2(dsp_b[2]), .B1(dsp_b[1]), .B0(dsp_b[0]),
+          .P35(pq[35]), .P34(pq[34]), .P33(pq[33]), .P32(pq[32]), .P31(pq[31]),
+          .P30(pq[30]), .P29(pq[29]), .P28(pq[28]), .P27(pq[27]), .P26(pq[26]),
+          .P25(pq[25]), .P24(pq[24]), .P23(pq[23]), .P22(pq[22]), .P21(pq[21]),
+          .P20(pq[20]), .P19(pq[19]), .P18(pq[18]), .P17(pq[17]), .P16(pq[16]),
+          .P15(pq[15]), .P14(pq[14]), .P13(pq[13]), .P12(pq[12]), .P11(pq[11]),
+          .P10(pq[10]), .P9(pq[9]), .P8(pq[8]), .P7(pq[7]), .P6(pq[6]), .P5(pq[5]),
+          .P4(pq[4]), .P3(pq[3]), .P2(pq[2]), .P1(pq[1]), .P0(pq[0]),
+          .C17(1'b0), .C16(1'b0), .C15(1'b0), .C14(1'b0), .C13(1'b0), .C12(1'b0),
+          .C11(1'b0), .C10(1'b0), .C9(1'b0), .C8(1'b0), .C7(1'b0), .C6(1'b0), .C5(1'b0),
+          .C4(1'b0), .C3(1'b0), .C2(1'b0), .C1(1'b0), .C0(1'b0),
+          .SIGNEDA(1'b1), .SIGNEDB(1'b1), .SOURCEA(1'b0), .SOURCEB(1'b0),
+          .CLK0(clk), .CE0(ce), .RST0(1'b0)
+      );
+      assign prod_reg = PROD_W'($signed(pq));
+    end else begin : g_fabric
+      always_ff @(posedge clk) begin
+        if (ce) prod_reg <= PROD_W'(a_ext) * PROD_W'($signed(w_r[l*W_W+:W_W]));
       end
     end
+`else
+    always_ff @(posedge clk) begin
+      if (ce) prod_reg <= PROD_W'(a_ext) * PROD_W'($signed(w_r[l*W_W+:W_W]));
+    end
+`endif
     if (HAS_BIAS) begin : g_bias
       hwa_cast #(
           .IN_W      (B_W),
@@ -226,14 +309,14 @@ module hwa_linear #(
           .OUT_SIGNED(1'b1),
           .OVF       (ACC_OVF)
       ) u_bias (
-          .x(b_q[l*B_W+:B_W]),
+          .x(b_r[l*B_W+:B_W]),
           .y(bias_c)
       );
     end else begin : g_nobias
       /* verilator lint_off UNUSEDSIGNAL */
       logic [B_W-1:0] unused_b;
       /* verilator lint_on UNUSEDSIGNAL */
-      assign unused_b = b_q[l*B_W+:B_W];
+      assign unused_b = b_r[l*B_W+:B_W];
       assign bias_c = '0;
     end
     assign base = s2_first ? bias_reg : acc_reg;

@@ -3,6 +3,8 @@
 // Throughput: L cycles per token back to back (the next token is taken with the last
 // lane). Latency: 1 cycle (the token register). s_tready depends on m_tready (an
 // internal adapter of the encoder block: both ends are the block's own registers).
+// The token register shifts down one lane per element sent, so m_tdata is its lowest
+// lane, a register output (no L-to-1 multiplexer in front of the consumer).
 `default_nettype none
 module hwa_tok_ser #(
     parameter int L,
@@ -28,7 +30,7 @@ module hwa_tok_ser #(
   logic busy_reg;
   logic [CW-1:0] cnt_reg;
   assign m_tvalid = busy_reg;
-  assign m_tdata = tok_reg[32'(cnt_reg)*W+:W];
+  assign m_tdata = tok_reg[W-1:0];
   assign m_tlast = cnt_reg == CW'(L - 1);
   assign s_tready = ~busy_reg | (m_tready & m_tlast);
   always_ff @(posedge clk) begin
@@ -43,6 +45,7 @@ module hwa_tok_ser #(
       cnt_reg <= cnt_reg + 1'b1;
     end
     if (s_tvalid && s_tready) tok_reg <= s_tdata;
+    else if (busy_reg && m_tready) tok_reg <= tok_reg >> W;
   end
 
 endmodule
