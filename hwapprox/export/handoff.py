@@ -37,6 +37,7 @@ from hwapprox.approx.base import ApproxSpec
 from hwapprox.approx.config import ApproxConfig, load_config
 from hwapprox.export.blockcal import (
     BlockCalibration,
+    bias_format,
     calibrate_blocks,
     resolve_block_specs,
     resolve_site,
@@ -91,6 +92,7 @@ __all__ = [
     "SiteStats",
     "Trace",
     "bert_encoder",
+    "bias_format",
     "calibrate",
     "calibrate_blocks",
     "calibrated_fields",

@@ -456,10 +456,10 @@ def _prepare_head(
 ) -> tuple[DenseHead, np.ndarray | None]:
     """The head's spec and formats, calibrated like the blocks' (the float model runs
     once more for the head's tensors); and the float head output on ``feeds``."""
-    from hwapprox.export.blockcal import bias_format
     from hwapprox.export.handoff import (
         BlockCalibration,
         SiteStats,
+        bias_format,
         calibrate,
         parameter_format,
         resolve_site,
