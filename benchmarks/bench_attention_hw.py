@@ -67,7 +67,7 @@ def main() -> None:
         fused[name] = f
     tm = attention_timing(spec, d, d)
     hw = spec.hw_params(d, d)
-    vd = 1 << (tm.queue + tm.exp).bit_length()  # the SV's VD = 2^clog2(FD + ELAT + 1)
+    vd = tm.v_entries
     queue_bits = tm.queue * (hw["IN_W"] + 4) + vd * d * spec.v_fmt.width
     fa, fs = fused["all lanes"], fused["1 o·r mult."]
 

@@ -27,7 +27,7 @@ from hwapprox.rtl_sim.emit import memh_text
 from hwapprox.rtl_sim.runner import BuildInfo, SimResult, build, lint, run_job
 from hwapprox.rtl_sim.sources import sv_sources
 from hwapprox.rtl_sim.svparams import derive_sv_params
-from hwapprox.rtl_sim.units import EXP_VARIANT_PARAMS, exp_unit_lat, recip_lat
+from hwapprox.rtl_sim.units import EXP_VARIANT_PARAMS, _new_maxima, exp_unit_lat, recip_lat
 
 __all__ = [
     "ATTENTION_SOURCES",
@@ -100,6 +100,11 @@ class AttentionTiming:
     queue: int
 
     @property
+    def v_entries(self) -> int:
+        """The V buffer's entries (VD): the power of 2 >= queue + ELAT + 1."""
+        return 1 << (self.queue + self.exp).bit_length()
+
+    @property
     def latency(self) -> int:
         """Last key accepted -> output taken, when the key leaves the queue at once and
         the output is free: ``front + 1 + to_queue + 1`` = LF + ELAT + RLAT + OLAT +
@@ -140,20 +145,12 @@ def _rescales(spec: AttentionRowSpec, q: Any, k: Any, mask: Any) -> list[list[bo
     above the running max of the live keys before it, or the row's first live key when
     it is not the row's first key (with ``off_by_one`` the row starts at the zero logit:
     the first live key counts only when above 0)."""
-    s = np.asarray(spec.scores(q, k))
     obo = bool(spec.softmax.off_by_one)
+    raised = _new_maxima(np.asarray(spec.scores(q, k)).tolist(), mask, obo)
     out = []
-    for r in range(s.shape[0]):
-        seen, m, row = obo, 0, []
-        for j in range(s.shape[1]):
-            new = False
-            if not mask[r][j]:
-                new = not seen or int(s[r, j]) > m
-                if new:
-                    m = int(s[r, j])
-                seen = True
-            row.append(new and j > 0)
-        out.append(row)
+    for r, row in enumerate(raised):
+        first_live = next((j for j, m in enumerate(mask[r]) if not m), None)
+        out.append([j > 0 and (g or (not obo and j == first_live)) for j, g in enumerate(row)])
     return out
 
 
