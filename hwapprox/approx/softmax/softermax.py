@@ -480,18 +480,7 @@ class SoftermaxSoftmax(SoftmaxSpec):
         if out is not None:
             return out
         if self._kernel_ok():
-            d, big_m = _kernels.softermax_sum(
-                np.ascontiguousarray(x, dtype=np.int64),
-                mask if mask is not None else np.zeros((1, 1), dtype=bool),
-                mask is not None,
-                _cached(self, "_t_memo"),
-                _cached(self, "_pow2_memo"),
-                self.in_fmt.min_raw,
-                ft,
-                p_lo,
-                up,
-                m_empty,
-            )
+            d, big_m = _kernels.softermax_sum(*self._scan_args(x, mask, ft, p_lo, up, m_empty))
             if narrow:
                 big_m = big_m.astype(np.int32)
             t = None  # the compiled scans read T from the memo themselves
@@ -506,6 +495,31 @@ class SoftermaxSoftmax(SoftmaxSpec):
             t_memo = _cached(self, "_t_memo", narrow)
             return t_memo[x - np.int64(self.in_fmt.min_raw)]
         return self._t(x)
+
+    def _scan_args(
+        self,
+        x: RawArray,
+        mask: npt.NDArray[np.bool_] | None,
+        ft: int,
+        p_lo: int,
+        up: int,
+        m_empty: int,
+    ) -> tuple[Any, ...]:
+        """The leading arguments the compiled row scans share (:func:`._kernels.softermax_sum`
+        and :func:`._kernels.softermax_rows`): the rows, the mask (a dummy when None) and
+        its flag, the T and 2^x memos, the input's lowest code and the pass-1 constants."""
+        return (
+            np.ascontiguousarray(x, dtype=np.int64),
+            mask if mask is not None else np.zeros((1, 1), dtype=bool),
+            mask is not None,
+            _cached(self, "_t_memo"),
+            _cached(self, "_pow2_memo"),
+            self.in_fmt.min_raw,
+            ft,
+            p_lo,
+            up,
+            m_empty,
+        )
 
     def _rows_compiled(
         self,
@@ -538,16 +552,7 @@ class SoftermaxSoftmax(SoftmaxSpec):
             return None
         out = np.empty(x.shape, dtype=np.int64)
         ok = _kernels.softermax_rows(
-            np.ascontiguousarray(x, dtype=np.int64),
-            mask if mask is not None else np.zeros((1, 1), dtype=bool),
-            mask is not None,
-            _cached(self, "_t_memo"),
-            _cached(self, "_pow2_memo"),
-            self.in_fmt.min_raw,
-            ft,
-            p_lo,
-            up,
-            m_empty,
+            *self._scan_args(x, mask, ft, p_lo, up, m_empty),
             1 << self.sum_fmt.frac_bits,
             self.sum_fmt.frac_bits,
             rf.frac_bits,
