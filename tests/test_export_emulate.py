@@ -203,6 +203,39 @@ def test_resume_from_prefix_is_the_full_run() -> None:
     assert not np.array_equal(emu.run(feeds, specs, resume=stale)["logits"], full)
 
 
+def test_prefix_chain_continues_a_prefix_exactly() -> None:
+    """PrefixChain (the budget search's prefixes, each continued from the last) gives
+    the values of a prefix computed from the inputs, level after level, as sites get
+    their specs one by one; when a spec below the last state changes it starts over
+    (a chain that wrongly continued would keep the old site's values: caught)."""
+    from hwapprox.export.emulate import PrefixChain
+
+    imp = import_model(bert_encoder(SHAPE, gelu="erf", layernorm="op", seed=11))
+    feeds = sample_inputs(SHAPE, batch=2, seed=4)
+    emu = Emulator(imp.model, imp.sites, threads=1)
+    real = _ref_specs(imp.sites, "ap_fixed<10,4,AP_RND,AP_SAT>")  # coarse: values move
+    chain = PrefixChain(emu, feeds)
+    done: dict = {}
+    for s in sorted(imp.sites, key=lambda s: emu.site_level[s.name]):
+        level = emu.site_level[s.name]
+        got = chain.get(done, level)
+        want = emu.prefix(feeds, done, level)
+        assert got[0] == want[0]
+        assert got[1].keys() == want[1].keys()
+        for k in want[1]:
+            assert np.array_equal(got[1][k], want[1][k]), k
+        done = {**done, s.name: real[s.name]}
+    first = min(imp.sites, key=lambda s: emu.site_level[s.name])
+    last = max(emu.site_level.values())
+    changed = {**done, first.name: None}  # the first site back in float
+    got = chain.get(changed, last)[1]
+    want = emu.prefix(feeds, changed, last)[1]
+    stale = emu.advance(emu.prefix(feeds, done, last), changed, last)[1]
+    out = [k for k in want if k not in feeds]
+    assert all(np.array_equal(got[k], want[k]) for k in out)
+    assert not all(np.array_equal(stale[k], want[k]) for k in out)
+
+
 def test_softmax_row_sum_metric() -> None:
     """Uniform rows of 3: floor to 8 fraction bits gives 85/256 per element, so
     each row loses exactly 1/256 of its mass (worked by hand)."""

@@ -894,3 +894,89 @@ def test_thread_map_works_in_a_forked_child() -> None:
     os.kill(pid, 9)
     os.waitpid(pid, 0)
     pytest.fail("thread_map hung in the forked child")
+
+
+@pytest.mark.skipif(_kernels.njit is None, reason="numba is not installed")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("spec", _reference_specs(), ids=lambda s: s.describe()[:60])
+def test_error_sums_match_err_stats3_of_the_arrays(spec: ElementwiseSpec, dtype) -> None:
+    """site_metrics' one pass for elementwise sites (quantise, gather the model's real
+    and the reference, compare with the float output) == err_stats3 of the arrays it
+    no longer builds, on every rounding decision of in_fmt, out-of-range values and
+    every input code (blocks of 4096 and a tail); a NaN gives None (the arrays' path
+    then raises the format's error)."""
+    from test_fixed import _float32_stress
+
+    rng = np.random.default_rng(8)
+    stress = _float32_stress(spec.in_fmt, rng)
+    codes = spec.in_fmt.to_float(rng.permutation(spec.in_fmt.all_codes())).astype(np.float32)
+    for x in (stress, codes):
+        yf = spec.reference(x.astype(np.float64)) + rng.normal(scale=1e-3, size=x.size)
+        yf = yf.astype(np.float32).reshape(2, -1) if x.size % 2 == 0 else yf.astype(np.float32)
+        xs = x.reshape(yf.shape)
+        y = np.ascontiguousarray(spec.evaluate(xs, dtype)).reshape(-1)
+        yi = np.ascontiguousarray(spec.quantized_reference(xs)).reshape(-1)
+        want = _kernels.err_stats3(y, yf.reshape(-1), yi, np.zeros(1, bool), False)
+        got = spec.error_sums(xs, yf, dtype)
+        if spec._f32_quant() is None:  # a wrapping input format: the arrays' path
+            assert got is None
+            continue
+        assert got is not None
+        assert got == tuple(type(g)(w) for g, w in zip(got, want, strict=True))
+        assert got[1] > 0
+        assert got[6] > 0
+    bad = stress.copy()
+    bad[3] = np.nan
+    assert spec.error_sums(bad, bad, dtype) is None
+    assert spec.error_sums(stress.astype(np.float64), stress, dtype) is None  # not float32
+
+
+def test_error_sums_cover_saturating_specs() -> None:
+    """The one pass applies where validate's calibrated specs are (saturating input
+    formats), so the comparison above is not vacuous."""
+    specs = [s for s in _reference_specs() if s._f32_quant() is not None]
+    assert len(specs) >= 5
+
+
+def test_error_sums_comparison_detects_a_planted_error() -> None:
+    """The comparison above can fail: a model real one LSB off at one code changes the
+    figures (the code is hit by the data)."""
+    from hwapprox.approx import base
+
+    spec = make_spec("gelu", "pwl")
+    x = spec.in_fmt.to_float(spec.in_fmt.all_codes()).astype(np.float32)
+    yf = spec.reference(x.astype(np.float64)).astype(np.float32)
+    want = spec.error_sums(x, yf, np.float32)
+    table = base._elementwise_float_memo(spec).copy()
+    table[len(table) // 3] += 64 * float(spec.out_fmt.lsb)
+    with patch.object(base, "_elementwise_float_memo", lambda s: table):
+        assert spec.error_sums(x, yf, np.float32) != want
+    assert spec.error_sums(x, yf, np.float32) == want
+
+
+@pytest.mark.parametrize("op", ["softmax", "layernorm"])
+def test_apply_spec_pair_matches_two_apply_spec_calls(op: str) -> None:
+    """The approximation and the ideal from one quantisation == two apply_spec calls."""
+    from hwapprox.approx.base import Operator
+    from hwapprox.export.emulate import apply_spec, apply_spec_pair
+    from hwapprox.export.patterns import Site
+
+    rng = np.random.default_rng(2)
+    x = rng.normal(scale=3.0, size=(3, 4, 64)).astype(np.float32)
+    if op == "softmax":
+        site = Site(name="s", operator=Operator.SOFTMAX, input="x", output="y", nodes=("n",),
+                    axis=-1)  # fmt: skip
+        spec = make_spec("softmax", "online")
+        mask = rng.random((3, 1, 64)) < 0.2
+    else:
+        gamma = rng.normal(size=64)
+        site = Site(name="s", operator=Operator.LAYERNORM, input="x", output="y", nodes=("n",),
+                    axis=-1, gamma=gamma, beta=rng.normal(size=64))  # fmt: skip
+        spec = make_spec("layernorm", "rsqrt_lut")
+        mask = None
+    y, yi = apply_spec_pair(site, spec, x, mask, dtype=np.float32)
+    assert np.array_equal(y, apply_spec(site, spec, x, mask, dtype=np.float32))
+    assert np.array_equal(yi, apply_spec(site, spec, x, mask, ideal=True))
+    assert y.dtype == np.float32
+    assert yi.dtype == np.float64
+    assert not np.array_equal(y, yi)

@@ -646,6 +646,65 @@ def _err_stats3(
     return n, mx, s1 + b1, s2 + b2, sr + br, mq, ma
 
 
+def _gather_err_stats3(
+    x: Any,
+    yf: Any,
+    scale: float,
+    lo: float,
+    hi: float,
+    rnd: bool,
+    code_lo: int,
+    t_y: Any,
+    t_i: Any,
+) -> tuple[bool, int, float, float, float, float, float, float]:
+    """:func:`_err_stats3` of an elementwise model without building its two arrays:
+    each float32 ``x[i]`` quantised as :func:`_quantize_f32` does, ``y = t_y[q - code_lo]``
+    (the model's output real, as stored), ``yi = t_i[q - code_lo]`` (the reference of
+    the quantised input), against ``yf[i]``; every element kept. The same figures, the
+    sums blocked the same way; first item False if an ``x`` is NaN/inf (the rest is
+    then meaningless)."""
+    bad = 0
+    top = t_y.shape[0] - 1
+    n = 0
+    mx = 0.0
+    mq = 0.0
+    ma = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    sr = 0.0
+    b1 = 0.0
+    b2 = 0.0
+    br = 0.0
+    k = 0
+    for i in range(x.shape[0]):
+        u = np.float64(x[i])
+        bad += not np.isfinite(u)
+        s = min(max(u * scale, lo), hi)
+        q = np.int64(np.floor(s + 0.5)) if rnd else np.int64(np.floor(s))
+        j = min(max(q - code_lo, 0), top)
+        r = np.float64(yf[i])
+        v = t_y[j]
+        w = t_i[j]
+        d = abs(v - r)
+        mx = max(mx, d)
+        mq = max(mq, abs(w - r))
+        ma = max(ma, abs(v - w))
+        b1 += d
+        b2 += d * d
+        br += r * r
+        n += 1
+        k += 1
+        if k == 4096:
+            s1 += b1
+            s2 += b2
+            sr += br
+            b1 = 0.0
+            b2 = 0.0
+            br = 0.0
+            k = 0
+    return bad == 0, n, mx, s1 + b1, s2 + b2, sr + br, mq, ma
+
+
 def _count_outside(a: Any, masked: Any, has_mask: bool, lo: float, hi: float) -> tuple[int, int]:
     """(number of unmasked values of flat ``a`` below ``lo`` or above ``hi``, number of
     unmasked values); NaN counts as inside, as ``(a < lo) | (a > hi)`` does."""
@@ -664,10 +723,12 @@ def _count_outside(a: Any, masked: Any, has_mask: bool, lo: float, hi: float) ->
 if njit is not None:
     err_stats = njit(cache=True, nogil=True)(_err_stats)
     err_stats3 = njit(cache=True, nogil=True)(_err_stats3)
+    gather_err_stats3 = njit(cache=True, nogil=True)(_gather_err_stats3)
     count_outside = njit(cache=True, nogil=True)(_count_outside)
 else:  # pragma: no cover
     err_stats = _err_stats
     err_stats3 = _err_stats3
+    gather_err_stats3 = _gather_err_stats3
     count_outside = _count_outside
 
 

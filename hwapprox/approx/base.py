@@ -571,6 +571,43 @@ class ElementwiseSpec(ApproxSpec):
         lo = self.in_fmt.min_raw
         return table[raw - np.int64(lo)] if lo else table[raw]
 
+    def error_sums(
+        self, x: npt.ArrayLike, y_float: npt.ArrayLike, dtype: npt.DTypeLike = np.float64
+    ) -> tuple[int, float, float, float, float, float, float] | None:
+        """``_kernels.err_stats3(evaluate(x, dtype), y_float, quantized_reference(x))``
+        over every element (count, max, Σ|d|, Σd², Σ y_float², max quantisation and
+        approximation differences) in one compiled pass that builds neither array: the
+        same figures. None where that pass does not apply (not float32 ``x`` and
+        ``y_float`` of one shape, an input format above 16 bits, no numba, a NaN/inf);
+        the caller then takes the arrays' path."""
+        arr, yf = np.asarray(x), np.asarray(y_float)
+        dt = np.dtype(dtype)
+        if (
+            arr.dtype != np.float32
+            or yf.dtype != np.float32
+            or arr.shape != yf.shape
+            or not arr.size
+            or dt not in (np.float32, np.float64)
+            or self.in_fmt.width > _MEMO_EAGER_BITS
+        ):
+            return None
+        q = self._f32_quant()
+        if q is None:
+            return None
+        t_y = _elementwise_float_memo(self).astype(dt).astype(np.float64)
+        ok, *sums = _kernels.gather_err_stats3(
+            np.ascontiguousarray(arr).reshape(-1),
+            np.ascontiguousarray(yf).reshape(-1),
+            *q,
+            self.in_fmt.min_raw,
+            t_y,
+            _elementwise_ref_memo(self),
+        )
+        if not ok:
+            return None
+        n, mx, s1, s2, sr, mq, ma = sums
+        return int(n), float(mx), float(s1), float(s2), float(sr), float(mq), float(ma)
+
     def model(self, raw: npt.ArrayLike, **kw: Any) -> RawArray:
         w = self.in_fmt.width
         arr = np.asarray(raw)

@@ -557,7 +557,10 @@ class ShiftGelu(_GeluSpec):
         if codes.size > 1 << 16:
             codes = np.unique(np.linspace(codes[0], codes[-1], 1 << 16).astype(np.int64))
         ref = self.reference(self.in_fmt.to_float(codes))
-        inside = (ref >= self.out_fmt.min) & (ref <= self.out_fmt.max)  # not out_fmt's clipping
+        # not out_fmt's clipping; its bounds are dyadic, exact in float64 (compared as
+        # Fractions, numpy made an object comparison per code)
+        lo, hi = float(self.out_fmt.min), float(self.out_fmt.max)
+        inside = (ref >= lo) & (ref <= hi)
         codes, ref = codes[inside], ref[inside]
         best: tuple[int, float] | None = None
         for cand in range(1, n_max + 1):

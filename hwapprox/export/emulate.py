@@ -46,8 +46,9 @@ from hwapprox.export.graph import GraphIndex
 from hwapprox.export.patterns import Site
 
 __all__ = [
-    "Emulator", "apply_fused", "apply_spec", "apply_spec_blocks", "make_session", "rows_view",
-    "site_mask_bits", "site_threads", "thread_map",
+    "Emulator", "PrefixChain", "apply_fused", "apply_spec", "apply_spec_blocks",
+    "apply_spec_pair", "make_session", "rows_view", "site_mask_bits", "site_threads",
+    "thread_map",
 ]  # fmt: skip
 
 
@@ -191,6 +192,44 @@ def apply_spec(
     is below the site's row length is built for that length (``row_max`` raised; the
     formats it derives follow).
     """
+    spec, xv, axis, mask = _site_rows(site, spec, x, mask, n_value)
+    if ideal:
+        return _ideal(site, spec, xv, axis, mask).astype(dtype).reshape(np.shape(x))
+    if site.operator is Operator.GELU or site.operator in ELEMENTWISE_ATTENTION:
+        return spec.evaluate(xv, dtype).reshape(np.shape(x))
+    return _model_of_raw(site, spec, spec.quantize_input(xv), axis, mask, dtype).reshape(
+        np.shape(x)
+    )
+
+
+def apply_spec_pair(
+    site: Site,
+    spec: ApproxSpec,
+    x: np.ndarray,
+    mask: np.ndarray | None = None,
+    n_value: Any = None,
+    dtype: npt.DTypeLike = np.float64,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(apply_spec(..., dtype), apply_spec(..., ideal=True))``, the row operators'
+    input quantised once for both (the same values)."""
+    if site.operator is Operator.GELU or site.operator in ELEMENTWISE_ATTENTION:
+        return (
+            apply_spec(site, spec, x, mask, n_value, dtype),
+            apply_spec(site, spec, x, mask, n_value, ideal=True),
+        )
+    spec, xv, axis, mask = _site_rows(site, spec, x, mask, n_value)
+    raw = spec.quantize_input(xv)
+    shape = np.shape(x)
+    y = _model_of_raw(site, spec, raw, axis, mask, dtype).reshape(shape)
+    yi = np.asarray(_ideal(site, spec, xv, axis, mask, raw), dtype=np.float64).reshape(shape)
+    return y, yi
+
+
+def _site_rows(
+    site: Site, spec: ApproxSpec, x: np.ndarray, mask: np.ndarray | None, n_value: Any
+) -> tuple[ApproxSpec, np.ndarray, int, np.ndarray | None]:
+    """:func:`apply_spec`'s checks and input preparation: ``(spec, the rows view of x as
+    a float array with masked values replaced, the row axis, the mask)``."""
     if spec.operator is not site.operator:
         raise ExportError(
             f"site {site.name} is a {site.operator} but the spec is for {spec.operator} "
@@ -211,13 +250,21 @@ def apply_spec(
         if int(n) != getattr(spec, "seq_len", None):
             spec = spec.replace(seq_len=int(n))
     xv, axis = rows_view(site, xa)
-    if ideal:
-        return _ideal(site, spec, xv, axis, mask).astype(dtype).reshape(np.shape(x))
-    if site.operator is Operator.GELU or site.operator in ELEMENTWISE_ATTENTION:
-        return spec.evaluate(xv, dtype).reshape(np.shape(x))
-    raw = spec.quantize_input(xv)
+    return spec, xv, axis, mask
+
+
+def _model_of_raw(
+    site: Site,
+    spec: ApproxSpec,
+    raw: np.ndarray,
+    axis: int,
+    mask: np.ndarray | None,
+    dtype: npt.DTypeLike,
+) -> np.ndarray:
+    """A row operator's model of the quantised rows ``raw`` (:func:`_site_rows`), as
+    reals of ``dtype`` (rows view shape)."""
     if site.operator is Operator.SOFTMAX:
-        n_row = int(np.shape(xv)[axis]) if np.ndim(xv) else 1
+        n_row = int(np.shape(raw)[axis]) if np.ndim(raw) else 1
         if n_row > getattr(spec, "row_max", n_row):
             spec = spec.replace(row_max=n_row)  # the unit is built for the site's rows
         if mask is None:
@@ -226,11 +273,11 @@ def apply_spec(
             mv, _ = rows_view(site, mask)
             out = spec.model(raw, axis=axis, mask=mv)
     else:
-        n = xv.shape[-1]
+        n = raw.shape[-1]
         gamma = _row_param(site.gamma, n, getattr(spec, "gamma_fmt", None), "gamma", site)
         beta = _row_param(site.beta, n, getattr(spec, "beta_fmt", None), "beta", site)
         out = spec.model(raw, axis=-1, gamma=gamma, beta=beta)
-    return spec.output_to_float(out, dtype).reshape(np.shape(x))
+    return spec.output_to_float(out, dtype)
 
 
 def apply_spec_blocks(
@@ -275,14 +322,20 @@ def _splittable(site: Site, ndim: int) -> bool:
 
 
 def _ideal(
-    site: Site, spec: ApproxSpec, xv: np.ndarray, axis: int, mask: np.ndarray | None
+    site: Site,
+    spec: ApproxSpec,
+    xv: np.ndarray,
+    axis: int,
+    mask: np.ndarray | None,
+    raw: np.ndarray | None = None,
 ) -> np.ndarray:
-    """``spec.reference`` of the quantised rows ``xv`` (float64; see :func:`apply_spec`)."""
+    """``spec.reference`` of the quantised rows ``xv`` (float64; see :func:`apply_spec`);
+    ``raw``: their codes, when the caller has them already."""
     if site.operator is Operator.GELU or site.operator in ELEMENTWISE_ATTENTION:
         if isinstance(spec, ElementwiseSpec):  # a memo of the reference over every code
             return spec.quantized_reference(xv)
         return spec.reference(spec.in_fmt.to_float(spec.quantize_input(xv)))
-    xq = spec.in_fmt.to_float(spec.quantize_input(xv))
+    xq = spec.in_fmt.to_float(spec.quantize_input(xv) if raw is None else raw)
     if site.operator is Operator.SOFTMAX:
         mv = None if mask is None else rows_view(site, mask)[0]
         return spec.reference(xq, axis=axis, mask=mv)
@@ -524,6 +577,26 @@ class Emulator:
                 out[o.name] = const
         return out
 
+    def advance(
+        self,
+        state: tuple[int, Mapping[str, np.ndarray]],
+        specs: Mapping[str, ApproxSpec | None],
+        level: int,
+    ) -> tuple[int, dict[str, np.ndarray]]:
+        """:meth:`prefix` at ``level`` continued from an earlier prefix ``state`` (its
+        level at most ``level``, made with the same ``specs`` for every site below its
+        level): only the sites and sessions between the two run. The same values."""
+        first, saved = state
+        if first > level:
+            raise ExportError(f"advance: a prefix at level {first} is past level {level}")
+        values = dict(saved)
+        for seg in self.segments[first : level + 1]:
+            if seg.session is not None and seg.level > first:
+                self._run_segment(seg, values)
+            if seg.level < level:
+                self._run_sites(seg.level, values, specs)
+        return level, values
+
     def prefix(
         self, feeds: Mapping[str, np.ndarray], specs: Mapping[str, ApproxSpec | None], level: int
     ) -> tuple[int, dict[str, np.ndarray]]:
@@ -567,6 +640,39 @@ class Emulator:
                 y = y.astype(dtype, copy=False)
                 self.approx_seconds += time.perf_counter() - t0
             values[site.output] = y
+
+
+class PrefixChain:
+    """The prefix states (:meth:`Emulator.prefix`) of a search that tunes sites one
+    after another: a new state continues the last one (:meth:`Emulator.advance`)
+    when the specs of every site below the last state's level are unchanged, so the
+    sessions before the site being tuned run once per search, not once per site;
+    otherwise it starts from the inputs."""
+
+    def __init__(self, emu: Emulator, feeds: Mapping[str, np.ndarray]) -> None:
+        self.emu = emu
+        self.feeds = feeds
+        self._state: tuple[int, dict[str, np.ndarray]] | None = None
+        self._below: dict[str, ApproxSpec | None] = {}
+
+    def _specs_below(
+        self, specs: Mapping[str, ApproxSpec | None], level: int
+    ) -> dict[str, ApproxSpec | None]:
+        lv = self.emu.site_level
+        return {s.name: specs.get(s.name) for s in self.emu.sites if lv[s.name] < level}
+
+    def get(
+        self, specs: Mapping[str, ApproxSpec | None], level: int
+    ) -> tuple[int, dict[str, np.ndarray]]:
+        """``Emulator.prefix(feeds, specs, level)``."""
+        st = self._state
+        if st is not None and st[0] <= level and self._specs_below(specs, st[0]) == self._below:
+            st = self.emu.advance(st, specs, level)
+        else:
+            st = self.emu.prefix(self.feeds, specs, level)
+        self._state = st
+        self._below = self._specs_below(specs, level)
+        return st
 
 
 class ModelSessions:

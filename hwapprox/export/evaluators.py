@@ -14,9 +14,10 @@ Workers hold the search context (:class:`SearchContext`: the imported model,
 the sites, the inputs and the float outputs), sent once -- to each local
 worker at start-up, to a Dask cluster by ``scatter`` -- and build their own
 onnxruntime sessions from it (sessions cannot be pickled). Each worker keeps
-the prefix state of the site being tuned (the emulation up to that site), so
-the sessions before a site run once per worker and site, as they run once per
-site in the serial search. Local workers are forked (``spawn`` would re-import
+the prefix state of the site being tuned (the emulation up to that site) and
+continues it to the next site (:class:`~hwapprox.export.emulate.PrefixChain`), so
+the sessions before a site run once per worker and search, as they run once per
+search in the serial one. Local workers are forked (``spawn`` would re-import
 the caller's main module: a script without a ``__main__`` guard would hang);
 they build new sessions and never touch the parent's, ask the kernel to stop
 them when the parent dies (``PR_SET_PDEATHSIG``: a killed search leaves no
@@ -60,10 +61,11 @@ class _Worker:
     """A worker's emulator over the context, and the prefix of the site being tuned."""
 
     def __init__(self, ctx: SearchContext) -> None:
-        from hwapprox.export.emulate import Emulator
+        from hwapprox.export.emulate import Emulator, PrefixChain
 
         self.ctx = ctx
         self.emu = Emulator(ctx.model, ctx.sites, threads=ctx.threads)
+        self._chain = PrefixChain(self.emu, ctx.feeds)
         self._prefix_key: Any = None
         self._prefix: Any = None
 
@@ -73,7 +75,7 @@ class _Worker:
         key = (site, tuple(sorted((k, v) for k, v in chosen.items() if k != site)))
         if key != self._prefix_key:
             level = self.emu.site_level[site]
-            self._prefix = self.emu.prefix(self.ctx.feeds, chosen, level)
+            self._prefix = self._chain.get(chosen, level)
             self._prefix_key = key
         out = self.emu.run(self.ctx.feeds, {**chosen, site: spec}, resume=self._prefix)
         return end_to_end_metrics(self.ctx.ref, out, **self.ctx.metric_kw)

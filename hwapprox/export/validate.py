@@ -40,7 +40,7 @@ import numpy as np
 from onnx import ModelProto
 
 from hwapprox.approx import _kernels
-from hwapprox.approx.base import ApproxSpec, Operator, SpecError
+from hwapprox.approx.base import ApproxSpec, ElementwiseSpec, Operator, SpecError
 from hwapprox.approx.config import ApproxConfig, load_config
 from hwapprox.approx.costmodel import fmax, rank_score
 from hwapprox.approx.registry import get_method
@@ -58,7 +58,8 @@ from hwapprox.export.calibrate import (
 from hwapprox.export.emulate import (
     Emulator,
     ModelSessions,
-    apply_spec,
+    PrefixChain,
+    apply_spec_pair,
     rows_view,
     thread_map,
 )
@@ -295,8 +296,13 @@ def site_metrics(
     # code·2^-f): the same figures as float64, with half the memory traffic
     exact32 = getattr(getattr(spec, "out_fmt", None), "width", 64) <= 24
     dt = np.float32 if exact32 else np.float64
-    y = apply_spec(site, spec, x, mask, n_value, dtype=dt)
-    yi = apply_spec(site, spec, x, mask, n_value, ideal=True)  # float64: not codes
+    sums = None
+    if isinstance(spec, ElementwiseSpec) and mask is None and n_value is None:
+        sums = spec.error_sums(x, y_float, dt)  # the figures below without the arrays
+    if sums is not None:
+        n, mx, s1, s2, sr, dq, da = sums
+        return _error_figures(spec, n, mx, s1, s2, sr, dq, da)
+    y, yi = apply_spec_pair(site, spec, x, mask, n_value, dtype=dt)  # yi float64
     keep = None
     if mask is not None:
         m = np.broadcast_to(mask, y.shape)
@@ -315,17 +321,7 @@ def site_metrics(
         n, mx, s1, s2, sr = _err_sums(y, np.asarray(y_float), keep)
         dq = _err_sums(yi, np.asarray(y_float), keep)[1]  # input quantisation
         da = _err_sums(y, yi, keep)[1]  # the approximation itself
-    n = max(n, 1)  # nothing kept: every error figure 0
-    out = {
-        "max_abs": mx,
-        "mean_abs": s1 / n,
-        "rms": float(np.sqrt(s2 / n)),
-        "rel_rms": float(np.sqrt(s2 / sr)) if sr > 0 else 0.0,
-        "out_lsb": float(spec.out_fmt.lsb),
-        "max_lsb": mx / float(spec.out_fmt.lsb),
-        "quant_max_lsb": dq / float(spec.out_fmt.lsb),
-        "approx_max_lsb": da / float(spec.out_fmt.lsb),
-    }
+    out = _error_figures(spec, n, mx, s1, s2, sr, dq, da)
     if site.operator is Operator.SOFTMAX:
         yf = np.asarray(y_float)
         rows_y, ax = rows_view(site, y)
@@ -340,6 +336,25 @@ def site_metrics(
         err = err[np.broadcast_to(live, err.shape)]
         out["row_sum_err"] = float(err.max()) if err.size else 0.0
     return out
+
+
+def _error_figures(
+    spec: ApproxSpec, n: int, mx: float, s1: float, s2: float, sr: float, dq: float, da: float
+) -> dict[str, float]:
+    """:func:`site_metrics`' figures from its sums (count, max, Σ|d|, Σd², Σ y_float²,
+    max quantisation and approximation differences)."""
+    n = max(n, 1)  # nothing kept: every error figure 0
+    lsb = float(spec.out_fmt.lsb)
+    return {
+        "max_abs": mx,
+        "mean_abs": s1 / n,
+        "rms": float(np.sqrt(s2 / n)),
+        "rel_rms": float(np.sqrt(s2 / sr)) if sr > 0 else 0.0,
+        "out_lsb": lsb,
+        "max_lsb": mx / lsb,
+        "quant_max_lsb": dq / lsb,
+        "approx_max_lsb": da / lsb,
+    }
 
 
 def _err_sums(
@@ -1079,11 +1094,12 @@ def _tune(
     def serial(site: str, done: Mapping[str, ApproxSpec | None], spec: ApproxSpec) -> dict:
         if serial_state.get("key") != (site, id(done)):
             serial_state["key"] = (site, id(done))
-            serial_state["prefix"] = emu.prefix(feeds, done, emu.site_level[site])
+            serial_state["prefix"] = chain.get(done, emu.site_level[site])
         out = emu.run(feeds, {**done, site: spec}, resume=serial_state["prefix"])
         return end_to_end_metrics(ref, out, **mkw)
 
     serial_state: dict[str, Any] = {}
+    chain = PrefixChain(emu, feeds)
     ctx = SearchContext(emu.model, list(active), dict(feeds), dict(ref), dict(mkw), threads=1)
     evaluator = make_evaluator(ctx, serial, jobs=jobs, dask=dask)
     bar = None
