@@ -782,6 +782,7 @@ def validate(
             progress,
             jobs,
             dask,
+            threads,
         )
         for t in tuning:
             if t["chosen"] is None:
@@ -1061,15 +1062,17 @@ def _tune(
     progress: bool,
     jobs: int = 1,
     dask: str | None = None,
+    threads: int = 0,
 ) -> tuple[dict[str, ApproxSpec | None], list[dict[str, Any]]]:
     """Greedy per-site search (:mod:`hwapprox.export.tuning`); the end-to-end
     evaluations run where ``jobs``/``dask`` say (:mod:`hwapprox.export.evaluators`),
-    with the serial search's result."""
+    with the serial search's result; the sites' candidate screening on ``threads``
+    worker threads (:func:`~hwapprox.export.emulate.thread_map`)."""
     chosen: dict[str, ApproxSpec | None] = {s.name: given.get(s.name) for s in active}
     todo = [s for s in active if s.name not in given]
     tuning: list[dict[str, Any]] = []
-    fronts = {}
-    for s in todo:  # screening needs only the float trace: every site's front up front
+
+    def front_of(s: Site) -> tuple[int, list[tuple[ApproxSpec, float]]]:
         base = user_cfg.sites.get(s.name, user_cfg.defaults.get(s.operator))
         if isinstance(base, dict) and "method" not in base:
             op_default = user_cfg.defaults.get(s.operator)
@@ -1089,7 +1092,11 @@ def _tune(
             trace.masks.get(s.name),
             n_value=trace.site_n.get(s.name),
         )
-        fronts[s.name] = (len(cands), front)
+        return len(cands), front
+
+    # screening needs only the float trace: every site's front up front, the sites on
+    # worker threads (independent; results in site order)
+    fronts = dict(zip([s.name for s in todo], thread_map(front_of, todo, threads), strict=True))
 
     def serial(site: str, done: Mapping[str, ApproxSpec | None], spec: ApproxSpec) -> dict:
         if serial_state.get("key") != (site, id(done)):
