@@ -43,6 +43,17 @@ def test_local_workers_match_serial(imported: Any, serial: Any) -> None:
     assert any(len(t["evaluated"]) > 1 for t in serial.tuning)  # the walk went past one
 
 
+def test_screening_on_one_thread_matches(imported: Any, serial: Any) -> None:
+    """The sites' candidates are screened on worker threads: one thread gives the same
+    fronts, picks and candidates tried."""
+    one = validate(imported, inputs=example.inputs_path(), budget=BUDGET, threads=1)
+    assert _summary(one) == _summary(serial)
+    assert [t["front"] for t in one.tuning] == [t["front"] for t in serial.tuning]
+    assert [[c["screen_rms"] for c in t["evaluated"]] for t in one.tuning] == [
+        [c["screen_rms"] for c in t["evaluated"]] for t in serial.tuning
+    ]
+
+
 def test_dask_cluster_matches_serial(imported: Any, serial: Any) -> None:
     distributed = pytest.importorskip("dask.distributed")
     with distributed.LocalCluster(
