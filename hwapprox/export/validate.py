@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -61,6 +62,7 @@ from hwapprox.export.emulate import (
     PrefixChain,
     apply_spec_pair,
     rows_view,
+    site_threads,
     thread_map,
 )
 from hwapprox.export.errors import ExportError
@@ -789,14 +791,30 @@ def validate(
                 warnings.append(
                     f"site {t['site']}: no candidate met the budget ({b.describe()}); kept float"
                 )
-    site_errors, sat = _site_reports(active, chosen, trace, warnings, threads)
     chosen_all: dict[str, ApproxSpec | None] = {s.name: chosen.get(s.name) for s in selected}
+    # The per-site reports (each site's approximation of its float input) and the
+    # emulation (the approximations chained) are independent: with worker threads the
+    # reports run on a thread of their own meanwhile, filling the cores the emulation's
+    # small sessions leave idle; their warnings keep their place in the list.
+    for s in active:  # a spec that computes another function: refused before any run
+        why = None if chosen.get(s.name) is None else s.spec_mismatch(chosen[s.name])
+        if why is not None:
+            raise ExportError(why)
+    site_warnings: list[str] = []
+    beside = site_threads(threads) > 1
+    reports = _in_background(beside, _site_reports, active, chosen, trace, site_warnings, threads)
     # Timing: the float model's calibration run (one onnxruntime run of the whole model,
     # site tensors kept as extra outputs) vs one emulation run. No extra float runs.
     t_float = trace.seconds
     t0 = time.perf_counter()
-    emulated = emu.run(feeds, {k: v for k, v in chosen.items() if k in {s.name for s in active}})
-    t_emu = time.perf_counter() - t0
+    try:
+        emulated = emu.run(
+            feeds, {k: v for k, v in chosen.items() if k in {s.name for s in active}}
+        )
+        t_emu = time.perf_counter() - t0
+    finally:
+        site_errors, sat = reports()
+    warnings += site_warnings
     e2e = end_to_end_metrics(ref, emulated, **mkw)
     timing = {
         "float_onnxruntime": t_float,
@@ -804,6 +822,8 @@ def validate(
         "emulation_sessions": emu.session_seconds,
         "approx_models": emu.approx_seconds,
         "sessions": float(emu.n_sessions),
+        # 1: the per-site reports ran beside the emulation (its time includes sharing)
+        "reports_beside": float(beside),
     }
     warnings += [unsupported_message(s) for s in imported.unsupported]
     if not imported.sites:
@@ -935,6 +955,32 @@ def _site_reports(
                 f"approximation outputs zeros there (the float model outputs a uniform row)"
             )
     return site_errors, sat
+
+
+def _in_background(on: bool, fn: Callable[..., Any], *args: Any) -> Callable[[], Any]:
+    """``fn(*args)`` started on a thread of its own (``on``; else run now); the returned
+    callable waits for it and gives its result or raises its error."""
+    if not on:
+        r = fn(*args)
+        return lambda: r
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["r"] = fn(*args)
+        except BaseException as exc:  # raised again in the caller's thread
+            box["e"] = exc
+
+    t = threading.Thread(target=run, name="hwapprox-site-reports", daemon=True)
+    t.start()
+
+    def join() -> Any:
+        t.join()
+        if "e" in box:
+            raise box["e"]
+        return box["r"]
+
+    return join
 
 
 def _run_notes(

@@ -239,7 +239,8 @@ def format_report(res: ValidationResult) -> str:
         f"Time: float onnxruntime {t['float_onnxruntime'] * 1e3:.1f} ms (the calibration "
         f"run); emulation "
         f"{t['emulation'] * 1e3:.1f} ms ({t['emulation_sessions'] * 1e3:.1f} ms in "
-        f"{int(t['sessions'])} sessions, {t['approx_models'] * 1e3:.1f} ms in approx models)",
+        f"{int(t['sessions'])} sessions, {t['approx_models'] * 1e3:.1f} ms in approx models"
+        f"{'; the per-site reports ran beside it' if t.get('reports_beside') else ''})",
     ]
     return "\n".join(parts)
 

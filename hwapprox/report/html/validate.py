@@ -71,6 +71,7 @@ _TIMING = {
     "emulation_sessions": "... in onnxruntime sessions",
     "approx_models": "... in the approximation models",
     "sessions": "onnxruntime sessions (count)",
+    "reports_beside": "per-site reports ran beside the emulation (1 = yes: it shared the cores)",
 }
 _VALIDATE_KNOWN = {
     "model",
@@ -362,7 +363,7 @@ def _timing_section(d: Mapping[str, Any]) -> str:
         return ""
     rows = []
     for k, v in t.items():
-        if k == "sessions" and _is_number(v):
+        if k in ("sessions", "reports_beside") and _is_number(v):
             text = f"{v:.0f}"
         elif k in _TIMING and _is_number(v):
             text = f"{v * 1e3:.1f} ms"
