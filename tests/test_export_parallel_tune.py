@@ -32,7 +32,14 @@ def serial(imported: Any) -> Any:
 def _summary(res: Any) -> tuple[Any, ...]:
     specs = tuple((k, None if v is None else v.describe()) for k, v in sorted(res.specs.items()))
     tried = tuple(
-        (t["site"], t["met"], tuple(c["spec"] for c in t["evaluated"])) for t in res.tuning
+        (
+            t["site"],
+            t["met"],
+            t["candidates"],
+            t["front"],  # screened where the evaluations ran: the same fronts
+            tuple((c["spec"], c["screen_rms"]) for c in t["evaluated"]),
+        )
+        for t in res.tuning
     )
     return specs, tried, res.end_to_end["outputs"]["logits"]["max_abs"]
 

@@ -116,11 +116,26 @@ class CandidateEvaluator:
         width: int,
         close: Callable[[], None] = lambda: None,
         where: str = "in process",
+        starmap: Callable[[Callable[..., Any], list[tuple[Any, ...]]], list[Any]] | None = None,
     ) -> None:
         self._many = evaluate_many
         self.width = max(1, width)
         self.close = close
         self.where = where
+        self._starmap = starmap
+
+    def starmap(
+        self, fn: Callable[..., Any], args: Sequence[tuple[Any, ...]], threads: int = 0
+    ) -> list[Any]:
+        """``[fn(*a) for a in args]`` where the evaluations run (``fn`` a module-level
+        function, its arguments picklable), results in order; in process on ``threads``
+        worker threads (:func:`~hwapprox.export.emulate.thread_map`)."""
+        items = list(args)
+        if self._starmap is not None:
+            return self._starmap(fn, items)
+        from hwapprox.export.emulate import thread_map
+
+        return thread_map(lambda a: fn(*a), items, threads)
 
     def batch(self, site: str, chosen: Specs, specs: Sequence[ApproxSpec]) -> list[Metrics]:
         """Metrics of each of ``specs`` for ``site`` on top of ``chosen``, in order."""
@@ -160,7 +175,12 @@ def make_evaluator(
             ]
             return list(client.gather(futs))
 
-        return CandidateEvaluator(many_dask, n_workers, client.close, f"Dask at {dask}")
+        def starmap_dask(fn: Callable[..., Any], items: list[tuple[Any, ...]]) -> list[Any]:
+            return list(client.gather([client.submit(fn, *a, pure=False) for a in items]))
+
+        return CandidateEvaluator(
+            many_dask, n_workers, client.close, f"Dask at {dask}", starmap_dask
+        )
     pool = cf.ProcessPoolExecutor(
         max_workers=jobs,
         mp_context=mp.get_context("fork"),
@@ -175,4 +195,9 @@ def make_evaluator(
     def close_local() -> None:
         pool.shutdown(wait=True, cancel_futures=True)
 
-    return CandidateEvaluator(many_local, jobs, close_local, f"{jobs} local processes")
+    def starmap_local(fn: Callable[..., Any], items: list[tuple[Any, ...]]) -> list[Any]:
+        return [f.result() for f in [pool.submit(fn, *a) for a in items]]
+
+    return CandidateEvaluator(
+        many_local, jobs, close_local, f"{jobs} local processes", starmap_local
+    )

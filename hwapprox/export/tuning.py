@@ -52,7 +52,10 @@ __all__ = [
     "calibrated_fields",
     "candidate_specs",
     "screen",
+    "screen_sample",
+    "screen_sampled",
     "share",
+    "site_front",
     "softmax_input_format",
 ]
 
@@ -297,6 +300,17 @@ def candidate_specs(
     return out
 
 
+def screen_sample(
+    site: Site, x: np.ndarray, y: np.ndarray, mask: np.ndarray | None = None, limit: int = 512
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The sample :func:`screen` scores candidates on: at most ``limit`` rows
+    (softmax, LayerNorm, attention normalisers: 2-D, rows last) or ``128·limit``
+    elements (GELU: 1-D), evenly spaced."""
+    if site.operator is Operator.GELU or site.operator in ELEMENTWISE_ATTENTION:
+        limit *= 128
+    return _sample(site, x, y, mask, limit)
+
+
 def _sample(
     site: Site, x: np.ndarray, y: np.ndarray, mask: np.ndarray | None, limit: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
@@ -340,9 +354,19 @@ def screen(
     """``(spec, rms error)`` on a sample of the site's float input (masked elements
     left out), Pareto-pruned on (cost score, rms error), sorted by cost
     (``n_value``: a ReLU attention site's run-time n)."""
-    if site.operator is Operator.GELU or site.operator in ELEMENTWISE_ATTENTION:
-        limit *= 128
-    xs, ys, ms = _sample(site, x, y, mask, limit)
+    return screen_sampled(site, specs, *screen_sample(site, x, y, mask, limit), n_value=n_value)
+
+
+def screen_sampled(
+    site: Site,
+    specs: Sequence[ApproxSpec],
+    xs: np.ndarray,
+    ys: np.ndarray,
+    ms: np.ndarray | None,
+    *,
+    n_value: float | None = None,
+) -> list[tuple[ApproxSpec, float]]:
+    """:func:`screen` on the sample :func:`screen_sample` drew."""
     flat_site = dataclasses.replace(site, axis=-1, trailing=False) if xs.ndim == 2 else site
     scored: list[tuple[ApproxSpec, float, float]] = []
     ref = np.asarray(ys, dtype=np.float64)
@@ -364,6 +388,23 @@ def screen(
             front.append((spec, rms))
             best = rms
     return front
+
+
+def site_front(
+    site: Site,
+    stats: SiteStats,
+    out_stats: SiteStats | None,
+    base: Mapping[str, Any] | None,
+    space: SearchSpace,
+    sample: tuple[np.ndarray, np.ndarray, np.ndarray | None],
+    n_value: float | None = None,
+) -> tuple[int, list[tuple[ApproxSpec, float]]]:
+    """One site's search front: ``(number of candidates, screened Pareto front)``,
+    :func:`candidate_specs` screened on ``sample`` (:func:`screen_sample`). It needs
+    nothing but its arguments, so sites can be screened anywhere (threads, worker
+    processes, a cluster) with the same result."""
+    cands = candidate_specs(site, stats, out_stats, base, space)
+    return len(cands), screen_sampled(site, cands, *sample, n_value=n_value)
 
 
 def share(budget: Any, i: int, n: int) -> Any:

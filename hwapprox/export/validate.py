@@ -72,9 +72,9 @@ from hwapprox.export.patterns import Site, config_for_kinds, find_all
 from hwapprox.export.tuning import (
     SearchSpace,
     calibrated_fields,
-    candidate_specs,
-    screen,
+    screen_sample,
     share,
+    site_front,
     walk_front,
 )
 
@@ -1118,31 +1118,12 @@ def _tune(
     todo = [s for s in active if s.name not in given]
     tuning: list[dict[str, Any]] = []
 
-    def front_of(s: Site) -> tuple[int, list[tuple[ApproxSpec, float]]]:
+    def base_of(s: Site) -> dict[str, Any] | None:
         base = user_cfg.sites.get(s.name, user_cfg.defaults.get(s.operator))
         if isinstance(base, dict) and "method" not in base:
             op_default = user_cfg.defaults.get(s.operator)
             base = {**op_default, **base} if isinstance(op_default, dict) else base
-        cands = candidate_specs(
-            s,
-            trace.stats[s.name],
-            trace.out_stats.get(s.name),
-            base if isinstance(base, dict) else None,
-            space,
-        )
-        front = screen(
-            s,
-            cands,
-            trace.site_inputs[s.name],
-            trace.site_outputs[s.name],
-            trace.masks.get(s.name),
-            n_value=trace.site_n.get(s.name),
-        )
-        return len(cands), front
-
-    # screening needs only the float trace: every site's front up front, the sites on
-    # worker threads (independent; results in site order)
-    fronts = dict(zip([s.name for s in todo], thread_map(front_of, todo, threads), strict=True))
+        return base if isinstance(base, dict) else None
 
     def serial(site: str, done: Mapping[str, ApproxSpec | None], spec: ApproxSpec) -> dict:
         if serial_state.get("key") != (site, id(done)):
@@ -1156,12 +1137,35 @@ def _tune(
     ctx = SearchContext(emu.model, list(active), dict(feeds), dict(ref), dict(mkw), threads=1)
     evaluator = make_evaluator(ctx, serial, jobs=jobs, dask=dask)
     bar = None
-    if progress:
-        from tqdm import tqdm
-
-        total = sum(len(f) for _, f in fronts.values())
-        bar = tqdm(total=total, desc=f"budget search ({evaluator.where})", unit="cand")
     try:
+        # screening needs only the float trace: every site's front up front, the sites
+        # where the evaluations run (worker processes, the cluster, or worker threads),
+        # each on its own sample (results in site order, the same anywhere)
+        args = [
+            (
+                s,
+                trace.stats[s.name],
+                trace.out_stats.get(s.name),
+                base_of(s),
+                space,
+                screen_sample(
+                    s,
+                    trace.site_inputs[s.name],
+                    trace.site_outputs[s.name],
+                    trace.masks.get(s.name),
+                ),
+                trace.site_n.get(s.name),
+            )
+            for s in todo
+        ]
+        fronts = dict(
+            zip([s.name for s in todo], evaluator.starmap(site_front, args, threads), strict=True)
+        )
+        if progress:
+            from tqdm import tqdm
+
+            total = sum(len(f) for _, f in fronts.values())
+            bar = tqdm(total=total, desc=f"budget search ({evaluator.where})", unit="cand")
         for i, s in enumerate(todo):
             n_cands, front = fronts[s.name]
             target = share(budget, i, len(todo))
