@@ -49,6 +49,29 @@ def test_percentiles_are_the_lower_order_statistic_within_one_bfloat16_step(i: i
             assert math.floor(math.log2(abs(g))) == math.floor(math.log2(abs(e)))  # same binade
 
 
+@pytest.mark.skipif(_kernels.njit is None, reason="numba is not installed")
+@pytest.mark.parametrize("i", range(5))
+def test_percentile_positions_compiled_match_cumsum_searchsorted(i: int) -> None:
+    """The one-pass rank walk gives the cumsum + searchsorted percentiles exactly, for
+    the recorded percentiles in any order, repeated ones, and the extremes; a walk one
+    bin late is caught."""
+    rs = RunningStats().add(_data(1)[i])
+    qs = [99.99, 0.0, 50.0, 0.01, 50.0, 100.0, 1.0, 99.0, 0.1, 99.9, 25.0]
+    got = rs.percentile(qs)
+    with patch.object(_kernels, "enabled", False):
+        want = rs.percentile(qs)
+    assert np.array_equal(got, want)
+    real = _kernels.ordered_rank_positions
+
+    def late(hist, order, ranks, pos):
+        real(hist, order, ranks, pos)
+        pos += 1
+
+    with patch.object(_kernels, "ordered_rank_positions", late):
+        inner = [q for q in qs if 0.0 < q < 100.0]
+        assert not np.array_equal(rs.percentile(inner), want[[qs.index(q) for q in inner]])
+
+
 def test_merged_batches_equal_the_whole() -> None:
     x = np.concatenate(_data(1)[:3])
     whole = RunningStats().add(x)

@@ -501,10 +501,32 @@ def _hist_moments_f32(x: Any, bits: Any, hist: Any) -> tuple[int, float, float, 
     return n, lo, hi, mean, m2
 
 
+def _ordered_rank_positions(hist: Any, order: Any, ranks: Any, pos: Any) -> None:
+    """``pos[j]`` = ``searchsorted(cumsum(hist[order]), ranks[j], side="right")`` for
+    ``ranks`` in ascending order: the first position in value order whose cumulative
+    count exceeds the rank, in one pass that builds neither array (``len(order)``
+    when none does)."""
+    j = 0
+    cum = 0
+    m = ranks.shape[0]
+    for p in range(order.shape[0]):
+        cum += hist[order[p]]
+        while j < m and cum > ranks[j]:
+            pos[j] = p
+            j += 1
+        if j == m:
+            return
+    while j < m:
+        pos[j] = order.shape[0]
+        j += 1
+
+
 if njit is not None:
     hist_moments_f32 = njit(cache=True, nogil=True)(_hist_moments_f32)
+    ordered_rank_positions = njit(cache=True, nogil=True)(_ordered_rank_positions)
 else:  # pragma: no cover
     hist_moments_f32 = _hist_moments_f32
+    ordered_rank_positions = _ordered_rank_positions
 
 
 # -- LayerNorm output stages ---------------------------------------------------------------
