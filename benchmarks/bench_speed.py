@@ -25,8 +25,8 @@ alternating, median of ``--runs``; and the same in CPU seconds of all threads
 (``time.process_time``; onnxruntime in a session without spinning workers).
 
 Part ``budget``: ``validate --budget top1=1,cosine=0.999`` on the 6 x 384
-encoder, serial and with ``jobs=2`` (spawned workers), same-run wall times and
-whether the results are identical.
+encoder after a warm-up search, serial and with ``jobs=2`` (forked workers)
+alternating, best of two each, and whether the results are identical.
 
 Part ``batches``: calibration streamed over 1 and 16 ``.npz`` batches of the same
 size (8 sequences of 128 tokens, the 6 x 384 encoder), each in a fresh process:
@@ -255,16 +255,25 @@ def budget_rows() -> dict[str, Any]:
 
     _, model, feeds = _shapes()[1]
     imp = import_model(model)
+    budget = "top1=1,cosine=0.999"
+    validate(imp, inputs=feeds, budget=budget)  # warm-up: tables, compiled kernels, sessions
     out: dict[str, Any] = {}
+    times: dict[int, list[float]] = {1: [], 2: []}
     res = {}
-    for jobs in (1, 2):
+    for jobs in (1, 2, 1, 2):  # alternating (the workers fork the warm parent)
         t0 = time.perf_counter()
-        res[jobs] = validate(imp, inputs=feeds, budget="top1=1,cosine=0.999", jobs=jobs)
-        out[f"jobs{jobs}_s"] = time.perf_counter() - t0
+        res[jobs] = validate(imp, inputs=feeds, budget=budget, jobs=jobs)
+        times[jobs].append(time.perf_counter() - t0)
+    for jobs, ts in times.items():
+        out[f"jobs{jobs}_s"] = min(ts)
     out["evaluated"] = sum(len(t["evaluated"]) for t in res[1].tuning)
-    out["identical"] = {
-        k: None if v is None else v.describe() for k, v in res[1].specs.items()
-    } == {k: None if v is None else v.describe() for k, v in res[2].specs.items()}
+
+    def picks(r: Any) -> Any:
+        specs = {k: None if v is None else v.describe() for k, v in r.specs.items()}
+        tried = [[c["spec"] for c in t["evaluated"]] for t in r.tuning]
+        return specs, tried, r.end_to_end["cosine_min"]
+
+    out["identical"] = picks(res[1]) == picks(res[2])
     print(out, flush=True)
     return out
 
@@ -409,10 +418,11 @@ def write(path: Path, ops: list[dict[str, Any]] | None, val: list[dict[str, Any]
         lines += [
             "### Budget search in parallel (6 x 384 encoder, top1=1, cosine=0.999)",
             "",
-            f"serial {bud['jobs1_s']:.1f} s, `-j 2` {bud['jobs2_s']:.1f} s "
-            f"(speed-up {bud['jobs1_s'] / bud['jobs2_s']:.2f}x on 2 cores, worker start-up "
-            f"included); {bud['evaluated']} candidates evaluated; results identical: "
-            f"{bud['identical']}.",
+            f"After a warm-up search, serial and `-j 2` alternating, best of two each: serial "
+            f"{bud['jobs1_s']:.1f} s, `-j 2` {bud['jobs2_s']:.1f} s (speed-up "
+            f"{bud['jobs1_s'] / bud['jobs2_s']:.2f}x on 2 cores, worker start-up included); "
+            f"{bud['evaluated']} candidates evaluated; picks, candidates tried and the "
+            f"end-to-end cosine identical: {bud['identical']}.",
             "",
         ]
     if bat:
