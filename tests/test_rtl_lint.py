@@ -110,10 +110,11 @@ def _prim_params(top: str) -> dict:
     p = {**_online_params(exp_unit="lut"), **_online_params()}
     if top == "hwa_exp_unit":
         names = ("BASE2", "EXP_W", "EXP_F", "EXP_RND", "LOG2E", "LOG2E_W", "PROD_SHIFT", "T_W")
-        names += ("T_F", "T_RND", "A", "TABLE_F", "INTERP", "LUT_BITS", "LIM_BITS", "LUT_SHIFT")
+        names += ("T_F", "T_RND", "A", "TABLE_F", "INTERP", "V_W", "LUT_BITS", "LIM_BITS")
+        names += ("LUT_SHIFT",)
         return {"D_W": p["IN_W"], "PIPE": 1, "MUL_IN_REG": 1, **{k: p[k] for k in names}}
     if top == "hwa_recip":
-        names = ("R_W", "R_F", "R_OVF", "WF", "TB", "NEWTON", "STEPS")
+        names = ("R_W", "R_F", "R_OVF", "WF", "TB", "NEWTON", "STEPS", "RN_W", "RP_W")
         return {
             "D_W": p["SUM_W"],
             "PIPE": 1,
