@@ -88,7 +88,9 @@ module hwa_attention_row #(
     parameter int ACC_W = 32,
     parameter int ACC_RND = 2,
     parameter int V_SHIFT = 6,
+    parameter int MUL_W = 62,  // o*E, v*E: ACC_W + EXP_W + 1 (hw_params)
     parameter int Y_SHIFT = 26,
+    parameter int YP_W = 54,  // o*r: ACC_W + R_W + 1 (hw_params)
     parameter int Y_W = 16,
     parameter int Y_RND = 2,
     parameter int Y_OVF = 1,
@@ -157,9 +159,7 @@ module hwa_attention_row #(
   localparam int DW = IN_W;  // |s_j - m| < 2^IN_W
   localparam int QPW = Q_W + K_W;  // one lane's q*k
   localparam int SRW = SC_W + ((S_SHIFT < 0) ? -S_SHIFT : 0) + 1;  // the score before S_OVF
-  localparam int YP_W = ACC_W + R_W + 1;
   localparam int YRW = YP_W + ((Y_SHIFT < 0) ? -Y_SHIFT : 0) + 1;
-  localparam int MUL_W = ACC_W + EXP_W + 1;
   localparam int QA = $clog2(OUTQ);
   localparam int BEATS = (OUT_LANES >= 1) ? DIM_V / OUT_LANES : 1;  // o*r cycles per row
   localparam int GA = $clog2(BEATS + 1);
@@ -184,13 +184,14 @@ module hwa_attention_row #(
 
   if (DIM < 1 || DIM_V < 1 || IN_W < 2 || IN_W > 32 || ACC_W < V_W + V_SHIFT || ACC_W > 40
       || V_SHIFT < 0 || SC_W > 62 || DOT_W < QPW || SUM_F < EXP_F || SUM_W > 62
-      || RESCALE_W < SUM_W + EXP_W
+      || RESCALE_W < SUM_W + EXP_W || MUL_W < ACC_W + EXP_W + 1 || YP_W < ACC_W + R_W + 1
       || MUL_W > 62 || YP_W > 70 || OUTQ < 2 || (1 << QA) != OUTQ || KEY_MAX < 1
       || OUT_LANES < 1 || OUT_LANES > DIM_V || DIM_V % OUT_LANES != 0 || EXP_F < 2 || ELAT < 2
       || (HAS_SCALE && SC_W != DOT_W + SCALE_W + 1) || (!HAS_SCALE && SC_W != DOT_W))
   begin : g_bad
-    $error("hwa_attention_row %m: invalid DIM=%0d DIM_V=%0d IN_W=%0d ACC_W=%0d V_W=%0d V_SHIFT=%0d DOT_W=%0d SC_W=%0d SUM_W=%0d RESCALE_W=%0d (>= SUM_W + EXP_W) OUTQ=%0d (power of 2 >= 2) OUT_LANES=%0d (divides DIM_V)",
-           DIM, DIM_V, IN_W, ACC_W, V_W, V_SHIFT, DOT_W, SC_W, SUM_W, RESCALE_W, OUTQ, OUT_LANES);
+    $error("hwa_attention_row %m: invalid DIM=%0d DIM_V=%0d IN_W=%0d ACC_W=%0d V_W=%0d V_SHIFT=%0d DOT_W=%0d SC_W=%0d SUM_W=%0d RESCALE_W=%0d (>= SUM_W + EXP_W) MUL_W=%0d (>= ACC_W + EXP_W + 1) YP_W=%0d (>= ACC_W + R_W + 1) OUTQ=%0d (power of 2 >= 2) OUT_LANES=%0d (divides DIM_V)",
+           DIM, DIM_V, IN_W, ACC_W, V_W, V_SHIFT, DOT_W, SC_W, SUM_W, RESCALE_W, MUL_W, YP_W, OUTQ,
+           OUT_LANES);
   end
 
   // ---- input join: q once per row, then K and V in step --------------------------------

@@ -147,6 +147,8 @@ module hwa_softmax_online #(
     parameter int R_RND = 2,
     parameter int RN_W = 25,
     parameter int RP_W = 47,
+    // the output product E*r, unsigned (hw_params: EXP_W + R_W)
+    parameter int OUTP_W = 50,
     // threshold skipping (OnlineSoftmax.skip_threshold; BLASST): skip when m - x > SKIP_TAU
     parameter bit SKIP = 1'b0,
     parameter longint SKIP_TAU = 64'd0,
@@ -191,10 +193,11 @@ module hwa_softmax_online #(
 
   if (IN_W < 2 || IN_W > 32 || OUT_W < 1 || OUT_W > 40 || ROW_MAX < 1
       || (1 << N_BITS) <= ROW_MAX || SUM_F < EXP_F || SUM_W > 62 || RESCALE_W < SUM_W + EXP_W
+      || OUTP_W < EXP_W + R_W
       || (CLIP && (CLIP_F < 1 || CS_W < CLIP_F + 5 || CRS_W < R_W + CS_W
                    || CZ_W < EXP_W + R_W + 6))) begin : g_bad_w
-    $error("hwa_softmax_online %m: invalid IN_W=%0d OUT_W=%0d ROW_MAX=%0d N_BITS=%0d SUM_W=%0d SUM_F=%0d EXP_F=%0d RESCALE_W=%0d (>= SUM_W + EXP_W) (CLIP=%0d: CLIP_F=%0d CS_W=%0d CRS_W=%0d CZ_W=%0d)",
-           IN_W, OUT_W, ROW_MAX, N_BITS, SUM_W, SUM_F, EXP_F, RESCALE_W, CLIP, CLIP_F, CS_W,
+    $error("hwa_softmax_online %m: invalid IN_W=%0d OUT_W=%0d ROW_MAX=%0d N_BITS=%0d SUM_W=%0d SUM_F=%0d EXP_F=%0d RESCALE_W=%0d (>= SUM_W + EXP_W) OUTP_W=%0d (>= EXP_W + R_W) (CLIP=%0d: CLIP_F=%0d CS_W=%0d CRS_W=%0d CZ_W=%0d)",
+           IN_W, OUT_W, ROW_MAX, N_BITS, SUM_W, SUM_F, EXP_F, RESCALE_W, OUTP_W, CLIP, CLIP_F, CS_W,
            CRS_W, CZ_W);
   end
   if ((SKIP && (SKIP_TAU < 1 || SKIP_TAU >= (64'd1 << IN_W) || UNIFIED))
@@ -776,7 +779,7 @@ module hwa_softmax_online #(
   // o4: y = cast_out(e * r) (UNIFIED: cast_out((e * r) << s), UOUTP_W bits); PIPE: the
   // product through hwa_mul_pipe, then z (the shift or offset) and the rounding
   // (hwa_round_shift_pipe) registered, OLAT ce stages; the flags alongside
-  localparam int EP_W = CLIP ? CZ_W : (UNIFIED ? UOUTP_W : EXP_W + R_W);
+  localparam int EP_W = CLIP ? CZ_W : (UNIFIED ? UOUTP_W : OUTP_W);
   localparam int YW = EP_W + ((OUT_SHIFT < 0) ? -OUT_SHIFT : 0) + 2;
   logic signed [YW-1:0] er, er_r, er_l;
   logic [OUT_W-1:0] y_c, y_o, y_z;
