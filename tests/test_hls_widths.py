@@ -84,9 +84,7 @@ _RECIP = {
 #: taking) fails :func:`test_sv_derived_is_exact` until this list says so.
 SV_DERIVED: dict[tuple[str, str], dict[str, str]] = {
     ("gelu", "lut"): {"CODE_W": "hwa_lut indexes with the IN_W-bit code: the same number"},
-    ("gelu", "pwl"): {"PROD_W": "hwa_pwl's PW = IN_W + S_W, the spec's formula (left: issue 23)"},
     ("sigmoid_attention", "lut"): {"CODE_W": "as gelu/lut"},
-    ("sigmoid_attention", "pwl"): {"PROD_W": "as gelu/pwl"},
     ("softmax", "online"): {
         "X_W": _X_W,
         "DELTA_W": "|x - m| < 2^IN_W: the SV's DW = IN_W, the same number",

@@ -320,6 +320,7 @@ module hwa_encoder_block #(
     parameter bit GE_TOP_ONE = 1'b0,
     parameter int GE_OUT_SHIFT = 16,
     parameter int GE_ACC_W = 35,
+    parameter int GE_PROD_W = 34,
     parameter string GE_BP_FILE = "",
     parameter string GE_SLOPE_FILE = "",
     parameter string GE_ICPT_FILE = "",
@@ -674,6 +675,7 @@ module hwa_encoder_block #(
         .TOP_ONE(GE_TOP_ONE),
         .OUT_SHIFT(GE_OUT_SHIFT),
         .ACC_W(GE_ACC_W),
+        .PROD_W(GE_PROD_W),
         .BP_FILE(GE_BP_FILE),
         .SLOPE_FILE(GE_SLOPE_FILE),
         .ICPT_FILE(GE_ICPT_FILE)
