@@ -97,13 +97,7 @@ SV_DERIVED: dict[tuple[str, str], dict[str, str]] = {
         "Y_W": "hwa_softmax_3pass shifts e*factor within PROD_W and saturates it into OUT_W",
     },
     ("softmax", "shiftmax"): {"X_W": _X_W, "Y_W": "as softmax/ibert"},
-    ("layernorm", "rsqrt_lut"): {
-        "X_W": _X_W,
-        **dict.fromkeys(
-            ("M_W", "Y_W", "SQ_W", "MSQ_W", "U_W", "YU_W", "AYS_W"),
-            "hwa_rsqrt_pipe / hwa_ln_rsqrt_out recompute it from P and AY_W (left: issue 23)",
-        ),
-    },
+    ("layernorm", "rsqrt_lut"): {"X_W": _X_W},
     ("layernorm", "rmsnorm"): {
         "X_W": _X_W,
         "S1_W": "RMSNorm sums no S1 (the shared rsqrt derivation's width; the SV has none)",

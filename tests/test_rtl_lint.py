@@ -189,7 +189,10 @@ def _prim_params(top: str) -> dict:
     if top == "hwa_delay":
         return {"W": 12, "L": 3}
     if top == "hwa_rsqrt_pipe":  # the default LayerNorm's 1/sqrt
-        return {"DE_W": 55, "P": 20, "TB": 8, "NEWTON": 1, "KW": 7, "FILE": '""'}
+        hw = make_spec("layernorm", "rsqrt_lut").hw_params()
+        widths = {k: hw[k] for k in ("DE_W", "P", "TB", "NEWTON", "M_W", "Y_W", "SQ_W")}
+        widths |= {k: hw[k] for k in ("MSQ_W", "U_W", "YU_W")}
+        return {**widths, "KW": 7, "FILE": '""'}
     if top == "hwa_row_stream":
         names = ("ROW_MAX", "BUF_DEPTH", "ROWQ", "N_BITS")
         return {"IN_W": p["IN_W"], "CTX_W": p["IN_W"] + p["R_W"], **{k: p[k] for k in names}}
