@@ -15,7 +15,8 @@ tests. :func:`check_widths` then demands, per unit and format set:
 * for the units that also exist in SystemVerilog (GELU lut and pwl, softmax
   online, LayerNorm rsqrt_lut / rmsnorm) the SV parameters ``rtl_sim.units``
   gives the unit are the same numbers under the same names (a mapping that
-  changes fails);
+  changes fails), intermediates included (``V_W``, ``RESCALE_W``, ``RN_W``,
+  ``RP_W``, ...: ``test_hls_widths.SV_DERIVED`` lists the few the SV does not take);
 * nothing is wider than 64 bits except the types listed in :data:`WIDE_OK`.
 """
 

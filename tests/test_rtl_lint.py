@@ -110,10 +110,11 @@ def _prim_params(top: str) -> dict:
     p = {**_online_params(exp_unit="lut"), **_online_params()}
     if top == "hwa_exp_unit":
         names = ("BASE2", "EXP_W", "EXP_F", "EXP_RND", "LOG2E", "LOG2E_W", "PROD_SHIFT", "T_W")
-        names += ("T_F", "T_RND", "A", "TABLE_F", "INTERP", "LUT_BITS", "LIM_BITS", "LUT_SHIFT")
+        names += ("T_F", "T_RND", "A", "TABLE_F", "INTERP", "V_W", "LUT_BITS", "LIM_BITS")
+        names += ("LUT_SHIFT",)
         return {"D_W": p["IN_W"], "PIPE": 1, "MUL_IN_REG": 1, **{k: p[k] for k in names}}
     if top == "hwa_recip":
-        names = ("R_W", "R_F", "R_OVF", "WF", "TB", "NEWTON", "STEPS")
+        names = ("R_W", "R_F", "R_OVF", "WF", "TB", "NEWTON", "STEPS", "RN_W", "RP_W")
         return {
             "D_W": p["SUM_W"],
             "PIPE": 1,
@@ -188,7 +189,10 @@ def _prim_params(top: str) -> dict:
     if top == "hwa_delay":
         return {"W": 12, "L": 3}
     if top == "hwa_rsqrt_pipe":  # the default LayerNorm's 1/sqrt
-        return {"DE_W": 55, "P": 20, "TB": 8, "NEWTON": 1, "KW": 7, "FILE": '""'}
+        hw = make_spec("layernorm", "rsqrt_lut").hw_params()
+        widths = {k: hw[k] for k in ("DE_W", "P", "TB", "NEWTON", "M_W", "Y_W", "SQ_W")}
+        widths |= {k: hw[k] for k in ("MSQ_W", "U_W", "YU_W")}
+        return {**widths, "KW": 7, "FILE": '""'}
     if top == "hwa_row_stream":
         names = ("ROW_MAX", "BUF_DEPTH", "ROWQ", "N_BITS")
         return {"IN_W": p["IN_W"], "CTX_W": p["IN_W"] + p["R_W"], **{k: p[k] for k in names}}

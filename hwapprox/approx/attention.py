@@ -183,12 +183,17 @@ class AttentionRowSpec:
         YP_W         signed   ``o·r`` exact: ACC_W + R_W + 1
         KEY_MAX      --       keys per row that ``acc_fmt`` and ``sum_fmt`` hold
                               (:meth:`max_keys`)
+        EXP_V_W      unsigned the exp unit's interpolation value (base2 only): the
+                              softmax's ``V_W``, renamed because ``V_W`` here is the
+                              V lanes' width (``v_fmt``)
         ============ ======== ========================================================
         """
         if dim < 1 or dim_v < 1:
             raise SpecError(f"dim and dim_v must be >= 1, got dim={dim}, dim_v={dim_v}")
         sm = self.softmax
         hw = dict(sm.hw_params())
+        if "V_W" in hw:  # the exp unit's (base2): V_W below is the V lanes' width
+            hw["EXP_V_W"] = hw.pop("V_W")
         dot_w = self.dot_width(dim)
         f_dot = self.q_fmt.frac_bits + self.k_fmt.frac_bits
         has_scale = self.scale is not None

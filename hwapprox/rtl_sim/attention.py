@@ -75,7 +75,8 @@ def attention_config(
         spec=spec,
         given={"OUTQ": outq, "OUT_LANES": lanes},
         mems=mems,
-        unused=EXP_VARIANT_PARAMS[not base2],
+        # the exp unit's V_W is EXP_V_W here (V_W: the V lanes' width)
+        unused=tuple("EXP_V_W" if k == "V_W" else k for k in EXP_VARIANT_PARAMS[not base2]),
     )
     return params, mems
 

@@ -48,7 +48,18 @@ Config = tuple[dict[str, int | str], dict[str, str]]
 #: the exp unit's (``hwa_exp_unit``) parameters of one variant only, by ``BASE2``: a
 #: spec's hw_params carry its own variant's; the other's stay at their SV defaults
 EXP_VARIANT_PARAMS: dict[bool, tuple[str, ...]] = {
-    True: ("LOG2E", "LOG2E_W", "PROD_SHIFT", "T_W", "T_F", "T_RND", "A", "TABLE_F", "INTERP"),
+    True: (
+        "LOG2E",
+        "LOG2E_W",
+        "PROD_SHIFT",
+        "T_W",
+        "T_F",
+        "T_RND",
+        "A",
+        "TABLE_F",
+        "INTERP",
+        "V_W",
+    ),
     False: ("LUT_BITS", "LIM_BITS", "LUT_SHIFT"),
 }
 

@@ -88,7 +88,9 @@ module hwa_attention_row #(
     parameter int ACC_W = 32,
     parameter int ACC_RND = 2,
     parameter int V_SHIFT = 6,
+    parameter int MUL_W = 62,  // o*E, v*E: ACC_W + EXP_W + 1 (hw_params)
     parameter int Y_SHIFT = 26,
+    parameter int YP_W = 54,  // o*r: ACC_W + R_W + 1 (hw_params)
     parameter int Y_W = 16,
     parameter int Y_RND = 2,
     parameter int Y_OVF = 1,
@@ -111,12 +113,16 @@ module hwa_attention_row #(
     parameter int A = 8,
     parameter int TABLE_F = 30,
     parameter bit INTERP = 1'b1,
+    // the exp unit's interpolation width (OnlineSoftmax.hw_params' V_W, renamed here:
+    // this unit's V_W is the V lanes' width)
+    parameter int EXP_V_W = 45,
     parameter int LUT_BITS = 12,
     parameter int LIM_BITS = 14,
     parameter int LUT_SHIFT = 2,
     parameter int SUM_W = 40,
     parameter int SUM_F = 29,
     parameter int SUM_RND = 2,
+    parameter int RESCALE_W = 69,  // d*E, unsigned (hw_params: SUM_W + EXP_W)
     parameter int R_W = 21,
     parameter int R_F = 20,
     parameter int R_OVF = 0,
@@ -125,6 +131,8 @@ module hwa_attention_row #(
     parameter bit NEWTON = 1'b1,
     parameter int STEPS = 2,
     parameter int R_RND = 2,
+    parameter int RN_W = 25,
+    parameter int RP_W = 47,
     parameter string EXP_FILE = "",
     parameter string RECIP_FILE = ""
 ) (
@@ -149,12 +157,9 @@ module hwa_attention_row #(
 
   localparam int SW = 8;  // shift-amount width of the rounding units
   localparam int DW = IN_W;  // |s_j - m| < 2^IN_W
-  localparam int PW = SUM_W + EXP_W + 2;  // d*E
   localparam int QPW = Q_W + K_W;  // one lane's q*k
   localparam int SRW = SC_W + ((S_SHIFT < 0) ? -S_SHIFT : 0) + 1;  // the score before S_OVF
-  localparam int YP_W = ACC_W + R_W + 1;
   localparam int YRW = YP_W + ((Y_SHIFT < 0) ? -Y_SHIFT : 0) + 1;
-  localparam int MUL_W = ACC_W + EXP_W + 1;
   localparam int QA = $clog2(OUTQ);
   localparam int BEATS = (OUT_LANES >= 1) ? DIM_V / OUT_LANES : 1;  // o*r cycles per row
   localparam int GA = $clog2(BEATS + 1);
@@ -179,12 +184,14 @@ module hwa_attention_row #(
 
   if (DIM < 1 || DIM_V < 1 || IN_W < 2 || IN_W > 32 || ACC_W < V_W + V_SHIFT || ACC_W > 40
       || V_SHIFT < 0 || SC_W > 62 || DOT_W < QPW || SUM_F < EXP_F || SUM_W > 62
+      || RESCALE_W < SUM_W + EXP_W || MUL_W < ACC_W + EXP_W + 1 || YP_W < ACC_W + R_W + 1
       || MUL_W > 62 || YP_W > 70 || OUTQ < 2 || (1 << QA) != OUTQ || KEY_MAX < 1
       || OUT_LANES < 1 || OUT_LANES > DIM_V || DIM_V % OUT_LANES != 0 || EXP_F < 2 || ELAT < 2
       || (HAS_SCALE && SC_W != DOT_W + SCALE_W + 1) || (!HAS_SCALE && SC_W != DOT_W))
   begin : g_bad
-    $error("hwa_attention_row %m: invalid DIM=%0d DIM_V=%0d IN_W=%0d ACC_W=%0d V_W=%0d V_SHIFT=%0d DOT_W=%0d SC_W=%0d SUM_W=%0d OUTQ=%0d (power of 2 >= 2) OUT_LANES=%0d (divides DIM_V)",
-           DIM, DIM_V, IN_W, ACC_W, V_W, V_SHIFT, DOT_W, SC_W, SUM_W, OUTQ, OUT_LANES);
+    $error("hwa_attention_row %m: invalid DIM=%0d DIM_V=%0d IN_W=%0d ACC_W=%0d V_W=%0d V_SHIFT=%0d DOT_W=%0d SC_W=%0d SUM_W=%0d RESCALE_W=%0d (>= SUM_W + EXP_W) MUL_W=%0d (>= ACC_W + EXP_W + 1) YP_W=%0d (>= ACC_W + R_W + 1) OUTQ=%0d (power of 2 >= 2) OUT_LANES=%0d (divides DIM_V)",
+           DIM, DIM_V, IN_W, ACC_W, V_W, V_SHIFT, DOT_W, SC_W, SUM_W, RESCALE_W, MUL_W, YP_W, OUTQ,
+           OUT_LANES);
   end
 
   // ---- input join: q once per row, then K and V in step --------------------------------
@@ -391,6 +398,7 @@ module hwa_attention_row #(
       .A(A),
       .TABLE_F(TABLE_F),
       .INTERP(INTERP),
+      .V_W(EXP_V_W),
       .LUT_BITS(LUT_BITS),
       .LIM_BITS(LIM_BITS),
       .LUT_SHIFT(LUT_SHIFT),
@@ -484,14 +492,14 @@ module hwa_attention_row #(
     end
   end
   // d: R_s(d*E) + ONE for a new max, ready in F
-  logic signed [PW-1:0] de;
+  logic [RESCALE_W-1:0] de;  // d*E < 2^(SUM_W + EXP_W), exact
   logic [SUM_W-1:0] dq, d_resc_b, d_resc;
   logic d_inc;
   hwa_mul_pipe #(
       .A_W(SUM_W + 1),
       .B_W(EXP_W),
       .B_SIGNED(1'b0),
-      .P_W(PW),
+      .P_W(RESCALE_W),
       .IN_REG(1'b1)
   ) u_de (
       .clk(clk),
@@ -501,7 +509,7 @@ module hwa_attention_row #(
       .p  (de)
   );
   always_ff @(posedge clk) begin
-    dq <= SUM_W'(de >>> EXP_F);  // d*E/2^EXP_F <= d: fits SUM_W bits
+    dq <= SUM_W'(de >> EXP_F);  // d*E/2^EXP_F <= d: fits SUM_W bits
     d_inc <= hwa_pkg::round_up(SUM_RND, de[EXP_F-1] & (|de[EXP_F-2:0]),
                                de[EXP_F-1] & ~(|de[EXP_F-2:0]), |de[EXP_F-1:0], 1'b0,
                                de[EXP_F]);
@@ -654,6 +662,8 @@ module hwa_attention_row #(
       .NEWTON(NEWTON),
       .STEPS(STEPS),
       .RND(R_RND),
+      .RN_W(RN_W),
+      .RP_W(RP_W),
       .TABLE_FILE(RECIP_FILE)
   ) u_recip (
       .clk(clk),

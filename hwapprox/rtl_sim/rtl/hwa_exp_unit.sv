@@ -7,6 +7,10 @@
 //    k = t >> T_F, f = low T_F bits, i = f >> G, u = low G bits of f,
 //    v = T[i] << G  (- (T[i] - T[i+1]) * u when INTERP),
 //    e = round_shift(v, k + TABLE_F + G - EXP_F, EXP_RND)   (G = T_F - A);
+//    v is unsigned, V_W bits (the spec's hw_params: T[i+1]·2^G <= v <= T[i]·2^G <=
+//    2^(TABLE_F + G), so V_W = TABLE_F + G + 1); its terms T[i] << G and
+//    (T[i] - T[i+1])·u (>= 0, T decreasing) are at most v's bound too, so v is formed
+//    mod 2^V_W exactly and the rounding takes it zero-extended (V_W + 1 bits, signed).
 //    T = 2^A + 1 entries 2^(-j/2^A) with TABLE_F fraction bits (TABLE_FILE).
 //  BASE2 = 0: e = 0 if d >= 2^LIM_BITS else T[min(d, 2^LIM_BITS - 1) >> LUT_SHIFT]
 //    (T = 2^LUT_BITS exp_fmt codes from TABLE_FILE).
@@ -44,6 +48,7 @@ module hwa_exp_unit #(
     parameter int A,
     parameter int TABLE_F,
     parameter bit INTERP,
+    parameter int V_W,
     // lut
     parameter int LUT_BITS,
     parameter int LIM_BITS,
@@ -63,11 +68,15 @@ module hwa_exp_unit #(
            D_W, EXP_W, T_W, T_F, A, LUT_BITS, LUT_SHIFT, TABLE_F);
   end
 
+  if (BASE2 && V_W < TABLE_F + T_F - A + 1) begin : g_bad_v
+    $error("hwa_exp_unit %m: V_W=%0d cannot hold 2^(TABLE_F + G) = 2^%0d (the spec's V_W is TABLE_F + G + 1)",
+           V_W, TABLE_F + T_F - A);
+  end
+
   if (BASE2 && PIPE) begin : g_pipe
     localparam int PW = D_W + LOG2E_W + ((PROD_SHIFT < 0) ? -PROD_SHIFT : 0) + 2;
     localparam int G = T_F - A;
     localparam int KW = T_W - T_F + 1;
-    localparam int VW = TABLE_F + G + 3;
     localparam int SW = 8;
     localparam int UW = (G > 0) ? G : 1;
     // lo - hi of adjacent entries of 2^(-j/2^A) (<= 2^TABLE_F): below
@@ -145,19 +154,20 @@ module hwa_exp_unit #(
     end
     // b2: lo - hi, lo << G
     logic signed [DLW-1:0] dl2;
-    logic signed [VW-1:0] v02, v05, pr5, v6;
+    logic [V_W-1:0] v02, v05, pr5, v6;  // mod 2^V_W: v and its terms are < 2^V_W
     logic [KW-1:0] k5;
     always_ff @(posedge clk) begin
       if (en) begin
-        dl2 <= DLW'(VW'(lo1b) - VW'(hi1b));
-        v02 <= VW'(lo1b) <<< G;
+        dl2 <= DLW'($signed({1'b0, lo1b}) - $signed({1'b0, hi1b}));
+        v02 <= V_W'(lo1b) << G;
         k2 <= k1b;
         u2 <= u1b;
       end
     end
 `ifndef SYNTHESIS
     always_ff @(posedge clk) begin
-      if (en && (VW'(lo1b) - VW'(hi1b)) != VW'(DLW'(VW'(lo1b) - VW'(hi1b)))) begin
+      if (en && ($signed({1'b0, lo1b}) - $signed({1'b0, hi1b}))
+          != (TABLE_F + 2)'(DLW'($signed({1'b0, lo1b}) - $signed({1'b0, hi1b})))) begin
         $error("hwa_exp_unit %m: table step lo - hi does not fit DLW=%0d bits", DLW);
       end
     end
@@ -167,7 +177,7 @@ module hwa_exp_unit #(
         .A_W(DLW),
         .B_W(UW),
         .B_SIGNED(1'b0),
-        .P_W(VW),
+        .P_W(V_W),
         .IN_REG(MUL_IN_REG)
     ) u_mi (
         .clk(clk),
@@ -177,7 +187,7 @@ module hwa_exp_unit #(
         .p  (pr5)
     );
     hwa_delay #(
-        .W(VW + KW),
+        .W(V_W + KW),
         .L(3 + int'(MUL_IN_REG))
     ) u_dv (
         .clk(clk),
@@ -194,28 +204,23 @@ module hwa_exp_unit #(
         tot6 <= SW'(k5) + SW'(TABLE_F + G - EXP_F);
       end
     end
-    // b7..b9: one rounding
-    /* verilator lint_off UNUSEDSIGNAL */
-    logic signed [VW-1:0] e_c;  // e <= 1.0 fits EXP_W bits
-    /* verilator lint_on UNUSEDSIGNAL */
+    // b7..b9: one rounding (e <= 1.0 fits EXP_W bits: the low EXP_W bits of the quotient)
     hwa_round_shift_pipe #(
-        .IN_W (VW),
+        .IN_W (V_W + 1),
         .SH_W (SW),
-        .OUT_W(VW),
+        .OUT_W(EXP_W),
         .MODE (EXP_RND)
     ) u_re (
         .clk(clk),
         .en (en),
-        .x  (v6),
+        .x  ($signed({1'b0, v6})),
         .sh (tot6),
-        .y  (e_c)
+        .y  (e)
     );
-    assign e = EXP_W'(e_c);
   end else if (BASE2) begin : g_base2
     localparam int PW = D_W + LOG2E_W + ((PROD_SHIFT < 0) ? -PROD_SHIFT : 0) + 2;
     localparam int G = T_F - A;
     localparam int KW = T_W - T_F + 1;
-    localparam int VW = TABLE_F + G + 3;
     localparam int SW = 8;
     logic [TABLE_F:0] tab[(1 << A) + 1];
     initial begin
@@ -249,19 +254,17 @@ module hwa_exp_unit #(
     // stage 2: 2^-t from the table (+ interpolation), one rounding
     logic [KW-1:0] k;
     logic [A-1:0] i;
-    logic signed [VW-1:0] lo, hi, v;
+    logic [V_W-1:0] lo, hi, v;  // mod 2^V_W: v and its terms are < 2^V_W
     logic [SW-1:0] total;
-    /* verilator lint_off UNUSEDSIGNAL */
-    logic signed [VW-1:0] e_c;  // e <= 1.0 fits EXP_W bits
-    /* verilator lint_on UNUSEDSIGNAL */
+    logic [EXP_W-1:0] e_c;  // e <= 1.0 fits EXP_W bits
     assign k = KW'(t_reg >> T_F);
     assign i = t_reg[T_F-1-:A];
-    assign lo = VW'(tab[(A+1)'(i)]);
-    assign hi = VW'(tab[(A+1)'(i)+1'b1]);
+    assign lo = V_W'(tab[(A+1)'(i)]);
+    assign hi = V_W'(tab[(A+1)'(i)+1'b1]);
     if (INTERP && G > 0) begin : g_interp
       logic [G-1:0] u;
       assign u = t_reg[G-1:0];
-      assign v = (lo <<< G) - (lo - hi) * VW'({1'b0, u});
+      assign v = (lo << G) - (lo - hi) * V_W'(u);
     end else begin : g_step
       if (G > 0) begin : g_unused
         /* verilator lint_off UNUSEDSIGNAL */
@@ -269,21 +272,21 @@ module hwa_exp_unit #(
         /* verilator lint_on UNUSEDSIGNAL */
         assign u_unused = t_reg[G-1:0];
       end
-      assign v = lo <<< G;
+      assign v = lo << G;
     end
     assign total = SW'(k) + SW'(TABLE_F + G - EXP_F);
     hwa_round_shift #(
-        .IN_W (VW),
+        .IN_W (V_W + 1),
         .SH_W (SW),
-        .OUT_W(VW),
+        .OUT_W(EXP_W),
         .MODE (EXP_RND)
     ) u_re (
-        .x (v),
+        .x ($signed({1'b0, v})),
         .sh(total),
         .y (e_c)
     );
     always_ff @(posedge clk) begin
-      if (en) e <= EXP_W'(e_c);
+      if (en) e <= e_c;
     end
   end else begin : g_lut
     localparam int CW = (D_W > LIM_BITS ? D_W : LIM_BITS) + 1;

@@ -310,6 +310,12 @@ module hwa_layernorm_rmsnorm #(
       .TB(TB),
       .NEWTON(NEWTON),
       .KW(KW),
+      .M_W(M_W),
+      .Y_W(Y_W),
+      .SQ_W(SQ_W),
+      .MSQ_W(MSQ_W),
+      .U_W(U_W),
+      .YU_W(YU_W),
       .FILE(RSQRT_FILE)
   ) u_rsqrt (
       .clk(clk),

@@ -57,6 +57,14 @@ module hwa_layernorm_rsqrt #(
     parameter int DE_W = 55,
     parameter int A_W = 28,
     parameter int AY_W = 49,
+    // the 1/sqrt's widths (hwa_rsqrt_pipe) and A*y with room for its left shift (hw_params)
+    parameter int M_W = 22,
+    parameter int Y_W = 21,
+    parameter int SQ_W = 41,
+    parameter int MSQ_W = 42,
+    parameter int U_W = 22,
+    parameter int YU_W = 42,
+    parameter int AYS_W = 50,
     parameter int Z_W = 25,
     parameter int ACC_W = 42,
     parameter logic [63:0] EPS_Q = 64'd168,
@@ -123,9 +131,10 @@ module hwa_layernorm_rsqrt #(
                    IN_W, OUT_W, ROW_MAX, N_BITS, BUF_DEPTH);
   end
   if (NEWTON < 0 || NEWTON > 2 || TB < 2 || TB - 1 > P || P > 28 || DE_W > 120
-      || DE_W < P + 2 || DE_W < D_W || S2_W + 1 > 68 || S1_W > 68 || 2 * N_BITS + 1 > 68) begin : g_bad_r
-    $error("hwa_layernorm_rsqrt %m: invalid NEWTON=%0d TB=%0d P=%0d DE_W=%0d (P + 2..120, >= D_W=%0d) S1_W=%0d S2_W=%0d N_BITS=%0d (hwa_mul_pipe: operands of <= 68 bits)",
-                   NEWTON, TB, P, DE_W, D_W, S1_W, S2_W, N_BITS);
+      || DE_W < P + 2 || DE_W < D_W || S2_W + 1 > 68 || S1_W > 68 || 2 * N_BITS + 1 > 68
+      || AYS_W < AY_W + LSH + 1) begin : g_bad_r
+    $error("hwa_layernorm_rsqrt %m: invalid NEWTON=%0d TB=%0d P=%0d DE_W=%0d (P + 2..120, >= D_W=%0d) S1_W=%0d S2_W=%0d N_BITS=%0d (hwa_mul_pipe: operands of <= 68 bits) AYS_W=%0d (>= AY_W + LSH + 1)",
+                   NEWTON, TB, P, DE_W, D_W, S1_W, S2_W, N_BITS, AYS_W);
   end
 
   // ---- input side: row buffer, queue, output sequencer (hwa_row_stream); sums ---
@@ -290,6 +299,12 @@ module hwa_layernorm_rsqrt #(
       .TB(TB),
       .NEWTON(NEWTON),
       .KW(KW),
+      .M_W(M_W),
+      .Y_W(Y_W),
+      .SQ_W(SQ_W),
+      .MSQ_W(MSQ_W),
+      .U_W(U_W),
+      .YU_W(YU_W),
       .FILE(RSQRT_FILE)
   ) u_rsqrt (
       .clk(clk),
@@ -400,8 +415,7 @@ module hwa_layernorm_rsqrt #(
     end
   end
   // Z = round(A*y / 2^sh), acc = Z*gamma + (beta << BETA_SHIFT), out: hwa_ln_rsqrt_out
-  // (shared with hwa_layernorm_rmsnorm; AYX: room for a left shift by -sh, at most LSH)
-  localparam int AYX = AY_W + LSH + 2;
+  // (shared with hwa_layernorm_rmsnorm; AYS_W: room for a left shift by -sh, at most LSH)
   logic o_v, o_l;
   logic [OUT_W-1:0] o_d;
   hwa_ln_rsqrt_out #(
@@ -410,7 +424,7 @@ module hwa_layernorm_rsqrt #(
       .Y_SIGNED(1'b1),
       .SHW(SHW),
       .LSH(LSH),
-      .AY_W(AYX),
+      .AY_W(AYS_W),
       .Z_W(Z_W),
       .GAMMA_W(GAMMA_W),
       .BETA_W(BETA_W),

@@ -34,6 +34,7 @@ module hwa_pwl #(
     parameter bit TOP_ONE = 1'b0,
     parameter int OUT_SHIFT = 16,
     parameter int ACC_W = 35,
+    parameter int PROD_W = 34,  // x*S_i exactly, signed: IN_W + S_W (hw_params)
     parameter string BP_FILE = "",
     parameter string SLOPE_FILE = "",
     parameter string ICPT_FILE = ""
@@ -54,9 +55,9 @@ module hwa_pwl #(
 
   if (IN_W < 2 || IN_W > 40 || OUT_W < 1 || OUT_W > 62 || NSEG < 1 || NSEG > 256
       || SH_XS < 0 || SH_C < 0 || SH_X < 0 || ACC_W > 120 || OUT_SHIFT < -60
-      || OUT_SHIFT > 100) begin : g_bad
-    $error("hwa_pwl %m: invalid IN_W=%0d OUT_W=%0d NSEG=%0d (1..256) SH_XS=%0d SH_C=%0d SH_X=%0d OUT_SHIFT=%0d ACC_W=%0d",
-           IN_W, OUT_W, NSEG, SH_XS, SH_C, SH_X, OUT_SHIFT, ACC_W);
+      || OUT_SHIFT > 100 || PROD_W < IN_W + S_W) begin : g_bad
+    $error("hwa_pwl %m: invalid IN_W=%0d OUT_W=%0d NSEG=%0d (1..256) SH_XS=%0d SH_C=%0d SH_X=%0d OUT_SHIFT=%0d ACC_W=%0d PROD_W=%0d (>= IN_W + S_W)",
+           IN_W, OUT_W, NSEG, SH_XS, SH_C, SH_X, OUT_SHIFT, ACC_W, PROD_W);
   end
 
   // breakpoints: constants compared in parallel
@@ -152,10 +153,9 @@ module hwa_pwl #(
   end
 
   // p3: the product x*S_i alone (one DSP-sized multiply: IN_W x S_W, registered)
-  localparam int PW = IN_W + S_W;  // x*S_i exactly
   logic p3_v, p3_l, p3_lo, p3_hi;
   logic signed [IN_W-1:0] p3_x;
-  logic signed [PW-1:0] p3_prod;
+  logic signed [PROD_W-1:0] p3_prod;
   logic signed [C_W-1:0] p3_icpt;
   always_ff @(posedge clk) begin
     if (rst) p3_v <= 1'b0;
@@ -165,7 +165,7 @@ module hwa_pwl #(
       p3_lo <= p2_lo;
       p3_hi <= p2_hi;
       p3_x <= p2_x;
-      p3_prod <= PW'(p2_x) * PW'($signed(slope_q));
+      p3_prod <= PROD_W'(p2_x) * PROD_W'($signed(slope_q));
       p3_icpt <= $signed(icpt_q);
     end
   end

@@ -10,6 +10,12 @@
 //               R = round_shift(R*e, WF, RND)
 //   r = sat(round_shift(R, WF - D_F - R_F + p, RND))  (negative: exact left shift)
 // T: TABLE_FILE, (NEWTON ? 2^TB : 2^TB + 1) words of WF fraction bits.
+// Widths (the spec's hw_params, signed): RN_W holds R (<= 2^WF + 1) and e = 2 - U·R
+//   (<= 1.5·2^WF + 1) as multiply operands: WF + 3; RP_W the Newton products U·R, R·e
+//   and 2^(2WF+1) (< 2^(2WF+2)): 2WF + 3, also the PWL value (T[i] << G) - (T[i] -
+//   T[i+1])·w (< 2^(WF+G+1)) and every rounding's input. The final scaling's LW holds
+//   R << (R_F + D_F - WF - p) exactly for any d > 0 (p >= 0; the spec's RS_W assumes
+//   d >= 2^D_F, which an empty row's d = 0 does not meet).
 // Latency: LAT = hwa_pkg::recip_lat(PIPE, NEWTON, STEPS) cycles; accepts one d per cycle.
 //  PIPE = 0: 3 + (NEWTON ? STEPS : 0) (normalisation; seed or PWL; a stage per Newton
 //    step; the final scaling).
@@ -40,6 +46,8 @@ module hwa_recip #(
     parameter bit NEWTON,
     parameter int STEPS,
     parameter int RND,
+    parameter int RN_W,
+    parameter int RP_W,
     parameter bit MUL_IN_REG,
     parameter string TABLE_FILE = ""
 ) (
@@ -53,7 +61,9 @@ module hwa_recip #(
 
   localparam int G = WF - TB;
   localparam int PB = $clog2(D_W + 1);
-  localparam int XW = 2 * WF + 8;  // products of two (WF+2)-bit numbers, signed
+  localparam int XW = RP_W;  // products, PWL values and rounding inputs (hw_params)
+  // the final scaling: R (RN_W bits) shifted left by up to R_F + D_F - WF (p >= 0)
+  localparam int LW = RN_W + ((R_F + D_F > WF) ? R_F + D_F - WF : 0);
   localparam int NST = NEWTON ? STEPS : 0;
   localparam int SW = 8;
   localparam int DEPTH = NEWTON ? (1 << TB) : (1 << TB) + 1;
@@ -62,6 +72,10 @@ module hwa_recip #(
       || R_W < 2 || R_W > 40) begin : g_bad
     $error("hwa_recip %m: invalid D_W=%0d WF=%0d TB=%0d STEPS=%0d R_W=%0d",
                    D_W, WF, TB, STEPS, R_W);
+  end
+  if (RN_W < WF + 3 || RP_W < 2 * WF + 3) begin : g_bad_w
+    $error("hwa_recip %m: RN_W=%0d RP_W=%0d narrower than the spec's WF + 3 = %0d, 2*WF + 3 = %0d",
+           RN_W, RP_W, WF + 3, 2 * WF + 3);
   end
 
   logic [WF:0] tab[DEPTH];
@@ -83,8 +97,7 @@ module hwa_recip #(
     localparam int M = int'(MUL_IN_REG);  // a product's operand-register stage
     localparam int STL = 13 + 2 * M;  // one Newton step
     localparam int NW = D_W + WF;  // d << WF
-    localparam int RW = WF + 4;  // R (~ 2^WF) and e (~ 2^WF) as multiply operands
-    localparam int LW = XW + D_W + 2;
+    localparam int RW = RN_W;  // R and e as multiply operands (hw_params)
     logic [LAT-1:0] v_sr;
     always_ff @(posedge clk) begin
       if (rst) v_sr <= '0;
@@ -461,7 +474,6 @@ module hwa_recip #(
   logic [WF:0] u_last;
   /* verilator lint_on UNUSEDSIGNAL */
   assign u_last = su[NST];
-  localparam int LW = XW + D_W + 2;
   logic signed [SW+1:0] total;
   logic signed [LW-1:0] rx, rs, rl;
   logic [R_W-1:0] r_c;

@@ -7,9 +7,10 @@
 //   << (P - 2k)) in [2^P, 2^(P+2)), table address {h, j} (h = m[P+1]),
 //   y = table[{h, j}] (2^TB words of P bits, FILE), then NEWTON Newton steps
 //   sq = (y*y) >> P, t = (m*sq) >> P, u = 3*2^P - t, y = (y*u) >> (P+1).
-// Widths (RsqrtLutLayerNorm.hw_params' derivation): y <= 2^P (P+1 bits), m < 2^(P+2),
-// y*y <= 2^(2P), m*sq < 2^(2P+2), u in (0, 3*2^P], y*u <= 3*2^(2P): every product an
-// unsigned value of at most 2P+2 bits, through hwa_mul_pipe (18 x 18 partial products).
+// Widths (RsqrtLutLayerNorm.hw_params, passed by the parent): y <= 2^P (Y_W = P+1 bits),
+// m < 2^(P+2) (M_W = P+2), y*y <= 2^(2P) (SQ_W), m*sq < 2^(2P+2) (MSQ_W), u in (0, 3*2^P]
+// (U_W), y*u <= 3*2^(2P) (YU_W): unsigned values, each product formed mod 2^(its width)
+// through hwa_mul_pipe (18 x 18 partial products), exact as it is below that bound.
 // Stages: per byte of De its bit length, then bitlen(De); k and the shift amount; the
 // shift by a multiple of 8, then by the rest; the table address; the table read
 // (the ROM's output register); y registered (a block RAM read has ~6 ns clock to out);
@@ -19,7 +20,7 @@
 // Latency: LAT = 8 + 13*NEWTON cycles from in_v to out_v (y, k of that De), one row per
 // cycle, free running (no enable: the per-row pipeline never stalls).
 // Parameters: no defaults; DE_W (2..120), P (TB - 1..28), TB (>= 2), NEWTON (0..2), KW
-// (k's width, bitlen(DE_W) + 1), FILE (the table, $readmemh).
+// (k's width, bitlen(DE_W) + 1), the widths above, FILE (the table, $readmemh).
 `default_nettype none
 module hwa_rsqrt_pipe #(
     parameter int DE_W,
@@ -27,6 +28,12 @@ module hwa_rsqrt_pipe #(
     parameter int TB,
     parameter int NEWTON,
     parameter int KW,
+    parameter int M_W,
+    parameter int Y_W,
+    parameter int SQ_W,
+    parameter int MSQ_W,
+    parameter int U_W,
+    parameter int YU_W,
     parameter string FILE
 ) (
     input  wire logic            clk,
@@ -38,9 +45,6 @@ module hwa_rsqrt_pipe #(
     output logic      [KW-1:0]   k
 );
 
-  localparam int M_W = P + 2;
-  localparam int Y_W = P + 1;
-  localparam int W2 = 2 * P + 2;  // every product: y*y, m*sq, y*u
   localparam bit MUL_IN_REG = 1'b1;
   localparam int LM = 3 + int'(MUL_IN_REG);  // hwa_mul_pipe's latency
   localparam int NS = 3 * LM + 1;  // stages per Newton step
@@ -51,6 +55,11 @@ module hwa_rsqrt_pipe #(
       || (1 << (KW - 1)) <= DE_W) begin : g_bad
     $error("hwa_rsqrt_pipe %m: invalid DE_W=%0d P=%0d TB=%0d NEWTON=%0d KW=%0d", DE_W, P, TB,
            NEWTON, KW);
+  end
+  if (M_W != P + 2 || Y_W != P + 1 || SQ_W < 2 * P + 1 || MSQ_W < 2 * P + 2 || U_W < P + 2
+      || YU_W < 2 * P + 2) begin : g_bad_w
+    $error("hwa_rsqrt_pipe %m: widths M_W=%0d Y_W=%0d SQ_W=%0d MSQ_W=%0d U_W=%0d YU_W=%0d do not hold P=%0d's values (P+2, P+1, 2P+1, 2P+2, P+2, 2P+2)",
+           M_W, Y_W, SQ_W, MSQ_W, U_W, YU_W, P);
   end
 
   // valid: LAT stages
@@ -161,29 +170,27 @@ module hwa_rsqrt_pipe #(
   assign ny[0] = Y_W'(y_f);
   assign nm[0] = m_f;
   for (genvar s = 0; s < NEWTON; s++) begin : g_newton
-    logic signed [W2-1:0] yy_p, ms_p, yu_p;
     logic [M_W-1:0] m_3;
     logic [Y_W-1:0] y_7;
-    logic [M_W-1:0] u_7;  // u = 3*2^P - t in (0, 3*2^P]: M_W bits
+    logic [U_W-1:0] u_7;  // u = 3*2^P - t in (0, 3*2^P]
     /* verilator lint_off UNUSEDSIGNAL */
-    logic [W2-1:0] yy_u, ms_u, yu_u;  // the products' dropped low bits
+    logic [SQ_W-1:0] yy_u;  // the products (unsigned), their dropped low bits
+    logic [MSQ_W-1:0] ms_u;
+    logic [YU_W-1:0] yu_u;
     /* verilator lint_on UNUSEDSIGNAL */
-    assign yy_u = yy_p;
-    assign ms_u = ms_p;
-    assign yu_u = yu_p;
     // 1..LM: y*y
     hwa_mul_pipe #(
         .A_W(Y_W + 1),
         .B_W(Y_W),
         .B_SIGNED(1'b0),
-        .P_W(W2),
+        .P_W(SQ_W),
         .IN_REG(MUL_IN_REG)
     ) u_yy (
         .clk(clk),
         .en (1'b1),
         .a  ($signed({1'b0, ny[s]})),
         .b  (ny[s]),
-        .p  (yy_p)
+        .p  (yy_u)
     );
     hwa_delay #(
         .W(M_W),
@@ -200,17 +207,17 @@ module hwa_rsqrt_pipe #(
         .A_W(M_W + 1),
         .B_W(Y_W),
         .B_SIGNED(1'b0),
-        .P_W(W2),
+        .P_W(MSQ_W),
         .IN_REG(MUL_IN_REG)
     ) u_ms (
         .clk(clk),
         .en (1'b1),
         .a  ($signed({1'b0, m_3})),
         .b  (yy_u[P+:Y_W]),
-        .p  (ms_p)
+        .p  (ms_u)
     );
     // 2LM+1: u = 3*2^P - (m*sq >> P)
-    always_ff @(posedge clk) u_7 <= M_W'(3 << P) - ms_u[P+:M_W];
+    always_ff @(posedge clk) u_7 <= U_W'(3 << P) - U_W'(ms_u[P+:M_W]);
     hwa_delay #(
         .W(Y_W),
         .L(2 * LM + 1)
@@ -224,16 +231,16 @@ module hwa_rsqrt_pipe #(
     // 2LM+2..NS: y*u
     hwa_mul_pipe #(
         .A_W(Y_W + 1),
-        .B_W(M_W),
+        .B_W(U_W),
         .B_SIGNED(1'b0),
-        .P_W(W2),
+        .P_W(YU_W),
         .IN_REG(MUL_IN_REG)
     ) u_yu (
         .clk(clk),
         .en (1'b1),
         .a  ($signed({1'b0, y_7})),
         .b  (u_7),
-        .p  (yu_p)
+        .p  (yu_u)
     );
     assign ny[s+1] = yu_u[P+1+:Y_W];
     hwa_delay #(

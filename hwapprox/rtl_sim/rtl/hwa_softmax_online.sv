@@ -127,6 +127,7 @@ module hwa_softmax_online #(
     parameter int A = 8,
     parameter int TABLE_F = 30,
     parameter bit INTERP = 1'b1,
+    parameter int V_W = 45,
     parameter int LUT_BITS = 12,
     parameter int LIM_BITS = 14,
     parameter int LUT_SHIFT = 2,
@@ -134,6 +135,7 @@ module hwa_softmax_online #(
     parameter int SUM_W = 40,
     parameter int SUM_F = 29,
     parameter int SUM_RND = 2,
+    parameter int RESCALE_W = 69,  // d*E, unsigned (hw_params: SUM_W + EXP_W)
     // reciprocal (see hwa_recip)
     parameter int R_W = 21,
     parameter int R_F = 20,
@@ -143,6 +145,10 @@ module hwa_softmax_online #(
     parameter bit NEWTON = 1'b1,
     parameter int STEPS = 2,
     parameter int R_RND = 2,
+    parameter int RN_W = 25,
+    parameter int RP_W = 47,
+    // the output product E*r, unsigned (hw_params: EXP_W + R_W)
+    parameter int OUTP_W = 50,
     // threshold skipping (OnlineSoftmax.skip_threshold; BLASST): skip when m - x > SKIP_TAU
     parameter bit SKIP = 1'b0,
     parameter longint SKIP_TAU = 64'd0,
@@ -183,15 +189,16 @@ module hwa_softmax_online #(
 );
 
   localparam int DW = IN_W;  // |x_j - m| < 2^IN_W
-  localparam int PW = SUM_W + EXP_W + 2;
   localparam int SW = 8;
 
   if (IN_W < 2 || IN_W > 32 || OUT_W < 1 || OUT_W > 40 || ROW_MAX < 1
-      || (1 << N_BITS) <= ROW_MAX || SUM_F < EXP_F || SUM_W > 62
+      || (1 << N_BITS) <= ROW_MAX || SUM_F < EXP_F || SUM_W > 62 || RESCALE_W < SUM_W + EXP_W
+      || OUTP_W < EXP_W + R_W
       || (CLIP && (CLIP_F < 1 || CS_W < CLIP_F + 5 || CRS_W < R_W + CS_W
                    || CZ_W < EXP_W + R_W + 6))) begin : g_bad_w
-    $error("hwa_softmax_online %m: invalid IN_W=%0d OUT_W=%0d ROW_MAX=%0d N_BITS=%0d SUM_W=%0d SUM_F=%0d EXP_F=%0d (CLIP=%0d: CLIP_F=%0d CS_W=%0d CRS_W=%0d CZ_W=%0d)",
-           IN_W, OUT_W, ROW_MAX, N_BITS, SUM_W, SUM_F, EXP_F, CLIP, CLIP_F, CS_W, CRS_W, CZ_W);
+    $error("hwa_softmax_online %m: invalid IN_W=%0d OUT_W=%0d ROW_MAX=%0d N_BITS=%0d SUM_W=%0d SUM_F=%0d EXP_F=%0d RESCALE_W=%0d (>= SUM_W + EXP_W) OUTP_W=%0d (>= EXP_W + R_W) (CLIP=%0d: CLIP_F=%0d CS_W=%0d CRS_W=%0d CZ_W=%0d)",
+           IN_W, OUT_W, ROW_MAX, N_BITS, SUM_W, SUM_F, EXP_F, RESCALE_W, OUTP_W, CLIP, CLIP_F, CS_W,
+           CRS_W, CZ_W);
   end
   if ((SKIP && (SKIP_TAU < 1 || SKIP_TAU >= (64'd1 << IN_W) || UNIFIED))
       || (UNIFIED && (OFF_BY_ONE || CLIP || U_LOW < 0 || U_LOW > SUM_F || U_LOW > 16
@@ -401,6 +408,7 @@ module hwa_softmax_online #(
       .A(A),
       .TABLE_F(TABLE_F),
       .INTERP(INTERP),
+      .V_W(V_W),
       .LUT_BITS(LUT_BITS),
       .LIM_BITS(LIM_BITS),
       .LUT_SHIFT(LUT_SHIFT),
@@ -438,9 +446,9 @@ module hwa_softmax_online #(
   // stage D: the running sum (the only one-cycle loop)
   localparam logic [SUM_W-1:0] ONE = SUM_W'(1) << SUM_F;
   logic [SUM_W-1:0] d_reg, d_nxt;
-  logic signed [PW-1:0] de;
+  logic [RESCALE_W-1:0] de;  // d*E < 2^(SUM_W + EXP_W), exact
   /* verilator lint_off UNUSEDSIGNAL */
-  logic signed [PW-1:0] de_r;  // d*e/2^EXP_F <= d: fits SUM_W bits
+  logic [RESCALE_W:0] de_r;  // d*e/2^EXP_F <= d: fits SUM_W bits
   /* verilator lint_on UNUSEDSIGNAL */
   logic [SUM_W-1:0] d_cur;  // the state before this element (OFF_BY_ONE: ONE at a row start)
   assign d_cur = (OFF_BY_ONE && c_first) ? ONE : d_reg;
@@ -458,7 +466,7 @@ module hwa_softmax_online #(
         .A_W(SUM_W + 1),
         .B_W(EXP_W),
         .B_SIGNED(1'b0),
-        .P_W(PW)
+        .P_W(RESCALE_W)
     ) u_rescale (
         .clk(clk),
         .en (1'b1),
@@ -476,7 +484,7 @@ module hwa_softmax_online #(
         .d  ({launch, c_last}),
         .q  ({m3, l3})
     );
-    assign de_r = de >>> EXP_F;  // the floor quotient; the increment below
+    assign de_r = (RESCALE_W + 1)'(de >> EXP_F);  // the floor quotient; the increment below
     logic half, below;
     assign half = de[EXP_F-1];
     if (EXP_F > 1) begin : g_below
@@ -511,14 +519,14 @@ module hwa_softmax_online #(
     end
 `endif
   end else begin : g_rescale
-    assign de = PW'(d_cur) * PW'(e_in);
+    assign de = RESCALE_W'(d_cur) * RESCALE_W'(e_in);
     hwa_round_shift #(
-        .IN_W (PW),
+        .IN_W (RESCALE_W + 1),
         .SH_W (SW),
-        .OUT_W(PW),
+        .OUT_W(RESCALE_W + 1),
         .MODE (SUM_RND)
     ) u_rescale (
-        .x (de),
+        .x ($signed({1'b0, de})),
         .sh(SW'(EXP_F)),
         .y (de_r)
     );
@@ -590,6 +598,7 @@ module hwa_softmax_online #(
         .A(A),
         .TABLE_F(TABLE_F),
         .INTERP(INTERP),
+        .V_W(V_W),
         .LUT_BITS(LUT_BITS),
         .LIM_BITS(LIM_BITS),
         .LUT_SHIFT(LUT_SHIFT),
@@ -657,6 +666,8 @@ module hwa_softmax_online #(
       .NEWTON(NEWTON),
       .STEPS(STEPS),
       .RND(R_RND),
+      .RN_W(RN_W),
+      .RP_W(RP_W),
       .TABLE_FILE(RECIP_FILE)
   ) u_recip (
       .clk(clk),
@@ -729,6 +740,7 @@ module hwa_softmax_online #(
       .A(A),
       .TABLE_F(TABLE_F),
       .INTERP(INTERP),
+      .V_W(V_W),
       .LUT_BITS(LUT_BITS),
       .LIM_BITS(LIM_BITS),
       .LUT_SHIFT(LUT_SHIFT),
@@ -767,7 +779,7 @@ module hwa_softmax_online #(
   // o4: y = cast_out(e * r) (UNIFIED: cast_out((e * r) << s), UOUTP_W bits); PIPE: the
   // product through hwa_mul_pipe, then z (the shift or offset) and the rounding
   // (hwa_round_shift_pipe) registered, OLAT ce stages; the flags alongside
-  localparam int EP_W = CLIP ? CZ_W : (UNIFIED ? UOUTP_W : EXP_W + R_W);
+  localparam int EP_W = CLIP ? CZ_W : (UNIFIED ? UOUTP_W : OUTP_W);
   localparam int YW = EP_W + ((OUT_SHIFT < 0) ? -OUT_SHIFT : 0) + 2;
   logic signed [YW-1:0] er, er_r, er_l;
   logic [OUT_W-1:0] y_c, y_o, y_z;

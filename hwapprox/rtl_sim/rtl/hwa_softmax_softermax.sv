@@ -79,6 +79,7 @@ module hwa_softmax_softermax #(
     parameter int T_W = 16,
     parameter int A = 5,
     parameter int TABLE_F = 22,
+    parameter int V_W = 29,
     parameter int EXP_W = 22,
     parameter int EXP_F = 21,
     parameter int EXP_RND = 2,
@@ -91,6 +92,9 @@ module hwa_softmax_softermax #(
     parameter int R_RND = 2,
     parameter int WF = 14,
     parameter int TB = 6,
+    parameter int RN_W = 17,
+    parameter int RP_W = 31,
+    parameter int OUTP_W = 35,  // the output product P*r, unsigned (hw_params: EXP_W + R_W)
     parameter string POW2_FILE = "",
     parameter int OUT_CODE = 0,
     parameter int CODE_BITS = 4,
@@ -123,9 +127,10 @@ module hwa_softmax_softermax #(
   localparam logic [SUM_W-1:0] ONE = SUM_W'(1) << SUM_F;
 
   if (IN_W < 2 || IN_W > 32 || OUT_W < 1 || OUT_W > 40 || TX_W > 40 || T_F < 1
-      || SUM_UP < 0 || SUM_W > 62 || A_MIN >= 0 || EXP_F + 1 != EXP_W) begin : g_bad
-    $error("hwa_softmax_softermax %m: invalid IN_W=%0d OUT_W=%0d TX_W=%0d T_F=%0d SUM_W=%0d SUM_UP=%0d A_MIN=%0d EXP_W=%0d EXP_F=%0d",
-           IN_W, OUT_W, TX_W, T_F, SUM_W, SUM_UP, A_MIN, EXP_W, EXP_F);
+      || SUM_UP < 0 || SUM_W > 62 || A_MIN >= 0 || EXP_F + 1 != EXP_W
+      || OUTP_W < EXP_W + R_W) begin : g_bad
+    $error("hwa_softmax_softermax %m: invalid IN_W=%0d OUT_W=%0d TX_W=%0d T_F=%0d SUM_W=%0d SUM_UP=%0d A_MIN=%0d EXP_W=%0d EXP_F=%0d OUTP_W=%0d (>= EXP_W + R_W)",
+           IN_W, OUT_W, TX_W, T_F, SUM_W, SUM_UP, A_MIN, EXP_W, EXP_F, OUTP_W);
   end
 
   // ---- per-spec latencies and the buffer geometry they need --------------------------
@@ -357,6 +362,7 @@ module hwa_softmax_softermax #(
       .A(A),
       .TABLE_F(TABLE_F),
       .INTERP(1'b1),
+      .V_W(V_W),
       .LUT_BITS(1),
       .LIM_BITS(1),
       .LUT_SHIFT(0),
@@ -445,6 +451,8 @@ module hwa_softmax_softermax #(
       .NEWTON(1'b0),
       .STEPS(0),
       .RND(R_RND),
+      .RN_W(RN_W),
+      .RP_W(RP_W),
       .TABLE_FILE(RECIP_FILE)
   ) u_recip (
       .clk(clk),
@@ -547,6 +555,7 @@ module hwa_softmax_softermax #(
       .A(A),
       .TABLE_F(TABLE_F),
       .INTERP(1'b1),
+      .V_W(V_W),
       .LUT_BITS(1),
       .LIM_BITS(1),
       .LUT_SHIFT(0),
@@ -592,7 +601,7 @@ module hwa_softmax_softermax #(
       .q  ({o3_l, o3_mask, o3_r})
   );
   // P·r (hwa_mul_pipe) and its rounding (hwa_round_shift_pipe): OLAT stages
-  localparam int YW = EXP_W + R_W + ((OUT_SHIFT < 0) ? -OUT_SHIFT : 0) + 2;
+  localparam int YW = OUTP_W + ((OUT_SHIFT < 0) ? -OUT_SHIFT : 0) + 2;
   logic signed [YW-1:0] pr, pr_r;
   logic [OUT_W-1:0] y_c;
   hwa_mul_pipe #(
