@@ -79,11 +79,17 @@ __all__ = [
     "DEVICES",
     "FAMILIES",
     "FLOW_VERSION",
+    "RESOURCES",
+    "SYNTH_CMD",
     "SYNTH_DEFINES",
+    "column_cells",
+    "fix_nexus_carry_in",
+    "parse_report",
     "place_and_route",
     "place_and_route_top",
     "pnr_available",
     "tool_versions",
+    "unit_resources",
     "wrapper_sv",
 ]
 
@@ -175,6 +181,13 @@ _PNR_ARGS: dict[str, tuple[str, ...]] = {
     "nexus": ("--pdc", "hwa_pnr.pdc", "--router", "router1"),
     "gatemate": (),
 }
+
+
+def column_cells(family: str) -> dict[str, str]:
+    """Report column -> the cell names counted into it on ``family`` (for the reports)."""
+    _check_family(family)
+    net = _NETLIST_COUNTS.get(family, {})
+    return {c: "+".join(net.get(c) or b) for c, b in RESOURCES[family].items()}
 
 
 def _pip(family: str) -> str:
