@@ -560,8 +560,16 @@ def place_and_route_top(
             + " ".join(s.name for s in srcs)
             + " hwa_pnr_wrap.sv\n"
         )
-        if family == "gatemate":  # autoname: cells named after their nets, not $auto$...
-            script += f"{SYNTH_CMD[family]} -top hwa_pnr_wrap\nautoname\nwrite_json net.json\n"
+        if family == "gatemate":
+            # GateMate has no LUT RAM: a ram_style = "distributed" hint (the row buffer's)
+            # would stop yosys ("no valid mapping found"); without it the memory goes to
+            # block RAM or flip-flops. (Not in the cache key: a no-op on designs without
+            # the hint, and designs with it never synthesised for GateMate before.)
+            # autoname: cells named after their nets, not $auto$...
+            script += (
+                "setattr -unset ram_style\n"
+                f"{SYNTH_CMD[family]} -top hwa_pnr_wrap\nautoname\nwrite_json net.json\n"
+            )
         else:
             script += f"{SYNTH_CMD[family]} -top hwa_pnr_wrap -json net.json\n"
         if family == "nexus":
