@@ -2,7 +2,7 @@
 
 Families (:data:`DEVICES`): ``ecp5`` (``synth_ecp5`` + nextpnr-ecp5, LFE5U-85F-6),
 ``nexus`` (``synth_nexus`` + nextpnr-nexus, CrossLink-NX LIFCL-40-7) and ``gatemate``
-(``synth_gatemate -luttree`` + nextpnr-himbaechel, GateMate CCGM1A1).
+(``synth_gatemate -luttree -nomx8`` + nextpnr-himbaechel, GateMate CCGM1A1).
 
 What the number means. A unit's ports are not device pins, so the unit is placed
 inside a thin generated wrapper (``hwa_pnr_wrap``, written next to the sources in
@@ -132,11 +132,12 @@ SYNTH_DEFINES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 #: family -> the yosys synthesis command (``-top``/``-json`` added). GateMate needs
 #: ``-luttree`` (nextpnr-himbaechel places LUT trees, not the CC_LUT4 cells of the
-#: default mapping)
+#: default mapping) and ``-nomx8`` (it has no CC_MX8: "Cell type 'CC_MX8' is
+#: unsupported", the online softmax; CC_MX4 it packs)
 SYNTH_CMD: dict[str, str] = {
     "ecp5": "synth_ecp5",
     "nexus": "synth_nexus",
-    "gatemate": "synth_gatemate -luttree",
+    "gatemate": "synth_gatemate -luttree -nomx8",
 }
 #: family -> report column -> the nextpnr utilisation buckets summed into it (post
 #: route, ``--report`` JSON). ``LUT``: ECP5 TRELLIS_COMB and Nexus OXIDE_COMB are LUT4s
