@@ -511,6 +511,7 @@ def _measure_family(args: Any, ap: argparse.ArgumentParser) -> None:
     path = _family_data(family)
     stored = json.loads(path.read_text()) if path.exists() else {}
     rows: dict[str, dict[str, Any]] = dict(stored.get("units", {}))
+    failed: dict[str, str] = dict(stored.get("failed", {}))
     t0 = time.perf_counter()
     for key, unit in UNITS.items():
         name = f"{key[0].value}/{key[1]}"
@@ -527,10 +528,13 @@ def _measure_family(args: Any, ap: argparse.ArgumentParser) -> None:
                 cache_only=args.cached_only,
             )
         except RtlToolError as exc:
+            # a flow failure on this device is a result too: its row says why
+            why = next((ln for ln in str(exc).splitlines() if "ERROR" in ln), str(exc)[:200])
+            print(f"{name:26s} not measured: {why}", flush=True)
             if not args.cached_only:
-                raise
-            print(f"{name:26s} not measured: {exc}", flush=True)
+                failed[name] = why.strip()
             continue
+        failed.pop(name, None)
         took = sum(r["seconds"].values())
         print(
             f"{name:26s} {r['fmax_mhz']:7.1f} MHz  LUT {r['LUT']} FF {r['FF']} DSP {r['DSP']} "
@@ -555,6 +559,7 @@ def _measure_family(args: Any, ap: argparse.ArgumentParser) -> None:
         "row_max": ROW_MAX,
         "created": dt.date.today().isoformat(),
         "units": {k: rows[k] for k in order if k in rows},
+        "failed": {k: failed[k] for k in order if k in failed and k not in rows},
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, indent=1) + "\n")
@@ -621,7 +626,14 @@ def _family_sections() -> str:
                 f"({c.get('logic_ns')} + {c.get('routing_ns')}) | "
                 f"{sum(r['seconds'].values()):.0f} |"
             )
-        missing = [f"{o.value}/{m}" for o, m in UNITS if f"{o.value}/{m}" not in rows]
+        failed = d.get("failed", {})
+        for name, why in failed.items():
+            lines += ["", f"**{name}** does not place and route on this device: `{why}`."]
+        missing = [
+            f"{o.value}/{m}"
+            for o, m in UNITS
+            if f"{o.value}/{m}" not in rows and f"{o.value}/{m}" not in failed
+        ]
         if missing:
             lines += ["", "Not measured on this device: " + ", ".join(missing) + "."]
         parts.append("\n".join(lines))
