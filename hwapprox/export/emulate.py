@@ -96,14 +96,17 @@ def thread_map(fn: Callable[[Any], Any], items: Iterable[Any], threads: int = 0)
     return list(pool.map(fn, items))
 
 
-def make_session(model: ModelProto, threads: int = 0) -> ort.InferenceSession:
-    """A CPU onnxruntime session (``threads=0``: onnxruntime's default)."""
+def make_session(model: ModelProto, threads: int = 0, spin: bool = False) -> ort.InferenceSession:
+    """A CPU onnxruntime session (``threads=0``: onnxruntime's default). ``spin``: its
+    workers may spin between operators (onnxruntime's default; for a session that runs
+    alone, as the calibration trace does)."""
     opts = ort.SessionOptions()
     opts.log_severity_level = 4  # fatal only: errors reach the user as ExportError
-    # Many sessions run one after another: idle workers must not spin and
-    # steal the cores from the next session.
-    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    if not spin:
+        # Many sessions run one after another: idle workers must not spin and
+        # steal the cores from the next session.
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
     if threads:
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
@@ -713,6 +716,10 @@ class ModelSessions:
         return self._emulators[key]
 
 
+#: the calibration trace is one run of the whole model, alone: its workers may spin
+_TRACE_SPIN = True
+
+
 def trace_model(
     model: ModelProto, tensors: list[str], *, threads: int = 0, index: GraphIndex | None = None
 ) -> ort.InferenceSession:
@@ -726,7 +733,7 @@ def trace_model(
             et = idx.elem_type.get(t, TensorProto.FLOAT)
             m.graph.output.append(helper.make_tensor_value_info(t, et, None))
             existing.add(t)
-    return make_session(m, threads)
+    return make_session(m, threads, spin=_TRACE_SPIN)
 
 
 # a fused attention site (hwapprox.export.fused) beside the other sites' emulation
