@@ -650,7 +650,8 @@ class PrefixChain:
     after another: a new state continues the last one (:meth:`Emulator.advance`)
     when the specs of every site below the last state's level are unchanged, so the
     sessions before the site being tuned run once per search, not once per site;
-    otherwise it starts from the inputs."""
+    otherwise it starts from the inputs. Asked again for the same level and specs below,
+    it runs nothing (each candidate of a site asks)."""
 
     def __init__(self, emu: Emulator, feeds: Mapping[str, np.ndarray]) -> None:
         self.emu = emu
@@ -716,10 +717,6 @@ class ModelSessions:
         return self._emulators[key]
 
 
-#: the calibration trace is one run of the whole model, alone: its workers may spin
-_TRACE_SPIN = True
-
-
 def trace_model(
     model: ModelProto, tensors: list[str], *, threads: int = 0, index: GraphIndex | None = None
 ) -> ort.InferenceSession:
@@ -733,7 +730,7 @@ def trace_model(
             et = idx.elem_type.get(t, TensorProto.FLOAT)
             m.graph.output.append(helper.make_tensor_value_info(t, et, None))
             existing.add(t)
-    return make_session(m, threads, spin=_TRACE_SPIN)
+    return make_session(m, threads, spin=True)  # one run of the whole model, alone
 
 
 # a fused attention site (hwapprox.export.fused) beside the other sites' emulation

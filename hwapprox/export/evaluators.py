@@ -66,18 +66,12 @@ class _Worker:
         self.ctx = ctx
         self.emu = Emulator(ctx.model, ctx.sites, threads=ctx.threads)
         self._chain = PrefixChain(self.emu, ctx.feeds)
-        self._prefix_key: Any = None
-        self._prefix: Any = None
 
     def evaluate(self, site: str, chosen: Specs, spec: ApproxSpec | None) -> Metrics:
         from hwapprox.export.metrics import end_to_end_metrics
 
-        key = (site, tuple(sorted((k, v) for k, v in chosen.items() if k != site)))
-        if key != self._prefix_key:
-            level = self.emu.site_level[site]
-            self._prefix = self._chain.get(chosen, level)
-            self._prefix_key = key
-        out = self.emu.run(self.ctx.feeds, {**chosen, site: spec}, resume=self._prefix)
+        prefix = self._chain.get(chosen, self.emu.site_level[site])
+        out = self.emu.run(self.ctx.feeds, {**chosen, site: spec}, resume=prefix)
         return end_to_end_metrics(self.ctx.ref, out, **self.ctx.metric_kw)
 
 

@@ -1126,13 +1126,10 @@ def _tune(
         return base if isinstance(base, dict) else None
 
     def serial(site: str, done: Mapping[str, ApproxSpec | None], spec: ApproxSpec) -> dict:
-        if serial_state.get("key") != (site, id(done)):
-            serial_state["key"] = (site, id(done))
-            serial_state["prefix"] = chain.get(done, emu.site_level[site])
-        out = emu.run(feeds, {**done, site: spec}, resume=serial_state["prefix"])
+        prefix = chain.get(done, emu.site_level[site])  # the last one, continued or kept
+        out = emu.run(feeds, {**done, site: spec}, resume=prefix)
         return end_to_end_metrics(ref, out, **mkw)
 
-    serial_state: dict[str, Any] = {}
     chain = PrefixChain(emu, feeds)
     ctx = SearchContext(emu.model, list(active), dict(feeds), dict(ref), dict(mkw), threads=1)
     evaluator = make_evaluator(ctx, serial, jobs=jobs, dask=dask)
