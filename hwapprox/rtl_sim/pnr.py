@@ -587,11 +587,13 @@ def place_and_route_top(
         if p.returncode != 0 or not (wdir / "net.json").exists():
             log = (wdir / "yosys.log").read_text()[-3000:] if (wdir / "yosys.log").exists() else ""
             raise RtlToolError(f"yosys {SYNTH_CMD[family]} failed for {toplevel} in {wdir}:\n{log}")
-        netlist = json.loads((wdir / "net.json").read_text())
-        fixed = fix_nexus_carry_in(netlist) if family == "nexus" else 0
-        if fixed:
-            (wdir / "net.json").write_text(json.dumps(netlist))
-        counts = _netlist_counts(netlist, family)
+        fixed, counts = 0, {}
+        if family == "nexus" or family in _NETLIST_COUNTS:  # (ECP5 needs no netlist read)
+            netlist = json.loads((wdir / "net.json").read_text())
+            fixed = fix_nexus_carry_in(netlist) if family == "nexus" else 0
+            if fixed:
+                (wdir / "net.json").write_text(json.dumps(netlist))
+            counts = _netlist_counts(netlist, family)
         t1 = time.perf_counter()
         runs = [
             _nextpnr(nextpnr, family, wdir, freq_mhz, seed, toplevel, timeout)
