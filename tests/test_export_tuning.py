@@ -9,7 +9,17 @@ import pytest
 from onnx_models import single_node
 
 from hwapprox.export.builders import EncoderShape, bert_encoder, sample_inputs
-from hwapprox.export.tuning import SearchSpace, candidate_specs, screen, share
+from hwapprox.export.tuning import (
+    SearchSpace,
+    candidate_specs,
+    screen,
+    screen_fronts,
+    screen_groups,
+    screen_rms,
+    screen_sample,
+    screen_sampled,
+    share,
+)
 from hwapprox.export.validate import E2EBudget, import_model, validate
 
 SHAPE = EncoderShape(layers=2, width=32, heads=4, ffn=64, seq=8, batch=None, vocab=50)
@@ -89,6 +99,42 @@ def test_screen_keeps_a_pareto_front() -> None:
     cands = candidate_specs(site, stats, out, None, SearchSpace())
     front = screen(site, cands, res.trace.site_inputs[site.name], res.trace.site_outputs[site.name])
     assert 1 <= len(front) < len(cands)
+
+
+def test_fronts_screened_by_spec_are_each_sites_own() -> None:
+    """The search screens each distinct candidate spec once on all the sites that have
+    it (screen_groups); every site's front is the one screening its candidates alone
+    gives, in any group order."""
+    imp = import_model(bert_encoder(SHAPE, seed=2))
+    res = validate(imp, inputs=sample_inputs(SHAPE, batch=4))
+    tr = res.trace
+    cands, samples = {}, {}
+    for s in res.selected:
+        cands[s.name] = candidate_specs(
+            s, tr.stats[s.name], tr.out_stats.get(s.name), None, SearchSpace()
+        )
+        samples[s.name] = (
+            s,
+            *screen_sample(
+                s, tr.site_inputs[s.name], tr.site_outputs[s.name], tr.masks.get(s.name)
+            ),
+        )
+    groups = screen_groups(cands)
+    assert sum(len(names) for _, names in groups) == sum(len(c) for c in cands.values())
+    assert len(groups) < sum(len(c) for c in cands.values())  # sites share candidates
+
+    def screen_many(gs: list) -> list:
+        return [
+            [screen_rms(samples[n][0], sp, *samples[n][1:], None) for n in names]
+            for sp, names in gs
+        ]
+
+    def reversed_order(gs: list) -> list:
+        return screen_many(gs[::-1])[::-1]
+
+    want = {n: screen_sampled(samples[n][0], c, *samples[n][1:]) for n, c in cands.items()}
+    assert screen_fronts(cands, screen_many) == want
+    assert screen_fronts(cands, reversed_order) == want
 
 
 @pytest.mark.parametrize("mask", ["additive", "causal"])

@@ -305,6 +305,31 @@ def test_shiftgelu_refuses_an_exp_sum_that_would_clamp():
 
 
 # -- Edge-MoE -------------------------------------------------------------------------
+def test_shiftgelu_hint_memo_is_the_fresh_search_and_keyed_on_every_field_but_n():
+    """The refusal's advised n (memoised per process: the --budget search rejects the
+    same candidates at every GELU site) equals a fresh search; a spec differing from a
+    memoised one in any field but n, or another n_max, is searched afresh."""
+    from hwapprox.approx import gelu
+
+    gelu._BEST_N.clear()
+    base = ShiftGelu(in_fmt="ap_fixed<16,5>", n=8)
+    want = base._best_n_fresh(12)
+    assert base._best_n(12) == want
+    assert base._best_n(12) == want  # from the memo
+    assert dataclasses.replace(base, n=9)._best_n(12) == want  # n does not enter the search
+    variants = [
+        (base, 5),
+        (dataclasses.replace(base, out_fmt="ap_fixed<16,6>"), 12),
+        (dataclasses.replace(base, sigmoid_bits=10), 12),
+        (dataclasses.replace(base, in_fmt="ap_fixed<16,4>"), 12),
+        (dataclasses.replace(base, form="quick"), 12),
+    ]
+    for spec, n_max in variants:
+        fresh = spec._best_n_fresh(n_max)
+        assert fresh != want  # each variant's own answer differs from the memoised one
+        assert spec._best_n(n_max) == fresh
+
+
 def test_edgemoe_table_matches_published_entries():
     t = EdgeMoeGelu().tables()["delta"]
     assert t.shape == (177,)

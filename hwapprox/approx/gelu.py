@@ -109,6 +109,10 @@ _UFIX22_0 = FixedFormat.parse("ap_ufixed<22,0>")
 _FIX18_2 = FixedFormat.parse("ap_fixed<18,2,AP_RND,AP_SAT>")
 _FIX10_4 = FixedFormat.parse("ap_fixed<10,4,AP_RND,AP_SAT>")
 
+#: :meth:`ShiftGelu._best_n` by (class, fields but n, n_max); cleared when full
+_BEST_N: dict[tuple[Hashable, ...], tuple[int, float] | None] = {}
+_BEST_N_MAX = 64
+
 
 # ---------------------------------------------------------------------------
 # float64 reference
@@ -548,6 +552,24 @@ class ShiftGelu(_GeluSpec):
         return shift_exp_x0(self.SIGMOID_SLOPE * self.in_fmt.lsb)
 
     def _best_n(self, n_max: int) -> tuple[int, float] | None:
+        """:meth:`_best_n_fresh`, memoised per process on ``(class, every field but n,
+        n_max)`` (its result does not depend on ``n``): the ``--budget`` search
+        rejects the same ShiftGELU candidates at every GELU site of a model, and each
+        rejection builds this hint (bounded: :data:`_BEST_N_MAX` entries)."""
+        key = (
+            type(self),
+            tuple(
+                (f.name, getattr(self, f.name)) for f in dataclasses.fields(self) if f.name != "n"
+            ),
+            n_max,
+        )
+        if key not in _BEST_N:
+            if len(_BEST_N) >= _BEST_N_MAX:
+                _BEST_N.clear()
+            _BEST_N[key] = self._best_n_fresh(n_max)
+        return _BEST_N[key]
+
+    def _best_n_fresh(self, n_max: int) -> tuple[int, float] | None:
         """The accepted ``n`` (1..n_max) with the smallest max |error| against the float
         GELU over every ``in_fmt`` code whose GELU ``out_fmt`` holds (at most 2^16 codes
         sampled), and that error."""

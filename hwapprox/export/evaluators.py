@@ -10,8 +10,12 @@ workers it evaluates the next ``j`` candidates at once and scans their results
 in order, so the choice -- and the list of candidates reported as tried -- is
 exactly the serial one (evaluations past the pick are discarded).
 
+The screening before the evaluations runs there too: each distinct candidate
+spec on the screening samples of the sites that have it
+(:meth:`CandidateEvaluator.screen`, :func:`hwapprox.export.tuning.screen_fronts`).
+
 Workers hold the search context (:class:`SearchContext`: the imported model,
-the sites, the inputs and the float outputs), sent once -- to each local
+the sites, the inputs, the float outputs and the screening samples), sent once -- to each local
 worker at start-up, to a Dask cluster by ``scatter`` -- and build their own
 onnxruntime sessions from it (sessions cannot be pickled). Each worker keeps
 the prefix state of the site being tuned (the emulation up to that site) and
@@ -30,8 +34,8 @@ import concurrent.futures as cf
 import multiprocessing as mp
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -39,10 +43,14 @@ from hwapprox.approx.base import ApproxSpec
 from hwapprox.approx.sweep import die_with_parent
 from hwapprox.export.errors import ExportError
 
+if TYPE_CHECKING:
+    from hwapprox.export.tuning import ScreenGroup
+
 __all__ = ["CandidateEvaluator", "SearchContext", "die_with_parent", "make_evaluator"]
 
 Metrics = dict[str, Any]
 Specs = Mapping[str, ApproxSpec | None]
+ScreenSample = tuple[Any, np.ndarray, np.ndarray, np.ndarray | None, float | None]
 
 
 @dataclass(frozen=True)
@@ -55,6 +63,9 @@ class SearchContext:
     ref: dict[str, np.ndarray]
     metric_kw: dict[str, Any]
     threads: int = 1
+    #: screening samples by site name: ``(site, xs, ys as float64, mask, n_value)``
+    #: (:func:`~hwapprox.export.tuning.screen_sample`, the site's run-time n)
+    screening: dict[str, ScreenSample] = field(default_factory=dict)
 
 
 class _Worker:
@@ -101,6 +112,30 @@ def _evaluate_task(
     return w.evaluate(site, chosen, spec)
 
 
+def _screen_group(ctx: SearchContext, spec: ApproxSpec, names: list[str]) -> list[float | None]:
+    """:func:`~hwapprox.export.tuning.screen_rms` of ``spec`` on each named site's
+    screening sample (``ctx.screening``), in order."""
+    from hwapprox.export.tuning import screen_rms
+
+    out: list[float | None] = []
+    for name in names:
+        site, xs, ys, ms, n_value = ctx.screening[name]
+        out.append(screen_rms(site, spec, xs, ys, ms, n_value))
+    return out
+
+
+def _screen_task(
+    search_id: str, ctx: SearchContext | None, spec: ApproxSpec, names: list[str]
+) -> list[float | None]:
+    """:func:`_screen_group` in a worker, on its search context (``ctx`` given on Dask)."""
+    if ctx is None:
+        w = _WORKERS.get(search_id)
+        if w is None:
+            raise ExportError(f"worker has no search context {search_id}")
+        ctx = w.ctx
+    return _screen_group(ctx, spec, names)
+
+
 class CandidateEvaluator:
     """Evaluates a site's candidates, ``width`` at a time (see the module docstring)."""
 
@@ -111,12 +146,15 @@ class CandidateEvaluator:
         close: Callable[[], None] = lambda: None,
         where: str = "in process",
         starmap: Callable[[Callable[..., Any], list[tuple[Any, ...]]], list[Any]] | None = None,
+        *,
+        screen: Callable[[list[ScreenGroup], int], list[list[float | None]]] | None = None,
     ) -> None:
         self._many = evaluate_many
         self.width = max(1, width)
         self.close = close
         self.where = where
         self._starmap = starmap
+        self._screen = screen
 
     def starmap(
         self, fn: Callable[..., Any], args: Sequence[tuple[Any, ...]], threads: int = 0
@@ -130,6 +168,15 @@ class CandidateEvaluator:
         from hwapprox.export.emulate import thread_map
 
         return thread_map(lambda a: fn(*a), items, threads)
+
+    def screen(self, groups: list[ScreenGroup], threads: int = 0) -> list[list[float | None]]:
+        """Per ``(spec, site names)`` group, the spec's
+        :func:`~hwapprox.export.tuning.screen_rms` on each site's sample
+        (:attr:`SearchContext.screening`), in order; the groups are screened where the
+        evaluations run, in process on ``threads`` worker threads."""
+        if self._screen is None:
+            raise ExportError("this evaluator has no search context to screen on")
+        return self._screen(list(groups), threads)
 
     def batch(self, site: str, chosen: Specs, specs: Sequence[ApproxSpec]) -> list[Metrics]:
         """Metrics of each of ``specs`` for ``site`` on top of ``chosen``, in order."""
@@ -148,8 +195,15 @@ def make_evaluator(
     if jobs < 1:
         raise ExportError(f"jobs={jobs}: give at least 1 (-j N)")
     if dask is None and jobs == 1:
+        from hwapprox.export.emulate import thread_map
+
+        def screen_here(groups: list[ScreenGroup], threads: int) -> list[list[float | None]]:
+            return thread_map(lambda g: _screen_group(ctx, *g), groups, threads)
+
         return CandidateEvaluator(
-            lambda site, chosen, specs: [serial(site, chosen, s) for s in specs], 1
+            lambda site, chosen, specs: [serial(site, chosen, s) for s in specs],
+            1,
+            screen=screen_here,
         )
     search_id = uuid.uuid4().hex
     if dask is not None:
@@ -172,8 +226,15 @@ def make_evaluator(
         def starmap_dask(fn: Callable[..., Any], items: list[tuple[Any, ...]]) -> list[Any]:
             return list(client.gather([client.submit(fn, *a, pure=False) for a in items]))
 
+        def screen_dask(groups: list[ScreenGroup], _threads: int) -> list[list[float | None]]:
+            futs = [
+                client.submit(_screen_task, search_id, ctx_ref, sp, names, pure=False)
+                for sp, names in groups
+            ]
+            return list(client.gather(futs))
+
         return CandidateEvaluator(
-            many_dask, n_workers, client.close, f"Dask at {dask}", starmap_dask
+            many_dask, n_workers, client.close, f"Dask at {dask}", starmap_dask, screen=screen_dask
         )
     pool = cf.ProcessPoolExecutor(
         max_workers=jobs,
@@ -192,6 +253,15 @@ def make_evaluator(
     def starmap_local(fn: Callable[..., Any], items: list[tuple[Any, ...]]) -> list[Any]:
         return [f.result() for f in [pool.submit(fn, *a) for a in items]]
 
+    def screen_local(groups: list[ScreenGroup], _threads: int) -> list[list[float | None]]:
+        futs = [pool.submit(_screen_task, search_id, None, sp, names) for sp, names in groups]
+        return [f.result() for f in futs]
+
     return CandidateEvaluator(
-        many_local, jobs, close_local, f"{jobs} local processes", starmap_local
+        many_local,
+        jobs,
+        close_local,
+        f"{jobs} local processes",
+        starmap_local,
+        screen=screen_local,
     )

@@ -16,6 +16,10 @@ outputs).
 Each candidate is first *screened* on a sample of the site's float input
 (rms error against the float site output); candidates that another
 candidate beats on both cost score and rms error are dropped (a Pareto front).
+Sites with close calibrated ranges share most of their candidates, so the search
+screens each distinct spec once on every site that has it (:func:`screen_fronts`:
+its memo tables are built once per search, and the work splits evenly over
+threads or workers); the fronts are those of each site screened alone.
 The front is then walked from the cheapest candidate up, running the emulated
 model end to end (earlier sites at their chosen specs, later ones float), and
 the first candidate meeting the site's *share* of the budget is taken:
@@ -51,7 +55,11 @@ __all__ = [
     "SearchSpace",
     "calibrated_fields",
     "candidate_specs",
+    "pareto_front",
     "screen",
+    "screen_fronts",
+    "screen_groups",
+    "screen_rms",
     "screen_sample",
     "screen_sampled",
     "share",
@@ -367,27 +375,82 @@ def screen_sampled(
     n_value: float | None = None,
 ) -> list[tuple[ApproxSpec, float]]:
     """:func:`screen` on the sample :func:`screen_sample` drew."""
-    flat_site = dataclasses.replace(site, axis=-1, trailing=False) if xs.ndim == 2 else site
-    scored: list[tuple[ApproxSpec, float, float]] = []
     ref = np.asarray(ys, dtype=np.float64)
-    for spec in specs:
-        try:
-            got = apply_spec(flat_site, spec, xs, ms, n_value)
-        except (SpecError, ExportError):
-            continue
-        d = got - ref
-        if ms is not None:
-            d = d[~ms]
-        rms = float(np.sqrt(np.mean(d**2))) if d.size else 0.0
-        scored.append((spec, rank_score(spec), rms))
-    scored.sort(key=lambda t: (t[1], t[2]))
+    scored = [(sp, screen_rms(site, sp, xs, ref, ms, n_value)) for sp in specs]
+    return pareto_front([(sp, r) for sp, r in scored if r is not None])
+
+
+def screen_rms(
+    site: Site,
+    spec: ApproxSpec,
+    xs: np.ndarray,
+    ys: np.ndarray,
+    ms: np.ndarray | None,
+    n_value: float | None = None,
+) -> float | None:
+    """``spec``'s rms error on the sample (``xs``, ``ys`` as float64, ``ms``) of
+    :func:`screen_sample`, masked elements left out; None when ``spec`` cannot run
+    there (:class:`SpecError`, :class:`ExportError`)."""
+    flat_site = dataclasses.replace(site, axis=-1, trailing=False) if xs.ndim == 2 else site
+    try:
+        got = apply_spec(flat_site, spec, xs, ms, n_value)
+    except (SpecError, ExportError):
+        return None
+    d = got - np.asarray(ys, dtype=np.float64)
+    if ms is not None:
+        d = d[~ms]
+    return float(np.sqrt(np.mean(d**2))) if d.size else 0.0
+
+
+def pareto_front(scored: Sequence[tuple[ApproxSpec, float]]) -> list[tuple[ApproxSpec, float]]:
+    """``(spec, rms)`` pairs (in candidate order) sorted by (cost score, rms), keeping
+    each one more accurate than every cheaper one (ties: the first)."""
+    ranked = sorted(((sp, rank_score(sp), rms) for sp, rms in scored), key=lambda t: (t[1], t[2]))
     front: list[tuple[ApproxSpec, float]] = []
     best = math.inf
-    for spec, _cost, rms in scored:
+    for spec, _cost, rms in ranked:
         if rms < best:  # cheaper candidates all had a larger error
             front.append((spec, rms))
             best = rms
     return front
+
+
+#: one screening task: a distinct candidate spec and the sites (by name) that have it
+ScreenGroup = tuple[ApproxSpec, list[str]]
+
+
+def screen_groups(cands: Mapping[str, Sequence[ApproxSpec]]) -> list[ScreenGroup]:
+    """The distinct specs of every site's candidates (first appearance order), each with
+    the sites that have it, in site order: sites with close calibrated ranges share
+    most candidates, and screening a spec on all its sites at once builds its memo
+    tables (softmax exp/pow2 memos, elementwise memos) once per search, while they
+    are still in their bounded caches."""
+    groups: dict[ApproxSpec, list[str]] = {}
+    for name, specs in cands.items():
+        for sp in specs:
+            groups.setdefault(sp, []).append(name)
+    return list(groups.items())
+
+
+def screen_fronts(
+    cands: Mapping[str, Sequence[ApproxSpec]],
+    screen_many: Callable[[list[ScreenGroup]], list[list[float | None]]],
+) -> dict[str, list[tuple[ApproxSpec, float]]]:
+    """Every site's screened Pareto front, :func:`screen_sampled`'s on its candidates
+    ``cands[name]``, with each distinct spec screened once for all the sites that have
+    it (:func:`screen_groups`). ``screen_many(groups)`` returns, per group, the
+    :func:`screen_rms` of the spec on each of its sites (in order), wherever it runs
+    (:meth:`~hwapprox.export.evaluators.CandidateEvaluator.screen`): the fronts do not
+    depend on where or in what order the groups were screened."""
+    groups = screen_groups(cands)
+    rms: dict[tuple[str, ApproxSpec], float | None] = {}
+    for (sp, names), vals in zip(groups, screen_many(groups), strict=True):
+        for name, v in zip(names, vals, strict=True):
+            rms[name, sp] = v
+    return {
+        name: pareto_front([(sp, r) for sp in specs if (r := rms[name, sp]) is not None])
+        for name, specs in cands.items()
+    }
 
 
 def site_front(
@@ -401,8 +464,8 @@ def site_front(
 ) -> tuple[int, list[tuple[ApproxSpec, float]]]:
     """One site's search front: ``(number of candidates, screened Pareto front)``,
     :func:`candidate_specs` screened on ``sample`` (:func:`screen_sample`). It needs
-    nothing but its arguments, so sites can be screened anywhere (threads, worker
-    processes, a cluster) with the same result."""
+    nothing but its arguments, so sites can be screened anywhere with the same
+    result (the search itself screens all sites at once: :func:`screen_fronts`)."""
     cands = candidate_specs(site, stats, out_stats, base, space)
     return len(cands), screen_sampled(site, cands, *sample, n_value=n_value)
 

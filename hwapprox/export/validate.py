@@ -66,15 +66,16 @@ from hwapprox.export.emulate import (
     thread_map,
 )
 from hwapprox.export.errors import ExportError
-from hwapprox.export.evaluators import SearchContext, make_evaluator
+from hwapprox.export.evaluators import ScreenSample, SearchContext, make_evaluator
 from hwapprox.export.graph import GraphIndex, load_model
 from hwapprox.export.patterns import Site, config_for_kinds, find_all
 from hwapprox.export.tuning import (
     SearchSpace,
     calibrated_fields,
+    candidate_specs,
+    screen_fronts,
     screen_sample,
     share,
-    site_front,
     walk_front,
 )
 
@@ -1112,8 +1113,10 @@ def _tune(
 ) -> tuple[dict[str, ApproxSpec | None], list[dict[str, Any]]]:
     """Greedy per-site search (:mod:`hwapprox.export.tuning`); the end-to-end
     evaluations run where ``jobs``/``dask`` say (:mod:`hwapprox.export.evaluators`),
-    with the serial search's result; the sites' candidate screening on ``threads``
-    worker threads (:func:`~hwapprox.export.emulate.thread_map`)."""
+    with the serial search's result, and so does the screening of the sites' candidates
+    (:func:`~hwapprox.export.tuning.screen_fronts`: each distinct spec once on all its
+    sites), in process on ``threads`` worker threads
+    (:func:`~hwapprox.export.emulate.thread_map`)."""
     chosen: dict[str, ApproxSpec | None] = {s.name: given.get(s.name) for s in active}
     todo = [s for s in active if s.name not in given]
     tuning: list[dict[str, Any]] = []
@@ -1131,33 +1134,33 @@ def _tune(
         return end_to_end_metrics(ref, out, **mkw)
 
     chain = PrefixChain(emu, feeds)
-    ctx = SearchContext(emu.model, list(active), dict(feeds), dict(ref), dict(mkw), threads=1)
+    screening: dict[str, ScreenSample] = {}
+    for s in todo:
+        xs, ys, ms = screen_sample(
+            s, trace.site_inputs[s.name], trace.site_outputs[s.name], trace.masks.get(s.name)
+        )
+        screening[s.name] = (s, xs, np.asarray(ys, dtype=np.float64), ms, trace.site_n.get(s.name))
+    ctx = SearchContext(
+        emu.model, list(active), dict(feeds), dict(ref), dict(mkw), threads=1, screening=screening
+    )
     evaluator = make_evaluator(ctx, serial, jobs=jobs, dask=dask)
     bar = None
     try:
-        # screening needs only the float trace: every site's front up front, the sites
-        # where the evaluations run (worker processes, the cluster, or worker threads),
-        # each on its own sample (results in site order, the same anywhere)
-        args = [
-            (
-                s,
-                trace.stats[s.name],
-                trace.out_stats.get(s.name),
-                base_of(s),
-                space,
-                screen_sample(
-                    s,
-                    trace.site_inputs[s.name],
-                    trace.site_outputs[s.name],
-                    trace.masks.get(s.name),
-                ),
-                trace.site_n.get(s.name),
+        # screening needs only the float trace: every site's front up front, each distinct
+        # candidate spec on all the sites that have it, where the evaluations run (worker
+        # processes, the cluster, or worker threads; the same fronts anywhere)
+        cands = {
+            s.name: candidate_specs(
+                s, trace.stats[s.name], trace.out_stats.get(s.name), base_of(s), space
             )
             for s in todo
-        ]
-        fronts = dict(
-            zip([s.name for s in todo], evaluator.starmap(site_front, args, threads), strict=True)
-        )
+        }
+        fronts = {
+            name: (len(cands[name]), front)
+            for name, front in screen_fronts(
+                cands, lambda groups: evaluator.screen(groups, threads)
+            ).items()
+        }
         if progress:
             from tqdm import tqdm
 
