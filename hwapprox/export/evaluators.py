@@ -137,7 +137,8 @@ def _screen_task(
 
 
 class CandidateEvaluator:
-    """Evaluates a site's candidates, ``width`` at a time (see the module docstring)."""
+    """Evaluates a site's candidates, ``width`` at a time, and screens the candidates
+    before (see the module docstring)."""
 
     def __init__(
         self,
@@ -145,37 +146,20 @@ class CandidateEvaluator:
         width: int,
         close: Callable[[], None] = lambda: None,
         where: str = "in process",
-        starmap: Callable[[Callable[..., Any], list[tuple[Any, ...]]], list[Any]] | None = None,
         *,
-        screen: Callable[[list[ScreenGroup], int], list[list[float | None]]] | None = None,
+        screen: Callable[[list[ScreenGroup], int], list[list[float | None]]],
     ) -> None:
         self._many = evaluate_many
         self.width = max(1, width)
         self.close = close
         self.where = where
-        self._starmap = starmap
         self._screen = screen
-
-    def starmap(
-        self, fn: Callable[..., Any], args: Sequence[tuple[Any, ...]], threads: int = 0
-    ) -> list[Any]:
-        """``[fn(*a) for a in args]`` where the evaluations run (``fn`` a module-level
-        function, its arguments picklable), results in order; in process on ``threads``
-        worker threads (:func:`~hwapprox.export.emulate.thread_map`)."""
-        items = list(args)
-        if self._starmap is not None:
-            return self._starmap(fn, items)
-        from hwapprox.export.emulate import thread_map
-
-        return thread_map(lambda a: fn(*a), items, threads)
 
     def screen(self, groups: list[ScreenGroup], threads: int = 0) -> list[list[float | None]]:
         """Per ``(spec, site names)`` group, the spec's
         :func:`~hwapprox.export.tuning.screen_rms` on each site's sample
         (:attr:`SearchContext.screening`), in order; the groups are screened where the
         evaluations run, in process on ``threads`` worker threads."""
-        if self._screen is None:
-            raise ExportError("this evaluator has no search context to screen on")
         return self._screen(list(groups), threads)
 
     def batch(self, site: str, chosen: Specs, specs: Sequence[ApproxSpec]) -> list[Metrics]:
@@ -223,9 +207,6 @@ def make_evaluator(
             ]
             return list(client.gather(futs))
 
-        def starmap_dask(fn: Callable[..., Any], items: list[tuple[Any, ...]]) -> list[Any]:
-            return list(client.gather([client.submit(fn, *a, pure=False) for a in items]))
-
         def screen_dask(groups: list[ScreenGroup], _threads: int) -> list[list[float | None]]:
             futs = [
                 client.submit(_screen_task, search_id, ctx_ref, sp, names, pure=False)
@@ -234,7 +215,7 @@ def make_evaluator(
             return list(client.gather(futs))
 
         return CandidateEvaluator(
-            many_dask, n_workers, client.close, f"Dask at {dask}", starmap_dask, screen=screen_dask
+            many_dask, n_workers, client.close, f"Dask at {dask}", screen=screen_dask
         )
     pool = cf.ProcessPoolExecutor(
         max_workers=jobs,
@@ -250,9 +231,6 @@ def make_evaluator(
     def close_local() -> None:
         pool.shutdown(wait=True, cancel_futures=True)
 
-    def starmap_local(fn: Callable[..., Any], items: list[tuple[Any, ...]]) -> list[Any]:
-        return [f.result() for f in [pool.submit(fn, *a) for a in items]]
-
     def screen_local(groups: list[ScreenGroup], _threads: int) -> list[list[float | None]]:
         futs = [pool.submit(_screen_task, search_id, None, sp, names) for sp, names in groups]
         return [f.result() for f in futs]
@@ -262,6 +240,5 @@ def make_evaluator(
         jobs,
         close_local,
         f"{jobs} local processes",
-        starmap_local,
         screen=screen_local,
     )
