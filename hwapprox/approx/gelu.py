@@ -563,11 +563,15 @@ class ShiftGelu(_GeluSpec):
             ),
             n_max,
         )
-        if key not in _BEST_N:
-            if len(_BEST_N) >= _BEST_N_MAX:
-                _BEST_N.clear()
-            _BEST_N[key] = self._best_n_fresh(n_max)
-        return _BEST_N[key]
+        try:
+            return _BEST_N[key]
+        except KeyError:
+            pass
+        best = self._best_n_fresh(n_max)
+        if len(_BEST_N) >= _BEST_N_MAX:
+            _BEST_N.clear()
+        _BEST_N[key] = best  # (another thread may clear the memo: ``best`` is returned)
+        return best
 
     def _best_n_fresh(self, n_max: int) -> tuple[int, float] | None:
         """The accepted ``n`` (1..n_max) with the smallest max |error| against the float
