@@ -868,6 +868,36 @@ def test_err_stats3_matches_three_err_stats_passes(with_keep: bool) -> None:
     assert got[5] > 0
 
 
+def test_thread_start_runs_before_the_wait_in_order_with_the_first_error() -> None:
+    """thread_start (the budget search screens one operator's candidates while it builds
+    the next one's) runs the items before its results are asked for, returns them in
+    item order, and raises the first error in item order there."""
+    import threading
+
+    from hwapprox.export import emulate
+
+    started = threading.Event()
+
+    def square(i: int) -> int:
+        started.set()
+        return i * i
+
+    wait = emulate.thread_start(square, range(8), 2)
+    assert started.wait(10)  # running before the wait
+    assert wait() == [i * i for i in range(8)]
+
+    def fail_at(i: int) -> int:
+        if i in (3, 5):
+            raise ValueError(f"item {i}")
+        return i
+
+    with pytest.raises(ValueError, match="item 3"):
+        emulate.thread_start(fail_at, range(8), 2)()
+    with pytest.raises(ValueError, match="item 3"):  # one thread: runs at once, same error
+        emulate.thread_start(fail_at, range(8), 1)
+    assert emulate.thread_start(square, [], 2)() == []
+
+
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
 def test_thread_map_works_in_a_forked_child() -> None:
     """A child forked after the worker threads ran (budget-search workers, a user's

@@ -48,7 +48,7 @@ from hwapprox.export.patterns import Site
 __all__ = [
     "Emulator", "PrefixChain", "apply_fused", "apply_spec", "apply_spec_blocks",
     "apply_spec_pair", "make_session", "rows_view", "site_mask_bits", "site_threads",
-    "thread_map",
+    "thread_map", "thread_start",
 ]  # fmt: skip
 
 
@@ -85,15 +85,34 @@ def site_threads(threads: int = 0) -> int:
 def thread_map(fn: Callable[[Any], Any], items: Iterable[Any], threads: int = 0) -> list[Any]:
     """``[fn(i) for i in items]`` on :func:`site_threads` worker threads (results and the
     first error in ``items``' order)."""
+    return thread_start(fn, items, threads)()
+
+
+def thread_start(
+    fn: Callable[[Any], Any], items: Iterable[Any], threads: int = 0
+) -> Callable[[], list[Any]]:
+    """:func:`thread_map` started now: returns the function that waits for its results
+    (in ``items``' order; the first error is raised there). With one thread (or one
+    item) ``fn`` runs here, before this returns (and an error is raised here)."""
     items = list(items)
     n = min(site_threads(threads), len(items))
     if n <= 1:
-        return [fn(i) for i in items]
+        done = [fn(i) for i in items]
+        return lambda: done
     with _pools_lock:
         pool = _pools.get(n)
         if pool is None:
             pool = _pools[n] = ThreadPoolExecutor(n, thread_name_prefix=_POOL_PREFIX)
-    return list(pool.map(fn, items))
+    futs = [pool.submit(fn, i) for i in items]
+
+    def wait() -> list[Any]:
+        try:
+            return [f.result() for f in futs]
+        finally:
+            for f in futs:  # after an error, what has not started is dropped
+                f.cancel()
+
+    return wait
 
 
 def make_session(model: ModelProto, threads: int = 0, spin: bool = False) -> ort.InferenceSession:

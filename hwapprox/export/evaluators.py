@@ -12,7 +12,7 @@ exactly the serial one (evaluations past the pick are discarded).
 
 The screening before the evaluations runs there too: each distinct candidate
 spec on the screening samples of the sites that have it
-(:meth:`CandidateEvaluator.screen`, :func:`hwapprox.export.tuning.screen_fronts`).
+(:meth:`CandidateEvaluator.start_screen`, :func:`hwapprox.export.tuning.screen_fronts`).
 
 Workers hold the search context (:class:`SearchContext`: the imported model,
 the sites, the inputs, the float outputs and the screening samples), sent once -- to each local
@@ -147,7 +147,7 @@ class CandidateEvaluator:
         close: Callable[[], None] = lambda: None,
         where: str = "in process",
         *,
-        screen: Callable[[list[ScreenGroup], int], list[list[float | None]]],
+        screen: Callable[[list[ScreenGroup], int], Callable[[], list[list[float | None]]]],
     ) -> None:
         self._many = evaluate_many
         self.width = max(1, width)
@@ -155,11 +155,14 @@ class CandidateEvaluator:
         self.where = where
         self._screen = screen
 
-    def screen(self, groups: list[ScreenGroup], threads: int = 0) -> list[list[float | None]]:
-        """Per ``(spec, site names)`` group, the spec's
+    def start_screen(
+        self, groups: list[ScreenGroup], threads: int = 0
+    ) -> Callable[[], list[list[float | None]]]:
+        """Starts screening: per ``(spec, site names)`` group, the spec's
         :func:`~hwapprox.export.tuning.screen_rms` on each site's sample
-        (:attr:`SearchContext.screening`), in order; the groups are screened where the
-        evaluations run, in process on ``threads`` worker threads."""
+        (:attr:`SearchContext.screening`), where the evaluations run (in process on
+        ``threads`` worker threads); returns the function that waits for the results
+        (in ``groups``' order)."""
         return self._screen(list(groups), threads)
 
     def batch(self, site: str, chosen: Specs, specs: Sequence[ApproxSpec]) -> list[Metrics]:
@@ -179,10 +182,12 @@ def make_evaluator(
     if jobs < 1:
         raise ExportError(f"jobs={jobs}: give at least 1 (-j N)")
     if dask is None and jobs == 1:
-        from hwapprox.export.emulate import thread_map
+        from hwapprox.export.emulate import thread_start
 
-        def screen_here(groups: list[ScreenGroup], threads: int) -> list[list[float | None]]:
-            return thread_map(lambda g: _screen_group(ctx, *g), groups, threads)
+        def screen_here(
+            groups: list[ScreenGroup], threads: int
+        ) -> Callable[[], list[list[float | None]]]:
+            return thread_start(lambda g: _screen_group(ctx, *g), groups, threads)
 
         return CandidateEvaluator(
             lambda site, chosen, specs: [serial(site, chosen, s) for s in specs],
@@ -207,12 +212,14 @@ def make_evaluator(
             ]
             return list(client.gather(futs))
 
-        def screen_dask(groups: list[ScreenGroup], _threads: int) -> list[list[float | None]]:
+        def screen_dask(
+            groups: list[ScreenGroup], _threads: int
+        ) -> Callable[[], list[list[float | None]]]:
             futs = [
                 client.submit(_screen_task, search_id, ctx_ref, sp, names, pure=False)
                 for sp, names in groups
             ]
-            return list(client.gather(futs))
+            return lambda: list(client.gather(futs))
 
         return CandidateEvaluator(
             many_dask, n_workers, client.close, f"Dask at {dask}", screen=screen_dask
@@ -231,9 +238,11 @@ def make_evaluator(
     def close_local() -> None:
         pool.shutdown(wait=True, cancel_futures=True)
 
-    def screen_local(groups: list[ScreenGroup], _threads: int) -> list[list[float | None]]:
+    def screen_local(
+        groups: list[ScreenGroup], _threads: int
+    ) -> Callable[[], list[list[float | None]]]:
         futs = [pool.submit(_screen_task, search_id, None, sp, names) for sp, names in groups]
-        return [f.result() for f in futs]
+        return lambda: [f.result() for f in futs]
 
     return CandidateEvaluator(
         many_local,

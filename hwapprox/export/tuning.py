@@ -55,6 +55,7 @@ __all__ = [
     "SearchSpace",
     "calibrated_fields",
     "candidate_specs",
+    "fronts_of",
     "pareto_front",
     "screen",
     "screen_fronts",
@@ -440,11 +441,22 @@ def screen_fronts(
     ``cands[name]``, with each distinct spec screened once for all the sites that have
     it (:func:`screen_groups`). ``screen_many(groups)`` returns, per group, the
     :func:`screen_rms` of the spec on each of its sites (in order), wherever it runs
-    (:meth:`~hwapprox.export.evaluators.CandidateEvaluator.screen`): the fronts do not
+    (:meth:`~hwapprox.export.evaluators.CandidateEvaluator.start_screen`): the fronts do not
     depend on where or in what order the groups were screened."""
     groups = screen_groups(cands)
+    return fronts_of(cands, groups, screen_many(groups))
+
+
+def fronts_of(
+    cands: Mapping[str, Sequence[ApproxSpec]],
+    groups: Sequence[ScreenGroup],
+    results: Sequence[Sequence[float | None]],
+) -> dict[str, list[tuple[ApproxSpec, float]]]:
+    """Every site's :func:`pareto_front` of its candidates ``cands[name]`` (in order),
+    from each group's :func:`screen_rms` per site (``groups``:
+    :func:`screen_groups` of ``cands``, ``results`` in its order)."""
     rms: dict[tuple[str, ApproxSpec], float | None] = {}
-    for (sp, names), vals in zip(groups, screen_many(groups), strict=True):
+    for (sp, names), vals in zip(groups, results, strict=True):
         for name, v in zip(names, vals, strict=True):
             rms[name, sp] = v
     return {

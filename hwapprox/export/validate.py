@@ -73,7 +73,8 @@ from hwapprox.export.tuning import (
     SearchSpace,
     calibrated_fields,
     candidate_specs,
-    screen_fronts,
+    fronts_of,
+    screen_groups,
     screen_sample,
     share,
     walk_front,
@@ -1115,7 +1116,8 @@ def _tune(
     evaluations run where ``jobs``/``dask`` say (:mod:`hwapprox.export.evaluators`),
     with the serial search's result, and so does the screening of the sites' candidates
     (:func:`~hwapprox.export.tuning.screen_fronts`: each distinct spec once on all its
-    sites), in process on ``threads`` worker threads
+    sites, an operator's while the next one's candidates are built), in process on
+    ``threads`` worker threads
     (:func:`~hwapprox.export.emulate.thread_map`)."""
     chosen: dict[str, ApproxSpec | None] = {s.name: given.get(s.name) for s in active}
     todo = [s for s in active if s.name not in given]
@@ -1148,19 +1150,26 @@ def _tune(
     try:
         # screening needs only the float trace: every site's front up front, each distinct
         # candidate spec on all the sites that have it, where the evaluations run (worker
-        # processes, the cluster, or worker threads; the same fronts anywhere)
-        cands = {
-            s.name: candidate_specs(
-                s, trace.stats[s.name], trace.out_stats.get(s.name), base_of(s), space
-            )
-            for s in todo
-        }
-        fronts = {
-            name: (len(cands[name]), front)
-            for name, front in screen_fronts(
-                cands, lambda groups: evaluator.screen(groups, threads)
-            ).items()
-        }
+        # processes, the cluster, or worker threads; the same fronts anywhere). Specs of
+        # different operators never coincide, so each operator's groups are screened
+        # while the next operator's candidates are built (GELU's PWL fits, on a new process)
+        by_op: dict[Operator, list[Site]] = {}
+        for s in todo:
+            by_op.setdefault(s.operator, []).append(s)
+        started = []
+        for sites in by_op.values():
+            cands = {
+                s.name: candidate_specs(
+                    s, trace.stats[s.name], trace.out_stats.get(s.name), base_of(s), space
+                )
+                for s in sites
+            }
+            groups = screen_groups(cands)
+            started.append((cands, groups, evaluator.start_screen(groups, threads)))
+        fronts: dict[str, tuple[int, list[tuple[ApproxSpec, float]]]] = {}
+        for cands, groups, results in started:
+            for name, front in fronts_of(cands, groups, results()).items():
+                fronts[name] = (len(cands[name]), front)
         if progress:
             from tqdm import tqdm
 
