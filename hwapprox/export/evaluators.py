@@ -63,7 +63,7 @@ class SearchContext:
     ref: dict[str, np.ndarray]
     metric_kw: dict[str, Any]
     threads: int = 1
-    #: screening samples by site name: ``(site, xs, ys as float64, mask, n_value)``
+    #: screening samples by site name: ``(site, xs, ys, mask, n_value)``
     #: (:func:`~hwapprox.export.tuning.screen_sample`, the site's run-time n)
     screening: dict[str, ScreenSample] = field(default_factory=dict)
 

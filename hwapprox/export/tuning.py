@@ -376,8 +376,7 @@ def screen_sampled(
     n_value: float | None = None,
 ) -> list[tuple[ApproxSpec, float]]:
     """:func:`screen` on the sample :func:`screen_sample` drew."""
-    ref = np.asarray(ys, dtype=np.float64)
-    scored = [(sp, screen_rms(site, sp, xs, ref, ms, n_value)) for sp in specs]
+    scored = [(sp, screen_rms(site, sp, xs, ys, ms, n_value)) for sp in specs]
     return pareto_front([(sp, r) for sp, r in scored if r is not None])
 
 
@@ -389,7 +388,7 @@ def screen_rms(
     ms: np.ndarray | None,
     n_value: float | None = None,
 ) -> float | None:
-    """``spec``'s rms error on the sample (``xs``, ``ys`` as float64, ``ms``) of
+    """``spec``'s rms error (in float64) on the sample ``xs``, ``ys``, ``ms`` of
     :func:`screen_sample`, masked elements left out; None when ``spec`` cannot run
     there (:class:`SpecError`, :class:`ExportError`)."""
     flat_site = dataclasses.replace(site, axis=-1, trailing=False) if xs.ndim == 2 else site
@@ -397,7 +396,7 @@ def screen_rms(
         got = apply_spec(flat_site, spec, xs, ms, n_value)
     except (SpecError, ExportError):
         return None
-    d = got - np.asarray(ys, dtype=np.float64)
+    d = np.subtract(got, ys, dtype=np.float64)
     if ms is not None:
         d = d[~ms]
     return float(np.sqrt(np.mean(d**2))) if d.size else 0.0

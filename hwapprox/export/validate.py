@@ -1141,7 +1141,7 @@ def _tune(
         xs, ys, ms = screen_sample(
             s, trace.site_inputs[s.name], trace.site_outputs[s.name], trace.masks.get(s.name)
         )
-        screening[s.name] = (s, xs, np.asarray(ys, dtype=np.float64), ms, trace.site_n.get(s.name))
+        screening[s.name] = (s, xs, ys, ms, trace.site_n.get(s.name))
     ctx = SearchContext(
         emu.model, list(active), dict(feeds), dict(ref), dict(mkw), threads=1, screening=screening
     )
