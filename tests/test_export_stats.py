@@ -197,6 +197,39 @@ def test_site_error_sums_compiled_match_numpy(masked: bool) -> None:
     assert got["in_total"] == xs.size
 
 
+@pytest.mark.parametrize("masked", [False, True])
+def test_saturation_from_calibration_extremes_equals_the_count(masked: bool) -> None:
+    """``saturation`` given the calibration statistics of the same elements skips its
+    pass exactly where the extremes prove the count is 0 (inside, or at the one-LSB
+    tolerance), and counts where a value lies past it: the same counts and totals as
+    without the statistics. A non-finite value forces the pass."""
+    from hwapprox.approx.registry import make_spec
+    from hwapprox.export.validate import saturation
+
+    spec = make_spec("gelu", "lut")
+    fi, lsb = spec.in_fmt, float(spec.in_fmt.lsb)
+    rng = np.random.default_rng(11)
+    mask = (rng.random((5, 1, 40)) < 0.3) if masked else None
+    if mask is not None:
+        mask[0, 0, 7] = False  # the planted value below is unmasked
+    base = rng.uniform(float(fi.min) / 2, float(fi.max) / 2, (5, 3, 40)).astype(np.float32)
+    no_pass = patch.object(_kernels, "count_outside", side_effect=AssertionError("a pass ran"))
+    for past, outside in ((0.0, 0), (lsb, 0), (1.25 * lsb, 1), (3.0, 1), (np.inf, 1)):
+        x = base.copy()
+        x[0, 1, 7] = float(fi.max) + past
+        fo = spec.out_fmt  # outputs well inside their format
+        y = (np.clip(np.nan_to_num(x), float(fo.min), float(fo.max)) / 2).astype(np.float32)
+        st = (SiteStats.of("s", x, mask), SiteStats.of("s", y, mask))
+        want = saturation(spec, x, y, mask)
+        kept = x.size if mask is None else int((~np.broadcast_to(mask, x.shape)).sum())
+        assert want == {"in": outside, "in_total": kept, "out": 0, "out_total": kept}, past
+        if outside or not _kernels.available():
+            assert saturation(spec, x, y, mask, st) == want, past
+        else:
+            with no_pass:
+                assert saturation(spec, x, y, mask, st) == want, past
+
+
 def test_lazy_map_membership_does_not_compute() -> None:
     """``name in trace.row_extents`` must not compute the extents (validate asks it for
     every softmax site); reading the value computes it once."""

@@ -382,13 +382,26 @@ def _err_sums(
 
 
 def saturation(
-    spec: ApproxSpec, x: np.ndarray, y_float: np.ndarray, mask: np.ndarray | None = None
+    spec: ApproxSpec,
+    x: np.ndarray,
+    y_float: np.ndarray,
+    mask: np.ndarray | None = None,
+    stats: tuple[SiteStats, SiteStats] | None = None,
 ) -> dict[str, int]:
     """Unmasked inputs (outputs of the float model) more than one LSB outside
-    ``spec.in_fmt`` (``spec.out_fmt``): the values the hardware saturates."""
+    ``spec.in_fmt`` (``spec.out_fmt``): the values the hardware saturates.
 
-    def count(v: np.ndarray, fmt: Any) -> tuple[int, int]:
+    ``stats``: the calibration statistics of ``x`` and ``y_float`` (the same unmasked
+    elements, possibly of more batches besides): where their exact extremes lie within
+    the bounds and no value is non-finite, no value of this batch lies outside, and the
+    count is 0 without a pass over the data."""
+
+    def count(v: np.ndarray, fmt: Any, st: SiteStats | None) -> tuple[int, int]:
         lo, hi, lsb = float(fmt.min), float(fmt.max), float(fmt.lsb)
+        if st is not None and not st.nonfinite and lo - lsb <= st.min and st.max <= hi + lsb:
+            # (broadcasting repeats each mask element size/mask.size times)
+            m = 0 if mask is None else np.count_nonzero(mask) * (np.size(v) // np.size(mask))
+            return 0, int(np.size(v) - m)
         if _kernels.available():
             a = np.ascontiguousarray(v).reshape(-1)
             m = np.zeros(1, bool) if mask is None else np.ascontiguousarray(
@@ -400,8 +413,9 @@ def saturation(
             a = a[~np.broadcast_to(mask, a.shape)]
         return int(np.count_nonzero((a < lo - lsb) | (a > hi + lsb))), int(a.size)
 
-    n_in, t_in = count(x, spec.in_fmt)
-    n_out, t_out = count(y_float, spec.out_fmt)
+    st_in, st_out = (None, None) if stats is None else stats
+    n_in, t_in = count(x, spec.in_fmt, st_in)
+    n_out, t_out = count(y_float, spec.out_fmt, st_out)
     return {"in": n_in, "in_total": t_in, "out": n_out, "out_total": t_out}
 
 
@@ -932,7 +946,10 @@ def _site_reports(
         mask = trace.masks.get(s.name)
         err = site_metrics(s, spec, x, y, mask, trace.site_n.get(s.name))
         err.update(variant_stats(s, spec, x, mask))
-        return err, saturation(spec, x, y, mask)
+        # calibration's extremes cover these elements when it saw them with the mask
+        same = mask is not None or trace.stats[s.name].masked == 0
+        st = (trace.stats[s.name], trace.out_stats[s.name]) if same else None
+        return err, saturation(spec, x, y, mask, st)
 
     # sites are independent: on worker threads (kernels and numpy release the GIL),
     # results taken in site order
