@@ -52,7 +52,7 @@ def test_percentiles_are_the_lower_order_statistic_within_one_bfloat16_step(i: i
 @pytest.mark.skipif(_kernels.njit is None, reason="numba is not installed")
 @pytest.mark.parametrize("i", range(5))
 def test_percentile_positions_compiled_match_cumsum_searchsorted(i: int) -> None:
-    """The one-pass rank walk gives the cumsum + searchsorted percentiles exactly, for
+    """The block-wise rank walk gives the cumsum + searchsorted percentiles exactly, for
     the recorded percentiles in any order, repeated ones, and the extremes; a walk one
     bin late is caught."""
     rs = RunningStats().add(_data(1)[i])
@@ -61,15 +61,46 @@ def test_percentile_positions_compiled_match_cumsum_searchsorted(i: int) -> None
     with patch.object(_kernels, "enabled", False):
         want = rs.percentile(qs)
     assert np.array_equal(got, want)
-    real = _kernels.ordered_rank_positions
+    real = _kernels.bf16_rank_patterns
 
-    def late(hist, order, ranks, pos):
-        real(hist, order, ranks, pos)
-        pos += 1
+    def late(hist, ranks, out):
+        real(hist, ranks, out)
+        out += np.where(out >= 0x8000, -1, 1)  # the next bucket in value order
 
-    with patch.object(_kernels, "ordered_rank_positions", late):
+    with patch.object(_kernels, "bf16_rank_patterns", late):
         inner = [q for q in qs if 0.0 < q < 100.0]
         assert not np.array_equal(rs.percentile(inner), want[[qs.index(q) for q in inner]])
+
+
+@pytest.mark.skipif(_kernels.njit is None, reason="numba is not installed")
+def test_rank_patterns_match_the_value_order_walk() -> None:
+    """``bf16_rank_patterns`` on sparse and dense histograms (several ranks in one
+    exponent block, ranks on block edges, every rank of a small histogram, ranks past
+    the total) equals ``_ORDER[searchsorted(cumsum(hist[_ORDER]), rank, "right")]``."""
+    from hwapprox.export.stats import _ORDER, HIST_BINS
+
+    rng = np.random.default_rng(5)
+    finite = np.ones(HIST_BINS, bool)
+    finite[0x7F80:0x8000] = finite[0xFF80:] = False
+    hists = []
+    for density in (3, 40, 5000, int(finite.sum())):
+        h = np.zeros(HIST_BINS, np.int64)
+        h[rng.choice(np.flatnonzero(finite), density, replace=False)] = rng.integers(1, 9, density)
+        hists.append(h)
+    h = np.zeros(HIST_BINS, np.int64)
+    h[[0x8000, 0xFF00, 0xFF7F, 0x0000, 0x007F, 0x0080, 0x7F7F]] = 1  # block edges, +-0
+    hists.append(h)
+    for h in hists:
+        cum = np.cumsum(h[_ORDER])
+        total = int(cum[-1])
+        ranks = np.unique(np.concatenate([
+            np.arange(min(total, 300)), rng.integers(0, total, 200), [total - 1, total, total + 5],
+        ]))  # fmt: skip
+        pos = np.searchsorted(cum, ranks, side="right")
+        want = np.where(pos < _ORDER.size, _ORDER[np.minimum(pos, _ORDER.size - 1)], -1)
+        got = np.empty(ranks.size, np.int64)
+        _kernels.bf16_rank_patterns(h, ranks, got)
+        assert np.array_equal(got, want)
 
 
 def test_merged_batches_equal_the_whole() -> None:

@@ -501,32 +501,47 @@ def _hist_moments_f32(x: Any, bits: Any, hist: Any) -> tuple[int, float, float, 
     return n, lo, hi, mean, m2
 
 
-def _ordered_rank_positions(hist: Any, order: Any, ranks: Any, pos: Any) -> None:
-    """``pos[j]`` = ``searchsorted(cumsum(hist[order]), ranks[j], side="right")`` for
-    ``ranks`` in ascending order: the first position in value order whose cumulative
-    count exceeds the rank, in one pass that builds neither array (``len(order)``
-    when none does)."""
+def _bf16_rank_patterns(hist: Any, ranks: Any, out: Any) -> None:
+    """For ``ranks`` in ascending order: ``out[j]`` = the first 16-bit pattern, in
+    ascending value order of its bfloat16 bucket, at which the cumulative count of
+    the 65536-bin ``hist`` exceeds ``ranks[j]`` (-1 when none does). Value order:
+    negative patterns by descending magnitude, then non-negative ones by ascending
+    magnitude; the inf/NaN patterns (exponent all ones) are left out.
+
+    Bins are summed by their 128-pattern exponent blocks (contiguous memory, one
+    vectorised sum each), and only a block holding a rank is walked bin by bin."""
     j = 0
     cum = 0
     m = ranks.shape[0]
-    for p in range(order.shape[0]):
-        cum += hist[order[p]]
-        while j < m and cum > ranks[j]:
-            pos[j] = p
-            j += 1
-        if j == m:
-            return
+    for side in range(2):
+        for k in range(255):
+            # negative side: exponent blocks 254..0 walked downward; then 0..254 upward
+            base = (0x8000 | ((254 - k) << 7)) if side == 0 else (k << 7)
+            s = 0
+            for t in range(128):
+                s += hist[base + t]
+            if j < m and cum + s > ranks[j]:
+                c = cum
+                for u in range(128):
+                    p = base + (127 - u if side == 0 else u)
+                    c += hist[p]
+                    while j < m and c > ranks[j]:
+                        out[j] = p
+                        j += 1
+                if j == m:
+                    return
+            cum += s
     while j < m:
-        pos[j] = order.shape[0]
+        out[j] = -1
         j += 1
 
 
 if njit is not None:
     hist_moments_f32 = njit(cache=True, nogil=True)(_hist_moments_f32)
-    ordered_rank_positions = njit(cache=True, nogil=True)(_ordered_rank_positions)
+    bf16_rank_patterns = njit(cache=True, nogil=True)(_bf16_rank_patterns)
 else:  # pragma: no cover
     hist_moments_f32 = _hist_moments_f32
-    ordered_rank_positions = _ordered_rank_positions
+    bf16_rank_patterns = _bf16_rank_patterns
 
 
 # -- LayerNorm output stages ---------------------------------------------------------------
