@@ -247,3 +247,25 @@ def test_softmax_row_sum_metric() -> None:
     assert m["row_sum_err"] == pytest.approx(1 / 256, abs=1e-6)
     assert m["max_abs"] == pytest.approx(1 / 3 - 85 / 256, abs=1e-6)
     assert site_metrics(site, FloatRefSoftmax(), x, y)["row_sum_err"] < 1e-6
+
+
+def test_small_model_emulates_on_one_thread_with_the_same_outputs() -> None:
+    """A model whose site tensors are all below the split size gets one-thread emulator
+    sessions (``emulation_threads``); its outputs equal a two-thread emulator's."""
+    from hwapprox.export import example
+    from hwapprox.export.emulate import MIN_SPLIT_ELEMENTS, emulation_threads
+    from hwapprox.export.validate import validate
+
+    assert emulation_threads(0, [MIN_SPLIT_ELEMENTS - 1, 10]) == 1
+    assert emulation_threads(0, [MIN_SPLIT_ELEMENTS]) == 0
+    assert emulation_threads(3, [10]) == 3
+    feeds = dict(np.load(example.inputs_path()))
+    imp = import_model(example.model_path())
+    auto = validate(imp, inputs=feeds)
+    assert [k[1] for k in imp.sessions._emulators] == [1]
+    two = validate(imp, inputs=feeds, threads=2)
+    assert sorted(k[1] for k in imp.sessions._emulators) == [1, 2]
+    assert auto.emulated.keys() == two.emulated.keys()
+    for k, v in auto.emulated.items():
+        assert np.array_equal(v, two.emulated[k])
+    assert auto.site_errors == two.site_errors

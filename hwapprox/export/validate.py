@@ -61,6 +61,7 @@ from hwapprox.export.emulate import (
     ModelSessions,
     PrefixChain,
     apply_spec_pair,
+    emulation_threads,
     rows_view,
     site_threads,
     thread_map,
@@ -775,7 +776,8 @@ def validate(
         if s.name in given:
             continue
         in_fmts[s.name] = str(trace.stats[s.name].choose_format(width, headroom, stat=stat))
-    emu = imported.sessions.emulator(active, threads)
+    sizes = [np.size(trace.site_inputs[s.name]) for s in active]
+    emu = imported.sessions.emulator(active, emulation_threads(threads, sizes))
     tuning: list[dict[str, Any]] = []
     warnings: list[str] = []
     if b is None:
