@@ -269,3 +269,63 @@ def test_small_model_emulates_on_one_thread_with_the_same_outputs() -> None:
     for k, v in auto.emulated.items():
         assert np.array_equal(v, two.emulated[k])
     assert auto.site_errors == two.site_errors
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_fused_softmax_metrics_equal_the_array_path(masked: bool) -> None:
+    """The compiled softmax site metrics (``_softmax_sums``: the float64 softmax of the
+    quantised rows from an exp table, on the fly) give the array path's count, maximum
+    and sums of |y - y_float| exactly and its error-split maxima and row-sum error up
+    to float64 rounding, for every softmax method, masked rows (one fully masked)
+    included; Softmax_1 and the clipped reference keep the array path. A table whose
+    entries past the row maximum are one part in 10^6 off is caught."""
+    from unittest.mock import patch
+
+    from hwapprox.approx import _kernels
+    from hwapprox.export import validate as V
+
+    if not _kernels.available():
+        pytest.skip("numba is not installed")
+    rng = np.random.default_rng(4)
+    imp = import_model(single_node("Softmax", [3, 4, 37], 13))
+    (site,) = imp.sites
+    x = (rng.normal(0, 3, (3, 4, 37)) * rng.uniform(0.2, 2, (3, 4, 1))).astype(np.float32)
+    mask = None
+    if masked:
+        mask = rng.random((3, 1, 37)) < 0.3
+        mask[1] = True  # every row of batch 1 fully masked
+    xs = np.where(mask, -1e9, x) if mask is not None else x
+    y = make_session(imp.model, 1).run(None, {"x": xs.astype(np.float32)})[0]
+    specs = [
+        make_spec("softmax", m, in_fmt="ap_fixed<16,6>")
+        for m in ("ibert", "online", "softermax", "shiftmax", "hls4ml_stable")
+    ] + [make_spec("softmax", "online", off_by_one=True), make_spec("softmax", "online",
+         clip_gamma=-0.01, clip_zeta=1.01)]  # fmt: skip
+    exact = ("max_abs", "mean_abs", "rms", "rel_rms", "max_lsb", "out_lsb")
+    for spec in specs:
+        calls = []
+        real = _kernels.softmax_err_stats
+
+        def counted(*a, real=real, calls=calls):
+            calls.append(1)
+            return real(*a)
+
+        with patch.object(_kernels, "softmax_err_stats", counted):
+            got = site_metrics(site, spec, x, y, mask)
+        with patch.object(V, "_softmax_sums", lambda *a: None):
+            want = site_metrics(site, spec, x, y, mask)
+        assert len(calls) == int(spec.reference_is_softmax()), spec.describe()
+        assert got.keys() == want.keys()
+        for k in exact:
+            assert got[k] == want[k], (spec.describe(), k)
+        lsb = got["out_lsb"]
+        for k in ("quant_max_lsb", "approx_max_lsb"):
+            assert abs(got[k] - want[k]) * lsb <= 1e-15, (spec.describe(), k)
+        assert abs(got["row_sum_err"] - want["row_sum_err"]) <= 1e-14
+    plain = specs[1]
+    off = np.array(V._exp_table(16, 10))
+    off[1:] *= 1 + 1e-6
+    with patch.object(V, "_exp_table", lambda w, f: off):
+        bad = site_metrics(site, plain, x, y, mask)
+    good = site_metrics(site, plain, x, y, mask)
+    assert abs(bad["quant_max_lsb"] - good["quant_max_lsb"]) * good["out_lsb"] > 1e-9

@@ -683,6 +683,75 @@ def _err_stats3(
     return n, mx, s1 + b1, s2 + b2, sr + br, mq, ma
 
 
+def _softmax_err_stats(
+    raw: Any, table: Any, y: Any, yf: Any, mask: Any, has_mask: bool
+) -> tuple[int, float, float, float, float, float, float, float]:
+    """The softmax site figures of :func:`_err_stats3` plus the row-sum error, with the
+    float64 softmax of the quantised rows computed on the fly: ``raw`` (R, N) input
+    codes, ``table[k] = exp(-k·lsb)``, ``y`` the model's reals, ``yf`` the float
+    model's output, ``mask`` (R, N) True = masked. The ideal of element j of row r is
+    ``table[m - raw[r, j]] / Σ_j table[m - raw[r, j]]`` over the unmasked elements
+    (``m`` their largest code); fully masked rows are left out. Returns ``(n, max|y-yf|,
+    Σ|y-yf|, Σ(y-yf)², Σyf², max|yi-yf|, max|y-yi|, max_r |Σ_j y - Σ_unmasked yf|)``,
+    the sums blocked by 4096 kept elements as :func:`_err_stats3` blocks them."""
+    n = 0
+    mx = 0.0
+    mq = 0.0
+    ma = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    sr = 0.0
+    b1 = 0.0
+    b2 = 0.0
+    br = 0.0
+    k = 0
+    rse = 0.0
+    for r in range(raw.shape[0]):
+        m = np.int64(0)
+        live = False
+        for j in range(raw.shape[1]):
+            if has_mask and mask[r, j]:
+                continue
+            if not live or raw[r, j] > m:
+                m = raw[r, j]
+            live = True
+        if not live:
+            continue
+        s = 0.0
+        for j in range(raw.shape[1]):
+            if not (has_mask and mask[r, j]):
+                s += table[m - raw[r, j]]
+        sy = 0.0
+        sf = 0.0
+        for j in range(raw.shape[1]):
+            v = np.float64(y[r, j])
+            sy += v
+            if has_mask and mask[r, j]:
+                continue
+            f = np.float64(yf[r, j])
+            sf += f
+            w = table[m - raw[r, j]] / s
+            d = abs(v - f)
+            mx = max(mx, d)
+            mq = max(mq, abs(w - f))
+            ma = max(ma, abs(v - w))
+            b1 += d
+            b2 += d * d
+            br += f * f
+            n += 1
+            k += 1
+            if k == 4096:
+                s1 += b1
+                s2 += b2
+                sr += br
+                b1 = 0.0
+                b2 = 0.0
+                br = 0.0
+                k = 0
+        rse = max(rse, abs(sy - sf))
+    return n, mx, s1 + b1, s2 + b2, sr + br, mq, ma, rse
+
+
 def _gather_err_stats3(
     x: Any,
     yf: Any,
@@ -762,11 +831,13 @@ if njit is not None:
     err_stats3 = njit(cache=True, nogil=True)(_err_stats3)
     gather_err_stats3 = njit(cache=True, nogil=True)(_gather_err_stats3)
     count_outside = njit(cache=True, nogil=True)(_count_outside)
+    softmax_err_stats = njit(cache=True, nogil=True)(_softmax_err_stats)
 else:  # pragma: no cover
     err_stats = _err_stats
     err_stats3 = _err_stats3
     gather_err_stats3 = _gather_err_stats3
     count_outside = _count_outside
+    softmax_err_stats = _softmax_err_stats
 
 
 def _rounded_dot_sums(a: Any, bt: Any, acc: Any, h: int, d: int) -> None:

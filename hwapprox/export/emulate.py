@@ -47,7 +47,7 @@ from hwapprox.export.patterns import Site
 
 __all__ = [
     "Emulator", "PrefixChain", "apply_fused", "apply_spec", "apply_spec_blocks",
-    "apply_spec_pair", "make_session", "rows_view", "site_mask_bits", "site_threads",
+    "apply_spec_pair", "make_session", "model_rows", "rows_view", "site_mask_bits", "site_threads",
     "thread_map",
 ]  # fmt: skip
 
@@ -234,12 +234,26 @@ def apply_spec_pair(
             apply_spec(site, spec, x, mask, n_value, dtype),
             apply_spec(site, spec, x, mask, n_value, ideal=True),
         )
+    spec, raw, y, axis, mask = model_rows(site, spec, x, mask, n_value, dtype)
+    shape = np.shape(x)
+    yi = np.asarray(_ideal(site, spec, raw, axis, mask, raw), dtype=np.float64).reshape(shape)
+    return y.reshape(shape), yi
+
+
+def model_rows(
+    site: Site,
+    spec: ApproxSpec,
+    x: np.ndarray,
+    mask: np.ndarray | None = None,
+    n_value: Any = None,
+    dtype: npt.DTypeLike = np.float64,
+) -> tuple[ApproxSpec, np.ndarray, np.ndarray, int, np.ndarray | None]:
+    """A row operator's model of ``x`` in the rows view (:func:`rows_view`), the input
+    quantised once: ``(the spec used (row_max or n adjusted as in apply_spec), the input
+    codes, the model's reals of dtype, the row axis, the mask broadcast to x)``."""
     spec, xv, axis, mask = _site_rows(site, spec, x, mask, n_value)
     raw = spec.quantize_input(xv)
-    shape = np.shape(x)
-    y = _model_of_raw(site, spec, raw, axis, mask, dtype).reshape(shape)
-    yi = np.asarray(_ideal(site, spec, xv, axis, mask, raw), dtype=np.float64).reshape(shape)
-    return y, yi
+    return spec, raw, _model_of_raw(site, spec, raw, axis, mask, dtype), axis, mask
 
 
 def _site_rows(

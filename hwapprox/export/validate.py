@@ -29,6 +29,7 @@ With ``budget`` each selected site is tuned (:mod:`hwapprox.export.tuning`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import threading
 import time
@@ -62,6 +63,7 @@ from hwapprox.export.emulate import (
     PrefixChain,
     apply_spec_pair,
     emulation_threads,
+    model_rows,
     rows_view,
     site_threads,
     thread_map,
@@ -305,6 +307,10 @@ def site_metrics(
     if sums is not None:
         n, mx, s1, s2, sr, dq, da = sums
         return _error_figures(spec, n, mx, s1, s2, sr, dq, da)
+    fused = _softmax_sums(site, spec, x, y_float, mask, n_value, dt)
+    if fused is not None:
+        n, mx, s1, s2, sr, dq, da, rse = fused
+        return {**_error_figures(spec, n, mx, s1, s2, sr, dq, da), "row_sum_err": rse}
     y, yi = apply_spec_pair(site, spec, x, mask, n_value, dtype=dt)  # yi float64
     keep = None
     if mask is not None:
@@ -339,6 +345,65 @@ def site_metrics(
         err = err[np.broadcast_to(live, err.shape)]
         out["row_sum_err"] = float(err.max()) if err.size else 0.0
     return out
+
+
+#: widest input format whose exp table (2^width float64s) the fused softmax metrics use
+_EXP_TABLE_MAX_WIDTH = 16
+
+
+@functools.lru_cache(maxsize=8)
+def _exp_table(width: int, frac_bits: int) -> np.ndarray:
+    """``exp(-k·2^-frac_bits)`` for ``k < 2^width``, by numpy's exp: the values
+    :func:`~hwapprox.approx.softmax.stable_softmax` computes for a row of codes whose
+    largest is ``k`` above the element (``(c - m)·lsb`` is exact in float64)."""
+    t = np.exp(-np.arange(1 << width, dtype=np.float64) * 2.0**-frac_bits)
+    t.flags.writeable = False
+    return t
+
+
+def _softmax_sums(
+    site: Site,
+    spec: ApproxSpec,
+    x: np.ndarray,
+    y_float: np.ndarray,
+    mask: np.ndarray | None,
+    n_value: float | None,
+    dt: type,
+) -> tuple[int, float, float, float, float, float, float, float] | None:
+    """:func:`site_metrics`' sums of a softmax site in one compiled pass over rows along
+    the last axis (:func:`~hwapprox.approx._kernels.softmax_err_stats`: the float64
+    softmax of the quantised rows on the fly, from an exp table), or None where that
+    does not apply (other operators or references, rows along another axis, inputs
+    wider than :data:`_EXP_TABLE_MAX_WIDTH`, no compiled kernels). The count, the
+    maximum and the sums of ``|y - y_float|`` are those of the array path exactly;
+    the two error-split maxima and the row-sum error equal it up to float64 rounding
+    (the softmax denominators and row sums are summed in row order, not pairwise)."""
+    if not (
+        site.operator is Operator.SOFTMAX
+        and _kernels.available()
+        and getattr(spec, "reference_is_softmax", lambda: False)()
+        and spec.in_fmt.width <= _EXP_TABLE_MAX_WIDTH
+        and np.shape(y_float) == np.shape(x)
+    ):
+        return None
+    spec, raw, y, axis, mk = model_rows(site, spec, x, mask, n_value, dt)
+    if axis not in (-1, raw.ndim - 1):
+        return None
+    n = raw.shape[-1]
+    yf = rows_view(site, np.asarray(y_float))[0]
+    m = np.zeros((1, 1), bool)
+    if mk is not None:
+        m = np.ascontiguousarray(rows_view(site, np.broadcast_to(mk, np.shape(x)))[0]).reshape(
+            -1, n
+        )
+    table = _exp_table(spec.in_fmt.width, spec.in_fmt.frac_bits)
+    res = _kernels.softmax_err_stats(
+        np.ascontiguousarray(raw).reshape(-1, n), table,
+        np.ascontiguousarray(y).reshape(-1, n), np.ascontiguousarray(yf).reshape(-1, n),
+        m, mk is not None,
+    )  # fmt: skip
+    cnt, *rest = res
+    return (int(cnt), *(float(v) for v in rest))  # type: ignore[return-value]
 
 
 def _error_figures(
