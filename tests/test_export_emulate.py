@@ -329,3 +329,61 @@ def test_fused_softmax_metrics_equal_the_array_path(masked: bool) -> None:
         bad = site_metrics(site, plain, x, y, mask)
     good = site_metrics(site, plain, x, y, mask)
     assert abs(bad["quant_max_lsb"] - good["quant_max_lsb"]) * good["out_lsb"] > 1e-9
+
+
+@pytest.mark.parametrize("axis", [-1, 1])
+def test_fused_layernorm_metrics_equal_the_array_path(axis: int) -> None:
+    """The compiled LayerNorm site metrics (``_layernorm_sums``: the float64 reference
+    of the quantised rows on the fly, float gamma and beta) give the array path's
+    count, maximum and sums of |y - y_float| exactly and its error-split maxima up to
+    float64 rounding, for every LayerNorm method, RMSNorm and pRMSNorm (k of n
+    elements) included, over one axis and over trailing axes; a reference with eps
+    off by 10^-3 is caught."""
+    from unittest.mock import patch
+
+    from hwapprox.approx import _kernels
+    from hwapprox.export import validate as V
+
+    if not _kernels.available():
+        pytest.skip("numba is not installed")
+    imp = import_model(single_node("LayerNormalization", [3, 4, 40], 17, axis=axis))
+    (site,) = imp.sites
+    rng = np.random.default_rng(8)
+    x = (rng.normal(0.3, 2, (3, 4, 40)) * rng.uniform(0.3, 3, (3, 4, 1))).astype(np.float32)
+    y = make_session(imp.model, 1).run(None, {"x": x})[0]
+    specs = [
+        make_spec("layernorm", m, eps=site.epsilon, in_fmt="ap_fixed<16,6>")
+        for m in ("rsqrt_lut", "ibert", "ivit", "hls4ml_lut")
+    ] + [
+        make_spec("layernorm", "rmsnorm", eps=site.epsilon),
+        make_spec("layernorm", "rmsnorm", eps=site.epsilon, partial_k=24),
+    ]
+    exact = ("max_abs", "mean_abs", "rms", "rel_rms", "max_lsb", "out_lsb")
+    for spec in specs:
+        calls = []
+        real = _kernels.layernorm_err_stats
+
+        def counted(*a, real=real, calls=calls):
+            calls.append(1)
+            return real(*a)
+
+        with patch.object(_kernels, "layernorm_err_stats", counted):
+            got = site_metrics(site, spec, x, y)
+        with patch.object(V, "_layernorm_sums", lambda *a: None):
+            want = site_metrics(site, spec, x, y)
+        assert calls == [1], spec.describe()
+        assert got.keys() == want.keys()
+        for k in exact:
+            assert got[k] == want[k], (spec.describe(), k)
+        lsb = got["out_lsb"]
+        for k in ("quant_max_lsb", "approx_max_lsb"):
+            assert abs(got[k] - want[k]) * lsb <= 1e-14, (spec.describe(), k)
+    real = _kernels.layernorm_err_stats
+
+    def eps_off(raw, lsb, center, k, eps, *rest):
+        return real(raw, lsb, center, k, eps + 1e-3, *rest)
+
+    with patch.object(_kernels, "layernorm_err_stats", eps_off):
+        bad = site_metrics(site, specs[0], x, y)
+    good = site_metrics(site, specs[0], x, y)
+    assert abs(bad["quant_max_lsb"] - good["quant_max_lsb"]) * good["out_lsb"] > 1e-6

@@ -752,6 +752,83 @@ def _softmax_err_stats(
     return n, mx, s1 + b1, s2 + b2, sr + br, mq, ma, rse
 
 
+def _layernorm_err_stats(
+    raw: Any,
+    lsb: float,
+    center: bool,
+    k: int,
+    eps: float,
+    gamma: Any,
+    beta: Any,
+    has_gamma: bool,
+    has_beta: bool,
+    y: Any,
+    yf: Any,
+) -> tuple[int, float, float, float, float, float, float]:
+    """:func:`_err_stats3` of a LayerNorm site with the float64 LayerNorm of the
+    quantised rows computed on the fly: ``raw`` (R, N) input codes of step ``lsb``;
+    ``center``: ``(a - mean) / sqrt(mean((a - mean)²) + eps)``, else RMSNorm's ``a /
+    sqrt(mean(a[:k]²) + eps)``; then ``· gamma``, ``+ beta`` where given; ``y`` the
+    model's reals, ``yf`` the float model's output. The reference's row means are
+    summed in row order (numpy sums pairwise: equal up to float64 rounding)."""
+    n = 0
+    mx = 0.0
+    mq = 0.0
+    ma = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    sr = 0.0
+    b1 = 0.0
+    b2 = 0.0
+    br = 0.0
+    cnt = 0
+    m = raw.shape[1]
+    for r in range(raw.shape[0]):
+        mean = 0.0
+        if center:
+            acc = 0.0
+            for j in range(m):
+                acc += np.float64(raw[r, j]) * lsb
+            mean = acc / m
+            acc = 0.0
+            for j in range(m):
+                c = np.float64(raw[r, j]) * lsb - mean
+                acc += c * c
+            sd = np.sqrt(acc / m + eps)
+        else:
+            acc = 0.0
+            for j in range(k):
+                a = np.float64(raw[r, j]) * lsb
+                acc += a * a
+            sd = np.sqrt(acc / k + eps)
+        for j in range(m):
+            w = (np.float64(raw[r, j]) * lsb - mean) / sd
+            if has_gamma:
+                w = w * gamma[j]
+            if has_beta:
+                w = w + beta[j]
+            v = np.float64(y[r, j])
+            f = np.float64(yf[r, j])
+            d = abs(v - f)
+            mx = max(mx, d)
+            mq = max(mq, abs(w - f))
+            ma = max(ma, abs(v - w))
+            b1 += d
+            b2 += d * d
+            br += f * f
+            n += 1
+            cnt += 1
+            if cnt == 4096:
+                s1 += b1
+                s2 += b2
+                sr += br
+                b1 = 0.0
+                b2 = 0.0
+                br = 0.0
+                cnt = 0
+    return n, mx, s1 + b1, s2 + b2, sr + br, mq, ma
+
+
 def _gather_err_stats3(
     x: Any,
     yf: Any,
@@ -832,12 +909,14 @@ if njit is not None:
     gather_err_stats3 = njit(cache=True, nogil=True)(_gather_err_stats3)
     count_outside = njit(cache=True, nogil=True)(_count_outside)
     softmax_err_stats = njit(cache=True, nogil=True)(_softmax_err_stats)
+    layernorm_err_stats = njit(cache=True, nogil=True)(_layernorm_err_stats)
 else:  # pragma: no cover
     err_stats = _err_stats
     err_stats3 = _err_stats3
     gather_err_stats3 = _gather_err_stats3
     count_outside = _count_outside
     softmax_err_stats = _softmax_err_stats
+    layernorm_err_stats = _layernorm_err_stats
 
 
 def _rounded_dot_sums(a: Any, bt: Any, acc: Any, h: int, d: int) -> None:

@@ -311,6 +311,9 @@ def site_metrics(
     if fused is not None:
         n, mx, s1, s2, sr, dq, da, rse = fused
         return {**_error_figures(spec, n, mx, s1, s2, sr, dq, da), "row_sum_err": rse}
+    ln = _layernorm_sums(site, spec, x, y_float, dt) if mask is None else None
+    if ln is not None:
+        return _error_figures(spec, *ln)
     y, yi = apply_spec_pair(site, spec, x, mask, n_value, dtype=dt)  # yi float64
     keep = None
     if mask is not None:
@@ -401,6 +404,47 @@ def _softmax_sums(
         np.ascontiguousarray(raw).reshape(-1, n), table,
         np.ascontiguousarray(y).reshape(-1, n), np.ascontiguousarray(yf).reshape(-1, n),
         m, mk is not None,
+    )  # fmt: skip
+    cnt, *rest = res
+    return (int(cnt), *(float(v) for v in rest))  # type: ignore[return-value]
+
+
+def _layernorm_sums(
+    site: Site, spec: ApproxSpec, x: np.ndarray, y_float: np.ndarray, dt: type
+) -> tuple[int, float, float, float, float, float, float] | None:
+    """:func:`site_metrics`' sums of a LayerNorm / RMSNorm site in one compiled pass
+    (:func:`~hwapprox.approx._kernels.layernorm_err_stats`: the float64 reference of the
+    quantised rows on the fly, with the site's float gamma and beta), or None where it
+    does not apply (another reference, no compiled kernels). The count, the maximum
+    and the sums of ``|y - y_float|`` are those of the array path exactly; the two
+    error-split maxima equal it up to float64 rounding (row means summed in order)."""
+    from hwapprox.approx.layernorm._common import _LayerNormSpec
+
+    if not (
+        site.operator is Operator.LAYERNORM
+        and _kernels.available()
+        and isinstance(spec, _LayerNormSpec)
+        and type(spec).reference is _LayerNormSpec.reference
+        and np.shape(y_float) == np.shape(x)
+    ):
+        return None
+    spec, raw, y, axis, _ = model_rows(site, spec, x, None, None, dt)
+    if axis not in (-1, raw.ndim - 1):
+        return None
+    n = raw.shape[-1]
+
+    def vec(v: np.ndarray | None) -> np.ndarray:
+        if v is None:
+            return np.zeros(1)
+        return np.ascontiguousarray(np.broadcast_to(np.ravel(v), (n,)), dtype=np.float64)
+
+    k = spec.stat_count(n) if hasattr(spec, "stat_count") else n
+    res = _kernels.layernorm_err_stats(
+        np.ascontiguousarray(raw).reshape(-1, n), float(spec.in_fmt.lsb), bool(spec.center),
+        int(min(k, n)), float(spec.eps), vec(site.gamma), vec(site.beta),
+        site.gamma is not None, site.beta is not None,
+        np.ascontiguousarray(y).reshape(-1, n),
+        np.ascontiguousarray(rows_view(site, np.asarray(y_float))[0]).reshape(-1, n),
     )  # fmt: skip
     cnt, *rest = res
     return (int(cnt), *(float(v) for v in rest))  # type: ignore[return-value]
