@@ -384,7 +384,7 @@ def _softmax_sums(
     if not (
         site.operator is Operator.SOFTMAX
         and _kernels.available()
-        and getattr(spec, "reference_is_softmax", lambda: False)()
+        and getattr(spec, "reference_is_standard", lambda: False)()
         and spec.in_fmt.width <= _EXP_TABLE_MAX_WIDTH
         and np.shape(y_float) == np.shape(x)
     ):
@@ -418,13 +418,10 @@ def _layernorm_sums(
     does not apply (another reference, no compiled kernels). The count, the maximum
     and the sums of ``|y - y_float|`` are those of the array path exactly; the two
     error-split maxima equal it up to float64 rounding (row means summed in order)."""
-    from hwapprox.approx.layernorm._common import _LayerNormSpec
-
     if not (
         site.operator is Operator.LAYERNORM
         and _kernels.available()
-        and isinstance(spec, _LayerNormSpec)
-        and type(spec).reference is _LayerNormSpec.reference
+        and getattr(spec, "reference_is_standard", lambda: False)()
         and np.shape(y_float) == np.shape(x)
     ):
         return None
@@ -438,10 +435,11 @@ def _layernorm_sums(
             return np.zeros(1)
         return np.ascontiguousarray(np.broadcast_to(np.ravel(v), (n,)), dtype=np.float64)
 
-    k = spec.stat_count(n) if hasattr(spec, "stat_count") else n
+    ln: Any = spec  # a LayerNorm spec (reference_is_standard)
+    k = ln.stat_count(n) if hasattr(ln, "stat_count") else n
     res = _kernels.layernorm_err_stats(
-        np.ascontiguousarray(raw).reshape(-1, n), float(spec.in_fmt.lsb), bool(spec.center),
-        int(min(k, n)), float(spec.eps), vec(site.gamma), vec(site.beta),
+        np.ascontiguousarray(raw).reshape(-1, n), float(spec.in_fmt.lsb), bool(ln.center),
+        int(min(k, n)), float(ln.eps), vec(site.gamma), vec(site.beta),
         site.gamma is not None, site.beta is not None,
         np.ascontiguousarray(y).reshape(-1, n),
         np.ascontiguousarray(rows_view(site, np.asarray(y_float))[0]).reshape(-1, n),

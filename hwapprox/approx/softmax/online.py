@@ -1147,7 +1147,7 @@ class OnlineSoftmax(SoftmaxSpec):
             z = np.where(np.broadcast_to(np.asarray(mask, bool), z.shape), 0.0, z)
         return z
 
-    def reference_is_softmax(self) -> bool:
+    def reference_is_standard(self) -> bool:
         """The plain softmax reference: neither Softmax_1 nor the clip."""
         return (
             type(self).reference is OnlineSoftmax.reference
