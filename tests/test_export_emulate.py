@@ -387,3 +387,27 @@ def test_fused_layernorm_metrics_equal_the_array_path(axis: int) -> None:
         bad = site_metrics(site, specs[0], x, y)
     good = site_metrics(site, specs[0], x, y)
     assert abs(bad["quant_max_lsb"] - good["quant_max_lsb"]) * good["out_lsb"] > 1e-6
+
+
+def test_row_parameter_cache_follows_the_values() -> None:
+    """The quantised gamma/beta cache returns the codes of a fresh quantisation, read
+    only; a parameter changed in place, another format or row length misses it."""
+    from hwapprox.export import emulate as E
+    from hwapprox.fixed import FixedFormat
+
+    imp = import_model(single_node("LayerNormalization", [2, 3, 8], 17))
+    (site,) = imp.sites
+    g = np.linspace(-1.3, 2.2, 8).astype(np.float32)
+    f8, f12 = FixedFormat.parse("ap_fixed<8,3>"), FixedFormat.parse("ap_fixed<12,3>")
+    first = E._row_param(g, 8, f8, "gamma", site)
+    assert np.array_equal(first, f8.quantize(g.astype(np.float64)))
+    assert not first.flags.writeable
+    assert E._row_param(g, 8, f8, "gamma", site) is first
+    assert np.array_equal(E._row_param(g, 8, f12, "gamma", site), f12.quantize(g.astype(float)))
+    g[3] += 0.5  # changed in place: the same object, other values
+    again = E._row_param(g, 8, f8, "gamma", site)
+    assert np.array_equal(again, f8.quantize(g.astype(np.float64)))
+    assert not np.array_equal(again, first)
+    one = np.array([0.75], np.float32)  # broadcast to the row length asked for
+    assert E._row_param(one, 4, f8, "beta", site).shape == (4,)
+    assert E._row_param(one, 6, f8, "beta", site).shape == (6,)

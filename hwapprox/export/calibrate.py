@@ -539,15 +539,20 @@ class _StatsAcc:
                 counts = self.rows.setdefault(s.name, [0, 0])
                 counts[0] += int(np.count_nonzero(full))
                 counts[1] += int(full.size)
-        self.ins.setdefault(s.name, RunningStats()).add(x, mask)
-        self.outs.setdefault(s.name, RunningStats()).add(values[s.output], mask)
+        for acc, t in ((self.ins, x), (self.outs, values[s.output])):
+            if s.name not in acc:  # (a RunningStats allocates its 65536-bin histogram)
+                acc[s.name] = RunningStats()
+            acc[s.name].add(t, mask)
         return mask
 
     def merge(self, other: _StatsAcc) -> None:
         """Fold in another accumulator's statistics (batches folded elsewhere)."""
         for mine, theirs in ((self.ins, other.ins), (self.outs, other.outs)):
             for name, rs in theirs.items():
-                mine.setdefault(name, RunningStats()).merge(rs)
+                if name in mine:
+                    mine[name].merge(rs)
+                else:
+                    mine[name] = RunningStats().merge(rs)
         for name, (full, rows) in other.rows.items():
             counts = self.rows.setdefault(name, [0, 0])
             counts[0] += full

@@ -152,16 +152,34 @@ def rows_view(site: Site, x: np.ndarray) -> tuple[np.ndarray, int]:
     return x, ax
 
 
+#: quantised LayerNorm gamma/beta by (values, row length, format): every run of a site
+#: quantises the same constants (bounded: cleared when full)
+_ROW_PARAMS: dict[tuple[bytes, str, tuple[int, ...], int, Any], np.ndarray] = {}
+_ROW_PARAMS_MAX = 512
+
+
 def _row_param(v: np.ndarray | None, n: int, fmt: Any, what: str, site: Site) -> Any:
+    """``fmt.quantize`` of a row parameter broadcast to rows of ``n`` (read-only; the
+    same constants and format give the cached codes)."""
     if v is None:
         return None
+    a = np.asarray(v)
+    key = (a.tobytes(), a.dtype.str, a.shape, n, fmt)
+    hit = _ROW_PARAMS.get(key)
+    if hit is not None:
+        return hit
     try:
-        flat = np.broadcast_to(np.asarray(v, dtype=np.float64).reshape(-1), (n,))
+        flat = np.broadcast_to(np.asarray(a, dtype=np.float64).reshape(-1), (n,))
     except ValueError:
         raise ExportError(
             f"site {site.name}: {what} of shape {np.shape(v)} does not match rows of {n}"
         ) from None
-    return fmt.quantize(flat)
+    q = np.asarray(fmt.quantize(flat))
+    q.flags.writeable = False
+    if len(_ROW_PARAMS) >= _ROW_PARAMS_MAX:
+        _ROW_PARAMS.clear()
+    _ROW_PARAMS[key] = q
+    return q
 
 
 def site_mask_bits(

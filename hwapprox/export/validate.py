@@ -875,9 +875,8 @@ def validate(
     kinds = _metrics.output_kinds(imported.sessions.index, imported.sites, trace.outputs, axis)
     mkw = {"kinds": kinds, "axis": axis, "keep": keep}
     ref = trace.outputs
-    ref_m = end_to_end_metrics(ref, ref, **mkw)
     if b is not None:
-        b.check_against(ref_m)
+        b.check_against(end_to_end_metrics(ref, ref, **mkw))
     in_fmts: dict[str, str] = {}
     for s in active:
         if s.name in given:
