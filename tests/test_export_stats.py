@@ -273,3 +273,24 @@ def test_lazy_map_membership_does_not_compute() -> None:
     assert calls == []
     lm["a"], lm["a"]
     assert calls == ["a"]
+
+
+@pytest.mark.skipif(_kernels.njit is None, reason="numba is not installed")
+def test_mask_like_count_matches_numpy() -> None:
+    """``count_mask_like`` counts NaN, +-inf and values at or below the limit outside
+    the mask, as ``~isfinite(a) | (a <= limit)`` does; the limit itself counts."""
+    rng = np.random.default_rng(2)
+    for dt in (np.float32, np.float64):
+        a = rng.normal(0, 1e4, 5000).astype(dt)
+        a[rng.integers(0, 5000, 40)] = np.nan
+        a[rng.integers(0, 5000, 40)] = -np.inf
+        a[rng.integers(0, 5000, 40)] = np.inf
+        a[rng.integers(0, 5000, 40)] = -1e4
+        mask = rng.random(5000) < 0.5
+        for m in (None, mask):
+            want = ~np.isfinite(a) | (a <= -1e4)
+            if m is not None:
+                want &= ~m
+            mk = np.zeros(1, bool) if m is None else m
+            got = _kernels.count_mask_like(a, mk, m is not None, -1e4)
+            assert got == int(want.sum()) > 0

@@ -903,11 +903,25 @@ def _count_outside(a: Any, masked: Any, has_mask: bool, lo: float, hi: float) ->
     return out, total
 
 
+def _count_mask_like(a: Any, masked: Any, has_mask: bool, limit: float) -> int:
+    """Number of unmasked values of flat ``a`` that are NaN, infinite or ``<= limit``
+    (``~isfinite(a) | (a <= limit)``, masked elements left out)."""
+    bad = 0
+    for i in range(a.shape[0]):
+        v = np.float64(a[i])
+        hit = (not np.isfinite(v)) or v <= limit
+        if has_mask:
+            hit = hit and not masked[i]
+        bad += hit
+    return bad
+
+
 if njit is not None:
     err_stats = njit(cache=True, nogil=True)(_err_stats)
     err_stats3 = njit(cache=True, nogil=True)(_err_stats3)
     gather_err_stats3 = njit(cache=True, nogil=True)(_gather_err_stats3)
     count_outside = njit(cache=True, nogil=True)(_count_outside)
+    count_mask_like = njit(cache=True, nogil=True)(_count_mask_like)
     softmax_err_stats = njit(cache=True, nogil=True)(_softmax_err_stats)
     layernorm_err_stats = njit(cache=True, nogil=True)(_layernorm_err_stats)
 else:  # pragma: no cover
@@ -915,6 +929,7 @@ else:  # pragma: no cover
     err_stats3 = _err_stats3
     gather_err_stats3 = _gather_err_stats3
     count_outside = _count_outside
+    count_mask_like = _count_mask_like
     softmax_err_stats = _softmax_err_stats
     layernorm_err_stats = _layernorm_err_stats
 

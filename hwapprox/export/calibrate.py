@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 from onnx import ModelProto, TensorProto, helper
 
+from hwapprox.approx import _kernels
 from hwapprox.approx.base import ELEMENTWISE_ATTENTION, Operator
 from hwapprox.export.emulate import (
     ModelSessions,
@@ -318,6 +319,14 @@ def unified_max_phi(extents: np.ndarray, low_bits: int = 4) -> tuple[float, floa
 def _check_masked_input(site: Site, x: np.ndarray, mask: np.ndarray | None, g: GraphIndex) -> None:
     """A softmax input must hold no -inf / mask-sized values outside its mask."""
     a = np.asarray(x)
+    if _kernels.available() and a.dtype in (np.float32, np.float64):  # one compiled pass
+        flat = np.ascontiguousarray(a).reshape(-1)
+        if mask is None:
+            m = np.zeros(1, bool)
+        else:
+            m = np.ascontiguousarray(np.broadcast_to(mask, a.shape)).reshape(-1)
+        if not _kernels.count_mask_like(flat, m, mask is not None, MASK_LIMIT):
+            return
     bad = ~np.isfinite(a) | (a <= MASK_LIMIT)
     if mask is not None:
         bad &= ~mask
