@@ -411,3 +411,39 @@ def test_row_parameter_cache_follows_the_values() -> None:
     one = np.array([0.75], np.float32)  # broadcast to the row length asked for
     assert E._row_param(one, 4, f8, "beta", site).shape == (4,)
     assert E._row_param(one, 6, f8, "beta", site).shape == (6,)
+
+
+def test_thread_map_lanes_do_not_queue_behind_each_other() -> None:
+    """Work in one lane runs while another lane's workers are all busy: validate's
+    per-site reports (lane "reports") must not hold up the emulation's site blocks
+    (lane "sites"), which queued behind every report when both shared one pool."""
+    import threading
+
+    from hwapprox.export.emulate import thread_map
+
+    release = threading.Event()
+    started = threading.Barrier(3)
+
+    def blocker(i: int) -> int:
+        started.wait(timeout=10)
+        release.wait(timeout=30)
+        return i
+
+    box: dict[str, list[int]] = {}
+    t = threading.Thread(target=lambda: box.update(r=thread_map(blocker, [1, 2], 2, "reports")))
+    t.start()
+    started.wait(timeout=10)  # both "reports" workers are busy now
+    done = threading.Event()
+    out: list[int] = []
+
+    def sites() -> None:
+        out.extend(thread_map(lambda i: i * 10, [1, 2, 3], 2, "sites"))
+        done.set()
+
+    threading.Thread(target=sites).start()
+    ok = done.wait(timeout=5)
+    release.set()
+    assert ok, "the sites lane waited for the reports lane"
+    assert out == [10, 20, 30]
+    t.join(timeout=10)
+    assert box["r"] == [1, 2]

@@ -57,7 +57,7 @@ MAX_SITE_THREADS = 4
 #: a site tensor is cut into blocks for threads only from this many elements on
 MIN_SPLIT_ELEMENTS = 1 << 16
 _POOL_PREFIX = "hwapprox-sites"
-_pools: dict[int, ThreadPoolExecutor] = {}
+_pools: dict[tuple[str, int], ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()
 
 
@@ -96,17 +96,24 @@ def emulation_threads(threads: int, site_sizes: Iterable[int]) -> int:
     return 1 if max(site_sizes, default=0) < MIN_SPLIT_ELEMENTS else 0
 
 
-def thread_map(fn: Callable[[Any], Any], items: Iterable[Any], threads: int = 0) -> list[Any]:
+def thread_map(
+    fn: Callable[[Any], Any], items: Iterable[Any], threads: int = 0, lane: str = "sites"
+) -> list[Any]:
     """``[fn(i) for i in items]`` on :func:`site_threads` worker threads (results and the
-    first error in ``items``' order)."""
+    first error in ``items``' order). Work that runs at the same time as other
+    ``thread_map`` work goes in a ``lane`` of its own: each lane has its own workers, so
+    one caller's tasks never queue behind another's (validate's per-site reports beside
+    the emulation's site blocks)."""
     items = list(items)
     n = min(site_threads(threads), len(items))
     if n <= 1:
         return [fn(i) for i in items]
     with _pools_lock:
-        pool = _pools.get(n)
+        pool = _pools.get((lane, n))
         if pool is None:
-            pool = _pools[n] = ThreadPoolExecutor(n, thread_name_prefix=_POOL_PREFIX)
+            pool = _pools[lane, n] = ThreadPoolExecutor(
+                n, thread_name_prefix=f"{_POOL_PREFIX}-{lane}"
+            )
     return list(pool.map(fn, items))
 
 

@@ -1061,7 +1061,8 @@ def _site_reports(
 
     # sites are independent: on worker threads (kernels and numpy release the GIL),
     # results taken in site order
-    for (s, spec), (err, c) in zip(todo, thread_map(one, todo, threads), strict=True):
+    results = thread_map(one, todo, threads, lane="reports")
+    for (s, spec), (err, c) in zip(todo, results, strict=True):
         site_errors[s.name] = err
         sat[s.name] = c
         for side, fmt in (("in", spec.in_fmt), ("out", spec.out_fmt)):
