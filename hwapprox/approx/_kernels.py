@@ -602,6 +602,48 @@ else:  # pragma: no cover
 
 
 # -- per-site metrics (hwapprox.export.validate) ------------------------------------------
+#: the running state of the comparison kernels below, (n, max|y - yf|, max|yi - yf|,
+#: max|y - yi|, Σ|y - yf|, Σ(y - yf)², Σ yf², and the three sums of the current block
+#: of 4096 kept elements, its count): :func:`_acc_add` folds one element in
+_ACC_BLOCK = 4096
+
+
+def _acc_add(st: Any, v: float, r: float, w: float) -> Any:
+    """The state ``st`` with one kept element folded in: the model's ``v``, the float
+    output ``r`` and the reference of the quantised input ``w`` (float64). The sums go
+    by blocks of 4096 elements, each block summed from zero, then added to the totals."""
+    n, mx, mq, ma, s1, s2, sr, b1, b2, br, k = st
+    d = abs(v - r)
+    mx = max(mx, d)
+    mq = max(mq, abs(w - r))
+    ma = max(ma, abs(v - w))
+    b1 += d
+    b2 += d * d
+    br += r * r
+    n += 1
+    k += 1
+    if k == _ACC_BLOCK:
+        s1 += b1
+        s2 += b2
+        sr += br
+        b1 = 0.0
+        b2 = 0.0
+        br = 0.0
+        k = 0
+    return (n, mx, mq, ma, s1, s2, sr, b1, b2, br, k)
+
+
+def _acc_result(st: Any) -> tuple[int, float, float, float, float, float, float]:
+    """``(n, max|y - yf|, Σ|y - yf|, Σ(y - yf)², Σ yf², max|yi - yf|, max|y - yi|)``."""
+    n, mx, mq, ma, s1, s2, sr, b1, b2, br, _ = st
+    return n, mx, s1 + b1, s2 + b2, sr + br, mq, ma
+
+
+if njit is not None:  # (inlined into the kernels: the state stays in registers)
+    _acc_add = njit(inline="always")(_acc_add)  # type: ignore[assignment]
+    _acc_result = njit(inline="always")(_acc_result)  # type: ignore[assignment]
+
+
 def _err_stats(
     y: Any, yf: Any, keep: Any, has_keep: bool
 ) -> tuple[int, float, float, float, float]:
@@ -609,35 +651,14 @@ def _err_stats(
     elements where ``keep`` is True (all without ``has_keep``): their number,
     ``max |y - yf|``, ``Σ |y - yf|``, ``Σ (y - yf)²`` and ``Σ yf²``, each in float64
     (sums blocked by 4096)."""
-    n = 0
-    mx = 0.0
-    s1 = 0.0
-    s2 = 0.0
-    sr = 0.0
-    b1 = 0.0
-    b2 = 0.0
-    br = 0.0
-    k = 0
+    st = (0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0)
     for i in range(y.shape[0]):
         if has_keep and not keep[i]:
             continue
         r = np.float64(yf[i])
-        d = abs(np.float64(y[i]) - r)
-        mx = max(mx, d)
-        b1 += d
-        b2 += d * d
-        br += r * r
-        n += 1
-        k += 1
-        if k == 4096:
-            s1 += b1
-            s2 += b2
-            sr += br
-            b1 = 0.0
-            b2 = 0.0
-            br = 0.0
-            k = 0
-    return n, mx, s1 + b1, s2 + b2, sr + br
+        st = _acc_add(st, np.float64(y[i]), r, r)
+    n, mx, s1, s2, sr, _, _ = _acc_result(st)
+    return n, mx, s1, s2, sr
 
 
 def _err_stats3(
@@ -646,41 +667,12 @@ def _err_stats3(
     """:func:`_err_stats` of ``(y, yf)`` and the maxima ``max |yi - yf|`` and
     ``max |y - yi|`` over the same elements, in one pass (each figure computed as
     :func:`_err_stats` computes it, the sums blocked the same way)."""
-    n = 0
-    mx = 0.0
-    mq = 0.0
-    ma = 0.0
-    s1 = 0.0
-    s2 = 0.0
-    sr = 0.0
-    b1 = 0.0
-    b2 = 0.0
-    br = 0.0
-    k = 0
+    st = (0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0)
     for i in range(y.shape[0]):
         if has_keep and not keep[i]:
             continue
-        r = np.float64(yf[i])
-        v = np.float64(y[i])
-        w = np.float64(yi[i])
-        d = abs(v - r)
-        mx = max(mx, d)
-        mq = max(mq, abs(w - r))
-        ma = max(ma, abs(v - w))
-        b1 += d
-        b2 += d * d
-        br += r * r
-        n += 1
-        k += 1
-        if k == 4096:
-            s1 += b1
-            s2 += b2
-            sr += br
-            b1 = 0.0
-            b2 = 0.0
-            br = 0.0
-            k = 0
-    return n, mx, s1 + b1, s2 + b2, sr + br, mq, ma
+        st = _acc_add(st, np.float64(y[i]), np.float64(yf[i]), np.float64(yi[i]))
+    return _acc_result(st)
 
 
 def _softmax_err_stats(
@@ -691,20 +683,10 @@ def _softmax_err_stats(
     codes, ``table[k] = exp(-k·lsb)``, ``y`` the model's reals, ``yf`` the float
     model's output, ``mask`` (R, N) True = masked. The ideal of element j of row r is
     ``table[m - raw[r, j]] / Σ_j table[m - raw[r, j]]`` over the unmasked elements
-    (``m`` their largest code); fully masked rows are left out. Returns ``(n, max|y-yf|,
-    Σ|y-yf|, Σ(y-yf)², Σyf², max|yi-yf|, max|y-yi|, max_r |Σ_j y - Σ_unmasked yf|)``,
-    the sums blocked by 4096 kept elements as :func:`_err_stats3` blocks them."""
-    n = 0
-    mx = 0.0
-    mq = 0.0
-    ma = 0.0
-    s1 = 0.0
-    s2 = 0.0
-    sr = 0.0
-    b1 = 0.0
-    b2 = 0.0
-    br = 0.0
-    k = 0
+    (``m`` their largest code); fully masked rows are left out. Returns
+    :func:`_err_stats3`'s figures and ``max_r |Σ_j y - Σ_unmasked yf|``, the sums
+    blocked by 4096 kept elements as :func:`_err_stats3` blocks them."""
+    st = (0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0)
     rse = 0.0
     for r in range(raw.shape[0]):
         m = np.int64(0)
@@ -730,26 +712,10 @@ def _softmax_err_stats(
                 continue
             f = np.float64(yf[r, j])
             sf += f
-            w = table[m - raw[r, j]] / s
-            d = abs(v - f)
-            mx = max(mx, d)
-            mq = max(mq, abs(w - f))
-            ma = max(ma, abs(v - w))
-            b1 += d
-            b2 += d * d
-            br += f * f
-            n += 1
-            k += 1
-            if k == 4096:
-                s1 += b1
-                s2 += b2
-                sr += br
-                b1 = 0.0
-                b2 = 0.0
-                br = 0.0
-                k = 0
+            st = _acc_add(st, v, f, table[m - raw[r, j]] / s)
         rse = max(rse, abs(sy - sf))
-    return n, mx, s1 + b1, s2 + b2, sr + br, mq, ma, rse
+    n, mx, s1, s2, sr, mq, ma = _acc_result(st)
+    return n, mx, s1, s2, sr, mq, ma, rse
 
 
 def _layernorm_err_stats(
@@ -771,22 +737,12 @@ def _layernorm_err_stats(
     sqrt(mean(a[:k]²) + eps)``; then ``· gamma``, ``+ beta`` where given; ``y`` the
     model's reals, ``yf`` the float model's output. The reference's row means are
     summed in row order (numpy sums pairwise: equal up to float64 rounding)."""
-    n = 0
-    mx = 0.0
-    mq = 0.0
-    ma = 0.0
-    s1 = 0.0
-    s2 = 0.0
-    sr = 0.0
-    b1 = 0.0
-    b2 = 0.0
-    br = 0.0
-    cnt = 0
+    st = (0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0)
     m = raw.shape[1]
     for r in range(raw.shape[0]):
         mean = 0.0
+        acc = 0.0
         if center:
-            acc = 0.0
             for j in range(m):
                 acc += np.float64(raw[r, j]) * lsb
             mean = acc / m
@@ -796,7 +752,6 @@ def _layernorm_err_stats(
                 acc += c * c
             sd = np.sqrt(acc / m + eps)
         else:
-            acc = 0.0
             for j in range(k):
                 a = np.float64(raw[r, j]) * lsb
                 acc += a * a
@@ -807,26 +762,8 @@ def _layernorm_err_stats(
                 w = w * gamma[j]
             if has_beta:
                 w = w + beta[j]
-            v = np.float64(y[r, j])
-            f = np.float64(yf[r, j])
-            d = abs(v - f)
-            mx = max(mx, d)
-            mq = max(mq, abs(w - f))
-            ma = max(ma, abs(v - w))
-            b1 += d
-            b2 += d * d
-            br += f * f
-            n += 1
-            cnt += 1
-            if cnt == 4096:
-                s1 += b1
-                s2 += b2
-                sr += br
-                b1 = 0.0
-                b2 = 0.0
-                br = 0.0
-                cnt = 0
-    return n, mx, s1 + b1, s2 + b2, sr + br, mq, ma
+            st = _acc_add(st, np.float64(y[r, j]), np.float64(yf[r, j]), w)
+    return _acc_result(st)
 
 
 def _gather_err_stats3(
@@ -848,44 +785,16 @@ def _gather_err_stats3(
     then meaningless)."""
     bad = 0
     top = t_y.shape[0] - 1
-    n = 0
-    mx = 0.0
-    mq = 0.0
-    ma = 0.0
-    s1 = 0.0
-    s2 = 0.0
-    sr = 0.0
-    b1 = 0.0
-    b2 = 0.0
-    br = 0.0
-    k = 0
+    st = (0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0)
     for i in range(x.shape[0]):
         u = np.float64(x[i])
         bad += not np.isfinite(u)
         s = min(max(u * scale, lo), hi)
         q = np.int64(np.floor(s + 0.5)) if rnd else np.int64(np.floor(s))
         j = min(max(q - code_lo, 0), top)
-        r = np.float64(yf[i])
-        v = t_y[j]
-        w = t_i[j]
-        d = abs(v - r)
-        mx = max(mx, d)
-        mq = max(mq, abs(w - r))
-        ma = max(ma, abs(v - w))
-        b1 += d
-        b2 += d * d
-        br += r * r
-        n += 1
-        k += 1
-        if k == 4096:
-            s1 += b1
-            s2 += b2
-            sr += br
-            b1 = 0.0
-            b2 = 0.0
-            br = 0.0
-            k = 0
-    return bad == 0, n, mx, s1 + b1, s2 + b2, sr + br, mq, ma
+        st = _acc_add(st, t_y[j], np.float64(yf[i]), t_i[j])
+    n, mx, s1, s2, sr, mq, ma = _acc_result(st)
+    return bad == 0, n, mx, s1, s2, sr, mq, ma
 
 
 def _count_outside(a: Any, masked: Any, has_mask: bool, lo: float, hi: float) -> tuple[int, int]:
