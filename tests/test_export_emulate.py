@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib
+from collections.abc import Iterator
 
 import numpy as np
 import onnx
@@ -271,6 +273,22 @@ def test_small_model_emulates_on_one_thread_with_the_same_outputs() -> None:
     assert auto.site_errors == two.site_errors
 
 
+@contextlib.contextmanager
+def _counting(obj: object, name: str) -> Iterator[list[int]]:
+    """``obj.name`` patched to count its calls (the list it yields grows by one each)."""
+    from unittest.mock import patch
+
+    calls: list[int] = []
+    real = getattr(obj, name)
+
+    def counted(*a: object) -> object:
+        calls.append(1)
+        return real(*a)
+
+    with patch.object(obj, name, counted):
+        yield calls
+
+
 @pytest.mark.parametrize("masked", [False, True])
 def test_fused_softmax_metrics_equal_the_array_path(masked: bool) -> None:
     """The compiled softmax site metrics (``_softmax_sums``: the float64 softmax of the
@@ -303,14 +321,7 @@ def test_fused_softmax_metrics_equal_the_array_path(masked: bool) -> None:
          clip_gamma=-0.01, clip_zeta=1.01)]  # fmt: skip
     exact = ("max_abs", "mean_abs", "rms", "rel_rms", "max_lsb", "out_lsb")
     for spec in specs:
-        calls = []
-        real = _kernels.softmax_err_stats
-
-        def counted(*a, real=real, calls=calls):
-            calls.append(1)
-            return real(*a)
-
-        with patch.object(_kernels, "softmax_err_stats", counted):
+        with _counting(_kernels, "softmax_err_stats") as calls:
             got = site_metrics(site, spec, x, y, mask)
         with patch.object(V, "_softmax_sums", lambda *a: None):
             want = site_metrics(site, spec, x, y, mask)
@@ -360,14 +371,7 @@ def test_fused_layernorm_metrics_equal_the_array_path(axis: int) -> None:
     ]
     exact = ("max_abs", "mean_abs", "rms", "rel_rms", "max_lsb", "out_lsb")
     for spec in specs:
-        calls = []
-        real = _kernels.layernorm_err_stats
-
-        def counted(*a, real=real, calls=calls):
-            calls.append(1)
-            return real(*a)
-
-        with patch.object(_kernels, "layernorm_err_stats", counted):
+        with _counting(_kernels, "layernorm_err_stats") as calls:
             got = site_metrics(site, spec, x, y)
         with patch.object(V, "_layernorm_sums", lambda *a: None):
             want = site_metrics(site, spec, x, y)
