@@ -261,6 +261,7 @@ def apply_spec_pair(
         )
     spec, raw, y, axis, mask = model_rows(site, spec, x, mask, n_value, dtype)
     shape = np.shape(x)
+    # (a row operator's ideal reads the codes; the rows view gives only the row length)
     yi = np.asarray(_ideal(site, spec, raw, axis, mask, raw), dtype=np.float64).reshape(shape)
     return y.reshape(shape), yi
 

@@ -395,10 +395,8 @@ def _softmax_sums(
     n = raw.shape[-1]
     yf = rows_view(site, np.asarray(y_float))[0]
     m = np.zeros((1, 1), bool)
-    if mk is not None:
-        m = np.ascontiguousarray(rows_view(site, np.broadcast_to(mk, np.shape(x)))[0]).reshape(
-            -1, n
-        )
+    if mk is not None:  # (model_rows broadcast it to x)
+        m = np.ascontiguousarray(rows_view(site, mk)[0]).reshape(-1, n)
     table = _exp_table(spec.in_fmt.width, spec.in_fmt.frac_bits)
     res = _kernels.softmax_err_stats(
         np.ascontiguousarray(raw).reshape(-1, n), table,
