@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib
+from collections.abc import Iterator
 
 import numpy as np
 import onnx
@@ -247,3 +249,205 @@ def test_softmax_row_sum_metric() -> None:
     assert m["row_sum_err"] == pytest.approx(1 / 256, abs=1e-6)
     assert m["max_abs"] == pytest.approx(1 / 3 - 85 / 256, abs=1e-6)
     assert site_metrics(site, FloatRefSoftmax(), x, y)["row_sum_err"] < 1e-6
+
+
+def test_small_model_emulates_on_one_thread_with_the_same_outputs() -> None:
+    """A model whose site tensors are all below the split size gets one-thread emulator
+    sessions (``emulation_threads``); its outputs equal a two-thread emulator's."""
+    from hwapprox.export import example
+    from hwapprox.export.emulate import MIN_SPLIT_ELEMENTS, emulation_threads
+    from hwapprox.export.validate import validate
+
+    assert emulation_threads(0, [MIN_SPLIT_ELEMENTS - 1, 10]) == 1
+    assert emulation_threads(0, [MIN_SPLIT_ELEMENTS]) == 0
+    assert emulation_threads(3, [10]) == 3
+    feeds = dict(np.load(example.inputs_path()))
+    imp = import_model(example.model_path())
+    auto = validate(imp, inputs=feeds)
+    assert [k[1] for k in imp.sessions._emulators] == [1]
+    two = validate(imp, inputs=feeds, threads=2)
+    assert sorted(k[1] for k in imp.sessions._emulators) == [1, 2]
+    assert auto.emulated.keys() == two.emulated.keys()
+    for k, v in auto.emulated.items():
+        assert np.array_equal(v, two.emulated[k])
+    assert auto.site_errors == two.site_errors
+
+
+@contextlib.contextmanager
+def _counting(obj: object, name: str) -> Iterator[list[int]]:
+    """``obj.name`` patched to count its calls (the list it yields grows by one each)."""
+    from unittest.mock import patch
+
+    calls: list[int] = []
+    real = getattr(obj, name)
+
+    def counted(*a: object) -> object:
+        calls.append(1)
+        return real(*a)
+
+    with patch.object(obj, name, counted):
+        yield calls
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_fused_softmax_metrics_equal_the_array_path(masked: bool) -> None:
+    """The compiled softmax site metrics (``_softmax_sums``: the float64 softmax of the
+    quantised rows from an exp table, on the fly) give the array path's count, maximum
+    and sums of |y - y_float| exactly and its error-split maxima and row-sum error up
+    to float64 rounding, for every softmax method, masked rows (one fully masked)
+    included; Softmax_1 and the clipped reference keep the array path. A table whose
+    entries past the row maximum are one part in 10^6 off is caught."""
+    from unittest.mock import patch
+
+    from hwapprox.approx import _kernels
+    from hwapprox.export import validate as V
+
+    if not _kernels.available():
+        pytest.skip("numba is not installed")
+    rng = np.random.default_rng(4)
+    imp = import_model(single_node("Softmax", [3, 4, 37], 13))
+    (site,) = imp.sites
+    x = (rng.normal(0, 3, (3, 4, 37)) * rng.uniform(0.2, 2, (3, 4, 1))).astype(np.float32)
+    mask = None
+    if masked:
+        mask = rng.random((3, 1, 37)) < 0.3
+        mask[1] = True  # every row of batch 1 fully masked
+    xs = np.where(mask, -1e9, x) if mask is not None else x
+    y = make_session(imp.model, 1).run(None, {"x": xs.astype(np.float32)})[0]
+    specs = [
+        make_spec("softmax", m, in_fmt="ap_fixed<16,6>")
+        for m in ("ibert", "online", "softermax", "shiftmax", "hls4ml_stable")
+    ] + [make_spec("softmax", "online", off_by_one=True), make_spec("softmax", "online",
+         clip_gamma=-0.01, clip_zeta=1.01)]  # fmt: skip
+    exact = ("max_abs", "mean_abs", "rms", "rel_rms", "max_lsb", "out_lsb")
+    for spec in specs:
+        with _counting(_kernels, "softmax_err_stats") as calls:
+            got = site_metrics(site, spec, x, y, mask)
+        with patch.object(V, "_softmax_sums", lambda *a: None):
+            want = site_metrics(site, spec, x, y, mask)
+        assert len(calls) == int(spec.reference_is_standard()), spec.describe()
+        assert got.keys() == want.keys()
+        for k in exact:
+            assert got[k] == want[k], (spec.describe(), k)
+        lsb = got["out_lsb"]
+        for k in ("quant_max_lsb", "approx_max_lsb"):
+            assert abs(got[k] - want[k]) * lsb <= 1e-15, (spec.describe(), k)
+        assert abs(got["row_sum_err"] - want["row_sum_err"]) <= 1e-14
+    plain = specs[1]
+    off = np.array(V._exp_table(16, 10))
+    off[1:] *= 1 + 1e-6
+    with patch.object(V, "_exp_table", lambda w, f: off):
+        bad = site_metrics(site, plain, x, y, mask)
+    good = site_metrics(site, plain, x, y, mask)
+    assert abs(bad["quant_max_lsb"] - good["quant_max_lsb"]) * good["out_lsb"] > 1e-9
+
+
+@pytest.mark.parametrize("axis", [-1, 1])
+def test_fused_layernorm_metrics_equal_the_array_path(axis: int) -> None:
+    """The compiled LayerNorm site metrics (``_layernorm_sums``: the float64 reference
+    of the quantised rows on the fly, float gamma and beta) give the array path's
+    count, maximum and sums of |y - y_float| exactly and its error-split maxima up to
+    float64 rounding, for every LayerNorm method, RMSNorm and pRMSNorm (k of n
+    elements) included, over one axis and over trailing axes; a reference with eps
+    off by 10^-3 is caught."""
+    from unittest.mock import patch
+
+    from hwapprox.approx import _kernels
+    from hwapprox.export import validate as V
+
+    if not _kernels.available():
+        pytest.skip("numba is not installed")
+    imp = import_model(single_node("LayerNormalization", [3, 4, 40], 17, axis=axis))
+    (site,) = imp.sites
+    rng = np.random.default_rng(8)
+    x = (rng.normal(0.3, 2, (3, 4, 40)) * rng.uniform(0.3, 3, (3, 4, 1))).astype(np.float32)
+    y = make_session(imp.model, 1).run(None, {"x": x})[0]
+    specs = [
+        make_spec("layernorm", m, eps=site.epsilon, in_fmt="ap_fixed<16,6>")
+        for m in ("rsqrt_lut", "ibert", "ivit", "hls4ml_lut")
+    ] + [
+        make_spec("layernorm", "rmsnorm", eps=site.epsilon),
+        make_spec("layernorm", "rmsnorm", eps=site.epsilon, partial_k=24),
+    ]
+    exact = ("max_abs", "mean_abs", "rms", "rel_rms", "max_lsb", "out_lsb")
+    for spec in specs:
+        with _counting(_kernels, "layernorm_err_stats") as calls:
+            got = site_metrics(site, spec, x, y)
+        with patch.object(V, "_layernorm_sums", lambda *a: None):
+            want = site_metrics(site, spec, x, y)
+        assert calls == [1], spec.describe()
+        assert got.keys() == want.keys()
+        for k in exact:
+            assert got[k] == want[k], (spec.describe(), k)
+        lsb = got["out_lsb"]
+        for k in ("quant_max_lsb", "approx_max_lsb"):
+            assert abs(got[k] - want[k]) * lsb <= 1e-14, (spec.describe(), k)
+    real = _kernels.layernorm_err_stats
+
+    def eps_off(raw, lsb, center, k, eps, *rest):
+        return real(raw, lsb, center, k, eps + 1e-3, *rest)
+
+    with patch.object(_kernels, "layernorm_err_stats", eps_off):
+        bad = site_metrics(site, specs[0], x, y)
+    good = site_metrics(site, specs[0], x, y)
+    assert abs(bad["quant_max_lsb"] - good["quant_max_lsb"]) * good["out_lsb"] > 1e-6
+
+
+def test_row_parameter_cache_follows_the_values() -> None:
+    """The quantised gamma/beta cache returns the codes of a fresh quantisation, read
+    only; a parameter changed in place, another format or row length misses it."""
+    from hwapprox.export import emulate as E
+    from hwapprox.fixed import FixedFormat
+
+    imp = import_model(single_node("LayerNormalization", [2, 3, 8], 17))
+    (site,) = imp.sites
+    g = np.linspace(-1.3, 2.2, 8).astype(np.float32)
+    f8, f12 = FixedFormat.parse("ap_fixed<8,3>"), FixedFormat.parse("ap_fixed<12,3>")
+    first = E._row_param(g, 8, f8, "gamma", site)
+    assert np.array_equal(first, f8.quantize(g.astype(np.float64)))
+    assert not first.flags.writeable
+    assert E._row_param(g, 8, f8, "gamma", site) is first
+    assert np.array_equal(E._row_param(g, 8, f12, "gamma", site), f12.quantize(g.astype(float)))
+    g[3] += 0.5  # changed in place: the same object, other values
+    again = E._row_param(g, 8, f8, "gamma", site)
+    assert np.array_equal(again, f8.quantize(g.astype(np.float64)))
+    assert not np.array_equal(again, first)
+    one = np.array([0.75], np.float32)  # broadcast to the row length asked for
+    assert E._row_param(one, 4, f8, "beta", site).shape == (4,)
+    assert E._row_param(one, 6, f8, "beta", site).shape == (6,)
+
+
+def test_thread_map_lanes_do_not_queue_behind_each_other() -> None:
+    """Work in one lane runs while another lane's workers are all busy: validate's
+    per-site reports (lane "reports") must not hold up the emulation's site blocks
+    (lane "sites"), which queued behind every report when both shared one pool."""
+    import threading
+
+    from hwapprox.export.emulate import thread_map
+
+    release = threading.Event()
+    started = threading.Barrier(3)
+
+    def blocker(i: int) -> int:
+        started.wait(timeout=10)
+        release.wait(timeout=30)
+        return i
+
+    box: dict[str, list[int]] = {}
+    t = threading.Thread(target=lambda: box.update(r=thread_map(blocker, [1, 2], 2, "reports")))
+    t.start()
+    started.wait(timeout=10)  # both "reports" workers are busy now
+    done = threading.Event()
+    out: list[int] = []
+
+    def sites() -> None:
+        out.extend(thread_map(lambda i: i * 10, [1, 2, 3], 2, "sites"))
+        done.set()
+
+    threading.Thread(target=sites).start()
+    ok = done.wait(timeout=5)
+    release.set()
+    assert ok, "the sites lane waited for the reports lane"
+    assert out == [10, 20, 30]
+    t.join(timeout=10)
+    assert box["r"] == [1, 2]

@@ -52,7 +52,7 @@ def test_percentiles_are_the_lower_order_statistic_within_one_bfloat16_step(i: i
 @pytest.mark.skipif(_kernels.njit is None, reason="numba is not installed")
 @pytest.mark.parametrize("i", range(5))
 def test_percentile_positions_compiled_match_cumsum_searchsorted(i: int) -> None:
-    """The one-pass rank walk gives the cumsum + searchsorted percentiles exactly, for
+    """The block-wise rank walk gives the cumsum + searchsorted percentiles exactly, for
     the recorded percentiles in any order, repeated ones, and the extremes; a walk one
     bin late is caught."""
     rs = RunningStats().add(_data(1)[i])
@@ -61,15 +61,46 @@ def test_percentile_positions_compiled_match_cumsum_searchsorted(i: int) -> None
     with patch.object(_kernels, "enabled", False):
         want = rs.percentile(qs)
     assert np.array_equal(got, want)
-    real = _kernels.ordered_rank_positions
+    real = _kernels.bf16_rank_patterns
 
-    def late(hist, order, ranks, pos):
-        real(hist, order, ranks, pos)
-        pos += 1
+    def late(hist, ranks, out):
+        real(hist, ranks, out)
+        out += np.where(out >= 0x8000, -1, 1)  # the next bucket in value order
 
-    with patch.object(_kernels, "ordered_rank_positions", late):
+    with patch.object(_kernels, "bf16_rank_patterns", late):
         inner = [q for q in qs if 0.0 < q < 100.0]
         assert not np.array_equal(rs.percentile(inner), want[[qs.index(q) for q in inner]])
+
+
+@pytest.mark.skipif(_kernels.njit is None, reason="numba is not installed")
+def test_rank_patterns_match_the_value_order_walk() -> None:
+    """``bf16_rank_patterns`` on sparse and dense histograms (several ranks in one
+    exponent block, ranks on block edges, every rank of a small histogram, ranks past
+    the total) equals ``_ORDER[searchsorted(cumsum(hist[_ORDER]), rank, "right")]``."""
+    from hwapprox.export.stats import _ORDER, HIST_BINS
+
+    rng = np.random.default_rng(5)
+    finite = np.ones(HIST_BINS, bool)
+    finite[0x7F80:0x8000] = finite[0xFF80:] = False
+    hists = []
+    for density in (3, 40, 5000, int(finite.sum())):
+        h = np.zeros(HIST_BINS, np.int64)
+        h[rng.choice(np.flatnonzero(finite), density, replace=False)] = rng.integers(1, 9, density)
+        hists.append(h)
+    h = np.zeros(HIST_BINS, np.int64)
+    h[[0x8000, 0xFF00, 0xFF7F, 0x0000, 0x007F, 0x0080, 0x7F7F]] = 1  # block edges, +-0
+    hists.append(h)
+    for h in hists:
+        cum = np.cumsum(h[_ORDER])
+        total = int(cum[-1])
+        ranks = np.unique(np.concatenate([
+            np.arange(min(total, 300)), rng.integers(0, total, 200), [total - 1, total, total + 5],
+        ]))  # fmt: skip
+        pos = np.searchsorted(cum, ranks, side="right")
+        want = np.where(pos < _ORDER.size, _ORDER[np.minimum(pos, _ORDER.size - 1)], -1)
+        got = np.empty(ranks.size, np.int64)
+        _kernels.bf16_rank_patterns(h, ranks, got)
+        assert np.array_equal(got, want)
 
 
 def test_merged_batches_equal_the_whole() -> None:
@@ -197,6 +228,39 @@ def test_site_error_sums_compiled_match_numpy(masked: bool) -> None:
     assert got["in_total"] == xs.size
 
 
+@pytest.mark.parametrize("masked", [False, True])
+def test_saturation_from_calibration_extremes_equals_the_count(masked: bool) -> None:
+    """``saturation`` given the calibration statistics of the same elements skips its
+    pass exactly where the extremes prove the count is 0 (inside, or at the one-LSB
+    tolerance), and counts where a value lies past it: the same counts and totals as
+    without the statistics. A non-finite value forces the pass."""
+    from hwapprox.approx.registry import make_spec
+    from hwapprox.export.validate import saturation
+
+    spec = make_spec("gelu", "lut")
+    fi, lsb = spec.in_fmt, float(spec.in_fmt.lsb)
+    rng = np.random.default_rng(11)
+    mask = (rng.random((5, 1, 40)) < 0.3) if masked else None
+    if mask is not None:
+        mask[0, 0, 7] = False  # the planted value below is unmasked
+    base = rng.uniform(float(fi.min) / 2, float(fi.max) / 2, (5, 3, 40)).astype(np.float32)
+    no_pass = patch.object(_kernels, "count_outside", side_effect=AssertionError("a pass ran"))
+    for past, outside in ((0.0, 0), (lsb, 0), (1.25 * lsb, 1), (3.0, 1), (np.inf, 1)):
+        x = base.copy()
+        x[0, 1, 7] = float(fi.max) + past
+        fo = spec.out_fmt  # outputs well inside their format
+        y = (np.clip(np.nan_to_num(x), float(fo.min), float(fo.max)) / 2).astype(np.float32)
+        st = (SiteStats.of("s", x, mask), SiteStats.of("s", y, mask))
+        want = saturation(spec, x, y, mask)
+        kept = x.size if mask is None else int((~np.broadcast_to(mask, x.shape)).sum())
+        assert want == {"in": outside, "in_total": kept, "out": 0, "out_total": kept}, past
+        if outside or not _kernels.available():
+            assert saturation(spec, x, y, mask, st) == want, past
+        else:
+            with no_pass:
+                assert saturation(spec, x, y, mask, st) == want, past
+
+
 def test_lazy_map_membership_does_not_compute() -> None:
     """``name in trace.row_extents`` must not compute the extents (validate asks it for
     every softmax site); reading the value computes it once."""
@@ -209,3 +273,24 @@ def test_lazy_map_membership_does_not_compute() -> None:
     assert calls == []
     lm["a"], lm["a"]
     assert calls == ["a"]
+
+
+@pytest.mark.skipif(_kernels.njit is None, reason="numba is not installed")
+def test_mask_like_count_matches_numpy() -> None:
+    """``count_mask_like`` counts NaN, +-inf and values at or below the limit outside
+    the mask, as ``~isfinite(a) | (a <= limit)`` does; the limit itself counts."""
+    rng = np.random.default_rng(2)
+    for dt in (np.float32, np.float64):
+        a = rng.normal(0, 1e4, 5000).astype(dt)
+        a[rng.integers(0, 5000, 40)] = np.nan
+        a[rng.integers(0, 5000, 40)] = -np.inf
+        a[rng.integers(0, 5000, 40)] = np.inf
+        a[rng.integers(0, 5000, 40)] = -1e4
+        mask = rng.random(5000) < 0.5
+        for m in (None, mask):
+            want = ~np.isfinite(a) | (a <= -1e4)
+            if m is not None:
+                want &= ~m
+            mk = np.zeros(1, bool) if m is None else m
+            got = _kernels.count_mask_like(a, mk, m is not None, -1e4)
+            assert got == int(want.sum()) > 0

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 from onnx import ModelProto, TensorProto, helper
 
+from hwapprox.approx import _kernels
 from hwapprox.approx.base import ELEMENTWISE_ATTENTION, Operator
 from hwapprox.export.emulate import (
     ModelSessions,
@@ -318,6 +319,14 @@ def unified_max_phi(extents: np.ndarray, low_bits: int = 4) -> tuple[float, floa
 def _check_masked_input(site: Site, x: np.ndarray, mask: np.ndarray | None, g: GraphIndex) -> None:
     """A softmax input must hold no -inf / mask-sized values outside its mask."""
     a = np.asarray(x)
+    if _kernels.available() and a.dtype in (np.float32, np.float64):  # one compiled pass
+        flat = np.ascontiguousarray(a).reshape(-1)
+        if mask is None:
+            m = np.zeros(1, bool)
+        else:
+            m = np.ascontiguousarray(np.broadcast_to(mask, a.shape)).reshape(-1)
+        if not _kernels.count_mask_like(flat, m, mask is not None, MASK_LIMIT):
+            return
     bad = ~np.isfinite(a) | (a <= MASK_LIMIT)
     if mask is not None:
         bad &= ~mask
@@ -539,15 +548,20 @@ class _StatsAcc:
                 counts = self.rows.setdefault(s.name, [0, 0])
                 counts[0] += int(np.count_nonzero(full))
                 counts[1] += int(full.size)
-        self.ins.setdefault(s.name, RunningStats()).add(x, mask)
-        self.outs.setdefault(s.name, RunningStats()).add(values[s.output], mask)
+        for acc, t in ((self.ins, x), (self.outs, values[s.output])):
+            if s.name not in acc:  # (a RunningStats allocates its 65536-bin histogram)
+                acc[s.name] = RunningStats()
+            acc[s.name].add(t, mask)
         return mask
 
     def merge(self, other: _StatsAcc) -> None:
         """Fold in another accumulator's statistics (batches folded elsewhere)."""
         for mine, theirs in ((self.ins, other.ins), (self.outs, other.outs)):
             for name, rs in theirs.items():
-                mine.setdefault(name, RunningStats()).merge(rs)
+                if name in mine:
+                    mine[name].merge(rs)
+                else:
+                    mine[name] = RunningStats().merge(rs)
         for name, (full, rows) in other.rows.items():
             counts = self.rows.setdefault(name, [0, 0])
             counts[0] += full

@@ -47,7 +47,7 @@ from hwapprox.export.patterns import Site
 
 __all__ = [
     "Emulator", "PrefixChain", "apply_fused", "apply_spec", "apply_spec_blocks",
-    "apply_spec_pair", "make_session", "rows_view", "site_mask_bits", "site_threads",
+    "apply_spec_pair", "make_session", "model_rows", "rows_view", "site_mask_bits", "site_threads",
     "thread_map", "thread_start",
 ]  # fmt: skip
 
@@ -57,7 +57,7 @@ MAX_SITE_THREADS = 4
 #: a site tensor is cut into blocks for threads only from this many elements on
 MIN_SPLIT_ELEMENTS = 1 << 16
 _POOL_PREFIX = "hwapprox-sites"
-_pools: dict[int, ThreadPoolExecutor] = {}
+_pools: dict[tuple[str, int], ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()
 
 
@@ -73,23 +73,42 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pools_after_fork)
 
 
+_CPUS = os.cpu_count() or 1
+
+
 def site_threads(threads: int = 0) -> int:
     """Worker threads for site work: ``threads`` (the onnxruntime setting; 0 = the CPU
     count, at most :data:`MAX_SITE_THREADS`); 1 inside a worker (no nesting)."""
     if threading.current_thread().name.startswith(_POOL_PREFIX):
         return 1
-    n = threads if threads > 0 else min(os.cpu_count() or 1, MAX_SITE_THREADS)
+    n = threads if threads > 0 else min(_CPUS, MAX_SITE_THREADS)
     return max(1, n)
 
 
-def thread_map(fn: Callable[[Any], Any], items: Iterable[Any], threads: int = 0) -> list[Any]:
+def emulation_threads(threads: int, site_sizes: Iterable[int]) -> int:
+    """The emulator's thread setting: ``threads`` if set; else 1 when every site tensor
+    is below :data:`MIN_SPLIT_ELEMENTS` (a small model: its sites are not split for
+    threads, and onnxruntime's thread pool costs more than it saves on its small
+    operators -- the embedded example's 10 sessions: 2.0 ms with the default pool,
+    1.4 ms on one thread), else 0 (onnxruntime's default). Results do not depend on it."""
+    if threads:
+        return threads
+    return 1 if max(site_sizes, default=0) < MIN_SPLIT_ELEMENTS else 0
+
+
+def thread_map(
+    fn: Callable[[Any], Any], items: Iterable[Any], threads: int = 0, lane: str = "sites"
+) -> list[Any]:
     """``[fn(i) for i in items]`` on :func:`site_threads` worker threads (results and the
-    first error in ``items``' order)."""
-    return thread_start(fn, items, threads)()
+    first error in ``items``' order). Work that runs at the same time as other
+    ``thread_map`` work goes in a ``lane`` of its own: each lane has its own workers, so
+    one caller's tasks never queue behind another's (validate's per-site reports beside
+    the emulation's site blocks)."""
+    return thread_start(fn, items, threads, lane)()
 
 
 def thread_start(
-    fn: Callable[[Any], Any], items: Iterable[Any], threads: int = 0
+    fn: Callable[[Any], Any], items: Iterable[Any], threads: int = 0, lane: str = "sites"
 ) -> Callable[[], list[Any]]:
     """:func:`thread_map` started now: returns the function that waits for its results
     (in ``items``' order; the first error is raised there). With one thread (or one
@@ -100,9 +119,11 @@ def thread_start(
         done = [fn(i) for i in items]
         return lambda: done
     with _pools_lock:
-        pool = _pools.get(n)
+        pool = _pools.get((lane, n))
         if pool is None:
-            pool = _pools[n] = ThreadPoolExecutor(n, thread_name_prefix=_POOL_PREFIX)
+            pool = _pools[lane, n] = ThreadPoolExecutor(
+                n, thread_name_prefix=f"{_POOL_PREFIX}-{lane}"
+            )
     futs = [pool.submit(fn, i) for i in items]
 
     def wait() -> list[Any]:
@@ -157,16 +178,34 @@ def rows_view(site: Site, x: np.ndarray) -> tuple[np.ndarray, int]:
     return x, ax
 
 
+#: quantised LayerNorm gamma/beta by (values, row length, format): every run of a site
+#: quantises the same constants (bounded: cleared when full)
+_ROW_PARAMS: dict[tuple[bytes, str, tuple[int, ...], int, Any], np.ndarray] = {}
+_ROW_PARAMS_MAX = 512
+
+
 def _row_param(v: np.ndarray | None, n: int, fmt: Any, what: str, site: Site) -> Any:
+    """``fmt.quantize`` of a row parameter broadcast to rows of ``n`` (read-only; the
+    same constants and format give the cached codes)."""
     if v is None:
         return None
+    a = np.asarray(v)
+    key = (a.tobytes(), a.dtype.str, a.shape, n, fmt)
+    hit = _ROW_PARAMS.get(key)
+    if hit is not None:
+        return hit
     try:
-        flat = np.broadcast_to(np.asarray(v, dtype=np.float64).reshape(-1), (n,))
+        flat = np.broadcast_to(np.asarray(a, dtype=np.float64).reshape(-1), (n,))
     except ValueError:
         raise ExportError(
             f"site {site.name}: {what} of shape {np.shape(v)} does not match rows of {n}"
         ) from None
-    return fmt.quantize(flat)
+    q = np.asarray(fmt.quantize(flat))
+    q.flags.writeable = False
+    if len(_ROW_PARAMS) >= _ROW_PARAMS_MAX:
+        _ROW_PARAMS.clear()
+    _ROW_PARAMS[key] = q
+    return q
 
 
 def site_mask_bits(
@@ -239,12 +278,27 @@ def apply_spec_pair(
             apply_spec(site, spec, x, mask, n_value, dtype),
             apply_spec(site, spec, x, mask, n_value, ideal=True),
         )
+    spec, raw, y, axis, mask = model_rows(site, spec, x, mask, n_value, dtype)
+    shape = np.shape(x)
+    # (a row operator's ideal reads the codes; the rows view gives only the row length)
+    yi = np.asarray(_ideal(site, spec, raw, axis, mask, raw), dtype=np.float64).reshape(shape)
+    return y.reshape(shape), yi
+
+
+def model_rows(
+    site: Site,
+    spec: ApproxSpec,
+    x: np.ndarray,
+    mask: np.ndarray | None = None,
+    n_value: Any = None,
+    dtype: npt.DTypeLike = np.float64,
+) -> tuple[ApproxSpec, np.ndarray, np.ndarray, int, np.ndarray | None]:
+    """A row operator's model of ``x`` in the rows view (:func:`rows_view`), the input
+    quantised once: ``(the spec used (row_max or n adjusted as in apply_spec), the input
+    codes, the model's reals of dtype, the row axis, the mask broadcast to x)``."""
     spec, xv, axis, mask = _site_rows(site, spec, x, mask, n_value)
     raw = spec.quantize_input(xv)
-    shape = np.shape(x)
-    y = _model_of_raw(site, spec, raw, axis, mask, dtype).reshape(shape)
-    yi = np.asarray(_ideal(site, spec, xv, axis, mask, raw), dtype=np.float64).reshape(shape)
-    return y, yi
+    return spec, raw, _model_of_raw(site, spec, raw, axis, mask, dtype), axis, mask
 
 
 def _site_rows(

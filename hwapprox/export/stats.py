@@ -69,9 +69,10 @@ def _high_halves(f32: npt.NDArray[np.float32]) -> npt.NDArray[np.uint16]:
     return halves[1::2] if _LITTLE else halves[0::2]
 
 
-def _edge_toward_zero(pattern: int) -> float:
-    """The value of bin ``pattern``'s edge nearest zero (its pattern, low bits 0)."""
-    return float(np.array([pattern << 16], dtype=np.uint32).view(np.float32)[0])
+def _edges_toward_zero(patterns: npt.NDArray[np.integer]) -> npt.NDArray[np.float64]:
+    """The values of bins ``patterns``' edges nearest zero (each pattern, low bits 0)."""
+    bits = np.asarray(patterns, dtype=np.uint32) << np.uint32(16)
+    return bits.view(np.float32).astype(np.float64)
 
 
 @dataclass
@@ -173,15 +174,15 @@ class RunningStats:
         if self.count == 0:
             raise ValueError("percentile of an empty RunningStats")
         ranks = np.floor((self.count - 1) * qs / 100.0).astype(np.int64)
-        if _kernels.available():  # the same positions, one pass, no 65536-bin copies
+        if _kernels.available():  # the same buckets, by exponent blocks, no 65536-bin copies
             order = np.argsort(ranks, kind="stable")
-            sorted_pos = np.empty(ranks.size, dtype=np.int64)
-            _kernels.ordered_rank_positions(self.hist, _ORDER, ranks[order], sorted_pos)
-            pos = np.empty_like(sorted_pos)
-            pos[order] = sorted_pos
+            sorted_pat = np.empty(ranks.size, dtype=np.int64)
+            _kernels.bf16_rank_patterns(self.hist, ranks[order], sorted_pat)
+            pat = np.empty_like(sorted_pat)
+            pat[order] = sorted_pat
         else:
-            pos = np.searchsorted(np.cumsum(self.hist[_ORDER]), ranks, side="right")
-        vals = np.array([_edge_toward_zero(int(_ORDER[p])) for p in pos], dtype=np.float64)
+            pat = _ORDER[np.searchsorted(np.cumsum(self.hist[_ORDER]), ranks, side="right")]
+        vals = _edges_toward_zero(pat)
         # the extremes are known exactly
         vals = np.where(ranks <= 0, self.min, vals)
         return np.where(ranks >= self.count - 1, self.max, vals)

@@ -29,6 +29,7 @@ With ``budget`` each selected site is tuned (:mod:`hwapprox.export.tuning`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import threading
 import time
@@ -61,6 +62,8 @@ from hwapprox.export.emulate import (
     ModelSessions,
     PrefixChain,
     apply_spec_pair,
+    emulation_threads,
+    model_rows,
     rows_view,
     site_threads,
     thread_map,
@@ -306,6 +309,13 @@ def site_metrics(
     if sums is not None:
         n, mx, s1, s2, sr, dq, da = sums
         return _error_figures(spec, n, mx, s1, s2, sr, dq, da)
+    fused = _softmax_sums(site, spec, x, y_float, mask, n_value, dt)
+    if fused is not None:
+        n, mx, s1, s2, sr, dq, da, rse = fused
+        return {**_error_figures(spec, n, mx, s1, s2, sr, dq, da), "row_sum_err": rse}
+    ln = _layernorm_sums(site, spec, x, y_float, dt) if mask is None else None
+    if ln is not None:
+        return _error_figures(spec, *ln)
     y, yi = apply_spec_pair(site, spec, x, mask, n_value, dtype=dt)  # yi float64
     keep = None
     if mask is not None:
@@ -340,6 +350,102 @@ def site_metrics(
         err = err[np.broadcast_to(live, err.shape)]
         out["row_sum_err"] = float(err.max()) if err.size else 0.0
     return out
+
+
+#: widest input format whose exp table (2^width float64s) the fused softmax metrics use
+_EXP_TABLE_MAX_WIDTH = 16
+
+
+@functools.lru_cache(maxsize=8)
+def _exp_table(width: int, frac_bits: int) -> np.ndarray:
+    """``exp(-k·2^-frac_bits)`` for ``k < 2^width``, by numpy's exp: the values
+    :func:`~hwapprox.approx.softmax.stable_softmax` computes for a row of codes whose
+    largest is ``k`` above the element (``(c - m)·lsb`` is exact in float64)."""
+    t = np.exp(-np.arange(1 << width, dtype=np.float64) * 2.0**-frac_bits)
+    t.flags.writeable = False
+    return t
+
+
+def _softmax_sums(
+    site: Site,
+    spec: ApproxSpec,
+    x: np.ndarray,
+    y_float: np.ndarray,
+    mask: np.ndarray | None,
+    n_value: float | None,
+    dt: type,
+) -> tuple[int, float, float, float, float, float, float, float] | None:
+    """:func:`site_metrics`' sums of a softmax site in one compiled pass over rows along
+    the last axis (:func:`~hwapprox.approx._kernels.softmax_err_stats`: the float64
+    softmax of the quantised rows on the fly, from an exp table), or None where that
+    does not apply (other operators or references, rows along another axis, inputs
+    wider than :data:`_EXP_TABLE_MAX_WIDTH`, no compiled kernels). The count, the
+    maximum and the sums of ``|y - y_float|`` are those of the array path exactly;
+    the two error-split maxima and the row-sum error equal it up to float64 rounding
+    (the softmax denominators and row sums are summed in row order, not pairwise)."""
+    if not (
+        site.operator is Operator.SOFTMAX
+        and _kernels.available()
+        and getattr(spec, "reference_is_standard", lambda: False)()
+        and spec.in_fmt.width <= _EXP_TABLE_MAX_WIDTH
+        and np.shape(y_float) == np.shape(x)
+    ):
+        return None
+    spec, raw, y, axis, mk = model_rows(site, spec, x, mask, n_value, dt)
+    if axis not in (-1, raw.ndim - 1):
+        return None
+    n = raw.shape[-1]
+    yf = rows_view(site, np.asarray(y_float))[0]
+    m = np.zeros((1, 1), bool)
+    if mk is not None:  # (model_rows broadcast it to x)
+        m = np.ascontiguousarray(rows_view(site, mk)[0]).reshape(-1, n)
+    table = _exp_table(spec.in_fmt.width, spec.in_fmt.frac_bits)
+    res = _kernels.softmax_err_stats(
+        np.ascontiguousarray(raw).reshape(-1, n), table,
+        np.ascontiguousarray(y).reshape(-1, n), np.ascontiguousarray(yf).reshape(-1, n),
+        m, mk is not None,
+    )  # fmt: skip
+    cnt, *rest = res
+    return (int(cnt), *(float(v) for v in rest))  # type: ignore[return-value]
+
+
+def _layernorm_sums(
+    site: Site, spec: ApproxSpec, x: np.ndarray, y_float: np.ndarray, dt: type
+) -> tuple[int, float, float, float, float, float, float] | None:
+    """:func:`site_metrics`' sums of a LayerNorm / RMSNorm site in one compiled pass
+    (:func:`~hwapprox.approx._kernels.layernorm_err_stats`: the float64 reference of the
+    quantised rows on the fly, with the site's float gamma and beta), or None where it
+    does not apply (another reference, no compiled kernels). The count, the maximum
+    and the sums of ``|y - y_float|`` are those of the array path exactly; the two
+    error-split maxima equal it up to float64 rounding (row means summed in order)."""
+    if not (
+        site.operator is Operator.LAYERNORM
+        and _kernels.available()
+        and getattr(spec, "reference_is_standard", lambda: False)()
+        and np.shape(y_float) == np.shape(x)
+    ):
+        return None
+    spec, raw, y, axis, _ = model_rows(site, spec, x, None, None, dt)
+    if axis not in (-1, raw.ndim - 1):
+        return None
+    n = raw.shape[-1]
+
+    def vec(v: np.ndarray | None) -> np.ndarray:
+        if v is None:
+            return np.zeros(1)
+        return np.ascontiguousarray(np.broadcast_to(np.ravel(v), (n,)), dtype=np.float64)
+
+    ln: Any = spec  # a LayerNorm spec (reference_is_standard)
+    k = ln.stat_count(n) if hasattr(ln, "stat_count") else n
+    res = _kernels.layernorm_err_stats(
+        np.ascontiguousarray(raw).reshape(-1, n), float(spec.in_fmt.lsb), bool(ln.center),
+        int(min(k, n)), float(ln.eps), vec(site.gamma), vec(site.beta),
+        site.gamma is not None, site.beta is not None,
+        np.ascontiguousarray(y).reshape(-1, n),
+        np.ascontiguousarray(rows_view(site, np.asarray(y_float))[0]).reshape(-1, n),
+    )  # fmt: skip
+    cnt, *rest = res
+    return (int(cnt), *(float(v) for v in rest))  # type: ignore[return-value]
 
 
 def _error_figures(
@@ -384,13 +490,26 @@ def _err_sums(
 
 
 def saturation(
-    spec: ApproxSpec, x: np.ndarray, y_float: np.ndarray, mask: np.ndarray | None = None
+    spec: ApproxSpec,
+    x: np.ndarray,
+    y_float: np.ndarray,
+    mask: np.ndarray | None = None,
+    stats: tuple[SiteStats, SiteStats] | None = None,
 ) -> dict[str, int]:
     """Unmasked inputs (outputs of the float model) more than one LSB outside
-    ``spec.in_fmt`` (``spec.out_fmt``): the values the hardware saturates."""
+    ``spec.in_fmt`` (``spec.out_fmt``): the values the hardware saturates.
 
-    def count(v: np.ndarray, fmt: Any) -> tuple[int, int]:
+    ``stats``: the calibration statistics of ``x`` and ``y_float`` (the same unmasked
+    elements, possibly of more batches besides): where their exact extremes lie within
+    the bounds and no value is non-finite, no value of this batch lies outside, and the
+    count is 0 without a pass over the data."""
+
+    def count(v: np.ndarray, fmt: Any, st: SiteStats | None) -> tuple[int, int]:
         lo, hi, lsb = float(fmt.min), float(fmt.max), float(fmt.lsb)
+        if st is not None and not st.nonfinite and lo - lsb <= st.min and st.max <= hi + lsb:
+            # (broadcasting repeats each mask element size/mask.size times)
+            m = 0 if mask is None else np.count_nonzero(mask) * (np.size(v) // np.size(mask))
+            return 0, int(np.size(v) - m)
         if _kernels.available():
             a = np.ascontiguousarray(v).reshape(-1)
             m = np.zeros(1, bool) if mask is None else np.ascontiguousarray(
@@ -402,8 +521,9 @@ def saturation(
             a = a[~np.broadcast_to(mask, a.shape)]
         return int(np.count_nonzero((a < lo - lsb) | (a > hi + lsb))), int(a.size)
 
-    n_in, t_in = count(x, spec.in_fmt)
-    n_out, t_out = count(y_float, spec.out_fmt)
+    st_in, st_out = (None, None) if stats is None else stats
+    n_in, t_in = count(x, spec.in_fmt, st_in)
+    n_out, t_out = count(y_float, spec.out_fmt, st_out)
     return {"in": n_in, "in_total": t_in, "out": n_out, "out_total": t_out}
 
 
@@ -755,15 +875,15 @@ def validate(
     kinds = _metrics.output_kinds(imported.sessions.index, imported.sites, trace.outputs, axis)
     mkw = {"kinds": kinds, "axis": axis, "keep": keep}
     ref = trace.outputs
-    ref_m = end_to_end_metrics(ref, ref, **mkw)
     if b is not None:
-        b.check_against(ref_m)
+        b.check_against(end_to_end_metrics(ref, ref, **mkw))
     in_fmts: dict[str, str] = {}
     for s in active:
         if s.name in given:
             continue
         in_fmts[s.name] = str(trace.stats[s.name].choose_format(width, headroom, stat=stat))
-    emu = imported.sessions.emulator(active, threads)
+    sizes = [np.size(trace.site_inputs[s.name]) for s in active]
+    emu = imported.sessions.emulator(active, emulation_threads(threads, sizes))
     tuning: list[dict[str, Any]] = []
     warnings: list[str] = []
     if b is None:
@@ -934,11 +1054,15 @@ def _site_reports(
         mask = trace.masks.get(s.name)
         err = site_metrics(s, spec, x, y, mask, trace.site_n.get(s.name))
         err.update(variant_stats(s, spec, x, mask))
-        return err, saturation(spec, x, y, mask)
+        # calibration's extremes cover these elements when it saw them with the mask
+        same = mask is not None or trace.stats[s.name].masked == 0
+        st = (trace.stats[s.name], trace.out_stats[s.name]) if same else None
+        return err, saturation(spec, x, y, mask, st)
 
     # sites are independent: on worker threads (kernels and numpy release the GIL),
     # results taken in site order
-    for (s, spec), (err, c) in zip(todo, thread_map(one, todo, threads), strict=True):
+    results = thread_map(one, todo, threads, lane="reports")
+    for (s, spec), (err, c) in zip(todo, results, strict=True):
         site_errors[s.name] = err
         sat[s.name] = c
         for side, fmt in (("in", spec.in_fmt), ("out", spec.out_fmt)):

@@ -250,6 +250,11 @@ class _LayerNormSpec(RowwiseSpec):
             y = y + self._float_vec(beta, n, "beta")
         return np.moveaxis(y, -1, axis)
 
+    def reference_is_standard(self) -> bool:
+        """True when :meth:`reference` is this class's float64 LayerNorm / (p)RMSNorm
+        (what a compiled metric may compute in its place)."""
+        return type(self).reference is _LayerNormSpec.reference
+
     @staticmethod
     def _float_vec(v: npt.ArrayLike, n: int, what: str) -> npt.NDArray[np.float64]:
         arr = np.asarray(v, dtype=np.float64)

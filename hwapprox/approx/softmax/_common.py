@@ -279,6 +279,11 @@ class SoftmaxSpec(RowwiseSpec):
         """float64 stable softmax along ``axis`` (``mask``: True = masked out, output 0)."""
         return stable_softmax(x, axis=axis, mask=mask)
 
+    def reference_is_standard(self) -> bool:
+        """True when :meth:`reference` is :func:`stable_softmax` itself (what a compiled
+        metric may compute in its place); a subclass that changes it says so."""
+        return type(self).reference is SoftmaxSpec.reference
+
     def hw_params(self, n: int | None = None) -> dict[str, int]:
         """The hardware parameter set (:mod:`hwapprox.approx.hwparams`) for rows of up
         to ``n`` elements (None: the longest row the spec allows)."""

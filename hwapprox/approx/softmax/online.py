@@ -1147,6 +1147,15 @@ class OnlineSoftmax(SoftmaxSpec):
             z = np.where(np.broadcast_to(np.asarray(mask, bool), z.shape), 0.0, z)
         return z
 
+    def reference_is_standard(self) -> bool:
+        """The plain softmax reference: neither Softmax_1 nor the clip."""
+        return (
+            type(self).reference is OnlineSoftmax.reference
+            and type(self)._reference_unclipped is OnlineSoftmax._reference_unclipped
+            and not self.off_by_one
+            and not self.clipped
+        )
+
     @property
     def cost_variant(self) -> str:
         """The cost table's variant (:func:`hwapprox.approx.costmodel.unit_key`): the LUT
