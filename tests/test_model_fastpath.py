@@ -738,12 +738,12 @@ def test_check_input_range_kernel_gives_the_format_errors() -> None:
         spec.check_input(x.astype(np.float64))
 
 
-@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("threads", [3, 4])
 def test_site_blocks_on_threads_match_one_block(threads: int) -> None:
     """apply_spec_blocks (a site tensor cut along its first axis, one block per worker
-    thread) == apply_spec on the whole tensor, for every site of the embedded example
-    (softmax with masks, GELU, LayerNorm); and the emulator's outputs with blocks on
-    threads == without."""
+    thread, from MIN_SPLIT_THREADS threads on) == apply_spec on the whole tensor, for
+    every site of the embedded example (softmax with masks, GELU, LayerNorm); and the
+    emulator's outputs with blocks on threads == without; two threads do not cut."""
     from hwapprox.export import emulate
     from hwapprox.export.example import inputs_path, model_path
     from hwapprox.export.validate import import_model, validate
@@ -771,6 +771,17 @@ def test_site_blocks_on_threads_match_one_block(threads: int) -> None:
     assert split.keys() == whole.keys()
     for k in whole:
         assert np.array_equal(split[k], whole[k]), k
+    s = next(s for s in res.selected if s.name in specs and s.mask is None)
+    x = tr.site_inputs[s.name]
+    real = emulate.apply_spec
+    for n, blocks in ((2, 1), (threads, min(threads, x.shape[0]))):  # two threads: one block
+        calls = []
+        with (
+            patch.object(emulate, "MIN_SPLIT_ELEMENTS", 1),
+            patch.object(emulate, "apply_spec", lambda *a, c=calls: c.append(1) or real(*a)),
+        ):
+            emulate.apply_spec_blocks(s, specs[s.name], x, None, None, np.float32, n)
+        assert len(calls) == blocks, n
 
 
 def test_site_blocks_keep_rows_along_the_first_axis_whole() -> None:

@@ -56,6 +56,11 @@ __all__ = [
 MAX_SITE_THREADS = 4
 #: a site tensor is cut into blocks for threads only from this many elements on
 MIN_SPLIT_ELEMENTS = 1 << 16
+#: ... and only for at least this many worker threads: on 2 CPUs the cut measured
+#: 3-9 % slower than one block (6 x 384 encoder and ViT-S shape, emulation alone and
+#: inside validate; the site kernels stream memory that one core already saturates,
+#: and the blocks' allocations and their join cost more than the second core gives)
+MIN_SPLIT_THREADS = 3
 _POOL_PREFIX = "hwapprox-sites"
 _pools: dict[tuple[str, int], ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()
@@ -368,10 +373,12 @@ def apply_spec_blocks(
     """:func:`apply_spec` of ``x`` cut along its first axis into one block per worker
     thread (:func:`site_threads`), the blocks joined again: the same values, since the
     site's rows (never along the first axis) and elements are independent. Small
-    tensors, and sites whose rows run along the first axis, go in one block."""
+    tensors, fewer than :data:`MIN_SPLIT_THREADS` threads, and sites whose rows run
+    along the first axis, go in one block."""
     xa = np.asarray(x)
     k = min(site_threads(threads), xa.shape[0] if xa.ndim else 1)
-    if k > 1 and xa.size >= MIN_SPLIT_ELEMENTS and _splittable(site, xa.ndim):
+    big = xa.size >= MIN_SPLIT_ELEMENTS and site_threads(threads) >= MIN_SPLIT_THREADS
+    if k > 1 and big and _splittable(site, xa.ndim):
         m = None if mask is None else np.broadcast_to(mask, xa.shape)
         cuts = [xa.shape[0] * i // k for i in range(k + 1)]
         blocks = list(itertools.pairwise(cuts))
