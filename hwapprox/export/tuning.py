@@ -64,7 +64,6 @@ __all__ = [
     "screen_sample",
     "screen_sampled",
     "share",
-    "site_front",
     "softmax_input_format",
 ]
 
@@ -462,23 +461,6 @@ def fronts_of(
         name: pareto_front([(sp, r) for sp in specs if (r := rms[name, sp]) is not None])
         for name, specs in cands.items()
     }
-
-
-def site_front(
-    site: Site,
-    stats: SiteStats,
-    out_stats: SiteStats | None,
-    base: Mapping[str, Any] | None,
-    space: SearchSpace,
-    sample: tuple[np.ndarray, np.ndarray, np.ndarray | None],
-    n_value: float | None = None,
-) -> tuple[int, list[tuple[ApproxSpec, float]]]:
-    """One site's search front: ``(number of candidates, screened Pareto front)``,
-    :func:`candidate_specs` screened on ``sample`` (:func:`screen_sample`). It needs
-    nothing but its arguments, so sites can be screened anywhere with the same
-    result (the search itself screens all sites at once: :func:`screen_fronts`)."""
-    cands = candidate_specs(site, stats, out_stats, base, space)
-    return len(cands), screen_sampled(site, cands, *sample, n_value=n_value)
 
 
 def share(budget: Any, i: int, n: int) -> Any:
