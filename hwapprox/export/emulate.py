@@ -58,8 +58,8 @@ MAX_SITE_THREADS = 4
 MIN_SPLIT_ELEMENTS = 1 << 16
 #: ... and only for at least this many worker threads: on 2 CPUs the cut measured
 #: 3-9 % slower than one block (6 x 384 encoder and ViT-S shape, emulation alone and
-#: inside validate; the site kernels stream memory that one core already saturates,
-#: and the blocks' allocations and their join cost more than the second core gives)
+#: inside validate; the site models stream large arrays and allocate several per
+#: block, and the blocks are joined by a copy; benchmarks/results/speed.md)
 MIN_SPLIT_THREADS = 3
 _POOL_PREFIX = "hwapprox-sites"
 _pools: dict[tuple[str, int], ThreadPoolExecutor] = {}
