@@ -17,6 +17,8 @@ import subprocess
 from importlib.util import find_spec
 from pathlib import Path
 
+from hwapprox._cache import cache_dir
+
 __all__ = ["CXX_FLAGS", "CxxBuildError", "cache_dir", "compile_cxx", "hls4ml_include_dirs"]
 
 # -O1: the harnesses are dominated by g++'s ap_fixed template work, not by their run
@@ -28,13 +30,6 @@ CXX_FLAGS: tuple[str, ...] = ("-O1", "-pipe", "-std=c++17")
 
 class CxxBuildError(RuntimeError):
     """g++ is missing or the compilation failed (the message holds its output)."""
-
-
-def cache_dir() -> Path:
-    """``$HWAPPROX_CACHE`` or ``~/.cache/hwapprox``; created on demand."""
-    root = Path(os.environ.get("HWAPPROX_CACHE", Path.home() / ".cache" / "hwapprox"))
-    root.mkdir(parents=True, exist_ok=True)
-    return root
 
 
 def hls4ml_include_dirs() -> list[Path]:

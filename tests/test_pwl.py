@@ -82,3 +82,43 @@ def test_bad_arguments():
         fit_pwl(_square, 1.0, 1.0, 3)
     with pytest.raises(ValueError, match=r"^fit_pwl needs segments >= 1, got 0$"):
         fit_pwl(_square, 0.0, 1.0, 0)
+
+
+def test_disk_fits_are_the_fitted_floats_and_follow_their_key(tmp_path, monkeypatch) -> None:
+    """A PWL spec's fit kept on disk (``fntable._disk_fit``) reads back as exactly the
+    fitted floats, so a fresh process gets the same tables; another segment count,
+    range, function or code digest misses it, and an unreadable file is fitted and
+    written again, never an error."""
+    from hwapprox.approx import fntable
+    from hwapprox.approx.registry import make_spec
+
+    monkeypatch.setenv("HWAPPROX_CACHE", str(tmp_path))
+    monkeypatch.setattr(fntable, "_FITS", {})
+    spec = make_spec("gelu", "pwl", segments=8)
+    lo, hi = spec.fit_range
+    fresh = fit_pwl(spec._fn(), lo, hi, 8)
+    key = (spec._fn_key(), float(lo), float(hi), 8)
+    path, got = fntable._disk_fit(key, type(spec).__module__)
+    assert path is not None
+    assert path.is_file()  # written by make_spec
+    assert got == fresh
+    monkeypatch.setattr(fntable, "_FITS", {})  # a fresh process: read from disk
+    again = make_spec("gelu", "pwl", segments=8)
+    assert again._fit() == fresh
+    assert np.array_equal(again.tables()["slopes"], spec.tables()["slopes"])
+    others = [
+        (spec._fn_key(), float(lo), float(hi), 9),
+        (spec._fn_key(), float(lo) - 0.5, float(hi), 8),
+        (("gelu", "tanh"), float(lo), float(hi), 8),
+    ]
+    paths = {fntable._disk_fit(k, type(spec).__module__)[0] for k in others}
+    assert path not in paths
+    assert len(paths) == 3
+    monkeypatch.setattr(fntable, "_code_digest", lambda *m: "another fitter")
+    assert fntable._disk_fit(key, type(spec).__module__)[0] != path
+    monkeypatch.undo()
+    monkeypatch.setenv("HWAPPROX_CACHE", str(tmp_path))
+    monkeypatch.setattr(fntable, "_FITS", {})
+    path.write_text("{not json")
+    assert make_spec("gelu", "pwl", segments=8)._fit() == fresh
+    assert fntable._disk_fit(key, type(spec).__module__)[1] == fresh  # rewritten

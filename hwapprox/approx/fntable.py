@@ -21,14 +21,21 @@ Maths contract
 from __future__ import annotations
 
 import functools
+import hashlib
+import importlib
+import json
 import math
+import os
+import threading
 from collections.abc import Callable, Hashable
 from fractions import Fraction
+from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
+from hwapprox._cache import cache_dir
 from hwapprox.approx.base import Cost, ElementwiseSpec
 from hwapprox.approx.hwparams import overflow_code, rounding_code
 from hwapprox.approx.pwl import PwlFit, fit_lines, fit_pwl, minimax_lines
@@ -40,7 +47,63 @@ RawArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 Func = Callable[[FloatArray], FloatArray]
 
-_FITS: dict[tuple[Hashable, float, float, int], PwlFit] = {}
+#: a fit's identity: (the function's key, lo, hi, segments)
+_FitKey = tuple[Hashable, float, float, int]
+_FITS: dict[_FitKey, PwlFit] = {}
+
+
+@functools.lru_cache(maxsize=16)
+def _code_digest(*modules: str) -> str | None:
+    """SHA-256 of the fitter's and the function's source files and numpy's version
+    (a disk fit is reused only with the code that made it); None without sources."""
+    h = hashlib.sha256(np.__version__.encode())
+    for name in ("hwapprox.approx.pwl", *modules):
+        path = getattr(importlib.import_module(name), "__file__", None)
+        if not path:
+            return None
+        try:
+            with open(path, "rb") as f:
+                h.update(f.read())
+        except OSError:
+            return None
+    return h.hexdigest()
+
+
+def _disk_fit(key: _FitKey, module: str) -> tuple[Path | None, PwlFit | None]:
+    """The file a fit of ``key`` is kept in (under the cache directory, named by a hash
+    of the key and :func:`_code_digest`) and the fit read from it, or None when there
+    is none or it does not read back (it is then fitted and written again)."""
+    digest = _code_digest(module)
+    if digest is None:
+        return None, None
+    fn_key, lo, hi, segments = key
+    name = hashlib.sha256(repr((fn_key, lo.hex(), hi.hex(), segments, digest)).encode())
+    try:
+        path = cache_dir() / "pwl" / f"{name.hexdigest()[:32]}.json"
+    except OSError:
+        return None, None
+    try:
+        d = json.loads(path.read_text())
+        fit = PwlFit(*(tuple(float.fromhex(v) for v in d[k]) for k in _FIT_FIELDS))
+    except (OSError, ValueError, KeyError, TypeError):
+        return path, None
+    return path, fit
+
+
+_FIT_FIELDS = ("breakpoints", "slopes", "intercepts", "errors")
+
+
+def _write_fit(path: Path, fit: PwlFit) -> None:
+    """Write ``fit`` to ``path`` exactly (floats as hex), atomically; a cache that
+    cannot be written is skipped."""
+    data = {k: [float(v).hex() for v in getattr(fit, k)] for k in _FIT_FIELDS}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(json.dumps(data))
+        os.replace(tmp, path)
+    except OSError:
+        pass
 
 
 def round_half_up(q: Fraction) -> int:
@@ -127,12 +190,20 @@ class PwlTable(FnSpec):
         self._fitted  # noqa: B018 - fits now: raises SpecError if the formats cannot hold it
 
     def _fit(self) -> PwlFit:
+        """:func:`fit_pwl` of the function on :attr:`fit_range`: memoised in the process
+        and kept on disk (:func:`_disk_fit`: a fresh process reads the fit, about 0.2 s
+        of fitting each, instead of fitting again; the same floats)."""
         lo, hi = self.fit_range
-        key = (self._fn_key(), lo, hi, self.segments)
+        key = (self._fn_key(), float(lo), float(hi), int(self.segments))
         if key not in _FITS:
             if len(_FITS) > 256:
                 _FITS.clear()
-            _FITS[key] = fit_pwl(self._fn(), lo, hi, self.segments)
+            path, fit = _disk_fit(key, type(self).__module__)
+            if fit is None:
+                fit = fit_pwl(self._fn(), lo, hi, self.segments)
+                if path is not None:
+                    _write_fit(path, fit)
+            _FITS[key] = fit
         return _FITS[key]
 
     @functools.cached_property
