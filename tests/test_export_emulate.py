@@ -289,14 +289,15 @@ def _counting(obj: object, name: str) -> Iterator[list[int]]:
         yield calls
 
 
-@pytest.mark.parametrize("masked", [False, True])
-def test_fused_softmax_metrics_equal_the_array_path(masked: bool) -> None:
+@pytest.mark.parametrize(("masked", "opset"), [(False, 13), (True, 13), (False, 11)])
+def test_fused_softmax_metrics_equal_the_array_path(masked: bool, opset: int) -> None:
     """The compiled softmax site metrics (``_softmax_sums``: the float64 softmax of the
     quantised rows from an exp table, on the fly) give the array path's count, maximum
     and sums of |y - y_float| exactly and its error-split maxima and row-sum error up
     to float64 rounding, for every softmax method, masked rows (one fully masked)
-    included; Softmax_1 and the clipped reference keep the array path. A table whose
-    entries past the row maximum are one part in 10^6 off is caught."""
+    included, and for opset 11's rows over the trailing axes; Softmax_1 and the clipped
+    reference keep the array path. A table whose entries past the row maximum are one
+    part in 10^6 off is caught."""
     from unittest.mock import patch
 
     from hwapprox.approx import _kernels
@@ -305,7 +306,8 @@ def test_fused_softmax_metrics_equal_the_array_path(masked: bool) -> None:
     if not _kernels.available():
         pytest.skip("numba is not installed")
     rng = np.random.default_rng(4)
-    imp = import_model(single_node("Softmax", [3, 4, 37], 13))
+    attrs = {"axis": 1} if opset < 13 else {}  # opset 11: rows of 4 x 37 trailing elements
+    imp = import_model(single_node("Softmax", [3, 4, 37], opset, **attrs))
     (site,) = imp.sites
     x = (rng.normal(0, 3, (3, 4, 37)) * rng.uniform(0.2, 2, (3, 4, 1))).astype(np.float32)
     mask = None
