@@ -344,6 +344,43 @@ def test_fused_softmax_metrics_equal_the_array_path(masked: bool, opset: int) ->
     assert abs(bad["quant_max_lsb"] - good["quant_max_lsb"]) * good["out_lsb"] > 1e-9
 
 
+def test_fused_softmax_metrics_of_wide_inputs_read_a_cut_exp_table() -> None:
+    """Scores wider than 20 bits (a real ViT's attention logits need 17-21): the exp
+    table stops at its first entry past the float64 underflow (0, as every later one),
+    and the fused metrics, clamping the index there, equal the array path; a table
+    cut where exp is not yet 0 is caught."""
+    from unittest.mock import patch
+
+    from hwapprox.approx import _kernels
+    from hwapprox.export import validate as V
+
+    if not _kernels.available():
+        pytest.skip("numba is not installed")
+    table = V._exp_table(22, 10)
+    assert table is not None
+    assert table.size < 1 << 22
+    assert table[-1] == 0.0  # past the underflow
+    assert table[745 * 2**10] > 0.0  # exp(-745) is still a subnormal
+    rng = np.random.default_rng(6)
+    imp = import_model(single_node("Softmax", [2, 3, 41], 13))
+    (site,) = imp.sites
+    x = (rng.normal(0, 400, (2, 3, 41))).astype(np.float32)  # differences past 746
+    y = make_session(imp.model, 1).run(None, {"x": x})[0]
+    spec = make_spec("softmax", "online", in_fmt="ap_fixed<22,12,AP_RND,AP_SAT>")
+    with _counting(_kernels, "softmax_err_stats") as calls:
+        got = site_metrics(site, spec, x, y)
+    with patch.object(V, "_softmax_sums", lambda *a: None):
+        want = site_metrics(site, spec, x, y)
+    assert calls == [1]
+    for k in ("max_abs", "mean_abs", "rms", "rel_rms", "max_lsb"):
+        assert got[k] == want[k], k
+    for k in ("quant_max_lsb", "approx_max_lsb"):
+        assert abs(got[k] - want[k]) * got["out_lsb"] <= 1e-15, k
+    with patch.object(V, "_exp_table", lambda w, f: table[:2000]):  # exp(-1.95): not 0
+        bad = site_metrics(site, spec, x, y)
+    assert abs(bad["quant_max_lsb"] - want["quant_max_lsb"]) * got["out_lsb"] > 1e-6
+
+
 @pytest.mark.parametrize("axis", [-1, 1])
 def test_fused_layernorm_metrics_equal_the_array_path(axis: int) -> None:
     """The compiled LayerNorm site metrics (``_layernorm_sums``: the float64 reference

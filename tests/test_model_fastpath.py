@@ -1021,3 +1021,44 @@ def test_apply_spec_pair_matches_two_apply_spec_calls(op: str) -> None:
     assert y.dtype == np.float32
     assert yi.dtype == np.float64
     assert not np.array_equal(y, yi)
+
+
+@pytest.mark.parametrize("unit", ["base2", "lut"])
+def test_online_softmax_wide_inputs_clamped_exp_memo_is_exact(unit: str) -> None:
+    """Inputs over 20 bits: E from a memo over ``δ < 2^b`` with δ clamped (``b`` of
+    ``_exp_clamp_bits``) equals E computed, over every δ of a 21-bit input and at a
+    24-bit input's largest δ; the model on 10^5 rows (edge rows: equal codes, one
+    extreme, the format's ends) equals the model with the memo switched off; and a
+    clamp 3 bits short is caught."""
+    from unittest.mock import patch
+
+    from hwapprox.approx.softmax.online import OnlineSoftmax
+
+    sp = make_spec("softmax", "online", in_fmt="ap_fixed<21,11,AP_RND,AP_SAT>", exp_unit=unit)
+    b = sp._exp_clamp_bits()
+    assert b is not None
+    assert b < sp.in_fmt.width
+    every = np.arange(1 << sp.in_fmt.width, dtype=np.int64)
+    fast = sp._exp_fn(sp.tables())
+    assert np.array_equal(fast(every), sp.exp_unit_raw(every))
+    wide = make_spec("softmax", "online", in_fmt="ap_fixed<24,12,AP_RND,AP_SAT>", exp_unit=unit)
+    top = np.array([(1 << 24) - 1, (1 << 23) + 5, 7], dtype=np.int64)
+    assert np.array_equal(wide._exp_fn(wide.tables())(top), wide.exp_unit_raw(top))
+    rng = np.random.default_rng(9)
+    lo, hi = sp.in_fmt.min_raw, sp.in_fmt.max_raw
+    shift = rng.integers(0, 12, (100_000, 1))  # rows of every spread
+    rows = rng.integers(lo, hi + 1, (100_000, 16), dtype=np.int64) >> shift
+    rows[:8] = [[0] * 16, [lo] * 16, [hi] * 16, [hi] + [lo] * 15, [lo] + [hi] * 15,
+                [5] * 15 + [6], list(range(-8, 8)), [hi, lo] * 8]  # fmt: skip
+    got = sp.model(rows)
+    with patch.object(OnlineSoftmax, "_exp_clamp_bits", lambda self: None):
+        want = sp.model(rows)
+    assert np.array_equal(got, want)
+    from hwapprox.approx.softmax import _common
+
+    short = b - 3
+    _common._cached.cache_clear()  # (the memo of the right size is cached per spec)
+    with patch.object(OnlineSoftmax, "_exp_clamp_bits", lambda self: short):
+        bad = sp._exp_fn(sp.tables())
+        assert not np.array_equal(bad(every), sp.exp_unit_raw(every))
+    _common._cached.cache_clear()

@@ -689,11 +689,13 @@ def _softmax_err_stats(
     codes, ``table[k] = exp(-k·lsb)``, ``y`` the model's reals, ``yf`` the float
     model's output, ``mask`` (R, N) True = masked. The ideal of element j of row r is
     ``table[m - raw[r, j]] / Σ_j table[m - raw[r, j]]`` over the unmasked elements
-    (``m`` their largest code); fully masked rows are left out. Returns
+    (``m`` their largest code; an index past the table reads its last entry, the
+    underflow's 0); fully masked rows are left out. Returns
     :func:`_err_stats3`'s figures and ``max_r |Σ_j y - Σ_unmasked yf|``, the sums
     blocked by 4096 kept elements as :func:`_err_stats3` blocks them."""
     st = (0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0)
     rse = 0.0
+    top = table.shape[0] - 1
     for r in range(raw.shape[0]):
         m = np.int64(0)
         live = False
@@ -708,7 +710,7 @@ def _softmax_err_stats(
         s = 0.0
         for j in range(raw.shape[1]):
             if not (has_mask and mask[r, j]):
-                s += table[m - raw[r, j]]
+                s += table[min(m - raw[r, j], top)]
         sy = 0.0
         sf = 0.0
         for j in range(raw.shape[1]):
@@ -718,7 +720,7 @@ def _softmax_err_stats(
                 continue
             f = np.float64(yf[r, j])
             sf += f
-            st = _acc_add(st, v, f, table[m - raw[r, j]] / s)
+            st = _acc_add(st, v, f, table[min(m - raw[r, j], top)] / s)
         rse = max(rse, abs(sy - sf))
     n, mx, s1, s2, sr, mq, ma = _acc_result(st)
     return n, mx, s1, s2, sr, mq, ma, rse

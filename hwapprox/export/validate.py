@@ -352,16 +352,27 @@ def site_metrics(
     return out
 
 
-#: widest input format whose exp table (2^width float64s) the fused softmax metrics use
-_EXP_TABLE_MAX_WIDTH = 16
+#: most entries of the exp table the fused softmax metrics use (8 MB of float64)
+_EXP_TABLE_MAX = 1 << 20
+#: exp(-x) is 0 in float64 from here on (the smallest subnormal is exp(-745.13...))
+_EXP_UNDERFLOW = 746.0
 
 
 @functools.lru_cache(maxsize=8)
-def _exp_table(width: int, frac_bits: int) -> np.ndarray:
+def _exp_table(width: int, frac_bits: int) -> np.ndarray | None:
     """``exp(-k·2^-frac_bits)`` for ``k < 2^width``, by numpy's exp: the values
     :func:`~hwapprox.approx.softmax.stable_softmax` computes for a row of codes whose
-    largest is ``k`` above the element (``(c - m)·lsb`` is exact in float64)."""
-    t = np.exp(-np.arange(1 << width, dtype=np.float64) * 2.0**-frac_bits)
+    largest is ``k`` above the element (``(c - m)·lsb`` is exact in float64). Cut at
+    its first entry past the underflow (0, as every later one; a reader clamps ``k``
+    to the last entry); None when even that is over :data:`_EXP_TABLE_MAX` entries."""
+    n = 1 << width
+    if n > _EXP_TABLE_MAX:
+        n = math.ceil(_EXP_UNDERFLOW * 2.0**frac_bits) + 1
+        if n > _EXP_TABLE_MAX:
+            return None
+    t = np.exp(-np.arange(n, dtype=np.float64) * 2.0**-frac_bits)
+    if n < 1 << width and t[-1] != 0.0:  # pragma: no cover - IEEE exp underflows there
+        return None
     t.flags.writeable = False
     return t
 
@@ -379,7 +390,7 @@ def _softmax_sums(
     the last axis (:func:`~hwapprox.approx._kernels.softmax_err_stats`: the float64
     softmax of the quantised rows on the fly, from an exp table), or None where that
     does not apply (other operators or references, rows along another axis, inputs
-    wider than :data:`_EXP_TABLE_MAX_WIDTH`, no compiled kernels). The count, the
+    whose exp table is too large (:func:`_exp_table`), no compiled kernels). The count, the
     maximum and the sums of ``|y - y_float|`` are those of the array path exactly;
     the two error-split maxima and the row-sum error equal it up to float64 rounding
     (the softmax denominators and row sums are summed in row order, not pairwise)."""
@@ -387,7 +398,6 @@ def _softmax_sums(
         site.operator is Operator.SOFTMAX
         and _kernels.available()
         and getattr(spec, "reference_is_standard", lambda: False)()
-        and spec.in_fmt.width <= _EXP_TABLE_MAX_WIDTH
         and np.shape(y_float) == np.shape(x)
     ):
         return None
@@ -400,6 +410,8 @@ def _softmax_sums(
     if mk is not None:  # (model_rows broadcast it to x)
         m = np.ascontiguousarray(rows_view(site, mk)[0]).reshape(-1, n)
     table = _exp_table(spec.in_fmt.width, spec.in_fmt.frac_bits)
+    if table is None:
+        return None
     res = _kernels.softmax_err_stats(
         np.ascontiguousarray(raw).reshape(-1, n), table,
         np.ascontiguousarray(y).reshape(-1, n), np.ascontiguousarray(yf).reshape(-1, n),

@@ -677,11 +677,47 @@ class OnlineSoftmax(SoftmaxSpec):
         return self.exp_unit_raw(np.arange(1 << self.in_fmt.width, dtype=np.int64))
 
     def _exp_fn(self, tabs: dict[str, RawArray]) -> Callable[[RawArray], RawArray]:
-        """E as a function; for inputs of <= 20 bits a memo of E over every δ code."""
+        """E as a function; for inputs of <= 20 bits a memo of E over every δ code;
+        for wider inputs a memo over ``δ < 2^b`` with δ clamped to ``2^b - 1`` where that
+        clamp is exact (:meth:`_exp_clamp_bits`), else E computed."""
         if self.in_fmt.width <= _MEMO_MAX_BITS:
             memo = _cached(self, "_exp_memo")
             return lambda dl: memo[dl]  # type: ignore[no-any-return]
+        if self._exp_clamp_bits() is not None:
+            memo = _cached(self, "_exp_memo_clamped")
+            top = np.int64(memo.size - 1)
+            return lambda dl: memo[np.minimum(dl, top)]  # type: ignore[no-any-return]
         return lambda dl: self.exp_unit_raw(dl, tabs)
+
+    def _exp_clamp_bits(self) -> int | None:
+        """``b`` such that every ``δ >= 2^b - 1`` has the same E as ``2^b - 1`` (so a memo
+        over ``[0, 2^b)`` serves every δ, clamped), proved here, or None: for the base-2
+        unit the exp argument ``t`` of ``δ = 2^b - 1`` already saturates (E depends on δ
+        through ``t`` alone, and a larger product saturates too); for the LUT unit
+        ``2^b - 1`` is at or past the limit where E is 0. ``b`` is one more than
+        :meth:`exp_delta_bits`, at most 20 bits and below the input width."""
+        b = self.exp_delta_bits() + 1
+        if not b <= min(_MEMO_MAX_BITS, self.in_fmt.width - 1):
+            return None
+        top = (1 << b) - 1
+        if self.exp_unit == "lut":
+            return b if top >= 1 << (self.in_fmt.frac_bits + self.exp_lut_int_bits) else None
+        if self.exp_arg_fmt.overflow not in (Overflow.SAT, Overflow.SAT_SYM):
+            return None
+        prod_fmt = FixedFormat(
+            self.in_fmt.width + 1 + self.log2e_fmt.width,
+            self.in_fmt.int_bits + 1 + self.log2e_fmt.int_bits,
+            signed=False,
+        )
+        t = cast(np.array([top * self.log2e_raw], dtype=np.int64), prod_fmt, self.exp_arg_fmt)
+        return b if int(t[0]) == self.exp_arg_fmt.max_raw else None
+
+    def _exp_memo_clamped(self) -> RawArray:
+        """:meth:`exp_unit_raw` of every δ in ``[0, 2^b)``, ``b`` of :meth:`_exp_clamp_bits`
+        (only a speed-up)."""
+        b = self._exp_clamp_bits()
+        assert b is not None
+        return self.exp_unit_raw(np.arange(1 << b, dtype=np.int64))
 
     def row_state(
         self,
