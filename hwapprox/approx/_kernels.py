@@ -399,6 +399,32 @@ def _quantize_f32(x: Any, scale: float, lo: float, hi: float, rnd: bool, out: An
 quantize_f32 = njit(cache=True, nogil=True)(_quantize_f32) if njit is not None else _quantize_f32
 
 
+#: elements whose table indices the gather kernels compute at once
+_IDX_BLOCK = 4096
+
+
+def _table_indices(
+    x: Any, i0: int, i1: int, scale: float, lo: float, hi: float, rnd: bool, code_lo: int,
+    top: int, idx: Any,
+) -> int:  # fmt: skip
+    """``idx[i - i0]`` = the table index of float32 ``x[i]`` for ``i0 <= i < i1``: its
+    code as :func:`_quantize_f32` quantises it, less ``code_lo``, clamped into
+    ``[0, top]`` (so a NaN/inf reads inside the table); returns how many of them are
+    NaN/inf. A loop without gathers, so it vectorises."""
+    bad = 0
+    for i in range(i0, i1):
+        v = np.float64(x[i])
+        bad += not np.isfinite(v)
+        s = min(max(v * scale, lo), hi)
+        q = np.int64(np.floor(s + 0.5)) if rnd else np.int64(np.floor(s))
+        idx[i - i0] = min(max(q - code_lo, 0), top)
+    return bad
+
+
+if njit is not None:  # (inlined into the gather kernels)
+    _table_indices = njit(inline="always")(_table_indices)  # type: ignore[assignment]
+
+
 def _quantize_gather(
     x: Any, scale: float, lo: float, hi: float, rnd: bool, code_lo: int, table: Any, out: Any
 ) -> bool:
@@ -411,15 +437,10 @@ def _quantize_gather(
     indices first (a loop that vectorises), then the gathers."""
     bad = 0
     top = table.shape[0] - 1
-    idx = np.empty(4096, np.int64)
-    for i0 in range(0, x.shape[0], 4096):
-        i1 = min(x.shape[0], i0 + 4096)
-        for i in range(i0, i1):
-            v = np.float64(x[i])
-            bad += not np.isfinite(v)
-            s = min(max(v * scale, lo), hi)
-            q = np.int64(np.floor(s + 0.5)) if rnd else np.int64(np.floor(s))
-            idx[i - i0] = min(max(q - code_lo, 0), top)
+    idx = np.empty(_IDX_BLOCK, np.int64)
+    for i0 in range(0, x.shape[0], _IDX_BLOCK):
+        i1 = min(x.shape[0], i0 + _IDX_BLOCK)
+        bad += _table_indices(x, i0, i1, scale, lo, hi, rnd, code_lo, top, idx)
         for i in range(i0, i1):
             out[i] = table[idx[i - i0]]
     return bad == 0
@@ -797,15 +818,10 @@ def _gather_err_stats3(
     bad = 0
     top = t_y.shape[0] - 1
     st = (0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0)
-    idx = np.empty(_ACC_BLOCK, np.int64)
-    for i0 in range(0, x.shape[0], _ACC_BLOCK):
-        i1 = min(x.shape[0], i0 + _ACC_BLOCK)
-        for i in range(i0, i1):
-            u = np.float64(x[i])
-            bad += not np.isfinite(u)
-            s = min(max(u * scale, lo), hi)
-            q = np.int64(np.floor(s + 0.5)) if rnd else np.int64(np.floor(s))
-            idx[i - i0] = min(max(q - code_lo, 0), top)
+    idx = np.empty(_IDX_BLOCK, np.int64)
+    for i0 in range(0, x.shape[0], _IDX_BLOCK):
+        i1 = min(x.shape[0], i0 + _IDX_BLOCK)
+        bad += _table_indices(x, i0, i1, scale, lo, hi, rnd, code_lo, top, idx)
         for i in range(i0, i1):
             j = idx[i - i0]
             st = _acc_add(st, t_y[j], np.float64(yf[i]), t_i[j])
