@@ -12,8 +12,8 @@ from hwapprox.export.builders import EncoderShape, bert_encoder, sample_inputs
 from hwapprox.export.tuning import (
     SearchSpace,
     candidate_specs,
+    fronts_of,
     screen,
-    screen_fronts,
     screen_groups,
     screen_rms,
     screen_sample,
@@ -133,8 +133,8 @@ def test_fronts_screened_by_spec_are_each_sites_own() -> None:
         return screen_many(gs[::-1])[::-1]
 
     want = {n: screen_sampled(samples[n][0], c, *samples[n][1:]) for n, c in cands.items()}
-    assert screen_fronts(cands, screen_many) == want
-    assert screen_fronts(cands, reversed_order) == want
+    assert fronts_of(cands, groups, screen_many(groups)) == want
+    assert fronts_of(cands, groups, reversed_order(groups)) == want
 
 
 @pytest.mark.parametrize("mask", ["additive", "causal"])

@@ -12,7 +12,7 @@ exactly the serial one (evaluations past the pick are discarded).
 
 The screening before the evaluations runs there too: each distinct candidate
 spec on the screening samples of the sites that have it
-(:meth:`CandidateEvaluator.start_screen`, :func:`hwapprox.export.tuning.screen_fronts`).
+(:meth:`CandidateEvaluator.start_screen`, :func:`hwapprox.export.tuning.fronts_of`).
 
 Workers hold the search context (:class:`SearchContext`: the imported model,
 the sites, the inputs, the float outputs and the screening samples), sent once -- to each local

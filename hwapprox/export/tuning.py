@@ -17,7 +17,8 @@ Each candidate is first *screened* on a sample of the site's float input
 (rms error against the float site output); candidates that another
 candidate beats on both cost score and rms error are dropped (a Pareto front).
 Sites with close calibrated ranges share most of their candidates, so the search
-screens each distinct spec once on every site that has it (:func:`screen_fronts`:
+screens each distinct spec once on every site that has it (:func:`screen_groups`,
+:func:`fronts_of`:
 its memo tables are built once per search, and the work splits evenly over
 threads or workers); the fronts are those of each site screened alone.
 The front is then walked from the cheapest candidate up, running the emulated
@@ -58,7 +59,6 @@ __all__ = [
     "fronts_of",
     "pareto_front",
     "screen",
-    "screen_fronts",
     "screen_groups",
     "screen_rms",
     "screen_sample",
@@ -431,28 +431,17 @@ def screen_groups(cands: Mapping[str, Sequence[ApproxSpec]]) -> list[ScreenGroup
     return list(groups.items())
 
 
-def screen_fronts(
-    cands: Mapping[str, Sequence[ApproxSpec]],
-    screen_many: Callable[[list[ScreenGroup]], list[list[float | None]]],
-) -> dict[str, list[tuple[ApproxSpec, float]]]:
-    """Every site's screened Pareto front, :func:`screen_sampled`'s on its candidates
-    ``cands[name]``, with each distinct spec screened once for all the sites that have
-    it (:func:`screen_groups`). ``screen_many(groups)`` returns, per group, the
-    :func:`screen_rms` of the spec on each of its sites (in order), wherever it runs
-    (:meth:`~hwapprox.export.evaluators.CandidateEvaluator.start_screen`): the fronts do not
-    depend on where or in what order the groups were screened."""
-    groups = screen_groups(cands)
-    return fronts_of(cands, groups, screen_many(groups))
-
-
 def fronts_of(
     cands: Mapping[str, Sequence[ApproxSpec]],
     groups: Sequence[ScreenGroup],
     results: Sequence[Sequence[float | None]],
 ) -> dict[str, list[tuple[ApproxSpec, float]]]:
-    """Every site's :func:`pareto_front` of its candidates ``cands[name]`` (in order),
-    from each group's :func:`screen_rms` per site (``groups``:
-    :func:`screen_groups` of ``cands``, ``results`` in its order)."""
+    """Every site's screened Pareto front, :func:`screen_sampled`'s on its candidates
+    ``cands[name]``, from each distinct spec screened once for all the sites that have
+    it: ``groups`` are :func:`screen_groups` of ``cands``, ``results`` per group the
+    :func:`screen_rms` of its spec on each of its sites (in order), wherever they ran
+    (:meth:`~hwapprox.export.evaluators.CandidateEvaluator.start_screen`). The fronts
+    do not depend on where or in what order the groups were screened."""
     rms: dict[tuple[str, ApproxSpec], float | None] = {}
     for (sp, names), vals in zip(groups, results, strict=True):
         for name, v in zip(names, vals, strict=True):

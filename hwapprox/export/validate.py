@@ -1251,7 +1251,7 @@ def _tune(
     """Greedy per-site search (:mod:`hwapprox.export.tuning`); the end-to-end
     evaluations run where ``jobs``/``dask`` say (:mod:`hwapprox.export.evaluators`),
     with the serial search's result, and so does the screening of the sites' candidates
-    (:func:`~hwapprox.export.tuning.screen_fronts`: each distinct spec once on all its
+    (:func:`~hwapprox.export.tuning.fronts_of`: each distinct spec once on all its
     sites, an operator's while the next one's candidates are built), in process on
     ``threads`` worker threads
     (:func:`~hwapprox.export.emulate.thread_map`)."""
