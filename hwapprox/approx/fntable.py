@@ -20,6 +20,7 @@ Maths contract
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import importlib
@@ -50,6 +51,8 @@ Func = Callable[[FloatArray], FloatArray]
 #: a fit's identity: (the function's key, lo, hi, segments)
 _FitKey = tuple[Hashable, float, float, int]
 _FITS: dict[_FitKey, PwlFit] = {}
+#: the fields a fit on disk holds (:class:`PwlFit`'s, in order)
+_FIT_FIELDS = tuple(f.name for f in dataclasses.fields(PwlFit))
 
 
 @functools.lru_cache(maxsize=16)
@@ -88,9 +91,6 @@ def _disk_fit(key: _FitKey, module: str) -> tuple[Path | None, PwlFit | None]:
     except (OSError, ValueError, KeyError, TypeError):
         return path, None
     return path, fit
-
-
-_FIT_FIELDS = ("breakpoints", "slopes", "intercepts", "errors")
 
 
 def _write_fit(path: Path, fit: PwlFit) -> None:

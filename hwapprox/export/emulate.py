@@ -376,8 +376,9 @@ def apply_spec_blocks(
     tensors, fewer than :data:`MIN_SPLIT_THREADS` threads, and sites whose rows run
     along the first axis, go in one block."""
     xa = np.asarray(x)
-    k = min(site_threads(threads), xa.shape[0] if xa.ndim else 1)
-    big = xa.size >= MIN_SPLIT_ELEMENTS and site_threads(threads) >= MIN_SPLIT_THREADS
+    n = site_threads(threads)
+    k = min(n, xa.shape[0] if xa.ndim else 1)
+    big = xa.size >= MIN_SPLIT_ELEMENTS and n >= MIN_SPLIT_THREADS
     if k > 1 and big and _splittable(site, xa.ndim):
         m = None if mask is None else np.broadcast_to(mask, xa.shape)
         cuts = [xa.shape[0] * i // k for i in range(k + 1)]
