@@ -45,6 +45,7 @@ Examples
 from __future__ import annotations
 
 import enum
+import functools
 import re
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -105,6 +106,19 @@ class Overflow(enum.StrEnum):
 
 _SYNTAX = "ap_fixed<W,I[,Q[,O]]> or ap_ufixed<W,I[,Q[,O]]>, e.g. ap_fixed<16,6,AP_RND,AP_SAT>"
 _FMT_RE = re.compile(r"^\s*(?P<kind>ap_fixed|ap_ufixed|ap_int|ap_uint)\s*<\s*(?P<args>[^<>]*)>\s*$")
+
+
+@functools.lru_cache(maxsize=512)
+def _pow2(e: int) -> Fraction:
+    """``2**e`` exactly (memoised: a format's exact properties are read per call on hot
+    paths, and a Fraction power costs microseconds; Fractions are immutable)."""
+    return Fraction(2) ** e
+
+
+@functools.lru_cache(maxsize=2048)
+def _times_pow2(n: int, e: int) -> Fraction:
+    """``n·2**e`` exactly (memoised as :func:`_pow2`)."""
+    return n * _pow2(e)
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,7 +231,7 @@ class FixedFormat:
     @property
     def lsb(self) -> Fraction:
         """Weight of one raw unit, exactly."""
-        return Fraction(2) ** -self.frac_bits
+        return _pow2(-self.frac_bits)
 
     @property
     def min_raw(self) -> int:
@@ -232,12 +246,12 @@ class FixedFormat:
     @property
     def min(self) -> Fraction:
         """Smallest representable value, exactly."""
-        return self.min_raw * self.lsb
+        return _times_pow2(self.min_raw, -self.frac_bits)
 
     @property
     def max(self) -> Fraction:
         """Largest representable value, exactly."""
-        return self.max_raw * self.lsb
+        return _times_pow2(self.max_raw, -self.frac_bits)
 
     def _check_raw_width(self, what: str = "operation") -> None:
         if abs(self.int_bits) > MAX_INT_BITS or abs(self.frac_bits) > MAX_INT_BITS:
