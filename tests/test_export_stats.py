@@ -61,23 +61,23 @@ def test_percentile_positions_compiled_match_cumsum_searchsorted(i: int) -> None
     with patch.object(_kernels, "enabled", False):
         want = rs.percentile(qs)
     assert np.array_equal(got, want)
-    real = _kernels.bf16_rank_patterns
+    real = _kernels.block_rank_patterns
 
-    def late(hist, ranks, out):
-        real(hist, ranks, out)
+    def late(ids, counts, ranks, out):
+        real(ids, counts, ranks, out)
         out += np.where(out >= 0x8000, -1, 1)  # the next bucket in value order
 
-    with patch.object(_kernels, "bf16_rank_patterns", late):
+    with patch.object(_kernels, "block_rank_patterns", late):
         inner = [q for q in qs if 0.0 < q < 100.0]
         assert not np.array_equal(rs.percentile(inner), want[[qs.index(q) for q in inner]])
 
 
 @pytest.mark.skipif(_kernels.njit is None, reason="numba is not installed")
 def test_rank_patterns_match_the_value_order_walk() -> None:
-    """``bf16_rank_patterns`` on sparse and dense histograms (several ranks in one
+    """``block_rank_patterns`` on sparse and dense histograms (several ranks in one
     exponent block, ranks on block edges, every rank of a small histogram, ranks past
     the total) equals ``_ORDER[searchsorted(cumsum(hist[_ORDER]), rank, "right")]``."""
-    from hwapprox.export.stats import _ORDER, HIST_BINS
+    from hwapprox.export.stats import _ORDER, BLOCK_BINS, HIST_BINS
 
     rng = np.random.default_rng(5)
     finite = np.ones(HIST_BINS, bool)
@@ -99,7 +99,9 @@ def test_rank_patterns_match_the_value_order_walk() -> None:
         pos = np.searchsorted(cum, ranks, side="right")
         want = np.where(pos < _ORDER.size, _ORDER[np.minimum(pos, _ORDER.size - 1)], -1)
         got = np.empty(ranks.size, np.int64)
-        _kernels.bf16_rank_patterns(h, ranks, got)
+        hb = h.reshape(-1, BLOCK_BINS)
+        ids = np.flatnonzero(hb.any(axis=1)).astype(np.int64)
+        _kernels.block_rank_patterns(ids, hb[ids], ranks, got)
         assert np.array_equal(got, want)
 
 
@@ -115,6 +117,26 @@ def test_merged_batches_equal_the_whole() -> None:
     assert (merged.count, merged.min, merged.max) == (whole.count, whole.min, whole.max)
     assert merged.mean == pytest.approx(whole.mean, rel=1e-12)
     assert merged.std == pytest.approx(whole.std, rel=1e-10)
+
+
+def test_histogram_blocks_merge_without_aliasing() -> None:
+    """The histogram is kept only for the exponent blocks the data reach; merging the
+    same statistics twice (new blocks, then the in-place add) doubles every count and
+    leaves the merged-in statistics unchanged; merging into empty statistics copies."""
+    x = _data(3)[0]
+    b = RunningStats().add(x)
+    assert 0 < b.blocks.size < 64
+    assert b.counts.shape == (b.blocks.size, 128)
+    h_b = b.hist
+    a = RunningStats().merge(b)
+    a.merge(b)
+    assert np.array_equal(a.hist, 2 * h_b)
+    assert np.array_equal(b.hist, h_b)
+    c = RunningStats().add(np.array([1e-30, -3e20], dtype=np.float32)).merge(b)
+    want = h_b.copy()
+    want[[np.float32(1e-30).view(np.uint32) >> 16, np.float32(-3e20).view(np.uint32) >> 16]] += 1
+    assert np.array_equal(c.hist, want)
+    assert np.array_equal(b.hist, h_b)
 
 
 def test_mask_and_nonfinite_are_counted_not_binned() -> None:

@@ -32,13 +32,14 @@ __all__ = [
     "affine_rows",
     "available",
     "bitlen",
+    "block_rank_patterns",
     "cast_params",
     "codes_in_range",
     "codes_to_float",
     "count_outside",
     "enabled",
     "err_stats",
-    "hist_moments_f32",
+    "hist_blocks_f32",
     "hls4ml_rows",
     "ibert_rows",
     "memo_lookup",
@@ -477,16 +478,23 @@ def cast_params(src_frac: int, dst: Any) -> tuple[int, int, int, int] | None:
     return None
 
 
-def _hist_moments_f32(x: Any, bits: Any, hist: Any) -> tuple[int, float, float, float, float]:
-    """One pass over float32 ``x`` (``bits``: the same memory as uint32): adds each
-    finite value's bfloat16 bucket (``bits >> 16``) to ``hist``; returns the number of
-    finite values, their min, max, mean and ``m2 = Σ (x_i - mean)²``, in float64.
-    Non-finite values are skipped (the caller counts them as ``size - count``).
+def _hist_blocks_f32(x: Any, bits: Any) -> tuple[int, float, float, float, float, Any, Any]:
+    """One float32 batch's statistics: ``x`` and ``bits`` (the same memory as uint32).
 
+    Returns the number of finite values, their min, max, mean and ``m2 = Σ (x_i -
+    mean)²`` in float64, and their bfloat16 histogram by exponent blocks: ``ids``,
+    the ascending blocks present (``bits >> 23``: sign and exponent, the pattern
+    ``bits >> 16`` shifted by its 7 mantissa bits), and ``counts`` (len(ids), 128),
+    row ``i`` the counts of patterns ``ids[i]·128 + 0..127``. Non-finite values are
+    skipped (the caller counts them as ``size - count``).
+
+    Two passes: the moments and the per-block counts, then the bins of the blocks
+    present (a batch's values span few exponents, so no 65,536-bin array is zeroed).
     Moments by blocks of 4096 finite values: each block sums ``x - c`` and ``(x - c)²``
     about its first value ``c`` (so the sums do not cancel when the data sit far from
     zero), and the blocks are merged by Chan et al.'s pairwise update, as
     :meth:`hwapprox.export.stats.RunningStats.merge` merges batches."""
+    block_n = np.zeros(512, dtype=np.int64)
     n = 0
     lo = np.inf
     hi = -np.inf
@@ -501,7 +509,7 @@ def _hist_moments_f32(x: Any, bits: Any, hist: Any) -> tuple[int, float, float, 
             b = bits[i]
             if (b & 0x7F800000) == 0x7F800000:
                 continue
-            hist[b >> 16] += 1
+            block_n[b >> 23] += 1
             v = np.float64(x[i])
             lo = min(lo, v)
             hi = max(hi, v)
@@ -525,50 +533,68 @@ def _hist_moments_f32(x: Any, bits: Any, hist: Any) -> tuple[int, float, float, 
         s1 = 0.0
         s2 = 0.0
         k = 0
-    return n, lo, hi, mean, m2
+    slot = np.full(512, -1, dtype=np.int64)
+    n_ids = 0
+    for t in range(512):
+        if block_n[t]:
+            slot[t] = n_ids
+            n_ids += 1
+    ids = np.empty(n_ids, dtype=np.int64)
+    for t in range(512):
+        if block_n[t]:
+            ids[slot[t]] = t
+    counts = np.zeros((n_ids, 128), dtype=np.int64)
+    for i in range(x.shape[0]):
+        b = bits[i]
+        if (b & 0x7F800000) != 0x7F800000:
+            counts[slot[b >> 23], (b >> 16) & 127] += 1
+    return n, lo, hi, mean, m2, ids, counts
 
 
-def _bf16_rank_patterns(hist: Any, ranks: Any, out: Any) -> None:
+def _block_rank_patterns(ids: Any, counts: Any, ranks: Any, out: Any) -> None:
     """For ``ranks`` in ascending order: ``out[j]`` = the first 16-bit pattern, in
     ascending value order of its bfloat16 bucket, at which the cumulative count of
-    the 65536-bin ``hist`` exceeds ``ranks[j]`` (-1 when none does). Value order:
-    negative patterns by descending magnitude, then non-negative ones by ascending
-    magnitude; the inf/NaN patterns (exponent all ones) are left out.
+    the histogram ``(ids, counts)`` (:func:`_hist_blocks_f32`'s blocks) exceeds
+    ``ranks[j]`` (-1 when none does). Value order: negative patterns by descending
+    magnitude (blocks 256..510 walked downward, each from its bin 127 to 0), then
+    non-negative ones by ascending magnitude (blocks 0..254 upward, bins 0 to 127).
 
-    Bins are summed by their 128-pattern exponent blocks (contiguous memory, one
-    vectorised sum each), and only a block holding a rank is walked bin by bin."""
+    Each block present is summed, and only a block holding a rank is walked bin by bin."""
     j = 0
     cum = 0
     m = ranks.shape[0]
-    for side in range(2):
-        for k in range(255):
-            # negative side: exponent blocks 254..0 walked downward; then 0..254 upward
-            base = (0x8000 | ((254 - k) << 7)) if side == 0 else (k << 7)
-            s = 0
-            for t in range(128):
-                s += hist[base + t]
-            if j < m and cum + s > ranks[j]:
-                c = cum
-                for u in range(128):
-                    p = base + (127 - u if side == 0 else u)
-                    c += hist[p]
-                    while j < m and c > ranks[j]:
-                        out[j] = p
-                        j += 1
-                if j == m:
-                    return
-            cum += s
+    k = ids.shape[0]
+    n_pos = 0
+    while n_pos < k and ids[n_pos] < 256:
+        n_pos += 1
+    for step in range(k):
+        r = k - 1 - step if step < k - n_pos else step - (k - n_pos)
+        neg = ids[r] >= 256
+        s = 0
+        for t in range(128):
+            s += counts[r, t]
+        if j < m and cum + s > ranks[j]:
+            c = cum
+            for u in range(128):
+                t = 127 - u if neg else u
+                c += counts[r, t]
+                while j < m and c > ranks[j]:
+                    out[j] = (ids[r] << 7) | t
+                    j += 1
+            if j == m:
+                return
+        cum += s
     while j < m:
         out[j] = -1
         j += 1
 
 
 if njit is not None:
-    hist_moments_f32 = njit(cache=True, nogil=True)(_hist_moments_f32)
-    bf16_rank_patterns = njit(cache=True, nogil=True)(_bf16_rank_patterns)
+    hist_blocks_f32 = njit(cache=True, nogil=True)(_hist_blocks_f32)
+    block_rank_patterns = njit(cache=True, nogil=True)(_block_rank_patterns)
 else:  # pragma: no cover
-    hist_moments_f32 = _hist_moments_f32
-    bf16_rank_patterns = _bf16_rank_patterns
+    hist_blocks_f32 = _hist_blocks_f32
+    block_rank_patterns = _block_rank_patterns
 
 
 # -- LayerNorm output stages ---------------------------------------------------------------

@@ -549,7 +549,7 @@ class _StatsAcc:
                 counts[0] += int(np.count_nonzero(full))
                 counts[1] += int(full.size)
         for acc, t in ((self.ins, x), (self.outs, values[s.output])):
-            if s.name not in acc:  # (a RunningStats allocates its 65536-bin histogram)
+            if s.name not in acc:
                 acc[s.name] = RunningStats()
             acc[s.name].add(t, mask)
         return mask

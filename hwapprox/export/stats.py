@@ -9,11 +9,13 @@ unmasked values:
 * ``count``, exact ``min`` and ``max``;
 * ``mean`` and ``m2`` (sum of squared deviations), merged with Chan et al.'s
   pairwise update (exact up to float64 rounding);
-* a 65,536-bin histogram of the values' **bfloat16 buckets**: the high 16 bits
-  of the float32 encoding (sign, 8 exponent bits, 7 mantissa bits). Counting a
-  batch is one ``bincount`` over a strided ``uint16`` view of the data, and
-  merging adds counts, so the histogram of several batches is exactly the
-  histogram of their concatenation (no rank error is introduced by merging).
+* a histogram of the values' **bfloat16 buckets**: the high 16 bits of the
+  float32 encoding (sign, 8 exponent bits, 7 mantissa bits; 65,536 buckets), kept
+  by exponent blocks (the 128 buckets of one sign and exponent) and only for the
+  blocks the data reach: a tensor's values span a few dozen binades, so a site
+  keeps some KB, not a 512 KB array. Merging adds counts, so the histogram of
+  several batches is exactly the histogram of their concatenation (no rank error is
+  introduced by merging).
 
 Percentiles (:meth:`~RunningStats.percentile`) come from the histogram: the
 order statistic of rank ``⌊(n-1)·q/100⌋`` (as in numpy's ``"lower"`` method)
@@ -47,6 +49,8 @@ __all__ = ["HIST_BINS", "PERCENTILES", "RANGE_STATS", "RunningStats", "SiteStats
 
 #: bins of the bfloat16 histogram (every 16-bit pattern)
 HIST_BINS = 1 << 16
+#: a histogram block: the 128 patterns of one sign and exponent (``pattern >> 7``)
+BLOCK_BINS = 128
 _EXP_ALL_ONES = 0x7F80  # exponent field all ones (inf / NaN), sign bit clear
 _F32_MAX = float(np.finfo(np.float32).max)
 _LITTLE = np.array([1], dtype=np.uint16).view(np.uint8)[0] == 1
@@ -86,7 +90,32 @@ class RunningStats:
     max: float = -np.inf
     mean: float = 0.0
     m2: float = 0.0
-    hist: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(HIST_BINS, dtype=np.int64))
+    #: the exponent blocks present (ascending ``pattern >> 7``) and their bins' counts
+    blocks: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    counts: npt.NDArray[np.int64] = field(
+        default_factory=lambda: np.zeros((0, BLOCK_BINS), dtype=np.int64)
+    )
+
+    @property
+    def hist(self) -> npt.NDArray[np.int64]:
+        """The whole 65,536-bin histogram (a new array; bin ``p`` counts pattern ``p``)."""
+        h = np.zeros(HIST_BINS, dtype=np.int64)
+        h.reshape(-1, BLOCK_BINS)[self.blocks] = self.counts
+        return h
+
+    def _add_hist(self, blocks: npt.NDArray[np.int64], counts: npt.NDArray[np.int64]) -> None:
+        """Add a histogram given by blocks (ascending ids) to this one."""
+        if self.blocks.size == 0:
+            self.blocks, self.counts = blocks, counts
+            return
+        ids = np.union1d(self.blocks, blocks)
+        if ids.size == self.blocks.size:  # no new block: add in place
+            self.counts[np.searchsorted(ids, blocks)] += counts
+            return
+        merged = np.zeros((ids.size, BLOCK_BINS), dtype=np.int64)
+        merged[np.searchsorted(ids, self.blocks)] = self.counts
+        merged[np.searchsorted(ids, blocks)] += counts
+        self.blocks, self.counts = ids, merged
 
     def add(self, x: npt.ArrayLike, mask: npt.ArrayLike | None = None) -> RunningStats:
         """Fold in a batch; ``mask`` (broadcastable, True = left out) drops elements."""
@@ -120,7 +149,9 @@ class RunningStats:
         self.nonfinite += bad
         if a.size == 0:
             return self
-        self.hist += h
+        hb = h.reshape(-1, BLOCK_BINS)
+        ids = np.flatnonzero(hb.any(axis=1)).astype(np.int64)
+        self._add_hist(ids, hb[ids])
         n_b = int(a.size)
         lo, hi = float(a.min()), float(a.max())
         mean_b = float(a.sum(dtype=np.float64)) / n_b
@@ -133,10 +164,11 @@ class RunningStats:
         """:meth:`add` of a contiguous 1-D float32 batch in one compiled pass (the
         same histogram and extremes; moments equal up to float64 summation order)."""
         bits = a.view(np.uint32)
-        n_b, lo, hi, mean_b, m2_b = _kernels.hist_moments_f32(a, bits, self.hist)  # in place
+        n_b, lo, hi, mean_b, m2_b, ids, counts = _kernels.hist_blocks_f32(a, bits)
         self.nonfinite += int(a.size - n_b)
         if n_b == 0:
             return self
+        self._add_hist(ids, counts)
         self._merge_moments(int(n_b), lo, hi, mean_b, m2_b)
         return self
 
@@ -158,7 +190,7 @@ class RunningStats:
         self.nonfinite += other.nonfinite
         self.masked += other.masked
         if other.count:
-            self.hist += other.hist
+            self._add_hist(other.blocks, other.counts.copy())
             self._merge_moments(other.count, other.min, other.max, other.mean, other.m2)
         return self
 
@@ -174,10 +206,10 @@ class RunningStats:
         if self.count == 0:
             raise ValueError("percentile of an empty RunningStats")
         ranks = np.floor((self.count - 1) * qs / 100.0).astype(np.int64)
-        if _kernels.available():  # the same buckets, by exponent blocks, no 65536-bin copies
+        if _kernels.available():  # the same buckets, walked by the blocks present
             order = np.argsort(ranks, kind="stable")
             sorted_pat = np.empty(ranks.size, dtype=np.int64)
-            _kernels.bf16_rank_patterns(self.hist, ranks[order], sorted_pat)
+            _kernels.block_rank_patterns(self.blocks, self.counts, ranks[order], sorted_pat)
             pat = np.empty_like(sorted_pat)
             pat[order] = sorted_pat
         else:
