@@ -488,13 +488,13 @@ def _hist_blocks_f32(x: Any, bits: Any) -> tuple[int, float, float, float, float
     row ``i`` the counts of patterns ``ids[i]·128 + 0..127``. Non-finite values are
     skipped (the caller counts them as ``size - count``).
 
-    Two passes: the moments and the per-block counts, then the bins of the blocks
+    Two passes: the moments and the blocks present, then the bins of the blocks
     present (a batch's values span few exponents, so no 65,536-bin array is zeroed).
     Moments by blocks of 4096 finite values: each block sums ``x - c`` and ``(x - c)²``
     about its first value ``c`` (so the sums do not cancel when the data sit far from
     zero), and the blocks are merged by Chan et al.'s pairwise update, as
     :meth:`hwapprox.export.stats.RunningStats.merge` merges batches."""
-    block_n = np.zeros(512, dtype=np.int64)
+    present = np.zeros(512, dtype=np.bool_)  # (a store, not a count: no chain through memory)
     n = 0
     lo = np.inf
     hi = -np.inf
@@ -509,7 +509,7 @@ def _hist_blocks_f32(x: Any, bits: Any) -> tuple[int, float, float, float, float
             b = bits[i]
             if (b & 0x7F800000) == 0x7F800000:
                 continue
-            block_n[b >> 23] += 1
+            present[b >> 23] = True
             v = np.float64(x[i])
             lo = min(lo, v)
             hi = max(hi, v)
@@ -536,12 +536,12 @@ def _hist_blocks_f32(x: Any, bits: Any) -> tuple[int, float, float, float, float
     slot = np.full(512, -1, dtype=np.int64)
     n_ids = 0
     for t in range(512):
-        if block_n[t]:
+        if present[t]:
             slot[t] = n_ids
             n_ids += 1
     ids = np.empty(n_ids, dtype=np.int64)
     for t in range(512):
-        if block_n[t]:
+        if present[t]:
             ids[slot[t]] = t
     counts = np.zeros((n_ids, 128), dtype=np.int64)
     for i in range(x.shape[0]):
