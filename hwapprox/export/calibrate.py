@@ -45,6 +45,7 @@ from hwapprox.approx import _kernels
 from hwapprox.approx.base import ELEMENTWISE_ATTENTION, Operator
 from hwapprox.export.emulate import (
     ModelSessions,
+    emulation_threads,
     rows_view,
     site_mask_bits,
     thread_map,
@@ -400,7 +401,8 @@ def calibrate(
     acc = _StatsAcc(sites)
     # sites are folded on worker threads (their statistics are independent; the
     # compiled histogram pass releases the GIL), masks and errors in site order
-    folded = thread_map(lambda s: acc.fold(s, values, g), sites, threads)
+    fold_threads = emulation_threads(threads, [np.size(values[s.input]) for s in sites])
+    folded = thread_map(lambda s: acc.fold(s, values, g), sites, fold_threads)
     for s, mask in zip(sites, folded, strict=True):
         x = values[s.input]
         if mask is not None and (
@@ -416,7 +418,7 @@ def calibrate(
     if dask is None:
         for batch in more:
             vals = _run_trace(sess, batch)
-            thread_map(lambda s, v=vals: acc.fold(s, v, g), sites, threads)
+            thread_map(lambda s, v=vals: acc.fold(s, v, g), sites, fold_threads)
             batches += 1
             del vals
     else:

@@ -91,11 +91,15 @@ def site_threads(threads: int = 0) -> int:
 
 
 def emulation_threads(threads: int, site_sizes: Iterable[int]) -> int:
-    """The emulator's thread setting: ``threads`` if set; else 1 when every site tensor
-    is below :data:`MIN_SPLIT_ELEMENTS` (a small model: its sites are not split for
-    threads, and onnxruntime's thread pool costs more than it saves on its small
-    operators -- the embedded example's 10 sessions: 2.0 ms with the default pool,
-    1.4 ms on one thread), else 0 (onnxruntime's default). Results do not depend on it."""
+    """The thread setting of a model's site work (calibration's folds, validate's
+    per-site reports) and of its emulator's sessions: ``threads`` if set; else 1 when
+    every site tensor is below :data:`MIN_SPLIT_ELEMENTS`, else 0 (onnxruntime's
+    default; :func:`site_threads` workers). A small model's sites are not split for
+    threads, onnxruntime's thread pool costs more than it saves on its small operators
+    (the embedded example's 10 sessions: 2.0 ms with the default pool, 1.4 ms on one
+    thread), and handing its sites to worker threads costs more than their work (the
+    embedded example's whole validate: 12.0 ms with workers, 9.3 ms without).
+    Results do not depend on it."""
     if threads:
         return threads
     return 1 if max(site_sizes, default=0) < MIN_SPLIT_ELEMENTS else 0

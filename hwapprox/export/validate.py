@@ -895,7 +895,9 @@ def validate(
             continue
         in_fmts[s.name] = str(trace.stats[s.name].choose_format(width, headroom, stat=stat))
     sizes = [np.size(trace.site_inputs[s.name]) for s in active]
-    emu = imported.sessions.emulator(active, emulation_threads(threads, sizes))
+    # a small model's site work runs on this thread (emulation_threads)
+    work_threads = emulation_threads(threads, sizes)
+    emu = imported.sessions.emulator(active, work_threads)
     tuning: list[dict[str, Any]] = []
     warnings: list[str] = []
     if b is None:
@@ -935,8 +937,10 @@ def validate(
         if why is not None:
             raise ExportError(why)
     site_warnings: list[str] = []
-    beside = site_threads(threads) > 1
-    reports = _in_background(beside, _site_reports, active, chosen, trace, site_warnings, threads)
+    beside = site_threads(work_threads) > 1
+    reports = _in_background(
+        beside, _site_reports, active, chosen, trace, site_warnings, work_threads
+    )
     # Timing: the float model's calibration run (one onnxruntime run of the whole model,
     # site tensors kept as extra outputs) vs one emulation run. No extra float runs.
     t_float = trace.seconds
