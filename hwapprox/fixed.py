@@ -47,6 +47,7 @@ from __future__ import annotations
 import enum
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
@@ -137,6 +138,15 @@ class FixedFormat:
     overflow: Overflow = Overflow.WRAP
 
     def __post_init__(self) -> None:
+        if (
+            type(self.width) is int
+            and type(self.int_bits) is int
+            and type(self.signed) is bool
+            and type(self.rounding) is Rounding
+            and type(self.overflow) is Overflow
+            and self.width >= 1
+        ):
+            return  # already normalised (the checks below would change nothing)
         for name in ("width", "int_bits"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | np.integer):
@@ -376,14 +386,14 @@ class FixedFormat:
 
     def to_float(self, raw: npt.ArrayLike) -> npt.NDArray[np.float64]:
         """Real value of raw codes as float64 (exact for widths <= 53)."""
-        r = _as_raw(raw, f"to_float of {self}")
+        r = _as_raw(raw, lambda: f"to_float of {self}")
         if abs(self.frac_bits) <= 960:  # 2^-F and every product stay normal: exact scaling
             return np.multiply(r, 2.0**-self.frac_bits, dtype=np.float64)
         return np.ldexp(r.astype(np.float64), -self.frac_bits)
 
     def to_fractions(self, raw: npt.ArrayLike) -> list[Fraction]:
         """Exact real values of raw codes (slow; for tests and reports)."""
-        return [int(r) * self.lsb for r in _as_raw(raw, f"to_fractions of {self}").ravel()]
+        return [int(r) * self.lsb for r in _as_raw(raw, lambda: f"to_fractions of {self}").ravel()]
 
     def saturate(self, raw: npt.ArrayLike) -> RawArray:
         """Apply this format's overflow mode to exact integer codes.
@@ -434,7 +444,7 @@ class FixedFormat:
     def check(self, raw: npt.ArrayLike, name: str = "input") -> RawArray:
         """Validate raw codes (integers inside the range) and return them as int64."""
         self._check_raw_width()
-        r = _as_raw(raw, f"{name} (raw codes of {self})")
+        r = _as_raw(raw, lambda: f"{name} (raw codes of {self})")
         if not self.contains(r):
             bad = r[(r < self.min_raw) | (r > self.max_raw)].flat[0]
             raise FixedPointError(
@@ -450,9 +460,15 @@ class FixedFormat:
         return np.arange(self.min_raw, self.max_raw + 1, dtype=np.int64)
 
 
-def _as_raw(raw: npt.ArrayLike, what: str) -> RawArray:
-    """Raw integer codes as int64; floats, objects and uint64 beyond int64 are refused."""
+def _as_raw(raw: npt.ArrayLike, what: str | Callable[[], str]) -> RawArray:
+    """Raw integer codes as int64; floats, objects and uint64 beyond int64 are refused
+    (``what`` names them in the error: a string, or a function giving it, called only
+    then)."""
     r = np.asarray(raw)
+    if r.dtype == np.int64:
+        return r
+    if callable(what):
+        what = what()
     if r.dtype.kind not in "iub":
         raise FixedPointError(
             f"{what} must be raw integer codes, got dtype {r.dtype}; "

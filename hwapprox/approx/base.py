@@ -418,7 +418,8 @@ class RowwiseSpec(ApproxSpec):
             kw["mask"] = mk
         y = self._model_rows(x, **kw)
         n = x.shape[1]
-        return np.moveaxis(y.reshape(*lead, n), -1, axis)
+        y = y.reshape(*lead, n)
+        return y if axis in (-1, len(lead)) else np.moveaxis(y, -1, axis)
 
     def _rows_of(
         self, raw: npt.ArrayLike, axis: int = -1, mask: npt.ArrayLike | None = None
@@ -430,18 +431,19 @@ class RowwiseSpec(ApproxSpec):
         if x.ndim == 0:
             raise SpecError(f"{self.operator}/{self.method} needs at least one axis, got a scalar")
         if mask is not None:
-            if "mask" not in inspect.signature(self._model_rows).parameters:
+            if not _takes_mask(type(self)):
                 raise SpecError(
                     f"{self.operator}/{self.method} does not take a mask "
                     "(its _model_rows has no mask argument; the softmax models do)"
                 )
             mk = broadcast_mask(mask, x.shape)
-        try:
-            x = np.moveaxis(x, axis, -1)
-        except np.exceptions.AxisError:
-            raise SpecError(
-                f"axis={axis} is out of range for an input of shape {x.shape}"
-            ) from None
+        if axis not in (-1, x.ndim - 1):  # (rows already along the last axis: no move)
+            try:
+                x = np.moveaxis(x, axis, -1)
+            except np.exceptions.AxisError:
+                raise SpecError(
+                    f"axis={axis} is out of range for an input of shape {x.shape}"
+                ) from None
         n = x.shape[-1]
         if n == 0:
             raise SpecError(f"{self.operator}/{self.method}: rows of length 0 (shape {x.shape})")
@@ -451,6 +453,12 @@ class RowwiseSpec(ApproxSpec):
             mk = np.ascontiguousarray(np.moveaxis(mk, axis, -1).reshape(-1, n))
             rows_mask = mk if mk.any() else None
         return np.ascontiguousarray(x.reshape(-1, n)), lead, rows_mask
+
+
+@functools.cache
+def _takes_mask(cls: type[RowwiseSpec]) -> bool:
+    """True when ``cls._model_rows`` has a ``mask`` argument (read once per class)."""
+    return "mask" in inspect.signature(cls._model_rows).parameters
 
 
 def _codes_to_float(
