@@ -331,10 +331,10 @@ class ApproxSpec(abc.ABC):
         ``out_fmt`` and ``row_max``) are derived again unless ``changes`` sets them."""
         derived = getattr(self, "_derived", frozenset())
         changes = {**dict.fromkeys(derived), **changes}
-        fs = dataclasses.fields(self)
-        if not set(changes) <= {f.name for f in fs if f.init}:
+        names = _init_names(type(self))
+        if not set(changes) <= names:
             return dataclasses.replace(self, **changes)  # its error names the field
-        kw = {f.name: getattr(self, f.name) for f in fs if f.init}
+        kw = {k: getattr(self, k) for k in names}
         kw.update(changes)
         return new_spec(type(self), kw)
 
@@ -346,6 +346,19 @@ class ApproxSpec(abc.ABC):
                 continue
             parts.append(f"{f.name}={getattr(self, f.name)}")
         return " ".join(parts)
+
+
+@functools.cache
+def field_names(cls: type) -> frozenset[str]:
+    """The names of a spec class's fields (read once per class: ``dataclasses.fields``
+    costs microseconds, and specs are resolved per site and call)."""
+    return frozenset(f.name for f in dataclasses.fields(cls))
+
+
+@functools.cache
+def _init_names(cls: type) -> frozenset[str]:
+    """The names of a spec class's ``__init__`` fields (read once per class)."""
+    return frozenset(f.name for f in dataclasses.fields(cls) if f.init)
 
 
 #: specs built from the same field values (the same types) are built once: a spec is

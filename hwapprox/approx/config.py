@@ -33,13 +33,12 @@ An optional ``operator`` key in a site entry (as written by
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hwapprox.approx.base import ApproxSpec, Operator, SpecError
+from hwapprox.approx.base import ApproxSpec, Operator, SpecError, field_names
 from hwapprox.approx.registry import get_method, make_spec
 from hwapprox.fixed import FixedFormat
 
@@ -223,7 +222,7 @@ class ApproxConfig:
             fields = dict(base)  # type: ignore[arg-type]
         method = fields.pop("method")
         cls = get_method(operator, method)
-        known = {f.name for f in dataclasses.fields(cls)}
+        known = field_names(cls)
         if fields.get("in_fmt", _AUTO) == _AUTO:
             fields.pop("in_fmt", None)
             if in_fmt is not None:

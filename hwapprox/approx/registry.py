@@ -7,10 +7,11 @@ use (no import side effects). Unknown names get an error listing what exists.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 from typing import Any
 
-from hwapprox.approx.base import ApproxSpec, Operator, SpecError, new_spec
+from hwapprox.approx.base import ApproxSpec, Operator, SpecError, field_names, new_spec
 
 __all__ = [
     "IMPLEMENTED",
@@ -108,9 +109,14 @@ def get_method(op: str | Operator, method: str) -> type[ApproxSpec]:
         raise SpecError(
             f"unknown {operator} method {method!r}; available: {', '.join(sorted(table))}"
         )
-    module_name, _, cls_name = table[method].partition(":")
-    cls = getattr(importlib.import_module(module_name), cls_name)
-    return cls  # type: ignore[no-any-return]
+    return _load(table[method])
+
+
+@functools.cache
+def _load(path: str) -> type[ApproxSpec]:
+    """The class at ``module:name`` (imported once)."""
+    module_name, _, cls_name = path.partition(":")
+    return getattr(importlib.import_module(module_name), cls_name)  # type: ignore[no-any-return]
 
 
 def list_methods(op: str | Operator | None = None) -> dict[Operator, list[str]]:
@@ -122,7 +128,7 @@ def list_methods(op: str | Operator | None = None) -> dict[Operator, list[str]]:
 def make_spec(op: str | Operator, method: str, **fields: Any) -> ApproxSpec:
     """Build a spec; formats may be given in HLS spelling. Unknown fields are an error."""
     cls = get_method(op, method)
-    known = {f.name for f in dataclasses.fields(cls)}
+    known = field_names(cls)
     unknown = sorted(set(fields) - known)
     if unknown:
         raise SpecError(

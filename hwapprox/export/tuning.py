@@ -34,14 +34,16 @@ taken; when none does, the site stays float (and the report warns).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
-from hwapprox.approx.base import ELEMENTWISE_ATTENTION, ApproxSpec, Operator, SpecError
+from hwapprox.approx.base import ELEMENTWISE_ATTENTION, ApproxSpec, Operator, SpecError, field_names
 from hwapprox.approx.config import ApproxConfig
 from hwapprox.approx.costmodel import meets_clock, rank_score
 from hwapprox.approx.registry import METHODS, get_method
@@ -124,6 +126,12 @@ def _with_width(fmt: FixedFormat, width: int, int_bits: int | None = None) -> Fi
     )
 
 
+@functools.cache
+def _field_defaults(cls: type[ApproxSpec]) -> Mapping[str, Any]:
+    """A spec class's field defaults by name (read once per class; read-only)."""
+    return MappingProxyType({f.name: f.default for f in dataclasses.fields(cls)})
+
+
 def calibrated_fields(
     site: Site,
     spec_cls: type[ApproxSpec],
@@ -148,7 +156,7 @@ def calibrated_fields(
     when a range does not fit.
     """
     ow = out_width or width
-    d = {f.name: f.default for f in dataclasses.fields(spec_cls)}
+    d = _field_defaults(spec_cls)
     dout: FixedFormat = d["out_fmt"]  # type: ignore[assignment]
     f_in = stats.choose_format(width, headroom, Rounding.RND, Overflow.SAT, stat=stat)
     fields: dict[str, FixedFormat] = {"in_fmt": f_in}
@@ -263,7 +271,7 @@ def candidate_specs(
     out: list[ApproxSpec] = []
     for m in methods:
         cls = get_method(site.operator, m)
-        names = {f.name for f in dataclasses.fields(cls)}
+        names = field_names(cls)
         if site.kind != site.operator.value and not set(extra) <= names:
             continue  # e.g. a Softmax_1 site: only methods with off_by_one compute it
         grid = PARAM_GRID.get((site.operator, m), ({},)) if space.params else ({},)
