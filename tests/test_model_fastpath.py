@@ -1050,10 +1050,27 @@ def test_online_softmax_wide_inputs_clamped_exp_memo_is_exact(unit: str) -> None
     rows = rng.integers(lo, hi + 1, (100_000, 16), dtype=np.int64) >> shift
     rows[:8] = [[0] * 16, [lo] * 16, [hi] * 16, [hi] + [lo] * 15, [lo] + [hi] * 15,
                 [5] * 15 + [6], list(range(-8, 8)), [hi, lo] * 8]  # fmt: skip
-    got = sp.model(rows)
+    mask = rng.random(rows.shape) < 0.2
+    mask[8] = True  # a fully masked row
+    calls = []
+    real = _kernels.online_state
+    with patch.object(_kernels, "online_state", lambda *a: calls.append(1) or real(*a)):
+        got = sp.model(rows)
+        got_m = sp.model(rows, mask=mask)
+    if _kernels.available():
+        assert len(calls) == 2  # the compiled scans on the clamped memo
     with patch.object(OnlineSoftmax, "_exp_clamp_bits", lambda self: None):
+        assert not sp._kernel_ok()
         want = sp.model(rows)
+        want_m = sp.model(rows, mask=mask)
     assert np.array_equal(got, want)
+    assert np.array_equal(got_m, want_m)
+    for tau in (1 << (b - 2), (1 << b) - 1):  # below the clamp: compiled; at it: numpy
+        sk = sp.replace(skip_threshold=float(tau * sp.in_fmt.lsb))
+        assert sk._kernel_ok() == (sk.skip_raw < (1 << b) - 1)
+        got_s = sk.model(rows[:5000])
+        with patch.object(OnlineSoftmax, "_exp_clamp_bits", lambda self: None):
+            assert np.array_equal(got_s, sk.model(rows[:5000]))
     from hwapprox.approx.softmax import _common
 
     short = b - 3
@@ -1061,4 +1078,5 @@ def test_online_softmax_wide_inputs_clamped_exp_memo_is_exact(unit: str) -> None
     with patch.object(OnlineSoftmax, "_exp_clamp_bits", lambda self: short):
         bad = sp._exp_fn(sp.tables())
         assert not np.array_equal(bad(every), sp.exp_unit_raw(every))
+        assert not np.array_equal(sp.model(rows), want)  # the compiled scans too
     _common._cached.cache_clear()

@@ -827,29 +827,43 @@ class OnlineSoftmax(SoftmaxSpec):
         return run_max[:, -1].astype(np.int64), d, None, skip
 
     def _kernel_ok(self) -> bool:
-        """The compiled scans apply: numba present and inputs small enough for the memo
-        of ``E`` they index."""
-        return self.in_fmt.width <= _MEMO_MAX_BITS and _kernels.available()
+        """The compiled scans apply: numba present, and a memo of ``E`` they can index
+        (:meth:`_kernel_memo`); with threshold skipping and the clamped memo, the
+        threshold below the clamp (a clamped δ still compares with it as δ does)."""
+        if not _kernels.available():
+            return False
+        if self.in_fmt.width <= _MEMO_MAX_BITS:
+            return True
+        b = self._exp_clamp_bits()
+        return b is not None and int(self.skip_raw or 0) < (1 << b) - 1
+
+    def _kernel_memo(self) -> RawArray:
+        """The memo the compiled scans index, δ clamped to its last entry: ``E`` over every
+        δ code (inputs up to 20 bits), else over ``δ < 2^b`` (:meth:`_exp_clamp_bits`:
+        every larger δ has the entry ``2^b - 1``'s E)."""
+        if self.in_fmt.width <= _MEMO_MAX_BITS:
+            return _cached(self, "_exp_memo")  # type: ignore[no-any-return]
+        return _cached(self, "_exp_memo_clamped")  # type: ignore[no-any-return]
 
     def _row_state_kernel(
         self, x: RawArray, mask: npt.NDArray[np.bool_] | None
     ) -> tuple[RawArray, RawArray, None, npt.NDArray[np.bool_] | None]:
         """:meth:`_row_state` (online schedule) by :func:`hwapprox.approx._kernels.online_state`."""
-        w = self.in_fmt.width
         skip = np.zeros(x.shape, dtype=bool) if self.skip_raw else None
         fe = self.exp_fmt.frac_bits
+        memo = self._kernel_memo()
         m, d = _kernels.online_state(
             np.ascontiguousarray(x, dtype=np.int64),
             mask if mask is not None else np.zeros((1, 1), dtype=bool),
             mask is not None,
-            _cached(self, "_exp_memo"),
+            memo,
             self._one_sum(),
             1 << (self.sum_fmt.frac_bits - fe),
             fe,
             (1 << (fe - 1)) if self.sum_fmt.rounding is Rounding.RND else 0,
             int(self.skip_raw or 0),
             self.in_fmt.min_raw,
-            (1 << w) - 1,
+            memo.size - 1,
             skip if skip is not None else np.zeros((1, 1), dtype=bool),
         )
         return m, d, None, skip
@@ -1025,7 +1039,7 @@ class OnlineSoftmax(SoftmaxSpec):
                     np.ascontiguousarray(x, dtype=np.int64),
                     m,
                     r,
-                    _cached(self, "_exp_memo"),
+                    self._kernel_memo(),
                     *cp,
                     mask if mask is not None else np.zeros((1, 1), dtype=bool),
                     mask is not None,
