@@ -10,7 +10,7 @@ import pytest
 
 from hwapprox.approx import _kernels
 from hwapprox.export.calibrate import PERCENTILES, SiteStats
-from hwapprox.export.stats import RunningStats
+from hwapprox.export.stats import RunningStats, _scratch
 
 
 def _data(seed: int) -> list[np.ndarray]:
@@ -185,6 +185,7 @@ def test_compiled_add_matches_the_numpy_path() -> None:
     x[1000:1010] = 0.0
     x[1010] = -0.0
     fast = RunningStats().add(x).add(x[:777])
+    assert not _scratch().any()  # the kernel's per-thread histogram is left all zero
     with patch.object(_kernels, "enabled", False):
         slow = RunningStats().add(x).add(x[:777])
     assert np.array_equal(fast.hist, slow.hist)

@@ -478,7 +478,9 @@ def cast_params(src_frac: int, dst: Any) -> tuple[int, int, int, int] | None:
     return None
 
 
-def _hist_blocks_f32(x: Any, bits: Any) -> tuple[int, float, float, float, float, Any, Any]:
+def _hist_blocks_f32(
+    x: Any, bits: Any, scratch: Any
+) -> tuple[int, float, float, float, float, Any, Any]:
     """One float32 batch's statistics: ``x`` and ``bits`` (the same memory as uint32).
 
     Returns the number of finite values, their min, max, mean and ``m2 = Σ (x_i -
@@ -488,8 +490,9 @@ def _hist_blocks_f32(x: Any, bits: Any) -> tuple[int, float, float, float, float
     row ``i`` the counts of patterns ``ids[i]·128 + 0..127``. Non-finite values are
     skipped (the caller counts them as ``size - count``).
 
-    Two passes: the moments and the blocks present, then the bins of the blocks
-    present (a batch's values span few exponents, so no 65,536-bin array is zeroed).
+    One pass counts into ``scratch``, a 65,536-bin histogram that is all zero on entry
+    and is left all zero (the blocks present are copied out and cleared), so a caller
+    keeps one per thread and no 512 KB array is zeroed per call.
     Moments by blocks of 4096 finite values: each block sums ``x - c`` and ``(x - c)²``
     about its first value ``c`` (so the sums do not cancel when the data sit far from
     zero), and the blocks are merged by Chan et al.'s pairwise update, as
@@ -509,6 +512,7 @@ def _hist_blocks_f32(x: Any, bits: Any) -> tuple[int, float, float, float, float
             b = bits[i]
             if (b & 0x7F800000) == 0x7F800000:
                 continue
+            scratch[b >> 16] += 1
             present[b >> 23] = True
             v = np.float64(x[i])
             lo = min(lo, v)
@@ -533,21 +537,20 @@ def _hist_blocks_f32(x: Any, bits: Any) -> tuple[int, float, float, float, float
         s1 = 0.0
         s2 = 0.0
         k = 0
-    slot = np.full(512, -1, dtype=np.int64)
     n_ids = 0
     for t in range(512):
         if present[t]:
-            slot[t] = n_ids
             n_ids += 1
     ids = np.empty(n_ids, dtype=np.int64)
+    counts = np.empty((n_ids, 128), dtype=np.int64)
+    row = 0
     for t in range(512):
         if present[t]:
-            ids[slot[t]] = t
-    counts = np.zeros((n_ids, 128), dtype=np.int64)
-    for i in range(x.shape[0]):
-        b = bits[i]
-        if (b & 0x7F800000) != 0x7F800000:
-            counts[slot[b >> 23], (b >> 16) & 127] += 1
+            ids[row] = t
+            for u in range(128):
+                counts[row, u] = scratch[(t << 7) + u]
+                scratch[(t << 7) + u] = 0
+            row += 1
     return n, lo, hi, mean, m2, ids, counts
 
 

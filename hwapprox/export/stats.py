@@ -35,6 +35,7 @@ step, far below a bin); the moments and extremes use the values as given.
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,6 +78,18 @@ def _edges_toward_zero(patterns: npt.NDArray[np.integer]) -> npt.NDArray[np.floa
     """The values of bins ``patterns``' edges nearest zero (each pattern, low bits 0)."""
     bits = np.asarray(patterns, dtype=np.uint32) << np.uint32(16)
     return bits.view(np.float32).astype(np.float64)
+
+
+_THREAD = threading.local()
+
+
+def _scratch() -> npt.NDArray[np.int64]:
+    """This thread's all-zero 65,536-bin histogram for :func:`_kernels.hist_blocks_f32`
+    (it leaves it all zero)."""
+    h = getattr(_THREAD, "hist", None)
+    if h is None:
+        h = _THREAD.hist = np.zeros(HIST_BINS, dtype=np.int64)
+    return h  # type: ignore[no-any-return]
 
 
 @dataclass
@@ -164,7 +177,7 @@ class RunningStats:
         """:meth:`add` of a contiguous 1-D float32 batch in one compiled pass (the
         same histogram and extremes; moments equal up to float64 summation order)."""
         bits = a.view(np.uint32)
-        n_b, lo, hi, mean_b, m2_b, ids, counts = _kernels.hist_blocks_f32(a, bits)
+        n_b, lo, hi, mean_b, m2_b, ids, counts = _kernels.hist_blocks_f32(a, bits, _scratch())
         self.nonfinite += int(a.size - n_b)
         if n_b == 0:
             return self
