@@ -273,6 +273,53 @@ def test_small_model_emulates_on_one_thread_with_the_same_outputs() -> None:
     assert auto.site_errors == two.site_errors
 
 
+def test_sessions_read_the_weights_from_memory_with_the_same_outputs() -> None:
+    """The emulator's segment sessions and the calibration trace get their large
+    weights from memory (external-data stubs in their protos, the model's arrays given
+    to onnxruntime): the emulated outputs and the trace's site tensors equal those of
+    sessions built with the weights in the proto; a perturbed shared weight changes
+    them (the comparison can fail)."""
+    from unittest.mock import patch
+
+    from hwapprox.export import emulate
+    from hwapprox.export.calibrate import calibrate
+
+    shape = EncoderShape(layers=2, width=64, heads=4, ffn=128, seq=12, batch=3)
+    model = bert_encoder(shape, layernorm="decomposed")
+    feeds = sample_inputs(shape, batch=3)
+    mem = import_model(model)
+    with patch.object(emulate, "SHARED_MIN_BYTES", 1 << 60):
+        proto = import_model(model)
+        plain = proto.sessions.emulator(proto.sites)
+        t_plain = calibrate(proto.model, proto.sites, feeds, sessions=proto.sessions)
+    shared = mem.sessions.emulator(mem.sites)
+    segs = [s for s in shared.segments if s.session is not None]
+    sub, weights = shared._submodel(segs[1], set())
+    assert weights  # the segment's weights are shared ...
+    assert all(not t.raw_data for t in sub.graph.initializer if t.name in weights)  # ... not copied
+    specs = {s.name: None for s in mem.sites}
+    out_p, out_m = plain.run(feeds, specs), shared.run(feeds, specs)
+    assert out_p.keys() == out_m.keys()
+    for k, v in out_p.items():
+        assert np.array_equal(v, out_m[k])
+    t_mem = calibrate(mem.model, mem.sites, feeds, sessions=mem.sessions)
+    for k, v in t_plain.site_inputs.items():
+        assert np.array_equal(v, t_mem.site_inputs[k])
+    real = emulate.shared_weights
+
+    def perturbed(inits, index):  # one shared weight off by 0.5
+        out, w = real(inits, index)
+        if name in w:
+            w = {**w, name: w[name] + np.float32(0.5)}
+        return out, w
+
+    name = next(iter(weights))
+    with patch.object(emulate, "shared_weights", perturbed):
+        worse = emulate.Emulator(mem.model, mem.sites, index=mem.sessions.index)
+    out_w = worse.run(feeds, specs)
+    assert any(not np.array_equal(v, out_w[k]) for k, v in out_p.items())
+
+
 @contextlib.contextmanager
 def _counting(obj: object, name: str) -> Iterator[list[int]]:
     """``obj.name`` patched to count its calls (the list it yields grows by one each)."""

@@ -145,10 +145,58 @@ def thread_start(
     return wait
 
 
-def make_session(model: ModelProto, threads: int = 0, spin: bool = False) -> ort.InferenceSession:
+#: initializers of at least this many bytes reach the sessions from memory, not the proto
+SHARED_MIN_BYTES = 4096
+_MEMORY = "hwapprox-memory"  # (the external-data location of a weight given from memory)
+
+
+def weight_stub(init: TensorProto) -> TensorProto:
+    """An initializer's proto without its data: an external-data stub that
+    :func:`make_session` fills from memory (``shared``)."""
+    stub = TensorProto(name=init.name, data_type=init.data_type, dims=init.dims)
+    stub.data_location = TensorProto.EXTERNAL
+    entry = stub.external_data.add()
+    entry.key, entry.value = "location", _MEMORY
+    return stub
+
+
+def shared_weights(
+    inits: Iterable[TensorProto], index: GraphIndex
+) -> tuple[list[TensorProto], dict[str, np.ndarray]]:
+    """``inits`` for a session's proto: each large numeric initializer (at least
+    :data:`SHARED_MIN_BYTES`, its value in ``index``) as a :func:`weight_stub`, the rest
+    as they are; and the stubs' values by name, for :func:`make_session`'s ``shared``.
+    Many sessions of one model then read the same arrays, and neither their protos
+    nor onnxruntime's parse of them carry the weights."""
+    out: list[TensorProto] = []
+    shared: dict[str, np.ndarray] = {}
+    for t in inits:
+        v = index.const(t.name) if t.data_location != TensorProto.EXTERNAL else None
+        if (
+            v is not None
+            and v.nbytes >= SHARED_MIN_BYTES
+            and v.dtype.kind in "fiub"
+            and v.flags.c_contiguous
+            and tuple(v.shape) == tuple(t.dims)
+        ):
+            out.append(weight_stub(t))
+            shared[t.name] = v
+        else:
+            out.append(t)
+    return out, shared
+
+
+def make_session(
+    model: ModelProto,
+    threads: int = 0,
+    spin: bool = False,
+    shared: Mapping[str, np.ndarray] | None = None,
+) -> ort.InferenceSession:
     """A CPU onnxruntime session (``threads=0``: onnxruntime's default). ``spin``: its
     workers may spin between operators (onnxruntime's default; for a session that runs
-    alone, as the calibration trace does)."""
+    alone, as the calibration trace does). ``shared``: the values of the model's
+    :func:`weight_stub` initializers (given to onnxruntime from memory, not copied; the
+    session keeps them alive)."""
     opts = ort.SessionOptions()
     opts.log_severity_level = 4  # fatal only: errors reach the user as ExportError
     if not spin:
@@ -159,12 +207,17 @@ def make_session(model: ModelProto, threads: int = 0, spin: bool = False) -> ort
     if threads:
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
+    values = [ort.OrtValue.ortvalue_from_numpy(v) for v in (shared or {}).values()]
+    if values:
+        opts.add_external_initializers(list(shared or {}), values)
     try:
-        return ort.InferenceSession(
+        sess = ort.InferenceSession(
             model.SerializeToString(), opts, providers=["CPUExecutionProvider"]
         )
     except Exception as exc:
         raise ExportError(f"onnxruntime cannot load the model: {exc}") from None
+    sess._hwapprox_shared = values  # type: ignore[attr-defined]  # (onnxruntime reads them)
+    return sess
 
 
 def rows_view(site: Site, x: np.ndarray) -> tuple[np.ndarray, int]:
@@ -571,7 +624,8 @@ class Emulator:
                         outs.append(o)
             seg.outputs = outs
             if seg.nodes and seg.outputs:
-                seg.session = make_session(self._submodel(seg, init_names), self.threads)
+                sub, shared = self._submodel(seg, init_names)
+                seg.session = make_session(sub, self.threads, shared=shared)
         self._graph_inputs = graph_inputs
         self._sites_at = {
             k: [s for s in self.sites if self.site_level[s.name] == k] for k in range(n_levels + 1)
@@ -581,9 +635,14 @@ class Emulator:
         et = self.index.elem_type.get(name, TensorProto.FLOAT)
         return helper.make_tensor_value_info(name, et, None)
 
-    def _submodel(self, seg: _Segment, init_names: set[str]) -> ModelProto:
+    def _submodel(
+        self, seg: _Segment, init_names: set[str]
+    ) -> tuple[ModelProto, dict[str, np.ndarray]]:
+        """The segment's model (its weights as :func:`weight_stub` s) and the weights."""
         used = {i for n in seg.nodes for i in _node_inputs(n)}
-        inits = [t for t in self.model.graph.initializer if t.name in used]
+        inits, shared = shared_weights(
+            (t for t in self.model.graph.initializer if t.name in used), self.index
+        )
         graph = helper.make_graph(
             seg.nodes,
             f"segment{seg.level}",
@@ -591,7 +650,7 @@ class Emulator:
             [self._vi(o) for o in seg.outputs],
             inits,
         )
-        return self._wrap(graph)
+        return self._wrap(graph), shared
 
     def _wrap(self, graph: onnx.GraphProto) -> ModelProto:
         m = helper.make_model(graph, opset_imports=list(self.model.opset_import))
@@ -806,16 +865,23 @@ def trace_model(
     model: ModelProto, tensors: list[str], *, threads: int = 0, index: GraphIndex | None = None
 ) -> ort.InferenceSession:
     """A session of the unmodified model that also outputs ``tensors`` (site inputs/outputs)."""
+    idx = GraphIndex(model) if index is None else index
     m = onnx.ModelProto()
     m.CopyFrom(model)
-    idx = GraphIndex(model) if index is None else index
+    inits, shared = shared_weights(m.graph.initializer, idx)
+    if shared:
+        stubs = [t for t in inits if t.name in shared]  # (protos: the copy keeps the rest)
+        by_name = {t.name: t for t in stubs}
+        for t in m.graph.initializer:
+            if t.name in by_name:
+                t.CopyFrom(by_name[t.name])
     existing = {o.name for o in m.graph.output}
     for t in tensors:
         if t not in existing:
             et = idx.elem_type.get(t, TensorProto.FLOAT)
             m.graph.output.append(helper.make_tensor_value_info(t, et, None))
             existing.add(t)
-    return make_session(m, threads, spin=True)  # one run of the whole model, alone
+    return make_session(m, threads, spin=True, shared=shared)  # one run of the whole model
 
 
 # a fused attention site (hwapprox.export.fused) beside the other sites' emulation
