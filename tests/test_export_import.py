@@ -130,3 +130,81 @@ def test_constants_from_initializers(gelu: str) -> None:
         "tanh" if "tanh" in gelu else "erf"
     ] * SHAPE.layers
     assert len([s for s in imp.sites if s.pattern == "decomposed"]) == 1 + 2 * SHAPE.layers
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "bert_ts17",
+        "gpt2_dynamo18",
+        "bert_sdpa_dynamo23",
+        "hf/llama_dynamo18",
+        "hf/whisper_encoder_ts17",
+    ],
+)
+def test_shape_inference_without_the_weights_equals_onnx(name: str) -> None:
+    """graph.infer_shapes (onnx's inference on a copy whose large initializers are
+    external-data stubs) gives the model onnx's inference gives, byte for byte, on
+    exports of several families (reshape shapes and other small constants kept for the
+    data propagation); the copy it hands to onnx holds no large weight, and a copy that
+    also dropped the small constants would infer less (the comparison can fail)."""
+    from pathlib import Path
+    from unittest.mock import patch
+
+    from hwapprox.export import graph
+
+    m = onnx.load(str(Path(__file__).parent / "corpus" / f"{name}.onnx"))
+    for i, node in enumerate(m.graph.node):
+        node.name = node.name or f"{node.op_type}_{i}"
+    want = onnx.shape_inference.infer_shapes(m, data_prop=True).SerializeToString()
+    seen = []
+    real = onnx.shape_inference.infer_shapes
+
+    def spy(model, **kw):
+        seen.append(max((len(t.raw_data) for t in model.graph.initializer), default=0))
+        return real(model, **kw)
+
+    mine = onnx.ModelProto()
+    mine.CopyFrom(m)
+    with patch.object(onnx.shape_inference, "infer_shapes", spy):
+        got = graph.infer_shapes(mine)
+    assert got.SerializeToString() == want
+    assert seen
+    assert seen[0] < graph._LIGHT_MIN_BYTES
+
+
+def test_shape_inference_keeps_the_small_constants_it_propagates() -> None:
+    """A Reshape whose target shape is an initializer: graph.infer_shapes infers its
+    output shape as onnx does; a copy that also stubbed the small shape tensor would
+    not (the comparison can fail)."""
+    from unittest.mock import patch
+
+    from onnx import TensorProto, helper, numpy_helper
+
+    from hwapprox.export import graph
+
+    shape = numpy_helper.from_array(np.array([2, 3, 4], np.int64), "shape")
+    w = numpy_helper.from_array(np.ones((24, 24), np.float32), "w")  # a large weight
+    g = helper.make_graph(
+        [
+            helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
+            helper.make_node("Reshape", ["h", "shape"], ["y"], name="rs"),
+        ],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 24])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [shape, w],
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    want = onnx.shape_inference.infer_shapes(m, data_prop=True).SerializeToString()
+    mine = onnx.ModelProto()
+    mine.CopyFrom(m)
+    got = graph.infer_shapes(mine)
+    assert got.SerializeToString() == want
+    dims = [d.dim_value for d in got.graph.output[0].type.tensor_type.shape.dim]
+    assert dims == [2, 3, 4]
+    assert len(got.graph.initializer[1].raw_data) == 24 * 24 * 4  # the weight stays in place
+    poor = onnx.ModelProto()
+    poor.CopyFrom(m)
+    with patch.object(graph, "_LIGHT_MIN_BYTES", 1):
+        assert graph.infer_shapes(poor).SerializeToString() != want

@@ -42,7 +42,7 @@ from onnx import ModelProto, NodeProto, TensorProto, helper, numpy_helper
 from hwapprox.approx.attention import AttentionRowSpec
 from hwapprox.approx.base import ELEMENTWISE_ATTENTION, ApproxSpec, ElementwiseSpec, Operator
 from hwapprox.export.errors import ExportError
-from hwapprox.export.graph import GraphIndex
+from hwapprox.export.graph import GraphIndex, weight_stub
 from hwapprox.export.patterns import Site
 
 __all__ = [
@@ -147,17 +147,6 @@ def thread_start(
 
 #: initializers of at least this many bytes reach the sessions from memory, not the proto
 SHARED_MIN_BYTES = 4096
-_MEMORY = "hwapprox-memory"  # (the external-data location of a weight given from memory)
-
-
-def weight_stub(init: TensorProto) -> TensorProto:
-    """An initializer's proto without its data: an external-data stub that
-    :func:`make_session` fills from memory (``shared``)."""
-    stub = TensorProto(name=init.name, data_type=init.data_type, dims=init.dims)
-    stub.data_location = TensorProto.EXTERNAL
-    entry = stub.external_data.add()
-    entry.key, entry.value = "location", _MEMORY
-    return stub
 
 
 def shared_weights(

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import ModelProto, NodeProto, numpy_helper
+from onnx import ModelProto, NodeProto, TensorProto, numpy_helper
 
 from hwapprox.export.errors import ExportError
 
@@ -88,6 +88,57 @@ def _lower_ir(model: ModelProto, label: str, notes: list[str] | None) -> None:
         )
 
 
+_MEMORY = "hwapprox-memory"  # (the external-data location of a weight given from memory)
+#: initializers this large are left out of the copy that shape inference reads
+_LIGHT_MIN_BYTES = 4096
+
+
+def weight_stub(init: TensorProto) -> TensorProto:
+    """An initializer's proto without its data: an external-data stub (name, type and
+    dims), for protos whose readers need no values (shape inference) or get them from
+    memory (:func:`hwapprox.export.emulate.make_session`'s ``shared``)."""
+    stub = TensorProto(name=init.name, data_type=init.data_type, dims=init.dims)
+    stub.data_location = TensorProto.EXTERNAL
+    entry = stub.external_data.add()
+    entry.key, entry.value = "location", _MEMORY
+    return stub
+
+
+def _copy_fields(dst: object, src: object, skip: str) -> None:
+    """Every set field of the proto ``src`` but ``skip`` onto ``dst`` (copies)."""
+    for fd, value in src.ListFields():  # type: ignore[attr-defined]
+        if fd.name == skip:
+            continue
+        repeated = getattr(fd, "is_repeated", None)  # (older protobuf: the label)
+        if repeated is None:
+            repeated = fd.label == fd.LABEL_REPEATED
+        if repeated:
+            getattr(dst, fd.name).extend(value)
+        elif fd.message_type is not None:
+            getattr(dst, fd.name).CopyFrom(value)
+        else:
+            setattr(dst, fd.name, value)
+
+
+def infer_shapes(model: ModelProto) -> ModelProto:
+    """``onnx.shape_inference.infer_shapes(model, data_prop=True)``, in place, run on a
+    copy whose large initializers are :func:`weight_stub` s: inference reads an
+    initializer's type and dims (and the values of small ones, which the copy keeps),
+    so only the weights' serialisation through it is saved (0.27-0.30 s on a 90 MB
+    ViT-S). The inferred value infos, inputs and outputs are put on ``model``."""
+    light = ModelProto()
+    _copy_fields(light, model, "graph")
+    _copy_fields(light.graph, model.graph, "initializer")
+    for t in model.graph.initializer:
+        big = t.data_location != TensorProto.EXTERNAL and len(t.raw_data) >= _LIGHT_MIN_BYTES
+        light.graph.initializer.append(weight_stub(t) if big else t)
+    done = onnx.shape_inference.infer_shapes(light, data_prop=True)
+    for name in ("value_info", "input", "output"):
+        model.graph.ClearField(name)
+        getattr(model.graph, name).extend(getattr(done.graph, name))
+    return model
+
+
 def load_model(
     source: str | Path | ModelProto, *, check: bool = True, notes: list[str] | None = None
 ) -> ModelProto:
@@ -134,12 +185,12 @@ def load_model(
         seen[name] = i
         node.name = name
     try:
-        model = onnx.shape_inference.infer_shapes(model, data_prop=True)
+        model = infer_shapes(model)
     except Exception as exc:
         raise ExportError(f"{label}: ONNX shape inference failed: {exc}") from None
     fused = any(n.op_type == "Attention" and n.domain in ("", "ai.onnx") for n in model.graph.node)
     if fused and decompose_attention(model, notes):
-        model = onnx.shape_inference.infer_shapes(model, data_prop=True)
+        model = infer_shapes(model)
     return model
 
 
