@@ -42,7 +42,7 @@ from onnx import ModelProto, NodeProto, TensorProto, helper, numpy_helper
 from hwapprox.approx.attention import AttentionRowSpec
 from hwapprox.approx.base import ELEMENTWISE_ATTENTION, ApproxSpec, ElementwiseSpec, Operator
 from hwapprox.export.errors import ExportError
-from hwapprox.export.graph import GraphIndex, weight_stub
+from hwapprox.export.graph import GraphIndex, weight_stub, with_initializers
 from hwapprox.export.patterns import Site
 
 __all__ = [
@@ -855,15 +855,9 @@ def trace_model(
 ) -> ort.InferenceSession:
     """A session of the unmodified model that also outputs ``tensors`` (site inputs/outputs)."""
     idx = GraphIndex(model) if index is None else index
-    m = onnx.ModelProto()
-    m.CopyFrom(model)
-    inits, shared = shared_weights(m.graph.initializer, idx)
-    if shared:
-        stubs = [t for t in inits if t.name in shared]  # (protos: the copy keeps the rest)
-        by_name = {t.name: t for t in stubs}
-        for t in m.graph.initializer:
-            if t.name in by_name:
-                t.CopyFrom(by_name[t.name])
+    m = with_initializers(model, ())
+    inits, shared = shared_weights(model.graph.initializer, idx)
+    m.graph.initializer.extend(inits)
     existing = {o.name for o in m.graph.output}
     for t in tensors:
         if t not in existing:
