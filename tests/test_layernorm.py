@@ -477,8 +477,8 @@ def test_bad_specs():
 
 
 def test_eps_q_memo_is_the_rounded_rational() -> None:
-    """``eps_q`` (memoised per eps and exponent) is ``max(1, round half up(eps·2^(2F+G)))``
-    from the exact rational value of the double eps, for every spec, asked twice."""
+    """``eps_q`` is ``max(1, round half up(eps·2^(2F+G)))`` from the exact rational value
+    of the double eps, for every spec, asked twice (a memo of it gives the same)."""
     from fractions import Fraction
 
     for eps in (1e-12, 1e-6, 1e-5, 1e-3, 0.1, 0.5, 1, 2.0**-20, 3 * 2.0**-21):

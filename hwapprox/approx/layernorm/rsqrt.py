@@ -86,15 +86,6 @@ def rsqrt_norm(
     return y
 
 
-@functools.lru_cache(maxsize=64)
-def _eps_q(eps: float, e: int) -> int:
-    """``max(1, round(eps·2^e))``, half up, exact from the rational value of ``eps``
-    (:attr:`RsqrtLutLayerNorm.eps_q`; memoised: the Fraction arithmetic took 5 us of a
-    30 us model call on 16 rows)."""
-    v = Fraction(eps) * (Fraction(2) ** e)
-    return max(1, math.floor(v + Fraction(1, 2)))
-
-
 @dataclass(frozen=True)
 class RsqrtLutLayerNorm(_LayerNormSpec):
     """hwapprox single-pass LayerNorm unit: exact statistics, table + Newton 1/sqrt.
@@ -257,7 +248,8 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
         all-equal row still has a finite 1/sqrt. The difference from the float
         eps is below that step, far under one LSB of any input's variance.
         """
-        return _eps_q(self.eps, 2 * self.in_fmt.frac_bits + self.eps_guard_bits)
+        v = Fraction(self.eps) * (Fraction(2) ** (2 * self.in_fmt.frac_bits + self.eps_guard_bits))
+        return max(1, math.floor(v + Fraction(1, 2)))
 
     def _acc_widths(self) -> dict[str, int]:
         """The accumulator widths of :meth:`hw_params` (rows up to ``max_n``; see its table)."""
