@@ -476,6 +476,20 @@ def test_bad_specs():
         RsqrtLutLayerNorm(in_fmt="ap_fixed<64,8>")
 
 
+def test_eps_q_memo_is_the_rounded_rational() -> None:
+    """``eps_q`` is ``max(1, round half up(eps·2^(2F+G)))`` from the exact rational value
+    of the double eps, for every spec, asked twice (a memo of it gives the same)."""
+    from fractions import Fraction
+
+    for eps in (1e-12, 1e-6, 1e-5, 1e-3, 0.1, 0.5, 1, 2.0**-20, 3 * 2.0**-21):
+        for fmt in ("ap_fixed<8,3>", "ap_fixed<12,4>", "ap_fixed<16,6>"):
+            for g in (0, 2, 8):
+                spec = RsqrtLutLayerNorm(in_fmt=fmt, eps=eps, eps_guard_bits=g)
+                e = 2 * spec.in_fmt.frac_bits + g
+                want = max(1, math.floor(Fraction(eps) * 2**e + Fraction(1, 2)))
+                assert spec.eps_q == want == spec.eps_q, (eps, fmt, g)
+
+
 # -- the documented datapath, re-implemented with Python ints, row by row ----------------------
 def _round_shift_py(v: int, sh: int, mode: str) -> int:
     """v / 2^sh rounded: 'RND' (half up) or 'TRN' (floor); sh <= 0 shifts left."""

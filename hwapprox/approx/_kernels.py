@@ -29,6 +29,7 @@ except ImportError:  # pragma: no cover - exercised where numba is missing
     njit = None
 
 __all__ = [
+    "RECIP_MODES",
     "affine_rows",
     "available",
     "bitlen",
@@ -47,6 +48,7 @@ __all__ = [
     "online_state",
     "quantize_f32",
     "quantize_gather",
+    "recip_rows",
     "rounded_dot_sums",
     "rsqrt_rows",
     "scale_affine_rows",
@@ -1114,3 +1116,162 @@ else:  # pragma: no cover
     rsqrt_rows = _rsqrt_rows
     ibert_rows = _ibert_rows
     hls4ml_rows = _hls4ml_rows
+
+
+# -- reciprocal ----------------------------------------------------------------------------
+# :func:`hwapprox.approx.intmath.reciprocal` one value at a time: the online softmax's and
+# Softermax's per-row ``1/d``. The rounding modes are coded by their place in
+# :class:`hwapprox.fixed.Rounding` (:data:`RECIP_MODES`).
+
+#: rounding-mode code of :func:`recip_rows` per :class:`hwapprox.fixed.Rounding` value
+RECIP_MODES = {
+    "AP_TRN": 0,
+    "AP_TRN_ZERO": 1,
+    "AP_RND": 2,
+    "AP_RND_ZERO": 3,
+    "AP_RND_INF": 4,
+    "AP_RND_MIN_INF": 5,
+    "AP_RND_CONV": 6,
+}
+
+
+def _bit_length(v: int) -> int:
+    """``int.bit_length`` of ``0 <= v < 2^63``: the six-step binary search of
+    :func:`hwapprox.approx.intmath.bit_length` (branch-light, where :func:`bitlen`
+    loops once per bit)."""
+    n = 0
+    for s in (32, 16, 8, 4, 2, 1):
+        t = s if v >= (1 << s) else 0  # (a select, not a branch)
+        n += t
+        v >>= t
+    return n + v
+
+
+def _round_inc(above: int, at: int, inexact: int, q: int, neg: int, mode: int) -> int:
+    """The 0/1 added to the floor quotient ``q`` (:func:`hwapprox.fixed._round_up`); the
+    flags are 0/1 integers: remainder above / at half an LSB, non-zero, value negative;
+    ``mode``: :data:`RECIP_MODES`. Integer ``|`` and ``&`` on the flags: no
+    data-dependent branch (a mispredicted one per rounding tripled the kernel's time)."""
+    if mode == 0:  # AP_TRN
+        return 0
+    if mode == 1:  # AP_TRN_ZERO
+        return inexact & neg
+    if mode == 2:  # AP_RND
+        return above | at
+    if mode == 3:  # AP_RND_ZERO
+        return above | (at & neg)
+    if mode == 4:  # AP_RND_INF
+        return above | (at & (1 - neg))
+    if mode == 5:  # AP_RND_MIN_INF
+        return above
+    return above | (at & q & 1)  # AP_RND_CONV: ties to even
+
+
+def _round_shift1(r: int, s: int, mode: int) -> tuple[int, bool]:
+    """:func:`hwapprox.fixed.round_shift` of one value: ``(r / 2^s rounded, True)``, or
+    ``(0, False)`` where ``round_shift`` raises (``s < 0``: a left shift whose result
+    needs more than 63 bits, ``bit_length(|r|) - s > 63``). ``s >= 63``: the floor
+    quotient is -1 or 0 and the remainder above half exactly when ``r < 0``."""
+    if s <= 0:
+        if s == 0:
+            return r, True
+        if r == -(1 << 63) or _bit_length(-r if r < 0 else r) - s > 63:
+            return 0, False
+        return r << -s, True
+    neg = int(r < 0)
+    if s >= 63:
+        q = -neg
+        return q + _round_inc(neg, 0, int(r != 0), q, neg, mode), True
+    q = r >> s
+    rem = r & ((1 << s) - 1)
+    half = 1 << (s - 1)
+    return q + _round_inc(int(rem > half), int(rem == half), int(rem != 0), q, neg, mode), True
+
+
+def _round_shift_var1(v: int, sh: int, mode: int) -> tuple[int, bool]:
+    """:func:`hwapprox.approx.intmath.round_shift_var` of one value: AP_TRN / AP_RND
+    by its vectorised rule (shift clamped to 62 both ways, ``+ ((v >> (s - 1)) & 1)``
+    for AP_RND, no overflow check on left shifts), the other modes by
+    :func:`_round_shift1`."""
+    if mode == 0 or mode == 2:
+        if sh < 0:
+            return v << min(-sh, 62), True
+        pos = min(sh, 62)
+        out = v >> pos
+        if mode == 2 and pos > 0:
+            out += (v >> (pos - 1)) & 1
+        return out, True
+    return _round_shift1(v, sh, mode)
+
+
+if njit is not None:  # (inlined into recip_rows)
+    _bit_length = njit(inline="always")(_bit_length)  # type: ignore[assignment]
+    _round_inc = njit(inline="always")(_round_inc)  # type: ignore[assignment]
+    _round_shift1 = njit(inline="always")(_round_shift1)  # type: ignore[assignment]
+    _round_shift_var1 = njit(inline="always")(_round_shift_var1)  # type: ignore[assignment]
+
+
+def _recip_rows(
+    d: Any, newton: bool, tab: Any, addr_bits: int, tfb: int, wf: int, steps: int, mode: int,
+    total0: int, out: Any,
+) -> int:  # fmt: skip
+    """``out[k]`` = :func:`hwapprox.approx.intmath.reciprocal` of ``d[k]`` (1-D int64;
+    ``tfb`` the table's fraction bits, ``wf`` the work fraction bits, ``total0 = wf -
+    d_frac_bits - out_frac_bits``), the same integers: ``p = bit_length(d) - 1``, ``U =
+    d·2^(wf - p)`` (a right shift truncates), ``i`` = the top ``addr_bits`` fraction bits
+    of ``U``, ``w`` the other ``g = wf - addr_bits``;
+
+    * lut (``newton`` False): ``R = round_shift(T[i]·2^g - (T[i] - T[i+1])·w, tfb + g
+      - wf)``;
+    * newton: ``R = round_shift(T[i], tfb - wf)``, then ``steps`` times ``e =
+      round_shift(2^(2·wf + 1) - U·R, wf)``, ``R = round_shift(R·e, wf)``;
+
+    then ``round_shift_var(R, total0 + p)``, every rounding ``mode``
+    (:data:`RECIP_MODES`). int64 products wrap as numpy's do. Requires ``0 <= addr_bits
+    <= wf <= 62`` (every shift count then lies in [0, 62]) and ``tab`` of at least
+    ``2^addr_bits`` (+1 for lut) entries. Returns 0; 1 if a ``d <= 0``, 2 where a
+    ``round_shift`` raises (a left shift past 63 bits): ``out`` is then partly
+    written and the caller takes the numpy path, which raises.
+
+    Two loops: ``p`` and ``U`` (held in ``out``) for every value first, a loop without
+    gathers or exits that vectorises, then the table and the roundings (1.5 times
+    faster than one loop)."""
+    g = wf - addr_bits
+    gmask = (1 << g) - 1
+    one = 1 << wf
+    two2 = (2 << wf) << wf
+    s_lut = tfb + g - wf
+    s_seed = tfb - wf
+    n = d.shape[0]
+    ps = np.empty(n, dtype=np.int64)
+    bad = 0
+    for k in range(n):
+        v = d[k]
+        bad += v <= 0
+        p = _bit_length(max(v, 1)) - 1
+        sh = wf - p
+        out[k] = (v << max(sh, 0)) >> max(-sh, 0)  # U
+        ps[k] = p
+    if bad > 0:
+        return 1
+    fine = True
+    for k in range(n):
+        u = out[k]
+        frac = u - one
+        i = frac >> g
+        if newton:
+            r, ok = _round_shift1(tab[i], s_seed, mode)
+            for _ in range(steps):
+                e, ok_e = _round_shift1(two2 - u * r, wf, mode)
+                r, ok_r = _round_shift1(r * e, wf, mode)
+                ok = ok & ok_e & ok_r
+        else:
+            lo = tab[i]
+            r, ok = _round_shift1((lo << g) - (lo - tab[i + 1]) * (frac & gmask), s_lut, mode)
+        y, ok_y = _round_shift_var1(r, total0 + ps[k], mode)
+        fine &= ok & ok_y
+        out[k] = y
+    return 0 if fine else 2
+
+
+recip_rows = njit(cache=True, nogil=True)(_recip_rows) if njit is not None else _recip_rows

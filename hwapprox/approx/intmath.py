@@ -412,7 +412,87 @@ def reciprocal(
 
     Then ``1/d = R·2^(d_frac_bits - p)``: ``round_shift(R, work_frac_bits +
     p - d_frac_bits - out_frac_bits, rounding)``.
+
+    Where numba is available this runs as one compiled loop
+    (:func:`hwapprox.approx._kernels.recip_rows`, the same integers), for integer
+    parameters with ``0 <= addr_bits <= work_frac_bits <= 62`` and a 1-D table long
+    enough; other arguments, and inputs it would reject (``d <= 0``, a left shift
+    past 63 bits), take the numpy path (:func:`_reciprocal_numpy`), which raises.
     """
+    v = _i64(d)
+    ints = (addr_bits, table_frac_bits, work_frac_bits, newton_steps, d_frac_bits, out_frac_bits)
+    if _recip_kernel_fits(unit, ints, rounding):
+        from hwapprox.approx import _kernels  # local: importing intmath needs no numba
+
+        if _kernels.available():
+            tab = np.ascontiguousarray(table, dtype=np.int64)
+            if tab.ndim == 1 and tab.shape[0] >= (1 << addr_bits) + (unit == "lut"):
+                out = np.empty(v.shape, dtype=np.int64)
+                status = _kernels.recip_rows(
+                    np.ascontiguousarray(v).reshape(-1),
+                    unit == "newton",
+                    tab,
+                    addr_bits,
+                    table_frac_bits,
+                    work_frac_bits,
+                    newton_steps,
+                    _kernels.RECIP_MODES[rounding],
+                    work_frac_bits - d_frac_bits - out_frac_bits,
+                    out.reshape(-1),
+                )
+                if status == 0:
+                    return out
+    return _reciprocal_numpy(
+        v,
+        d_frac_bits,
+        out_frac_bits,
+        unit=unit,
+        table=table,
+        addr_bits=addr_bits,
+        table_frac_bits=table_frac_bits,
+        work_frac_bits=work_frac_bits,
+        newton_steps=newton_steps,
+        rounding=rounding,
+    )
+
+
+#: parameters of :func:`reciprocal`'s compiled path are below this in magnitude
+_RECIP_PARAM_LIMIT = 1 << 40
+
+
+def _recip_kernel_fits(unit: str, ints: tuple[int, ...], rounding: Rounding | str) -> bool:
+    """Whether :func:`reciprocal`'s arguments are in the compiled path's domain: a known
+    unit and rounding mode, plain integers (not bool) for ``ints`` = ``(addr_bits,
+    table_frac_bits, work_frac_bits, newton_steps, d_frac_bits, out_frac_bits)``, ``0 <=
+    addr_bits <= work_frac_bits <= 62`` and all below 2^40 in magnitude (their sums stay
+    far inside int64)."""
+    return (
+        unit in ("lut", "newton")
+        and isinstance(rounding, str)
+        and rounding in _RECIP_MODE_NAMES
+        and all(type(a) is int and -_RECIP_PARAM_LIMIT < a < _RECIP_PARAM_LIMIT for a in ints)
+        and 0 <= ints[0] <= ints[2] <= 62
+    )
+
+
+_RECIP_MODE_NAMES = frozenset(m.value for m in Rounding)
+
+
+def _reciprocal_numpy(
+    d: npt.ArrayLike,
+    d_frac_bits: int,
+    out_frac_bits: int,
+    *,
+    unit: str,
+    table: RawArray,
+    addr_bits: int,
+    table_frac_bits: int,
+    work_frac_bits: int,
+    newton_steps: int,
+    rounding: Rounding | str,
+) -> RawArray:
+    """:func:`reciprocal` in numpy, array by array: the reference of the compiled path
+    and its fallback (every argument; raises on the inputs :func:`reciprocal` refuses)."""
     v = _i64(d)
     if v.size and int(v.min()) <= 0:
         raise ValueError(f"reciprocal needs d > 0, got {int(v.min())}")
