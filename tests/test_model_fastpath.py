@@ -1080,3 +1080,108 @@ def test_online_softmax_wide_inputs_clamped_exp_memo_is_exact(unit: str) -> None
         assert not np.array_equal(bad(every), sp.exp_unit_raw(every))
         assert not np.array_equal(sp.model(rows), want)  # the compiled scans too
     _common._cached.cache_clear()
+
+
+# -- LayerNorm float32 rows in one pass (the emulation's LayerNorm sites) ----------------------
+def _rsqrt_specs() -> list[Any]:
+    """The rsqrt-family whole-row specs with calibration's saturating input formats
+    (AP_RND/AP_SAT; one AP_TRN/AP_SAT), which the compiled float32 quantiser takes, and
+    one default (wrapping) input format, which it does not."""
+    fam = [s for s in _ln_row_specs() if s.method in ("rsqrt_lut", "rmsnorm")]
+    out = [s.replace(in_fmt=s.in_fmt.with_modes("AP_RND", "AP_SAT")) for s in fam]
+    out.append(fam[0].replace(in_fmt=fam[0].in_fmt.with_modes("AP_TRN", "AP_SAT")))
+    out.append(fam[0])
+    return out
+
+
+def _f32_rows(spec: Any, n: int, rng: np.random.Generator) -> np.ndarray:
+    """float32 rows: the edge rows' codes as reals, reals off the grid (ties at half an
+    LSB, values past the format's range on both sides)."""
+    lsb = float(spec.in_fmt.lsb)
+    codes = _ln_edge_rows(spec.in_fmt, n, rng).astype(np.float64) * lsb
+    off = rng.normal(0, 0.3 * float(spec.in_fmt.max), (300, n))
+    off[:50] = (np.round(off[:50] / lsb) + 0.5) * lsb  # ties
+    off[50:60] *= 10.0  # saturate
+    return np.concatenate([codes, off]).astype(np.float32)
+
+
+@pytest.mark.skipif(_kernels.njit is None, reason="numba is not installed")
+@pytest.mark.parametrize("spec", _rsqrt_specs(), ids=lambda s: s.describe()[:90])
+def test_layernorm_f32_rows_equal_the_codes_path(spec: Any) -> None:
+    """rows_f32 (quantise, statistics, normalise, affine and decode in one compiled pass)
+    equals quantize_input -> model -> output_to_float, in float32 and float64, with gamma
+    and beta given or None, at N = 1, 2, 7, 64 and 384; a NaN row and a writeable gamma
+    (not memoised by identity) behave; a kernel off by one code is caught."""
+    rng = np.random.default_rng(41)
+    rows = 0
+    for n in (1, 2, 7, 64, 384):
+        xf = _f32_rows(spec, n, rng)
+        g = rng.integers(spec.gamma_fmt.min_raw, spec.gamma_fmt.max_raw, n, endpoint=True)
+        b = rng.integers(spec.beta_fmt.min_raw, spec.beta_fmt.max_raw, n, endpoint=True)
+        g.flags.writeable = False
+        b.flags.writeable = False
+        for gamma, beta in ((g, b), (None, b), (g, None), (None, None)):
+            try:
+                codes = spec.model(spec.quantize_input(xf), gamma=gamma, beta=beta)
+            except SpecError:  # gamma=None (1.0) that gamma_fmt cannot hold
+                with pytest.raises(SpecError):
+                    spec.rows_f32(xf, gamma, beta)
+                continue
+            for dt in (np.float32, np.float64):
+                got = spec.rows_f32(xf, gamma, beta, dt)
+                if spec._f32_quant() is None:  # an input format the compiled quantiser
+                    assert got is None  # does not take (not saturating): the codes path
+                    continue
+                assert got is not None
+                assert got.dtype == dt
+                assert np.array_equal(got, spec.output_to_float(codes, dt)), (n, dt)
+            rows += xf.shape[0]
+    assert rows > 4000
+    if spec._f32_quant() is None:
+        return
+    xf = _f32_rows(spec, 64, rng)
+    xf[3, 5] = np.nan
+    assert spec.rows_f32(xf) is None  # the codes path raises the format's error
+    g = np.ones(64, np.int64) << spec.gamma_fmt.frac_bits if spec.gamma_fmt.frac_bits < 60 else None
+    if g is not None and g.max() <= spec.gamma_fmt.max_raw:
+        xf = _f32_rows(spec, 64, rng)
+        first = spec.rows_f32(xf, g)
+        g[0] = 0  # writeable: changed in place, and seen
+        want = spec.output_to_float(spec.model(spec.quantize_input(xf), gamma=g), np.float32)
+        assert np.array_equal(spec.rows_f32(xf, g), want)
+        assert not np.array_equal(first, want)
+    real = _kernels.rsqrt_rows_f32
+
+    def off_by_one(*a: Any) -> int:
+        status = real(*a)
+        a[-1][0, 0] += a[-2]  # one output LSB on the first element
+        return status
+
+    xf = _f32_rows(spec, 7, rng)
+    want = spec.output_to_float(spec.model(spec.quantize_input(xf)), np.float32)
+    with patch.object(_kernels, "rsqrt_rows_f32", off_by_one):
+        got = spec.rows_f32(xf)
+    assert got is None or not np.array_equal(got, want)
+
+
+@pytest.mark.skipif(_kernels.njit is None, reason="numba is not installed")
+def test_layernorm_site_emulation_takes_the_f32_rows() -> None:
+    """An emulated LayerNorm site (apply_spec on float32 rows) runs rows_f32 and gives the
+    codes path's values."""
+    from hwapprox.export.builders import EncoderShape, bert_encoder
+    from hwapprox.export.emulate import apply_spec
+    from hwapprox.export.validate import import_model
+
+    shape = EncoderShape(layers=1, width=32, heads=2, ffn=64, seq=6, batch=2)
+    imp = import_model(bert_encoder(shape, layernorm="decomposed"))
+    site = next(s for s in imp.sites if s.operator.value == "layernorm")
+    spec = make_spec("layernorm", "rsqrt_lut", in_fmt="ap_fixed<16,5,AP_RND,AP_SAT>")
+    x = np.random.default_rng(2).normal(0, 2, (2, 6, 32)).astype(np.float32)
+    calls = []
+    real = _kernels.rsqrt_rows_f32
+    with patch.object(_kernels, "rsqrt_rows_f32", lambda *a: calls.append(1) or real(*a)):
+        got = apply_spec(site, spec, x, dtype=np.float32)
+    assert calls
+    with patch.object(type(spec), "rows_f32", lambda *a, **k: None):
+        want = apply_spec(site, spec, x, dtype=np.float32)
+    assert np.array_equal(got, want)

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from hwapprox._cache import BoundedMemo
 from hwapprox.approx.gelu import gelu_reference
 from hwapprox.approx.pwl import fit_lines, fit_pwl, minimax_lines, uniform_breakpoints
 
@@ -93,7 +94,7 @@ def test_disk_fits_are_the_fitted_floats_and_follow_their_key(tmp_path, monkeypa
     from hwapprox.approx.registry import make_spec
 
     monkeypatch.setenv("HWAPPROX_CACHE", str(tmp_path))
-    monkeypatch.setattr(fntable, "_FITS", {})
+    monkeypatch.setattr(fntable, "_FITS", BoundedMemo(256))
     spec = make_spec("gelu", "pwl", segments=8)
     lo, hi = spec.fit_range
     fresh = fit_pwl(spec._fn(), lo, hi, 8)
@@ -102,7 +103,7 @@ def test_disk_fits_are_the_fitted_floats_and_follow_their_key(tmp_path, monkeypa
     assert path is not None
     assert path.is_file()  # written by make_spec
     assert got == fresh
-    monkeypatch.setattr(fntable, "_FITS", {})  # a fresh process: read from disk
+    monkeypatch.setattr(fntable, "_FITS", BoundedMemo(256))  # a fresh process: read from disk
     again = make_spec("gelu", "pwl", segments=8)
     assert again._fit() == fresh
     assert np.array_equal(again.tables()["slopes"], spec.tables()["slopes"])
@@ -118,7 +119,7 @@ def test_disk_fits_are_the_fitted_floats_and_follow_their_key(tmp_path, monkeypa
     assert fntable._disk_fit(key, type(spec).__module__)[0] != path
     monkeypatch.undo()
     monkeypatch.setenv("HWAPPROX_CACHE", str(tmp_path))
-    monkeypatch.setattr(fntable, "_FITS", {})
+    monkeypatch.setattr(fntable, "_FITS", BoundedMemo(256))
     path.write_text("{not json")
     assert make_spec("gelu", "pwl", segments=8)._fit() == fresh
     assert fntable._disk_fit(key, type(spec).__module__)[1] == fresh  # rewritten

@@ -51,6 +51,7 @@ __all__ = [
     "recip_rows",
     "rounded_dot_sums",
     "rsqrt_rows",
+    "rsqrt_rows_f32",
     "scale_affine_rows",
     "softermax_out",
     "softermax_rows",
@@ -987,6 +988,66 @@ def _rsqrt_rows(
     return True
 
 
+def _rsqrt_rows_f32(
+    xf: Any, q_scale: float, q_lo: float, q_hi: float, q_rnd: bool, k_rms: int,
+    center: bool, gb: int, eps_nn: int, p: int, tb: int, table: Any, newton: int, fz: int,
+    g: Any, has_g: bool, g_sh: int, b: Any, has_b: bool, b_sh: int, shift: int, half: int,
+    lo: int, hi: int, wrap: int, out_scale: float, out: Any,
+) -> int:  # fmt: skip
+    """:func:`_rsqrt_rows` from float32 rows to the output codes' reals in one pass, for
+    an emulated site: each row quantised as :func:`_quantize_f32` does (``q_*``), the
+    same integers as :func:`_rsqrt_rows` (its lines, written out again on a row buffer),
+    and each output code stored as :func:`_codes_to_float` stores it (``out_scale`` =
+    2^-F_out, float64, into ``out``'s dtype). Returns 0, or 1 where an input is NaN/inf,
+    2 where a row's ``|sh| >= 63`` (``out`` then partly written; the caller takes the
+    codes path, which raises the format's error or runs numpy)."""
+    n = xf.shape[1]
+    xq = np.empty(n, dtype=np.int64)
+    hb = 1 << (tb - 1)
+    for i in range(xf.shape[0]):
+        bad = 0
+        for j in range(n):
+            v = np.float64(xf[i, j])
+            bad += not np.isfinite(v)
+            s = min(max(v * q_scale, q_lo), q_hi)
+            xq[j] = np.int64(np.floor(s + 0.5)) if q_rnd else np.int64(np.floor(s))
+        if bad:
+            return 1
+        s1 = 0
+        s2 = 0
+        for j in range(k_rms):
+            s2 += xq[j] * xq[j]
+        if center:
+            for j in range(n):
+                s1 += xq[j]
+        de = ((k_rms * s2 - s1 * s1) << gb) + eps_nn
+        k = (bitlen(de) - 1) >> 1
+        e = 2 * k - p
+        m = de >> e if e >= 0 else de << -e
+        h = m >> (p + 1)
+        y = table[(h << (tb - 1)) + ((m >> (p + h - (tb - 1))) & (hb - 1))]
+        for _ in range(newton):
+            sq = (y * y) >> p
+            t = (m * sq) >> p
+            y = (y * ((3 << p) - t)) >> (p + 1)
+        s = p + k - gb // 2 - fz
+        if s <= -63 or s >= 63:
+            return 2
+        c1 = k_rms * y
+        c0 = s1 * y
+        zh = (1 << (s - 1)) if s > 0 else 0
+        for j in range(n):
+            a = xq[j] * c1 - c0
+            z = (a + zh) >> s if s >= 0 else a << -s
+            acc = z * g[j] if has_g else z << g_sh
+            if has_b:
+                acc += b[j] << b_sh
+            v = (acc + half) >> shift
+            v = ((v << wrap) >> wrap) if wrap > 0 else (lo if v < lo else (hi if v > hi else v))
+            out[i, j] = np.float64(v) * out_scale
+    return 0
+
+
 def _ibert_rows(
     x: Any, ivit: bool, shift0: int, iters: int, sqrtn: int, zs: int, g: Any, has_g: bool,
     g_sh: int, b: Any, has_b: bool, b_sh: int, shift: int, half: int, lo: int, hi: int,
@@ -1110,10 +1171,12 @@ def _hls4ml_rows(
 
 if njit is not None:
     rsqrt_rows = njit(cache=True, nogil=True)(_rsqrt_rows)
+    rsqrt_rows_f32 = njit(cache=True, nogil=True)(_rsqrt_rows_f32)
     ibert_rows = njit(cache=True, nogil=True)(_ibert_rows)
     hls4ml_rows = njit(cache=True, nogil=True)(_hls4ml_rows)
 else:  # pragma: no cover
     rsqrt_rows = _rsqrt_rows
+    rsqrt_rows_f32 = _rsqrt_rows_f32
     ibert_rows = _ibert_rows
     hls4ml_rows = _hls4ml_rows
 

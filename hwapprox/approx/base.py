@@ -29,6 +29,7 @@ from typing import Any, ClassVar, Self, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from hwapprox._cache import BoundedMemo
 from hwapprox.approx import _kernels
 from hwapprox.fixed import MAX_RAW_BITS, FixedFormat, FixedPointError, Overflow, Rounding
 
@@ -363,9 +364,8 @@ def _init_names(cls: type) -> frozenset[str]:
 
 #: specs built from the same field values (the same types) are built once: a spec is
 #: frozen, so one instance serves every caller (validation and derivation run once)
-_SPEC_CACHE: dict[tuple[Any, ...], ApproxSpec] = {}
+_SPEC_CACHE: BoundedMemo[ApproxSpec] = BoundedMemo(4096)
 SpecT = TypeVar("SpecT", bound=ApproxSpec)
-_SPEC_CACHE_MAX = 4096
 _PLAIN = (int, bool, str, type(None))
 
 
@@ -390,14 +390,12 @@ def new_spec(cls: type[SpecT], fields: dict[str, Any]) -> SpecT:
     a construction that raises is not kept (it raises again)."""
     key = _spec_key(cls, fields)
     if key is not None:
-        hit = _SPEC_CACHE.get(key)
+        hit = _SPEC_CACHE.get(key, None)
         if hit is not None:
             return hit  # type: ignore[return-value]
     spec = cls(**fields)
     if key is not None:
-        if len(_SPEC_CACHE) >= _SPEC_CACHE_MAX:
-            _SPEC_CACHE.clear()
-        _SPEC_CACHE[key] = spec
+        _SPEC_CACHE.put(key, spec)
     return spec
 
 

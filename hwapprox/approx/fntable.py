@@ -36,7 +36,7 @@ from typing import ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from hwapprox._cache import cache_dir
+from hwapprox._cache import BoundedMemo, cache_dir
 from hwapprox.approx.base import Cost, ElementwiseSpec
 from hwapprox.approx.hwparams import overflow_code, rounding_code
 from hwapprox.approx.pwl import PwlFit, fit_lines, fit_pwl, minimax_lines
@@ -50,7 +50,7 @@ Func = Callable[[FloatArray], FloatArray]
 
 #: a fit's identity: (the function's key, lo, hi, segments)
 _FitKey = tuple[Hashable, float, float, int]
-_FITS: dict[_FitKey, PwlFit] = {}
+_FITS: BoundedMemo[PwlFit] = BoundedMemo(256)
 #: the fields a fit on disk holds (:class:`PwlFit`'s, in order)
 _FIT_FIELDS = tuple(f.name for f in dataclasses.fields(PwlFit))
 
@@ -195,16 +195,15 @@ class PwlTable(FnSpec):
         of fitting each, instead of fitting again; the same floats)."""
         lo, hi = self.fit_range
         key = (self._fn_key(), float(lo), float(hi), int(self.segments))
-        if key not in _FITS:
-            if len(_FITS) > 256:
-                _FITS.clear()
-            path, fit = _disk_fit(key, type(self).__module__)
-            if fit is None:
-                fit = fit_pwl(self._fn(), lo, hi, self.segments)
-                if path is not None:
-                    _write_fit(path, fit)
-            _FITS[key] = fit
-        return _FITS[key]
+        hit = _FITS.get(key, None)
+        if hit is not None:
+            return hit
+        path, fit = _disk_fit(key, type(self).__module__)
+        if fit is None:
+            fit = fit_pwl(self._fn(), lo, hi, self.segments)
+            if path is not None:
+                _write_fit(path, fit)
+        return _FITS.put(key, fit)
 
     @functools.cached_property
     def _fitted(self) -> dict[str, RawArray]:

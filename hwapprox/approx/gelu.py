@@ -66,6 +66,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from hwapprox._cache import BoundedMemo
 from hwapprox.approx.base import Cost, Operator, SpecError
 from hwapprox.approx.fntable import FnSpec, LutTable, PwlTable, round_half_up
 from hwapprox.approx.hwparams import rounding_code, sbits, ubits
@@ -110,8 +111,7 @@ _FIX18_2 = FixedFormat.parse("ap_fixed<18,2,AP_RND,AP_SAT>")
 _FIX10_4 = FixedFormat.parse("ap_fixed<10,4,AP_RND,AP_SAT>")
 
 #: :meth:`ShiftGelu._best_n` by (class, fields but n, n_max); cleared when full
-_BEST_N: dict[tuple[Hashable, ...], tuple[int, float] | None] = {}
-_BEST_N_MAX = 64
+_BEST_N: BoundedMemo[tuple[int, float] | None] = BoundedMemo(64)
 
 
 # ---------------------------------------------------------------------------
@@ -555,7 +555,7 @@ class ShiftGelu(_GeluSpec):
         """:meth:`_best_n_fresh`, memoised per process on ``(class, every field but n,
         n_max)`` (its result does not depend on ``n``): the ``--budget`` search
         rejects the same ShiftGELU candidates at every GELU site of a model, and each
-        rejection builds this hint (bounded: :data:`_BEST_N_MAX` entries)."""
+        rejection builds this hint (bounded: :data:`_BEST_N`, 64 entries)."""
         key = (
             type(self),
             tuple(
@@ -564,14 +564,9 @@ class ShiftGelu(_GeluSpec):
             n_max,
         )
         try:
-            return _BEST_N[key]
+            return _BEST_N.get(key)
         except KeyError:
-            pass
-        best = self._best_n_fresh(n_max)
-        if len(_BEST_N) >= _BEST_N_MAX:
-            _BEST_N.clear()
-        _BEST_N[key] = best  # (another thread may clear the memo: ``best`` is returned)
-        return best
+            return _BEST_N.put(key, self._best_n_fresh(n_max))
 
     def _best_n_fresh(self, n_max: int) -> tuple[int, float] | None:
         """The accepted ``n`` (1..n_max) with the smallest max |error| against the float

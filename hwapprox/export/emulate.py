@@ -39,6 +39,7 @@ import onnx
 import onnxruntime as ort
 from onnx import ModelProto, NodeProto, TensorProto, helper, numpy_helper
 
+from hwapprox._cache import BoundedMemo
 from hwapprox.approx.attention import AttentionRowSpec
 from hwapprox.approx.base import ELEMENTWISE_ATTENTION, ApproxSpec, ElementwiseSpec, Operator
 from hwapprox.export.errors import ExportError
@@ -231,8 +232,7 @@ def rows_view(site: Site, x: np.ndarray) -> tuple[np.ndarray, int]:
 
 #: quantised LayerNorm gamma/beta by (values, row length, format): every run of a site
 #: quantises the same constants (bounded: cleared when full)
-_ROW_PARAMS: dict[tuple[bytes, str, tuple[int, ...], int, Any], np.ndarray] = {}
-_ROW_PARAMS_MAX = 512
+_ROW_PARAMS: BoundedMemo[np.ndarray] = BoundedMemo(512)
 
 
 def _row_param(v: np.ndarray | None, n: int, fmt: Any, what: str, site: Site) -> Any:
@@ -242,7 +242,7 @@ def _row_param(v: np.ndarray | None, n: int, fmt: Any, what: str, site: Site) ->
         return None
     a = np.asarray(v)
     key = (a.tobytes(), a.dtype.str, a.shape, n, fmt)
-    hit = _ROW_PARAMS.get(key)
+    hit = _ROW_PARAMS.get(key, None)
     if hit is not None:
         return hit
     try:
@@ -253,10 +253,7 @@ def _row_param(v: np.ndarray | None, n: int, fmt: Any, what: str, site: Site) ->
         ) from None
     q = np.asarray(fmt.quantize(flat))
     q.flags.writeable = False
-    if len(_ROW_PARAMS) >= _ROW_PARAMS_MAX:
-        _ROW_PARAMS.clear()
-    _ROW_PARAMS[key] = q
-    return q
+    return _ROW_PARAMS.put(key, q)
 
 
 def site_mask_bits(
@@ -309,6 +306,17 @@ def apply_spec(
         return _ideal(site, spec, xv, axis, mask).astype(dtype).reshape(np.shape(x))
     if site.operator is Operator.GELU or site.operator in ELEMENTWISE_ATTENTION:
         return spec.evaluate(xv, dtype).reshape(np.shape(x))
+    fused = getattr(spec, "rows_f32", None)  # float32 rows to reals in one compiled pass
+    if fused is not None and xv.ndim == 2 and axis in (-1, 1):
+        n = xv.shape[1]
+        y = fused(
+            xv,
+            _row_param(site.gamma, n, getattr(spec, "gamma_fmt", None), "gamma", site),
+            _row_param(site.beta, n, getattr(spec, "beta_fmt", None), "beta", site),
+            dtype,
+        )
+        if y is not None:
+            return y.reshape(np.shape(x))
     return _model_of_raw(site, spec, spec.quantize_input(xv), axis, mask, dtype).reshape(
         np.shape(x)
     )

@@ -10,11 +10,12 @@ import math
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from fractions import Fraction
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
+from hwapprox._cache import BoundedMemo
 from hwapprox.approx import _kernels
 from hwapprox.approx.base import Cost, require
 from hwapprox.approx.hwparams import overflow_code, raw_width, rounding_code, ubits
@@ -84,6 +85,10 @@ def rsqrt_norm(
         u = (3 << p) - t
         y = (y * u) >> (p + 1)
     return y
+
+
+#: :meth:`RsqrtLutLayerNorm.rows_f32`'s kernel arguments by (spec, row length, gamma, beta)
+_F32_PLANS: BoundedMemo[tuple[Any, ...]] = BoundedMemo(256)
 
 
 @functools.lru_cache(maxsize=256)
@@ -422,6 +427,70 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
         a -= c0[:, None]
         z = _round_half_up_shift(a, sh[:, None])
         return affine_out(z, self.norm_frac_bits, g, self.gamma_fmt, b, self.beta_fmt, self.out_fmt)
+
+    def rows_f32(
+        self,
+        xf: npt.NDArray[np.float32],
+        gamma: npt.ArrayLike | None = None,
+        beta: npt.ArrayLike | None = None,
+        dtype: npt.DTypeLike = np.float32,
+    ) -> npt.NDArray[np.floating] | None:
+        """``output_to_float(model(quantize_input(xf), gamma=gamma, beta=beta), dtype)`` of
+        C-contiguous float32 rows ``xf`` (R, N) in one compiled pass
+        (:func:`hwapprox.approx._kernels.rsqrt_rows_f32`, the same integers as the codes
+        path); None where that pass does not apply (no numba, another input quantisation,
+        output cast or width, a NaN/inf input or a row's shift out of range): the caller
+        then takes the codes path, which gives these values or raises its errors."""
+        q = self._f32_quant()
+        dt = np.dtype(dtype)
+        if (
+            q is None
+            or not _kernels.whole_rows
+            or xf.dtype != np.float32
+            or xf.ndim != 2
+            or not xf.flags.c_contiguous
+            or xf.shape[1] == 0
+            or dt not in (np.float32, np.float64)
+            or self.out_fmt.width > 53
+            or abs(self.out_fmt.frac_bits) > 960
+        ):
+            return None
+        n = xf.shape[1]
+        key = (self, n, id(gamma), id(beta))
+        plan = _F32_PLANS.get(key, None)
+        if plan is None or plan[0] is not gamma or plan[1] is not beta:
+            plan = (gamma, beta, self._f32_args(n, gamma, beta, q))
+            if all(v is None or not np.asarray(v).flags.writeable for v in (gamma, beta)):
+                _F32_PLANS.put(key, plan)  # (read-only parameters: by identity)
+        args = plan[2]
+        if args is None:
+            return None
+        out = np.empty(xf.shape, dtype=dt)
+        return out if _kernels.rsqrt_rows_f32(xf, *args, out) == 0 else None
+
+    def _f32_args(
+        self,
+        n: int,
+        gamma: npt.ArrayLike | None,
+        beta: npt.ArrayLike | None,
+        q: tuple[float, float, float, bool],
+    ) -> tuple[Any, ...] | None:
+        """:meth:`rows_f32`'s kernel arguments for rows of ``n`` (its checks and errors
+        are the codes path's), or None where the kernel's output stage does not apply."""
+        self._check_n(n, self.max_n, "the accumulators are sized for max_n; raise max_n")
+        g, b = self._affine_raw(n, gamma, beta)
+        args = _affine_kernel_args(
+            np.empty((1, n), dtype=np.int64),  # (only its layout is read)
+            self.norm_frac_bits, g, self.gamma_fmt, b, self.beta_fmt, self.out_fmt,
+        )  # fmt: skip
+        if args is None:
+            return None
+        p, k_rms = self.rsqrt_frac_bits, min(self.stat_count(n), n)
+        return (
+            *q, k_rms, self.center, self.eps_guard_bits, k_rms * k_rms * self.eps_q, p,
+            self.rsqrt_table_bits, rsqrt_table(self.rsqrt_table_bits, p), self.newton_steps,
+            self.norm_frac_bits, *args, 2.0**-self.out_fmt.frac_bits,
+        )  # fmt: skip
 
     def rsqrt_rel_error(self) -> float:
         """Max |y·2^-P·sqrt(m·2^-P) - 1| over every mantissa m in [2^P, 2^(P+2)) (exhaustive)."""
