@@ -193,7 +193,7 @@ def _shapes() -> list[tuple[str, Any, dict[str, np.ndarray]]]:
 def validate_rows(runs: int) -> list[dict[str, Any]]:
     import onnxruntime as ort
 
-    from hwapprox.export.emulate import make_session
+    from hwapprox.export.emulate import emulation_threads, make_session
     from hwapprox.export.validate import import_model, validate
 
     rows = []
@@ -225,8 +225,10 @@ def validate_rows(runs: int) -> list[dict[str, Any]]:
             c0 = time.process_time()
             quiet.run(None, feeds)
             c_ort.append(time.process_time() - c0)
-            # the emulation alone (inside validate the per-site reports run beside it)
-            emu = imp.sessions.emulator(res.selected)
+            # the emulation alone (inside validate the per-site reports run beside it), on
+            # validate's own emulator (a small model's has one-thread sessions)
+            sizes = [np.size(res.trace.site_inputs[s.name]) for s in res.selected]
+            emu = imp.sessions.emulator(res.selected, emulation_threads(0, sizes))
             specs = {k: v for k, v in res.specs.items() if k in {s.name for s in res.selected}}
             t0, c0 = time.perf_counter(), time.process_time()
             emu.run(feeds, specs)
