@@ -21,7 +21,7 @@ ALLOWED = {
     "hwapprox._cxx": {"hwapprox._cache"},
     "hwapprox.boards": set(),
     "hwapprox.approx": {"hwapprox.fixed", "hwapprox._cache"},
-    "hwapprox.export": {"hwapprox.approx", "hwapprox.fixed"},
+    "hwapprox.export": {"hwapprox.approx", "hwapprox.fixed", "hwapprox._cache"},
     "hwapprox.hls": {
         "hwapprox.approx", "hwapprox.fixed", "hwapprox.export", "hwapprox._cxx",
         "hwapprox.boards",
