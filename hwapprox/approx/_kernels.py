@@ -937,6 +937,30 @@ rounded_dot_sums = (
 whole_rows = True
 
 
+def _rsqrt_scalars(
+    s1: int, s2: int, k_rms: int, gb: int, eps_nn: int, p: int, tb: int, table: Any,
+    newton: int, fz: int,
+) -> tuple[int, int]:  # fmt: skip
+    """A row's rsqrt scalars from its sums (:func:`_rsqrt_rows`' docstring): ``De``, its
+    leading-one mantissa ``m``, ``y = rsqrt_norm(m)`` (table, ``newton`` steps) and the
+    shift ``sh``; returns ``(y, sh)``."""
+    de = ((k_rms * s2 - s1 * s1) << gb) + eps_nn
+    k = (bitlen(de) - 1) >> 1
+    e = 2 * k - p
+    m = de >> e if e >= 0 else de << -e
+    h = m >> (p + 1)
+    y = table[(h << (tb - 1)) + ((m >> (p + h - (tb - 1))) & ((1 << (tb - 1)) - 1))]
+    for _ in range(newton):
+        sq = (y * y) >> p
+        t = (m * sq) >> p
+        y = (y * ((3 << p) - t)) >> (p + 1)
+    return y, p + k - gb // 2 - fz
+
+
+if njit is not None:  # (inlined into the two row kernels)
+    _rsqrt_scalars = njit(inline="always")(_rsqrt_scalars)  # type: ignore[assignment]
+
+
 def _rsqrt_rows(
     x: Any, k_rms: int, center: bool, gb: int, eps_nn: int, p: int, tb: int, table: Any,
     newton: int, fz: int, g: Any, has_g: bool, g_sh: int, b: Any, has_b: bool, b_sh: int,
@@ -949,7 +973,6 @@ def _rsqrt_rows(
     then per element ``Z = round_half_up((X·k·y - S1·y) / 2^sh)`` and the affine stage.
     False (``out`` then partly written) where a row's ``|sh| >= 63``: the caller takes
     its numpy path."""
-    hb = 1 << (tb - 1)
     for i in range(x.shape[0]):
         s1 = 0
         s2 = 0
@@ -958,17 +981,7 @@ def _rsqrt_rows(
         if center:
             for j in range(x.shape[1]):
                 s1 += x[i, j]
-        de = ((k_rms * s2 - s1 * s1) << gb) + eps_nn
-        k = (bitlen(de) - 1) >> 1
-        e = 2 * k - p
-        m = de >> e if e >= 0 else de << -e
-        h = m >> (p + 1)
-        y = table[(h << (tb - 1)) + ((m >> (p + h - (tb - 1))) & (hb - 1))]
-        for _ in range(newton):
-            sq = (y * y) >> p
-            t = (m * sq) >> p
-            y = (y * ((3 << p) - t)) >> (p + 1)
-        s = p + k - gb // 2 - fz
+        y, s = _rsqrt_scalars(s1, s2, k_rms, gb, eps_nn, p, tb, table, newton, fz)
         if s <= -63 or s >= 63:
             return False
         c1 = k_rms * y
@@ -1003,7 +1016,6 @@ def _rsqrt_rows_f32(
     codes path, which raises the format's error or runs numpy)."""
     n = xf.shape[1]
     xq = np.empty(n, dtype=np.int64)
-    hb = 1 << (tb - 1)
     for i in range(xf.shape[0]):
         bad = 0
         for j in range(n):
@@ -1020,17 +1032,7 @@ def _rsqrt_rows_f32(
         if center:
             for j in range(n):
                 s1 += xq[j]
-        de = ((k_rms * s2 - s1 * s1) << gb) + eps_nn
-        k = (bitlen(de) - 1) >> 1
-        e = 2 * k - p
-        m = de >> e if e >= 0 else de << -e
-        h = m >> (p + 1)
-        y = table[(h << (tb - 1)) + ((m >> (p + h - (tb - 1))) & (hb - 1))]
-        for _ in range(newton):
-            sq = (y * y) >> p
-            t = (m * sq) >> p
-            y = (y * ((3 << p) - t)) >> (p + 1)
-        s = p + k - gb // 2 - fz
+        y, s = _rsqrt_scalars(s1, s2, k_rms, gb, eps_nn, p, tb, table, newton, fz)
         if s <= -63 or s >= 63:
             return 2
         c1 = k_rms * y

@@ -187,50 +187,20 @@ def _one_loop(
     sa_nz: list[np.ndarray], sb_nz: list[np.ndarray], info: OutputInfo, tok: bool
 ) -> dict:
     """:func:`_one`'s figures from the non-empty samples, one sample at a time."""
-    d = np.concatenate([np.abs(x - y).ravel() for x, y in zip(sa_nz, sb_nz, strict=True)] or [[]])
-    flat = np.array([_cos(x.ravel(), y.ravel()) for x, y in zip(sa_nz, sb_nz, strict=True)])
-    m: dict[str, Any] = {
-        "kind": info.kind,
-        "note": info.note,
-        "values": int(d.size),
-        "max_abs": float(d.max()) if d.size else 0.0,
-        "mean_abs": float(d.mean()) if d.size else 0.0,
-        "ref_absmax": float(max((np.abs(x).max() for x in sa_nz), default=0.0)),
-        "cosine_mean": float(flat.mean()) if flat.size else 1.0,
-        "cosine_min": float(flat.min()) if flat.size else 1.0,
-        "token_cosine_mean": None,
-        "token_cosine_min": None,
-        "pooled_cosine_mean": None,
-        "pooled_cosine_min": None,
-        "top1": None,
-    }
+    pairs = list(zip(sa_nz, sb_nz, strict=True))
+    d = np.concatenate([np.abs(x - y).ravel() for x, y in pairs] or [[]])
+    flat = np.array([_cos(x.ravel(), y.ravel()) for x, y in pairs])
+    tc = pc = hits = None
     if info.kind == "embedding" and tok and sa_nz:
-        tc = np.concatenate([_cos(x, y) for x, y in zip(sa_nz, sb_nz, strict=True)])
-        pc = np.array(
-            [_cos(x.mean(axis=0), y.mean(axis=0)) for x, y in zip(sa_nz, sb_nz, strict=True)]
-        )
-        m.update(
-            token_cosine_mean=float(tc.mean()),
-            token_cosine_min=float(tc.min()),
-            pooled_cosine_mean=float(pc.mean()),
-            pooled_cosine_min=float(pc.min()),
-        )
+        tc = np.concatenate([_cos(x, y) for x, y in pairs])
+        pc = np.array([_cos(x.mean(axis=0), y.mean(axis=0)) for x, y in pairs])
     if info.kind in ("classifier", "token_logits") and sa_nz and sa_nz[0].shape[-1] >= 2:
         if info.kind == "classifier":
-            hits = [
-                x.ravel().argmax() == y.ravel().argmax() for x, y in zip(sa_nz, sb_nz, strict=True)
-            ]
+            hits = np.array([x.ravel().argmax() == y.ravel().argmax() for x, y in pairs])
         else:
-            hits = list(
-                np.concatenate(
-                    [
-                        x.argmax(axis=-1) == y.argmax(axis=-1)
-                        for x, y in zip(sa_nz, sb_nz, strict=True)
-                    ]
-                )
-            )
-        m["top1"] = float(np.mean(hits))
-    return m
+            hits = np.concatenate([x.argmax(axis=-1) == y.argmax(axis=-1) for x, y in pairs])
+    ref = float(max((np.abs(x).max() for x in sa_nz), default=0.0))
+    return _figures(info, d, ref, flat, tc, pc, hits)
 
 
 def _one_stacked(sa: np.ndarray, sb: np.ndarray, info: OutputInfo, tok: bool) -> dict:
@@ -240,35 +210,53 @@ def _one_stacked(sa: np.ndarray, sb: np.ndarray, info: OutputInfo, tok: bool) ->
     n = sa.shape[0]
     d = np.abs(sa - sb).ravel()
     flat = _cos(sa.reshape(n, -1), sb.reshape(n, -1))
+    tc = pc = hits = None
+    if info.kind == "embedding" and tok:
+        tc = _cos(sa, sb).ravel()
+        pc = _cos(sa.mean(axis=1), sb.mean(axis=1))
+    if info.kind in ("classifier", "token_logits") and sa.shape[-1] >= 2:
+        if info.kind == "classifier":
+            hits = sa.reshape(n, -1).argmax(axis=1) == sb.reshape(n, -1).argmax(axis=1)
+        else:
+            hits = (sa.argmax(axis=-1) == sb.argmax(axis=-1)).ravel()
+    return _figures(info, d, float(np.abs(sa).max()), flat, tc, pc, hits)
+
+
+def _figures(
+    info: OutputInfo,
+    d: np.ndarray,
+    ref_absmax: float,
+    flat: np.ndarray,
+    tc: np.ndarray | None,
+    pc: np.ndarray | None,
+    hits: np.ndarray | None,
+) -> dict[str, Any]:
+    """One output's figures from its arrays: ``d`` = |reference - emulated| of every
+    value, the reference's largest |value|, per-sample cosines ``flat``, per-token and
+    pooled cosines (embeddings; else None) and top-1 hits (logits; else None)."""
     m: dict[str, Any] = {
         "kind": info.kind,
         "note": info.note,
         "values": int(d.size),
         "max_abs": float(d.max()) if d.size else 0.0,
         "mean_abs": float(d.mean()) if d.size else 0.0,
-        "ref_absmax": float(np.abs(sa).max()),
-        "cosine_mean": float(flat.mean()),
-        "cosine_min": float(flat.min()),
+        "ref_absmax": ref_absmax,
+        "cosine_mean": float(flat.mean()) if flat.size else 1.0,
+        "cosine_min": float(flat.min()) if flat.size else 1.0,
         "token_cosine_mean": None,
         "token_cosine_min": None,
         "pooled_cosine_mean": None,
         "pooled_cosine_min": None,
         "top1": None,
     }
-    if info.kind == "embedding" and tok:
-        tc = _cos(sa, sb).ravel()
-        pc = _cos(sa.mean(axis=1), sb.mean(axis=1))
+    if tc is not None and pc is not None:
         m.update(
             token_cosine_mean=float(tc.mean()),
             token_cosine_min=float(tc.min()),
             pooled_cosine_mean=float(pc.mean()),
             pooled_cosine_min=float(pc.min()),
         )
-    if info.kind in ("classifier", "token_logits") and sa.shape[-1] >= 2:
-        if info.kind == "classifier":
-            hits = sa.reshape(n, -1).argmax(axis=1) == sb.reshape(n, -1).argmax(axis=1)
-        else:
-            hits = (sa.argmax(axis=-1) == sb.argmax(axis=-1)).ravel()
+    if hits is not None:
         m["top1"] = float(np.mean(hits))
     return m
 
