@@ -400,7 +400,8 @@ def calibrate(
     extents: dict[str, Callable[[], np.ndarray]] = {}
     acc = _StatsAcc(sites)
     # sites are folded on worker threads (their statistics are independent; the
-    # compiled histogram pass releases the GIL), masks and errors in site order
+    # compiled histogram pass releases the GIL; a small model's on this thread, by
+    # emulation_threads' rule), masks and errors in site order
     fold_threads = emulation_threads(threads, [np.size(values[s.input]) for s in sites])
     folded = thread_map(lambda s: acc.fold(s, values, g), sites, fold_threads)
     for s, mask in zip(sites, folded, strict=True):

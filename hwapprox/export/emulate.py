@@ -635,7 +635,8 @@ class Emulator:
     def _submodel(
         self, seg: _Segment, init_names: set[str]
     ) -> tuple[ModelProto, dict[str, np.ndarray]]:
-        """The segment's model (its weights as :func:`weight_stub` s) and the weights."""
+        """The segment's model, its large weights as stubs (:func:`shared_weights`), and
+        those weights by name."""
         used = {i for n in seg.nodes for i in _node_inputs(n)}
         inits, shared = shared_weights(
             (t for t in self.model.graph.initializer if t.name in used), self.index
