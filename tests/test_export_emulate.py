@@ -479,6 +479,68 @@ def test_fused_layernorm_metrics_equal_the_array_path(axis: int) -> None:
     assert abs(bad["quant_max_lsb"] - good["quant_max_lsb"]) * good["out_lsb"] > 1e-6
 
 
+@pytest.mark.parametrize("axis", [-1, 1])
+def test_layernorm_report_from_float32_rows_equals_the_codes_path(axis: int) -> None:
+    """A LayerNorm site's metrics in one pass from its float32 rows
+    (``rsqrt_report_f32``: the model's reals and the float64 reference of the row's codes
+    compared row by row) equal the codes path's figures exactly, the error-split maxima
+    included (the same comparison in the same order), for rsqrt_lut, RMSNorm and
+    pRMSNorm with calibration's saturating input formats, over one axis and trailing
+    axes; a NaN input takes the codes path and its error; an eps off by 10^-3 is caught."""
+    from unittest.mock import patch
+
+    from hwapprox.approx import _kernels
+    from hwapprox.approx.layernorm.rsqrt import RsqrtLutLayerNorm
+    from hwapprox.fixed import FixedPointError
+
+    if not _kernels.available():
+        pytest.skip("numba is not installed")
+    imp = import_model(single_node("LayerNormalization", [3, 4, 40], 17, axis=axis))
+    (site,) = imp.sites
+    rng = np.random.default_rng(9)
+    x = (rng.normal(0.3, 2, (3, 4, 40)) * rng.uniform(0.3, 3, (3, 4, 1))).astype(np.float32)
+    x[0, 0, :5] = 40.0  # saturates the input format
+    y = make_session(imp.model, 1).run(None, {"x": x})[0]
+    sat = "ap_fixed<16,5,AP_RND,AP_SAT>"
+    specs = [
+        make_spec("layernorm", "rsqrt_lut", eps=site.epsilon, in_fmt=sat),
+        make_spec(
+            "layernorm", "rsqrt_lut", eps=site.epsilon, in_fmt="ap_fixed<12,4,AP_TRN,AP_SAT>"
+        ),
+        make_spec("layernorm", "rmsnorm", eps=site.epsilon, in_fmt=sat),
+        make_spec("layernorm", "rmsnorm", eps=site.epsilon, in_fmt=sat, partial_k=24),
+    ]
+    for spec in specs:
+        with (
+            _counting(_kernels, "rsqrt_report_f32") as fused,
+            _counting(_kernels, "layernorm_err_stats") as codes,
+        ):
+            got = site_metrics(site, spec, x, y)
+        assert (fused, codes) == ([1], []), spec.describe()
+        with patch.object(RsqrtLutLayerNorm, "f32_plan", lambda *a: None):
+            want = site_metrics(site, spec, x, y)
+        assert got == want, spec.describe()
+    bad_x = x.copy()
+    bad_x[1, 2, 3] = np.nan
+    with pytest.raises(FixedPointError, match="non-finite") as fused_err:
+        site_metrics(site, specs[0], bad_x, y)
+    with (
+        patch.object(RsqrtLutLayerNorm, "f32_plan", lambda *a: None),
+        pytest.raises(FixedPointError, match="non-finite") as codes_err,
+    ):
+        site_metrics(site, specs[0], bad_x, y)
+    assert str(fused_err.value) == str(codes_err.value)
+    real = _kernels.rsqrt_report_f32
+
+    def eps_off(*a):
+        return real(*a[:-5], a[-5] + 1e-3, *a[-4:])
+
+    with patch.object(_kernels, "rsqrt_report_f32", eps_off):
+        off = site_metrics(site, specs[0], x, y)
+    good = site_metrics(site, specs[0], x, y)
+    assert off["quant_max_lsb"] != good["quant_max_lsb"]
+
+
 def test_row_parameter_cache_follows_the_values() -> None:
     """The quantised gamma/beta cache returns the codes of a fresh quantisation, read
     only; a parameter changed in place, another format or row length misses it."""

@@ -48,7 +48,8 @@ from hwapprox.export.patterns import Site
 
 __all__ = [
     "Emulator", "PrefixChain", "apply_fused", "apply_spec", "apply_spec_blocks",
-    "apply_spec_pair", "make_session", "model_rows", "rows_view", "site_mask_bits", "site_threads",
+    "apply_spec_pair", "make_session", "model_rows", "rows_view", "site_mask_bits",
+    "site_row_params", "site_threads",
     "thread_map", "thread_start",
 ]  # fmt: skip
 
@@ -256,6 +257,15 @@ def _row_param(v: np.ndarray | None, n: int, fmt: Any, what: str, site: Site) ->
     return _ROW_PARAMS.put(key, q)
 
 
+def site_row_params(site: Site, spec: ApproxSpec, n: int) -> tuple[Any, Any]:
+    """A LayerNorm site's gamma and beta as ``spec``'s codes for rows of ``n`` (None where
+    the site has none; memoised, read-only)."""
+    return (
+        _row_param(site.gamma, n, getattr(spec, "gamma_fmt", None), "gamma", site),
+        _row_param(site.beta, n, getattr(spec, "beta_fmt", None), "beta", site),
+    )
+
+
 def site_mask_bits(
     site: Site, values: Mapping[str, np.ndarray], index: GraphIndex, shape: tuple[int, ...]
 ) -> np.ndarray | None:
@@ -308,13 +318,7 @@ def apply_spec(
         return spec.evaluate(xv, dtype).reshape(np.shape(x))
     fused = getattr(spec, "rows_f32", None)  # float32 rows to reals in one compiled pass
     if fused is not None and xv.ndim == 2 and axis in (-1, 1):
-        n = xv.shape[1]
-        y = fused(
-            xv,
-            _row_param(site.gamma, n, getattr(spec, "gamma_fmt", None), "gamma", site),
-            _row_param(site.beta, n, getattr(spec, "beta_fmt", None), "beta", site),
-            dtype,
-        )
+        y = fused(xv, *site_row_params(site, spec, xv.shape[1]), dtype)
         if y is not None:
             return y.reshape(np.shape(x))
     return _model_of_raw(site, spec, spec.quantize_input(xv), axis, mask, dtype).reshape(
@@ -408,9 +412,7 @@ def _model_of_raw(
             mv, _ = rows_view(site, mask)
             out = spec.model(raw, axis=axis, mask=mv)
     else:
-        n = raw.shape[-1]
-        gamma = _row_param(site.gamma, n, getattr(spec, "gamma_fmt", None), "gamma", site)
-        beta = _row_param(site.beta, n, getattr(spec, "beta_fmt", None), "beta", site)
+        gamma, beta = site_row_params(site, spec, raw.shape[-1])
         out = spec.model(raw, axis=-1, gamma=gamma, beta=beta)
     return spec.output_to_float(out, dtype)
 

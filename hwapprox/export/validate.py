@@ -65,6 +65,7 @@ from hwapprox.export.emulate import (
     emulation_threads,
     model_rows,
     rows_view,
+    site_row_params,
     site_threads,
     thread_map,
 )
@@ -437,24 +438,36 @@ def _layernorm_sums(
         and np.shape(y_float) == np.shape(x)
     ):
         return None
-    spec, raw, y, axis, _ = model_rows(site, spec, x, None, None, dt)
-    if axis not in (-1, raw.ndim - 1):
-        return None
-    n = raw.shape[-1]
+    ln: Any = spec  # a LayerNorm spec (reference_is_standard)
+    xv, axis = rows_view(site, np.asarray(x))
+    yfv = rows_view(site, np.asarray(y_float))[0]
+    n = xv.shape[-1]
 
     def vec(v: np.ndarray | None) -> np.ndarray:
         if v is None:
             return np.zeros(1)
         return np.ascontiguousarray(np.broadcast_to(np.ravel(v), (n,)), dtype=np.float64)
 
-    ln: Any = spec  # a LayerNorm spec (reference_is_standard)
     k = ln.stat_count(n) if hasattr(ln, "stat_count") else n
+    ref = (
+        float(spec.in_fmt.lsb), bool(ln.center), int(min(k, n)), float(ln.eps),
+        vec(site.gamma), vec(site.beta), site.gamma is not None, site.beta is not None,
+    )  # fmt: skip
+    plan = getattr(ln, "f32_plan", None)
+    if plan is not None and xv.ndim == 2 and axis in (-1, 1):
+        # the model and the comparison in one pass from the float32 rows
+        args = plan(xv, *site_row_params(site, spec, n), np.dtype(dt))
+        if args is not None:
+            yf2 = np.ascontiguousarray(yfv).reshape(-1, n)
+            status, *figs = _kernels.rsqrt_report_f32(xv, yf2, *args, np.empty(n, dtype=dt), *ref)
+            if status == 0:
+                return (int(figs[0]), *(float(v) for v in figs[1:]))  # type: ignore[return-value]
+    spec, raw, y, axis, _ = model_rows(site, spec, x, None, None, dt)
+    if axis not in (-1, raw.ndim - 1):
+        return None
     res = _kernels.layernorm_err_stats(
-        np.ascontiguousarray(raw).reshape(-1, n), float(spec.in_fmt.lsb), bool(ln.center),
-        int(min(k, n)), float(ln.eps), vec(site.gamma), vec(site.beta),
-        site.gamma is not None, site.beta is not None,
-        np.ascontiguousarray(y).reshape(-1, n),
-        np.ascontiguousarray(rows_view(site, np.asarray(y_float))[0]).reshape(-1, n),
+        np.ascontiguousarray(raw).reshape(-1, n), *ref,
+        np.ascontiguousarray(y).reshape(-1, n), np.ascontiguousarray(yfv).reshape(-1, n),
     )  # fmt: skip
     cnt, *rest = res
     return (int(cnt), *(float(v) for v in rest))  # type: ignore[return-value]

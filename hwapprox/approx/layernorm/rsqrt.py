@@ -441,8 +441,26 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
         path); None where that pass does not apply (no numba, another input quantisation,
         output cast or width, a NaN/inf input or a row's shift out of range): the caller
         then takes the codes path, which gives these values or raises its errors."""
-        q = self._f32_quant()
         dt = np.dtype(dtype)
+        args = self.f32_plan(xf, gamma, beta, dt)
+        if args is None:
+            return None
+        out = np.empty(xf.shape, dtype=dt)
+        return out if _kernels.rsqrt_rows_f32(xf, *args, out) == 0 else None
+
+    def f32_plan(
+        self,
+        xf: npt.NDArray[np.float32],
+        gamma: npt.ArrayLike | None,
+        beta: npt.ArrayLike | None,
+        dtype: np.dtype[Any],
+    ) -> tuple[Any, ...] | None:
+        """The arguments of the float32-row kernels (:func:`rows_f32`,
+        :func:`hwapprox.approx._kernels.rsqrt_report_f32`) after the rows, or None where
+        they do not apply (no numba, another input quantisation, output cast or width,
+        rows not C-contiguous float32). Memoised per spec, row length and read-only
+        gamma/beta (by identity)."""
+        q = self._f32_quant()
         if (
             q is None
             or not _kernels.whole_rows
@@ -450,7 +468,7 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
             or xf.ndim != 2
             or not xf.flags.c_contiguous
             or xf.shape[1] == 0
-            or dt not in (np.float32, np.float64)
+            or dtype not in (np.float32, np.float64)
             or self.out_fmt.width > 53
             or abs(self.out_fmt.frac_bits) > 960
         ):
@@ -462,11 +480,7 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
             plan = (gamma, beta, self._f32_args(n, gamma, beta, q))
             if all(v is None or not np.asarray(v).flags.writeable for v in (gamma, beta)):
                 _F32_PLANS.put(key, plan)  # (read-only parameters: by identity)
-        args = plan[2]
-        if args is None:
-            return None
-        out = np.empty(xf.shape, dtype=dt)
-        return out if _kernels.rsqrt_rows_f32(xf, *args, out) == 0 else None
+        return plan[2]  # type: ignore[no-any-return]
 
     def _f32_args(
         self,
