@@ -10,7 +10,7 @@ import pytest
 
 from hwapprox.approx import _kernels
 from hwapprox.export.calibrate import PERCENTILES, SiteStats
-from hwapprox.export.stats import RunningStats, _scratch
+from hwapprox.export.stats import RunningStats, _edges_toward_zero, _scratch
 
 
 def _data(seed: int) -> list[np.ndarray]:
@@ -61,13 +61,15 @@ def test_percentile_positions_compiled_match_cumsum_searchsorted(i: int) -> None
     with patch.object(_kernels, "enabled", False):
         want = rs.percentile(qs)
     assert np.array_equal(got, want)
-    real = _kernels.block_rank_patterns
+    real = _kernels.block_percentiles
 
-    def late(ids, counts, ranks, out):
-        real(ids, counts, ranks, out)
-        out += np.where(out >= 0x8000, -1, 1)  # the next bucket in value order
+    def late(ids, counts, qs, count, lo, hi, pat, out):
+        real(ids, counts, qs, count, lo, hi, pat, out)
+        pat += np.where(pat >= 0x8000, -1, 1)  # the next bucket in value order
+        inner = (out != lo) & (out != hi)
+        out[inner] = _edges_toward_zero(pat)[inner]
 
-    with patch.object(_kernels, "block_rank_patterns", late):
+    with patch.object(_kernels, "block_percentiles", late):
         inner = [q for q in qs if 0.0 < q < 100.0]
         assert not np.array_equal(rs.percentile(inner), want[[qs.index(q) for q in inner]])
 
@@ -317,3 +319,15 @@ def test_mask_like_count_matches_numpy() -> None:
             mk = np.zeros(1, bool) if m is None else m
             got = _kernels.count_mask_like(a, mk, m is not None, -1e4)
             assert got == int(want.sum()) > 0
+
+
+@pytest.mark.skipif(_kernels.njit is None, reason="numba is not installed")
+@pytest.mark.parametrize("i", range(5))
+def test_site_stats_percentiles_compiled_match_numpy(i: int) -> None:
+    """``SiteStats.from_running``'s one-call percentiles equal the numpy path's exactly
+    (negative, zero and subnormal buckets, the extremes)."""
+    rs = RunningStats().add(_data(2)[i])
+    got = SiteStats.from_running("s", rs).percentiles
+    with patch.object(_kernels, "enabled", False):
+        want = SiteStats.from_running("s", rs).percentiles
+    assert got == want

@@ -33,6 +33,7 @@ __all__ = [
     "affine_rows",
     "available",
     "bitlen",
+    "block_percentiles",
     "block_rank_patterns",
     "cast_params",
     "codes_in_range",
@@ -602,6 +603,38 @@ if njit is not None:
 else:  # pragma: no cover
     hist_blocks_f32 = _hist_blocks_f32
     block_rank_patterns = _block_rank_patterns
+
+
+def _block_percentiles(
+    ids: Any, counts: Any, qs: Any, count: int, lo: float, hi: float, pat: Any, out: Any
+) -> None:
+    """Percentiles ``qs`` (ascending, 0..100) of the histogram ``(ids, counts)`` of
+    ``count`` values with extremes ``lo``, ``hi``: the rank ``⌊(count-1)·q/100⌋`` (the
+    float64 expression numpy evaluates), its pattern by :func:`_block_rank_patterns`
+    (into ``pat``), and the value of the pattern's bucket edge nearest zero (its
+    bfloat16 value, exact in float64) into ``out``; rank 0 gives ``lo`` and rank
+    ``count - 1`` gives ``hi`` (the extremes are known exactly)."""
+    m = qs.shape[0]
+    ranks = np.empty(m, dtype=np.int64)
+    for j in range(m):
+        ranks[j] = np.int64(np.floor((count - 1) * qs[j] / 100.0))
+    block_rank_patterns(ids, counts, ranks, pat)
+    for j in range(m):
+        if ranks[j] <= 0:
+            out[j] = lo
+        elif ranks[j] >= count - 1:
+            out[j] = hi
+        else:
+            p = pat[j]
+            e = (p >> 7) & 0xFF
+            v = np.float64(p & 0x7F)
+            v = v * 2.0**-133 if e == 0 else (1.0 + v / 128.0) * 2.0 ** np.float64(e - 127)
+            out[j] = -v if p & 0x8000 else v
+
+
+block_percentiles = (
+    njit(cache=True, nogil=True)(_block_percentiles) if njit is not None else _block_percentiles
+)
 
 
 # -- LayerNorm output stages ---------------------------------------------------------------

@@ -504,6 +504,18 @@ def _elementwise_float_memo(spec: ElementwiseSpec) -> npt.NDArray[np.float64]:
     return memo
 
 
+@functools.lru_cache(maxsize=24)
+def _elementwise_stored_memo(
+    spec: ElementwiseSpec, dtype: np.dtype[Any]
+) -> npt.NDArray[np.float64]:
+    """:func:`_elementwise_float_memo` as stored in ``dtype`` (float32 rounds it as
+    ``astype`` does), widened back to float64 (read-only): the model's output reals
+    the per-site metrics compare."""
+    memo = _elementwise_float_memo(spec).astype(dtype).astype(np.float64)
+    memo.setflags(write=False)
+    return memo
+
+
 @functools.lru_cache(maxsize=64)
 def _elementwise_ref_memo(spec: ElementwiseSpec) -> npt.NDArray[np.float64]:
     """``spec.reference`` (float64) of the real of every ``in_fmt`` code, index
@@ -613,7 +625,7 @@ class ElementwiseSpec(ApproxSpec):
         q = self._f32_quant()
         if q is None:
             return None
-        t_y = _elementwise_float_memo(self).astype(dt).astype(np.float64)
+        t_y = _elementwise_stored_memo(self, dt)
         ok, *sums = _kernels.gather_err_stats3(
             np.ascontiguousarray(arr).reshape(-1),
             np.ascontiguousarray(yf).reshape(-1),

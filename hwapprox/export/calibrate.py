@@ -543,18 +543,20 @@ class _StatsAcc:
         """Fold one batch's site tensors in; return the site's mask bits (or None)."""
         x = values[s.input]
         mask = site_mask_bits(s, values, g, np.shape(x))
+        for acc, t in ((self.ins, x), (self.outs, values[s.output])):
+            if s.name not in acc:
+                acc[s.name] = RunningStats()
+            acc[s.name].add(t, mask)
         if s.operator is Operator.SOFTMAX:
-            _check_masked_input(s, x, mask, g)
+            st = self.ins[s.name]  # (its unmasked values so far, this batch's included)
+            if st.nonfinite or st.min <= MASK_LIMIT:  # else no -inf / mask-sized value
+                _check_masked_input(s, x, mask, g)
             if mask is not None:
                 mrows, ax = rows_view(s, mask)
                 full = mrows.all(axis=ax)
                 counts = self.rows.setdefault(s.name, [0, 0])
                 counts[0] += int(np.count_nonzero(full))
                 counts[1] += int(full.size)
-        for acc, t in ((self.ins, x), (self.outs, values[s.output])):
-            if s.name not in acc:
-                acc[s.name] = RunningStats()
-            acc[s.name].add(t, mask)
         return mask
 
     def merge(self, other: _StatsAcc) -> None:

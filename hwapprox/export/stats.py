@@ -212,21 +212,27 @@ class RunningStats:
         """Population standard deviation of the finite values."""
         return float(np.sqrt(self.m2 / self.count)) if self.count else 0.0
 
+    def _percentiles_sorted(self, qs: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """:meth:`percentile` of ascending float64 ``qs`` in one compiled call
+        (:func:`hwapprox.approx._kernels.block_percentiles`: the same values)."""
+        pat = np.empty(qs.size, dtype=np.int64)
+        out = np.empty(qs.size, dtype=np.float64)
+        _kernels.block_percentiles(
+            self.blocks, self.counts, qs, self.count, float(self.min), float(self.max), pat, out
+        )
+        return out
+
     def percentile(self, q: float | npt.ArrayLike) -> npt.NDArray[np.float64]:
         """Percentiles ``q`` (0..100) of the finite values, from the histogram (module
         docstring: the order statistic ``⌊(n-1)·q/100⌋``'s bin edge nearest zero)."""
         qs = np.atleast_1d(np.asarray(q, dtype=np.float64))
         if self.count == 0:
             raise ValueError("percentile of an empty RunningStats")
-        ranks = np.floor((self.count - 1) * qs / 100.0).astype(np.int64)
         if _kernels.available():  # the same buckets, walked by the blocks present
-            order = np.argsort(ranks, kind="stable")
-            sorted_pat = np.empty(ranks.size, dtype=np.int64)
-            _kernels.block_rank_patterns(self.blocks, self.counts, ranks[order], sorted_pat)
-            pat = np.empty_like(sorted_pat)
-            pat[order] = sorted_pat
-        else:
-            pat = _ORDER[np.searchsorted(np.cumsum(self.hist[_ORDER]), ranks, side="right")]
+            order = np.argsort(qs, kind="stable")
+            return self._percentiles_sorted(qs[order])[np.argsort(order)]
+        ranks = np.floor((self.count - 1) * qs / 100.0).astype(np.int64)
+        pat = _ORDER[np.searchsorted(np.cumsum(self.hist[_ORDER]), ranks, side="right")]
         vals = _edges_toward_zero(pat)
         # the extremes are known exactly
         vals = np.where(ranks <= 0, self.min, vals)
@@ -235,6 +241,8 @@ class RunningStats:
 
 #: Percentiles recorded per site.
 PERCENTILES = (0.01, 0.1, 1.0, 50.0, 99.0, 99.9, 99.99)
+_PERCENTILES_Q = np.array(PERCENTILES, dtype=np.float64)  # (ascending)
+_PERCENTILES_Q.flags.writeable = False
 #: Named range policies :meth:`SiteStats.choose_format` accepts (or a number:
 #: a chosen clipping magnitude).
 RANGE_STATS = ("max", "p99.99", "p99.9", "p99")
@@ -308,7 +316,11 @@ class SiteStats:
                 f"site {name}: no finite {what} to calibrate on (size {size}, {rs.masked} "
                 f"masked); give sample inputs (--inputs) in which the site sees real data"
             )
-        pct = rs.percentile(PERCENTILES)
+        pct = (
+            rs._percentiles_sorted(_PERCENTILES_Q).tolist()
+            if _kernels.available()
+            else rs.percentile(PERCENTILES)
+        )
         return cls(
             name,
             int(rs.count + rs.nonfinite),
