@@ -340,12 +340,12 @@ class SiteStats:
         ``"p99.9"`` / ``"p99"`` = the larger of |p0.01|, |p99.99| (|p0.1|, |p99.9|;
         |p1|, |p99|); a number = that clipping magnitude. Values beyond it
         saturate (the formats use ``AP_SAT``) and are counted in the report."""
+        if stat == "max":
+            return self.absmax
         stat = parse_range(stat)
         if isinstance(stat, float):
             return stat
         pct = dict(self.percentiles)
-        if stat == "max":
-            return self.absmax
         lo = {"p99.99": 0.01, "p99.9": 0.1, "p99": 1.0}[stat]
         return max(abs(pct[lo]), abs(pct[100.0 - lo]))
 

@@ -41,6 +41,7 @@ from typing import Any, ClassVar
 import numpy as np
 from onnx import ModelProto
 
+from hwapprox._cache import BoundedMemo
 from hwapprox.approx import _kernels
 from hwapprox.approx.base import ApproxSpec, ElementwiseSpec, Operator, SpecError
 from hwapprox.approx.config import ApproxConfig, load_config
@@ -784,6 +785,13 @@ def _is_auto(cfg: ApproxConfig, site: Site) -> bool:
     return not vals or vals[-1] == "auto"
 
 
+#: calibrated specs (:func:`_calibrate_spec`) by what they are a function of: (spec,
+#: site, result), keyed by the two objects' ids (the entry holds them: the ids stay
+#: theirs), the LayerNorm parameters' bytes, the fields the config sets, the integer
+#: bits calibrated_fields reads from the statistics, and the settings
+_CALIBRATED: BoundedMemo[tuple[ApproxSpec, Site, ApproxSpec]] = BoundedMemo(1024)
+
+
 def _calibrate_spec(
     spec: ApproxSpec,
     site: Site,
@@ -796,7 +804,46 @@ def _calibrate_spec(
     stat: str | float,
 ) -> ApproxSpec:
     """``spec`` with its formats calibrated (see :func:`calibrated_fields`) except
-    those the config sets; the calibrated formats keep ``spec``'s own modes."""
+    those the config sets; the calibrated formats keep ``spec``'s own modes.
+
+    Memoised (:data:`_CALIBRATED`): :func:`calibrated_fields` reads the statistics only
+    through ``int_bits`` (input: ``headroom``, ``stat``; output: ``headroom``, max) and
+    their non-finite count (statistics with non-finite values are not memoised: they
+    raise), the site through its operator and its gamma/beta values (its name only in
+    errors, which are not memoised)."""
+    st, ost = trace.stats[site.name], trace.out_stats.get(site.name)
+    key = None
+    if not st.nonfinite:
+        key = (
+            id(spec), id(site), frozenset(explicit), width, out_width, headroom, stat,
+            st.int_bits(headroom, stat), None if ost is None else ost.int_bits(headroom, "max"),
+            None if site.gamma is None else np.asarray(site.gamma).tobytes(),
+            None if site.beta is None else np.asarray(site.beta).tobytes(),
+        )  # fmt: skip
+        hit = _CALIBRATED.get(key, None)
+        if hit is not None and hit[0] is spec and hit[1] is site:
+            return hit[2]
+    out = _calibrate_spec_now(
+        spec, site, trace, explicit,
+        width=width, out_width=out_width, headroom=headroom, stat=stat,
+    )  # fmt: skip
+    if key is not None:
+        _CALIBRATED.put(key, (spec, site, out))
+    return out
+
+
+def _calibrate_spec_now(
+    spec: ApproxSpec,
+    site: Site,
+    trace: Trace,
+    explicit: set[str],
+    *,
+    width: int,
+    out_width: int | None,
+    headroom: int,
+    stat: str | float,
+) -> ApproxSpec:
+    """:func:`_calibrate_spec` computed (not memoised)."""
     fmts = calibrated_fields(
         site,
         type(spec),

@@ -1,0 +1,75 @@
+"""The calibrated-spec memo of validate (``_calibrate_spec``) against computing each spec
+afresh: the same specs for every site, width and range policy, and a new spec whenever
+what the calibration reads changes (statistics, LayerNorm parameters, settings)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from hwapprox.export import example
+from hwapprox.export import validate as V
+from hwapprox.export.stats import SiteStats
+
+
+@pytest.fixture(scope="module")
+def run() -> V.ValidationResult:
+    return V.validate(example.model_path(), inputs=example.inputs_path())
+
+
+def _both(spec, site, trace, **kw):  # type: ignore[no-untyped-def]
+    return V._calibrate_spec(spec, site, trace, set(), **kw), V._calibrate_spec_now(
+        spec, site, trace, set(), **kw
+    )
+
+
+@pytest.mark.parametrize("stat", ["max", "p99.9", 2.0])
+@pytest.mark.parametrize(("width", "out_width"), [(16, None), (12, 10), (10, 16)])
+def test_memoised_specs_equal_fresh_ones(run, stat, width, out_width) -> None:  # type: ignore[no-untyped-def]
+    for s in run.selected:
+        spec = run.specs[s.name]
+        kw = {"width": width, "out_width": out_width, "headroom": 1, "stat": stat}
+        first, fresh = _both(spec, s, run.trace, **kw)
+        again = V._calibrate_spec(spec, s, run.trace, set(), **kw)  # (a memo hit)
+        assert first == fresh
+        assert again == fresh
+
+
+def test_changed_statistics_give_a_new_spec(run) -> None:  # type: ignore[no-untyped-def]
+    """Wider input and output ranges (other integer bits) are not served the memoised
+    spec of the narrower ones."""
+    s = next(s for s in run.selected if s.gamma is not None)
+    spec = run.specs[s.name]
+    kw = {"width": 16, "out_width": None, "headroom": 1, "stat": "max"}
+    base, _ = _both(spec, s, run.trace, **kw)
+    for attr in ("stats", "out_stats"):
+        st = getattr(run.trace, attr)[s.name]
+        wide = dataclasses.replace(st, min=8 * st.min - 1, max=8 * st.max + 1)
+        trace = dataclasses.replace(run.trace, **{attr: {**getattr(run.trace, attr), s.name: wide}})
+        got, fresh = _both(spec, s, trace, **kw)
+        assert got == fresh != base
+
+
+def test_layernorm_parameters_changed_in_place_give_a_new_spec(run) -> None:  # type: ignore[no-untyped-def]
+    s = next(s for s in run.selected if s.gamma is not None)
+    site = dataclasses.replace(s, gamma=np.array(s.gamma, dtype=np.float64, copy=True))
+    spec = run.specs[s.name]
+    kw = {"width": 16, "out_width": None, "headroom": 1, "stat": "max"}
+    before, _ = _both(spec, site, run.trace, **kw)
+    np.multiply(site.gamma, 300.0, out=site.gamma)  # in place: the same array object
+    after, fresh = _both(spec, site, run.trace, **kw)
+    assert after == fresh
+    assert after.gamma_fmt != before.gamma_fmt
+
+
+def test_nonfinite_statistics_are_not_memoised(run) -> None:  # type: ignore[no-untyped-def]
+    s = run.selected[0]
+    st: SiteStats = run.trace.stats[s.name]
+    bad = dataclasses.replace(st, nonfinite=3)
+    trace = dataclasses.replace(run.trace, stats={**run.trace.stats, s.name: bad})
+    with pytest.raises(V.ExportError, match="non-finite"):
+        V._calibrate_spec(
+            run.specs[s.name], s, trace, set(), width=16, out_width=None, headroom=1, stat="max"
+        )
