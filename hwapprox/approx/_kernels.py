@@ -815,16 +815,30 @@ def _softmax_err_stats(
 
 def _ln_row_acc(
     st: Any, xr: Any, lsb: float, center: bool, k: int, eps: float, gamma: Any, beta: Any,
-    has_gamma: bool, has_beta: bool, yr: Any, yfr: Any,
+    has_gamma: bool, has_beta: bool, int_sums: bool, w: Any, yr: Any, yfr: Any,
 ) -> Any:  # fmt: skip
     """:func:`_layernorm_err_stats` of one row (``xr`` its codes, ``yr`` the model's reals,
-    ``yfr`` the float output): the state ``st`` with the row's elements folded in."""
+    ``yfr`` the float output): the state ``st`` with the row's elements folded in.
+
+    The reference's running sums of exact terms (``Σ x·lsb``; RMSNorm's ``Σ (x·lsb)²``)
+    are summed as integers where ``int_sums`` says every partial sum stays below 2^53
+    in LSB units (the caller's bound from the input width and row length): each float64
+    partial sum is then exact, so the integer sum times ``lsb`` (``lsb²``) is the float
+    sum bit for bit, without its serial chain of float adds. The reference of each
+    element goes into the row buffer ``w`` first (a loop that vectorises, divisions
+    included), then the comparison folds the row in element order."""
     m = xr.shape[0]
     mean = 0.0
     acc = 0.0
     if center:
-        for j in range(m):
-            acc += np.float64(xr[j]) * lsb
+        if int_sums:
+            si = 0
+            for j in range(m):
+                si += xr[j]
+            acc = np.float64(si) * lsb
+        else:
+            for j in range(m):
+                acc += np.float64(xr[j]) * lsb
         mean = acc / m
         acc = 0.0
         for j in range(m):
@@ -832,17 +846,25 @@ def _ln_row_acc(
             acc += c * c
         sd = np.sqrt(acc / m + eps)
     else:
-        for j in range(k):
-            a = np.float64(xr[j]) * lsb
-            acc += a * a
+        if int_sums:
+            si = 0
+            for j in range(k):
+                si += xr[j] * xr[j]
+            acc = np.float64(si) * (lsb * lsb)
+        else:
+            for j in range(k):
+                a = np.float64(xr[j]) * lsb
+                acc += a * a
         sd = np.sqrt(acc / k + eps)
     for j in range(m):
-        w = (np.float64(xr[j]) * lsb - mean) / sd
+        v = (np.float64(xr[j]) * lsb - mean) / sd
         if has_gamma:
-            w = w * gamma[j]
+            v = v * gamma[j]
         if has_beta:
-            w = w + beta[j]
-        st = _acc_add(st, np.float64(yr[j]), np.float64(yfr[j]), w)
+            v = v + beta[j]
+        w[j] = v
+    for j in range(m):
+        st = _acc_add(st, np.float64(yr[j]), np.float64(yfr[j]), w[j])
     return st
 
 
@@ -860,6 +882,8 @@ def _layernorm_err_stats(
     beta: Any,
     has_gamma: bool,
     has_beta: bool,
+    int_sums: bool,
+    w: Any,
     y: Any,
     yf: Any,
 ) -> tuple[int, float, float, float, float, float, float]:
@@ -867,13 +891,15 @@ def _layernorm_err_stats(
     quantised rows computed on the fly: ``raw`` (R, N) input codes of step ``lsb``;
     ``center``: ``(a - mean) / sqrt(mean((a - mean)²) + eps)``, else RMSNorm's ``a /
     sqrt(mean(a[:k]²) + eps)``; then ``· gamma``, ``+ beta`` where given; ``y`` the
-    model's reals, ``yf`` the float model's output. The reference's row means are
-    summed in row order (numpy sums pairwise: equal up to float64 rounding)."""
+    model's reals, ``yf`` the float model's output; ``int_sums`` and the row buffer
+    ``w`` as :func:`_ln_row_acc` takes them. The reference's row means are summed in
+    row order (numpy sums pairwise: equal up to float64 rounding)."""
     st = (0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0)
     for r in range(raw.shape[0]):
         st = _ln_row_acc(
-            st, raw[r], lsb, center, k, eps, gamma, beta, has_gamma, has_beta, y[r], yf[r]
-        )
+            st, raw[r], lsb, center, k, eps, gamma, beta, has_gamma, has_beta, int_sums, w,
+            y[r], yf[r],
+        )  # fmt: skip
     return _acc_result(st)
 
 
@@ -1108,6 +1134,7 @@ def _rsqrt_report_f32(
     g: Any, has_g: bool, g_sh: int, b: Any, has_b: bool, b_sh: int, shift: int, half: int,
     lo: int, hi: int, wrap: int, out_scale: float, y_row: Any, lsb: float, r_center: bool,
     r_k: int, r_eps: float, gamma: Any, beta: Any, has_gamma: bool, has_beta: bool,
+    int_sums: bool, w: Any,
 ) -> tuple[int, int, float, float, float, float, float, float]:  # fmt: skip
     """A LayerNorm site's metrics from its float32 input rows ``xf`` and float output
     ``yf`` in one pass: per row the model's reals as :func:`_rsqrt_rows_f32` gives them
@@ -1151,8 +1178,9 @@ def _rsqrt_report_f32(
             v = ((v << wrap) >> wrap) if wrap > 0 else (lo if v < lo else (hi if v > hi else v))
             y_row[j] = np.float64(v) * out_scale
         st = _ln_row_acc(
-            st, xq, lsb, r_center, r_k, r_eps, gamma, beta, has_gamma, has_beta, y_row, yf[i]
-        )
+            st, xq, lsb, r_center, r_k, r_eps, gamma, beta, has_gamma, has_beta, int_sums, w,
+            y_row, yf[i],
+        )  # fmt: skip
     n_kept, mx, s1f, s2f, sr, mq, ma = _acc_result(st)
     return 0, n_kept, mx, s1f, s2f, sr, mq, ma
 

@@ -449,10 +449,17 @@ def _layernorm_sums(
             return np.zeros(1)
         return np.ascontiguousarray(np.broadcast_to(np.ravel(v), (n,)), dtype=np.float64)
 
-    k = ln.stat_count(n) if hasattr(ln, "stat_count") else n
+    k = int(min(ln.stat_count(n) if hasattr(ln, "stat_count") else n, n))
+    # the reference's sums of exact terms as integers where every partial sum stays
+    # below 2^53 LSBs (then the float sums are exact: the same values; _ln_row_acc)
+    top = 1 << (spec.in_fmt.width - 1)  # the largest |code|
+    int_sums = abs(spec.in_fmt.frac_bits) <= 511 and (
+        n * top < 1 << 53 if ln.center else top * top < 1 << 53 and k * top * top < 1 << 53
+    )
     ref = (
-        float(spec.in_fmt.lsb), bool(ln.center), int(min(k, n)), float(ln.eps),
-        vec(site.gamma), vec(site.beta), site.gamma is not None, site.beta is not None,
+        float(spec.in_fmt.lsb), bool(ln.center), k, float(ln.eps), vec(site.gamma),
+        vec(site.beta), site.gamma is not None, site.beta is not None, int_sums,
+        np.empty(n, dtype=np.float64),
     )  # fmt: skip
     plan = getattr(ln, "f32_plan", None)
     if plan is not None and xv.ndim == 2 and axis in (-1, 1):
