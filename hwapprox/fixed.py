@@ -253,6 +253,10 @@ class FixedFormat:
         """Largest raw code."""
         return (1 << (self.width - 1)) - 1 if self.signed else (1 << self.width) - 1
 
+    def float_range(self) -> tuple[float, float, float]:
+        """``(float(min), float(max), float(lsb))`` (memoised per format)."""
+        return _float_range(self)
+
     @property
     def min(self) -> Fraction:
         """Smallest representable value, exactly."""
@@ -747,3 +751,9 @@ class FixedArray:
 
     def __repr__(self) -> str:
         return f"FixedArray({self.fmt}, raw={self.raw!r})"
+
+
+@functools.lru_cache(maxsize=1024)
+def _float_range(fmt: FixedFormat) -> tuple[float, float, float]:
+    """:meth:`FixedFormat.float_range` computed."""
+    return float(fmt.min), float(fmt.max), float(fmt.lsb)

@@ -73,3 +73,19 @@ def test_nonfinite_statistics_are_not_memoised(run) -> None:  # type: ignore[no-
         V._calibrate_spec(
             run.specs[s.name], s, trace, set(), width=16, out_width=None, headroom=1, stat="max"
         )
+
+
+def test_layernorm_reference_arguments_follow_gamma_changed_in_place(run) -> None:  # type: ignore[no-untyped-def]
+    """The LayerNorm reports' memoised reference arguments (gamma, beta as float64 rows)
+    follow a gamma changed in place: the figures equal those of a cleared memo (float32,
+    as ONNX stores it: the float64 row is a copy)."""
+    s = next(s for s in run.selected if s.gamma is not None)
+    site = dataclasses.replace(s, gamma=np.array(s.gamma, dtype=np.float32, copy=True))
+    spec = run.specs[s.name]
+    x, y = run.trace.site_inputs[s.name], run.trace.site_outputs[s.name]
+    before = V.site_metrics(site, spec, x, y)
+    np.multiply(site.gamma, 1.5, out=site.gamma)
+    after = V.site_metrics(site, spec, x, y)
+    V._LN_REFS._d.clear()
+    assert after == V.site_metrics(site, spec, x, y)
+    assert after["quant_max_lsb"] != before["quant_max_lsb"]

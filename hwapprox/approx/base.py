@@ -287,17 +287,7 @@ class ApproxSpec(abc.ABC):
     def _f32_quant(self) -> tuple[float, float, float, bool] | None:
         """``(scale, lo, hi, round)`` of the compiled float32 quantisation into ``in_fmt``
         (a saturating AP_RND / AP_TRN format of ``W <= 52``, ``F >= 0``), else None."""
-        fmt = self.in_fmt
-        if (
-            fmt.width <= 52
-            and fmt.frac_bits >= 0
-            and fmt.overflow in (Overflow.SAT, Overflow.SAT_SYM)
-            and fmt.rounding in (Rounding.RND, Rounding.TRN)
-            and _kernels.available()
-        ):
-            lo, hi = fmt._sat_bounds()
-            return 2.0**fmt.frac_bits, float(lo), float(hi), fmt.rounding is Rounding.RND
-        return None
+        return _f32_quant_of(self.in_fmt) if _kernels.available() else None
 
     def quantize_input(self, x: npt.ArrayLike) -> RawArray:
         """Reals -> raw ``in_fmt`` codes (with the format's own modes). float32 arrays into
@@ -347,6 +337,20 @@ class ApproxSpec(abc.ABC):
                 continue
             parts.append(f"{f.name}={getattr(self, f.name)}")
         return " ".join(parts)
+
+
+@functools.lru_cache(maxsize=256)
+def _f32_quant_of(fmt: FixedFormat) -> tuple[float, float, float, bool] | None:
+    """:meth:`ApproxSpec._f32_quant`'s arguments for ``fmt`` (memoised per format)."""
+    if (
+        fmt.width <= 52
+        and fmt.frac_bits >= 0
+        and fmt.overflow in (Overflow.SAT, Overflow.SAT_SYM)
+        and fmt.rounding in (Rounding.RND, Rounding.TRN)
+    ):
+        lo, hi = fmt._sat_bounds()
+        return 2.0**fmt.frac_bits, float(lo), float(hi), fmt.rounding is Rounding.RND
+    return None
 
 
 @functools.cache

@@ -25,6 +25,7 @@ rows and elements are independent, so the values are the one-block run's
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import threading
 import time
@@ -226,7 +227,7 @@ def rows_view(site: Site, x: np.ndarray) -> tuple[np.ndarray, int]:
             f"site {site.name}: axis {site.axis} is out of range for input shape {x.shape}"
         )
     if site.trailing:
-        lead = int(np.prod(x.shape[:ax], dtype=np.int64))
+        lead = math.prod(x.shape[:ax])
         return x.reshape(lead, -1), -1
     return x, ax
 

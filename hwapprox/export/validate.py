@@ -443,24 +443,7 @@ def _layernorm_sums(
     xv, axis = rows_view(site, np.asarray(x))
     yfv = rows_view(site, np.asarray(y_float))[0]
     n = xv.shape[-1]
-
-    def vec(v: np.ndarray | None) -> np.ndarray:
-        if v is None:
-            return np.zeros(1)
-        return np.ascontiguousarray(np.broadcast_to(np.ravel(v), (n,)), dtype=np.float64)
-
-    k = int(min(ln.stat_count(n) if hasattr(ln, "stat_count") else n, n))
-    # the reference's sums of exact terms as integers where every partial sum stays
-    # below 2^53 LSBs (then the float sums are exact: the same values; _ln_row_acc)
-    top = 1 << (spec.in_fmt.width - 1)  # the largest |code|
-    int_sums = abs(spec.in_fmt.frac_bits) <= 511 and (
-        n * top < 1 << 53 if ln.center else top * top < 1 << 53 and k * top * top < 1 << 53
-    )
-    ref = (
-        float(spec.in_fmt.lsb), bool(ln.center), k, float(ln.eps), vec(site.gamma),
-        vec(site.beta), site.gamma is not None, site.beta is not None, int_sums,
-        np.empty(n, dtype=np.float64),
-    )  # fmt: skip
+    ref = (*_ln_reference_args(site, ln, n), np.empty(n, dtype=np.float64))
     plan = getattr(ln, "f32_plan", None)
     if plan is not None and xv.ndim == 2 and axis in (-1, 1):
         # the model and the comparison in one pass from the float32 rows
@@ -481,13 +464,54 @@ def _layernorm_sums(
     return (int(cnt), *(float(v) for v in rest))  # type: ignore[return-value]
 
 
+#: a LayerNorm site's reference arguments (_ln_reference_args) by the spec's and site's
+#: ids (the entry holds both: the ids stay theirs), the row length and gamma/beta bytes
+_LN_REFS: BoundedMemo[tuple[ApproxSpec, Site, tuple[Any, ...]]] = BoundedMemo(256)
+
+
+def _ln_reference_args(site: Site, ln: Any, n: int) -> tuple[Any, ...]:
+    """The reference arguments of the LayerNorm metric kernels for rows of ``n``
+    (:func:`~hwapprox.approx._kernels._ln_row_acc`, before its row buffer): the input
+    LSB, centring, the statistics' element count, eps, gamma and beta as read-only
+    float64 rows (a dummy where absent) with their flags, and ``int_sums``: the sums of
+    exact terms as integers where every partial sum stays below 2^53 LSBs (then the
+    float sums are exact, so the same values). Memoised (:data:`_LN_REFS`)."""
+    key = (
+        id(ln), id(site), n,
+        None if site.gamma is None else np.asarray(site.gamma).tobytes(),
+        None if site.beta is None else np.asarray(site.beta).tobytes(),
+    )  # fmt: skip
+    hit = _LN_REFS.get(key, None)
+    if hit is not None and hit[0] is ln and hit[1] is site:
+        return hit[2]
+
+    def vec(v: np.ndarray | None) -> np.ndarray:
+        a = np.zeros(1)
+        if v is not None:
+            a = np.ascontiguousarray(np.broadcast_to(np.ravel(v), (n,)), dtype=np.float64)
+        a.flags.writeable = False
+        return a
+
+    k = int(min(ln.stat_count(n) if hasattr(ln, "stat_count") else n, n))
+    top = 1 << (ln.in_fmt.width - 1)  # the largest |code|
+    int_sums = abs(ln.in_fmt.frac_bits) <= 511 and (
+        n * top < 1 << 53 if ln.center else top * top < 1 << 53 and k * top * top < 1 << 53
+    )
+    args = (
+        ln.in_fmt.float_range()[2], bool(ln.center), k, float(ln.eps), vec(site.gamma),
+        vec(site.beta), site.gamma is not None, site.beta is not None, int_sums,
+    )  # fmt: skip
+    _LN_REFS.put(key, (ln, site, args))
+    return args
+
+
 def _error_figures(
     spec: ApproxSpec, n: int, mx: float, s1: float, s2: float, sr: float, dq: float, da: float
 ) -> dict[str, float]:
     """:func:`site_metrics`' figures from its sums (count, max, Σ|d|, Σd², Σ y_float²,
     max quantisation and approximation differences)."""
     n = max(n, 1)  # nothing kept: every error figure 0
-    lsb = float(spec.out_fmt.lsb)
+    lsb = spec.out_fmt.float_range()[2]
     return {
         "max_abs": mx,
         "mean_abs": s1 / n,
@@ -538,7 +562,7 @@ def saturation(
     count is 0 without a pass over the data."""
 
     def count(v: np.ndarray, fmt: Any, st: SiteStats | None) -> tuple[int, int]:
-        lo, hi, lsb = float(fmt.min), float(fmt.max), float(fmt.lsb)
+        lo, hi, lsb = fmt.float_range()
         if st is not None and not st.nonfinite and lo - lsb <= st.min and st.max <= hi + lsb:
             # (broadcasting repeats each mask element size/mask.size times)
             m = 0 if mask is None else np.count_nonzero(mask) * (np.size(v) // np.size(mask))
