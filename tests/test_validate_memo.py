@@ -89,3 +89,18 @@ def test_layernorm_reference_arguments_follow_gamma_changed_in_place(run) -> Non
     V._LN_REFS._d.clear()
     assert after == V.site_metrics(site, spec, x, y)
     assert after["quant_max_lsb"] != before["quant_max_lsb"]
+
+
+def test_default_config_is_built_once_and_handed_out_as_copies() -> None:
+    """``build_config(None)`` equals the defaults applied one by one, and a caller that
+    changes the returned mappings does not change the next caller's."""
+    from hwapprox.approx.config import load_config
+
+    want = load_config(None)
+    for op, method in V.DEFAULT_METHODS.items():
+        want = want.with_default(op, {"method": method})
+    got = V.build_config(None)
+    assert got == want
+    got.defaults.clear()
+    got.sites["x"] = "float"
+    assert V.build_config(None) == want

@@ -174,6 +174,11 @@ def _cos(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _one(a: np.ndarray, b: np.ndarray, info: OutputInfo, axis: int | None, keep: Any) -> dict:
+    if axis == 0 and keep is None and a.ndim >= 2 and a.shape[0] > 1 and a.size:
+        # every sample kept whole, one shape: _samples' matrices stacked, as views
+        tok = a.ndim >= 3
+        shape = (a.shape[0], a.shape[1] if tok else 1, -1)
+        return _one_stacked(a.reshape(shape), b.reshape(shape), info, tok)
     sa, tok = _samples(a, axis, keep)
     sb, _ = _samples(b, axis, keep)
     sa_nz = [x for x in sa if x.size]

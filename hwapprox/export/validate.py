@@ -682,6 +682,15 @@ def _method_available(op: Operator, method: str) -> bool:
     return True
 
 
+@functools.cache
+def _default_config() -> ApproxConfig:
+    """:func:`build_config` without a config or methods (built once: the defaults)."""
+    cfg = load_config(None)
+    for op, method in DEFAULT_METHODS.items():
+        cfg = cfg.with_default(op, {"method": method})
+    return cfg
+
+
 def build_config(
     config: str | Path | Mapping[str, Any] | ApproxConfig | None,
     methods: Mapping[str, str] | None = None,
@@ -693,6 +702,9 @@ def build_config(
     An operator without a default in the config gets :data:`DEFAULT_METHODS`
     only when no config was given at all (and ``defaults`` is true).
     """
+    if config is None and not methods and defaults:
+        c = _default_config()
+        return ApproxConfig(dict(c.defaults), dict(c.sites))  # (a copy of its mappings)
     cfg = load_config(config)
     for op, method in (methods or {}).items():
         operator = Operator(op) if op in {o.value for o in Operator} else None
