@@ -782,9 +782,11 @@ class Emulator:
                     y = apply_fused(site, spec, x, values[site.fused_v], mask)  # type: ignore[arg-type]
                 else:
                     n_t = site.params.get("n_tensor")
-                    y = apply_spec_blocks(
-                        site, spec, x, mask, values[n_t] if n_t else None, dtype, self.threads
-                    )
+                    n_v = values[n_t] if n_t else None
+                    if self.threads == 1:  # (one block: apply_spec_blocks' own choice)
+                        y = apply_spec(site, spec, x, mask, n_v, dtype)
+                    else:
+                        y = apply_spec_blocks(site, spec, x, mask, n_v, dtype, self.threads)
                 y = y.astype(dtype, copy=False)
                 self.approx_seconds += time.perf_counter() - t0
             values[site.output] = y

@@ -81,6 +81,10 @@ def _edges_toward_zero(patterns: npt.NDArray[np.integer]) -> npt.NDArray[np.floa
 
 
 _THREAD = threading.local()
+_NO_BLOCKS = np.zeros(0, dtype=np.int64)
+_NO_COUNTS = np.zeros((0, BLOCK_BINS), dtype=np.int64)
+_NO_BLOCKS.flags.writeable = False
+_NO_COUNTS.flags.writeable = False
 
 
 def _scratch() -> npt.NDArray[np.int64]:
@@ -104,10 +108,9 @@ class RunningStats:
     mean: float = 0.0
     m2: float = 0.0
     #: the exponent blocks present (ascending ``pattern >> 7``) and their bins' counts
-    blocks: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    counts: npt.NDArray[np.int64] = field(
-        default_factory=lambda: np.zeros((0, BLOCK_BINS), dtype=np.int64)
-    )
+    #: (empty: one shared read-only pair, replaced by the first batch's blocks)
+    blocks: npt.NDArray[np.int64] = field(default_factory=lambda: _NO_BLOCKS)
+    counts: npt.NDArray[np.int64] = field(default_factory=lambda: _NO_COUNTS)
 
     @property
     def hist(self) -> npt.NDArray[np.int64]:
