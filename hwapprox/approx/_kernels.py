@@ -45,7 +45,10 @@ __all__ = [
     "hls4ml_rows",
     "ibert_rows",
     "memo_lookup",
+    "online_block_rows",
     "online_out",
+    "online_report_f32",
+    "online_rows_f32",
     "online_state",
     "quantize_f32",
     "quantize_gather",
@@ -781,36 +784,55 @@ def _softmax_err_stats(
     :func:`_err_stats3`'s figures and ``max_r |Σ_j y - Σ_unmasked yf|``, the sums
     blocked by 4096 kept elements as :func:`_err_stats3` blocks them."""
     st = (0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0)
-    rse = 0.0
+    st, rse = _softmax_rows_acc(st, 0.0, raw, y, table, yf, mask, has_mask, 0, raw.shape[0])
+    n, mx, s1, s2, sr, mq, ma = _acc_result(st)
+    return n, mx, s1, s2, sr, mq, ma, rse
+
+
+def _softmax_rows_acc(
+    st: Any, rse: float, x: Any, y: Any, table: Any, yf: Any, mask: Any, has_mask: bool,
+    i0: int, rows: int,
+) -> tuple[Any, float]:  # fmt: skip
+    """:func:`_softmax_err_stats` of ``rows`` rows: row ``k`` has the codes ``x[k]`` and
+    the model's reals ``y[k]``, and is row ``i0 + k`` of the float output ``yf`` and of
+    ``mask`` (read when ``has_mask``). The state ``st`` with their kept elements folded
+    in, in row order, and ``rse`` the row-sum error maximum with theirs; fully masked
+    rows leave both as they are. (A block of rows per call, not one: an inlined call
+    per row made the loops 1.5x slower.)"""
     top = table.shape[0] - 1
-    for r in range(raw.shape[0]):
+    n = x.shape[1]
+    for k in range(rows):
+        r = i0 + k
         m = np.int64(0)
         live = False
-        for j in range(raw.shape[1]):
+        for j in range(n):
             if has_mask and mask[r, j]:
                 continue
-            if not live or raw[r, j] > m:
-                m = raw[r, j]
+            if not live or x[k, j] > m:
+                m = x[k, j]
             live = True
         if not live:
             continue
         s = 0.0
-        for j in range(raw.shape[1]):
+        for j in range(n):
             if not (has_mask and mask[r, j]):
-                s += table[min(m - raw[r, j], top)]
+                s += table[min(m - x[k, j], top)]
         sy = 0.0
         sf = 0.0
-        for j in range(raw.shape[1]):
-            v = np.float64(y[r, j])
+        for j in range(n):
+            v = np.float64(y[k, j])
             sy += v
             if has_mask and mask[r, j]:
                 continue
             f = np.float64(yf[r, j])
             sf += f
-            st = _acc_add(st, v, f, table[min(m - raw[r, j], top)] / s)
+            st = _acc_add(st, v, f, table[min(m - x[k, j], top)] / s)
         rse = max(rse, abs(sy - sf))
-    n, mx, s1, s2, sr, mq, ma = _acc_result(st)
-    return n, mx, s1, s2, sr, mq, ma, rse
+    return st, rse
+
+
+if njit is not None:  # (inlined into the two softmax metric kernels)
+    _softmax_rows_acc = njit(inline="always")(_softmax_rows_acc)  # type: ignore[assignment]
 
 
 def _ln_row_acc(
@@ -1406,11 +1428,46 @@ def _round_shift_var1(v: int, sh: int, mode: int) -> tuple[int, bool]:
     return _round_shift1(v, sh, mode)
 
 
-if njit is not None:  # (inlined into recip_rows)
+def _recip_norm(v: int, wf: int) -> tuple[int, int]:
+    """The leading-one normalisation of :func:`_recip_rows` for one ``v > 0``: ``(p, U)``,
+    ``p = bit_length(v) - 1``, ``U = v·2^(wf - p)`` (a right shift truncates)."""
+    p = _bit_length(max(v, 1)) - 1
+    sh = wf - p
+    return p, (v << max(sh, 0)) >> max(-sh, 0)
+
+
+def _recip_mant(
+    u: int, p: int, newton: bool, tab: Any, addr_bits: int, tfb: int, wf: int, steps: int,
+    mode: int, total0: int,
+) -> tuple[int, bool]:  # fmt: skip
+    """:func:`_recip_rows`' reciprocal of one normalised value (``U``, ``p`` of
+    :func:`_recip_norm`): the table, the Newton steps or the PWL, and the final
+    ``round_shift_var``; ``(y, ok)``, ``ok`` False where a ``round_shift`` raises."""
+    g = wf - addr_bits
+    frac = u - (1 << wf)
+    i = frac >> g
+    if newton:
+        two2 = (2 << wf) << wf
+        r, ok = _round_shift1(tab[i], tfb - wf, mode)
+        for _ in range(steps):
+            e, ok_e = _round_shift1(two2 - u * r, wf, mode)
+            r, ok_r = _round_shift1(r * e, wf, mode)
+            ok = ok & ok_e & ok_r
+    else:
+        lo = tab[i]
+        w = frac & ((1 << g) - 1)
+        r, ok = _round_shift1((lo << g) - (lo - tab[i + 1]) * w, tfb + g - wf, mode)
+    y, ok_y = _round_shift_var1(r, total0 + p, mode)
+    return y, ok & ok_y
+
+
+if njit is not None:  # (inlined into recip_rows and the online softmax row kernels)
     _bit_length = njit(inline="always")(_bit_length)  # type: ignore[assignment]
     _round_inc = njit(inline="always")(_round_inc)  # type: ignore[assignment]
     _round_shift1 = njit(inline="always")(_round_shift1)  # type: ignore[assignment]
     _round_shift_var1 = njit(inline="always")(_round_shift_var1)  # type: ignore[assignment]
+    _recip_norm = njit(inline="always")(_recip_norm)  # type: ignore[assignment]
+    _recip_mant = njit(inline="always")(_recip_mant)  # type: ignore[assignment]
 
 
 def _recip_rows(
@@ -1435,45 +1492,198 @@ def _recip_rows(
     ``round_shift`` raises (a left shift past 63 bits): ``out`` is then partly
     written and the caller takes the numpy path, which raises.
 
-    Two loops: ``p`` and ``U`` (held in ``out``) for every value first, a loop without
-    gathers or exits that vectorises, then the table and the roundings (1.5 times
-    faster than one loop)."""
-    g = wf - addr_bits
-    gmask = (1 << g) - 1
-    one = 1 << wf
-    two2 = (2 << wf) << wf
-    s_lut = tfb + g - wf
-    s_seed = tfb - wf
+    Two loops: ``p`` and ``U`` (held in ``out``; :func:`_recip_norm`) for every value
+    first, a loop without gathers or exits that vectorises, then the table and the
+    roundings (:func:`_recip_mant`; 1.5 times faster than one loop)."""
     n = d.shape[0]
     ps = np.empty(n, dtype=np.int64)
     bad = 0
     for k in range(n):
         v = d[k]
         bad += v <= 0
-        p = _bit_length(max(v, 1)) - 1
-        sh = wf - p
-        out[k] = (v << max(sh, 0)) >> max(-sh, 0)  # U
-        ps[k] = p
+        ps[k], out[k] = _recip_norm(v, wf)  # (p, U)
     if bad > 0:
         return 1
     fine = True
     for k in range(n):
-        u = out[k]
-        frac = u - one
-        i = frac >> g
-        if newton:
-            r, ok = _round_shift1(tab[i], s_seed, mode)
-            for _ in range(steps):
-                e, ok_e = _round_shift1(two2 - u * r, wf, mode)
-                r, ok_r = _round_shift1(r * e, wf, mode)
-                ok = ok & ok_e & ok_r
-        else:
-            lo = tab[i]
-            r, ok = _round_shift1((lo << g) - (lo - tab[i + 1]) * (frac & gmask), s_lut, mode)
-        y, ok_y = _round_shift_var1(r, total0 + ps[k], mode)
-        fine &= ok & ok_y
+        y, ok = _recip_mant(out[k], ps[k], newton, tab, addr_bits, tfb, wf, steps, mode, total0)
+        fine &= ok
         out[k] = y
     return 0 if fine else 2
 
 
 recip_rows = njit(cache=True, nogil=True)(_recip_rows) if njit is not None else _recip_rows
+
+
+# -- online softmax from float32 rows ------------------------------------------------------
+# An emulated softmax site (``OnlineSoftmax.rows_f32``) and its report
+# (``hwapprox.export.validate``) from the site's float32 rows in one compiled pass each: the
+# input quantisation of :func:`_quantize_f32`, the recurrence of :func:`_online_state`, the
+# reciprocal of :func:`_recip_rows` (:func:`_recip_norm`, :func:`_recip_mant`), the stage of
+# :func:`_online_out` and the decode of :func:`_codes_to_float`, the same integers and reals
+# as those kernels in turn (``tests/test_online_f32.py`` compares them on 10^5 rows). Rows go
+# by blocks (:func:`online_block_rows`): one call of the shared row code per block.
+
+#: elements of a block of rows of the float32-row softmax kernels
+_ROWS_BLOCK = 4096
+
+
+def online_block_rows(rows: int, n: int) -> int:
+    """Rows per block of :func:`online_rows_f32` / :func:`online_report_f32` for ``rows``
+    rows of ``n``: about 4096 elements, at least one row, at most ``rows``."""
+    return max(1, min(rows, _ROWS_BLOCK // max(n, 1)))
+
+
+def _online_block_f32(
+    xf: Any, i0: int, rows: int, mask: Any, masked: bool, q_scale: float, q_lo: float,
+    q_hi: float, q_rnd: bool, memo: Any, one: int, up: int, fe: int, half_s: int, lo_in: int,
+    newton: bool, tab: Any, addr_bits: int, tfb: int, wf: int, steps: int, mode: int,
+    total0: int, r_wrap: bool, r_hi: int, s: int, half: int, lo: int, hi: int,
+    out_scale: float, xq: Any, y: Any, yo: int,
+) -> int:  # fmt: skip
+    """Rows ``i0 .. i0 + rows - 1`` of float32 ``xf`` through the online softmax, row ``k``
+    of the block in turn:
+
+    1. its codes into ``xq[k]`` (:func:`_quantize_f32`: ``floor(clip(x·q_scale, q_lo,
+       q_hi) [+ 1/2])``);
+    2. ``(m, d)`` by :func:`_online_state`'s recurrence (``masked``: from the empty state,
+       ``mask[i0 + k]`` True = masked; differences clamped to the memo's last entry; ``m``
+       at least ``lo_in``), a fully masked row's ``d = 0`` replaced by ``one`` (as
+       ``OnlineSoftmax._rows_detail`` does);
+    3. ``r = 1/d`` by :func:`_recip_mant` of :func:`_recip_norm` (``newton`` .. ``total0``
+       as :func:`_recip_rows` takes them), then ``recip_fmt``'s overflow (``r_wrap``: ``r &
+       r_hi``, else clipped to ``[0, r_hi]``);
+    4. the outputs of :func:`_online_out`, ``(E(m - x)·r + half) >> s`` clipped to
+       ``[lo, hi]``, 0 where masked, as reals ``code·out_scale`` (float64, stored into
+       ``y[yo + k]``'s dtype: :func:`_codes_to_float`).
+
+    Returns 0; 1 where an input is NaN/inf, 2 where the reciprocal would raise (``d <=
+    0``, a ``round_shift`` past 63 bits): the codes path then raises or runs numpy. Each
+    stage runs over the whole block before the next (one loop for all rows fused ran
+    1.6x slower)."""
+    n = xf.shape[1]
+    top = memo.shape[0] - 1
+    fmask = (1 << fe) - 1
+    bad = 0
+    for k in range(rows):
+        for j in range(n):
+            v = np.float64(xf[i0 + k, j])
+            bad += not np.isfinite(v)
+            sv = min(max(v * q_scale, q_lo), q_hi)
+            xq[k, j] = np.int64(np.floor(sv + 0.5)) if q_rnd else np.int64(np.floor(sv))
+    if bad:
+        return 1
+    ms = np.empty(rows, dtype=np.int64)
+    rs = np.empty(rows, dtype=np.int64)
+    for k in range(rows):
+        if masked:
+            m = np.int64(lo_in - 1)
+            d = 0
+            start = 0
+        else:
+            m = xq[k, 0]
+            d = one
+            start = 1
+        for j in range(start, n):
+            if masked and mask[i0 + k, j]:
+                continue
+            xj = xq[k, j]
+            if xj > m:
+                e = memo[min(xj - m, top)]  # d·E beyond 64 bits: (d >> F_e)·E + (d mod 2^F_e)·E
+                d = (d >> fe) * e + ((((d & fmask) * e) + half_s) >> fe) + one
+                m = xj
+            else:
+                d += memo[min(m - xj, top)] * up
+        ms[k] = m if m >= lo_in else lo_in
+        rs[k] = d if d != 0 else one
+    for k in range(rows):
+        d = rs[k]
+        if d <= 0:
+            return 2
+        p, u = _recip_norm(d, wf)
+        r, ok = _recip_mant(u, p, newton, tab, addr_bits, tfb, wf, steps, mode, total0)
+        if not ok:
+            return 2
+        rs[k] = (r & r_hi) if r_wrap else min(max(r, 0), r_hi)
+    for k in range(rows):
+        mk = ms[k]
+        rk = rs[k]
+        for j in range(n):  # no branch on the mask here: the loop stays branch-free
+            v = (memo[min(max(mk - xq[k, j], 0), top)] * rk + half) >> s
+            y[yo + k, j] = np.float64(lo if v < lo else (hi if v > hi else v)) * out_scale
+        if masked:
+            for j in range(n):
+                if mask[i0 + k, j]:
+                    y[yo + k, j] = 0.0
+    return 0
+
+
+if njit is not None:  # (called once per block by the two kernels below: numba cannot inline
+    # a function of this many arguments)
+    _online_block_f32 = njit(cache=True, nogil=True)(_online_block_f32)  # type: ignore[assignment]
+
+
+def _online_rows_f32(
+    xf: Any, mask: Any, masked: bool, q_scale: float, q_lo: float, q_hi: float, q_rnd: bool,
+    memo: Any, one: int, up: int, fe: int, half_s: int, lo_in: int, newton: bool, tab: Any,
+    addr_bits: int, tfb: int, wf: int, steps: int, mode: int, total0: int, r_wrap: bool,
+    r_hi: int, s: int, half: int, lo: int, hi: int, out_scale: float, out: Any,
+) -> int:  # fmt: skip
+    """``OnlineSoftmax`` of float32 rows ``xf`` (R, N) to the output codes' reals ``out``
+    (float32 or float64) in one pass: :func:`_online_block_f32` by blocks of rows (its
+    arguments). Returns its status: 0, 1 (a NaN/inf input) or 2 (the reciprocal would
+    raise); ``out`` is then partly written."""
+    n = xf.shape[1]
+    b = max(1, min(xf.shape[0], _ROWS_BLOCK // max(n, 1)))  # (online_block_rows)
+    xq = np.empty((b, n), dtype=np.int64)
+    for i0 in range(0, xf.shape[0], b):
+        status = _online_block_f32(
+            xf, i0, min(b, xf.shape[0] - i0), mask, masked, q_scale, q_lo, q_hi, q_rnd,
+            memo, one, up, fe, half_s, lo_in, newton, tab, addr_bits, tfb, wf, steps, mode,
+            total0, r_wrap, r_hi, s, half, lo, hi, out_scale, xq, out, i0,
+        )  # fmt: skip
+        if status:
+            return status
+    return 0
+
+
+def _online_report_f32(
+    xf: Any, yf: Any, mask: Any, masked: bool, q_scale: float, q_lo: float, q_hi: float,
+    q_rnd: bool, memo: Any, one: int, up: int, fe: int, half_s: int, lo_in: int,
+    newton: bool, tab: Any, addr_bits: int, tfb: int, wf: int, steps: int, mode: int,
+    total0: int, r_wrap: bool, r_hi: int, s: int, half: int, lo: int, hi: int,
+    out_scale: float, y_blk: Any, table: Any,
+) -> tuple[int, int, float, float, float, float, float, float, float]:  # fmt: skip
+    """A softmax site's figures (:func:`_softmax_err_stats`: count, max, sums, the two
+    split maxima, the row-sum error) from its float32 rows ``xf`` (R, N) and float
+    output ``yf`` (R, N) in one pass: per block of rows the model's reals as
+    :func:`_online_rows_f32` gives them (into ``y_blk``, of the reals' dtype and
+    :func:`online_block_rows` rows) and their codes, then :func:`_softmax_rows_acc` on
+    them (``mask`` with ``masked``; ``table`` the exp table): the same figures in the
+    same order, without the codes and reals arrays. First item the status of
+    :func:`_online_rows_f32` (the rest then meaningless)."""
+    st = (0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0)
+    rse = 0.0
+    n = xf.shape[1]
+    b = y_blk.shape[0]
+    xq = np.empty((b, n), dtype=np.int64)
+    for i0 in range(0, xf.shape[0], b):
+        rows = min(b, xf.shape[0] - i0)
+        status = _online_block_f32(
+            xf, i0, rows, mask, masked, q_scale, q_lo, q_hi, q_rnd, memo, one, up, fe,
+            half_s, lo_in, newton, tab, addr_bits, tfb, wf, steps, mode, total0, r_wrap,
+            r_hi, s, half, lo, hi, out_scale, xq, y_blk, 0,
+        )  # fmt: skip
+        if status:
+            return status, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        st, rse = _softmax_rows_acc(st, rse, xq, y_blk, table, yf, mask, masked, i0, rows)
+    cnt, mx, s1, s2, sr, mq, ma = _acc_result(st)
+    return 0, cnt, mx, s1, s2, sr, mq, ma, rse
+
+
+if njit is not None:
+    online_rows_f32 = njit(cache=True, nogil=True)(_online_rows_f32)
+    online_report_f32 = njit(cache=True, nogil=True)(_online_report_f32)
+else:  # pragma: no cover
+    online_rows_f32 = _online_rows_f32
+    online_report_f32 = _online_report_f32

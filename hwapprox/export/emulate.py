@@ -50,7 +50,7 @@ from hwapprox.export.patterns import Site
 __all__ = [
     "Emulator", "PrefixChain", "apply_fused", "apply_spec", "apply_spec_blocks",
     "apply_spec_pair", "make_session", "model_rows", "rows_view", "site_mask_bits",
-    "site_row_params", "site_threads",
+    "site_row_params", "site_threads", "softmax_f32_rows",
     "thread_map", "thread_start",
 ]  # fmt: skip
 
@@ -317,11 +317,18 @@ def apply_spec(
         return _ideal(site, spec, xv, axis, mask).astype(dtype).reshape(np.shape(x))
     if site.operator is Operator.GELU or site.operator in ELEMENTWISE_ATTENTION:
         return spec.evaluate(xv, dtype).reshape(np.shape(x))
-    fused = getattr(spec, "rows_f32", None)  # float32 rows to reals in one compiled pass
-    if fused is not None and xv.ndim == 2 and axis in (-1, 1):
-        y = fused(xv, *site_row_params(site, spec, xv.shape[1]), dtype)
-        if y is not None:
-            return y.reshape(np.shape(x))
+    if site.operator is Operator.SOFTMAX:
+        rows = _softmax_f32_rows(site, spec, xv, axis, mask)
+        if rows is not None:  # float32 rows to reals in one compiled pass
+            y = rows[0].rows_f32(rows[1], rows[2], dtype)
+            if y is not None:
+                return y.reshape(np.shape(x))
+    else:
+        fused = getattr(spec, "rows_f32", None)  # float32 rows to reals in one compiled pass
+        if fused is not None and xv.ndim == 2 and axis in (-1, 1):
+            y = fused(xv, *site_row_params(site, spec, xv.shape[1]), dtype)
+            if y is not None:
+                return y.reshape(np.shape(x))
     return _model_of_raw(site, spec, spec.quantize_input(xv), axis, mask, dtype).reshape(
         np.shape(x)
     )
@@ -393,6 +400,51 @@ def _site_rows(
     return spec, xv, axis, mask
 
 
+def softmax_f32_rows(
+    site: Site, spec: ApproxSpec, x: np.ndarray, mask: np.ndarray | None, n_value: Any = None
+) -> tuple[Any, np.ndarray, np.ndarray | None] | None:
+    """A softmax site's input as :func:`apply_spec` prepares it for a spec's float32-row
+    pass (``OnlineSoftmax.rows_f32``, ``f32_plan``): ``(the spec the codes path uses,
+    the rows (R, N), their mask (R, N) or None)``, or None where that pass cannot
+    stand in for the codes path (:func:`_softmax_f32_rows`)."""
+    spec, xv, axis, mask = _site_rows(site, spec, x, mask, n_value)
+    return _softmax_f32_rows(site, spec, xv, axis, mask)
+
+
+def _softmax_f32_rows(
+    site: Site, spec: ApproxSpec, xv: np.ndarray, axis: int, mask: np.ndarray | None
+) -> tuple[Any, np.ndarray, np.ndarray | None] | None:
+    """:func:`softmax_f32_rows` of :func:`_site_rows`' output: None unless the spec has a
+    float32-row pass, ``xv`` is float32 with its rows along the last axis and the mask
+    (if any) is bool; the spec as :func:`_model_of_raw` uses it (``row_max`` raised to
+    the row length), the rows C-contiguous, and the mask as the model takes it (rows
+    view, None without a True)."""
+    if (
+        getattr(spec, "rows_f32", None) is None
+        or xv.dtype != np.float32
+        or xv.ndim == 0
+        or axis not in (-1, xv.ndim - 1)
+        or (mask is not None and np.asarray(mask).dtype != np.bool_)
+    ):
+        return None
+    n = xv.shape[-1]
+    spec = _softmax_row_spec(spec, n)
+    rows = np.ascontiguousarray(xv).reshape(-1, n)
+    mk = None
+    if mask is not None:
+        mk = np.ascontiguousarray(rows_view(site, mask)[0]).reshape(-1, n)
+        mk = mk if mk.any() else None
+    return spec, rows, mk
+
+
+def _softmax_row_spec(spec: ApproxSpec, n_row: int) -> ApproxSpec:
+    """The softmax spec for rows of ``n_row``: ``row_max`` raised to it where below (the
+    unit is built for the site's rows)."""
+    if n_row > getattr(spec, "row_max", n_row):
+        return spec.replace(row_max=n_row)
+    return spec
+
+
 def _model_of_raw(
     site: Site,
     spec: ApproxSpec,
@@ -404,9 +456,7 @@ def _model_of_raw(
     """A row operator's model of the quantised rows ``raw`` (:func:`_site_rows`), as
     reals of ``dtype`` (rows view shape)."""
     if site.operator is Operator.SOFTMAX:
-        n_row = int(np.shape(raw)[axis]) if np.ndim(raw) else 1
-        if n_row > getattr(spec, "row_max", n_row):
-            spec = spec.replace(row_max=n_row)  # the unit is built for the site's rows
+        spec = _softmax_row_spec(spec, int(np.shape(raw)[axis]) if np.ndim(raw) else 1)
         if mask is None:
             out = spec.model(raw, axis=axis)
         else:

@@ -68,6 +68,7 @@ from hwapprox.export.emulate import (
     rows_view,
     site_row_params,
     site_threads,
+    softmax_f32_rows,
     thread_map,
 )
 from hwapprox.export.errors import ExportError
@@ -403,6 +404,9 @@ def _softmax_sums(
         and np.shape(y_float) == np.shape(x)
     ):
         return None
+    fused = _softmax_sums_f32(site, spec, x, y_float, mask, n_value, dt)
+    if fused is not None:
+        return fused
     spec, raw, y, axis, mk = model_rows(site, spec, x, mask, n_value, dt)
     if axis not in (-1, raw.ndim - 1):
         return None
@@ -420,6 +424,44 @@ def _softmax_sums(
         m, mk is not None,
     )  # fmt: skip
     cnt, *rest = res
+    return (int(cnt), *(float(v) for v in rest))  # type: ignore[return-value]
+
+
+def _softmax_sums_f32(
+    site: Site,
+    spec: ApproxSpec,
+    x: np.ndarray,
+    y_float: np.ndarray,
+    mask: np.ndarray | None,
+    n_value: float | None,
+    dt: type,
+) -> tuple[int, float, float, float, float, float, float, float] | None:
+    """:func:`_softmax_sums` from the site's float32 rows in one compiled pass, the model
+    included (:func:`~hwapprox.approx._kernels.online_report_f32`: per block of rows the
+    model's reals as the emulation's float32-row pass gives them, then the comparison of
+    :func:`~hwapprox.approx._kernels.softmax_err_stats` on their codes): the same figures,
+    without the codes and reals arrays. None where the spec has no such pass or it does
+    not apply (:func:`~hwapprox.export.emulate.softmax_f32_rows`, ``f32_plan``), or an
+    input is NaN/inf or the reciprocal would raise (the codes path then raises)."""
+    if np.ndim(x) == 0 or getattr(spec, "f32_plan", None) is None:
+        return None
+    pre = softmax_f32_rows(site, spec, x, mask, n_value)
+    if pre is None:
+        return None
+    sp, rows, mk = pre
+    args = sp.f32_plan(rows, mk, np.dtype(dt))
+    table = _exp_table(sp.in_fmt.width, sp.in_fmt.frac_bits)
+    if args is None or table is None:
+        return None
+    n = rows.shape[1]
+    yf = np.ascontiguousarray(rows_view(site, np.asarray(y_float))[0]).reshape(-1, n)
+    y_blk = np.empty((_kernels.online_block_rows(rows.shape[0], n), n), dtype=dt)
+    status, cnt, *rest = _kernels.online_report_f32(
+        rows, yf, np.zeros((1, 1), bool) if mk is None else mk, mk is not None, *args, y_blk,
+        table,
+    )  # fmt: skip
+    if status != 0:
+        return None
     return (int(cnt), *(float(v) for v in rest))  # type: ignore[return-value]
 
 

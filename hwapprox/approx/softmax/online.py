@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from hwapprox._cache import BoundedMemo
 from hwapprox.approx import _kernels, intmath
 from hwapprox.approx.base import Cost, RawArray, broadcast_mask, require
 from hwapprox.approx.hwparams import overflow_code, raw_width, rounding_code, ubits
@@ -40,6 +41,17 @@ _UFIX27_5_RND_SAT = _F("ap_ufixed<27,5,AP_RND,AP_SAT>")
 _UFIX28_12_TRN = _F("ap_ufixed<28,12,AP_TRN>")
 _UFIX36_12_RND = _F("ap_ufixed<36,12,AP_RND>")
 _UFIX8_0_RND_SAT = _F("ap_ufixed<8,0,AP_RND,AP_SAT>")
+
+#: :meth:`OnlineSoftmax.f32_plan`'s kernel arguments (or None) by (spec, row length)
+_F32_PLANS: BoundedMemo[tuple[Any, ...] | None] = BoundedMemo(64)
+_NO_PLAN: Any = object()
+#: the mask argument of the compiled kernels when there is none (never read)
+_NO_MASK = np.zeros((1, 1), dtype=bool)
+
+
+def _bool_rows(mask: npt.NDArray[Any], shape: tuple[int, ...]) -> bool:
+    """``mask`` is a C-contiguous bool array of ``shape``."""
+    return bool(mask.dtype == np.bool_ and mask.shape == shape and mask.flags.c_contiguous)
 
 
 #: the fixed internal formats the online softmax had before they were derived from
@@ -985,6 +997,104 @@ class OnlineSoftmax(SoftmaxSpec):
             rounding=self.recip_fmt.rounding,
         )
         return self.recip_fmt.saturate(r)
+
+    # -- float32 rows in one compiled pass (an emulated site) -----------------------------
+    def rows_f32(
+        self,
+        xf: npt.NDArray[np.float32],
+        mask: npt.NDArray[np.bool_] | None = None,
+        dtype: npt.DTypeLike = np.float32,
+    ) -> npt.NDArray[np.floating] | None:
+        """``output_to_float(model(quantize_input(xf), mask=mask), dtype)`` of C-contiguous
+        float32 rows ``xf`` (R, N) in one compiled pass
+        (:func:`hwapprox.approx._kernels.online_rows_f32`: the same integers and reals as
+        the codes path); ``mask`` None or C-contiguous (R, N) bools, True = masked. None
+        where that pass does not apply (:meth:`f32_plan`), or an input is NaN/inf, or the
+        reciprocal would raise: the caller then takes the codes path, which gives these
+        values or raises its errors."""
+        dt = np.dtype(dtype)
+        args = self.f32_plan(xf, mask, dt)
+        if args is None:
+            return None
+        out = np.empty(xf.shape, dtype=dt)
+        mk = _NO_MASK if mask is None else mask
+        return out if _kernels.online_rows_f32(xf, mk, mask is not None, *args, out) == 0 else None
+
+    def f32_plan(
+        self,
+        xf: npt.NDArray[np.float32],
+        mask: npt.NDArray[np.bool_] | None,
+        dtype: np.dtype[Any],
+    ) -> tuple[Any, ...] | None:
+        """The scalar and table arguments of the float32-row kernels (:meth:`rows_f32`,
+        :func:`hwapprox.approx._kernels.online_report_f32`) after the rows and the mask, or
+        None where they do not apply: rows not C-contiguous float32 (R >= 1, N >= 1), a mask not
+        C-contiguous (R, N) bool, another output dtype, rows longer than the unit's limits
+        (the codes path raises), or a spec the kernels do not cover (:meth:`_f32_args`).
+        Memoised per spec and row length."""
+        if (
+            xf.dtype != np.float32
+            or xf.ndim != 2
+            or not xf.flags.c_contiguous
+            or xf.size == 0
+            or dtype not in (np.float32, np.float64)
+            or not (mask is None or _bool_rows(mask, xf.shape))
+        ):
+            return None
+        key = (self, xf.shape[1])
+        plan = _F32_PLANS.get(key, _NO_PLAN)
+        if plan is _NO_PLAN:
+            plan = _F32_PLANS.put(key, self._f32_args(xf.shape[1]))
+        return plan
+
+    def _f32_args(self, n: int) -> tuple[Any, ...] | None:
+        """:meth:`f32_plan`'s arguments for rows of ``n``, or None: the kernels cover the
+        compiled path of :meth:`_rows_detail` -- the online schedule through the compiled
+        scans (:meth:`_kernel_ok`), the compiled input quantisation
+        (:meth:`_f32_quant`), the compiled reciprocal of :func:`intmath.reciprocal`
+        with ``recip_fmt`` wrapping or saturating, the inline output cast
+        (:func:`_kernels.cast_params`) and a decode in one product (``out_fmt`` of at
+        most 53 bits) -- without ``unified_max``, skipping, the clip, Softmax_1 or log
+        codes, for rows within ``row_max`` and ``sum_fmt``."""
+        q = self._f32_quant()
+        if (
+            q is None
+            or not self._kernel_ok()
+            or self.schedule != "online"
+            or self.unified_max is not None
+            or self.skip_raw
+            or self.clipped
+            or self.off_by_one
+            or self.out_code != "linear"
+            or n > self.row_max
+            or n > int(self.sum_fmt.max)
+            or self.out_fmt.width > 53
+            or abs(self.out_fmt.frac_bits) > 960
+        ):
+            return None
+        fe, fs, fr = self.exp_fmt.frac_bits, self.sum_fmt.frac_bits, self.recip_fmt.frac_bits
+        cp = _kernels.cast_params(fe + fr, self.out_fmt)
+        wf, tb = self.recip_work_frac_bits, self.recip_table_bits
+        ints = (tb, wf, wf, self.newton_steps, fs, fr)
+        rnd = self.recip_fmt.rounding
+        r_ovf = self.recip_fmt.overflow
+        if (
+            cp is None
+            or not intmath._recip_kernel_fits(self.recip_unit, ints, rnd)
+            or r_ovf not in (Overflow.WRAP, Overflow.SAT, Overflow.SAT_SYM)
+        ):
+            return None
+        tab = np.ascontiguousarray(_cached(self, "tables")["recip_table"], dtype=np.int64)
+        if tab.ndim != 1 or tab.shape[0] < (1 << tb) + (self.recip_unit == "lut"):
+            return None
+        return (
+            *q, self._kernel_memo(), self._one_sum(), 1 << (fs - fe), fe,
+            (1 << (fe - 1)) if self.sum_fmt.rounding is Rounding.RND else 0,
+            self.in_fmt.min_raw, self.recip_unit == "newton", tab, tb, wf, wf,
+            self.newton_steps, _kernels.RECIP_MODES[rnd], wf - fs - fr,
+            r_ovf is Overflow.WRAP, self.recip_fmt.max_raw, *cp,
+            2.0**-self.out_fmt.frac_bits,
+        )  # fmt: skip
 
     def _reference_unclipped(
         self, x: npt.ArrayLike, axis: int = -1, mask: npt.ArrayLike | None = None, **kw: Any
