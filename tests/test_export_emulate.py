@@ -414,18 +414,23 @@ def test_fused_softmax_metrics_of_wide_inputs_read_a_cut_exp_table() -> None:
     x = (rng.normal(0, 400, (2, 3, 41))).astype(np.float32)  # differences past 746
     y = make_session(imp.model, 1).run(None, {"x": x})[0]
     spec = make_spec("softmax", "online", in_fmt="ap_fixed<22,12,AP_RND,AP_SAT>")
-    with _counting(_kernels, "softmax_err_stats") as calls:
-        got = site_metrics(site, spec, x, y)
     with patch.object(V, "_softmax_sums", lambda *a: None):
         want = site_metrics(site, spec, x, y)
-    assert calls == [1]
-    for k in ("max_abs", "mean_abs", "rms", "rel_rms", "max_lsb"):
-        assert got[k] == want[k], k
-    for k in ("quant_max_lsb", "approx_max_lsb"):
-        assert abs(got[k] - want[k]) * got["out_lsb"] <= 1e-15, k
-    with patch.object(V, "_exp_table", lambda w, f: table[:2000]):  # exp(-1.95): not 0
-        bad = site_metrics(site, spec, x, y)
-    assert abs(bad["quant_max_lsb"] - want["quant_max_lsb"]) * got["out_lsb"] > 1e-6
+    # the codes' comparison kernel, and the one from the float32 rows (the same table)
+    for name, f32_off in (("softmax_err_stats", True), ("online_report_f32", False)):
+        with contextlib.ExitStack() as stack:
+            if f32_off:
+                stack.enter_context(patch.object(V, "_softmax_sums_f32", lambda *a: None))
+            calls = stack.enter_context(_counting(_kernels, name))
+            got = site_metrics(site, spec, x, y)
+            assert calls == [1], name
+            for k in ("max_abs", "mean_abs", "rms", "rel_rms", "max_lsb"):
+                assert got[k] == want[k], (name, k)
+            for k in ("quant_max_lsb", "approx_max_lsb"):
+                assert abs(got[k] - want[k]) * got["out_lsb"] <= 1e-15, (name, k)
+            with patch.object(V, "_exp_table", lambda w, f: table[:2000]):  # exp(-1.95): not 0
+                bad = site_metrics(site, spec, x, y)
+            assert abs(bad["quant_max_lsb"] - want["quant_max_lsb"]) * got["out_lsb"] > 1e-6
 
 
 @pytest.mark.parametrize("axis", [-1, 1])

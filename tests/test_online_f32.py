@@ -99,7 +99,9 @@ def _codes_path(spec: Any, xf: np.ndarray, mask: np.ndarray | None, dt: Any) -> 
 
 def _same(a: np.ndarray | None, b: np.ndarray) -> bool:
     """Bit-identical: dtype, shape and bytes (so 0.0 and -0.0 differ)."""
-    return a is not None and a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+    if a is None or a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    return a.tobytes() == b.tobytes()
 
 
 def test_f32_rows_equal_the_codes_path() -> None:
@@ -179,7 +181,8 @@ def test_f32_rows_catch_one_lsb() -> None:
     for bad in (one_code_up, one_element):
         with patch.object(_kernels, "online_rows_f32", bad):
             got = spec.rows_f32(xf)
-        assert got is not None and not _same(got, want)
+        assert got is not None
+        assert not _same(got, want)
 
 
 # -- emulated sites and their reports ----------------------------------------------------------
@@ -327,7 +330,8 @@ def test_embedded_example_validate_takes_the_f32_rows() -> None:
     imp = import_model(example.model_path())
     with _counting("online_rows_f32") as emu, _counting("online_report_f32") as rep:
         got = V.validate(imp, inputs=z)
-    assert len(emu) >= 2 and len(rep) == 2
+    assert len(emu) >= 2
+    assert len(rep) == 2
     with (
         patch.object(OnlineSoftmax, "rows_f32", None),
         patch.object(V, "_softmax_sums_f32", lambda *a: None),
