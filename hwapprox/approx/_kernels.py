@@ -1557,10 +1557,10 @@ def _online_block_f32(
        ``[lo, hi]``, 0 where masked, as reals ``code·out_scale`` (float64, stored into
        ``y[yo + k]``'s dtype: :func:`_codes_to_float`).
 
-    Returns 0; 1 where an input is NaN/inf, 2 where the reciprocal would raise (``d <=
-    0``, a ``round_shift`` past 63 bits): the codes path then raises or runs numpy. Each
-    stage runs over the whole block before the next (one loop for all rows fused ran
-    1.6x slower)."""
+    ``memo`` may be int32 (values below 2^31: the same integers). Returns 0; 1 where an
+    input is NaN/inf, 2 where the reciprocal would raise (``d <= 0``, a ``round_shift``
+    past 63 bits): the codes path then raises or runs numpy. Each stage runs over the
+    whole block before the next (one loop for all rows fused ran 1.6x slower)."""
     n = xf.shape[1]
     top = memo.shape[0] - 1
     fmask = (1 << fe) - 1
@@ -1596,15 +1596,21 @@ def _online_block_f32(
                 d += memo[min(m - xj, top)] * up
         ms[k] = m if m >= lo_in else lo_in
         rs[k] = d if d != 0 else one
-    for k in range(rows):
+    ps = np.empty(rows, dtype=np.int64)
+    bad = 0
+    for k in range(rows):  # (as _recip_rows: the normalisation first, a loop that vectorises)
         d = rs[k]
-        if d <= 0:
-            return 2
-        p, u = _recip_norm(d, wf)
-        r, ok = _recip_mant(u, p, newton, tab, addr_bits, tfb, wf, steps, mode, total0)
-        if not ok:
-            return 2
+        bad += d <= 0
+        ps[k], rs[k] = _recip_norm(d, wf)
+    if bad:
+        return 2
+    fine = True
+    for k in range(rows):
+        r, ok = _recip_mant(rs[k], ps[k], newton, tab, addr_bits, tfb, wf, steps, mode, total0)
+        fine &= ok
         rs[k] = (r & r_hi) if r_wrap else min(max(r, 0), r_hi)
+    if not fine:
+        return 2
     for k in range(rows):
         mk = ms[k]
         rk = rs[k]

@@ -857,6 +857,14 @@ class OnlineSoftmax(SoftmaxSpec):
             return _cached(self, "_exp_memo")  # type: ignore[no-any-return]
         return _cached(self, "_exp_memo_clamped")  # type: ignore[no-any-return]
 
+    def _kernel_memo32(self) -> RawArray:
+        """:meth:`_kernel_memo` as int32 where every ``E`` fits (``exp_fmt`` of at most 31
+        bits; the same values, half the cache the compiled gathers read), else as it is."""
+        if self.exp_fmt.width > 31:
+            return self._kernel_memo()
+        name = "_exp_memo" if self.in_fmt.width <= _MEMO_MAX_BITS else "_exp_memo_clamped"
+        return _cached(self, name, True)  # type: ignore[no-any-return]
+
     def _row_state_kernel(
         self, x: RawArray, mask: npt.NDArray[np.bool_] | None
     ) -> tuple[RawArray, RawArray, None, npt.NDArray[np.bool_] | None]:
@@ -1088,7 +1096,7 @@ class OnlineSoftmax(SoftmaxSpec):
         if tab.ndim != 1 or tab.shape[0] < (1 << tb) + (self.recip_unit == "lut"):
             return None
         return (
-            *q, self._kernel_memo(), self._one_sum(), 1 << (fs - fe), fe,
+            *q, self._kernel_memo32(), self._one_sum(), 1 << (fs - fe), fe,
             (1 << (fe - 1)) if self.sum_fmt.rounding is Rounding.RND else 0,
             self.in_fmt.min_raw, self.recip_unit == "newton", tab, tb, wf, wf,
             self.newton_steps, _kernels.RECIP_MODES[rnd], wf - fs - fr,
