@@ -125,6 +125,43 @@ def test_f32_rows_equal_the_codes_path() -> None:
     assert rows > 100_000
 
 
+def test_f32_report_kernel_equals_the_codes_comparison() -> None:
+    """online_report_f32 (the model's reals per block of rows, then the comparison) gives
+    softmax_err_stats' figures on the codes path's codes and reals exactly, as a tuple of
+    the same floats, on the edge rows of every spec of :func:`_specs` (the reals float32
+    up to 24 output bits, else float64, as the reports store them), rows of 1 to 256 (row
+    counts that leave a partial last block), no mask, a padding mask and an all-False one,
+    against a float output near the exact softmax; more than 10^5 rows."""
+    from hwapprox.approx.softmax import stable_softmax
+
+    rng = np.random.default_rng(29)
+    rows = 0
+    for spec in _specs():
+        dt = np.float32 if spec.out_fmt.width <= 24 else np.float64
+        table = V._exp_table(spec.in_fmt.width, spec.in_fmt.frac_bits)
+        for n in (1, 2, 3, 5, 16, 17, 64, 100, 255, 256):
+            if n > spec.row_max:
+                continue
+            count = max(200, min(3001, 60001 // n))
+            xf = _rows(spec, n, count, rng)
+            for mask in _masks(count, n, rng):
+                ref = stable_softmax(spec.in_fmt.to_float(spec.quantize_input(xf)), mask=mask)
+                yf = (ref * (1 + 1e-4 * rng.standard_normal(ref.shape))).astype(np.float32)
+                raw = spec.quantize_input(xf)
+                y = spec.output_to_float(spec.model(raw, mask=mask), dt)
+                mk = np.zeros((1, 1), bool) if mask is None else mask
+                want = _kernels.softmax_err_stats(raw, table, y, yf, mk, mask is not None)
+                args = spec.f32_plan(xf, mask, np.dtype(dt))
+                blk = np.empty((_kernels.online_block_rows(count, n), n), dtype=dt)
+                status, *got = _kernels.online_report_f32(
+                    xf, yf, mk, mask is not None, *args, blk, table
+                )
+                assert status == 0
+                assert tuple(got) == tuple(want), (spec.describe(), n)
+            rows += count
+    assert rows > 100_000
+
+
 def test_f32_rows_refuse_what_they_do_not_cover() -> None:
     """None (the caller takes the codes path) for NaN/inf inputs (the codes path raises the
     format's error), rows longer than row_max (it raises its limit), a wrapping input
