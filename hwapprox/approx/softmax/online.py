@@ -42,8 +42,9 @@ _UFIX28_12_TRN = _F("ap_ufixed<28,12,AP_TRN>")
 _UFIX36_12_RND = _F("ap_ufixed<36,12,AP_RND>")
 _UFIX8_0_RND_SAT = _F("ap_ufixed<8,0,AP_RND,AP_SAT>")
 
-#: :meth:`OnlineSoftmax.f32_plan`'s kernel arguments (or None) by (spec, row length)
-_F32_PLANS: BoundedMemo[tuple[Any, ...] | None] = BoundedMemo(64)
+#: :meth:`OnlineSoftmax.f32_plan`'s kernel arguments (or None) by (spec, row length); as
+#: many as ``_cached`` keeps: each holds its spec's exp memo (up to 4 MiB)
+_F32_PLANS: BoundedMemo[tuple[Any, ...] | None] = BoundedMemo(16)
 _NO_PLAN: Any = object()
 #: the mask argument of the compiled kernels when there is none (never read)
 _NO_MASK = np.zeros((1, 1), dtype=bool)
