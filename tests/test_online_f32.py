@@ -107,7 +107,8 @@ def _same(a: np.ndarray | None, b: np.ndarray) -> bool:
 def test_f32_rows_equal_the_codes_path() -> None:
     """rows_f32 equals quantize_input -> model(mask) -> output_to_float bit for bit on more
     than 10^5 edge rows (:func:`_rows`), every spec of :func:`_specs`, rows of 1 to 256,
-    float32 and float64 outputs, no mask, a padding mask and an all-False one."""
+    float32 and float64 outputs, no mask, a padding mask and an all-False one; masked
+    scores are not read (-inf there: the values of the rows with them zeroed)."""
     rng = np.random.default_rng(28)
     rows = 0
     for spec in _specs():
@@ -117,10 +118,16 @@ def test_f32_rows_equal_the_codes_path() -> None:
             count = max(200, min(3000, 60000 // n))
             xf = _rows(spec, n, count, rng)
             for mask in _masks(count, n, rng):
+                # masked scores are not read: -inf there gives the values of zeroed ones
+                xm = xf if mask is None else np.where(mask, np.float32(-np.inf), xf)
                 for dt in (np.float32, np.float64):
-                    got = spec.rows_f32(xf, mask, dt)
-                    assert got is not None, (spec.describe(), n)
-                    assert _same(got, _codes_path(spec, xf, mask, dt)), (spec.describe(), n, dt)
+                    want = _codes_path(
+                        spec, xf if mask is None else np.where(mask, 0, xf), mask, dt
+                    )
+                    for xs in (xf, xm):
+                        got = spec.rows_f32(xs, mask, dt)
+                        assert got is not None, (spec.describe(), n)
+                        assert _same(got, want), (spec.describe(), n, dt)
             rows += count
     assert rows > 100_000
 
@@ -299,6 +306,13 @@ def test_softmax_site_emulation_takes_the_f32_rows(opset: int, masked: bool) -> 
                 want = apply_spec(site, spec, x, mask, dtype=dt)
             assert _same(got, want), (spec.describe(), dt)
     spec = _site_specs()[0]
+    if mask is not None:  # masked scores as a graph gives them (-inf): read as 0, as zeroed
+        xm = np.where(mask, np.float32(-np.inf), x)
+        with _counting("online_rows_f32") as calls:
+            got = apply_spec(site, spec, xm, mask, dtype=np.float32)
+        assert calls == [1]
+        with patch.object(OnlineSoftmax, "rows_f32", None):
+            assert _same(got, apply_spec(site, spec, xm, mask, dtype=np.float32))
     with _counting("online_rows_f32") as calls:
         apply_spec(site, spec, x.astype(np.float64), mask)
     assert calls == []
@@ -328,12 +342,17 @@ def test_softmax_report_from_float32_rows_equals_the_codes_path(opset: int, mask
         if opset == 11 and spec.row_max < 240:
             continue
         for mk in masks:
-            with _counting("online_report_f32") as fused, _counting("softmax_err_stats") as codes:
-                got = site_metrics(site, spec, x, y, mk)
-            assert (fused, codes) == ([1], []), spec.describe()
-            with patch.object(V, "_softmax_sums_f32", lambda *a: None):
-                want = site_metrics(site, spec, x, y, mk)
-            assert got == want, spec.describe()
+            # masked scores as a graph gives them (-inf) too
+            for xs in (x, x if mk is None else np.where(mk, np.float32(-np.inf), x)):
+                with (
+                    _counting("online_report_f32") as fused,
+                    _counting("softmax_err_stats") as codes,
+                ):
+                    got = site_metrics(site, spec, xs, y, mk)
+                assert (fused, codes) == ([1], []), spec.describe()
+                with patch.object(V, "_softmax_sums_f32", lambda *a: None):
+                    want = site_metrics(site, spec, xs, y, mk)
+                assert got == want, spec.describe()
     spec = _site_specs()[0]
     bad = x.copy()
     bad[0, 2, 3, _unmasked(mask)] = np.nan

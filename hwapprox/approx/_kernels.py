@@ -1545,7 +1545,8 @@ def _online_block_f32(
     of the block in turn:
 
     1. its codes into ``xq[k]`` (:func:`_quantize_f32`: ``floor(clip(x·q_scale, q_lo,
-       q_hi) [+ 1/2])``);
+       q_hi) [+ 1/2])``), masked scores read as 0 (as the emulation zeroes them before
+       the codes path: their codes change nothing below);
     2. ``(m, d)`` by :func:`_online_state`'s recurrence (``masked``: from the empty state,
        ``mask[i0 + k]`` True = masked; differences clamped to the memo's last entry; ``m``
        at least ``lo_in``), a fully masked row's ``d = 0`` replaced by ``one`` (as
@@ -1568,6 +1569,8 @@ def _online_block_f32(
     for k in range(rows):
         for j in range(n):
             v = np.float64(xf[i0 + k, j])
+            if masked and mask[i0 + k, j]:
+                v = 0.0  # (not read: masked scores may be -inf)
             bad += not np.isfinite(v)
             sv = min(max(v * q_scale, q_lo), q_hi)
             xq[k, j] = np.int64(np.floor(sv + 0.5)) if q_rnd else np.int64(np.floor(sv))

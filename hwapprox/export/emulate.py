@@ -312,23 +312,23 @@ def apply_spec(
     is below the site's row length is built for that length (``row_max`` raised; the
     formats it derives follow).
     """
+    if not ideal and site.operator is Operator.SOFTMAX:
+        rows = softmax_f32_rows(site, spec, x, mask)
+        if rows is not None:  # float32 rows to reals in one compiled pass
+            y = rows[0].rows_f32(rows[1], rows[2], dtype)
+            if y is not None:
+                return y.reshape(np.shape(x))
     spec, xv, axis, mask = _site_rows(site, spec, x, mask, n_value)
     if ideal:
         return _ideal(site, spec, xv, axis, mask).astype(dtype).reshape(np.shape(x))
     if site.operator is Operator.GELU or site.operator in ELEMENTWISE_ATTENTION:
         return spec.evaluate(xv, dtype).reshape(np.shape(x))
-    if site.operator is Operator.SOFTMAX:
-        rows = _softmax_f32_rows(site, spec, xv, axis, mask)
-        if rows is not None:  # float32 rows to reals in one compiled pass
-            y = rows[0].rows_f32(rows[1], rows[2], dtype)
-            if y is not None:
-                return y.reshape(np.shape(x))
-    else:
-        fused = getattr(spec, "rows_f32", None)  # float32 rows to reals in one compiled pass
-        if fused is not None and xv.ndim == 2 and axis in (-1, 1):
-            y = fused(xv, *site_row_params(site, spec, xv.shape[1]), dtype)
-            if y is not None:
-                return y.reshape(np.shape(x))
+    fused = getattr(spec, "rows_f32", None)  # float32 rows to reals in one compiled pass
+    rows_ln = site.operator is not Operator.SOFTMAX  # (a softmax site's pass is above)
+    if rows_ln and fused is not None and xv.ndim == 2 and axis in (-1, 1):
+        y = fused(xv, *site_row_params(site, spec, xv.shape[1]), dtype)
+        if y is not None:
+            return y.reshape(np.shape(x))
     return _model_of_raw(site, spec, spec.quantize_input(xv), axis, mask, dtype).reshape(
         np.shape(x)
     )
@@ -401,40 +401,45 @@ def _site_rows(
 
 
 def softmax_f32_rows(
-    site: Site, spec: ApproxSpec, x: np.ndarray, mask: np.ndarray | None, n_value: Any = None
+    site: Site, spec: ApproxSpec, x: np.ndarray, mask: np.ndarray | None
 ) -> tuple[Any, np.ndarray, np.ndarray | None] | None:
-    """A softmax site's input as :func:`apply_spec` prepares it for a spec's float32-row
-    pass (``OnlineSoftmax.rows_f32``, ``f32_plan``): ``(the spec the codes path uses,
-    the rows (R, N), their mask (R, N) or None)``, or None where that pass cannot
-    stand in for the codes path (:func:`_softmax_f32_rows`)."""
-    spec, xv, axis, mask = _site_rows(site, spec, x, mask, n_value)
-    return _softmax_f32_rows(site, spec, xv, axis, mask)
-
-
-def _softmax_f32_rows(
-    site: Site, spec: ApproxSpec, xv: np.ndarray, axis: int, mask: np.ndarray | None
-) -> tuple[Any, np.ndarray, np.ndarray | None] | None:
-    """:func:`softmax_f32_rows` of :func:`_site_rows`' output: None unless the spec has a
-    float32-row pass, ``xv`` is float32 with its rows along the last axis and the mask
-    (if any) is bool; the spec as :func:`_model_of_raw` uses it (``row_max`` raised to
-    the row length), the rows C-contiguous, and the mask as the model takes it (rows
-    view, None without a True)."""
+    """A softmax site's input for a spec's float32-row pass (``OnlineSoftmax.rows_f32``,
+    ``f32_plan``): ``(the spec the codes path uses, the rows (R, N), their mask (R, N) or
+    None)``, or None where that pass cannot stand in for :func:`apply_spec`'s codes path
+    (which then raises the errors of its checks): a spec of another operator or without
+    that pass, scores not float32, rows not along the last axis (:func:`rows_view`), a
+    mask not bool or not broadcastable. The spec is the one :func:`_model_of_raw` uses
+    (``row_max`` raised to the row length), the rows C-contiguous, the mask as the model
+    takes it (rows view, None without a True). Masked scores stay as they are (the codes
+    path zeroes them, -inf included): the pass reads them as 0."""
     if (
-        getattr(spec, "rows_f32", None) is None
-        or xv.dtype != np.float32
-        or xv.ndim == 0
-        or axis not in (-1, xv.ndim - 1)
-        or (mask is not None and np.asarray(mask).dtype != np.bool_)
+        site.operator is not Operator.SOFTMAX
+        or spec.operator is not site.operator
+        or getattr(spec, "rows_f32", None) is None
     ):
         return None
+    xa = np.asarray(x)
+    if xa.dtype != np.float32 or xa.ndim == 0:
+        return None
+    mb = None
+    if mask is not None:
+        mb = np.asarray(mask)
+        if mb.dtype != np.bool_:
+            return None
+        try:
+            mb = np.broadcast_to(mb, xa.shape)
+        except ValueError:
+            return None
+    xv, axis = rows_view(site, xa)
+    if axis not in (-1, xv.ndim - 1):
+        return None
     n = xv.shape[-1]
-    spec = _softmax_row_spec(spec, n)
     rows = np.ascontiguousarray(xv).reshape(-1, n)
     mk = None
-    if mask is not None:
-        mk = np.ascontiguousarray(rows_view(site, mask)[0]).reshape(-1, n)
+    if mb is not None:
+        mk = np.ascontiguousarray(rows_view(site, mb)[0]).reshape(-1, n)
         mk = mk if mk.any() else None
-    return spec, rows, mk
+    return _softmax_row_spec(spec, n), rows, mk
 
 
 def _softmax_row_spec(spec: ApproxSpec, n_row: int) -> ApproxSpec:

@@ -445,7 +445,7 @@ def _softmax_sums_f32(
     input is NaN/inf or the reciprocal would raise (the codes path then raises)."""
     if np.ndim(x) == 0 or getattr(spec, "f32_plan", None) is None:
         return None
-    pre = softmax_f32_rows(site, spec, x, mask, n_value)
+    pre = softmax_f32_rows(site, spec, x, mask)
     if pre is None:
         return None
     sp, rows, mk = pre

@@ -1017,10 +1017,12 @@ class OnlineSoftmax(SoftmaxSpec):
         """``output_to_float(model(quantize_input(xf), mask=mask), dtype)`` of C-contiguous
         float32 rows ``xf`` (R, N) in one compiled pass
         (:func:`hwapprox.approx._kernels.online_rows_f32`: the same integers and reals as
-        the codes path); ``mask`` None or C-contiguous (R, N) bools, True = masked. None
-        where that pass does not apply (:meth:`f32_plan`), or an input is NaN/inf, or the
-        reciprocal would raise: the caller then takes the codes path, which gives these
-        values or raises its errors."""
+        the codes path); ``mask`` None or C-contiguous (R, N) bools, True = masked. Masked
+        scores are read as 0 (they may be -inf: the codes path of an emulated site gets
+        them zeroed; their codes change no output). None where that pass does not apply
+        (:meth:`f32_plan`), or an unmasked input is NaN/inf, or the reciprocal would
+        raise: the caller then takes the codes path, which gives these values or raises
+        its errors."""
         dt = np.dtype(dtype)
         args = self.f32_plan(xf, mask, dt)
         if args is None:
