@@ -199,8 +199,15 @@ def validate_rows(runs: int) -> list[dict[str, Any]]:
     rows = []
     for label, model, feeds in _shapes():
         imp = import_model(model)
+        # onnxruntime's default session, except that its workers stop spinning when a run
+        # ends (as validate's calibration trace does): a pool left spinning after one
+        # call takes the second core from the other's next run (measured: the baseline
+        # 0.80 -> 0.96 ms beside a spinning trace, validate 4.9 -> 5.2 ms beside a
+        # spinning baseline); its own run time is unchanged (0.66-0.68 ms either way)
+        opts = ort.SessionOptions()
+        opts.add_session_config_entry("session.force_spinning_stop", "1")
         sess = ort.InferenceSession(
-            imp.model.SerializeToString(), providers=["CPUExecutionProvider"]
+            imp.model.SerializeToString(), opts, providers=["CPUExecutionProvider"]
         )
         sess.run(None, feeds)
         # CPU seconds (all threads): onnxruntime without spinning workers (the

@@ -196,6 +196,8 @@ def make_session(
         # steal the cores from the next session.
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    else:  # spinning between its operators, not after its run (the cores are others' then)
+        opts.add_session_config_entry("session.force_spinning_stop", "1")
     if threads:
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
