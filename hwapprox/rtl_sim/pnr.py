@@ -72,7 +72,7 @@ from pathlib import Path
 from typing import Any
 
 from hwapprox.approx.base import ApproxSpec, SpecError
-from hwapprox.rtl_sim.runner import RTL_DIR, RtlToolError, cached_run
+from hwapprox.rtl_sim.runner import RTL_DIR, RtlToolError, cached_run, yowasp_ready
 from hwapprox.rtl_sim.units import get_unit
 
 __all__ = [
@@ -225,6 +225,7 @@ def tool_versions(family: str = "ecp5") -> dict[str, str]:
         exe = _tool(name)
         if exe is None:
             raise RtlToolError(f"{name} not installed; {_pip(family)}")
+        yowasp_ready(exe)
         p = subprocess.run([exe, "--version"], capture_output=True, text=True, check=False)
         lines = [ln for ln in (p.stdout + p.stderr).splitlines() if ln and "Preparing" not in ln]
         out[name] = lines[0].strip() if lines else "?"
@@ -543,6 +544,8 @@ def place_and_route_top(
     srcs = [RTL_DIR / s for s in sources]
 
     def run(wdir: Path, gparams: list[str]) -> dict[str, Any]:
+        yowasp_ready(yosys)  # (their first call compiles them: once, not per process)
+        yowasp_ready(nextpnr)
         t0 = time.perf_counter()
         ports = _port_widths(yosys, wdir, toplevel, [s.name for s in srcs], gparams, timeout)
         wrap, wrap_cells = wrapper_sv(toplevel, ports, params, mems)

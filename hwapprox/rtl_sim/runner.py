@@ -28,6 +28,7 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -51,6 +52,7 @@ __all__ = [
     "run_phases",
     "simulator_available",
     "verilator_env",
+    "yowasp_ready",
 ]
 
 #: Directory of the SystemVerilog sources shipped with the package.
@@ -135,6 +137,34 @@ def key_lock(entry: Path) -> IO[str]:
     f = open(entry.parent / f"{entry.name}.lock", "w")  # noqa: SIM115 - held by the caller
     fcntl.flock(f, fcntl.LOCK_EX)
     return f
+
+
+#: YoWASP tools this process has made ready (:func:`yowasp_ready`)
+_YOWASP_READY: set[str] = set()
+
+
+def yowasp_ready(exe: str, timeout: float = 900.0) -> None:
+    """Have the YoWASP tool ``exe`` (yosys or nextpnr compiled to WebAssembly) compiled
+    to machine code before its first real run in this process.
+
+    A YoWASP tool's first call on a machine compiles it and caches the result (yosys:
+    about 40 s of wall time and 75 s of CPU on 2 cores), and processes that start
+    together would each compile it (parallel synthesis jobs, the test suite's workers).
+    So once per process and tool, under a file lock beside the RTL cache, this runs
+    ``exe --version``: the first process compiles, the others wait for it and then load
+    the cached code in well under a second. Failures are left to the real run, which
+    reports them."""
+    if exe in _YOWASP_READY:
+        return
+    lock_dir = rtl_cache_dir() / "yowasp"
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    with open(lock_dir / f"{Path(exe).name}.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            subprocess.run([exe, "--version"], capture_output=True, timeout=timeout, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            return  # (not marked ready: the real run says what is wrong)
+    _YOWASP_READY.add(exe)
 
 
 def rtl_cache_dir() -> Path:

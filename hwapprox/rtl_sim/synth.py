@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from hwapprox.approx.base import ApproxSpec, SpecError
-from hwapprox.rtl_sim.runner import RTL_DIR, RtlToolError, cached_run
+from hwapprox.rtl_sim.runner import RTL_DIR, RtlToolError, cached_run, yowasp_ready
 from hwapprox.rtl_sim.units import get_unit
 
 __all__ = ["FAMILIES", "synth_available", "synthesize", "synthesize_top"]
@@ -126,6 +126,7 @@ def synthesize_top(
             ]
         )
         (wdir / "synth.ys").write_text(script + "\n")
+        yowasp_ready(cmd[0])
         t0 = time.perf_counter()
         proc = subprocess.run(
             [*cmd, "-q", "-l", "yosys.log", "-s", "synth.ys"],
