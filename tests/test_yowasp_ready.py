@@ -14,7 +14,7 @@ def _fake_tool(tmp_path: Path) -> tuple[Path, Path]:
     """An executable that logs 'start' and 'end' around a short sleep (a compile)."""
     log = tmp_path / "calls.log"
     exe = tmp_path / "yowasp-fake"
-    exe.write_text(f'#!/bin/sh\necho start >> {log}\nsleep 0.3\necho end >> {log}\n')
+    exe.write_text(f"#!/bin/sh\necho start >> {log}\nsleep 0.3\necho end >> {log}\n")
     exe.chmod(0o755)
     return exe, log
 

@@ -14,19 +14,31 @@ element-by-element numpy loop (softmax) or the numpy path (LayerNorm) on more th
 take their numpy path (:func:`~hwapprox.approx.softmax._common.event_scan`), bit for
 bit the same, several times slower; :data:`whole_rows` False keeps the row kernels
 but not the whole-row ones (the path before them).
+
+``HWAPPROX_NUMBA=0`` in the environment: numba is not imported at all and the models
+take their numpy path, without the note. The RTL testbenches' simulator processes run
+so (:func:`hwapprox.rtl_sim.runner.run_phases`): their scoreboards evaluate a few rows,
+and importing numba and loading the kernels cost each simulation about 4 s.
 """
 
 from __future__ import annotations
 
+import os
 import warnings
 from typing import Any
 
 import numpy as np
 
-try:  # numba is a dependency; the models still work without it
-    from numba import njit
-except ImportError:  # pragma: no cover - exercised where numba is missing
+#: numba switched off by the environment (HWAPPROX_NUMBA=0): no import, no note
+OFF_BY_ENV = os.environ.get("HWAPPROX_NUMBA", "1") == "0"
+
+if OFF_BY_ENV:
     njit = None
+else:
+    try:  # numba is a dependency; the models still work without it
+        from numba import njit
+    except ImportError:  # pragma: no cover - exercised where numba is missing
+        njit = None
 
 __all__ = [
     "RECIP_MODES",
@@ -75,7 +87,7 @@ def available() -> bool:
     """True when the compiled kernels can run (numba importable and :data:`enabled`);
     without numba, one note (a warning) says the numpy path is used."""
     global _noted
-    if njit is None and enabled and not _noted:
+    if njit is None and enabled and not _noted and not OFF_BY_ENV:
         _noted = True
         warnings.warn(
             "numba is not installed: the online and Softermax softmax models use their "

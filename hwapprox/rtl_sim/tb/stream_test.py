@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -91,5 +92,6 @@ async def stream_matches_model(dut: Any, phase: int) -> None:
         stats = dict(exc.stats, passed=False, error=str(exc))
         Path(job["stats_file"]).write_text(json.dumps(stats))
         raise
+    stats["numba_loaded"] = "numba" in sys.modules  # (HWAPPROX_NUMBA=0: the numpy path)
     Path(job["stats_file"]).write_text(json.dumps(stats))
     tb.scoreboard.finish()
