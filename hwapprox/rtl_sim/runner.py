@@ -156,10 +156,7 @@ def yowasp_ready(exe: str, timeout: float = 900.0) -> None:
     reports them."""
     if exe in _YOWASP_READY:
         return
-    lock_dir = rtl_cache_dir() / "yowasp"
-    lock_dir.mkdir(parents=True, exist_ok=True)
-    with open(lock_dir / f"{Path(exe).name}.lock", "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
+    with key_lock(rtl_cache_dir() / "yowasp" / Path(exe).name):
         try:
             subprocess.run([exe, "--version"], capture_output=True, timeout=timeout, check=False)
         except (OSError, subprocess.TimeoutExpired):
