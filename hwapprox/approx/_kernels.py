@@ -652,6 +652,62 @@ block_percentiles = (
 )
 
 
+if njit is not None:
+    from numba import carray, types
+    from numba.extending import intrinsic
+
+    @intrinsic  # type: ignore[misc]
+    def _f32_at(typingctx: Any, addr: Any) -> Any:
+        """The float32 pointer at integer address ``addr`` (an array's data that the
+        caller keeps alive for the whole call)."""
+        sig = types.CPointer(types.float32)(types.int64)
+
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            return builder.inttoptr(args[0], context.get_value_type(signature.return_type))
+
+        return sig, codegen
+
+    @intrinsic  # type: ignore[misc]
+    def _u32_at(typingctx: Any, addr: Any) -> Any:
+        """:func:`_f32_at` as a uint32 pointer (the same memory's bit patterns)."""
+        sig = types.CPointer(types.uint32)(types.int64)
+
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            return builder.inttoptr(args[0], context.get_value_type(signature.return_type))
+
+        return sig, codegen
+
+    @njit(cache=True, nogil=True)  # type: ignore[misc]
+    def stats_many_f32(addrs: Any, sizes: Any, qs: Any, scratch: Any) -> tuple[Any, Any, Any]:
+        """:func:`hist_blocks_f32` and :func:`block_percentiles` of several contiguous
+        float32 tensors in one call (so a caller on another thread hands the GIL over
+        twice, not twice per tensor): tensor ``t`` is the ``sizes[t]`` values at address
+        ``addrs[t]``, which the caller keeps alive for the call. Returns ``counts[t]``
+        (finite values), ``moments[t] = (min, max, mean, m2)`` and ``pct[t]`` (the
+        percentiles ``qs``, ascending; left 0 for a tensor without finite values): each
+        the figure those two kernels give for the tensor alone."""
+        t_n = addrs.shape[0]
+        counts = np.zeros(t_n, dtype=np.int64)
+        moments = np.zeros((t_n, 4), dtype=np.float64)
+        pct = np.zeros((t_n, qs.shape[0]), dtype=np.float64)
+        pat = np.empty(qs.shape[0], dtype=np.int64)
+        for t in range(t_n):
+            x = carray(_f32_at(addrs[t]), (sizes[t],))
+            bits = carray(_u32_at(addrs[t]), (sizes[t],))
+            n, lo, hi, mean, m2, ids, hist = hist_blocks_f32(x, bits, scratch)
+            counts[t] = n
+            moments[t, 0] = lo
+            moments[t, 1] = hi
+            moments[t, 2] = mean
+            moments[t, 3] = m2
+            if n > 0:
+                block_percentiles(ids, hist, qs, n, lo, hi, pat, pct[t])
+        return counts, moments, pct
+
+else:  # pragma: no cover
+    stats_many_f32 = None
+
+
 # -- LayerNorm output stages ---------------------------------------------------------------
 # ``hwapprox.approx.layernorm.affine_out`` element by element: ``acc = Z·G + (B << b_sh)``
 # (``G`` absent: ``Z << g_sh``; ``B`` absent: no add), then ``(acc + half) >> shift``

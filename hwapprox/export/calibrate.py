@@ -46,6 +46,7 @@ from hwapprox.approx.base import ELEMENTWISE_ATTENTION, Operator
 from hwapprox.export.emulate import (
     ModelSessions,
     emulation_threads,
+    lane_pool,
     rows_view,
     site_mask_bits,
     thread_map,
@@ -55,7 +56,14 @@ from hwapprox.export.errors import ExportError
 from hwapprox.export.graph import GraphIndex
 from hwapprox.export.masks import MASK_LIMIT
 from hwapprox.export.patterns import Site
-from hwapprox.export.stats import PERCENTILES, RANGE_STATS, RunningStats, SiteStats, parse_range
+from hwapprox.export.stats import (
+    PERCENTILES,
+    RANGE_STATS,
+    RunningStats,
+    SiteStats,
+    StatsBatch,
+    parse_range,
+)
 from hwapprox.fixed import FixedFormat, Overflow, Rounding
 
 __all__ = [
@@ -269,6 +277,16 @@ class Trace:
     #: input batches the statistics were gathered over (the tensors above: the first)
     batches: int = 1
 
+    def settle(self) -> None:
+        """Wait for statistics still being computed (pending
+        :class:`~hwapprox.export.stats.SiteStats`) and fill them in."""
+        for st in (*self.stats.values(), *self.out_stats.values()):
+            _ = st.mean
+
+
+#: a small model's one batch: moments and percentiles on a worker thread (:func:`calibrate`;
+#: tests compare both ways)
+DEFER_STATS = True
 
 #: rows kept per site for the unified-max calibration (a seeded subsample beyond it)
 EXTENT_ROWS = 20_000
@@ -403,7 +421,21 @@ def calibrate(
     # compiled histogram pass releases the GIL; a small model's on this thread, by
     # emulation_threads' rule), masks and errors in site order
     fold_threads = emulation_threads(threads, [np.size(values[s.input]) for s in sites])
-    folded = thread_map(lambda s: acc.fold(s, values, g), sites, fold_threads)
+    # A small model's one batch: its tensors' counts and extremes here (all the formats
+    # need), their moments and percentiles in one compiled call on a worker thread
+    # while the caller goes on (pending SiteStats; on 2 CPUs the embedded example's
+    # statistics cost its validate ~1 ms on this thread, ~0.1 ms so)
+    later = (
+        fold_threads == 1
+        and dask is None
+        and isinstance(more, Sequence)
+        and not more
+        and _kernels.available()
+        and DEFER_STATS
+    )
+    folded = thread_map(lambda s: acc.fold(s, values, g, later=later), sites, fold_threads)
+    if acc.later:
+        acc.start_later(lane_pool("stats", 1).submit)
     for s, mask in zip(sites, folded, strict=True):
         x = values[s.input]
         if mask is not None and (
@@ -538,18 +570,36 @@ class _StatsAcc:
         self.ins: dict[str, RunningStats] = {s.name: RunningStats() for s in sites}
         self.outs: dict[str, RunningStats] = {s.name: RunningStats() for s in sites}
         self.rows: dict[str, list[int]] = {}
+        #: (site, output?) -> (unmasked values, min, max, masked count) of the tensors
+        #: whose moments and percentiles come from :attr:`batch` (:meth:`fold` ``later``)
+        self.later: dict[tuple[str, bool], tuple[np.ndarray, float, float, int]] = {}
+        self.batch: StatsBatch | None = None
+        self.later_index: dict[tuple[str, bool], int] = {}
 
-    def fold(self, s: Site, values: Mapping[str, np.ndarray], g: GraphIndex) -> np.ndarray | None:
-        """Fold one batch's site tensors in; return the site's mask bits (or None)."""
+    def fold(
+        self, s: Site, values: Mapping[str, np.ndarray], g: GraphIndex, *, later: bool = False
+    ) -> np.ndarray | None:
+        """Fold one batch's site tensors in; return the site's mask bits (or None).
+
+        ``later`` (the only batch): a finite float32 tensor's moments and percentiles
+        are left for :meth:`start_later` (its counts and extremes are taken now)."""
         x = values[s.input]
         mask = site_mask_bits(s, values, g, np.shape(x))
-        for acc, t in ((self.ins, x), (self.outs, values[s.output])):
+        for out, acc, t in ((False, self.ins, x), (True, self.outs, values[s.output])):
+            if later and self._defer(s.name, out, t, mask):
+                continue
             if s.name not in acc:
                 acc[s.name] = RunningStats()
             acc[s.name].add(t, mask)
         if s.operator is Operator.SOFTMAX:
-            st = self.ins[s.name]  # (its unmasked values so far, this batch's included)
-            if st.nonfinite or st.min <= MASK_LIMIT:  # else no -inf / mask-sized value
+            # (its unmasked values so far, this batch's included)
+            deferred = self.later.get((s.name, False))
+            if deferred is None:
+                st = self.ins[s.name]
+                suspect = st.nonfinite or st.min <= MASK_LIMIT
+            else:  # (finite)
+                suspect = deferred[1] <= MASK_LIMIT
+            if suspect:  # else no -inf / mask-sized value
                 _check_masked_input(s, x, mask, g)
             if mask is not None:
                 mrows, ax = rows_view(s, mask)
@@ -558,6 +608,30 @@ class _StatsAcc:
                 counts[0] += int(np.count_nonzero(full))
                 counts[1] += int(full.size)
         return mask
+
+    def _defer(self, name: str, out: bool, t: np.ndarray, mask: np.ndarray | None) -> bool:
+        """Record a float32 tensor's unmasked values, count and extremes for
+        :meth:`start_later`; False (nothing recorded) if it is not float32, has no
+        unmasked value or a non-finite one (:meth:`fold` then folds it now)."""
+        if t.dtype != np.float32:
+            return False
+        if mask is None:
+            a = np.ascontiguousarray(t).reshape(-1)
+        else:  # (RunningStats.add's selection: a contiguous copy)
+            a = t[~np.broadcast_to(np.asarray(mask, dtype=bool), t.shape)]
+        if not a.size:
+            return False
+        lo, hi = float(a.min()), float(a.max())  # (NaN if any is; +-inf if one is)
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            return False
+        self.later[name, out] = (a, lo, hi, int(t.size - a.size))
+        return True
+
+    def start_later(self, submit: Callable[[Callable[[], Any]], Any]) -> None:
+        """Start the deferred tensors' moments and percentiles (:class:`StatsBatch`,
+        by ``submit``)."""
+        self.batch = StatsBatch([v[0] for v in self.later.values()], submit)
+        self.later_index = {k: i for i, k in enumerate(self.later)}
 
     def merge(self, other: _StatsAcc) -> None:
         """Fold in another accumulator's statistics (batches folded elsewhere)."""
@@ -573,9 +647,17 @@ class _StatsAcc:
             counts[1] += rows
 
     def site_stats(self, name: str, *, out: bool = False) -> SiteStats:
+        masked_rows, rows = self.rows.get(name, [0, 0]) if not out else (0, 0)
+        deferred = self.later.get((name, out))
+        if deferred is not None:
+            a, lo, hi, masked = deferred
+            assert self.batch is not None
+            return SiteStats.pending(
+                name, int(a.size), lo, hi, self.batch, self.later_index[name, out],
+                masked=masked, masked_rows=masked_rows, rows=rows,
+            )  # fmt: skip
         if out:
             return SiteStats.from_running(name, self.outs[name])
-        masked_rows, rows = self.rows.get(name, [0, 0])
         return SiteStats.from_running(name, self.ins[name], masked_rows=masked_rows, rows=rows)
 
 

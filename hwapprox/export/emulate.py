@@ -119,6 +119,18 @@ def thread_map(
     return thread_start(fn, items, threads, lane)()
 
 
+def lane_pool(lane: str, n: int) -> ThreadPoolExecutor:
+    """The ``n`` worker threads of ``lane`` (made on first use, kept for the process;
+    a forked child makes its own)."""
+    with _pools_lock:
+        pool = _pools.get((lane, n))
+        if pool is None:
+            pool = _pools[lane, n] = ThreadPoolExecutor(
+                n, thread_name_prefix=f"{_POOL_PREFIX}-{lane}"
+            )
+    return pool
+
+
 def thread_start(
     fn: Callable[[Any], Any], items: Iterable[Any], threads: int = 0, lane: str = "sites"
 ) -> Callable[[], list[Any]]:
@@ -130,12 +142,7 @@ def thread_start(
     if n <= 1:
         done = [fn(i) for i in items]
         return lambda: done
-    with _pools_lock:
-        pool = _pools.get((lane, n))
-        if pool is None:
-            pool = _pools[lane, n] = ThreadPoolExecutor(
-                n, thread_name_prefix=f"{_POOL_PREFIX}-{lane}"
-            )
+    pool = lane_pool(lane, n)
     futs = [pool.submit(fn, i) for i in items]
 
     def wait() -> list[Any]:

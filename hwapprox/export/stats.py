@@ -36,6 +36,8 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,7 +48,15 @@ from hwapprox.approx import _kernels
 from hwapprox.export.errors import ExportError
 from hwapprox.fixed import FixedFormat, Overflow, Rounding
 
-__all__ = ["HIST_BINS", "PERCENTILES", "RANGE_STATS", "RunningStats", "SiteStats", "parse_range"]
+__all__ = [
+    "HIST_BINS",
+    "PERCENTILES",
+    "RANGE_STATS",
+    "RunningStats",
+    "SiteStats",
+    "StatsBatch",
+    "parse_range",
+]
 
 #: bins of the bfloat16 histogram (every 16-bit pattern)
 HIST_BINS = 1 << 16
@@ -270,10 +280,61 @@ def parse_range(stat: str | float) -> str | float:
     return v
 
 
+class StatsBatch:
+    """The moments and percentiles of several finite float32 tensors, computed in one
+    compiled call (:func:`hwapprox.approx._kernels.stats_many_f32`) started by
+    ``submit`` (e.g. on a worker thread) while the caller goes on: each tensor's
+    figures are those :class:`RunningStats` gives it alone. The tensors are kept
+    alive until the call ends; :meth:`result` waits for it."""
+
+    def __init__(
+        self,
+        arrays: list[npt.NDArray[np.float32]],
+        submit: Callable[[Callable[[], Any]], Future[Any]],
+    ) -> None:
+        for a in arrays:
+            if a.dtype != np.float32 or a.ndim != 1 or not a.flags.c_contiguous or not a.size:
+                raise ValueError("StatsBatch takes non-empty contiguous 1-D float32 arrays")
+        self._arrays = arrays
+        addrs = np.array([a.ctypes.data for a in arrays], dtype=np.int64)
+        sizes = np.array([a.size for a in arrays], dtype=np.int64)
+        self._future = submit(
+            lambda: _kernels.stats_many_f32(addrs, sizes, _PERCENTILES_Q, _scratch())
+        )
+        self._done: list[tuple[float, float, tuple[tuple[float, float], ...]]] | None = None
+
+    def result(self, i: int) -> tuple[float, float, tuple[tuple[float, float], ...]]:
+        """``(mean, std, percentiles)`` of tensor ``i`` (as :class:`SiteStats` holds
+        them); waits for the compiled call."""
+        if self._done is None:
+            counts, moments, pct = self._future.result()
+            done = []
+            for t, a in enumerate(self._arrays):
+                if counts[t] != a.size:  # (the caller checked the extremes are finite)
+                    raise ExportError(
+                        f"statistics of a batch tensor: {a.size - counts[t]} "
+                        "non-finite values in a tensor given as finite"
+                    )
+                std = float(np.sqrt(float(moments[t, 3]) / int(counts[t])))
+                qs = tuple((p, float(v)) for p, v in zip(PERCENTILES, pct[t], strict=True))
+                done.append((float(moments[t, 2]), std, qs))
+            self._done = done
+            self._arrays = []
+        return self._done[i]
+
+
+#: the fields of a pending :class:`SiteStats` that its :class:`StatsBatch` fills in
+_LATE = frozenset(("mean", "std", "percentiles"))
+
+
 @dataclass(frozen=True)
 class SiteStats:
     """Distribution of one site tensor (its input, or its output) over the
-    calibration data; masked softmax elements are left out (``masked``)."""
+    calibration data; masked softmax elements are left out (``masked``).
+
+    A pending one (:meth:`pending`) knows its counts and extremes and reads ``mean``,
+    ``std`` and ``percentiles`` from its :class:`StatsBatch` when one of them is first
+    read (comparing, hashing, printing and pickling read them)."""
 
     name: str
     count: int
@@ -286,6 +347,49 @@ class SiteStats:
     masked: int = 0
     masked_rows: int = 0
     rows: int = 0
+
+    @classmethod
+    def pending(
+        cls,
+        name: str,
+        count: int,
+        lo: float,
+        hi: float,
+        batch: StatsBatch,
+        index: int,
+        *,
+        masked: int = 0,
+        masked_rows: int = 0,
+        rows: int = 0,
+    ) -> SiteStats:
+        """Statistics of ``count`` finite values with extremes ``lo``, ``hi``, whose
+        moments and percentiles are tensor ``index`` of ``batch``."""
+        obj = object.__new__(cls)
+        known = {
+            "name": name, "count": count, "min": lo, "max": hi, "nonfinite": 0,
+            "masked": masked, "masked_rows": masked_rows, "rows": rows,
+            "_batch": (batch, index),
+        }  # fmt: skip
+        for k, v in known.items():
+            object.__setattr__(obj, k, v)
+        return obj
+
+    def __getattr__(self, key: str) -> Any:
+        # (only for attributes not set: a pending object's late fields)
+        pend = self.__dict__.get("_batch") if key in _LATE else None
+        if pend is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {key!r}")
+        mean, std, pct = pend[0].result(pend[1])
+        object.__setattr__(self, "mean", mean)
+        object.__setattr__(self, "std", std)
+        object.__setattr__(self, "percentiles", pct)
+        object.__delattr__(self, "_batch")
+        return self.__dict__[key]
+
+    def __getstate__(self) -> dict[str, Any]:
+        if "_batch" in self.__dict__:
+            _ = self.mean  # (filled in)
+        return dict(self.__dict__)
 
     @property
     def absmax(self) -> float:

@@ -1117,6 +1117,7 @@ def validate(
             "model with itself (hwapprox list shows the operators it looks for)",
         )
     notes, n = _run_notes(imported, files, feeds, axis, tm, kinds)
+    trace.settle()  # (a small model's moments and percentiles: computed meanwhile)
     fused = None
     if attention == "fused":
         fused = _fused_run(

@@ -1,0 +1,123 @@
+"""A small model's calibration statistics computed on a worker thread (StatsBatch,
+pending SiteStats) against the synchronous RunningStats path on the same tensors."""
+
+from __future__ import annotations
+
+import pickle
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import pytest
+
+from hwapprox.approx import _kernels
+from hwapprox.export import calibrate as cal
+from hwapprox.export.builders import EncoderShape, bert_encoder, sample_inputs
+from hwapprox.export.stats import RunningStats, SiteStats, StatsBatch
+from hwapprox.export.validate import import_model
+
+pytestmark = pytest.mark.skipif(_kernels.njit is None, reason="numba is not installed")
+
+
+def _now(fn: Any) -> Future[Any]:
+    """A ``submit`` that runs ``fn`` here."""
+    f: Future[Any] = Future()
+    f.set_result(fn())
+    return f
+
+
+def _tensors() -> list[np.ndarray]:
+    rng = np.random.default_rng(3)
+    x = rng.normal(0, 3, 40_000).astype(np.float32)
+    return [
+        x,
+        rng.standard_t(2, 9_000).astype(np.float32) * 40,
+        np.array([0.0, -0.0, 5.0, -7.0, 2.0**-130], dtype=np.float32),
+        np.array([1.5], dtype=np.float32),
+        x[rng.random(x.size) < 0.3],  # (a masked selection: a contiguous copy)
+    ]
+
+
+def _fields(st: SiteStats) -> tuple[Any, ...]:
+    return (st.count, st.min, st.max, st.mean, st.std, st.percentiles, st.nonfinite)
+
+
+@pytest.mark.parametrize("threaded", [False, True])
+def test_batch_gives_each_tensor_its_own_running_statistics(threaded: bool) -> None:
+    arrays = _tensors()
+    if threaded:
+        with ThreadPoolExecutor(1) as pool:
+            batch = StatsBatch(arrays, pool.submit)
+            got = [batch.result(i) for i in range(len(arrays))]
+    else:
+        batch = StatsBatch(arrays, _now)
+        got = [batch.result(i) for i in range(len(arrays))]
+    for a, (mean, std, pct) in zip(arrays, got, strict=True):
+        ref = SiteStats.from_running("t", RunningStats().add(a))
+        assert (mean, std, pct) == (ref.mean, ref.std, ref.percentiles)  # exactly
+
+
+def test_batch_refuses_what_its_kernel_cannot_read() -> None:
+    x = np.arange(8, dtype=np.float32)
+    for bad in (x[::2], x.astype(np.float64), x.reshape(2, 4), x[:0]):
+        with pytest.raises(ValueError, match="contiguous 1-D float32"):
+            StatsBatch([bad], _now)
+
+
+def test_pending_site_stats_equal_the_synchronous_ones() -> None:
+    arrays = _tensors()
+    batch = StatsBatch(arrays, _now)
+    for i, a in enumerate(arrays):
+        ref = SiteStats.from_running("t", RunningStats().add(a), masked_rows=2, rows=7)
+        st = SiteStats.pending(
+            "t", a.size, float(a.min()), float(a.max()), batch, i, masked_rows=2, rows=7
+        )
+        assert st.absmax == ref.absmax
+        assert "_batch" in st.__dict__  # (the extremes were known: nothing waited)
+        assert pickle.loads(pickle.dumps(st)) == ref  # (pickling fills it in)
+        assert "_batch" not in st.__dict__
+        assert st == ref
+        assert hash(st) == hash(ref)
+        assert repr(st) == repr(ref)
+        assert st.choose_format(16, 1, stat="p99.9") == ref.choose_format(16, 1, stat="p99.9")
+    with pytest.raises(AttributeError, match="no attribute 'median'"):
+        _ = st.median  # type: ignore[attr-defined]
+
+
+def _calibrate_both(model: Any, feeds: dict[str, np.ndarray]) -> tuple[cal.Trace, cal.Trace]:
+    imp = import_model(model)
+    traces = []
+    for defer in (True, False):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(cal, "DEFER_STATS", defer)
+            t = cal.calibrate(imp.model, imp.sites, feeds, sessions=imp.sessions)
+        pending = [
+            st for st in (*t.stats.values(), *t.out_stats.values()) if "_batch" in st.__dict__
+        ]
+        # the small model's statistics were left to the worker exactly when deferred
+        assert bool(pending) == defer
+        t.settle()
+        assert not [st for st in t.stats.values() if "_batch" in st.__dict__]
+        traces.append(t)
+    return traces[0], traces[1]
+
+
+@pytest.mark.parametrize("mask", [False, True])
+def test_calibration_statistics_are_those_of_the_synchronous_path(mask: bool) -> None:
+    """Every site's input and output statistics, masked scores left out, equal field by
+    field (a padded batch: masked softmax sites and fully masked rows counted)."""
+    shape = EncoderShape(layers=2, width=32, heads=2, ffn=64, seq=12, batch=4)
+    model = bert_encoder(shape, mask="additive" if mask else "none", seed=2)
+    feeds = sample_inputs(shape, batch=4, mask=mask)
+    later, now = _calibrate_both(model, feeds)
+    assert later.stats.keys() == now.stats.keys()
+    assert len(now.stats) >= 6
+    for name in now.stats:
+        for a, b in (
+            (later.stats[name], now.stats[name]),
+            (later.out_stats[name], now.out_stats[name]),
+        ):
+            assert _fields(a) == _fields(b), name
+            assert (a.masked, a.masked_rows, a.rows) == (b.masked, b.masked_rows, b.rows)
+    if mask:
+        assert any(st.masked for st in now.stats.values())
