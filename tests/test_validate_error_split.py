@@ -59,17 +59,26 @@ def test_html_report_shows_the_split(result) -> None:  # type: ignore[no-untyped
     assert "LSB from the approximation" in html
 
 
-def test_reports_beside_the_emulation_match_one_thread() -> None:
-    """With worker threads the per-site reports run beside the emulation: the same
-    site errors, saturation counts, warnings (in order) and outputs as one thread."""
+@pytest.mark.parametrize("threads", [1, 2])
+def test_reports_beside_the_emulation_match_the_reports_before_it(
+    threads: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The per-site reports run beside the emulation (a small model's on the background
+    worker, after its statistics; with worker threads on a thread of their own): the same
+    site errors, saturation counts, warnings (in order) and outputs as run before it on
+    the calling thread."""
     from hwapprox.export import example
+    from hwapprox.export import validate as val
 
-    kw = {"inputs": example.inputs_path(), "width": 8, "range_stat": 0.5}
-    one = validate(example.model_path(), threads=1, **kw)
-    two = validate(example.model_path(), threads=2, **kw)
-    assert one.site_errors == two.site_errors
-    assert one.saturation == two.saturation
-    assert one.warnings == two.warnings
-    assert one.warnings  # width 8 saturates somewhere: the order is checked
-    for k, v in one.emulated.items():
-        assert np.array_equal(v, two.emulated[k])
+    kw = {"inputs": example.inputs_path(), "width": 8, "range_stat": 0.5, "threads": threads}
+    beside = validate(example.model_path(), **kw)
+    monkeypatch.setattr(val, "REPORTS_BESIDE", False)
+    before = validate(example.model_path(), **kw)
+    assert beside.timing["reports_beside"] == 1.0
+    assert before.timing["reports_beside"] == 0.0
+    assert beside.site_errors == before.site_errors
+    assert beside.saturation == before.saturation
+    assert beside.warnings == before.warnings
+    assert before.warnings  # width 8 saturates somewhere: the order is checked
+    for k, v in before.emulated.items():
+        assert np.array_equal(v, beside.emulated[k])

@@ -508,6 +508,16 @@ def _elementwise_float_memo(spec: ElementwiseSpec) -> npt.NDArray[np.float64]:
     return memo
 
 
+def error_sums_result(
+    res: tuple[Any, ...],
+) -> tuple[int, float, float, float, float, float, float] | None:
+    """:meth:`ElementwiseSpec.error_sums` from its pass's result (None: a NaN/inf input)."""
+    ok, n, mx, s1, s2, sr, mq, ma = res
+    if not ok:
+        return None
+    return int(n), float(mx), float(s1), float(s2), float(sr), float(mq), float(ma)
+
+
 @functools.lru_cache(maxsize=24)
 def _elementwise_stored_memo(
     spec: ElementwiseSpec, dtype: np.dtype[Any]
@@ -615,6 +625,14 @@ class ElementwiseSpec(ApproxSpec):
         same figures. None where that pass does not apply (not float32 ``x`` and
         ``y_float`` of one shape, an input format above 16 bits, no numba, a NaN/inf);
         the caller then takes the arrays' path."""
+        p = self.error_sums_pass(x, y_float, dtype)
+        return None if p is None else error_sums_result(p[0](*p[1]))
+
+    def error_sums_pass(
+        self, x: npt.ArrayLike, y_float: npt.ArrayLike, dtype: npt.DTypeLike = np.float64
+    ) -> tuple[Callable[..., Any], tuple[Any, ...]] | None:
+        """:meth:`error_sums`' compiled pass as ``(kernel, args)``, not run (None where it
+        does not apply): ``error_sums_result(kernel(*args))`` is :meth:`error_sums`."""
         arr, yf = np.asarray(x), np.asarray(y_float)
         dt = np.dtype(dtype)
         if (
@@ -630,7 +648,7 @@ class ElementwiseSpec(ApproxSpec):
         if q is None:
             return None
         t_y = _elementwise_stored_memo(self, dt)
-        ok, *sums = _kernels.gather_err_stats3(
+        args = (
             np.ascontiguousarray(arr).reshape(-1),
             np.ascontiguousarray(yf).reshape(-1),
             *q,
@@ -638,10 +656,7 @@ class ElementwiseSpec(ApproxSpec):
             t_y,
             _elementwise_ref_memo(self),
         )
-        if not ok:
-            return None
-        n, mx, s1, s2, sr, mq, ma = sums
-        return int(n), float(mx), float(s1), float(s2), float(sr), float(mq), float(ma)
+        return _kernels.gather_err_stats3, args
 
     def model(self, raw: npt.ArrayLike, **kw: Any) -> RawArray:
         w = self.in_fmt.width

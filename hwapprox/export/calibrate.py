@@ -45,8 +45,8 @@ from hwapprox.approx import _kernels
 from hwapprox.approx.base import ELEMENTWISE_ATTENTION, Operator
 from hwapprox.export.emulate import (
     ModelSessions,
+    background,
     emulation_threads,
-    lane_pool,
     rows_view,
     site_mask_bits,
     thread_map,
@@ -435,7 +435,7 @@ def calibrate(
     )
     folded = thread_map(lambda s: acc.fold(s, values, g, later=later), sites, fold_threads)
     if acc.later:
-        acc.start_later(lane_pool("stats", 1).submit)
+        acc.start_later(background)
     for s, mask in zip(sites, folded, strict=True):
         x = values[s.input]
         if mask is not None and (

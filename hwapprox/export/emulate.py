@@ -30,7 +30,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,6 +129,20 @@ def lane_pool(lane: str, n: int) -> ThreadPoolExecutor:
                 n, thread_name_prefix=f"{_POOL_PREFIX}-{lane}"
             )
     return pool
+
+
+def background(fn: Callable[..., Any], *args: Any) -> Future[Any]:
+    """``fn(*args)`` on the background lane's one worker thread (first in, first out):
+    a small model's work beside the calling thread (calibration's statistics, then
+    validate's per-site reports). Run here, already done, when called on that worker."""
+    if threading.current_thread().name.startswith(f"{_POOL_PREFIX}-background"):
+        f: Future[Any] = Future()
+        try:
+            f.set_result(fn(*args))
+        except BaseException as exc:  # (given to the caller by result())
+            f.set_exception(exc)
+        return f
+    return lane_pool("background", 1).submit(fn, *args)
 
 
 def thread_start(

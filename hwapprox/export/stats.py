@@ -307,17 +307,16 @@ class StatsBatch:
         """``(mean, std, percentiles)`` of tensor ``i`` (as :class:`SiteStats` holds
         them); waits for the compiled call."""
         if self._done is None:
-            counts, moments, pct = self._future.result()
+            counts, moments, pct = (a.tolist() for a in self._future.result())
             done = []
-            for t, a in enumerate(self._arrays):
-                if counts[t] != a.size:  # (the caller checked the extremes are finite)
+            for a, n, (_, _, mean, m2), row in zip(self._arrays, counts, moments, pct, strict=True):
+                if n != a.size:  # (the caller checked the extremes are finite)
                     raise ExportError(
-                        f"statistics of a batch tensor: {a.size - counts[t]} "
-                        "non-finite values in a tensor given as finite"
+                        f"statistics of a batch tensor: {a.size - n} non-finite values in "
+                        "a tensor given as finite"
                     )
-                std = float(np.sqrt(float(moments[t, 3]) / int(counts[t])))
-                qs = tuple((p, float(v)) for p, v in zip(PERCENTILES, pct[t], strict=True))
-                done.append((float(moments[t, 2]), std, qs))
+                # (RunningStats.std: the same correctly rounded square root)
+                done.append((mean, math.sqrt(m2 / n), tuple(zip(PERCENTILES, row, strict=True))))
             self._done = done
             self._arrays = []
         return self._done[i]

@@ -36,14 +36,20 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 from onnx import ModelProto
 
 from hwapprox._cache import BoundedMemo
 from hwapprox.approx import _kernels
-from hwapprox.approx.base import ApproxSpec, ElementwiseSpec, Operator, SpecError
+from hwapprox.approx.base import (
+    ApproxSpec,
+    ElementwiseSpec,
+    Operator,
+    SpecError,
+    error_sums_result,
+)
 from hwapprox.approx.config import ApproxConfig, load_config
 from hwapprox.approx.costmodel import fmax, rank_score
 from hwapprox.approx.registry import get_method
@@ -63,6 +69,7 @@ from hwapprox.export.emulate import (
     ModelSessions,
     PrefixChain,
     apply_spec_pair,
+    background,
     emulation_threads,
     model_rows,
     rows_view,
@@ -302,16 +309,70 @@ def site_metrics(
     that float function of the same quantised input (:func:`apply_spec` with
     ``ideal``). ``max_lsb`` is at most their sum.
     """
+    p = metrics_pass(site, spec, x, y_float, mask, n_value)
+    got = None if p is None else p.finish(p.kernel(*p.args))
+    return got if got is not None else _site_metrics_rest(site, spec, x, y_float, mask, n_value)
+
+
+class MetricsPass(NamedTuple):
+    """A site's error figures in one compiled pass, prepared and not run:
+    ``finish(kernel(*args))`` gives :func:`site_metrics`' figures, or None where the
+    pass gave up (a NaN/inf input, a reciprocal that would raise): then
+    ``_site_metrics_rest`` takes the other routes. The kernel releases the GIL, so
+    another thread may run it."""
+
+    kernel: Callable[..., Any]
+    args: tuple[Any, ...]
+    finish: Callable[[Any], dict[str, Any] | None]
+
+
+def _dtype_of_figures(spec: ApproxSpec) -> type:
     # float32 holds every code of an output format up to 24 bits exactly (value =
     # code·2^-f): the same figures as float64, with half the memory traffic
     exact32 = getattr(getattr(spec, "out_fmt", None), "width", 64) <= 24
-    dt = np.float32 if exact32 else np.float64
-    sums = None
+    return np.float32 if exact32 else np.float64
+
+
+def metrics_pass(
+    site: Site,
+    spec: ApproxSpec,
+    x: np.ndarray,
+    y_float: np.ndarray,
+    mask: np.ndarray | None = None,
+    n_value: float | None = None,
+) -> MetricsPass | None:
+    """:func:`site_metrics`' one-pass route where it has one (an elementwise spec's
+    :meth:`~hwapprox.approx.base.ElementwiseSpec.error_sums`, a softmax or LayerNorm
+    spec's float32-row report), prepared (:class:`MetricsPass`); else None."""
+    dt = _dtype_of_figures(spec)
     if isinstance(spec, ElementwiseSpec) and mask is None and n_value is None:
-        sums = spec.error_sums(x, y_float, dt)  # the figures below without the arrays
-    if sums is not None:
-        n, mx, s1, s2, sr, dq, da = sums
-        return _error_figures(spec, n, mx, s1, s2, sr, dq, da)
+        ew = spec.error_sums_pass(x, y_float, dt)  # the figures without the arrays
+        if ew is None:
+            return None
+
+        def finish_ew(res: Any) -> dict[str, Any] | None:
+            sums = error_sums_result(res)
+            return None if sums is None else _error_figures(spec, *sums)
+
+        return MetricsPass(ew[0], ew[1], finish_ew)
+    if _softmax_sums_apply(site, spec, x, y_float):
+        return _softmax_sums_f32(site, spec, x, y_float, mask, n_value, dt)
+    if mask is None and _layernorm_sums_apply(site, spec, x, y_float):
+        return _layernorm_pass(site, spec, x, y_float, dt)
+    return None
+
+
+def _site_metrics_rest(
+    site: Site,
+    spec: ApproxSpec,
+    x: np.ndarray,
+    y_float: np.ndarray,
+    mask: np.ndarray | None,
+    n_value: float | None,
+) -> dict:
+    """:func:`site_metrics` without its one-pass route: the softmax and LayerNorm
+    sums from the codes, else the arrays."""
+    dt = _dtype_of_figures(spec)
     fused = _softmax_sums(site, spec, x, y_float, mask, n_value, dt)
     if fused is not None:
         n, mx, s1, s2, sr, dq, da, rse = fused
@@ -396,17 +457,10 @@ def _softmax_sums(
     whose exp table is too large (:func:`_exp_table`), no compiled kernels). The count, the
     maximum and the sums of ``|y - y_float|`` are those of the array path exactly;
     the two error-split maxima and the row-sum error equal it up to float64 rounding
-    (the softmax denominators and row sums are summed in row order, not pairwise)."""
-    if not (
-        site.operator is Operator.SOFTMAX
-        and _kernels.available()
-        and getattr(spec, "reference_is_standard", lambda: False)()
-        and np.shape(y_float) == np.shape(x)
-    ):
+    (the softmax denominators and row sums are summed in row order, not pairwise).
+    (The float32-row pass, :func:`_softmax_sums_f32`, is tried before this.)"""
+    if not _softmax_sums_apply(site, spec, x, y_float):
         return None
-    fused = _softmax_sums_f32(site, spec, x, y_float, mask, n_value, dt)
-    if fused is not None:
-        return fused
     spec, raw, y, axis, mk = model_rows(site, spec, x, mask, n_value, dt)
     if axis not in (-1, raw.ndim - 1):
         return None
@@ -427,6 +481,17 @@ def _softmax_sums(
     return (int(cnt), *(float(v) for v in rest))  # type: ignore[return-value]
 
 
+def _softmax_sums_apply(site: Site, spec: ApproxSpec, x: np.ndarray, y_float: np.ndarray) -> bool:
+    """The softmax metric kernels apply: a softmax site, its standard reference, one
+    shape, compiled kernels."""
+    return (
+        site.operator is Operator.SOFTMAX
+        and _kernels.available()
+        and getattr(spec, "reference_is_standard", lambda: False)()
+        and np.shape(y_float) == np.shape(x)
+    )
+
+
 def _softmax_sums_f32(
     site: Site,
     spec: ApproxSpec,
@@ -435,14 +500,15 @@ def _softmax_sums_f32(
     mask: np.ndarray | None,
     n_value: float | None,
     dt: type,
-) -> tuple[int, float, float, float, float, float, float, float] | None:
-    """:func:`_softmax_sums` from the site's float32 rows in one compiled pass, the model
-    included (:func:`~hwapprox.approx._kernels.online_report_f32`: per block of rows the
-    model's reals as the emulation's float32-row pass gives them, then the comparison of
-    :func:`~hwapprox.approx._kernels.softmax_err_stats` on their codes): the same figures,
-    without the codes and reals arrays. None where the spec has no such pass or it does
-    not apply (:func:`~hwapprox.export.emulate.softmax_f32_rows`, ``f32_plan``), or an
-    input is NaN/inf or the reciprocal would raise (the codes path then raises)."""
+) -> MetricsPass | None:
+    """:func:`_softmax_sums`' figures from the site's float32 rows in one compiled pass,
+    the model included (:func:`~hwapprox.approx._kernels.online_report_f32`: per block of
+    rows the model's reals as the emulation's float32-row pass gives them, then the
+    comparison of :func:`~hwapprox.approx._kernels.softmax_err_stats` on their codes):
+    the same figures, without the codes and reals arrays. None where the spec has no
+    such pass or it does not apply (:func:`~hwapprox.export.emulate.softmax_f32_rows`,
+    ``f32_plan``); the pass finishes with None where an input is NaN/inf or the
+    reciprocal would raise (the codes path then raises)."""
     if np.ndim(x) == 0 or getattr(spec, "f32_plan", None) is None:
         return None
     pre = softmax_f32_rows(site, spec, x, mask)
@@ -456,13 +522,61 @@ def _softmax_sums_f32(
     n = rows.shape[1]
     yf = np.ascontiguousarray(rows_view(site, np.asarray(y_float))[0]).reshape(-1, n)
     y_blk = np.empty((_kernels.online_block_rows(rows.shape[0], n), n), dtype=dt)
-    status, cnt, *rest = _kernels.online_report_f32(
+    kargs = (
         rows, yf, np.zeros((1, 1), bool) if mk is None else mk, mk is not None, *args, y_blk,
         table,
     )  # fmt: skip
-    if status != 0:
+
+    def finish(res: Any) -> dict[str, Any] | None:
+        status, cnt, mx, s1, s2, sr, dq, da, rse = res
+        if status != 0:
+            return None
+        figs = _error_figures(spec, int(cnt), *(float(v) for v in (mx, s1, s2, sr, dq, da)))
+        return {**figs, "row_sum_err": float(rse)}
+
+    return MetricsPass(_kernels.online_report_f32, kargs, finish)
+
+
+def _layernorm_sums_apply(site: Site, spec: ApproxSpec, x: np.ndarray, y_float: np.ndarray) -> bool:
+    """The LayerNorm metric kernels apply: a LayerNorm site, its standard reference,
+    one shape, compiled kernels."""
+    return (
+        site.operator is Operator.LAYERNORM
+        and _kernels.available()
+        and getattr(spec, "reference_is_standard", lambda: False)()
+        and np.shape(y_float) == np.shape(x)
+    )
+
+
+def _layernorm_pass(
+    site: Site, spec: ApproxSpec, x: np.ndarray, y_float: np.ndarray, dt: type
+) -> MetricsPass | None:
+    """:func:`_layernorm_sums`' figures with the model in the same pass, from the
+    float32 rows (:func:`~hwapprox.approx._kernels.rsqrt_report_f32`: the same figures),
+    where the spec has such a pass (``f32_plan``) and the rows lie along the last axis of
+    a 2-D view; else None. The pass finishes with None where it gives up."""
+    ln: Any = spec  # a LayerNorm spec (reference_is_standard)
+    plan = getattr(ln, "f32_plan", None)
+    if plan is None:
         return None
-    return (int(cnt), *(float(v) for v in rest))  # type: ignore[return-value]
+    xv, axis = rows_view(site, np.asarray(x))
+    if not (xv.ndim == 2 and axis in (-1, 1)):
+        return None
+    n = xv.shape[-1]
+    args = plan(xv, *site_row_params(site, spec, n), np.dtype(dt))
+    if args is None:
+        return None
+    ref = (*_ln_reference_args(site, ln, n), np.empty(n, dtype=np.float64))
+    yf2 = np.ascontiguousarray(rows_view(site, np.asarray(y_float))[0]).reshape(-1, n)
+    kargs = (xv, yf2, *args, np.empty(n, dtype=dt), *ref)
+
+    def finish(res: Any) -> dict[str, Any] | None:
+        status, *figs = res
+        if status != 0:
+            return None
+        return _error_figures(spec, int(figs[0]), *(float(v) for v in figs[1:]))
+
+    return MetricsPass(_kernels.rsqrt_report_f32, kargs, finish)
 
 
 def _layernorm_sums(
@@ -473,28 +587,14 @@ def _layernorm_sums(
     quantised rows on the fly, with the site's float gamma and beta), or None where it
     does not apply (another reference, no compiled kernels). The count, the maximum
     and the sums of ``|y - y_float|`` are those of the array path exactly; the two
-    error-split maxima equal it up to float64 rounding (row means summed in order)."""
-    if not (
-        site.operator is Operator.LAYERNORM
-        and _kernels.available()
-        and getattr(spec, "reference_is_standard", lambda: False)()
-        and np.shape(y_float) == np.shape(x)
-    ):
+    error-split maxima equal it up to float64 rounding (row means summed in order).
+    (The float32-row pass, :func:`_layernorm_pass`, is tried before this.)"""
+    if not _layernorm_sums_apply(site, spec, x, y_float):
         return None
     ln: Any = spec  # a LayerNorm spec (reference_is_standard)
-    xv, axis = rows_view(site, np.asarray(x))
-    yfv = rows_view(site, np.asarray(y_float))[0]
-    n = xv.shape[-1]
+    n = rows_view(site, np.asarray(x))[0].shape[-1]
     ref = (*_ln_reference_args(site, ln, n), np.empty(n, dtype=np.float64))
-    plan = getattr(ln, "f32_plan", None)
-    if plan is not None and xv.ndim == 2 and axis in (-1, 1):
-        # the model and the comparison in one pass from the float32 rows
-        args = plan(xv, *site_row_params(site, spec, n), np.dtype(dt))
-        if args is not None:
-            yf2 = np.ascontiguousarray(yfv).reshape(-1, n)
-            status, *figs = _kernels.rsqrt_report_f32(xv, yf2, *args, np.empty(n, dtype=dt), *ref)
-            if status == 0:
-                return (int(figs[0]), *(float(v) for v in figs[1:]))  # type: ignore[return-value]
+    yfv = rows_view(site, np.asarray(y_float))[0]
     spec, raw, y, axis, _ = model_rows(site, spec, x, None, None, dt)
     if axis not in (-1, raw.ndim - 1):
         return None
@@ -870,6 +970,10 @@ def _is_auto(cfg: ApproxConfig, site: Site) -> bool:
     return not vals or vals[-1] == "auto"
 
 
+#: the per-site reports run beside the emulation (False: before it, on the calling
+#: thread; tests compare both)
+REPORTS_BESIDE = True
+
 #: calibrated specs (:func:`_calibrate_spec`) by what they are a function of: (spec,
 #: site, result), keyed by the two objects' ids (the entry holds them: the ids stay
 #: theirs), the LayerNorm parameters' bytes, the fields the config sets, the integer
@@ -1074,18 +1178,24 @@ def validate(
                 )
     chosen_all: dict[str, ApproxSpec | None] = {s.name: chosen.get(s.name) for s in selected}
     # The per-site reports (each site's approximation of its float input) and the
-    # emulation (the approximations chained) are independent: with worker threads the
-    # reports run on a thread of their own meanwhile, filling the cores the emulation's
-    # small sessions leave idle; their warnings keep their place in the list.
+    # emulation (the approximations chained) are independent: the reports run on a
+    # thread of their own meanwhile, filling the cores the emulation's small sessions
+    # leave idle (with worker threads: a new thread, the reports' sites on the workers;
+    # a small model: the background worker, after its calibration statistics); their
+    # warnings keep their place in the list.
     for s in active:  # a spec that computes another function: refused before any run
         why = None if chosen.get(s.name) is None else s.spec_mismatch(chosen[s.name])
         if why is not None:
             raise ExportError(why)
     site_warnings: list[str] = []
-    beside = site_threads(work_threads) > 1
-    reports = _in_background(
-        beside, _site_reports, active, chosen, trace, site_warnings, work_threads
-    )
+    args = (active, chosen, trace, site_warnings, work_threads)
+    if not REPORTS_BESIDE:
+        done = _site_reports(*args)
+        reports: Callable[[], Any] = lambda: done  # noqa: E731
+    elif site_threads(work_threads) > 1:
+        reports = _in_background(_site_reports, *args)
+    else:
+        reports = _reports_beside(active, chosen, trace, site_warnings)
     # Timing: the float model's calibration run (one onnxruntime run of the whole model,
     # site tensors kept as extra outputs) vs one emulation run. No extra float runs.
     t_float = trace.seconds
@@ -1106,7 +1216,7 @@ def validate(
         "approx_models": emu.approx_seconds,
         "sessions": float(emu.n_sessions),
         # 1: the per-site reports ran beside the emulation (its time includes sharing)
-        "reports_beside": float(beside),
+        "reports_beside": float(REPORTS_BESIDE),
     }
     warnings += [unsupported_message(s) for s in imported.unsupported]
     if not imported.sites:
@@ -1199,10 +1309,12 @@ def _site_reports(
     trace: Trace,
     warnings: list[str],
     threads: int = 0,
+    ran: Mapping[str, tuple[MetricsPass | None, Any]] | None = None,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, int]]]:
     """Per approximated site: its error metrics and saturation counts (a spec that
     computes another function is refused); saturation and fully masked rows are
-    appended to ``warnings``."""
+    appended to ``warnings``. ``ran``: each site's one-pass metrics already run
+    elsewhere (:func:`metrics_pass` and its kernel's result; :func:`_reports_beside`)."""
     site_errors: dict[str, dict[str, Any]] = {}
     sat: dict[str, dict[str, int]] = {}
     todo = [(s, spec) for s in active if (spec := chosen.get(s.name)) is not None]
@@ -1214,7 +1326,14 @@ def _site_reports(
             raise ExportError(why)
         x, y = trace.site_inputs[s.name], trace.site_outputs[s.name]
         mask = trace.masks.get(s.name)
-        err = site_metrics(s, spec, x, y, mask, trace.site_n.get(s.name))
+        if ran is None:
+            err = site_metrics(s, spec, x, y, mask, trace.site_n.get(s.name))
+        else:
+            p, res = ran[s.name]
+            got = None if p is None else p.finish(res)
+            if got is None:
+                got = _site_metrics_rest(s, spec, x, y, mask, trace.site_n.get(s.name))
+            err = got
         err.update(variant_stats(s, spec, x, mask))
         # calibration's extremes cover these elements when it saw them with the mask
         same = mask is not None or trace.stats[s.name].masked == 0
@@ -1245,12 +1364,38 @@ def _site_reports(
     return site_errors, sat
 
 
-def _in_background(on: bool, fn: Callable[..., Any], *args: Any) -> Callable[[], Any]:
-    """``fn(*args)`` started on a thread of its own (``on``; else run now); the returned
-    callable waits for it and gives its result or raises its error."""
-    if not on:
-        r = fn(*args)
-        return lambda: r
+def _reports_beside(
+    active: list[Site],
+    chosen: Mapping[str, ApproxSpec | None],
+    trace: Trace,
+    warnings: list[str],
+) -> Callable[[], tuple[dict[str, dict[str, Any]], dict[str, dict[str, int]]]]:
+    """A small model's :func:`_site_reports` beside the emulation: each site's one-pass
+    metrics prepared here (:func:`metrics_pass`) and their kernels run on the background
+    worker (after calibration's statistics), so that worker takes the GIL once per
+    kernel and the emulation on this thread rarely waits for it (the whole reports
+    there: the emulation 1.5 -> 2.5-3 ms on 2 CPUs, the hand-overs of the GIL between the
+    two threads' Python). The returned callable waits and finishes the reports."""
+    passes: dict[str, MetricsPass | None] = {}
+    for s in active:
+        spec = chosen.get(s.name)
+        if spec is not None:
+            x, y = trace.site_inputs[s.name], trace.site_outputs[s.name]
+            mask, n_value = trace.masks.get(s.name), trace.site_n.get(s.name)
+            passes[s.name] = metrics_pass(s, spec, x, y, mask, n_value)
+    todo = list(passes.values())
+    fut = background(lambda: [None if p is None else p.kernel(*p.args) for p in todo])
+
+    def join() -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, int]]]:
+        ran = dict(zip(passes, zip(todo, fut.result(), strict=True), strict=True))
+        return _site_reports(active, chosen, trace, warnings, 1, ran)
+
+    return join
+
+
+def _in_background(fn: Callable[..., Any], *args: Any) -> Callable[[], Any]:
+    """``fn(*args)`` started on a thread of its own; the returned callable waits for it
+    and gives its result or raises its error."""
     box: dict[str, Any] = {}
 
     def run() -> None:
