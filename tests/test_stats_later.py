@@ -13,6 +13,7 @@ import pytest
 from hwapprox.approx import _kernels
 from hwapprox.export import calibrate as cal
 from hwapprox.export.builders import EncoderShape, bert_encoder, sample_inputs
+from hwapprox.export.errors import ExportError
 from hwapprox.export.stats import RunningStats, SiteStats, StatsBatch
 from hwapprox.export.validate import import_model
 
@@ -84,18 +85,19 @@ def test_pending_site_stats_equal_the_synchronous_ones() -> None:
         _ = st.median  # type: ignore[attr-defined]
 
 
-def _calibrate_both(model: Any, feeds: dict[str, np.ndarray]) -> tuple[cal.Trace, cal.Trace]:
+def _calibrate_both(
+    model: Any, feeds: dict[str, np.ndarray], softmax: bool = True, pending: bool = True
+) -> tuple[cal.Trace, cal.Trace]:
     imp = import_model(model)
+    sites = [s for s in imp.sites if softmax or s.kind != "softmax"]
     traces = []
     for defer in (True, False):
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(cal, "DEFER_STATS", defer)
-            t = cal.calibrate(imp.model, imp.sites, feeds, sessions=imp.sessions)
-        pending = [
-            st for st in (*t.stats.values(), *t.out_stats.values()) if "_batch" in st.__dict__
-        ]
+            t = cal.calibrate(imp.model, sites, feeds, sessions=imp.sessions)
+        left = [st for st in (*t.stats.values(), *t.out_stats.values()) if "_batch" in st.__dict__]
         # the small model's statistics were left to the worker exactly when deferred
-        assert bool(pending) == defer
+        assert bool(left) == (defer and pending)
         t.settle()
         assert not [st for st in t.stats.values() if "_batch" in st.__dict__]
         traces.append(t)
@@ -121,3 +123,52 @@ def test_calibration_statistics_are_those_of_the_synchronous_path(mask: bool) ->
             assert (a.masked, a.masked_rows, a.rows) == (b.masked, b.masked_rows, b.rows)
     if mask:
         assert any(st.masked for st in now.stats.values())
+
+
+def test_extremes_are_those_of_running_statistics() -> None:
+    specials = [
+        np.array([0.0, -0.0, 5.0, -7.0, 2.0**-130, -(2.0**-140)], dtype=np.float32),
+        np.array([np.nan, 1.0, np.inf, -np.inf, -3.0], dtype=np.float32),
+        np.array([np.nan, np.inf], dtype=np.float32),
+        np.array([-1e38, 1e38, 3.4028235e38], dtype=np.float32),
+    ]
+    arrays = _tensors() + specials
+    bad, lo, hi = StatsBatch(arrays, _now).extremes()
+    for a, b, mn, mx in zip(arrays, bad, lo, hi, strict=True):
+        rs = RunningStats().add(a)
+        assert (b, mn, mx) == (rs.nonfinite, rs.min, rs.max)  # (-0.0 == 0.0)
+
+
+def test_a_tensor_with_nonfinite_values_is_folded_at_once() -> None:
+    """An inf in the embeddings reaches every site tensor: recorded for the worker, each
+    is found non-finite and folded by RunningStats at once (its non-finite count);
+    every figure as the synchronous path, and the softmax sites' error the same."""
+    shape = EncoderShape(layers=1, width=32, heads=2, ffn=64, seq=8, batch=2)
+    model = bert_encoder(shape, seed=2, token_input=False)
+    feeds = sample_inputs(shape, batch=2, token_input=False)
+    feeds["embeddings"][1, 3, 5] = np.inf
+    errors = []
+    for defer in (True, False):  # (the softmax sites refuse the NaN scores, both ways)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(cal, "DEFER_STATS", defer)
+            imp = import_model(model)
+            with pytest.raises(ExportError, match="input values are -inf") as info:
+                cal.calibrate(imp.model, imp.sites, feeds, sessions=imp.sessions)
+            errors.append(str(info.value))
+    assert errors[0] == errors[1]
+    seen = []
+    extremes = StatsBatch.extremes
+
+    def spy(self: StatsBatch) -> Any:
+        seen.append(got := extremes(self))
+        return got
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(StatsBatch, "extremes", spy)
+        later, now = _calibrate_both(model, feeds, softmax=False, pending=False)
+    assert len(seen) == 1  # (taken the deferred way: every tensor found non-finite there)
+    assert all(seen[0][0])
+    assert any(st.nonfinite for st in now.stats.values())
+    for name in now.stats:
+        assert _fields(later.stats[name]) == _fields(now.stats[name]), name
+        assert _fields(later.out_stats[name]) == _fields(now.out_stats[name]), name

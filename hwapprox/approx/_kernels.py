@@ -704,8 +704,48 @@ if njit is not None:
                 block_percentiles(ids, hist, qs, n, lo, hi, pat, pct[t])
         return counts, moments, pct
 
+    @njit(cache=True, nogil=True)  # type: ignore[misc]
+    def extremes_many_f32(addrs: Any, sizes: Any) -> tuple[Any, Any, Any]:
+        """Per tensor (as :func:`stats_many_f32` takes them): the number of NaN/inf
+        values and the min and max of the others (``inf``, ``-inf`` when there are
+        none), as :func:`hist_blocks_f32` gives them, except the sign of a zero
+        extreme where a tensor holds both zeros (here -0.0 < +0.0; the serial pass keeps
+        the first zero it meets). Over the bit patterns mapped to order-preserving int32
+        keys, branch-free, so the loop vectorises."""
+        t_n = addrs.shape[0]
+        bad = np.zeros(t_n, dtype=np.int64)
+        lo = np.empty(t_n, dtype=np.float64)
+        hi = np.empty(t_n, dtype=np.float64)
+        kmax = np.int32(0x7FFFFFFF)
+        kmin = np.int32(-0x80000000)
+        for t in range(t_n):
+            bits = carray(_u32_at(addrs[t]), (sizes[t],))
+            k_lo = kmax
+            k_hi = kmin
+            nf = 0
+            for i in range(bits.shape[0]):
+                b = np.int32(bits[i])
+                fin = (b & 0x7F800000) != 0x7F800000
+                key = b ^ ((b >> 31) & 0x7FFFFFFF)  # (negative floats: reversed order)
+                k_lo = min(k_lo, key if fin else kmax)
+                k_hi = max(k_hi, key if fin else kmin)
+                nf += not fin
+            bad[t] = nf
+            if nf == sizes[t]:
+                lo[t] = np.inf
+                hi[t] = -np.inf
+                continue
+            pair = np.empty(2, dtype=np.int32)
+            pair[0] = k_lo ^ ((k_lo >> 31) & 0x7FFFFFFF)
+            pair[1] = k_hi ^ ((k_hi >> 31) & 0x7FFFFFFF)
+            vals = pair.view(np.float32)
+            lo[t] = np.float64(vals[0])
+            hi[t] = np.float64(vals[1])
+        return bad, lo, hi
+
 else:  # pragma: no cover
     stats_many_f32 = None
+    extremes_many_f32 = None
 
 
 # -- LayerNorm output stages ---------------------------------------------------------------

@@ -570,11 +570,15 @@ class _StatsAcc:
         self.ins: dict[str, RunningStats] = {s.name: RunningStats() for s in sites}
         self.outs: dict[str, RunningStats] = {s.name: RunningStats() for s in sites}
         self.rows: dict[str, list[int]] = {}
-        #: (site, output?) -> (unmasked values, min, max, masked count) of the tensors
-        #: whose moments and percentiles come from :attr:`batch` (:meth:`fold` ``later``)
-        self.later: dict[tuple[str, bool], tuple[np.ndarray, float, float, int]] = {}
-        self.batch: StatsBatch | None = None
+        #: (site, output?) -> (unmasked values, masked count) of the tensors whose
+        #: moments and percentiles come from :attr:`batch` (:meth:`fold` ``later``), their
+        #: extremes and index there
+        self.later: dict[tuple[str, bool], tuple[np.ndarray, int]] = {}
+        self.extremes: dict[tuple[str, bool], tuple[float, float]] = {}
         self.later_index: dict[tuple[str, bool], int] = {}
+        self.batch: StatsBatch | None = None
+        #: softmax sites whose input check waits for its extremes (:meth:`start_later`)
+        self.checks: list[tuple[Site, np.ndarray, np.ndarray | None, GraphIndex]] = []
 
     def fold(
         self, s: Site, values: Mapping[str, np.ndarray], g: GraphIndex, *, later: bool = False
@@ -592,15 +596,10 @@ class _StatsAcc:
                 acc[s.name] = RunningStats()
             acc[s.name].add(t, mask)
         if s.operator is Operator.SOFTMAX:
-            # (its unmasked values so far, this batch's included)
-            deferred = self.later.get((s.name, False))
-            if deferred is None:
-                st = self.ins[s.name]
-                suspect = st.nonfinite or st.min <= MASK_LIMIT
-            else:  # (finite)
-                suspect = deferred[1] <= MASK_LIMIT
-            if suspect:  # else no -inf / mask-sized value
-                _check_masked_input(s, x, mask, g)
+            if (s.name, False) in self.later:  # (checked once its extremes are known)
+                self.checks.append((s, x, mask, g))
+            else:
+                self._check_softmax(s, x, mask, g)
             if mask is not None:
                 mrows, ax = rows_view(s, mask)
                 full = mrows.all(axis=ax)
@@ -609,10 +608,24 @@ class _StatsAcc:
                 counts[1] += int(full.size)
         return mask
 
+    def _check_softmax(
+        self, s: Site, x: np.ndarray, mask: np.ndarray | None, g: GraphIndex
+    ) -> None:
+        """:func:`_check_masked_input` where the site's unmasked inputs so far (this
+        batch's included) hold a non-finite or mask-sized value (else there is none)."""
+        ext = self.extremes.get((s.name, False))
+        if ext is not None:  # (deferred: finite)
+            suspect = ext[0] <= MASK_LIMIT
+        else:
+            st = self.ins[s.name]
+            suspect = bool(st.nonfinite) or st.min <= MASK_LIMIT
+        if suspect:
+            _check_masked_input(s, x, mask, g)
+
     def _defer(self, name: str, out: bool, t: np.ndarray, mask: np.ndarray | None) -> bool:
-        """Record a float32 tensor's unmasked values, count and extremes for
-        :meth:`start_later`; False (nothing recorded) if it is not float32, has no
-        unmasked value or a non-finite one (:meth:`fold` then folds it now)."""
+        """Record a float32 tensor's unmasked values for :meth:`start_later`; False
+        (nothing recorded) if it is not float32 or has no unmasked value (:meth:`fold`
+        then folds it now)."""
         if t.dtype != np.float32:
             return False
         if mask is None:
@@ -621,17 +634,29 @@ class _StatsAcc:
             a = t[~np.broadcast_to(np.asarray(mask, dtype=bool), t.shape)]
         if not a.size:
             return False
-        lo, hi = float(a.min()), float(a.max())  # (NaN if any is; +-inf if one is)
-        if not (math.isfinite(lo) and math.isfinite(hi)):
-            return False
-        self.later[name, out] = (a, lo, hi, int(t.size - a.size))
+        self.later[name, out] = (a, int(t.size - a.size))
         return True
 
     def start_later(self, submit: Callable[[Callable[[], Any]], Any]) -> None:
-        """Start the deferred tensors' moments and percentiles (:class:`StatsBatch`,
-        by ``submit``)."""
+        """Start the recorded tensors' moments and percentiles (:class:`StatsBatch`, by
+        ``submit``), then take their extremes here (a compiled call without the GIL,
+        during which the worker begins). A tensor with a NaN/inf value is folded now
+        instead (:class:`RunningStats`: its counts and errors); the softmax inputs'
+        mask checks follow, in site order."""
         self.batch = StatsBatch([v[0] for v in self.later.values()], submit)
-        self.later_index = {k: i for i, k in enumerate(self.later)}
+        bad, lo, hi = self.batch.extremes()
+        for i, (key, (a, masked)) in enumerate(list(self.later.items())):
+            if bad[i]:
+                rs = (self.outs if key[1] else self.ins)[key[0]]
+                rs.masked += masked
+                rs.add(a)
+                del self.later[key]
+            else:
+                self.extremes[key] = (lo[i], hi[i])
+                self.later_index[key] = i
+        for s, x, mask, g in self.checks:
+            self._check_softmax(s, x, mask, g)
+        self.checks = []
 
     def merge(self, other: _StatsAcc) -> None:
         """Fold in another accumulator's statistics (batches folded elsewhere)."""
@@ -650,7 +675,7 @@ class _StatsAcc:
         masked_rows, rows = self.rows.get(name, [0, 0]) if not out else (0, 0)
         deferred = self.later.get((name, out))
         if deferred is not None:
-            a, lo, hi, masked = deferred
+            (a, masked), (lo, hi) = deferred, self.extremes[name, out]
             assert self.batch is not None
             return SiteStats.pending(
                 name, int(a.size), lo, hi, self.batch, self.later_index[name, out],

@@ -134,7 +134,12 @@ def lane_pool(lane: str, n: int) -> ThreadPoolExecutor:
 def background(fn: Callable[..., Any], *args: Any) -> Future[Any]:
     """``fn(*args)`` on the background lane's one worker thread (first in, first out):
     a small model's work beside the calling thread (calibration's statistics, then
-    validate's per-site reports). Run here, already done, when called on that worker."""
+    validate's per-site reports). Run here, already done, when called on that worker.
+
+    The woken worker needs the GIL to begin, which a caller running Python holds until
+    its next blocking call or compiled call without the GIL: a caller that wants the
+    work to begin at once makes such a call next (calibration: its extremes kernel;
+    else the embedded example's statistics began 0.9 ms late)."""
     if threading.current_thread().name.startswith(f"{_POOL_PREFIX}-background"):
         f: Future[Any] = Future()
         try:

@@ -281,11 +281,12 @@ def parse_range(stat: str | float) -> str | float:
 
 
 class StatsBatch:
-    """The moments and percentiles of several finite float32 tensors, computed in one
-    compiled call (:func:`hwapprox.approx._kernels.stats_many_f32`) started by
-    ``submit`` (e.g. on a worker thread) while the caller goes on: each tensor's
-    figures are those :class:`RunningStats` gives it alone. The tensors are kept
-    alive until the call ends; :meth:`result` waits for it."""
+    """The moments and percentiles of several float32 tensors, computed in one compiled
+    call (:func:`hwapprox.approx._kernels.stats_many_f32`) started by ``submit`` (e.g.
+    on a worker thread) while the caller goes on: each tensor's figures are those
+    :class:`RunningStats` gives it alone (NaN/inf values left out). The tensors are kept
+    alive until the call ends; :meth:`result` waits for it. :meth:`extremes` gives
+    their counts of NaN/inf values and extremes here, in another compiled call."""
 
     def __init__(
         self,
@@ -296,30 +297,42 @@ class StatsBatch:
             if a.dtype != np.float32 or a.ndim != 1 or not a.flags.c_contiguous or not a.size:
                 raise ValueError("StatsBatch takes non-empty contiguous 1-D float32 arrays")
         self._arrays = arrays
-        addrs = np.array([a.ctypes.data for a in arrays], dtype=np.int64)
-        sizes = np.array([a.size for a in arrays], dtype=np.int64)
-        self._future = submit(
-            lambda: _kernels.stats_many_f32(addrs, sizes, _PERCENTILES_Q, _scratch())
+        self._addrs = addrs = np.array(
+            [a.__array_interface__["data"][0] for a in arrays], dtype=np.int64
         )
-        self._done: list[tuple[float, float, tuple[tuple[float, float], ...]]] | None = None
+        self._sizes = sizes = np.array([a.size for a in arrays], dtype=np.int64)
+
+        def run(keep: list[npt.NDArray[np.float32]] = arrays) -> tuple[Any, ...]:
+            # (``keep``: the tensors stay alive while the kernel reads them by address)
+            return _kernels.stats_many_f32(addrs, sizes, _PERCENTILES_Q, _scratch())
+
+        self._future = submit(run)
+        self._done: list[list[Any]] | None = None
+
+    def extremes(self) -> tuple[list[int], list[float], list[float]]:
+        """Per tensor: the number of NaN/inf values, and the min and max of the others
+        (:func:`hwapprox.approx._kernels.extremes_many_f32`: :class:`RunningStats`'
+        figures but for the sign of a zero extreme where both zeros occur). The kernel
+        releases the GIL, so the worker may begin meanwhile. Call before
+        :meth:`result` (the tensors are dropped once it has run)."""
+        if self._done is not None:
+            raise ValueError("StatsBatch.extremes after result: the tensors are dropped")
+        bad, lo, hi = _kernels.extremes_many_f32(self._addrs, self._sizes)
+        return bad.tolist(), lo.tolist(), hi.tolist()
 
     def result(self, i: int) -> tuple[float, float, tuple[tuple[float, float], ...]]:
-        """``(mean, std, percentiles)`` of tensor ``i`` (as :class:`SiteStats` holds
-        them); waits for the compiled call."""
+        """``(mean, std, percentiles)`` of tensor ``i``'s finite values (as
+        :class:`SiteStats` holds them; ValueError if it has none); waits for the
+        compiled call."""
         if self._done is None:
-            counts, moments, pct = (a.tolist() for a in self._future.result())
-            done = []
-            for a, n, (_, _, mean, m2), row in zip(self._arrays, counts, moments, pct, strict=True):
-                if n != a.size:  # (the caller checked the extremes are finite)
-                    raise ExportError(
-                        f"statistics of a batch tensor: {a.size - n} non-finite values in "
-                        "a tensor given as finite"
-                    )
-                # (RunningStats.std: the same correctly rounded square root)
-                done.append((mean, math.sqrt(m2 / n), tuple(zip(PERCENTILES, row, strict=True))))
-            self._done = done
+            self._done = [a.tolist() for a in self._future.result()]
             self._arrays = []
-        return self._done[i]
+        counts, moments, pct = self._done
+        n, (_, _, mean, m2) = counts[i], moments[i]
+        if not n:
+            raise ValueError(f"StatsBatch tensor {i} has no finite value")
+        # (RunningStats.std: the same correctly rounded square root)
+        return mean, math.sqrt(m2 / n), tuple(zip(PERCENTILES, pct[i], strict=True))
 
 
 #: the fields of a pending :class:`SiteStats` that its :class:`StatsBatch` fills in
@@ -364,13 +377,10 @@ class SiteStats:
         """Statistics of ``count`` finite values with extremes ``lo``, ``hi``, whose
         moments and percentiles are tensor ``index`` of ``batch``."""
         obj = object.__new__(cls)
-        known = {
-            "name": name, "count": count, "min": lo, "max": hi, "nonfinite": 0,
-            "masked": masked, "masked_rows": masked_rows, "rows": rows,
-            "_batch": (batch, index),
-        }  # fmt: skip
-        for k, v in known.items():
-            object.__setattr__(obj, k, v)
+        obj.__dict__.update(
+            name=name, count=count, min=lo, max=hi, nonfinite=0, masked=masked,
+            masked_rows=masked_rows, rows=rows, _batch=(batch, index),
+        )  # fmt: skip
         return obj
 
     def __getattr__(self, key: str) -> Any:
@@ -378,12 +388,10 @@ class SiteStats:
         pend = self.__dict__.get("_batch") if key in _LATE else None
         if pend is None:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {key!r}")
-        mean, std, pct = pend[0].result(pend[1])
-        object.__setattr__(self, "mean", mean)
-        object.__setattr__(self, "std", std)
-        object.__setattr__(self, "percentiles", pct)
-        object.__delattr__(self, "_batch")
-        return self.__dict__[key]
+        d = self.__dict__
+        d["mean"], d["std"], d["percentiles"] = pend[0].result(pend[1])
+        del d["_batch"]
+        return d[key]
 
     def __getstate__(self) -> dict[str, Any]:
         if "_batch" in self.__dict__:

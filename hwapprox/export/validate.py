@@ -1205,10 +1205,10 @@ def validate(
             feeds, {k: v for k, v in chosen.items() if k in {s.name for s in active}}
         )
         t_emu = time.perf_counter() - t0
+        e2e = end_to_end_metrics(ref, emulated, **mkw)  # (while the reports may still run)
     finally:
         site_errors, sat = reports()
     warnings += site_warnings
-    e2e = end_to_end_metrics(ref, emulated, **mkw)
     timing = {
         "float_onnxruntime": t_float,
         "emulation": t_emu,
