@@ -280,8 +280,14 @@ class Trace:
     def settle(self) -> None:
         """Wait for statistics still being computed (pending
         :class:`~hwapprox.export.stats.SiteStats`) and fill them in."""
-        for st in (*self.stats.values(), *self.out_stats.values()):
-            _ = st.mean
+        every = [*self.stats.values(), *self.out_stats.values()]
+        for batch in {id(b): b for st in every if (b := _batch_of(st)) is not None}.values():
+            batch.fill(every)
+
+
+def _batch_of(st: SiteStats) -> StatsBatch | None:
+    pend = st.__dict__.get("_batch")
+    return None if pend is None else pend[0]  # type: ignore[no-any-return]
 
 
 #: a small model's one batch: moments and percentiles on a worker thread (:func:`calibrate`;

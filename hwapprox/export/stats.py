@@ -34,6 +34,7 @@ step, far below a bin); the moments and extremes use the values as given.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections.abc import Callable
@@ -293,14 +294,21 @@ class StatsBatch:
         arrays: list[npt.NDArray[np.float32]],
         submit: Callable[[Callable[[], Any]], Future[Any]],
     ) -> None:
+        addr, size = [], []
         for a in arrays:
-            if a.dtype != np.float32 or a.ndim != 1 or not a.flags.c_contiguous or not a.size:
+            iface = a.__array_interface__  # (strides None: C-contiguous)
+            if (
+                iface["typestr"] != "<f4"
+                or len(iface["shape"]) != 1
+                or iface["strides"]
+                or not a.size
+            ):
                 raise ValueError("StatsBatch takes non-empty contiguous 1-D float32 arrays")
+            addr.append(iface["data"][0])
+            size.append(a.size)
         self._arrays = arrays
-        self._addrs = addrs = np.array(
-            [a.__array_interface__["data"][0] for a in arrays], dtype=np.int64
-        )
-        self._sizes = sizes = np.array([a.size for a in arrays], dtype=np.int64)
+        self._addrs = addrs = np.array(addr, dtype=np.int64)
+        self._sizes = sizes = np.array(size, dtype=np.int64)
 
         def run(keep: list[npt.NDArray[np.float32]] = arrays) -> tuple[Any, ...]:
             # (``keep``: the tensors stay alive while the kernel reads them by address)
@@ -320,6 +328,16 @@ class StatsBatch:
         bad, lo, hi = _kernels.extremes_many_f32(self._addrs, self._sizes)
         return bad.tolist(), lo.tolist(), hi.tolist()
 
+    def fill(self, stats: list[SiteStats]) -> None:
+        """Fill in pending statistics of this batch (waits for the compiled call): what
+        reading them does, for many at once."""
+        for st in stats:
+            d = st.__dict__
+            pend = d.get("_batch")
+            if pend is not None and pend[0] is self:
+                d["mean"], d["std"], d["percentiles"] = self.result(pend[1])
+                del d["_batch"]
+
     def result(self, i: int) -> tuple[float, float, tuple[tuple[float, float], ...]]:
         """``(mean, std, percentiles)`` of tensor ``i``'s finite values (as
         :class:`SiteStats` holds them; ValueError if it has none); waits for the
@@ -333,6 +351,15 @@ class StatsBatch:
             raise ValueError(f"StatsBatch tensor {i} has no finite value")
         # (RunningStats.std: the same correctly rounded square root)
         return mean, math.sqrt(m2 / n), tuple(zip(PERCENTILES, pct[i], strict=True))
+
+
+@functools.lru_cache(maxsize=512)
+def _signed_format(
+    width: int, int_bits: int, rounding: Rounding, overflow: Overflow
+) -> FixedFormat:
+    """``FixedFormat(width, int_bits, True, rounding, overflow)`` (immutable: memoised,
+    formats are chosen per site and call)."""
+    return FixedFormat(width, int_bits, True, rounding, overflow)
 
 
 #: the fields of a pending :class:`SiteStats` that its :class:`StatsBatch` fills in
@@ -492,7 +519,7 @@ class SiteStats:
                 f"integer bits (headroom {headroom}), not less than the width {width}; use a "
                 f"wider --width, a percentile or numeric --range, or keep the site float"
             )
-        return FixedFormat(width, ib, True, Rounding(rounding), Overflow(overflow))
+        return _signed_format(width, ib, Rounding(rounding), Overflow(overflow))
 
     def as_dict(self) -> dict[str, Any]:
         return {
