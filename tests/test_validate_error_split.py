@@ -82,3 +82,46 @@ def test_reports_beside_the_emulation_match_the_reports_before_it(
     assert before.warnings  # width 8 saturates somewhere: the order is checked
     for k, v in before.emulated.items():
         assert np.array_equal(v, beside.emulated[k])
+
+
+@pytest.mark.parametrize("who", ["worker", "caller"])
+def test_report_passes_give_the_same_reports_whichever_thread_runs_them(
+    who: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The small model's report passes are shared out: the background worker takes them
+    from the front, the joining thread the ones left from the end. Every pass run by the
+    worker, or every pass by the caller: the reports of the serial path."""
+    from concurrent.futures import Future
+
+    from hwapprox.export import example
+    from hwapprox.export import validate as val
+
+    kw = {"inputs": example.inputs_path(), "width": 8, "range_stat": 0.5}
+    monkeypatch.setattr(val, "REPORTS_BESIDE", False)
+    serial = validate(example.model_path(), **kw)
+    monkeypatch.setattr(val, "REPORTS_BESIDE", True)
+    taken: list[int] = []
+
+    def bg(fn, take):  # type: ignore[no-untyped-def]
+        def counted() -> int:
+            i = take()
+            taken.append(i)
+            return i
+
+        if who == "worker":  # (done before the caller joins)
+            f: Future[None] = Future()
+            f.set_result(fn(counted))
+            return f
+
+        class Late:  # (begins only when the caller has taken every pass)
+            def result(self) -> None:
+                fn(counted)
+
+        return Late()
+
+    monkeypatch.setattr(val, "background", bg)
+    shared = validate(example.model_path(), **kw)
+    assert len(taken) == (len(serial.site_errors) if who == "worker" else 0)
+    assert shared.site_errors == serial.site_errors
+    assert shared.saturation == serial.saturation
+    assert shared.warnings == serial.warnings

@@ -28,6 +28,7 @@ With ``budget`` each selected site is tuned (:mod:`hwapprox.export.tuning`).
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import math
@@ -1371,11 +1372,12 @@ def _reports_beside(
     warnings: list[str],
 ) -> Callable[[], tuple[dict[str, dict[str, Any]], dict[str, dict[str, int]]]]:
     """A small model's :func:`_site_reports` beside the emulation: each site's one-pass
-    metrics prepared here (:func:`metrics_pass`) and their kernels run on the background
-    worker (after calibration's statistics), so that worker takes the GIL once per
-    kernel and the emulation on this thread rarely waits for it (the whole reports
-    there: the emulation 1.5 -> 2.5-3 ms on 2 CPUs, the hand-overs of the GIL between the
-    two threads' Python). The returned callable waits and finishes the reports."""
+    metrics prepared here (:func:`metrics_pass`); their kernels run on the background
+    worker (after calibration's statistics), which takes them from the front, and on
+    this thread once its emulation is done, which takes what is left from the end (each
+    pass once: the same figures whichever runs it). The worker takes the GIL once per
+    kernel; the Python around them (preparing, finishing) stays here, where it does not
+    wait for the GIL. The returned callable runs what is left, waits and finishes."""
     passes: dict[str, MetricsPass | None] = {}
     for s in active:
         spec = chosen.get(s.name)
@@ -1384,10 +1386,25 @@ def _reports_beside(
             mask, n_value = trace.masks.get(s.name), trace.site_n.get(s.name)
             passes[s.name] = metrics_pass(s, spec, x, y, mask, n_value)
     todo = list(passes.values())
-    fut = background(lambda: [None if p is None else p.kernel(*p.args) for p in todo])
+    res: list[Any] = [None] * len(todo)
+    left = collections.deque(i for i, p in enumerate(todo) if p is not None)
+
+    def run(take: Callable[[], int]) -> None:
+        # (deque pops are atomic: each pass is run once, by whichever thread takes it)
+        while True:
+            try:
+                i = take()
+            except IndexError:
+                return
+            p = todo[i]
+            res[i] = p.kernel(*p.args)  # type: ignore[union-attr]
+
+    fut = background(run, left.popleft)
 
     def join() -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, int]]]:
-        ran = dict(zip(passes, zip(todo, fut.result(), strict=True), strict=True))
+        run(left.pop)  # this thread takes the passes the worker has not begun, from the end
+        fut.result()
+        ran = dict(zip(passes, zip(todo, res, strict=True), strict=True))
         return _site_reports(active, chosen, trace, warnings, 1, ran)
 
     return join
