@@ -452,8 +452,9 @@ def _quantize_gather(
     """``out[i] = table[q(x[i]) - code_lo]`` with ``q`` :func:`_quantize_f32`'s
     quantisation of float32 ``x[i]`` (the same clip and rounding), so an elementwise
     model's reals come out of one pass: ``table`` holds the output real of every input
-    code (float64), stored into ``out`` (float32 or float64: numpy's rounding of the
-    float64 value). False if a value is NaN/inf, as :func:`_quantize_f32` (its index is
+    code (float64, or float32 already rounded from it for a float32 ``out``), stored into
+    ``out`` (float32 or float64: numpy's rounding of the float64 value). False if a
+    value is NaN/inf, as :func:`_quantize_f32` (its index is
     clamped into the table, so nothing is read outside it). By blocks of 4096: the
     indices first (a loop that vectorises), then the gathers."""
     bad = 0
