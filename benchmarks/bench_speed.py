@@ -39,6 +39,7 @@ Usage: ``.venv/bin/python benchmarks/bench_speed.py [--parts ops,validate,budget
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import platform
 import statistics
@@ -190,6 +191,26 @@ def _shapes() -> list[tuple[str, Any, dict[str, np.ndarray]]]:
     return out
 
 
+def _pairs(
+    a: Callable[[], object], b: Callable[[], object], n: int, warm: int, cpu: bool = False
+) -> tuple[list[float], list[float]]:
+    """``n`` alternating runs of ``a`` and ``b`` after ``warm`` unmeasured pairs: their
+    wall seconds (CPU seconds of the process with ``cpu``)."""
+    clock = time.process_time if cpu else time.perf_counter
+    for _ in range(warm):
+        a()
+        b()
+    ta, tb = [], []
+    for _ in range(n):
+        t0 = clock()
+        a()
+        ta.append(clock() - t0)
+        t0 = clock()
+        b()
+        tb.append(clock() - t0)
+    return ta, tb
+
+
 def validate_rows(runs: int) -> list[dict[str, Any]]:
     import onnxruntime as ort
 
@@ -214,39 +235,32 @@ def validate_rows(runs: int) -> list[dict[str, Any]]:
         # emulator's session options), so its CPU time is its work
         quiet = make_session(imp.model)
         quiet.run(None, feeds)
-        t_ort, t_val, t_emu = [], [], []
-        c_ort, c_val, c_emu = [], [], []
-        validate(imp, inputs=feeds)  # warm-up: memo tables, first-call costs
+        res = validate(imp, inputs=feeds)  # warm-up: memo tables, first-call costs
         fresh = import_model(model)  # a new import: validate builds its sessions again
         t0 = time.perf_counter()
         validate(fresh, inputs=feeds)
         t_first = time.perf_counter() - t0
+        # the emulation alone (inside validate the per-site reports run beside it), on
+        # validate's own emulator (a small model's has one-thread sessions)
+        sizes = [np.size(res.trace.site_inputs[s.name]) for s in res.selected]
+        emu = imp.sessions.emulator(res.selected, emulation_threads(0, sizes))
+        specs = {k: v for k, v in res.specs.items() if k in {s.name for s in res.selected}}
         # a call of a few ms: its median over a few runs moves 20-40 % with the machine's
-        # phase (onnxruntime's 0.75-1.2 ms); 300 alternating pairs, after 30 of warm-up
+        # phase (onnxruntime's 0.75-1.2 ms); 300 alternating pairs, after 30 of warm-up.
+        # Each figure alternates with its own baseline only (another call between them
+        # evicts the caches the next one reads: validate ~10 % slower with the
+        # emulation and the CPU-time runs in the same loop)
         n = runs if t_first > 0.05 else max(runs, 300)
-        for _ in range(0 if n == runs else 30):
-            sess.run(None, feeds)
-            validate(imp, inputs=feeds)
-        for _ in range(n):
-            t0 = time.perf_counter()
-            sess.run(None, feeds)
-            t_ort.append(time.perf_counter() - t0)
-            t0, c0 = time.perf_counter(), time.process_time()
-            res = validate(imp, inputs=feeds)
-            t_val.append(time.perf_counter() - t0)
-            c_val.append(time.process_time() - c0)
-            c0 = time.process_time()
-            quiet.run(None, feeds)
-            c_ort.append(time.process_time() - c0)
-            # the emulation alone (inside validate the per-site reports run beside it), on
-            # validate's own emulator (a small model's has one-thread sessions)
-            sizes = [np.size(res.trace.site_inputs[s.name]) for s in res.selected]
-            emu = imp.sessions.emulator(res.selected, emulation_threads(0, sizes))
-            specs = {k: v for k, v in res.specs.items() if k in {s.name for s in res.selected}}
-            t0, c0 = time.perf_counter(), time.process_time()
-            emu.run(feeds, specs)
-            t_emu.append(time.perf_counter() - t0)
-            c_emu.append(time.process_time() - c0)
+        warm = 0 if n == runs else 30
+
+        base = functools.partial(sess.run, None, feeds)
+        quiet_run = functools.partial(quiet.run, None, feeds)
+        val = functools.partial(validate, imp, inputs=feeds)
+        emu_run = functools.partial(emu.run, feeds, specs)
+        t_ort, t_val = _pairs(base, val, n, warm)
+        t_ort2, t_emu = _pairs(base, emu_run, n, warm)
+        c_ort, c_val = _pairs(quiet_run, val, n, warm, cpu=True)
+        c_ort2, c_emu = _pairs(quiet_run, emu_run, n, warm, cpu=True)
         r = {
             "shape": label,
             "sites": len(res.selected),
@@ -256,9 +270,9 @@ def validate_rows(runs: int) -> list[dict[str, Any]]:
             "emulation_s": statistics.median(t_emu),
             "first_s": t_first,
         }
-        r["cpu_emu_ratio"] = statistics.median(c_emu) / statistics.median(c_ort)
+        r["cpu_emu_ratio"] = statistics.median(c_emu) / statistics.median(c_ort2)
         r["cpu_validate_ratio"] = statistics.median(c_val) / statistics.median(c_ort)
-        r["emu_ratio"] = r["emulation_s"] / r["ort_s"]
+        r["emu_ratio"] = r["emulation_s"] / statistics.median(t_ort2)
         r["validate_ratio"] = r["validate_s"] / r["ort_s"]
         r["first_ratio"] = r["first_s"] / r["ort_s"]
         print(r, flush=True)
