@@ -104,3 +104,33 @@ def test_default_config_is_built_once_and_handed_out_as_copies() -> None:
     got.defaults.clear()
     got.sites["x"] = "float"
     assert V.build_config(None) == want
+
+
+def test_graph_inputs_memo_follows_the_model() -> None:
+    """The model's inputs are read once per model, and again when they change in place
+    (a new dim: the feeds are checked against it)."""
+    from hwapprox.export import calibrate as C
+    from hwapprox.export.graph import load_model
+
+    model = load_model(example.model_path())
+    feeds = dict(np.load(example.inputs_path()))
+    first = C.graph_inputs(model)
+    assert C.graph_inputs(model) == first == C._graph_inputs(model)
+    C.prepare_inputs(model, feeds)
+    dim = model.graph.input[0].type.tensor_type.shape.dim[0]
+    dim.dim_value += 1
+    assert C.graph_inputs(model) == C._graph_inputs(model) != first
+    with pytest.raises(C.ExportError, match="has shape"):
+        C.prepare_inputs(model, feeds)
+
+
+def test_output_kinds_memo_follows_the_outputs(run) -> None:  # type: ignore[no-untyped-def]
+    from hwapprox.export import metrics as M
+
+    g, sites = run.imported.sessions.index, run.imported.sites
+    ref = run.trace.outputs
+    for axis in (0, None):
+        assert M.output_kinds(g, sites, ref, axis) == M._output_kinds(g, sites, ref, axis)
+        assert M.output_kinds(g, sites, ref, axis) == M._output_kinds(g, sites, ref, axis)
+    flat = {k: np.asarray(v).reshape(-1) for k, v in ref.items()}  # (other ranks)
+    assert M.output_kinds(g, sites, flat, 0) == M._output_kinds(g, sites, flat, 0)

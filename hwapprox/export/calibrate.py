@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 from onnx import ModelProto, TensorProto, helper
 
+from hwapprox._cache import BoundedMemo
 from hwapprox.approx import _kernels
 from hwapprox.approx.base import ELEMENTWISE_ATTENTION, Operator
 from hwapprox.export.emulate import (
@@ -82,8 +83,27 @@ __all__ = [
 ]
 
 
+#: graph_inputs by the model (its id: the entry holds it), its inputs' encoding and its
+#: initializer count (validate checks the feeds against them once per call)
+_INPUTS: BoundedMemo[tuple[ModelProto, list[tuple[str, int, tuple[int | str | None, ...]]]]] = (
+    BoundedMemo(64)
+)
+
+
 def graph_inputs(model: ModelProto) -> list[tuple[str, int, tuple[int | str | None, ...]]]:
-    """``(name, elem_type, dims)`` of the real inputs (initializers excluded)."""
+    """``(name, elem_type, dims)`` of the real inputs (initializers excluded); memoised
+    (:data:`_INPUTS`)."""
+    g = model.graph
+    key = (id(model), b"|".join(v.SerializeToString() for v in g.input), len(g.initializer))
+    hit = _INPUTS.get(key, None)
+    if hit is not None and hit[0] is model:
+        return list(hit[1])
+    out = _graph_inputs(model)
+    _INPUTS.put(key, (model, list(out)))
+    return out
+
+
+def _graph_inputs(model: ModelProto) -> list[tuple[str, int, tuple[int | str | None, ...]]]:
     inits = {i.name for i in model.graph.initializer}
     out = []
     for vi in model.graph.input:

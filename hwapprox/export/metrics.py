@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from hwapprox._cache import BoundedMemo
 from hwapprox.approx.base import Operator
 from hwapprox.export.graph import GraphIndex
 from hwapprox.export.patterns import Site
@@ -129,10 +130,28 @@ def token_mask(
     return None
 
 
+#: output kinds by the graph index and sites (ids: each entry holds the objects), the
+#: outputs' names and ranks, and the batch axis (validate asks once per call)
+_KINDS: BoundedMemo[tuple[GraphIndex, list[Site], dict[str, OutputInfo]]] = BoundedMemo(64)
+
+
 def output_kinds(
     g: GraphIndex, sites: list[Site], ref: Mapping[str, np.ndarray], axis: int | None
 ) -> dict[str, OutputInfo]:
-    """Kind of every graph output (see the module docstring)."""
+    """Kind of every graph output (see the module docstring); memoised (:data:`_KINDS`:
+    the kinds read only the graph, the sites, the names and the ranks)."""
+    key = (id(g), id(sites), len(sites), tuple((n, np.ndim(a)) for n, a in ref.items()), axis)
+    hit = _KINDS.get(key, None)
+    if hit is not None and hit[0] is g and hit[1] is sites:
+        return dict(hit[2])
+    out = _output_kinds(g, sites, ref, axis)
+    _KINDS.put(key, (g, sites, dict(out)))
+    return out
+
+
+def _output_kinds(
+    g: GraphIndex, sites: list[Site], ref: Mapping[str, np.ndarray], axis: int | None
+) -> dict[str, OutputInfo]:
     by_out = {s.output: s for s in sites}
     out: dict[str, OutputInfo] = {}
     for name, arr in ref.items():

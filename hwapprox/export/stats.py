@@ -335,7 +335,8 @@ class StatsBatch:
             d = st.__dict__
             pend = d.get("_batch")
             if pend is not None and pend[0] is self:
-                d["mean"], d["std"], d["percentiles"] = self.result(pend[1])
+                mean, std, pct = self.result(pend[1])
+                d.update(mean=mean, std=std, percentiles=pct)
                 del d["_batch"]
 
     def result(self, i: int) -> tuple[float, float, tuple[tuple[float, float], ...]]:
