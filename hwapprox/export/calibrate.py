@@ -450,7 +450,7 @@ def calibrate(
     # A small model's one batch: its tensors' counts and extremes here (all the formats
     # need), their moments and percentiles in one compiled call on a worker thread
     # while the caller goes on (pending SiteStats; on 2 CPUs the embedded example's
-    # statistics cost its validate ~1 ms on this thread, ~0.1 ms so)
+    # statistics cost its validate ~1 ms on this thread, ~0.2 ms so)
     later = (
         fold_threads == 1
         and dask is None
@@ -611,8 +611,9 @@ class _StatsAcc:
     ) -> np.ndarray | None:
         """Fold one batch's site tensors in; return the site's mask bits (or None).
 
-        ``later`` (the only batch): a finite float32 tensor's moments and percentiles
-        are left for :meth:`start_later` (its counts and extremes are taken now)."""
+        ``later`` (the only batch): a float32 tensor's unmasked values are recorded for
+        :meth:`start_later` (its counts, extremes, moments and percentiles; a softmax
+        input's mask check waits for them)."""
         x = values[s.input]
         mask = site_mask_bits(s, values, g, np.shape(x))
         for out, acc, t in ((False, self.ins, x), (True, self.outs, values[s.output])):
