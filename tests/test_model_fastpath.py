@@ -1189,3 +1189,51 @@ def test_layernorm_site_emulation_takes_the_f32_rows() -> None:
     with patch.object(type(spec), "rows_f32", lambda *a, **k: None):
         want = apply_spec(site, spec, x, dtype=np.float32)
     assert np.array_equal(got, want)
+
+
+_RELU_CASES = [
+    {},
+    {"seq_len": 197},
+    {"seq_len": 100, "recip_bits": 10},
+    {"seq_len": 64, "out_fmt": "ap_ufixed<8,1,AP_TRN,AP_SAT>"},
+    {"seq_len": 12, "in_fmt": "ap_fixed<12,5>", "out_fmt": "ap_ufixed<10,0,AP_RND,AP_SAT>"},
+    {"seq_len": 3, "in_fmt": "ap_fixed<8,8>", "out_fmt": "ap_ufixed<6,2,AP_RND,AP_SAT>"},
+]
+
+
+@pytest.mark.skipif(_kernels.njit is None, reason="numba is not installed")
+@pytest.mark.parametrize("fields", _RELU_CASES, ids=str)
+def test_relu_attention_kernel_matches_its_datapath_on_every_code(fields: dict) -> None:
+    """ReLU attention's compiled multiply-shift-clip gives _model_flat's codes on every
+    input code (powers of two and not, rounding and truncating, saturating outputs), the
+    memo path's too; an out-of-range code still gets check_input's error."""
+    from hwapprox.approx.base import SpecError
+
+    spec = make_spec("relu_attention", "wortsman", **fields)
+    fa = spec._mult_shift()[1]
+    assert _kernels.cast_params(fa, spec.out_fmt) is not None  # (the kernel's case)
+    codes = np.random.default_rng(3).permutation(spec.in_fmt.all_codes())
+    want = spec._model_flat(codes.copy())
+    assert np.array_equal(spec.model(codes), want)
+    memo = _elementwise_memo(spec)
+    assert np.array_equal(memo[codes - spec.in_fmt.min_raw], want)
+    bad = codes.copy()
+    bad[7] = spec.in_fmt.min_raw - 1
+    with pytest.raises(SpecError, match="outside"):
+        spec.model(bad)
+
+
+@pytest.mark.skipif(_kernels.njit is None, reason="numba is not installed")
+def test_relu_attention_kernel_comparison_detects_a_planted_error() -> None:
+    spec = make_spec("relu_attention", "wortsman", seq_len=197)
+    codes = spec.in_fmt.all_codes()
+    good = _kernels.relu_mult_cast
+
+    def off(x: Any, *a: Any) -> bool:
+        ok = good(x, *a)
+        a[-1][len(x) // 2] += 1
+        return ok
+
+    with patch.object(_kernels, "relu_mult_cast", off):
+        assert not np.array_equal(spec.model(codes), spec._model_flat(codes.copy()))
+    assert np.array_equal(spec.model(codes), spec._model_flat(codes.copy()))

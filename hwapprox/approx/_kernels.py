@@ -65,6 +65,7 @@ __all__ = [
     "quantize_f32",
     "quantize_gather",
     "recip_rows",
+    "relu_mult_cast",
     "rounded_dot_sums",
     "rsqrt_report_f32",
     "rsqrt_rows",
@@ -482,6 +483,28 @@ if njit is not None:
 else:  # pragma: no cover
     quantize_gather = _quantize_gather
     codes_to_float = _codes_to_float
+
+
+def _relu_mult_cast(
+    x: Any, lo_in: int, hi_in: int, k: int, s: int, half: int, lo: int, hi: int, out: Any
+) -> bool:
+    """``out[i] = clip((max(x[i], 0)·k + half) >> s, lo, hi)`` for 1-D integer codes
+    ``x``: :class:`hwapprox.approx.attnact.ReluAttention`'s datapath with its output cast
+    (:func:`cast_params`); False if a code lies outside ``[lo_in, hi_in]`` (``out`` is
+    then meaningless and the caller raises its own error). Branch-free: it vectorises."""
+    bad = 0
+    for i in range(x.shape[0]):
+        v = np.int64(x[i])
+        bad += (v < lo_in) | (v > hi_in)
+        a = max(v, 0) * k
+        out[i] = min(max((a + half) >> s, lo), hi)
+    return bad == 0
+
+
+if njit is not None:
+    relu_mult_cast = njit(cache=True, nogil=True)(_relu_mult_cast)
+else:  # pragma: no cover
+    relu_mult_cast = _relu_mult_cast
 
 
 def cast_params(src_frac: int, dst: Any) -> tuple[int, int, int, int] | None:

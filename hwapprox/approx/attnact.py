@@ -35,6 +35,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from hwapprox.approx import _kernels
 from hwapprox.approx.base import Cost, Operator
 from hwapprox.approx.fntable import FnSpec, LutTable, PwlTable
 from hwapprox.fixed import MAX_RAW_BITS, FixedFormat
@@ -281,6 +282,23 @@ class ReluAttention(FnSpec):
     def _model_flat(self, x: RawArray) -> RawArray:
         k, fa = self._mult_shift()
         return self._to_out(np.maximum(x, 0) * np.int64(k), fa)
+
+    def model(self, raw: npt.ArrayLike, **kw: Any) -> RawArray:
+        """:meth:`_model_flat` with the range check; int64 codes whose output cast is one
+        rounding right shift into a saturating format take one compiled pass
+        (:func:`hwapprox.approx._kernels.relu_mult_cast`: the multiply, shift and clip
+        vectorise, where the memo lookup gathers; the same codes)."""
+        arr = np.asarray(raw)
+        if arr.dtype == np.int64 and arr.size and _kernels.available():
+            k, fa = self._mult_shift()
+            c = _kernels.cast_params(fa, self.out_fmt)
+            if c is not None:
+                flat = np.ascontiguousarray(arr).reshape(-1)
+                out = np.empty(flat.shape, dtype=np.int64)
+                lo_in, hi_in = self.in_fmt.min_raw, self.in_fmt.max_raw
+                if _kernels.relu_mult_cast(flat, lo_in, hi_in, k, *c, out):
+                    return out.reshape(arr.shape)
+        return super().model(raw, **kw)
 
     def hw_params(self, n: int | None = None) -> dict[str, int]:
         """Hardware parameter set: SV parameters of ``hwa_relu_attention`` and HLS constants.
