@@ -172,3 +172,24 @@ def test_a_tensor_with_nonfinite_values_is_folded_at_once() -> None:
     for name in now.stats:
         assert _fields(later.stats[name]) == _fields(now.stats[name]), name
         assert _fields(later.out_stats[name]) == _fields(now.out_stats[name]), name
+
+
+def test_the_budget_search_starts_with_every_statistic_filled_in(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The search may fork workers, where a statistic pending on a running job would
+    never be filled in: validate settles the trace first."""
+    from hwapprox.export import example
+    from hwapprox.export import validate as val
+
+    seen: list[int] = []
+    tune = val._tune
+
+    def spy(emu: Any, active: Any, given: Any, trace: cal.Trace, *a: Any) -> Any:
+        every = (*trace.stats.values(), *trace.out_stats.values())
+        seen.append(sum("_batch" in st.__dict__ for st in every))
+        return tune(emu, active, given, trace, *a)
+
+    monkeypatch.setattr(val, "_tune", spy)
+    val.validate(example.model_path(), inputs=example.inputs_path(), budget="cosine=0.9")
+    assert seen == [0]

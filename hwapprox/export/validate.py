@@ -1156,6 +1156,9 @@ def validate(
             width=width, out_width=out_width, headroom=headroom, stat=stat,
         )  # fmt: skip
     else:
+        # (the search may fork workers: a pending statistic whose job were still running
+        # would never be filled in a child)
+        trace.settle()
         chosen, tuning = _tune(
             emu,
             active,
