@@ -3,7 +3,10 @@ pending SiteStats) against the synchronous RunningStats path on the same tensors
 
 from __future__ import annotations
 
+import os
 import pickle
+import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -13,6 +16,7 @@ import pytest
 from hwapprox.approx import _kernels
 from hwapprox.export import calibrate as cal
 from hwapprox.export.builders import EncoderShape, bert_encoder, sample_inputs
+from hwapprox.export.emulate import background
 from hwapprox.export.errors import ExportError
 from hwapprox.export.stats import RunningStats, SiteStats, StatsBatch
 from hwapprox.export.validate import import_model
@@ -193,3 +197,23 @@ def test_the_budget_search_starts_with_every_statistic_filled_in(
     monkeypatch.setattr(val, "_tune", spy)
     val.validate(example.model_path(), inputs=example.inputs_path(), budget="cosine=0.9")
     assert seen == [0]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_fork_waits_for_the_background_jobs() -> None:
+    """A forked child has no copy of the background worker: the fork waits for its jobs,
+    so a child finds their results (else it would wait for them forever)."""
+    started = threading.Event()
+
+    def slow() -> int:
+        started.set()
+        time.sleep(0.3)
+        return 7
+
+    fut = background(slow)
+    started.wait()
+    pid = os.fork()
+    if pid == 0:  # (the child: report and leave at once)
+        os._exit(0 if fut.done() and fut.result() == 7 else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -31,6 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_all
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,10 +76,11 @@ def _forget_pools_after_fork() -> None:
     global _pools_lock
     _pools.clear()
     _pools_lock = threading.Lock()
+    _last_background[0] = None
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pools_after_fork)
+    os.register_at_fork(before=lambda: _drain_background(), after_in_child=_forget_pools_after_fork)
 
 
 _CPUS = os.cpu_count() or 1
@@ -147,7 +149,22 @@ def background(fn: Callable[..., Any], *args: Any) -> Future[Any]:
         except BaseException as exc:  # (given to the caller by result())
             f.set_exception(exc)
         return f
-    return lane_pool("background", 1).submit(fn, *args)
+    fut = lane_pool("background", 1).submit(fn, *args)
+    _last_background[0] = fut
+    return fut
+
+
+#: the background lane's last job (its jobs run in order: when it is done, all are)
+_last_background: list[Future[Any] | None] = [None]
+
+
+def _drain_background() -> None:
+    """Before a fork: wait for the background lane's jobs, whose results a child would
+    otherwise wait for forever (its copy of the lane has no thread)."""
+    fut = _last_background[0]
+    if fut is None or threading.current_thread().name.startswith(f"{_POOL_PREFIX}-background"):
+        return
+    wait_all([fut])  # (its error, if any, is its caller's)
 
 
 def thread_start(
