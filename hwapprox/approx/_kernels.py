@@ -680,26 +680,20 @@ if njit is not None:
     from numba import carray, types
     from numba.extending import intrinsic
 
-    @intrinsic  # type: ignore[misc]
-    def _f32_at(typingctx: Any, addr: Any) -> Any:
-        """The float32 pointer at integer address ``addr`` (an array's data that the
-        caller keeps alive for the whole call)."""
-        sig = types.CPointer(types.float32)(types.int64)
+    def _pointer_at(item: Any) -> Any:
+        """An intrinsic giving the ``item`` pointer at an integer address (an array's
+        data that the caller keeps alive for the whole call)."""
 
         def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
             return builder.inttoptr(args[0], context.get_value_type(signature.return_type))
 
-        return sig, codegen
+        def at(typingctx: Any, addr: Any) -> Any:
+            return types.CPointer(item)(types.int64), codegen
 
-    @intrinsic  # type: ignore[misc]
-    def _u32_at(typingctx: Any, addr: Any) -> Any:
-        """:func:`_f32_at` as a uint32 pointer (the same memory's bit patterns)."""
-        sig = types.CPointer(types.uint32)(types.int64)
+        return intrinsic(at)
 
-        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-            return builder.inttoptr(args[0], context.get_value_type(signature.return_type))
-
-        return sig, codegen
+    _f32_at = _pointer_at(types.float32)
+    _u32_at = _pointer_at(types.uint32)  # (the same memory's bit patterns)
 
     @njit(cache=True, nogil=True)  # type: ignore[misc]
     def stats_many_f32(addrs: Any, sizes: Any, qs: Any, scratch: Any) -> tuple[Any, Any, Any]:
