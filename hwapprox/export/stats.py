@@ -416,10 +416,8 @@ class SiteStats:
         pend = self.__dict__.get("_batch") if key in _LATE else None
         if pend is None:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {key!r}")
-        d = self.__dict__
-        d["mean"], d["std"], d["percentiles"] = pend[0].result(pend[1])
-        del d["_batch"]
-        return d[key]
+        pend[0].fill([self])
+        return self.__dict__[key]
 
     def __getstate__(self) -> dict[str, Any]:
         if "_batch" in self.__dict__:

@@ -311,7 +311,23 @@ def site_metrics(
     ``ideal``). ``max_lsb`` is at most their sum.
     """
     p = metrics_pass(site, spec, x, y_float, mask, n_value)
-    got = None if p is None else p.finish(p.kernel(*p.args))
+    res = None if p is None else p.kernel(*p.args)
+    return _metrics_after(p, res, site, spec, x, y_float, mask, n_value)
+
+
+def _metrics_after(
+    p: MetricsPass | None,
+    res: Any,
+    site: Site,
+    spec: ApproxSpec,
+    x: np.ndarray,
+    y_float: np.ndarray,
+    mask: np.ndarray | None,
+    n_value: float | None,
+) -> dict:
+    """:func:`site_metrics` once its one-pass route ``p`` has run (its kernel's result
+    ``res``; run anywhere): that pass's figures, else the other routes'."""
+    got = None if p is None else p.finish(res)
     return got if got is not None else _site_metrics_rest(site, spec, x, y_float, mask, n_value)
 
 
@@ -356,9 +372,9 @@ def metrics_pass(
             return None if sums is None else _error_figures(spec, *sums)
 
         return MetricsPass(ew[0], ew[1], finish_ew)
-    if _softmax_sums_apply(site, spec, x, y_float):
+    if _metric_kernels_apply(Operator.SOFTMAX, site, spec, x, y_float):
         return _softmax_sums_f32(site, spec, x, y_float, mask, n_value, dt)
-    if mask is None and _layernorm_sums_apply(site, spec, x, y_float):
+    if mask is None and _metric_kernels_apply(Operator.LAYERNORM, site, spec, x, y_float):
         return _layernorm_pass(site, spec, x, y_float, dt)
     return None
 
@@ -460,7 +476,7 @@ def _softmax_sums(
     the two error-split maxima and the row-sum error equal it up to float64 rounding
     (the softmax denominators and row sums are summed in row order, not pairwise).
     (The float32-row pass, :func:`_softmax_sums_f32`, is tried before this.)"""
-    if not _softmax_sums_apply(site, spec, x, y_float):
+    if not _metric_kernels_apply(Operator.SOFTMAX, site, spec, x, y_float):
         return None
     spec, raw, y, axis, mk = model_rows(site, spec, x, mask, n_value, dt)
     if axis not in (-1, raw.ndim - 1):
@@ -482,11 +498,13 @@ def _softmax_sums(
     return (int(cnt), *(float(v) for v in rest))  # type: ignore[return-value]
 
 
-def _softmax_sums_apply(site: Site, spec: ApproxSpec, x: np.ndarray, y_float: np.ndarray) -> bool:
-    """The softmax metric kernels apply: a softmax site, its standard reference, one
-    shape, compiled kernels."""
+def _metric_kernels_apply(
+    op: Operator, site: Site, spec: ApproxSpec, x: np.ndarray, y_float: np.ndarray
+) -> bool:
+    """The softmax / LayerNorm metric kernels apply: a site of operator ``op``, its
+    standard reference, one shape, compiled kernels."""
     return (
-        site.operator is Operator.SOFTMAX
+        site.operator is op
         and _kernels.available()
         and getattr(spec, "reference_is_standard", lambda: False)()
         and np.shape(y_float) == np.shape(x)
@@ -538,17 +556,6 @@ def _softmax_sums_f32(
     return MetricsPass(_kernels.online_report_f32, kargs, finish)
 
 
-def _layernorm_sums_apply(site: Site, spec: ApproxSpec, x: np.ndarray, y_float: np.ndarray) -> bool:
-    """The LayerNorm metric kernels apply: a LayerNorm site, its standard reference,
-    one shape, compiled kernels."""
-    return (
-        site.operator is Operator.LAYERNORM
-        and _kernels.available()
-        and getattr(spec, "reference_is_standard", lambda: False)()
-        and np.shape(y_float) == np.shape(x)
-    )
-
-
 def _layernorm_pass(
     site: Site, spec: ApproxSpec, x: np.ndarray, y_float: np.ndarray, dt: type
 ) -> MetricsPass | None:
@@ -590,7 +597,7 @@ def _layernorm_sums(
     and the sums of ``|y - y_float|`` are those of the array path exactly; the two
     error-split maxima equal it up to float64 rounding (row means summed in order).
     (The float32-row pass, :func:`_layernorm_pass`, is tried before this.)"""
-    if not _layernorm_sums_apply(site, spec, x, y_float):
+    if not _metric_kernels_apply(Operator.LAYERNORM, site, spec, x, y_float):
         return None
     ln: Any = spec  # a LayerNorm spec (reference_is_standard)
     n = rows_view(site, np.asarray(x))[0].shape[-1]
@@ -1330,14 +1337,11 @@ def _site_reports(
             raise ExportError(why)
         x, y = trace.site_inputs[s.name], trace.site_outputs[s.name]
         mask = trace.masks.get(s.name)
+        n_value = trace.site_n.get(s.name)
         if ran is None:
-            err = site_metrics(s, spec, x, y, mask, trace.site_n.get(s.name))
+            err = site_metrics(s, spec, x, y, mask, n_value)
         else:
-            p, res = ran[s.name]
-            got = None if p is None else p.finish(res)
-            if got is None:
-                got = _site_metrics_rest(s, spec, x, y, mask, trace.site_n.get(s.name))
-            err = got
+            err = _metrics_after(*ran[s.name], s, spec, x, y, mask, n_value)
         err.update(variant_stats(s, spec, x, mask))
         # calibration's extremes cover these elements when it saw them with the mask
         same = mask is not None or trace.stats[s.name].masked == 0
