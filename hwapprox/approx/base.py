@@ -589,21 +589,37 @@ class ElementwiseSpec(ApproxSpec):
         (quantise, then gather from the output real of every input code): the same
         values as quantise -> :meth:`model` -> :meth:`output_to_float`."""
         arr = np.asarray(x)
-        dt = np.dtype(dtype)
-        q = self._f32_quant() if arr.dtype == np.float32 and arr.size else None
-        if q is not None and self.in_fmt.width > _MEMO_EAGER_BITS:
-            q = None
-        if q is not None and dt in (np.float32, np.float64):
-            flat = np.ascontiguousarray(arr).reshape(-1)
-            out = np.empty(flat.shape, dtype=dt)
-            # (float32 out: gathered from the table already rounded to float32, as the
-            # store would round it: the same values from half the memory; 2 % of the
-            # embedded example's emulation)
-            f32 = dt == np.float32
-            table = _elementwise_f32_memo(self) if f32 else _elementwise_float_memo(self)
-            if _kernels.quantize_gather(flat, *q, self.in_fmt.min_raw, table, out):
-                return out.reshape(arr.shape)
+        run = self.f32_runner(arr, dtype)
+        if run is not None:
+            y = run(np.ascontiguousarray(arr).reshape(-1))
+            if y is not None:
+                return y.reshape(arr.shape)
         return super().evaluate(x, dtype, **kw)
+
+    def f32_runner(
+        self, x: npt.NDArray[Any], dtype: npt.DTypeLike = np.float64
+    ) -> Callable[[npt.NDArray[np.float32]], npt.NDArray[np.floating] | None] | None:
+        """:meth:`evaluate`'s compiled pass for inputs like ``x`` (float32, not empty),
+        its arguments resolved once: ``run(flat)`` of C-contiguous 1-D float32 ``flat``
+        gives the reals of ``dtype`` (flat), or None if a value is NaN/inf (the codes
+        path then gives them). None where the pass does not apply: ``x`` not float32
+        or empty, an input format above 16 bits or that the compiled quantisation does
+        not cover, ``dtype`` not float32/float64, no numba."""
+        dt = np.dtype(dtype)
+        q = self._f32_quant() if x.dtype == np.float32 and x.size else None
+        if q is None or self.in_fmt.width > _MEMO_EAGER_BITS or dt not in (np.float32, np.float64):
+            return None
+        # (float32 out: gathered from the table already rounded to float32, as the
+        # store would round it: the same values from half the memory; 2 % of the
+        # embedded example's emulation)
+        table = _elementwise_f32_memo(self) if dt == np.float32 else _elementwise_float_memo(self)
+        lo, gather = self.in_fmt.min_raw, _kernels.quantize_gather
+
+        def run(flat: npt.NDArray[np.float32]) -> npt.NDArray[np.floating] | None:
+            out = np.empty(flat.shape, dtype=dt)
+            return out if gather(flat, *q, lo, table, out) else None
+
+        return run
 
     def quantized_reference(self, x: npt.ArrayLike) -> npt.NDArray[np.float64]:
         """``reference(in_fmt.to_float(quantize_input(x)))``: the float64 function the

@@ -51,7 +51,7 @@ from hwapprox.export.patterns import Site
 __all__ = [
     "Emulator", "PrefixChain", "apply_fused", "apply_spec", "apply_spec_blocks",
     "apply_spec_pair", "make_session", "model_rows", "rows_view", "site_mask_bits",
-    "site_row_params", "site_threads", "softmax_f32_rows",
+    "site_row_params", "site_runner", "site_threads", "softmax_f32_rows",
     "thread_map", "thread_start",
 ]  # fmt: skip
 
@@ -65,6 +65,10 @@ MIN_SPLIT_ELEMENTS = 1 << 16
 #: inside validate; the site models stream large arrays and allocate several per
 #: block, and the blocks are joined by a copy; benchmarks/results/speed.md)
 MIN_SPLIT_THREADS = 3
+#: an emulator runs its sites through their bound passes (:func:`site_runner`, once per
+#: spec and shape) where they have one; False: :func:`apply_spec` every time (the same
+#: values: ``tests/test_site_runner.py`` compares the two)
+_BOUND = True
 _POOL_PREFIX = "hwapprox-sites"
 _pools: dict[tuple[str, int], ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()
@@ -495,6 +499,62 @@ def _softmax_row_spec(spec: ApproxSpec, n_row: int) -> ApproxSpec:
     return spec
 
 
+def site_runner(
+    site: Site, spec: ApproxSpec, x: np.ndarray, dtype: npt.DTypeLike = np.float64
+) -> Callable[[np.ndarray], np.ndarray | None] | None:
+    """:func:`apply_spec`'s compiled float32 pass of ``site`` and ``spec`` bound to inputs
+    like ``x`` (its arguments resolved once; an emulator's site sees the same spec and
+    shape call after call): ``run(x2)`` of a C-contiguous float32 ``x2`` of ``x``'s
+    shape is ``apply_spec(site, spec, x2, None, None, dtype)`` (no mask, no run-time n),
+    or None where the pass gives up on ``x2``'s values (a NaN/inf input, a reciprocal
+    that would raise: :func:`apply_spec` then gives the values or raises). None where
+    :func:`apply_spec` takes another route for such inputs (``x`` not C-contiguous
+    float32, a spec without such a pass or of another operator, rows not along the
+    last axis)."""
+    if (
+        spec.operator is not site.operator
+        or type(x) is not np.ndarray
+        or x.dtype != np.float32
+        or not x.flags.c_contiguous
+        or not x.size
+    ):
+        return None
+    shape = x.shape
+    if site.operator is Operator.SOFTMAX:
+        rows = softmax_f32_rows(site, spec, x, None)
+        if rows is None or not hasattr(rows[0], "f32_runner"):
+            return None
+        run_rows = rows[0].f32_runner(rows[1], None, dtype)
+        if run_rows is None:
+            return None
+        rshape = rows[1].shape
+        return lambda x2: _shaped(run_rows(x2.reshape(rshape)), shape)
+    if site.operator is Operator.GELU or site.operator in ELEMENTWISE_ATTENTION:
+        if (
+            not isinstance(spec, ElementwiseSpec)
+            or type(spec).evaluate is not ElementwiseSpec.evaluate
+        ):
+            return None
+        run_flat = spec.f32_runner(x, dtype)
+        if run_flat is None:
+            return None
+        return lambda x2: _shaped(run_flat(x2.reshape(-1)), shape)
+    if getattr(spec, "rows_f32", None) is None or getattr(spec, "f32_runner", None) is None:
+        return None
+    xv, axis = rows_view(site, x)
+    if not (xv.ndim == 2 and axis in (-1, 1)):
+        return None
+    run_ln = spec.f32_runner(xv, *site_row_params(site, spec, xv.shape[1]), dtype)  # type: ignore[attr-defined]
+    if run_ln is None:
+        return None
+    rshape = xv.shape
+    return lambda x2: _shaped(run_ln(x2.reshape(rshape)), shape)
+
+
+def _shaped(y: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray | None:
+    return None if y is None else y.reshape(shape)
+
+
 def _model_of_raw(
     site: Site,
     spec: ApproxSpec,
@@ -647,6 +707,8 @@ class Emulator:
         self.threads = threads
         self.index = GraphIndex(model) if index is None else index
         self._float_sessions: dict[str, ort.InferenceSession] = {}
+        #: per site: (spec, input shape, dtype, site_runner's pass or None), the last bound
+        self._bound: dict[str, tuple[Any, ...]] = {}
         self._build()
         #: seconds spent in the approximations during the last :meth:`run`
         self.approx_seconds = 0.0
@@ -884,12 +946,32 @@ class Emulator:
                     n_t = site.params.get("n_tensor")
                     n_v = values[n_t] if n_t else None
                     if self.threads == 1:  # (one block: apply_spec_blocks' own choice)
-                        y = apply_spec(site, spec, x, mask, n_v, dtype)
+                        bound = mask is None and not n_t  # (site_runner's inputs)
+                        y = self._run_bound(site, spec, x, dtype) if bound else None
+                        if y is None:
+                            y = apply_spec(site, spec, x, mask, n_v, dtype)
                     else:
                         y = apply_spec_blocks(site, spec, x, mask, n_v, dtype, self.threads)
                 y = y.astype(dtype, copy=False)
                 self.approx_seconds += time.perf_counter() - t0
             values[site.output] = y
+
+    def _run_bound(
+        self, site: Site, spec: ApproxSpec, x: np.ndarray, dtype: npt.DTypeLike
+    ) -> np.ndarray | None:
+        """:func:`site_runner`'s pass of ``site`` (bound once per spec, shape and dtype: the
+        last one kept per site), or None (then :func:`apply_spec`)."""
+        if (
+            not _BOUND
+            or type(x) is not np.ndarray
+            or x.dtype != np.float32
+            or not x.flags.c_contiguous
+        ):
+            return None
+        hit = self._bound.get(site.name)
+        if hit is None or hit[0] is not spec or hit[1] != x.shape or hit[2] != dtype:
+            hit = self._bound[site.name] = (spec, x.shape, dtype, site_runner(site, spec, x, dtype))
+        return None if hit[3] is None else hit[3](x)
 
 
 class PrefixChain:

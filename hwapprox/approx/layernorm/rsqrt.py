@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from fractions import Fraction
@@ -441,12 +442,31 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
         path); None where that pass does not apply (no numba, another input quantisation,
         output cast or width, a NaN/inf input or a row's shift out of range): the caller
         then takes the codes path, which gives these values or raises its errors."""
+        run = self.f32_runner(xf, gamma, beta, dtype)
+        return None if run is None else run(xf)
+
+    def f32_runner(
+        self,
+        xf: npt.NDArray[np.float32],
+        gamma: npt.ArrayLike | None = None,
+        beta: npt.ArrayLike | None = None,
+        dtype: npt.DTypeLike = np.float32,
+    ) -> Callable[[npt.NDArray[np.float32]], npt.NDArray[np.floating] | None] | None:
+        """:meth:`rows_f32` bound to rows of ``xf``'s shape and these gamma/beta (its
+        kernel's arguments resolved once, :meth:`f32_plan`): ``run(rows)`` of C-contiguous
+        float32 rows of that shape is ``rows_f32(rows, gamma, beta, dtype)``; None where
+        :meth:`rows_f32` would be None for any rows."""
         dt = np.dtype(dtype)
         args = self.f32_plan(xf, gamma, beta, dt)
         if args is None:
             return None
-        out = np.empty(xf.shape, dtype=dt)
-        return out if _kernels.rsqrt_rows_f32(xf, *args, out) == 0 else None
+        kernel = _kernels.rsqrt_rows_f32
+
+        def run(rows: npt.NDArray[np.float32]) -> npt.NDArray[np.floating] | None:
+            out = np.empty(rows.shape, dtype=dt)
+            return out if kernel(rows, *args, out) == 0 else None
+
+        return run
 
     def f32_plan(
         self,

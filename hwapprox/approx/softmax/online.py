@@ -1023,13 +1023,34 @@ class OnlineSoftmax(SoftmaxSpec):
         (:meth:`f32_plan`), or an unmasked input is NaN/inf, or the reciprocal would
         raise: the caller then takes the codes path, which gives these values or raises
         its errors."""
+        run = self.f32_runner(xf, mask, dtype)
+        return None if run is None else run(xf, mask)
+
+    def f32_runner(
+        self,
+        xf: npt.NDArray[np.float32],
+        mask: npt.NDArray[np.bool_] | None = None,
+        dtype: npt.DTypeLike = np.float32,
+    ) -> Callable[..., npt.NDArray[np.floating] | None] | None:
+        """:meth:`rows_f32` bound to rows of ``xf``'s shape (its kernel's arguments
+        resolved once, :meth:`f32_plan`, which checks ``mask`` too): ``run(rows, mask)``
+        of C-contiguous float32 rows of that shape, with None or a mask as
+        :meth:`rows_f32` takes it, is ``rows_f32(rows, mask, dtype)``; None where
+        :meth:`rows_f32` would be None for any rows."""
         dt = np.dtype(dtype)
         args = self.f32_plan(xf, mask, dt)
         if args is None:
             return None
-        out = np.empty(xf.shape, dtype=dt)
-        mk = _NO_MASK if mask is None else mask
-        return out if _kernels.online_rows_f32(xf, mk, mask is not None, *args, out) == 0 else None
+        kernel = _kernels.online_rows_f32
+
+        def run(
+            rows: npt.NDArray[np.float32], mk: npt.NDArray[np.bool_] | None = None
+        ) -> npt.NDArray[np.floating] | None:
+            out = np.empty(rows.shape, dtype=dt)
+            m = _NO_MASK if mk is None else mk
+            return out if kernel(rows, m, mk is not None, *args, out) == 0 else None
+
+        return run
 
     def f32_plan(
         self,
