@@ -20,6 +20,11 @@ into one block per worker thread (``threads``; 0: the CPU count, at most
 kernels and numpy's large operations release the GIL) and the blocks joined again:
 rows and elements are independent, so the values are the one-block run's
 (``tests/test_model_fastpath.py`` compares the two).
+
+Bound passes: on one thread, a site whose spec has a compiled float32 pass
+(:func:`site_runner`) is bound once per spec and input shape, so later runs call
+its kernel with the arguments resolved instead of :func:`apply_spec`'s checks and
+lookups (the same reals; ``tests/test_site_runner.py``).
 """
 
 from __future__ import annotations
