@@ -203,3 +203,25 @@ def test_masked_softmax_sites_keep_apply_spec() -> None:
     assert sum(bound) == len(specs) - n_softmax
     for k in out_off[0]:
         assert np.array_equal(out_on[0][k], out_off[0][k])
+
+
+def test_layernorm_parameters_changed_in_place_are_seen() -> None:
+    """A LayerNorm site's gamma changed in place between two runs: the bound emulator
+    re-binds and gives what an emulator without bound passes gives (the codes path
+    reads gamma's values on every call)."""
+    imp = import_model(example.model_path())
+    feeds = dict(np.load(example.inputs_path()))
+    res = validate(imp, inputs=feeds)
+    specs = dict(res.specs)
+    s = next(s for s in res.selected if s.gamma is not None)
+    site = dataclasses.replace(s, gamma=np.array(s.gamma, dtype=np.float64, copy=True))
+    sites = [site if t.name == s.name else t for t in res.selected]
+    on = emulate.Emulator(imp.model, sites, threads=1, index=imp.sessions.index)
+    before = on.run(feeds, specs)["logits"]
+    site.gamma[:] *= 1.5  # (in place)
+    after = on.run(feeds, specs)["logits"]
+    with patch.object(emulate, "_BOUND", False):
+        off = emulate.Emulator(imp.model, sites, threads=1, index=imp.sessions.index)
+        want = off.run(feeds, specs)["logits"]
+    assert not np.array_equal(before, after)
+    assert np.array_equal(after, want)

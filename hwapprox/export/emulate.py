@@ -712,7 +712,8 @@ class Emulator:
         self.threads = threads
         self.index = GraphIndex(model) if index is None else index
         self._float_sessions: dict[str, ort.InferenceSession] = {}
-        #: per site: (spec, input shape, dtype, site_runner's pass or None), the last bound
+        #: per site: (spec, input shape, dtype, gamma/beta bytes, site_runner's pass or None),
+        #: the last bound
         self._bound: dict[str, tuple[Any, ...]] = {}
         self._build()
         #: seconds spent in the approximations during the last :meth:`run`
@@ -973,10 +974,24 @@ class Emulator:
             or not x.flags.c_contiguous
         ):
             return None
+        # (a LayerNorm pass binds gamma and beta's codes: their values are part of the key,
+        # as they are of site_row_params' memo)
+        params = None
+        if site.gamma is not None or site.beta is not None:
+            params = tuple(
+                None if v is None else np.asarray(v).tobytes() for v in (site.gamma, site.beta)
+            )
         hit = self._bound.get(site.name)
-        if hit is None or hit[0] is not spec or hit[1] != x.shape or hit[2] != dtype:
-            hit = self._bound[site.name] = (spec, x.shape, dtype, site_runner(site, spec, x, dtype))
-        return None if hit[3] is None else hit[3](x)
+        if (
+            hit is None
+            or hit[0] is not spec
+            or hit[1] != x.shape
+            or hit[2] != dtype
+            or hit[3] != params
+        ):
+            run = site_runner(site, spec, x, dtype)
+            hit = self._bound[site.name] = (spec, x.shape, dtype, params, run)
+        return None if hit[4] is None else hit[4](x)
 
 
 class PrefixChain:
