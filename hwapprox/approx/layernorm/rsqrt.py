@@ -455,7 +455,8 @@ class RsqrtLutLayerNorm(_LayerNormSpec):
         """:meth:`rows_f32` bound to rows of ``xf``'s shape and these gamma/beta (its
         kernel's arguments resolved once, :meth:`f32_plan`): ``run(rows)`` of C-contiguous
         float32 rows of that shape is ``rows_f32(rows, gamma, beta, dtype)``; None where
-        :meth:`rows_f32` would be None for any rows."""
+        :meth:`f32_plan` is (the pass does not apply to such rows); ``run`` gives None
+        where it gives up on the rows' values, as :meth:`rows_f32` does."""
         dt = np.dtype(dtype)
         args = self.f32_plan(xf, gamma, beta, dt)
         if args is None:

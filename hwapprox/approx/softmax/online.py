@@ -1036,7 +1036,8 @@ class OnlineSoftmax(SoftmaxSpec):
         resolved once, :meth:`f32_plan`, which checks ``mask`` too): ``run(rows, mask)``
         of C-contiguous float32 rows of that shape, with None or a mask as
         :meth:`rows_f32` takes it, is ``rows_f32(rows, mask, dtype)``; None where
-        :meth:`rows_f32` would be None for any rows."""
+        :meth:`f32_plan` is (the pass does not apply to such rows); ``run`` gives None
+        where it gives up on the rows' values, as :meth:`rows_f32` does."""
         dt = np.dtype(dtype)
         args = self.f32_plan(xf, mask, dt)
         if args is None:
