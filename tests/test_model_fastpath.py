@@ -990,12 +990,12 @@ def test_error_sums_comparison_detects_a_planted_error() -> None:
     want = spec.error_sums(x, yf, np.float32)
     table = base._elementwise_float_memo(spec).copy()
     table[len(table) // 3] += 64 * float(spec.out_fmt.lsb)
-    base._elementwise_stored_memo.cache_clear()  # (it holds the memo as stored)
+    base._elementwise_f32_memo.cache_clear()  # (it holds the memo as stored)
     try:
         with patch.object(base, "_elementwise_float_memo", lambda s: table):
             assert spec.error_sums(x, yf, np.float32) != want
     finally:
-        base._elementwise_stored_memo.cache_clear()
+        base._elementwise_f32_memo.cache_clear()
     assert spec.error_sums(x, yf, np.float32) == want
 
 
