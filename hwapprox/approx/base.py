@@ -610,7 +610,7 @@ class ElementwiseSpec(ApproxSpec):
         # (float32 out: gathered from the table already rounded to float32, as the
         # store would round it: the same values from half the memory; 2 % of the
         # embedded example's emulation)
-        table = _elementwise_f32_memo(self) if dt == np.float32 else _elementwise_float_memo(self)
+        table = _elementwise_stored_memo(self, dt)
         lo, gather = self.in_fmt.min_raw, _kernels.quantize_gather
 
         def run(flat: npt.NDArray[np.float32]) -> npt.NDArray[np.floating] | None:
