@@ -301,9 +301,7 @@ def _plot(res: ValidationResult, path: Path) -> None:
     """``validate.png``: per-site error (one horizontal bar per selected site, the
     figure grows with their number) above the end-to-end error histogram."""
     import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # (no pyplot: no GUI backend, no global figures)
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
@@ -313,13 +311,8 @@ def _plot(res: ValidationResult, path: Path) -> None:
     n_unselected = len(imported) - len(sites) if imported is not None else 0
     row_h = 0.24 if n <= 40 else 0.2
     top_h = max(2.2, row_h * n + 1.3)
-    fig, (ax1, ax2) = plt.subplots(
-        2,
-        1,
-        figsize=(10, top_h + 3.4),
-        height_ratios=[top_h, 3.4],
-        layout="constrained",
-    )
+    fig = Figure(figsize=(10, top_h + 3.4), layout="constrained")
+    ax1, ax2 = fig.subplots(2, 1, height_ratios=[top_h, 3.4])
     # -- per site: max |err| bar coloured by operator, mean |err| marker ----------
     errs = {s.name: res.site_errors.get(s.name) for s in sites}
     pos = [
@@ -332,7 +325,7 @@ def _plot(res: ValidationResult, path: Path) -> None:
     lo = 10 ** np.floor(np.log10(min(pos))) if pos else 1e-6
     hi = max(pos) * 6 if pos else 1.0  # room for the value labels
     colours = dict(_OP_COLOURS)
-    spare = iter(plt.rcParams["axes.prop_cycle"].by_key()["color"][3:])
+    spare = iter(matplotlib.rcParams["axes.prop_cycle"].by_key()["color"][3:])
     fs = 9 if n <= 40 else 8
     y = np.arange(len(sites))
     n_float = 0
@@ -456,7 +449,6 @@ def _plot(res: ValidationResult, path: Path) -> None:
         fontsize=10,
     )
     fig.savefig(path, dpi=100)
-    plt.close(fig)
 
 
 def write_report(res: ValidationResult, outdir: str | Path, force: bool = False) -> dict[str, Path]:
