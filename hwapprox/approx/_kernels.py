@@ -426,20 +426,21 @@ _IDX_BLOCK = 4096
 
 
 def _table_indices(
-    x: Any, i0: int, i1: int, scale: float, lo: float, hi: float, rnd: bool, code_lo: int,
-    top: int, idx: Any,
-) -> int:  # fmt: skip
-    """``idx[i - i0]`` = the table index of float32 ``x[i]`` for ``i0 <= i < i1``: its
-    code as :func:`_quantize_f32` quantises it, less ``code_lo``, clamped into
-    ``[0, top]`` (so a NaN/inf reads inside the table); returns how many of them are
-    NaN/inf. A loop without gathers, so it vectorises."""
+    xs: Any, scale: float, lo: float, hi: float, rnd: bool, code_lo: int, top: int, idx: Any
+) -> int:
+    """``idx[i]`` = the table index of float32 ``xs[i]`` for ``i < len(xs)`` (a block of
+    the input, as a slice): its code as :func:`_quantize_f32` quantises it, less
+    ``code_lo``, clamped into ``[0, top]`` (so a NaN/inf reads inside the table); returns
+    how many of them are NaN/inf. A loop without gathers from index 0, so it vectorises
+    (indexing ``x[i0 + i]`` and ``idx[i - i0]`` instead kept it scalar: the GELU
+    gather of 32 K elements 45 -> 24 us)."""
     bad = 0
-    for i in range(i0, i1):
-        v = np.float64(x[i])
+    for i in range(xs.shape[0]):
+        v = np.float64(xs[i])
         bad += not np.isfinite(v)
         s = min(max(v * scale, lo), hi)
         q = np.int64(np.floor(s + 0.5)) if rnd else np.int64(np.floor(s))
-        idx[i - i0] = min(max(q - code_lo, 0), top)
+        idx[i] = min(max(q - code_lo, 0), top)
     return bad
 
 
@@ -463,9 +464,10 @@ def _quantize_gather(
     idx = np.empty(_IDX_BLOCK, np.int64)
     for i0 in range(0, x.shape[0], _IDX_BLOCK):
         i1 = min(x.shape[0], i0 + _IDX_BLOCK)
-        bad += _table_indices(x, i0, i1, scale, lo, hi, rnd, code_lo, top, idx)
-        for i in range(i0, i1):
-            out[i] = table[idx[i - i0]]
+        bad += _table_indices(x[i0:i1], scale, lo, hi, rnd, code_lo, top, idx)
+        ob = out[i0:i1]
+        for i in range(i1 - i0):
+            ob[i] = table[idx[i]]
     return bad == 0
 
 
@@ -1077,7 +1079,7 @@ def _gather_err_stats3(
     idx = np.empty(_IDX_BLOCK, np.int64)
     for i0 in range(0, x.shape[0], _IDX_BLOCK):
         i1 = min(x.shape[0], i0 + _IDX_BLOCK)
-        bad += _table_indices(x, i0, i1, scale, lo, hi, rnd, code_lo, top, idx)
+        bad += _table_indices(x[i0:i1], scale, lo, hi, rnd, code_lo, top, idx)
         for i in range(i0, i1):
             j = idx[i - i0]
             st = _acc_add(st, t_y[j], np.float64(yf[i]), t_i[j])
