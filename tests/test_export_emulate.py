@@ -205,6 +205,37 @@ def test_resume_from_prefix_is_the_full_run() -> None:
     assert not np.array_equal(emu.run(feeds, specs, resume=stale)["logits"], full)
 
 
+def test_runs_drop_the_tensors_nothing_later_reads() -> None:
+    """A run keeps only the live tensors: a prefix state at a level holds exactly the
+    tensors some segment or site at that level or later reads, and the graph's outputs
+    (not every tensor the run made before it); the outputs are bit for bit those of an
+    emulator that keeps everything, from the start and resumed from the states."""
+    imp = import_model(bert_encoder(SHAPE, gelu="erf", layernorm="op", seed=11))
+    feeds = sample_inputs(SHAPE, batch=2, seed=4)
+    emu = Emulator(imp.model, imp.sites, threads=1)
+    keep_all = Emulator(imp.model, imp.sites, threads=1)
+    keep_all._last_use = {}
+    specs = _ref_specs(imp.sites, "ap_fixed<12,4,AP_RND,AP_SAT>")
+    full = emu.run(feeds, specs)
+    assert full.keys() == keep_all.run(feeds, specs).keys()
+    assert all(np.array_equal(full[k], keep_all.run(feeds, specs)[k]) for k in full)
+    last_read = {n: lv for lv, names in emu._last_use.items() for n in names}
+    outputs = {o.name for o in imp.model.graph.output}
+    levels = sorted(set(emu.site_level.values()))
+    for level in levels:
+        state = emu.prefix(feeds, specs, level)[1]
+        every = keep_all.prefix(feeds, specs, level)[1]
+        live = {k for k in every if k in outputs or last_read.get(k, level) >= level}
+        assert state.keys() == live
+        assert all(np.array_equal(state[k], every[k]) for k in live)
+        resumed = emu.run(feeds, specs, resume=(level, state))
+        assert np.array_equal(resumed["logits"], full["logits"])
+    deep = emu.prefix(feeds, specs, levels[-1])[1]
+    assert len(deep) < len(keep_all.prefix(feeds, specs, levels[-1])[1])
+    advanced = emu.advance(emu.prefix(feeds, specs, levels[0]), specs, levels[-1])[1]
+    assert advanced.keys() == deep.keys()
+
+
 def test_prefix_chain_continues_a_prefix_exactly() -> None:
     """PrefixChain (the budget search's prefixes, each continued from the last) gives
     the values of a prefix computed from the inputs, level after level, as sites get

@@ -798,6 +798,13 @@ class Emulator:
         self._sites_at = {
             k: [s for s in self.sites if self.site_level[s.name] == k] for k in range(n_levels + 1)
         }
+        # Each value is dropped once the last segment or site that reads it has run (the
+        # graph's outputs are kept): a run holds the live tensors, not every one it made.
+        outputs = {o.name for o in g.output}
+        self._last_use: dict[int, list[str]] = {}
+        for name, lv in needed_later.items():
+            if name not in outputs:
+                self._last_use.setdefault(lv, []).append(name)
 
     def _vi(self, name: str) -> onnx.ValueInfoProto:
         et = self.index.elem_type.get(name, TensorProto.FLOAT)
@@ -882,6 +889,7 @@ class Emulator:
             if seg.session is not None and (resume is None or seg.level > first):
                 self._run_segment(seg, values)
             self._run_sites(seg.level, values, specs)
+            self._drop_dead(seg.level, values)
         out = {}
         for o in self.model.graph.output:
             if o.name in values:
@@ -911,6 +919,7 @@ class Emulator:
                 self._run_segment(seg, values)
             if seg.level < level:
                 self._run_sites(seg.level, values, specs)
+                self._drop_dead(seg.level, values)
         return level, values
 
     def prefix(
@@ -924,7 +933,14 @@ class Emulator:
                 self._run_segment(seg, values)
             if seg.level < level:
                 self._run_sites(seg.level, values, specs)
+                self._drop_dead(seg.level, values)
         return level, values
+
+    def _drop_dead(self, level: int, values: dict[str, np.ndarray]) -> None:
+        """Drop from ``values`` the tensors nothing after ``level`` reads (its segment and
+        sites have run; the graph's outputs stay)."""
+        for name in self._last_use.get(level, ()):
+            values.pop(name, None)
 
     def _run_segment(self, seg: _Segment, values: dict[str, np.ndarray]) -> None:
         assert seg.session is not None
