@@ -14,6 +14,11 @@ to the tensor's ONNX element type (float32 usually) for the next session.
 A site whose spec is ``None`` runs its own original nodes in a small
 onnxruntime session, so it is exactly the float model.
 
+Memory: a run keeps a tensor only until the last segment or site that reads it has
+run (the graph's outputs stay), in :meth:`Emulator.run`, :meth:`~Emulator.prefix` and
+:meth:`~Emulator.advance` alike, so a run and a prefix state hold the live tensors, not
+every one the model made.
+
 Threads: a large site tensor is cut along its first axis (never the site's row axis)
 into one block per worker thread (``threads``; 0: the CPU count, at most
 :data:`MAX_SITE_THREADS`), each block approximated on its own thread (the compiled
