@@ -69,6 +69,28 @@ def test_cli_default_example_writes_report(tmp_path) -> None:
     assert _run("--sites", "softmax", "-o", str(out), "--force").exit_code == 0
 
 
+def test_cli_preloads_the_plot_imports_only_without_worker_processes(tmp_path, monkeypatch) -> None:
+    """With -o and no worker processes the plot's imports start on a thread before the
+    run (preload_plotting, which leaves matplotlib's figure imported); with -j > 1 they
+    do not (a fork during an import would leave the child waiting on its lock); the
+    reports are the same."""
+    import sys
+
+    from hwapprox.report import validate as report_validate
+
+    report_validate.preload_plotting().join(timeout=60)
+    assert "matplotlib.figure" in sys.modules
+    calls: list[int] = []
+    real = report_validate.preload_plotting
+    monkeypatch.setattr(report_validate, "preload_plotting", lambda: calls.append(1) or real())
+    assert _run("--sites", "gelu", "-o", str(tmp_path / "a")).exit_code == 0
+    assert calls == [1]
+    assert _run("--sites", "gelu", "-j", "2", "-o", str(tmp_path / "b")).exit_code == 0
+    assert calls == [1]
+    a, b = (json.loads((tmp_path / d / "validate.json").read_text()) for d in "ab")
+    assert a["end_to_end"] == b["end_to_end"]
+
+
 def test_cli_config_and_budget(tmp_path) -> None:
     cfg = tmp_path / "c.yaml"
     cfg.write_text(

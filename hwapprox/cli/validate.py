@@ -167,7 +167,12 @@ def validate_cmd(
     """
     from hwapprox.export import example
     from hwapprox.export.validate import validate
-    from hwapprox.report.validate import format_report, prepare_outdir, write_report
+    from hwapprox.report.validate import (
+        format_report,
+        preload_plotting,
+        prepare_outdir,
+        write_report,
+    )
 
     meths = _methods(methods)
     space = None
@@ -187,6 +192,8 @@ def validate_cmd(
     try:
         if outdir is not None:
             prepare_outdir(outdir, force, create=False)  # fail before the work, not after
+            if jobs == 1 and dask is None:  # (no worker processes forked meanwhile)
+                preload_plotting()  # the plot's imports beside validate's GIL-free work
         res = validate(
             model,
             inputs=inputs,

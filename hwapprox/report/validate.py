@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -295,6 +296,23 @@ def _short_name(name: str, limit: int = 48) -> str:
     if best is not None:
         return best[2]
     return name[: limit // 2 - 1] + "\u2026" + name[-(limit - limit // 2) :]
+
+
+def preload_plotting() -> threading.Thread:
+    """Import what :func:`_plot` needs (matplotlib's figure, Agg backend and font
+    manager, ~0.4-0.6 s, longer on a machine whose font cache is not built yet) on a
+    daemon thread, so that the import overlaps work that releases the GIL (onnxruntime,
+    the compiled kernels) instead of following it. Start it before a long run whose
+    report will be plotted; not before forking worker processes (a fork while the
+    thread holds an import lock would leave the child waiting on it)."""
+
+    def load() -> None:
+        import matplotlib.backends.backend_agg
+        import matplotlib.figure  # noqa: F401
+
+    th = threading.Thread(target=load, name="hwapprox-preload-matplotlib", daemon=True)
+    th.start()
+    return th
 
 
 def _plot(res: ValidationResult, path: Path) -> None:
