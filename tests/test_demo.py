@@ -270,3 +270,52 @@ def test_rtl_mismatch_fails_the_demo(tmp_path, monkeypatch, reuse_validation):
     assert units
     assert all(u["bit_exact"] is False and u["mismatches"] == 1 for u in units)
     assert (out / "summary.md").is_file()
+
+
+def test_rtl_stage_runs_its_simulations_side_by_side_in_order(tmp_path, monkeypatch, validated):
+    """stage_rtl runs up to ``workers`` simulations at once (here 2, with a fake simulator
+    that waits for a partner, so a serial stage would time out) and reports them in the
+    specs' order, each entry with its own unit's figures; with workers=1 they run one at a
+    time (never two at once)."""
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    import hwapprox.rtl_sim.runner as runner
+
+    monkeypatch.setattr(runner, "simulator_available", lambda sim: None)
+    groups = demo._spec_groups(validated)
+    assert len(groups) >= 2
+
+    def fake_sim(lock_box: dict):
+        def sim(spec, rows, **kw):
+            with lock_box["lock"]:
+                lock_box["now"] += 1
+                lock_box["peak"] = max(lock_box["peak"], lock_box["now"])
+                lock_box["calls"] += 1
+                first_two = lock_box["calls"] <= 2
+            if lock_box["meet"] is not None and first_two:
+                lock_box["meet"].wait(timeout=20)  # the first two run at once
+            time.sleep(0.01)
+            with lock_box["lock"]:
+                lock_box["now"] -= 1
+            kw["keep_dir"].mkdir(parents=True, exist_ok=True)
+            n = sum(r.size for r in rows)
+            build = SimpleNamespace(build_dir=str(tmp_path), seconds=0.0, reused=True)
+            stats = {"n_expected": n, "matched": n, "mismatches": 0, "throughput": 1.0}
+            return SimpleNamespace(passed=True, stats=stats, build=build)
+
+        return sim
+
+    for workers in (2, 1):
+        box = {
+            "lock": threading.Lock(), "now": 0, "peak": 0, "calls": 0,
+            "meet": threading.Barrier(2) if workers == 2 else None,
+        }  # fmt: skip
+        out = tmp_path / f"w{workers}"
+        r = demo.stage_rtl(out, validated, simulate=fake_sim(box), workers=workers)
+        assert r.status == "passed"
+        assert box["peak"] == workers
+        units = r.data["units"]
+        assert [u["sites"] for u in units] == [names for _, names in groups]
+        assert all(u["bit_exact"] and u["vectors"] == u["matched"] > 0 for u in units)
