@@ -363,21 +363,6 @@ def stage_rtl(
     groups = _spec_groups(res)
     units: list[dict[str, Any]] = []
     failed = []
-    plans = []  # (index, spec, its sites, entry, unit, rows, log dir) per simulation
-    for i, (spec, names) in enumerate(groups, 1):
-        name = f"{spec.operator}/{spec.method}"
-        entry: dict[str, Any] = {"unit": name, "sites": names, "spec": spec.describe()}
-        units.append(entry)
-        try:
-            unit = get_unit(spec.operator, spec.method)
-        except SpecError as exc:
-            entry["note"] = f"skipped: {exc}"
-            continue
-        rows = default_rows(spec, 16, 4, seed=0)
-        for n in names:
-            rows += _site_rows(spec, res.trace.site_inputs[n], unit.rowwise)
-        rdir = out.resolve() / "rtl" / f"{unit.toplevel}-{names[0]}"
-        plans.append((i, spec, names, entry, unit, rows, rdir))
 
     def run_one(spec: Any, rows: Any, names: list[str], rdir: Path) -> tuple[Any, float]:
         t0 = time.perf_counter()
@@ -387,19 +372,34 @@ def stage_rtl(
     n_workers = workers or max(1, min(RTL_WORKERS, os.cpu_count() or 1))
     pool = ThreadPoolExecutor(max_workers=n_workers, thread_name_prefix="hwapprox-rtl")
     try:
-        futures = {p[0]: pool.submit(run_one, p[1], p[5], p[2], p[6]) for p in plans}
-        plan_at = {p[0]: p for p in plans}
-        for i, (spec, names) in enumerate(groups, 1):
+        # every simulation submitted first (per spec: its unit, rows, log dir and run, or
+        # None without a unit), then reported in order as each finishes
+        runs: list[tuple[Any, list[np.ndarray], Path, Future[tuple[Any, float]]] | None] = []
+        for spec, names in groups:
             name = f"{spec.operator}/{spec.method}"
-            if i not in plan_at:
+            units.append({"unit": name, "sites": names, "spec": spec.describe()})
+            try:
+                unit = get_unit(spec.operator, spec.method)
+            except SpecError as exc:
+                units[-1]["note"] = f"skipped: {exc}"
+                runs.append(None)
+                continue
+            rows = default_rows(spec, 16, 4, seed=0)
+            for n in names:
+                rows += _site_rows(spec, res.trace.site_inputs[n], unit.rowwise)
+            rdir = out.resolve() / "rtl" / f"{unit.toplevel}-{names[0]}"
+            runs.append((unit, rows, rdir, pool.submit(run_one, spec, rows, names, rdir)))
+        for i, (entry, run) in enumerate(zip(units, runs, strict=True), 1):
+            name, names = entry["unit"], entry["sites"]
+            if run is None:
                 _echo(f"    [{i}/{len(groups)}] {name}: no RTL unit, skipped")
                 continue
-            _, _, _, entry, unit, rows, rdir = plan_at[i]
+            unit, rows, rdir, fut = run
             _echo(
                 f"    [{i}/{len(groups)}] {unit.toplevel} for {name} ({len(names)} site(s)): "
                 f"build + simulate {sum(r.size for r in rows)} inputs ..."
             )
-            r, seconds = futures[i].result()
+            r, seconds = fut.result()
             blog = Path(r.build.build_dir) / "build.log"
             if blog.is_file():
                 shutil.copy2(blog, rdir / "build.log")
